@@ -1,0 +1,310 @@
+"""The SQLite database: connections, PRAGMAs, and the one way to write.
+
+A :class:`Database` holds two aiosqlite connections to one file in WAL mode:
+
+* the **writer**, used only by a single writer task. Callers hand it work with
+  :meth:`Database.write`; the task runs every piece of work that is waiting in *one*
+  ``BEGIN IMMEDIATE`` ... ``COMMIT`` (each inside its own savepoint, so one failure does not
+  undo the others) and resolves the callers after the commit. Many chats' turns therefore share
+  one fsync (group commit): durability does not cap throughput (DESIGN.md section 3).
+* the **reader**, ``query_only``, for reads of committed data that never wait for writes.
+
+When another process (the inspection CLI, a backup) holds the write lock, ``BEGIN IMMEDIATE``
+is retried with exponential backoff until ``lock_timeout`` runs out, then
+:class:`~agent.errors.DatabaseLocked` is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Self, TypeVar
+
+import aiosqlite
+
+from agent.db.migrations import Migration, migrate
+from agent.errors import DatabaseLocked, StorageError
+
+__all__ = ["Database", "Durability", "Work"]
+
+logger = logging.getLogger(__name__)
+
+#: ``full``: fsync on every commit, survives power loss. ``process``: fsync only when the WAL
+#: is checkpointed (``synchronous=NORMAL``), survives a crash of the process, not of the machine.
+Durability = Literal["full", "process"]
+T = TypeVar("T")
+#: A piece of write work: called with the writer connection inside an open transaction.
+Work = Callable[[aiosqlite.Connection], Awaitable[T]]
+
+_SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _BUSY_CODES
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+@dataclass(slots=True)
+class _Pending:
+    work: Work[Any]
+    future: asyncio.Future[Any] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class Database:
+    """One SQLite database file, opened with the project's PRAGMAs and migrated.
+
+    Use it as an async context manager, or call :meth:`open` and :meth:`close`::
+
+        async with Database(path) as db:
+            await db.write(lambda tx: tx.execute("INSERT ..."))
+            rows = await db.fetchall("SELECT ...")
+
+    Args:
+        path: the database file; its directory is created if missing.
+        durability: ``full`` (default) or ``process``; see :data:`Durability`.
+        busy_timeout_ms: how long SQLite itself waits for a lock before reporting busy.
+        lock_timeout: seconds a write keeps retrying a lock held by another process.
+        migrations: the migrations to apply on open (default: those of ``schema.sql``).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        durability: Durability = "full",
+        busy_timeout_ms: int = 1000,
+        lock_timeout: float = 30.0,
+        migrations: list[Migration] | None = None,
+    ) -> None:
+        if durability not in _SYNCHRONOUS:
+            raise ValueError(f"durability must be 'full' or 'process', not {durability!r}")
+        self.path = Path(path)
+        self.durability: Durability = durability
+        self._busy_timeout_ms = busy_timeout_ms
+        self._lock_timeout = lock_timeout
+        self._migrations = migrations
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._queue: list[_Pending] = []
+        self._wakeup = asyncio.Event()
+        self._writer_task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.open()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def is_open(self) -> bool:
+        """Whether :meth:`open` has completed and :meth:`close` has not been called."""
+        return self._writer_task is not None and not self._closing
+
+    async def open(self) -> Self:
+        """Connect, set the PRAGMAs, apply pending migrations and start the writer task.
+
+        Idempotent: a second call on an open database does nothing.
+
+        Raises:
+            StorageError: the file cannot be opened as a database.
+            MigrationError: the schema could not be brought up to date.
+        """
+        if self._writer_task is not None:
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._writer = await self._connect()
+            await self._writer.execute("PRAGMA journal_mode = WAL")
+            await migrate(self._writer, self._migrations)
+            self._reader = await self._connect()
+            await self._reader.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open database {self.path}: {exc}") from exc
+        self._closing = False
+        self._writer_task = asyncio.create_task(self._run_writer(), name="agent-db-writer")
+        return self
+
+    async def _connect(self) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        await conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d}")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        await conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
+        return conn
+
+    async def close(self) -> None:
+        """Finish the writes already handed over, then close both connections. Idempotent."""
+        self._closing = True
+        self._wakeup.set()
+        if self._writer_task is not None:
+            await self._writer_task
+            self._writer_task = None
+        for conn in (self._reader, self._writer):
+            if conn is not None:
+                await conn.close()
+        self._reader = self._writer = None
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    @property
+    def reader(self) -> aiosqlite.Connection:
+        """The read-only connection: sees committed data only."""
+        if self._reader is None:
+            raise RuntimeError("Database is not open: call `await db.open()` first")
+        return self._reader
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """Run a read query on the reader connection and return all its rows."""
+        try:
+            return list(await self.reader.execute_fetchall(sql, tuple(params)))
+        except sqlite3.Error as exc:
+            raise StorageError(f"read failed: {exc}") from exc
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        """Run a read query on the reader connection and return its first row, if any."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    # -- writes --------------------------------------------------------------------------------
+
+    async def write(self, work: Work[T]) -> T:
+        """Run ``work`` inside a write transaction and return its result after the commit.
+
+        Work handed over by concurrent callers is committed together. ``work`` must not commit,
+        roll back or start a transaction, and must not produce side effects outside the
+        database: those belong after this call returns (STYLE.md, "side effects after COMMIT").
+
+        Raises:
+            DatabaseLocked: another process held the write lock past ``lock_timeout``.
+            StorageError: the transaction failed; nothing of ``work`` was committed.
+            Exception: whatever ``work`` raised; nothing of ``work`` was committed.
+        """
+        if not self.is_open:
+            raise RuntimeError("Database is not open: call `await db.open()` first")
+        pending = _Pending(work)
+        self._queue.append(pending)
+        self._wakeup.set()
+        return await pending.future  # type: ignore[no-any-return]
+
+    async def _run_writer(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            batch, self._queue = self._queue, []
+            if batch:
+                try:
+                    await self._commit_batch(batch)
+                except Exception as exc:
+                    # A failure of the transaction machinery itself: nobody may wait forever.
+                    logger.exception("write batch of %d failed", len(batch))
+                    if self._writer is not None:
+                        await self._rollback(self._writer)
+                    for pending in batch:
+                        _settle(pending.future, exc=StorageError(f"write failed: {exc}"))
+            elif self._closing:
+                return
+
+    async def _commit_batch(self, batch: list[_Pending]) -> None:
+        conn = self._writer
+        if conn is None:
+            raise RuntimeError("the writer connection is closed")
+        try:
+            await self._begin(conn)
+        except StorageError as exc:
+            for pending in batch:
+                _settle(pending.future, exc=exc)
+            return
+        outcomes: list[tuple[_Pending, BaseException | None, Any]] = []
+        for pending in batch:
+            if pending.future.done():  # the caller was cancelled before its turn came
+                continue
+            try:
+                await conn.execute("SAVEPOINT work")
+                result = await pending.work(conn)
+            except Exception as exc:
+                await self._rollback_savepoint(conn)
+                outcomes.append((pending, _translate(exc), None))
+            else:
+                await conn.execute("RELEASE work")
+                outcomes.append((pending, None, result))
+        try:
+            await conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            logger.exception("commit of %d writes failed; rolled back", len(outcomes))
+            await self._rollback(conn)
+            error = StorageError(f"commit failed: {exc}")
+            for pending, _, _ in outcomes:
+                _settle(pending.future, exc=error)
+            return
+        for pending, error_or_none, result in outcomes:
+            _settle(pending.future, exc=error_or_none, result=result)
+
+    async def _begin(self, conn: aiosqlite.Connection) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._lock_timeout
+        delay = 0.01
+        while True:
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                remaining = deadline - loop.time()
+                if not _is_busy(exc):
+                    raise StorageError(f"cannot start a write transaction: {exc}") from exc
+                if remaining <= 0:
+                    raise DatabaseLocked(
+                        f"database {self.path} is locked by another process; gave up after "
+                        f"{self._lock_timeout:g}s"
+                    ) from exc
+                logger.debug("database locked, retrying in %.3fs", delay)
+                await asyncio.sleep(min(delay, remaining))
+                delay = min(delay * 2, 1.0)
+            else:
+                return
+
+    async def _rollback_savepoint(self, conn: aiosqlite.Connection) -> None:
+        try:
+            await conn.execute("ROLLBACK TO work")
+            await conn.execute("RELEASE work")
+        except sqlite3.Error:
+            logger.exception("rollback to savepoint failed")
+
+    async def _rollback(self, conn: aiosqlite.Connection) -> None:
+        if conn.in_transaction:
+            try:
+                await conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                logger.exception("rollback failed")
+
+
+def _translate(exc: Exception) -> Exception:
+    if isinstance(exc, sqlite3.Error):
+        error = StorageError(f"write failed: {exc}")
+        error.__cause__ = exc
+        return error
+    return exc
+
+
+def _settle(
+    future: asyncio.Future[Any], *, exc: BaseException | None = None, result: Any = None
+) -> None:
+    if future.done():
+        return
+    if exc is not None:
+        future.set_exception(exc)
+    else:
+        future.set_result(result)

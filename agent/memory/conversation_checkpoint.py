@@ -1,0 +1,188 @@
+"""Per-session JSON checkpoint files, written atomically (invariant I5).
+
+One ``<session_id>.json`` per session, indented and with sorted keys so that a person can read
+and diff it. A write goes to a temporary file in the same directory, is flushed and fsynced,
+replaces the old file with ``os.replace`` and finally fsyncs the directory, so a reader (or a
+crash) sees the old file or the new one, never a torn one. File names come from session ids
+we generated (:func:`agent.utils.ids.is_session_id`), never from user text, and every path is
+checked to stay inside the checkpoint directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+
+from agent.errors import CheckpointCorrupt, CheckpointError
+from agent.memory.schemas import (
+    CHECKPOINT_SCHEMA_VERSION,
+    ConversationCheckpointSnapshot,
+    dump_json,
+)
+from agent.utils.ids import is_session_id
+
+__all__ = ["CheckpointWriter"]
+
+logger = logging.getLogger(__name__)
+
+_SUFFIX = ".json"
+_TEMP_PREFIX = ".tmp-"
+
+
+class CheckpointWriter:
+    """Writes, reads and deletes the checkpoint files of one directory.
+
+    Args:
+        directory: where the ``<session_id>.json`` files live; created if missing.
+        fsync: fsync file and directory on every write (durability ``full``); without it a
+            write survives a crash of the process but not of the machine.
+    """
+
+    def __init__(self, directory: str | Path, *, fsync: bool = True) -> None:
+        self.directory = Path(directory).resolve()
+        self.fsync = fsync
+
+    def path_for(self, session_id: str) -> Path:
+        """Return the checkpoint path of a session.
+
+        Raises:
+            ValueError: ``session_id`` is not an id we generate (so it cannot name a path).
+        """
+        if not is_session_id(session_id):
+            raise ValueError(f"not a session id: {session_id!r}")
+        path = (self.directory / f"{session_id}{_SUFFIX}").resolve()
+        if path.parent != self.directory:
+            raise ValueError(f"checkpoint path escapes {self.directory}: {path}")
+        return path
+
+    async def write(self, snapshot: ConversationCheckpointSnapshot) -> Path:
+        """Write a snapshot atomically and durably; return its path.
+
+        Raises:
+            CheckpointError: the file could not be written (directory missing or read-only,
+                disk full, I/O error). The previous checkpoint, if any, is left intact.
+        """
+        path = self.path_for(snapshot.session_id)
+        data = dump_json(snapshot, indent=True)
+        try:
+            await asyncio.to_thread(self._write_atomic, path, data)
+        except OSError as exc:
+            raise CheckpointError(
+                f"cannot write checkpoint {path.name}: {exc.strerror or exc}"
+            ) from exc
+        return path
+
+    def _write_atomic(self, path: Path, data: bytes) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX + path.stem + ".", dir=self.directory)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                if self.fsync:
+                    os.fsync(handle.fileno())
+            os.replace(temp_name, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp_name)
+            raise
+        if self.fsync:
+            self._fsync_directory()
+
+    def _fsync_directory(self) -> None:
+        # The rename is durable only once the directory entry is on disk.
+        dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    async def load(self, session_id: str) -> ConversationCheckpointSnapshot | None:
+        """Read and validate a session's checkpoint; ``None`` if there is none.
+
+        Raises:
+            CheckpointCorrupt: the file is empty, truncated, not JSON, of another schema
+                version, or for another session.
+            CheckpointError: the file exists but cannot be read.
+        """
+        path = self.path_for(session_id)
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise CheckpointError(
+                f"cannot read checkpoint {path.name}: {exc.strerror or exc}"
+            ) from exc
+        return self.parse(data, session_id=session_id, name=path.name)
+
+    @staticmethod
+    def parse(
+        data: bytes, *, session_id: str | None = None, name: str = "checkpoint"
+    ) -> ConversationCheckpointSnapshot:
+        """Validate checkpoint bytes into a snapshot.
+
+        Raises:
+            CheckpointCorrupt: as for :meth:`load`.
+        """
+        if not data.strip():
+            raise CheckpointCorrupt(f"{name} is empty")
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise CheckpointCorrupt(f"{name} is not valid JSON (truncated or garbled)") from exc
+        version = document.get("schema_version") if isinstance(document, dict) else None
+        if version != CHECKPOINT_SCHEMA_VERSION:
+            raise CheckpointCorrupt(
+                f"{name} has schema version {version!r}, expected {CHECKPOINT_SCHEMA_VERSION}"
+            )
+        try:
+            snapshot = ConversationCheckpointSnapshot.model_validate(document)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "file"
+            raise CheckpointCorrupt(
+                f"{name} is not a valid snapshot ({where}: {first['msg']})"
+            ) from exc
+        if session_id is not None and snapshot.session_id != session_id:
+            raise CheckpointCorrupt(f"{name} holds session {snapshot.session_id}")
+        return snapshot
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session's checkpoint; return whether there was one."""
+        path = self.path_for(session_id)
+        try:
+            await asyncio.to_thread(path.unlink)
+        except FileNotFoundError:
+            return False
+        if self.fsync:
+            await asyncio.to_thread(self._fsync_directory)
+        return True
+
+    def session_ids(self) -> list[str]:
+        """Return the ids of every session that has a checkpoint file, sorted."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(
+            path.stem for path in self.directory.glob(f"*{_SUFFIX}") if is_session_id(path.stem)
+        )
+
+    def remove_temp_files(self) -> int:
+        """Delete temporary files left by writes a crash interrupted; return how many."""
+        if not self.directory.is_dir():
+            return 0
+        removed = 0
+        for path in self.directory.glob(f"{_TEMP_PREFIX}*"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed += 1
+        if removed:
+            logger.info("removed %d unfinished checkpoint temp files", removed)
+        return removed

@@ -1,0 +1,518 @@
+"""The turn log and the sessions table: SQL in, models out.
+
+:class:`ConversationStore` is the storage protocol the lane depends on (a PostgreSQL backend
+can implement it later, DESIGN.md section 6); :class:`SqliteConversationStore` implements it
+on SQLite. Write methods take the transaction connection handed out by
+:meth:`agent.db.Database.write` and never commit; read methods take any connection (normally
+``db.reader``). Every query a turn or a start-up runs reads through an index and a ``LIMIT``,
+so its cost does not grow with the length of the history.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import aiosqlite
+import orjson
+
+from agent.errors import StorageError
+from agent.memory.schemas import (
+    ChatType,
+    ConversationSession,
+    ConversationTurn,
+    SessionState,
+    SessionStatus,
+    dump_json,
+)
+from agent.utils.tokens import estimate_tokens
+
+__all__ = ["ConversationStore", "SqliteConversationStore"]
+
+_TURN_COLUMNS = (
+    "turn_id, session_id, seq, user_text, assistant_text, intent, action_name, job_refs,"
+    " created_at, status, bot_id, update_id, user_id, speaker, message_id, reply_message_id,"
+    " delivered_at"
+)
+_SESSION_COLUMNS = (
+    "session_id, chat_id, chat_type, user_id, title, status, state, turn_count, last_seq,"
+    " created_at, updated_at, closed_at"
+)
+# Rows read per page when collecting recent turns up to a token limit.
+_PAGE = 32
+
+
+class ConversationStore(Protocol):
+    """**Protocol:** the storage backend of the memory lane.
+
+    Called by :class:`agent.memory.lane.ConversationLane` (and the inspection tools) for every
+    read and write of sessions and turns. ``tx`` is a connection inside an open write
+    transaction; ``conn`` any connection. Implementations never commit.
+    """
+
+    async def create_session(
+        self,
+        tx: Any,
+        *,
+        session_id: str,
+        chat_id: int,
+        chat_type: ChatType,
+        user_id: int | None,
+        title: str | None,
+        now: datetime,
+    ) -> ConversationSession:
+        """Insert a new open session for ``chat_id`` and return it."""
+        ...
+
+    async def get_session(self, conn: Any, session_id: str) -> ConversationSession | None:
+        """Return the session with this id, open or closed, or ``None``."""
+        ...
+
+    async def open_session_for_chat(self, conn: Any, chat_id: int) -> ConversationSession | None:
+        """Return the chat's open session, or ``None``."""
+        ...
+
+    async def existing_session_ids(self, conn: Any, session_ids: list[str]) -> set[str]:
+        """Return which of ``session_ids`` are sessions in the database."""
+        ...
+
+    async def list_sessions(
+        self,
+        conn: Any,
+        *,
+        limit: int | None = 10,
+        open_only: bool = False,
+        status: SessionStatus | None = None,
+        chat_id: int | None = None,
+    ) -> list[ConversationSession]:
+        """Return sessions, most recently active first."""
+        ...
+
+    async def save_state(
+        self, tx: Any, state: SessionState, *, last_seq: int, now: datetime
+    ) -> None:
+        """Store a session's new state, its counters and its status."""
+        ...
+
+    async def set_status(self, tx: Any, status: SessionStatus, *, now: datetime) -> int:
+        """Set the status of every open session; return how many changed."""
+        ...
+
+    async def close_session(self, tx: Any, session_id: str, *, now: datetime) -> None:
+        """Close a session so that its chat's next message opens a new one."""
+        ...
+
+    async def append_turn(self, tx: Any, turn: ConversationTurn) -> bool:
+        """Append a turn; return ``False`` (and change nothing) if its update is known."""
+        ...
+
+    async def turn_for_update(
+        self, conn: Any, bot_id: int, update_id: int
+    ) -> ConversationTurn | None:
+        """Return the turn recorded for a Telegram update, or ``None``."""
+        ...
+
+    async def recent_turns(self, conn: Any, session_id: str, limit: int) -> list[ConversationTurn]:
+        """Return the last ``limit`` turns of a session, oldest first."""
+        ...
+
+    async def recent_turns_within(
+        self, conn: Any, session_id: str, max_tokens: int
+    ) -> list[ConversationTurn]:
+        """Return the longest run of latest turns whose text fits ``max_tokens``, oldest first."""
+        ...
+
+    def iter_turns(self, conn: Any, session_id: str) -> AsyncIterator[ConversationTurn]:
+        """Yield every turn of a session in order (for rebuilds and exports)."""
+        ...
+
+    async def mark_delivered(
+        self, tx: Any, session_id: str, seq: int, *, message_id: int, now: datetime
+    ) -> None:
+        """Record that a turn's reply was sent as Telegram message ``message_id``."""
+        ...
+
+    async def undelivered_turns(self, conn: Any, limit: int = 1000) -> list[ConversationTurn]:
+        """Return turns answered but not yet delivered, oldest first per session."""
+        ...
+
+    async def delete_session(self, tx: Any, session_id: str) -> bool:
+        """Delete a session and everything of it; return whether it existed."""
+        ...
+
+    async def prune_sessions(self, tx: Any, *, inactive_since: datetime) -> list[str]:
+        """Delete sessions last active before ``inactive_since``; return their ids."""
+        ...
+
+
+def _iso(moment: datetime | None) -> str | None:
+    # One fixed width in UTC, so that text order is time order in SQL comparisons.
+    return None if moment is None else moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
+    return ConversationTurn(
+        turn_id=row["turn_id"],
+        session_id=row["session_id"],
+        seq=row["seq"],
+        user_text=row["user_text"],
+        assistant_text=row["assistant_text"],
+        intent=row["intent"],
+        action_name=row["action_name"],
+        job_refs=tuple(orjson.loads(row["job_refs"])),
+        created_at=datetime.fromisoformat(row["created_at"]),
+        status=row["status"],
+        bot_id=row["bot_id"],
+        update_id=row["update_id"],
+        user_id=row["user_id"],
+        speaker=row["speaker"],
+        message_id=row["message_id"],
+        reply_message_id=row["reply_message_id"],
+        delivered_at=(
+            None if row["delivered_at"] is None else datetime.fromisoformat(row["delivered_at"])
+        ),
+    )
+
+
+def _row_to_session(row: sqlite3.Row) -> ConversationSession:
+    state = SessionState.model_validate_json(row["state"])
+    if state.status != row["status"]:
+        # The status column is set in bulk at start and stop (set_status); it is authoritative.
+        state = state.model_copy(update={"status": row["status"]})
+    return ConversationSession(
+        session_id=row["session_id"],
+        chat_id=row["chat_id"],
+        chat_type=row["chat_type"],
+        user_id=row["user_id"],
+        title=row["title"],
+        status=row["status"],
+        turn_count=row["turn_count"],
+        last_seq=row["last_seq"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        updated_at=datetime.fromisoformat(row["updated_at"]),
+        closed_at=None if row["closed_at"] is None else datetime.fromisoformat(row["closed_at"]),
+        state=state,
+    )
+
+
+class SqliteConversationStore:
+    """The :class:`ConversationStore` on SQLite (tables of ``schema.sql``, migration 0001)."""
+
+    async def create_session(
+        self,
+        tx: aiosqlite.Connection,
+        *,
+        session_id: str,
+        chat_id: int,
+        chat_type: ChatType,
+        user_id: int | None,
+        title: str | None,
+        now: datetime,
+    ) -> ConversationSession:
+        """Insert a new open session for ``chat_id`` and return it.
+
+        Raises:
+            StorageError: the chat already has an open session, or the insert failed.
+        """
+        session = ConversationSession(
+            session_id=session_id,
+            chat_id=chat_id,
+            chat_type=chat_type,
+            user_id=user_id,
+            title=title,
+            created_at=now,
+            updated_at=now,
+            state=SessionState(session_id=session_id),
+        )
+        try:
+            await tx.execute(
+                f"INSERT INTO conversation_sessions ({_SESSION_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session.session_id,
+                    chat_id,
+                    chat_type,
+                    user_id,
+                    title,
+                    session.status,
+                    dump_json(session.state),
+                    0,
+                    0,
+                    _iso(now),
+                    _iso(now),
+                    None,
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"create_session failed for chat {chat_id}: {exc}") from exc
+        return session
+
+    async def get_session(
+        self, conn: aiosqlite.Connection, session_id: str
+    ) -> ConversationSession | None:
+        """Return the session with this id, open or closed, or ``None``."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions WHERE session_id = ?",
+            (session_id,),
+        )
+        return next((_row_to_session(row) for row in rows), None)
+
+    async def open_session_for_chat(
+        self, conn: aiosqlite.Connection, chat_id: int
+    ) -> ConversationSession | None:
+        """Return the chat's open session, or ``None``."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions"
+            " WHERE chat_id = ? AND closed_at IS NULL",
+            (chat_id,),
+        )
+        return next((_row_to_session(row) for row in rows), None)
+
+    async def existing_session_ids(
+        self, conn: aiosqlite.Connection, session_ids: list[str]
+    ) -> set[str]:
+        """Return which of ``session_ids`` are sessions in the database (one query)."""
+        rows = await conn.execute_fetchall(
+            "SELECT session_id FROM conversation_sessions"
+            " WHERE session_id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(session_ids),),
+        )
+        return {row["session_id"] for row in rows}
+
+    async def list_sessions(
+        self,
+        conn: aiosqlite.Connection,
+        *,
+        limit: int | None = 10,
+        open_only: bool = False,
+        status: SessionStatus | None = None,
+        chat_id: int | None = None,
+    ) -> list[ConversationSession]:
+        """Return sessions, most recently active first.
+
+        Args:
+            conn: any connection.
+            limit: at most this many; ``None`` for all.
+            open_only: leave out sessions closed by ``/new``.
+            status: only sessions with this status.
+            chat_id: only sessions of this chat.
+        """
+        where: list[str] = []
+        params: list[Any] = []
+        if open_only:
+            where.append("closed_at IS NULL")
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if chat_id is not None:
+            where.append("chat_id = ?")
+            params.append(chat_id)
+        sql = f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, session_id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        rows = await conn.execute_fetchall(sql, params)
+        return [_row_to_session(row) for row in rows]
+
+    async def save_state(
+        self, tx: aiosqlite.Connection, state: SessionState, *, last_seq: int, now: datetime
+    ) -> None:
+        """Store a session's new state, its counters and its status.
+
+        Raises:
+            StorageError: the session does not exist or the update failed.
+        """
+        try:
+            cursor = await tx.execute(
+                "UPDATE conversation_sessions SET state = ?, status = ?, rolling_summary = ?,"
+                " turn_count = ?, last_seq = ?, updated_at = ? WHERE session_id = ?",
+                (
+                    dump_json(state),
+                    state.status,
+                    state.rolling_summary,
+                    state.turn_count,
+                    last_seq,
+                    _iso(now),
+                    state.session_id,
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"save_state failed for session {state.session_id}: {exc}") from exc
+        if cursor.rowcount != 1:
+            raise StorageError(f"save_state: session {state.session_id} does not exist")
+
+    async def set_status(
+        self, tx: aiosqlite.Connection, status: SessionStatus, *, now: datetime
+    ) -> int:
+        """Set the status of every open session (and inside its state JSON); return the count."""
+        cursor = await tx.execute(
+            "UPDATE conversation_sessions SET status = ?, state = json_set(state, '$.status', ?)"
+            " WHERE closed_at IS NULL AND status != ?",
+            (status, status, status),
+        )
+        return cursor.rowcount
+
+    async def close_session(
+        self, tx: aiosqlite.Connection, session_id: str, *, now: datetime
+    ) -> None:
+        """Close a session so that its chat's next message opens a new one."""
+        await tx.execute(
+            "UPDATE conversation_sessions SET closed_at = ?, updated_at = ?"
+            " WHERE session_id = ? AND closed_at IS NULL",
+            (_iso(now), _iso(now), session_id),
+        )
+
+    async def append_turn(self, tx: aiosqlite.Connection, turn: ConversationTurn) -> bool:
+        """Append a turn; return ``False`` (and change nothing) if its update is known.
+
+        Raises:
+            StorageError: the insert failed for another reason (e.g. a duplicate ``seq``).
+        """
+        try:
+            # I3: a redelivered update is a no-op, not an error (STYLE.md rule 9).
+            cursor = await tx.execute(
+                f"INSERT INTO conversation_turns ({_TURN_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (bot_id, update_id) WHERE update_id IS NOT NULL DO NOTHING",
+                (
+                    turn.turn_id,
+                    turn.session_id,
+                    turn.seq,
+                    turn.user_text,
+                    turn.assistant_text,
+                    turn.intent,
+                    turn.action_name,
+                    orjson.dumps(list(turn.job_refs)),
+                    _iso(turn.created_at),
+                    turn.status,
+                    turn.bot_id,
+                    turn.update_id,
+                    turn.user_id,
+                    turn.speaker,
+                    turn.message_id,
+                    turn.reply_message_id,
+                    _iso(turn.delivered_at),
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"append_turn failed for session {turn.session_id}: {exc}") from exc
+        return cursor.rowcount == 1
+
+    async def turn_for_update(
+        self, conn: aiosqlite.Connection, bot_id: int, update_id: int
+    ) -> ConversationTurn | None:
+        """Return the turn recorded for a Telegram update, or ``None``."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE bot_id = ? AND update_id = ?",
+            (bot_id, update_id),
+        )
+        return next((_row_to_turn(row) for row in rows), None)
+
+    async def recent_turns(
+        self, conn: aiosqlite.Connection, session_id: str, limit: int
+    ) -> list[ConversationTurn]:
+        """Return the last ``limit`` turns of a session, oldest first."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE session_id = ?"
+            " ORDER BY seq DESC LIMIT ?",
+            (session_id, limit),
+        )
+        return [_row_to_turn(row) for row in reversed(list(rows))]
+
+    async def recent_turns_within(
+        self, conn: aiosqlite.Connection, session_id: str, max_tokens: int
+    ) -> list[ConversationTurn]:
+        """Return the longest run of latest turns whose text fits ``max_tokens``, oldest first.
+
+        Reads page by page from the newest turn backwards and stops at the first turn that does
+        not fit, so it reads only what it returns (plus one page at most).
+        """
+        chosen: list[ConversationTurn] = []
+        used = 0
+        before = None
+        while True:
+            sql = f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE session_id = ?"
+            params: list[Any] = [session_id]
+            if before is not None:
+                sql += " AND seq < ?"
+                params.append(before)
+            params.append(_PAGE)
+            rows = list(await conn.execute_fetchall(sql + " ORDER BY seq DESC LIMIT ?", params))
+            for row in rows:
+                turn = _row_to_turn(row)
+                cost = estimate_tokens(turn.user_text) + estimate_tokens(turn.assistant_text)
+                if used + cost > max_tokens:
+                    return chosen[::-1]
+                used += cost
+                chosen.append(turn)
+            if len(rows) < _PAGE:
+                return chosen[::-1]
+            before = rows[-1]["seq"]
+
+    async def iter_turns(
+        self, conn: aiosqlite.Connection, session_id: str
+    ) -> AsyncIterator[ConversationTurn]:
+        """Yield every turn of a session in order, a page at a time."""
+        after = 0
+        while True:
+            rows = list(
+                await conn.execute_fetchall(
+                    f"SELECT {_TURN_COLUMNS} FROM conversation_turns"
+                    " WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 500",
+                    (session_id, after),
+                )
+            )
+            for row in rows:
+                yield _row_to_turn(row)
+            if len(rows) < 500:
+                return
+            after = rows[-1]["seq"]
+
+    async def mark_delivered(
+        self,
+        tx: aiosqlite.Connection,
+        session_id: str,
+        seq: int,
+        *,
+        message_id: int,
+        now: datetime,
+    ) -> None:
+        """Record that a turn's reply was sent as Telegram message ``message_id``."""
+        await tx.execute(
+            "UPDATE conversation_turns SET status = 'delivered', reply_message_id = ?,"
+            " delivered_at = ? WHERE session_id = ? AND seq = ? AND status = 'answered'",
+            (message_id, _iso(now), session_id, seq),
+        )
+
+    async def undelivered_turns(
+        self, conn: aiosqlite.Connection, limit: int = 1000
+    ) -> list[ConversationTurn]:
+        """Return turns answered but not yet delivered, oldest first per session (I4)."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE status = 'answered'"
+            " ORDER BY session_id, seq LIMIT ?",
+            (limit,),
+        )
+        return [_row_to_turn(row) for row in rows]
+
+    async def delete_session(self, tx: aiosqlite.Connection, session_id: str) -> bool:
+        """Delete a session and, by cascade, its turns; return whether it existed."""
+        cursor = await tx.execute(
+            "DELETE FROM conversation_sessions WHERE session_id = ?", (session_id,)
+        )
+        return cursor.rowcount == 1
+
+    async def prune_sessions(
+        self, tx: aiosqlite.Connection, *, inactive_since: datetime
+    ) -> list[str]:
+        """Delete sessions last active before ``inactive_since``; return their ids."""
+        rows = await tx.execute_fetchall(
+            "DELETE FROM conversation_sessions WHERE updated_at < ? RETURNING session_id",
+            (_iso(inactive_since),),
+        )
+        return sorted(row["session_id"] for row in rows)

@@ -1,0 +1,506 @@
+"""The memory lane: the one facade the Telegram adapter (or any other caller) talks to.
+
+A turn moves through durable steps, each committed before the next side effect
+(DESIGN.md section 3):
+
+1. :meth:`ConversationLane.on_turn` builds the packet from memory, asks the reply engine, then
+   commits the turn *and* the state it leads to in one transaction (group-committed with other
+   chats' turns), and only then writes the session's checkpoint file. The caller sends the
+   reply after ``on_turn`` returns.
+2. :meth:`ConversationLane.mark_delivered` records the sent reply's Telegram message id.
+
+Turns of one chat run strictly one after another; turns of different chats run concurrently.
+:meth:`ConversationLane.hydrate` is the start-up sequence of PRD-014 section 5 and
+:meth:`ConversationLane.shutdown` the stop sequence of section 6. Nothing in correctness depends
+on ``shutdown`` running: a process killed at any moment loses no committed turn, and its
+checkpoints are checked and rebuilt at the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict, deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from agent.db import Database
+from agent.errors import CheckpointError, SessionNotFound
+from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
+from agent.memory.schemas import (
+    ConversationCheckpointSnapshot,
+    ConversationContextPacket,
+    ConversationSession,
+    ConversationTurn,
+    InboundMessage,
+    Reply,
+    SessionState,
+    SessionStatus,
+    utc_now,
+)
+from agent.memory.writer import write_conversation_turn
+from agent.utils import ids
+
+__all__ = ["ConversationLane", "HydrationReport", "ReplyEngine", "TurnResult"]
+
+logger = logging.getLogger(__name__)
+
+# Checkpoint files written at once at start and stop (each is a thread doing an fsync).
+_CHECKPOINT_CONCURRENCY = 16
+
+
+class ReplyEngine(Protocol):
+    """**Protocol:** the engine that answers a message (the concierge).
+
+    Called by :meth:`ConversationLane.on_turn` once per turn that wants a reply, with the
+    session's packet as it stands *before* the turn. It must not touch the database.
+    """
+
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        """Return the reply to ``message``; ``Reply(text=None)`` to stay silent."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What :meth:`ConversationLane.on_turn` did with a message.
+
+    Attributes:
+        turn: the committed turn (for a duplicate: the turn recorded the first time).
+        packet: the packet the reply engine saw; ``None`` for a duplicate.
+        duplicate: the message's update was already a turn, nothing new was written (I3).
+    """
+
+    turn: ConversationTurn
+    packet: ConversationContextPacket | None
+    duplicate: bool = False
+
+    @property
+    def needs_delivery(self) -> bool:
+        """Whether the turn has a reply that has not been sent yet."""
+        return self.turn.status == "answered"
+
+
+@dataclass(slots=True)
+class HydrationReport:
+    """What :meth:`ConversationLane.hydrate` found and repaired.
+
+    Attributes:
+        sessions: open sessions hydrated.
+        rebuilt: session id -> why its checkpoint was rebuilt from the database.
+        orphans_removed: checkpoint files of sessions no longer in the database, deleted.
+        undelivered: turns answered but never delivered, to be sent now (I4).
+    """
+
+    sessions: int = 0
+    rebuilt: dict[str, str] = field(default_factory=dict)
+    orphans_removed: list[str] = field(default_factory=list)
+    undelivered: list[ConversationTurn] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _LiveSession:
+    """A hydrated session: what the next turn needs, held in memory."""
+
+    session: ConversationSession
+    state: SessionState
+    recent: deque[ConversationTurn]
+    # The status in the checkpoint file on disk; None when the file is missing or behind.
+    checkpoint_status: SessionStatus | None = None
+
+
+class ConversationLane:
+    """The crash-safe conversation memory of every chat the bot talks in.
+
+    Args:
+        db: an open :class:`~agent.db.Database`; the lane closes it in :meth:`shutdown`.
+        checkpoints: where the per-session checkpoint files go.
+        store: the storage backend (default: SQLite).
+        state_manager: the rules that move a session state by one turn.
+        builder: assembles the packet handed to the reply engine.
+        clock: returns the current time (tests pass a fixed clock).
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        checkpoints: CheckpointWriter,
+        *,
+        store: ConversationStore | None = None,
+        state_manager: ConversationStateManager | None = None,
+        builder: ConversationContextBuilder | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.db = db
+        self.checkpoints = checkpoints
+        self.store: ConversationStore = store or SqliteConversationStore()
+        self.states = state_manager or ConversationStateManager()
+        self.builder = builder or ConversationContextBuilder()
+        self._clock = clock
+        self._live: dict[str, _LiveSession] = {}
+        self._chat_sessions: dict[int, str] = {}
+        self._chat_locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._hydrated = False
+        self._closed = False
+
+    # -- start -----------------------------------------------------------------------------
+
+    async def hydrate(self) -> HydrationReport:
+        """Load every open session, check its checkpoint, and mark it ``resuming``.
+
+        The PRD-014 start-up sequence: the state and last turns of each open session come from
+        the database (through indexes: the cost does not depend on the history's length); a
+        checkpoint that is missing, unreadable, of another version, or not at the database's
+        turn is rewritten from the database with a warning (I5). Checkpoint files of sessions
+        the database no longer has are deleted (an erasure a crash interrupted).
+
+        Raises:
+            RuntimeError: called twice, or after :meth:`shutdown`.
+        """
+        self._check_open()
+        if self._hydrated:
+            raise RuntimeError("ConversationLane.hydrate() was already called")
+        self._hydrated = True
+        report = HydrationReport()
+        self.checkpoints.remove_temp_files()
+        now = self._clock()
+        await self.db.write(lambda tx: self.store.set_status(tx, "resuming", now=now))
+        sessions = await self.store.list_sessions(self.db.reader, limit=None, open_only=True)
+        stale: list[_LiveSession] = []
+        for session in sessions:
+            recent = await self.store.recent_turns(
+                self.db.reader, session.session_id, self.builder.recent_turns
+            )
+            live = self._remember(session, recent)
+            problem = await self._checkpoint_problem(live)
+            if problem is None:
+                continue
+            logger.warning(
+                "checkpoint of session %s %s; rebuilt from the turn log",
+                session.session_id,
+                problem,
+            )
+            report.rebuilt[session.session_id] = problem
+            stale.append(live)
+        await _bounded_gather(self._save_checkpoint(live) for live in stale)
+        report.sessions = len(sessions)
+        report.orphans_removed = await self._remove_orphan_checkpoints()
+        report.undelivered = await self.store.undelivered_turns(self.db.reader)
+        logger.info(
+            "hydrated %d sessions (%d checkpoints rebuilt, %d undelivered replies)",
+            report.sessions,
+            len(report.rebuilt),
+            len(report.undelivered),
+        )
+        return report
+
+    def _remember(
+        self, session: ConversationSession, recent: Iterable[ConversationTurn]
+    ) -> _LiveSession:
+        live = _LiveSession(
+            session=session,
+            state=session.state,
+            recent=deque(recent, maxlen=max(self.builder.recent_turns, 1)),
+        )
+        self._live[session.session_id] = live
+        self._chat_sessions[session.chat_id] = session.session_id
+        return live
+
+    async def _checkpoint_problem(self, live: _LiveSession) -> str | None:
+        sid = live.session.session_id
+        try:
+            snapshot = await self.checkpoints.load(sid)
+        except CheckpointError as exc:
+            return f"is unusable ({exc})"
+        if snapshot is None:
+            return "is missing"
+        if snapshot.turn_count < live.state.turn_count:
+            return f"is behind the log (turn {snapshot.turn_count} of {live.state.turn_count})"
+        if snapshot.turn_count > live.state.turn_count:
+            return f"is ahead of the log (turn {snapshot.turn_count} of {live.state.turn_count})"
+        if snapshot.state.log_view() != live.state.log_view():
+            return "does not match the state in the database"
+        live.checkpoint_status = snapshot.state.status
+        return None
+
+    async def _remove_orphan_checkpoints(self) -> list[str]:
+        on_disk = self.checkpoints.session_ids()
+        if not on_disk:
+            return []
+        known = await self.store.existing_session_ids(self.db.reader, on_disk)
+        orphans = [sid for sid in on_disk if sid not in known]
+        for sid in orphans:
+            logger.warning("checkpoint of session %s has no session in the database; deleted", sid)
+            await self.checkpoints.delete(sid)
+        return orphans
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def on_turn(self, message: InboundMessage, engine: ReplyEngine) -> TurnResult:
+        """Record one message and the engine's reply as a turn, durably.
+
+        Idempotent on ``(bot_id, update_id)``: a message whose update is already a turn returns
+        that turn with ``duplicate=True`` and writes nothing (I3). The reply is committed
+        together with the new session state before this returns, and the checkpoint file is
+        written after the commit, so a reply the user sees is always in the log (I2).
+
+        Args:
+            message: the inbound message.
+            engine: asked for the reply when ``message.wants_reply``.
+
+        Returns:
+            The turn, the packet the engine saw, and whether it was a duplicate.
+
+        Raises:
+            StorageError: the turn could not be committed (nothing of it was written).
+            Exception: whatever the engine raised (nothing was written).
+        """
+        self._check_open()
+        async with self._chat_locks[message.chat_id]:
+            self._check_open()
+            if message.update_id is not None:
+                known = await self.store.turn_for_update(
+                    self.db.reader, message.bot_id, message.update_id
+                )
+                if known is not None:
+                    return TurnResult(turn=known, packet=None, duplicate=True)
+            live, is_new = await self._session_for(message)
+            now = self._clock()
+            packet = self.builder.build(live.state, live.recent, now=now)
+            reply = await engine.reply(packet, message) if message.wants_reply else Reply()
+            turn = ConversationTurn(
+                turn_id=ids.turn_id(),
+                session_id=live.session.session_id,
+                seq=live.state.turn_count + 1,
+                user_text=message.text,
+                assistant_text=reply.text or None,
+                intent=reply.intent,
+                action_name=reply.action_name,
+                job_refs=reply.job_refs,
+                created_at=now,
+                status="answered" if reply.text else "recorded",
+                bot_id=message.bot_id,
+                update_id=message.update_id,
+                user_id=message.user_id,
+                speaker=message.speaker,
+                message_id=message.message_id,
+            )
+            state = self.states.apply(live.state, turn)
+            session = live.session
+
+            async def commit(tx: Any) -> ConversationTurn | None:
+                # I3, authoritative inside the transaction: the update may have become a turn
+                # (through another path) since the check above.
+                if message.update_id is not None:
+                    known = await self.store.turn_for_update(tx, message.bot_id, message.update_id)
+                    if known is not None:
+                        return known
+                if is_new:
+                    await self.store.create_session(
+                        tx,
+                        session_id=session.session_id,
+                        chat_id=session.chat_id,
+                        chat_type=session.chat_type,
+                        user_id=session.user_id,
+                        title=session.title,
+                        now=now,
+                    )
+                await write_conversation_turn(tx, self.store, turn, state, now=now)
+                return None
+
+            known = await self.db.write(commit)
+            if known is not None:
+                if is_new:
+                    self._forget_live(session.session_id)
+                return TurnResult(turn=known, packet=None, duplicate=True)
+            live.state = state
+            live.recent.append(turn)
+            await self._save_checkpoint(live)
+            return TurnResult(turn=turn, packet=packet)
+
+    async def _session_for(self, message: InboundMessage) -> tuple[_LiveSession, bool]:
+        sid = self._chat_sessions.get(message.chat_id)
+        if sid is not None:
+            return self._live[sid], False
+        session = await self.store.open_session_for_chat(self.db.reader, message.chat_id)
+        if session is not None:
+            recent = await self.store.recent_turns(
+                self.db.reader, session.session_id, self.builder.recent_turns
+            )
+            return self._remember(session, recent), False
+        now = self._clock()
+        sid = ids.session_id()
+        session = ConversationSession(
+            session_id=sid,
+            chat_id=message.chat_id,
+            chat_type=message.chat_type,
+            user_id=message.user_id,
+            title=message.chat_title or message.speaker,
+            created_at=now,
+            updated_at=now,
+            state=SessionState(session_id=sid),
+        )
+        return self._remember(session, ()), True
+
+    async def mark_delivered(self, turn: ConversationTurn, message_id: int) -> None:
+        """Record that ``turn``'s reply was sent as Telegram message ``message_id`` (step 3)."""
+        now = self._clock()
+        await self.db.write(
+            lambda tx: self.store.mark_delivered(
+                tx, turn.session_id, turn.seq, message_id=message_id, now=now
+            )
+        )
+
+    async def _save_checkpoint(self, live: _LiveSession, summary_delta: str | None = None) -> None:
+        state = live.state
+        snapshot = ConversationCheckpointSnapshot(
+            session_id=state.session_id,
+            chat_id=live.session.chat_id,
+            turn_count=state.turn_count,
+            state=state,
+            recent_turns=tuple(live.recent),
+            summary_delta=state.last_summary_delta if summary_delta is None else summary_delta,
+            written_at=self._clock(),
+        )
+        try:
+            await self.checkpoints.write(snapshot)
+        except CheckpointError as exc:
+            # I5: the turn log stays the source of truth; the next turn or start rewrites it.
+            # The cause is the operator's to fix (disk full, permissions): no traceback needed.
+            live.checkpoint_status = None
+            logger.error(  # noqa: TRY400
+                "checkpoint of session %s not written, the turn log has the turn: %s",
+                state.session_id,
+                exc,
+            )
+        else:
+            live.checkpoint_status = state.status
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def packet(self, chat_id: int) -> ConversationContextPacket | None:
+        """Return the packet the chat's next turn would get, or ``None`` for an unknown chat."""
+        sid = self._chat_sessions.get(chat_id)
+        if sid is None:
+            return None
+        live = self._live[sid]
+        return self.builder.build(live.state, live.recent, now=self._clock())
+
+    def session_id_for_chat(self, chat_id: int) -> str | None:
+        """Return the id of the chat's open session, if it has one in memory."""
+        return self._chat_sessions.get(chat_id)
+
+    async def rebuild_state(self, session_id: str) -> SessionState:
+        """Fold a session's whole turn log into its state (I6; reads every turn).
+
+        Raises:
+            SessionNotFound: no such session.
+        """
+        session = await self.store.get_session(self.db.reader, session_id)
+        if session is None:
+            raise SessionNotFound(f"no session {session_id}")
+        return await self.states.rebuild(
+            session_id, self.store.iter_turns(self.db.reader, session_id)
+        )
+
+    # -- managing sessions -----------------------------------------------------------------
+
+    async def new_session(self, chat_id: int) -> str | None:
+        """Close the chat's open session; its next message opens a fresh one.
+
+        Returns:
+            The id of the session closed, or ``None`` if the chat had none.
+        """
+        async with self._chat_locks[chat_id]:
+            session = await self.store.open_session_for_chat(self.db.reader, chat_id)
+            if session is None:
+                return None
+            now = self._clock()
+            await self.db.write(
+                lambda tx: self.store.close_session(tx, session.session_id, now=now)
+            )
+            self._forget_live(session.session_id)
+            return session.session_id
+
+    async def forget_session(self, session_id: str) -> bool:
+        """Erase a session everywhere: its row, its turns, its checkpoint file.
+
+        Returns:
+            Whether the session existed.
+        """
+        deleted = await self.db.write(lambda tx: self.store.delete_session(tx, session_id))
+        await self.checkpoints.delete(session_id)
+        self._forget_live(session_id)
+        return deleted
+
+    async def prune(self, *, older_than_days: float) -> list[str]:
+        """Erase every session with no activity for ``older_than_days``; return their ids."""
+        cutoff = self._clock() - timedelta(days=older_than_days)
+        pruned = await self.db.write(
+            lambda tx: self.store.prune_sessions(tx, inactive_since=cutoff)
+        )
+        for sid in pruned:
+            await self.checkpoints.delete(sid)
+            self._forget_live(sid)
+        return pruned
+
+    def _forget_live(self, session_id: str) -> None:
+        live = self._live.pop(session_id, None)
+        if live is not None and self._chat_sessions.get(live.session.chat_id) == session_id:
+            del self._chat_sessions[live.session.chat_id]
+
+    # -- stop ------------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        """Finish the turns in flight, mark sessions ``shutdown_clean``, checkpoint, close.
+
+        The PRD-014 stop sequence. Idempotent. The pending summary delta (the turns not yet
+        folded into the rolling summary) goes into each checkpoint's ``summary_delta``; the
+        state itself stays the fold of the turn log (I6).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        # 1. Flush: wait for every turn in flight; later callers see the lane closed.
+        for lock in list(self._chat_locks.values()):
+            await lock.acquire()
+        try:
+            if self.db.is_open:
+                now = self._clock()
+                await self.db.write(lambda tx: self.store.set_status(tx, "shutdown_clean", now=now))
+                for live in self._live.values():
+                    live.state = live.state.model_copy(update={"status": "shutdown_clean"})
+                await _bounded_gather(
+                    self._save_checkpoint(live, self._pending_delta(live))
+                    for live in self._live.values()
+                    if live.checkpoint_status != "shutdown_clean"
+                )
+        finally:
+            await self.db.close()
+        logger.info("memory lane shut down cleanly (%d sessions)", len(self._live))
+
+    def _pending_delta(self, live: _LiveSession) -> str:
+        # The lines of turns not yet folded into the rolling summary, less the raw ones.
+        buffer = live.state.summary_buffer
+        return self.states.summarizer.pending_delta(
+            buffer[: max(len(buffer) - self.builder.recent_turns, 0)]
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("ConversationLane is shut down; create a new one to continue")
+
+
+async def _bounded_gather(coroutines: Iterable[Awaitable[None]]) -> None:
+    semaphore = asyncio.Semaphore(_CHECKPOINT_CONCURRENCY)
+
+    async def run(coroutine: Awaitable[None]) -> None:
+        async with semaphore:
+            await coroutine
+
+    await asyncio.gather(*(run(coroutine) for coroutine in coroutines))

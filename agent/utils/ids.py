@@ -1,0 +1,32 @@
+"""Identifiers we generate: unique, time-sortable, and safe as file names.
+
+Ids are UUIDv7 (a millisecond timestamp followed by a monotonic counter and random bits, so ids
+made later sort later, even within one millisecond in one process) in lowercase hex behind a
+short prefix that says what they name. Checkpoint file names are built from session ids, so
+:func:`is_session_id` is the gate that keeps user text out of paths.
+"""
+
+from __future__ import annotations
+
+import re
+
+import uuid6
+
+__all__ = ["is_session_id", "session_id", "turn_id"]
+
+_SESSION_ID = re.compile(r"\Ases_[0-9a-f]{32}\Z")
+
+
+def session_id() -> str:
+    """Return a new session id, e.g. ``ses_019a...``."""
+    return f"ses_{uuid6.uuid7().hex}"
+
+
+def turn_id() -> str:
+    """Return a new turn id, e.g. ``trn_019a...``."""
+    return f"trn_{uuid6.uuid7().hex}"
+
+
+def is_session_id(value: str) -> bool:
+    """Tell whether ``value`` has the exact shape of an id made by :func:`session_id`."""
+    return bool(_SESSION_ID.match(value))

@@ -1,0 +1,69 @@
+-- The one DDL source of this project (DESIGN.md section 2).
+--
+-- Each "-- migration: NNNN_name" line starts a named migration. The runner
+-- (agent/db/migrations.py) applies the migrations above the database's PRAGMA user_version in
+-- order, each in one transaction together with its row in schema_migrations. Never edit a
+-- migration that has shipped: add a new one below.
+
+-- migration: 0001_initial
+CREATE TABLE schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+);
+
+-- One row per session. state is the SessionState JSON, committed in the same transaction as
+-- the turn it reflects; status and rolling_summary mirror it for SQL and the CLI.
+CREATE TABLE conversation_sessions (
+    session_id      TEXT PRIMARY KEY,
+    chat_id         INTEGER NOT NULL,
+    chat_type       TEXT NOT NULL DEFAULT 'private',
+    user_id         INTEGER,
+    title           TEXT,
+    status          TEXT NOT NULL DEFAULT 'active'
+                    CHECK (status IN ('active', 'paused', 'resuming',
+                                      'awaiting_clarification', 'shutdown_clean')),
+    state           TEXT NOT NULL,
+    rolling_summary TEXT NOT NULL DEFAULT '',
+    turn_count      INTEGER NOT NULL DEFAULT 0,
+    last_seq        INTEGER NOT NULL DEFAULT 0,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    closed_at       TEXT
+);
+
+-- At most one open session per chat; /new closes it and opens the next.
+CREATE UNIQUE INDEX conversation_sessions_open_chat
+    ON conversation_sessions (chat_id) WHERE closed_at IS NULL;
+CREATE INDEX conversation_sessions_updated ON conversation_sessions (updated_at);
+
+-- The append-only turn log: one row per user message and the bot's answer. Rows are inserted
+-- once; only the delivery columns (status, reply_message_id, delivered_at) change afterwards.
+CREATE TABLE conversation_turns (
+    turn_id          TEXT NOT NULL UNIQUE,
+    session_id       TEXT NOT NULL
+                     REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    seq              INTEGER NOT NULL CHECK (seq >= 1),
+    user_text        TEXT NOT NULL,
+    assistant_text   TEXT,
+    intent           TEXT,
+    action_name      TEXT,
+    job_refs         TEXT NOT NULL DEFAULT '[]',
+    created_at       TEXT NOT NULL,
+    status           TEXT NOT NULL CHECK (status IN ('answered', 'delivered', 'recorded')),
+    bot_id           INTEGER NOT NULL DEFAULT 0,
+    update_id        INTEGER,
+    user_id          INTEGER,
+    speaker          TEXT,
+    message_id       INTEGER,
+    reply_message_id INTEGER,
+    delivered_at     TEXT,
+    PRIMARY KEY (session_id, seq)
+);
+
+-- I3: one Telegram update is one turn, however often it is delivered.
+CREATE UNIQUE INDEX conversation_turns_update
+    ON conversation_turns (bot_id, update_id) WHERE update_id IS NOT NULL;
+-- I4: the replies still to send after a restart.
+CREATE INDEX conversation_turns_undelivered
+    ON conversation_turns (session_id, seq) WHERE status = 'answered';
