@@ -67,3 +67,51 @@ CREATE UNIQUE INDEX conversation_turns_update
 -- I4: the replies still to send after a restart.
 CREATE INDEX conversation_turns_undelivered
     ON conversation_turns (session_id, seq) WHERE status = 'answered';
+
+-- migration: 0002_inbound_journal
+-- Step 1 of a turn (DESIGN.md section 3): every Telegram update is stored here, durably,
+-- before Telegram is told it was received (the next getUpdates offset, or the webhook's 200).
+-- Updates are processed from here; those still pending at start-up are processed first (I1).
+CREATE TABLE inbound_updates (
+    bot_id       INTEGER NOT NULL,
+    update_id    INTEGER NOT NULL,
+    chat_id      INTEGER,
+    payload      TEXT NOT NULL,
+    status       TEXT NOT NULL DEFAULT 'pending'
+                 CHECK (status IN ('pending', 'done', 'failed')),
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    error        TEXT,
+    received_at  TEXT NOT NULL,
+    processed_at TEXT,
+    PRIMARY KEY (bot_id, update_id)
+);
+CREATE INDEX inbound_updates_pending
+    ON inbound_updates (bot_id, update_id) WHERE status = 'pending';
+
+-- migration: 0003_turns_fts
+-- Full-text index of the turn log (BM25 ranking for /recall and retrieval). External content:
+-- the text lives once, in conversation_turns; triggers keep the index in step, including the
+-- cascade deletes of /forget and prune.
+CREATE VIRTUAL TABLE conversation_turns_fts USING fts5 (
+    user_text,
+    assistant_text,
+    content = 'conversation_turns',
+    content_rowid = 'rowid',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER conversation_turns_fts_insert AFTER INSERT ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts (rowid, user_text, assistant_text)
+    VALUES (new.rowid, new.user_text, new.assistant_text);
+END;
+CREATE TRIGGER conversation_turns_fts_delete AFTER DELETE ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts (conversation_turns_fts, rowid, user_text, assistant_text)
+    VALUES ('delete', old.rowid, old.user_text, old.assistant_text);
+END;
+CREATE TRIGGER conversation_turns_fts_update AFTER UPDATE OF user_text, assistant_text
+    ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts (conversation_turns_fts, rowid, user_text, assistant_text)
+    VALUES ('delete', old.rowid, old.user_text, old.assistant_text);
+    INSERT INTO conversation_turns_fts (rowid, user_text, assistant_text)
+    VALUES (new.rowid, new.user_text, new.assistant_text);
+END;
+INSERT INTO conversation_turns_fts (conversation_turns_fts) VALUES ('rebuild');

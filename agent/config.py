@@ -7,11 +7,12 @@ lists them all (a test keeps the two in step). Build it once at the entry point 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.errors import ConfigError
 
@@ -29,6 +30,69 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
+    telegram_bot_token: SecretStr | None = Field(
+        default=None,
+        alias="TELEGRAM_BOT_TOKEN",
+        description="The bot token from @BotFather (123456:ABC...). Not needed for --console.",
+    )
+    telegram_base_url: str = Field(
+        default="https://api.telegram.org/bot",
+        alias="TELEGRAM_BASE_URL",
+        description="Bot API base URL; e.g. http://127.0.0.1:8081/bot for a local Bot API server.",
+    )
+    telegram_base_file_url: str = Field(
+        default="https://api.telegram.org/file/bot",
+        alias="TELEGRAM_BASE_FILE_URL",
+        description="Bot API base URL for file downloads.",
+    )
+    allowed_user_ids: Annotated[frozenset[int], NoDecode] = Field(
+        default=frozenset(),
+        alias="AGENT_ALLOWED_USER_IDS",
+        description="Comma-separated Telegram user ids allowed to talk to the bot; empty: all.",
+    )
+    webhook_url: str | None = Field(
+        default=None,
+        alias="AGENT_WEBHOOK_URL",
+        description="Public HTTPS URL of the webhook; set it to use webhook mode, not polling.",
+    )
+    webhook_listen: str = Field(
+        default="127.0.0.1",
+        alias="AGENT_WEBHOOK_LISTEN",
+        description="Address the webhook server listens on.",
+    )
+    webhook_port: int = Field(
+        default=8443,
+        ge=1,
+        le=65535,
+        alias="AGENT_WEBHOOK_PORT",
+        description="Port the webhook server listens on.",
+    )
+    webhook_secret: SecretStr | None = Field(
+        default=None,
+        alias="AGENT_WEBHOOK_SECRET",
+        description="Secret Telegram sends with each webhook request (1-256 of A-Z a-z 0-9 _ -).",
+    )
+    llm_base_url: str | None = Field(
+        default=None,
+        alias="AGENT_LLM_BASE_URL",
+        description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1; unset: offline.",
+    )
+    llm_api_key: SecretStr | None = Field(
+        default=None,
+        alias="AGENT_LLM_API_KEY",
+        description="API key of the LLM endpoint, if it needs one.",
+    )
+    llm_model: str | None = Field(
+        default=None,
+        alias="AGENT_LLM_MODEL",
+        description="Model name sent to the LLM endpoint; unset: offline concierge.",
+    )
+    llm_timeout: float = Field(
+        default=20.0,
+        gt=0,
+        alias="AGENT_LLM_TIMEOUT",
+        description="Seconds per LLM request before retrying, then falling back to offline.",
+    )
     db_path: Path = Field(
         default=Path("memory.db"),
         alias="AGENT_DB_PATH",
@@ -77,6 +141,38 @@ class Settings(BaseSettings):
         description="Logging level of the bot.",
     )
 
+    @field_validator("allowed_user_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            return frozenset(int(part) for part in re.split(r"[,\s]+", value.strip()) if part)
+        return value
+
+    @field_validator("telegram_bot_token")
+    @classmethod
+    def _check_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not _TOKEN.match(value.get_secret_value()):
+            # The message must not echo the value: it is a secret.
+            raise ValueError("must look like 123456789:AA... (the token @BotFather gave you)")
+        return value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _check_webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not _WEBHOOK_SECRET.match(value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
+        return value
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret value set, for log redaction."""
+        values = (self.telegram_bot_token, self.webhook_secret, self.llm_api_key)
+        return tuple(v.get_secret_value() for v in values if v is not None)
+
+
+_WEBHOOK_SECRET = re.compile(r"\A[A-Za-z0-9_-]{1,256}\Z")
+_TOKEN = re.compile(r"\A\d{3,20}:[A-Za-z0-9_-]{20,}\Z")
+
 
 def load_settings(env_file: str | Path | None = ".env") -> Settings:
     """Read the settings, turning validation errors into one readable :class:`ConfigError`.
@@ -93,5 +189,6 @@ def load_settings(env_file: str | Path | None = ".env") -> Settings:
         problems = []
         for error in exc.errors():
             name = str(error["loc"][0]) if error["loc"] else "settings"
+            # error["input"] is never shown: it may be the token.
             problems.append(f"{name}: {error['msg']}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from exc

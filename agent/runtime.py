@@ -1,7 +1,10 @@
-"""Wires :class:`~agent.config.Settings` into a ready memory lane."""
+"""Wires :class:`~agent.config.Settings` into the memory lane and the concierge."""
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+
+from agent.concierge import Concierge, RuleBasedConcierge
 from agent.config import Settings
 from agent.db import Database
 from agent.memory import (
@@ -12,7 +15,7 @@ from agent.memory import (
     ExtractiveSummarizer,
 )
 
-__all__ = ["open_lane"]
+__all__ = ["open_concierge", "open_lane"]
 
 
 async def open_lane(settings: Settings) -> ConversationLane:
@@ -38,3 +41,24 @@ async def open_lane(settings: Settings) -> ConversationLane:
             token_budget=settings.packet_token_budget, recent_turns=settings.recent_turns
         ),
     )
+
+
+async def open_concierge(settings: Settings, stack: AsyncExitStack) -> Concierge:
+    """Return the reply engine the settings ask for; its clean-up goes on ``stack``.
+
+    Without an LLM endpoint (the default) that is the offline :class:`RuleBasedConcierge`;
+    with one, an :class:`~agent.llm_concierge.OpenAICompatConcierge` that falls back to it.
+    """
+    offline = RuleBasedConcierge()
+    if not (settings.llm_base_url and settings.llm_model):
+        return offline
+    from agent.llm_concierge import OpenAICompatConcierge  # needs the optional "llm" extra
+
+    llm = OpenAICompatConcierge(
+        settings.llm_base_url,
+        settings.llm_model,
+        settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+        fallback=offline,
+        timeout=settings.llm_timeout,
+    )
+    return await stack.enter_async_context(llm)

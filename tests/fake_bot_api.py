@@ -35,6 +35,7 @@ _BOOL_KEYS = frozenset({"disable_notification", "protect_content", "show_alert",
                         "drop_pending_updates", "disable_web_page_preview"})
 _DEFAULT_EXCLUDED_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 _SENT_METHODS = ("sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup")
+_MENTION_RE = re.compile(r"(?<![\w@])@[A-Za-z]\w{3,31}")
 _COMMAND_RE = re.compile(r"/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,})?")
 _PATH_RE = re.compile(r"/bot([^/]*)/([^/]*)")
 _FIRST_BOT_MESSAGE_ID = 1000
@@ -133,6 +134,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.api._serve(self)
 
     do_POST = do_GET
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _auto_entities(text: str) -> list[dict[str, Any]]:
+    """The entities Telegram adds by itself: a leading /command and every @mention."""
+    ents: list[dict[str, Any]] = []
+    if match := _COMMAND_RE.match(text):
+        ents.append({"type": "bot_command", "offset": 0, "length": _utf16_len(match.group())})
+    for match in _MENTION_RE.finditer(text):
+        if ents and match.start() < _utf16_len(text[: ents[0]["length"]]):
+            continue  # the @bot of a /command@bot belongs to the command
+        ents.append({"type": "mention", "offset": _utf16_len(text[: match.start()]),
+                     "length": _utf16_len(match.group())})
+    return ents
 
 
 class FakeBotApi:
@@ -302,9 +320,8 @@ class FakeBotApi:
                 if value is None:
                     continue
                 msg[key] = value
-                if ents is None and (match := _COMMAND_RE.match(value)):
-                    size = len(match.group().encode("utf-16-le")) // 2
-                    ents = [{"type": "bot_command", "offset": 0, "length": size}]
+                if ents is None:
+                    ents = _auto_entities(value)
                 if ents:
                     msg["entities" if key == "text" else "caption_entities"] = ents
             self._messages[chat_id, message_id] = msg

@@ -129,7 +129,7 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._writer = await self._connect()
-            await self._writer.execute("PRAGMA journal_mode = WAL")
+            await self._enable_wal(self._writer)
             await migrate(self._writer, self._migrations)
             self._reader = await self._connect()
             await self._reader.execute("PRAGMA query_only = ON")
@@ -203,7 +203,10 @@ class Database:
 
     async def _run_writer(self) -> None:
         while True:
-            await self._wakeup.wait()
+            # Once closing, nobody sets the event again: drain the queue without waiting, or a
+            # close() that came before the writer took the last batch would hang forever.
+            if not self._closing:
+                await self._wakeup.wait()
             self._wakeup.clear()
             batch, self._queue = self._queue, []
             if batch:
@@ -253,6 +256,23 @@ class Database:
             return
         for pending, error_or_none, result in outcomes:
             _settle(pending.future, exc=error_or_none, result=result)
+
+    async def _enable_wal(self, conn: aiosqlite.Connection) -> None:
+        # Two connections switching a new file to WAL at once can get SQLITE_BUSY at once,
+        # without SQLite's busy handler waiting (lock escalation): retry like _begin does.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._lock_timeout
+        delay = 0.01
+        while True:
+            try:
+                await conn.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.Error as exc:
+                if not _is_busy(exc) or loop.time() >= deadline:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            else:
+                return
 
     async def _begin(self, conn: aiosqlite.Connection) -> None:
         loop = asyncio.get_running_loop()

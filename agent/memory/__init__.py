@@ -6,29 +6,74 @@ never the other way round (DESIGN.md section 2).
 
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder, render_packet
-from agent.memory.conversation_state_manager import ConversationStateManager
-from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
-from agent.memory.conversation_summarizer import ExtractiveSummarizer, Summarizer, SummaryFold
-from agent.memory.lane import ConversationLane, HydrationReport, ReplyEngine, TurnResult
+from agent.memory.conversation_state_manager import (
+    ConversationStateManager,
+    LoopUpdate,
+    merge_facts,
+    update_open_loops,
+)
+from agent.memory.conversation_store import (
+    ConversationStore,
+    SqliteConversationStore,
+    match_query,
+)
+from agent.memory.conversation_summarizer import (
+    ExtractiveSummarizer,
+    Summarizer,
+    SummaryFold,
+)
+from agent.memory.extraction import (
+    Clause,
+    Closer,
+    ReminderRequest,
+    clean_value,
+    content_stems,
+    extract_closers,
+    extract_openers,
+    is_reminder_request,
+    match_loop,
+    normalize_text,
+    parse_reminder,
+    split_clauses,
+)
+from agent.memory.fact_extraction import extract_facts
+from agent.memory.inbound_journal import InboundJournal, JournalEntry
+from agent.memory.lane import (
+    ConversationLane,
+    HydrationReport,
+    ReplyEngine,
+    TurnResult,
+)
 from agent.memory.schemas import (
     CHECKPOINT_SCHEMA_VERSION,
+    ChatType,
     ConversationCheckpointSnapshot,
     ConversationContextPacket,
     ConversationSession,
     ConversationTurn,
+    Fact,
     InboundMessage,
     JobRef,
+    JobStatus,
     OpenLoop,
     PendingClarification,
     Reply,
+    ResponseType,
     SessionState,
+    SessionStatus,
     Topic,
+    TurnStatus,
+    dump_json,
+    utc_now,
 )
 from agent.memory.writer import write_conversation_turn
 
 __all__ = [
     "CHECKPOINT_SCHEMA_VERSION",
+    "ChatType",
     "CheckpointWriter",
+    "Clause",
+    "Closer",
     "ConversationCheckpointSnapshot",
     "ConversationContextBuilder",
     "ConversationContextPacket",
@@ -38,19 +83,43 @@ __all__ = [
     "ConversationStore",
     "ConversationTurn",
     "ExtractiveSummarizer",
+    "Fact",
     "HydrationReport",
+    "InboundJournal",
     "InboundMessage",
     "JobRef",
+    "JobStatus",
+    "JournalEntry",
+    "LoopUpdate",
     "OpenLoop",
     "PendingClarification",
+    "ReminderRequest",
     "Reply",
     "ReplyEngine",
+    "ResponseType",
     "SessionState",
+    "SessionStatus",
     "SqliteConversationStore",
     "Summarizer",
     "SummaryFold",
     "Topic",
     "TurnResult",
+    "TurnStatus",
+    "clean_value",
+    "content_stems",
+    "dump_json",
+    "extract_closers",
+    "extract_facts",
+    "extract_openers",
+    "is_reminder_request",
+    "match_loop",
+    "match_query",
+    "merge_facts",
+    "normalize_text",
+    "parse_reminder",
     "render_packet",
+    "split_clauses",
+    "update_open_loops",
+    "utc_now",
     "write_conversation_turn",
 ]

@@ -58,6 +58,7 @@ class ConversationContextBuilder:
         used = sum(estimate_tokens(loop.text) for loop in state.open_loops)
         used += sum(estimate_tokens(c.question) for c in state.pending_clarifications)
         used += sum(estimate_tokens(ref.label or ref.job_id) for ref in state.active_job_refs)
+        used += sum(estimate_tokens(f"{fact.key}: {fact.value}") for fact in state.facts)
         # Priority 2: the last raw turns, newest first, as long as they fit.
         turns: list[ConversationTurn] = []
         newest = list(recent)[-self.recent_turns :] if self.recent_turns else []
@@ -98,6 +99,7 @@ class ConversationContextBuilder:
             active_job_refs=state.active_job_refs,
             pending_clarifications=state.pending_clarifications,
             open_loops=state.open_loops,
+            facts=state.facts,
             last_response_type=state.last_response_type,
             turn_count=state.turn_count,
             context_compiled_at=now,
@@ -114,6 +116,9 @@ def render_packet(packet: ConversationContextPacket) -> str:
     if packet.pending_clarifications:
         parts.append("Waiting for the user to answer:")
         parts.extend(f"- {c.question}" for c in packet.pending_clarifications)
+    if packet.facts:
+        parts.append("What the user told about themselves:")
+        parts.extend(f"- {fact.key}: {fact.value}" for fact in packet.facts)
     if packet.active_job_refs:
         parts.append("Scheduled jobs:")
         parts.extend(f"- {ref.label or ref.job_id}" for ref in packet.active_job_refs)

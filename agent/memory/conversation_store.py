@@ -10,6 +10,7 @@ so its cost does not grow with the length of the history.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -23,13 +24,14 @@ from agent.memory.schemas import (
     ChatType,
     ConversationSession,
     ConversationTurn,
+    JobRef,
     SessionState,
     SessionStatus,
     dump_json,
 )
 from agent.utils.tokens import estimate_tokens
 
-__all__ = ["ConversationStore", "SqliteConversationStore"]
+__all__ = ["ConversationStore", "SqliteConversationStore", "match_query"]
 
 _TURN_COLUMNS = (
     "turn_id, session_id, seq, user_text, assistant_text, intent, action_name, job_refs,"
@@ -128,6 +130,16 @@ class ConversationStore(Protocol):
         """Yield every turn of a session in order (for rebuilds and exports)."""
         ...
 
+    async def search_turns(
+        self, conn: Any, session_id: str, words: str, limit: int = 5
+    ) -> list[tuple[ConversationTurn, float]]:
+        """Return the session's turns that best match ``words`` (BM25), best first."""
+        ...
+
+    async def get_turn(self, conn: Any, session_id: str, seq: int) -> ConversationTurn | None:
+        """Return one turn of a session, or ``None``."""
+        ...
+
     async def mark_delivered(
         self, tx: Any, session_id: str, seq: int, *, message_id: int, now: datetime
     ) -> None:
@@ -147,6 +159,17 @@ class ConversationStore(Protocol):
         ...
 
 
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words taken from a query at most: a longer text adds cost, not precision.
+_QUERY_WORDS = 24
+
+
+def match_query(text: str) -> str:
+    """Turn free text into a safe FTS5 query: its words, each quoted, joined by ``OR``."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:_QUERY_WORDS]
+    return " OR ".join(f'"{word}"' for word in words)
+
+
 def _iso(moment: datetime | None) -> str | None:
     # One fixed width in UTC, so that text order is time order in SQL comparisons.
     return None if moment is None else moment.astimezone(UTC).isoformat(timespec="microseconds")
@@ -161,7 +184,7 @@ def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
         assistant_text=row["assistant_text"],
         intent=row["intent"],
         action_name=row["action_name"],
-        job_refs=tuple(orjson.loads(row["job_refs"])),
+        job_refs=tuple(JobRef.model_validate(ref) for ref in orjson.loads(row["job_refs"])),
         created_at=datetime.fromisoformat(row["created_at"]),
         status=row["status"],
         bot_id=row["bot_id"],
@@ -387,7 +410,7 @@ class SqliteConversationStore:
                     turn.assistant_text,
                     turn.intent,
                     turn.action_name,
-                    orjson.dumps(list(turn.job_refs)),
+                    orjson.dumps([ref.model_dump(mode="json") for ref in turn.job_refs]),
                     _iso(turn.created_at),
                     turn.status,
                     turn.bot_id,
@@ -472,6 +495,38 @@ class SqliteConversationStore:
             if len(rows) < 500:
                 return
             after = rows[-1]["seq"]
+
+    async def search_turns(
+        self, conn: aiosqlite.Connection, session_id: str, words: str, limit: int = 5
+    ) -> list[tuple[ConversationTurn, float]]:
+        """Return the session's turns that best match ``words`` (FTS5 BM25), best first.
+
+        ``words`` is user text: it is reduced to its words, each quoted, so that FTS5 query
+        syntax in it (quotes, ``*``, ``NEAR``, ``OR``, column filters) is searched for as plain
+        words and never parsed. The score is BM25's (lower is better).
+        """
+        query = match_query(words)
+        if not query:
+            return []
+        rows = await conn.execute_fetchall(
+            f"SELECT {_TURN_COLUMNS}, hit.score AS score FROM conversation_turns"
+            " JOIN (SELECT rowid AS hit_rowid, bm25(conversation_turns_fts) AS score"
+            "       FROM conversation_turns_fts WHERE conversation_turns_fts MATCH ?) AS hit"
+            " ON conversation_turns.rowid = hit.hit_rowid"
+            " WHERE session_id = ? ORDER BY hit.score, seq DESC LIMIT ?",
+            (query, session_id, limit),
+        )
+        return [(_row_to_turn(row), float(row["score"])) for row in rows]
+
+    async def get_turn(
+        self, conn: aiosqlite.Connection, session_id: str, seq: int
+    ) -> ConversationTurn | None:
+        """Return one turn of a session, or ``None``."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE session_id = ? AND seq = ?",
+            (session_id, seq),
+        )
+        return next((_row_to_turn(row) for row in rows), None)
 
     async def mark_delivered(
         self,

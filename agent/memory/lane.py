@@ -38,9 +38,11 @@ from agent.memory.schemas import (
     ConversationSession,
     ConversationTurn,
     InboundMessage,
+    JobRef,
     Reply,
     SessionState,
     SessionStatus,
+    dump_json,
     utc_now,
 )
 from agent.memory.writer import write_conversation_turn
@@ -207,9 +209,12 @@ class ConversationLane:
             state=session.state,
             recent=deque(recent, maxlen=max(self.builder.recent_turns, 1)),
         )
-        self._live[session.session_id] = live
-        self._chat_sessions[session.chat_id] = session.session_id
+        self._register(live)
         return live
+
+    def _register(self, live: _LiveSession) -> None:
+        self._live[live.session.session_id] = live
+        self._chat_sessions[live.session.chat_id] = live.session.session_id
 
     async def _checkpoint_problem(self, live: _LiveSession) -> str | None:
         sid = live.session.session_id
@@ -270,58 +275,106 @@ class ConversationLane:
                 if known is not None:
                     return TurnResult(turn=known, packet=None, duplicate=True)
             live, is_new = await self._session_for(message)
-            now = self._clock()
-            packet = self.builder.build(live.state, live.recent, now=now)
+            packet = self.builder.build(live.state, live.recent, now=self._clock())
             reply = await engine.reply(packet, message) if message.wants_reply else Reply()
-            turn = ConversationTurn(
-                turn_id=ids.turn_id(),
-                session_id=live.session.session_id,
-                seq=live.state.turn_count + 1,
-                user_text=message.text,
-                assistant_text=reply.text or None,
-                intent=reply.intent,
-                action_name=reply.action_name,
-                job_refs=reply.job_refs,
-                created_at=now,
-                status="answered" if reply.text else "recorded",
-                bot_id=message.bot_id,
-                update_id=message.update_id,
-                user_id=message.user_id,
-                speaker=message.speaker,
-                message_id=message.message_id,
-            )
-            state = self.states.apply(live.state, turn)
-            session = live.session
+            return await self._commit_turn(live, is_new, message, reply, packet)
 
-            async def commit(tx: Any) -> ConversationTurn | None:
-                # I3, authoritative inside the transaction: the update may have become a turn
-                # (through another path) since the check above.
-                if message.update_id is not None:
-                    known = await self.store.turn_for_update(tx, message.bot_id, message.update_id)
-                    if known is not None:
-                        return known
-                if is_new:
-                    await self.store.create_session(
-                        tx,
-                        session_id=session.session_id,
-                        chat_id=session.chat_id,
-                        chat_type=session.chat_type,
-                        user_id=session.user_id,
-                        title=session.title,
-                        now=now,
-                    )
-                await write_conversation_turn(tx, self.store, turn, state, now=now)
+    async def complete_job(self, chat_id: int, job_id: str, text: str) -> TurnResult | None:
+        """Record a due job (a reminder firing) as a bot turn that closes its job ref.
+
+        The turn carries the job ref with status ``done``, so the job leaves the session's
+        active jobs in the same commit that records the message: a job fires once, even across
+        a crash and restart (the reply is then delivered as any undelivered turn, I4).
+
+        Args:
+            chat_id: the chat whose session holds the job.
+            job_id: the job's id.
+            text: the message the bot sends (e.g. the reminder).
+
+        Returns:
+            The turn to deliver, or ``None`` if the job is no longer active (already fired,
+            cancelled, or its session closed).
+        """
+        self._check_open()
+        async with self._chat_locks[chat_id]:
+            self._check_open()
+            sid = self._chat_sessions.get(chat_id)
+            live = self._live.get(sid) if sid is not None else None
+            job = None
+            if live is not None:
+                job = next((j for j in live.state.active_job_refs if j.job_id == job_id), None)
+            if live is None or job is None:
                 return None
+            message = InboundMessage(
+                chat_id=chat_id, text="", chat_type=live.session.chat_type, speaker="scheduler"
+            )
+            reply = Reply(
+                text=text,
+                intent=f"{job.kind}_due",
+                action_name=f"{job.kind}_fired",
+                job_refs=(job.model_copy(update={"status": "done"}),),
+            )
+            return await self._commit_turn(live, False, message, reply, None)
 
-            known = await self.db.write(commit)
-            if known is not None:
-                if is_new:
-                    self._forget_live(session.session_id)
-                return TurnResult(turn=known, packet=None, duplicate=True)
-            live.state = state
-            live.recent.append(turn)
-            await self._save_checkpoint(live)
-            return TurnResult(turn=turn, packet=packet)
+    async def _commit_turn(
+        self,
+        live: _LiveSession,
+        is_new: bool,
+        message: InboundMessage,
+        reply: Reply,
+        packet: ConversationContextPacket | None,
+    ) -> TurnResult:
+        # Runs under the chat's lock: commit the turn and its state, then the checkpoint.
+        now = self._clock()
+        turn = ConversationTurn(
+            turn_id=ids.turn_id(),
+            session_id=live.session.session_id,
+            seq=live.state.turn_count + 1,
+            user_text=message.text,
+            assistant_text=reply.text or None,
+            intent=reply.intent,
+            action_name=reply.action_name,
+            job_refs=reply.job_refs,
+            created_at=now,
+            status="answered" if reply.text else "recorded",
+            bot_id=message.bot_id,
+            update_id=message.update_id,
+            user_id=message.user_id,
+            speaker=message.speaker,
+            message_id=message.message_id,
+        )
+        state = self.states.apply(live.state, turn)
+        session = live.session
+
+        async def commit(tx: Any) -> ConversationTurn | None:
+            # I3, authoritative inside the transaction: the update may have become a turn
+            # (through another path) since the check in on_turn.
+            if message.update_id is not None:
+                known = await self.store.turn_for_update(tx, message.bot_id, message.update_id)
+                if known is not None:
+                    return known
+            if is_new:
+                await self.store.create_session(
+                    tx,
+                    session_id=session.session_id,
+                    chat_id=session.chat_id,
+                    chat_type=session.chat_type,
+                    user_id=session.user_id,
+                    title=session.title,
+                    now=now,
+                )
+            await write_conversation_turn(tx, self.store, turn, state, now=now)
+            return None
+
+        known = await self.db.write(commit)
+        if known is not None:
+            return TurnResult(turn=known, packet=None, duplicate=True)
+        if is_new:
+            self._register(live)
+        live.state = state
+        live.recent.append(turn)
+        await self._save_checkpoint(live)
+        return TurnResult(turn=turn, packet=packet)
 
     async def _session_for(self, message: InboundMessage) -> tuple[_LiveSession, bool]:
         sid = self._chat_sessions.get(message.chat_id)
@@ -345,7 +398,15 @@ class ConversationLane:
             updated_at=now,
             state=SessionState(session_id=sid),
         )
-        return self._remember(session, ()), True
+        # A new session enters memory only once its first turn is committed (on_turn): if the
+        # engine or the commit fails, the chat's next message must not find a session that the
+        # database does not have.
+        live = _LiveSession(
+            session=session,
+            state=session.state,
+            recent=deque(maxlen=max(self.builder.recent_turns, 1)),
+        )
+        return live, True
 
     async def mark_delivered(self, turn: ConversationTurn, message_id: int) -> None:
         """Record that ``turn``'s reply was sent as Telegram message ``message_id`` (step 3)."""
@@ -356,9 +417,11 @@ class ConversationLane:
             )
         )
 
-    async def _save_checkpoint(self, live: _LiveSession, summary_delta: str | None = None) -> None:
+    def _snapshot(
+        self, live: _LiveSession, summary_delta: str | None = None
+    ) -> ConversationCheckpointSnapshot:
         state = live.state
-        snapshot = ConversationCheckpointSnapshot(
+        return ConversationCheckpointSnapshot(
             session_id=state.session_id,
             chat_id=live.session.chat_id,
             turn_count=state.turn_count,
@@ -367,13 +430,16 @@ class ConversationLane:
             summary_delta=state.last_summary_delta if summary_delta is None else summary_delta,
             written_at=self._clock(),
         )
+
+    async def _save_checkpoint(self, live: _LiveSession, summary_delta: str | None = None) -> None:
+        state = live.state
+        snapshot = self._snapshot(live, summary_delta)
         try:
             await self.checkpoints.write(snapshot)
         except CheckpointError as exc:
             # I5: the turn log stays the source of truth; the next turn or start rewrites it.
-            # The cause is the operator's to fix (disk full, permissions): no traceback needed.
             live.checkpoint_status = None
-            logger.error(  # noqa: TRY400
+            logger.error(
                 "checkpoint of session %s not written, the turn log has the turn: %s",
                 state.session_id,
                 exc,
@@ -391,9 +457,66 @@ class ConversationLane:
         live = self._live[sid]
         return self.builder.build(live.state, live.recent, now=self._clock())
 
+    def now(self) -> datetime:
+        """Return the current time by the lane's clock."""
+        return self._clock()
+
     def session_id_for_chat(self, chat_id: int) -> str | None:
         """Return the id of the chat's open session, if it has one in memory."""
         return self._chat_sessions.get(chat_id)
+
+    def checkpoint_bytes(self, session_id: str) -> bytes:
+        """Return the checkpoint JSON of an open session, as its file holds it (for exports).
+
+        Raises:
+            SessionNotFound: the session is not open in this lane.
+        """
+        live = self._live.get(session_id)
+        if live is None:
+            raise SessionNotFound(f"session {session_id} is not open")
+        return dump_json(self._snapshot(live), indent=True)
+
+    def active_jobs(self) -> list[tuple[int, JobRef]]:
+        """Return ``(chat_id, job)`` for every active job of every open session."""
+        return [
+            (live.session.chat_id, job)
+            for live in self._live.values()
+            for job in live.state.active_job_refs
+        ]
+
+    async def history(self, chat_id: int, limit: int) -> list[ConversationTurn]:
+        """Return the last ``limit`` turns of the chat's open session, oldest first."""
+        sid = self._chat_sessions.get(chat_id)
+        if sid is None or limit < 1:
+            return []
+        return await self.store.recent_turns(self.db.reader, sid, limit)
+
+    async def search(
+        self, chat_id: int, words: str, limit: int = 5
+    ) -> list[tuple[ConversationTurn, float]]:
+        """Search the chat's open session for ``words`` (BM25), best first."""
+        sid = self._chat_sessions.get(chat_id)
+        if sid is None:
+            return []
+        return await self.store.search_turns(self.db.reader, sid, words, limit)
+
+    async def undelivered(self) -> list[tuple[int, ConversationTurn]]:
+        """Return ``(chat_id, turn)`` for every answered turn not yet delivered (I4)."""
+        pending = []
+        for turn in await self.store.undelivered_turns(self.db.reader):
+            live = self._live.get(turn.session_id)
+            session = (
+                live.session
+                if live is not None
+                else await self.store.get_session(self.db.reader, turn.session_id)
+            )
+            if session is not None:
+                pending.append((session.chat_id, turn))
+        return pending
+
+    async def refresh_turn(self, turn: ConversationTurn) -> ConversationTurn | None:
+        """Return the turn as the database has it now (``None`` once erased)."""
+        return await self.store.get_turn(self.db.reader, turn.session_id, turn.seq)
 
     async def rebuild_state(self, session_id: str) -> SessionState:
         """Fold a session's whole turn log into its state (I6; reads every turn).

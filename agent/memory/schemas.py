@@ -20,8 +20,10 @@ __all__ = [
     "ConversationContextPacket",
     "ConversationSession",
     "ConversationTurn",
+    "Fact",
     "InboundMessage",
     "JobRef",
+    "JobStatus",
     "OpenLoop",
     "PendingClarification",
     "Reply",
@@ -43,6 +45,7 @@ SessionStatus = Literal["active", "paused", "resuming", "awaiting_clarification"
 TurnStatus = Literal["answered", "delivered", "recorded"]
 ResponseType = Literal["none", "text", "action"]
 ChatType = Literal["private", "group", "supergroup", "channel", "console"]
+JobStatus = Literal["scheduled", "done", "cancelled"]
 
 
 def utc_now() -> datetime:
@@ -89,13 +92,27 @@ class InboundMessage(_Value):
     received_at: datetime = Field(default_factory=utc_now)
 
 
+class JobRef(_Value):
+    """A scheduled job (a reminder, a background task) the conversation refers to.
+
+    A turn that carries a job ref with status ``scheduled`` adds it to the session's active
+    jobs; a later turn carrying the same ``job_id`` as ``done`` or ``cancelled`` removes it.
+    """
+
+    job_id: str
+    kind: str = "job"
+    label: str = ""
+    due_at: datetime | None = None
+    status: JobStatus = "scheduled"
+
+
 class Reply(_Value):
     """What the reply engine answers: the text plus what the lane records on the turn."""
 
     text: str | None = None
     intent: str | None = None
     action_name: str | None = None
-    job_refs: tuple[str, ...] = ()
+    job_refs: tuple[JobRef, ...] = ()
 
 
 class ConversationTurn(_Value):
@@ -108,7 +125,7 @@ class ConversationTurn(_Value):
     assistant_text: str | None = None
     intent: str | None = None
     action_name: str | None = None
-    job_refs: tuple[str, ...] = ()
+    job_refs: tuple[JobRef, ...] = ()
     created_at: datetime
     status: TurnStatus = "answered"
     bot_id: int = 0
@@ -118,6 +135,18 @@ class ConversationTurn(_Value):
     message_id: int | None = None
     reply_message_id: int | None = None
     delivered_at: datetime | None = None
+
+
+class Fact(_Value):
+    """Something the user told about themselves or their plans, e.g. ``name`` = ``Ada``.
+
+    ``key`` is a stable slot (``name``, ``plan``, ``likes``...): a later fact with the same key
+    replaces the earlier one; ``turn`` is the seq of the turn that stated it.
+    """
+
+    key: str
+    value: str
+    turn: int
 
 
 class Topic(_Value):
@@ -145,15 +174,6 @@ class PendingClarification(_Value):
     asked_turn: int
 
 
-class JobRef(_Value):
-    """A scheduled job (a reminder, a background task) the conversation refers to."""
-
-    job_id: str
-    kind: str = "job"
-    label: str = ""
-    due_at: datetime | None = None
-
-
 class SessionState(_Value):
     """Everything the lane knows about a session between turns.
 
@@ -167,6 +187,7 @@ class SessionState(_Value):
     pending_clarifications: tuple[PendingClarification, ...] = ()
     open_loops: tuple[OpenLoop, ...] = ()
     active_job_refs: tuple[JobRef, ...] = ()
+    facts: tuple[Fact, ...] = ()
     rolling_summary: str = ""
     summary_buffer: tuple[str, ...] = Field(
         default=(),
@@ -211,6 +232,7 @@ class ConversationContextPacket(_Value):
     active_job_refs: tuple[JobRef, ...] = ()
     pending_clarifications: tuple[PendingClarification, ...] = ()
     open_loops: tuple[OpenLoop, ...] = ()
+    facts: tuple[Fact, ...] = ()
     resolved_entities_map: dict[str, str] = Field(default_factory=dict)
     last_response_type: ResponseType = "none"
     turn_count: int = 0

@@ -12,7 +12,7 @@ import re
 
 import uuid6
 
-__all__ = ["is_session_id", "session_id", "turn_id"]
+__all__ = ["is_session_id", "job_id", "session_id", "turn_id"]
 
 _SESSION_ID = re.compile(r"\Ases_[0-9a-f]{32}\Z")
 
@@ -25,6 +25,11 @@ def session_id() -> str:
 def turn_id() -> str:
     """Return a new turn id, e.g. ``trn_019a...``."""
     return f"trn_{uuid6.uuid7().hex}"
+
+
+def job_id() -> str:
+    """Return a new job id (a reminder, a background task), e.g. ``job_019a...``."""
+    return f"job_{uuid6.uuid7().hex}"
 
 
 def is_session_id(value: str) -> bool:

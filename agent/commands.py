@@ -1,0 +1,197 @@
+"""The bot's slash commands, independent of the transport (Telegram or the terminal).
+
+Commands are control messages, not conversation: they read or manage the memory but are not
+turns of it (a ``/history`` is not something to summarise). Each returns a
+:class:`CommandReply`; the Telegram adapter and the console render it their own way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent.memory import ConversationLane, ConversationTurn, render_packet
+
+__all__ = ["COMMANDS", "CommandCenter", "CommandReply"]
+
+#: Every command with its one-line description (sent to Telegram with setMyCommands).
+COMMANDS: dict[str, str] = {
+    "start": "Say hello and see what I can do",
+    "help": "What I can do and the commands",
+    "memory": "The context I would answer your next message with",
+    "history": "The last messages of this conversation: /history 10",
+    "topics": "Topics and facts I keep for this conversation",
+    "loops": "Open to-dos, pending questions and reminders",
+    "recall": "Search this conversation: /recall hotel",
+    "new": "Start a fresh conversation (what you told me about yourself stays)",
+    "forget": "Erase this conversation everywhere (asks first)",
+    "export": "Send this conversation's checkpoint file",
+    "stats": "Numbers about this conversation",
+}
+
+_HISTORY_DEFAULT = 10
+_HISTORY_MAX = 50
+_RECALL_HITS = 5
+_EXCERPT = 200
+
+_HELP = (
+    "I'm a bot with a memory that survives restarts and crashes. Talk to me and try:\n"
+    '- tell me things: "my name is Ada", "I\'m planning a trip to Lisbon in May"\n'
+    '- ask: "what\'s my name?", "what do you know about me?", "what did we talk about?"\n'
+    '- to-dos: "remind me to book the hotel", later "I booked the hotel"\n'
+    '- reminders: "remind me in 10 minutes to call mom"\n\nCommands:\n'
+    + "\n".join(f"/{name} - {text}" for name, text in COMMANDS.items())
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandReply:
+    """What a command answers.
+
+    Attributes:
+        text: the message to show.
+        document: ``(file name, bytes)`` to send as a file, if any.
+        confirm_forget: the session id the user must confirm erasing (the adapter shows a
+            button; the console asks for ``/forget yes``).
+    """
+
+    text: str
+    document: tuple[str, bytes] | None = None
+    confirm_forget: str | None = None
+
+
+def _excerpt(text: str | None) -> str:
+    flat = re.sub(r"\s+", " ", text or "").strip()
+    return flat if len(flat) <= _EXCERPT else flat[: _EXCERPT - 1] + "…"
+
+
+def _turn_lines(turn: ConversationTurn) -> list[str]:
+    lines = []
+    if turn.user_text:
+        lines.append(f"#{turn.seq} {turn.speaker or 'you'}: {_excerpt(turn.user_text)}")
+    if turn.assistant_text:
+        lines.append(f"#{turn.seq} bot: {_excerpt(turn.assistant_text)}")
+    return lines
+
+
+class CommandCenter:
+    """Runs commands against the memory lane for one chat at a time.
+
+    Args:
+        lane: the hydrated memory lane.
+    """
+
+    def __init__(self, lane: ConversationLane) -> None:
+        self.lane = lane
+
+    async def run(self, chat_id: int, name: str, args: str = "") -> CommandReply:
+        """Run ``/name args`` for ``chat_id``; an unknown name gets a helpful answer."""
+        name = name.lower()
+        if name not in COMMANDS:
+            return CommandReply(f"I don't know /{name}. Try /help for the commands I know.")
+        handler = getattr(self, f"_cmd_{name}")
+        reply: CommandReply = await handler(chat_id, args.strip())
+        return reply
+
+    async def _cmd_start(self, chat_id: int, args: str) -> CommandReply:
+        return CommandReply("Hello! " + _HELP)
+
+    async def _cmd_help(self, chat_id: int, args: str) -> CommandReply:
+        return CommandReply(_HELP)
+
+    async def _cmd_memory(self, chat_id: int, args: str) -> CommandReply:
+        packet = self.lane.packet(chat_id)
+        if packet is None:
+            return CommandReply("I have no memory of this chat yet. Say something!")
+        return CommandReply(
+            f"{render_packet(packet)}\n\n(about {packet.token_estimate} tokens, "
+            f"compiled {packet.context_compiled_at:%Y-%m-%d %H:%M:%S} UTC)"
+        )
+
+    async def _cmd_history(self, chat_id: int, args: str) -> CommandReply:
+        limit = _HISTORY_DEFAULT
+        if args:
+            if not args.isdecimal():
+                return CommandReply("Usage: /history [n], for example /history 10.")
+            limit = min(int(args[:4]), _HISTORY_MAX)
+        turns = await self.lane.history(chat_id, limit)
+        if not turns:
+            return CommandReply("Nothing yet: this conversation has no messages.")
+        lines = [line for turn in turns for line in _turn_lines(turn)]
+        note = f" (at most {_HISTORY_MAX})" if args and int(args[:4]) > _HISTORY_MAX else ""
+        return CommandReply(f"The last {len(turns)} turns{note}:\n" + "\n".join(lines))
+
+    async def _cmd_topics(self, chat_id: int, args: str) -> CommandReply:
+        packet = self.lane.packet(chat_id)
+        if packet is None or not (packet.active_topics or packet.facts):
+            return CommandReply("No topics yet. Tell me about yourself or your plans.")
+        lines = [f"- {topic.name}" for topic in packet.active_topics]
+        lines += [f"- {fact.key}: {fact.value}" for fact in packet.facts]
+        return CommandReply("What I keep for this conversation:\n" + "\n".join(lines))
+
+    async def _cmd_loops(self, chat_id: int, args: str) -> CommandReply:
+        packet = self.lane.packet(chat_id)
+        if packet is None:
+            return CommandReply("Nothing open.")
+        lines = [f"- to do: {loop.text}" for loop in packet.open_loops]
+        lines += [f"- waiting for your answer: {c.question}" for c in packet.pending_clarifications]
+        lines += [
+            f"- reminder: {job.label or job.job_id}"
+            + (f" at {job.due_at:%Y-%m-%d %H:%M} UTC" if job.due_at else "")
+            for job in packet.active_job_refs
+        ]
+        if not lines:
+            return CommandReply("Nothing open: no to-dos, questions or reminders.")
+        return CommandReply("Still open:\n" + "\n".join(lines))
+
+    async def _cmd_recall(self, chat_id: int, args: str) -> CommandReply:
+        if not args:
+            return CommandReply("Usage: /recall <words>, for example /recall hotel.")
+        hits = await self.lane.search(chat_id, args, _RECALL_HITS)
+        if not hits:
+            return CommandReply(f"Nothing in this conversation matches {_excerpt(args)!r}.")
+        lines = [line for turn, _ in hits for line in _turn_lines(turn)]
+        return CommandReply("Best matches:\n" + "\n".join(lines))
+
+    async def _cmd_new(self, chat_id: int, args: str) -> CommandReply:
+        closed = await self.lane.new_session(chat_id)
+        if closed is None:
+            return CommandReply("This is already a fresh conversation.")
+        return CommandReply("Started a fresh conversation. The previous one is kept on file.")
+
+    async def _cmd_forget(self, chat_id: int, args: str) -> CommandReply:
+        sid = self.lane.session_id_for_chat(chat_id)
+        if sid is None:
+            return CommandReply("There is nothing to forget in this chat.")
+        return CommandReply(
+            "Erase this conversation everywhere (messages, summaries, checkpoint)? "
+            "This cannot be undone.",
+            confirm_forget=sid,
+        )
+
+    async def confirm_forget(self, chat_id: int, session_id: str) -> CommandReply:
+        """Erase ``session_id`` if it is still the chat's conversation (the confirmed /forget)."""
+        if self.lane.session_id_for_chat(chat_id) != session_id:
+            return CommandReply("That conversation is no longer current; nothing was erased.")
+        await self.lane.forget_session(session_id)
+        return CommandReply("Done: I have forgotten this conversation.")
+
+    async def _cmd_export(self, chat_id: int, args: str) -> CommandReply:
+        sid = self.lane.session_id_for_chat(chat_id)
+        if sid is None:
+            return CommandReply("Nothing to export yet.")
+        data = self.lane.checkpoint_bytes(sid)
+        return CommandReply("The checkpoint of this conversation:", document=(f"{sid}.json", data))
+
+    async def _cmd_stats(self, chat_id: int, args: str) -> CommandReply:
+        packet = self.lane.packet(chat_id)
+        if packet is None:
+            return CommandReply("No conversation yet.")
+        return CommandReply(
+            f"Turns: {packet.turn_count}\n"
+            f"Open loops: {len(packet.open_loops)}\n"
+            f"Reminders: {len(packet.active_job_refs)}\n"
+            f"Facts: {len(packet.facts)}\n"
+            f"Context packet: about {packet.token_estimate} tokens "
+            f"(budget {self.lane.builder.token_budget})"
+        )

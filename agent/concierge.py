@@ -1,0 +1,498 @@
+"""The concierge: the engine that answers each message, and the offline rule-based one.
+
+:class:`RuleBasedConcierge` is the default and needs no model, no network and no clock of its
+own: its reply is a function of the :class:`~agent.memory.ConversationContextPacket` (the
+session as it stood before this message) and the message itself, with the message's
+``received_at`` as "now". Only the ids of the reminders it schedules are new each time.
+
+What it understands (each reply names its ``intent``):
+
+- facts the user states ("my name is Ada", "I'm planning a trip to Lisbon in May"):
+  ``state_fact``; questions about them ("what's my name?"): ``ask_fact``; "what do you know
+  about me?": ``list_facts``;
+- to-dos ("remind me to book the hotel"): ``add_todo``; done ("I booked the hotel", "done 1"):
+  ``close_todo``; "what is still open?": ``list_open``;
+- timed reminders ("remind me in 10 minutes to call mom"): ``set_reminder``, with a
+  ``schedule_reminder`` job ref that the adapter schedules after the turn is committed;
+- "what did we talk about?": ``recap``; greetings and thanks: ``smalltalk``; ``help``;
+  anything else: ``unknown``, said honestly, with what it can do.
+
+Facts and to-dos in the current message are not in the packet yet (the state manager records
+them from the committed turn), so the concierge reads the message with the same rules
+(:mod:`agent.memory.extraction`) and answers from both. It never touches the database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from agent.memory.conversation_state_manager import LoopUpdate, merge_facts, update_open_loops
+from agent.memory.extraction import (
+    ReminderRequest,
+    is_reminder_request,
+    normalize_text,
+    parse_reminder,
+)
+from agent.memory.fact_extraction import extract_facts
+from agent.memory.schemas import ConversationContextPacket, Fact, InboundMessage, JobRef, Reply
+from agent.utils import ids
+
+__all__ = ["Concierge", "RuleBasedConcierge"]
+
+# Telegram caps a message at 4096 characters; stay clear of it.
+_MAX_REPLY_CHARS = 4000
+_RECAP_LINES = 12
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+
+_CAPABILITIES = (
+    "• remember what you tell me: “my name is Ada”, “I live in Lisbon”, “I'm planning a trip "
+    "to Lisbon in May”\n"
+    "• answer “what's my name?”, “what do you know about me?”, “what did we talk about?”\n"
+    "• keep your to-do list: “remind me to book the hotel”, then “I booked the hotel” "
+    "(or “done 1”); ask “what is still open?”\n"
+    "• set reminders: “remind me in 10 minutes to call mom”, “remind me at 18:30 to stretch” "
+    "(times in UTC)"
+)
+_HELP = "I'm your offline concierge: no AI model, just rules I follow reliably. I can:\n"
+_NO_TEXT = "I can only read text for now. Say “help” to see what I can do."
+_REMINDER_FORMS = (
+    "I couldn't read the time of that reminder. Say “remind me in 10 minutes to …”, “remind me "
+    "to … in 2 hours” or “remind me at 18:30 to …” (UTC, up to a year ahead)."
+)
+
+_F = re.IGNORECASE
+_ASK_NAME = re.compile(
+    r"\b(?:what(?:'s| is) my (?:first |full )?name|who am i\b|do you (?:know|remember) (?:my "
+    r"name|who i am)|what do you call me|say my name|what am i called)",
+    _F,
+)
+_ASK_ABOUT_ME = re.compile(
+    r"\bwhat (?:else )?(?:do|did) you (?:know|remember)(?: about me)?\b|\bwhat have i told you"
+    r"|\btell me about (?:me|myself)\b|\bwhat do you know about me",
+    _F,
+)
+_ASK_OPEN = re.compile(
+    r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:still\s+)?(?:open|pending|left to do)\b|\bon my (?:to-?do "
+    r")?list\b|\b(?:my|the) (?:to-?do|task) list\b|\bshow (?:me )?my (?:list|to-?dos?|tasks|"
+    r"reminders)\b|\bwhat do i (?:still )?(?:need|have) to do\b|\b(?:my|any|what) reminders\b"
+    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$",
+    _F,
+)
+_ASK_RECAP = re.compile(
+    r"\bwhat (?:did|have) we (?:talk|talked|discuss|discussed|chat|chatted|speak|spoken|said)\b"
+    r"|\bwhat were we (?:talking|discussing)\b|\bwhere were we\b|\brecap\b|\bsummar(?:y|i[sz]e)\b",
+    _F,
+)
+_ASK_HELP = re.compile(
+    r"^/?(?:help|start|menu|commands)\b|\bwhat can you do\b|\bhow do(?:es)? (?:this|you) work\b"
+    r"|\bwho are you\b|\bwhat are you\b",
+    _F,
+)
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|hiya|howdy|yo|hallo|hola|salut|ciao|bonjour|greetings"
+    r"|good (?:morning|afternoon|evening|day))\b",
+    _F,
+)
+_THANKS = re.compile(r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated)\b", _F)
+_HOW_ARE_YOU = re.compile(r"\bhow are you\b|\bhow(?:'s| is) it going\b", _F)
+_BYE = re.compile(r"^(?:bye|goodbye|good night|see you|see ya|cya|later)\b", _F)
+
+# (question, fact keys asked for (a trailing ":" is a prefix), what is missing if unknown)
+_ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
+    (re.compile(pattern, _F), tuple(keys.split()), missing)
+    for pattern, keys, missing in (
+        (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b", "location",
+         "where you live"),
+        (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
+         "where you're from"),
+        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b", "plan", "about your plans"),
+        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b", "job workplace",
+         "about your work"),
+        (r"\bwhat do i do for (?:a )?(?:living|work)\b", "job", "your job"),
+        (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
+         "your birthday"),
+        (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
+        (r"\bwhat do i (?:like|love|enjoy)\b|\bwhat are my (?:hobbies|interests)\b", "likes:",
+         "what you like"),
+        (r"\bwhat(?:'s| is) my (?:favou?rite|fav) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
+         "favourite:", "your favourites"),
+    )
+)  # fmt: skip
+
+_FACT_PHRASES = {
+    "name": "your name is {v}",
+    "age": "you're {v}",
+    "location": "you live in {v}",
+    "hometown": "you're from {v}",
+    "plan": "you're planning {v}",
+    "job": "you work as {v}",
+    "workplace": "you work at {v}",
+    "birthday": "your birthday is {v}",
+    "likes": "you like {v}",
+    "dislikes": "you don't like {v}",
+    "favourite": "your favourite {item} is {v}",
+}
+_FIRST_PERSON = re.compile(r"\b(?:i'm|i've|i'll|i'd|myself|mine|my|me|i)\b", _F)
+_SECOND_PERSON = {
+    "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd", "myself": "yourself",
+    "mine": "yours", "my": "your", "me": "you", "i": "you",
+}  # fmt: skip
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_SUMMARY_LINE = re.compile(r"#\d+ (?P<who>[^:\n]{1,80}): (?P<said>.*)")
+
+
+class Concierge(Protocol):
+    """**Protocol:** the engine that answers a message: rule-based, or a model.
+
+    Called by :meth:`agent.memory.ConversationLane.on_turn` (so by the Telegram adapter and the
+    terminal mode) once for every message that wants a reply, with the session's packet as it
+    stood *before* the message. The reply's text, intent, action name and job refs are recorded
+    on the turn. It sees the packet, never the database. Any
+    :class:`~agent.memory.ReplyEngine` is a ``Concierge`` and the other way round.
+    """
+
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        """Return the reply to ``message``; ``Reply(text=None)`` to stay silent."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """The current message read against the packet: what the state will become."""
+
+    text: str
+    now: datetime
+    new_facts: tuple[Fact, ...]
+    facts: tuple[Fact, ...]
+    loops: LoopUpdate
+    reminder: ReminderRequest | None
+
+
+class RuleBasedConcierge:
+    """The offline concierge: deterministic rules, useful without any model.
+
+    Args:
+        job_ids: makes the id of each reminder it schedules (default :func:`agent.utils.ids.job_id`;
+            tests pass a counter).
+    """
+
+    def __init__(self, *, job_ids: Callable[[], str] = ids.job_id) -> None:
+        self._job_ids = job_ids
+
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        """Answer ``message`` from ``packet`` and what the message itself says.
+
+        Args:
+            packet: the session before this message.
+            message: the new message; its ``received_at`` is "now".
+
+        Returns:
+            The reply, with its intent; for a reminder, action ``schedule_reminder`` and the job.
+        """
+        reply = self._answer(packet, message)
+        if reply.text and len(reply.text) > _MAX_REPLY_CHARS:
+            reply = reply.model_copy(update={"text": reply.text[: _MAX_REPLY_CHARS - 1] + "…"})
+        return reply
+
+    def _answer(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        text = normalize_text(message.text or "")
+        if not text:
+            return Reply(text=_NO_TEXT, intent="unknown")
+        seq = packet.turn_count + 1
+        now = _utc(message.received_at)
+        new_facts = extract_facts(text, turn=seq)
+        reading = _Reading(
+            text=text,
+            now=now,
+            new_facts=new_facts,
+            facts=merge_facts(packet.facts, new_facts),
+            loops=update_open_loops(packet.open_loops, text, seq=seq),
+            reminder=parse_reminder(text, now),
+        )
+        parts: list[str] = []
+        intents: list[str] = []
+        jobs: tuple[JobRef, ...] = ()
+        if reading.reminder is not None:
+            job = JobRef(
+                job_id=self._job_ids(),
+                kind="reminder",
+                label=reading.reminder.label or "reminder",
+                due_at=reading.reminder.due_at,
+            )
+            jobs = (job,)
+            parts.append(_reminder_set(reading.reminder, now))
+            intents.append("set_reminder")
+        elif is_reminder_request(text):
+            parts.append(_REMINDER_FORMS)
+            intents.append("set_reminder")
+        parts.extend(_todo_acks(reading.loops, intents))
+        parts.extend(_fact_acks(packet.facts, reading.new_facts, intents))
+        answer = _question(packet, reading, jobs)
+        if answer is not None:
+            intents.append(answer[0])
+            parts.append(answer[1])
+        if not parts:
+            intent, said = _smalltalk(packet, reading)
+            intents.append(intent)
+            parts.append(said)
+        return Reply(
+            text="\n\n".join(parts),
+            intent=_main_intent(intents),
+            action_name=_action(reading.loops, jobs),
+            job_refs=jobs,
+        )
+
+
+def _main_intent(intents: Sequence[str]) -> str:
+    # Side effects first (a reply that changes the state is named after the change), then the
+    # question answered, then the facts acknowledged.
+    ranked = sorted(intents, key=lambda i: ("set_reminder", "close_todo", "add_todo", i).index(i))
+    questions = [i for i in ranked if i != "state_fact"]
+    return questions[0] if questions else ranked[0]
+
+
+def _action(loops: LoopUpdate, jobs: Sequence[JobRef]) -> str | None:
+    # The action names what changed: nothing changes when a to-do was already on the list.
+    if jobs:
+        return "schedule_reminder"
+    if loops.closed:
+        return "close_todo"
+    return "add_todo" if loops.opened else None
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _you(text: str) -> str:
+    """Turn the user's words to the second person: "call my mom" -> "call your mom"."""
+    return _FIRST_PERSON.sub(lambda m: _SECOND_PERSON[m.group(0).lower()], text)
+
+
+def _when(due: datetime, now: datetime) -> str:
+    due = _utc(due)
+    short = due - now < timedelta(minutes=1) and due.second
+    clock = due.strftime("%H:%M:%S" if short else "%H:%M") + " UTC"
+    if due.date() == now.date():
+        return f"at {clock}"
+    if due.date() == (now + timedelta(days=1)).date():
+        return f"tomorrow at {clock}"
+    day = f"{due.day} {_MONTHS[due.month - 1]}"
+    return f"on {day} at {clock}" if due.year == now.year else f"on {day} {due.year} at {clock}"
+
+
+def _reminder_set(reminder: ReminderRequest, now: datetime) -> str:
+    when = _when(reminder.due_at, now)
+    if not reminder.label:
+        return f"I'll remind you {when}."
+    return f"I'll remind you {when} {reminder.link} {_you(reminder.label)}."
+
+
+def _listing(items: Sequence[str]) -> str:
+    quoted = [_you(item) for item in items]
+    return quoted[0] if len(quoted) == 1 else "; ".join(quoted)
+
+
+def _todo_acks(loops: LoopUpdate, intents: list[str]) -> list[str]:
+    said: list[str] = []
+    if loops.closed:
+        said.append(f"Great, I've ticked off: {_listing([lp.text for lp in loops.closed])}.")
+        intents.append("close_todo")
+    if loops.unmatched:
+        missing = ", ".join(f"“{_you(text)}”" for text in loops.unmatched)
+        said.append(f"I couldn't find {missing} on your list. Ask “what is still open?” to see it.")
+        intents.append("close_todo")
+    if loops.opened:
+        said.append(f"Added to your list: {_listing([lp.text for lp in loops.opened])}.")
+        intents.append("add_todo")
+    if loops.already_open:
+        again = _listing([lp.text for lp in loops.already_open])
+        said.append(f"That's already on your list: {again}.")
+        intents.append("add_todo")
+    return said
+
+
+def _describe(fact: Fact) -> str:
+    kind, _, item = fact.key.partition(":")
+    phrase = _FACT_PHRASES.get(kind, kind + ": {v}")
+    return phrase.format(v=_you(fact.value), item=item)
+
+
+def _sentence(phrase: str) -> str:
+    return phrase[:1].upper() + phrase[1:] + "."
+
+
+def _fact_acks(known: Sequence[Fact], new: Sequence[Fact], intents: list[str]) -> list[str]:
+    if not new:
+        return []
+    intents.append("state_fact")
+    said: list[str] = []
+    old_name = next((f.value for f in known if f.key == "name"), None)
+    others: list[str] = []
+    for fact in new:
+        if fact.key != "name":
+            others.append(_describe(fact))
+        elif old_name is None:
+            said.append(f"Nice to meet you, {fact.value}.")
+        elif old_name == fact.value:
+            said.append(f"I know, {fact.value}: you told me before.")
+        else:
+            said.append(f"Got it: I'll call you {fact.value} from now on.")
+    if others:
+        said.append("Noted: " + " and ".join(others) + ".")
+    return [" ".join(said)]
+
+
+def _question(
+    packet: ConversationContextPacket, reading: _Reading, jobs: Sequence[JobRef]
+) -> tuple[str, str] | None:
+    text = reading.text
+    if _ASK_NAME.search(text):
+        name = next((f.value for f in reading.facts if f.key == "name"), None)
+        if name is None:
+            return "ask_fact", "I don't know your name yet. Tell me with “my name is …”."
+        return "ask_fact", f"Your name is {name}."
+    if _ASK_OPEN.search(text):
+        return "list_open", _open_items(packet, reading, jobs)
+    if _ASK_ABOUT_ME.search(text):
+        return "list_facts", _about_you(reading.facts)
+    if _ASK_RECAP.search(text):
+        return "recap", _recap(packet)
+    for pattern, keys, missing in _ASK_FACTS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        wanted = keys
+        if "thing" in pattern.groupindex:
+            thing = " ".join(match.group("thing").casefold().split())
+            wanted, missing = (f"favourite:{thing}",), f"your favourite {thing}"
+        found = [f for f in reading.facts if _key_matches(f.key, wanted)]
+        if not found:
+            return "ask_fact", f"You haven't told me {missing} yet."
+        return "ask_fact", " ".join(_sentence(_describe(f)) for f in found)
+    if _ASK_HELP.search(text):
+        return "help", _HELP + _CAPABILITIES
+    return None
+
+
+def _key_matches(key: str, wanted: Sequence[str]) -> bool:
+    return any(key.startswith(w) if w.endswith(":") else key == w for w in wanted)
+
+
+def _about_you(facts: Sequence[Fact]) -> str:
+    if not facts:
+        return (
+            "I don't know anything about you yet. Tell me, for example, “my name is Ada” or "
+            "“I live in Lisbon”."
+        )
+    lines = [_describe(fact) for fact in facts]
+    return "Here's what I know about you:\n" + "\n".join(f"• {_sentence(x)}" for x in lines)
+
+
+def _open_items(
+    packet: ConversationContextPacket, reading: _Reading, jobs: Sequence[JobRef]
+) -> str:
+    sections: list[str] = []
+    loops = reading.loops.loops
+    if loops:
+        numbered = [f"{n}. {_you(loop.text)}" for n, loop in enumerate(loops, start=1)]
+        sections.append("Your list:\n" + "\n".join(numbered))
+    if packet.pending_clarifications:
+        asked = [f"• {c.question}" for c in packet.pending_clarifications]
+        sections.append("Waiting for your answer:\n" + "\n".join(asked))
+    scheduled = [*packet.active_job_refs, *jobs]
+    if scheduled:
+        lines = []
+        for ref in scheduled:
+            label = _you(ref.label or ref.job_id)
+            if ref.due_at is None:
+                lines.append(f"• {label}")
+            elif _utc(ref.due_at) <= reading.now:
+                lines.append(f"• {label} (was due {_when(ref.due_at, reading.now)})")
+            else:
+                lines.append(f"• {label}, {_when(ref.due_at, reading.now)}")
+        title = "Reminders:" if all(r.kind == "reminder" for r in scheduled) else "Scheduled:"
+        sections.append(title + "\n" + "\n".join(lines))
+    if not sections:
+        return "Nothing is open: your list is empty and no reminders are set."
+    if loops:
+        sections.append("Tell me when one is done, e.g. “done 1”.")
+    return "\n\n".join(sections)
+
+
+def _recap_line(line: str) -> str:
+    match = _SUMMARY_LINE.match(line)
+    if match is None:
+        return f"• {line}"
+    said = match.group("said")
+    if said.startswith(" -> "):  # a turn of the bot alone (a reminder firing)
+        return f"• me: {said[4:]}"
+    who = "you" if match.group("who") == "user" else match.group("who")
+    return f"• {who}: {said.replace(' -> ', ' → ')}"
+
+
+def _first_sentence(text: str, limit: int) -> str:
+    # The same shape as the summarizer's lines, so raw and summarised turns read alike.
+    flat = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _recap(packet: ConversationContextPacket) -> str:
+    lines = [_recap_line(x) for x in packet.rolling_session_summary.splitlines() if x.strip()]
+    lines.extend(_recap_line(x) for x in packet.recent_turn_summaries)
+    for turn in packet.recent_turns:
+        answer = _first_sentence(turn.assistant_text or "", 80)
+        if not turn.user_text.strip():
+            lines.append(f"• me: {answer}")
+            continue
+        line = f"• {turn.speaker or 'you'}: {_first_sentence(turn.user_text, 160)}"
+        lines.append(line + (f" → {answer}" if answer else ""))
+    if not lines:
+        return "This is the start of our conversation: nothing to recap yet."
+    head = "Here's what we talked about"
+    if len(lines) > _RECAP_LINES:
+        head += f" (the last {_RECAP_LINES} of {len(lines)} exchanges I keep)"
+        lines = lines[-_RECAP_LINES:]
+    said = head + ":\n" + "\n".join(lines)
+    if packet.active_topics:
+        said += "\n\nTopics: " + ", ".join(topic.name for topic in packet.active_topics) + "."
+    return said
+
+
+def _name(reading: _Reading) -> str:
+    name = next((f.value for f in reading.facts if f.key == "name"), None)
+    return f" {name}" if name else ""
+
+
+def _smalltalk(packet: ConversationContextPacket, reading: _Reading) -> tuple[str, str]:
+    text, name = reading.text, _name(reading)
+    if text.startswith("/"):
+        command = text.split()[0]
+        return "unknown", f"I don't know the command {command}. " + _HELP + _CAPABILITIES
+    if _GREETING.search(text):
+        said = f"Hi{name}!"
+        count = len(reading.loops.loops) + len(packet.active_job_refs)
+        if packet.turn_count:
+            said += " Good to see you again."
+        if count:
+            plural = "item is" if count == 1 else "items are"
+            said += f" {count} {plural} still open: ask “what is still open?” to see them."
+        else:
+            said += " What can I do for you? Say “help” to see what I can do."
+        return "smalltalk", said
+    if _HOW_ARE_YOU.search(text):
+        return "smalltalk", "I'm doing well, thanks for asking! What can I do for you?"
+    if _THANKS.search(text):
+        return "smalltalk", f"You're welcome{name.replace(' ', ', ', 1)}!"
+    if _BYE.search(text):
+        return "smalltalk", f"Bye{name.replace(' ', ', ', 1)}! I'll remember all this next time."
+    return "unknown", (
+        "Sorry, I didn't understand that. I'm an offline assistant that follows simple rules, "
+        "so I only understand a few kinds of messages. I can:\n" + _CAPABILITIES
+    )

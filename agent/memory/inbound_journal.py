@@ -1,0 +1,165 @@
+"""The inbound journal: step 1 of every turn (DESIGN.md section 3, invariant I1).
+
+Every update is stored here durably *before* Telegram may consider it delivered: the polling
+loop confirms an update (by asking for the next offset) only after :meth:`InboundJournal.record`
+has committed it, and the webhook answers 200 only then. Updates are then processed from the
+journal; whatever is still ``pending`` at start-up is processed first. Once processed, an entry
+keeps its key (so that a redelivery is recognised) but drops its payload, so the journal holds no
+conversation text it no longer needs.
+
+The payload is the update's JSON as Telegram sent it: this module never imports Telegram.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import aiosqlite
+
+from agent.db import Database
+from agent.memory.schemas import utc_now
+
+__all__ = ["InboundJournal", "JournalEntry"]
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One journaled update: its key, its chat (if any), and its JSON payload."""
+
+    update_id: int
+    chat_id: int | None
+    payload: str
+    attempts: int = 0
+
+
+class InboundJournal:
+    """The durable queue of updates received from Telegram for one bot.
+
+    Args:
+        db: the open database.
+        bot_id: the bot's Telegram user id (update ids are unique per bot).
+        max_attempts: after this many failed processings an update is marked ``failed``
+            instead of being retried at every start (a poison update must not block a chat).
+        clock: returns the current time.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        bot_id: int,
+        *,
+        max_attempts: int = 3,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.db = db
+        self.bot_id = bot_id
+        self.max_attempts = max_attempts
+        self._clock = clock
+
+    async def record(self, entries: Sequence[JournalEntry]) -> list[JournalEntry]:
+        """Store updates durably in one transaction; return those not seen before.
+
+        A redelivered update (same ``update_id``) is skipped, not an error (I3).
+        """
+        if not entries:
+            return []
+        now = _iso(self._clock())
+
+        async def insert(tx: aiosqlite.Connection) -> set[int]:
+            fresh: set[int] = set()
+            for entry in entries:
+                rows = await tx.execute_fetchall(
+                    "INSERT INTO inbound_updates"
+                    " (bot_id, update_id, chat_id, payload, received_at)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (bot_id, update_id) DO NOTHING"
+                    " RETURNING update_id",
+                    (self.bot_id, entry.update_id, entry.chat_id, entry.payload, now),
+                )
+                fresh.update(row[0] for row in rows)
+            return fresh
+
+        fresh = await self.db.write(insert)
+        return [entry for entry in entries if entry.update_id in fresh]
+
+    async def pending(self, limit: int = 10_000) -> list[JournalEntry]:
+        """Return the updates received but not yet processed, oldest first."""
+        rows = await self.db.fetchall(
+            "SELECT update_id, chat_id, payload, attempts FROM inbound_updates"
+            " WHERE bot_id = ? AND status = 'pending' ORDER BY update_id LIMIT ?",
+            (self.bot_id, limit),
+        )
+        return [
+            JournalEntry(
+                update_id=row["update_id"],
+                chat_id=row["chat_id"],
+                payload=row["payload"],
+                attempts=row["attempts"],
+            )
+            for row in rows
+        ]
+
+    async def last_update_id(self) -> int | None:
+        """Return the highest update id ever journaled for this bot, or ``None``."""
+        row = await self.db.fetchone(
+            "SELECT max(update_id) FROM inbound_updates WHERE bot_id = ?", (self.bot_id,)
+        )
+        return None if row is None else row[0]
+
+    async def mark_done(self, update_id: int) -> None:
+        """Mark an update processed and drop its payload."""
+        now = _iso(self._clock())
+        await self.db.write(
+            lambda tx: tx.execute(
+                "UPDATE inbound_updates SET status = 'done', payload = '', processed_at = ?"
+                " WHERE bot_id = ? AND update_id = ?",
+                (now, self.bot_id, update_id),
+            )
+        )
+
+    async def mark_failed_attempt(self, update_id: int, error: str) -> bool:
+        """Count a failed processing; return ``True`` if the update is now given up."""
+        now = _iso(self._clock())
+
+        async def count(tx: aiosqlite.Connection) -> bool:
+            rows = await tx.execute_fetchall(
+                "UPDATE inbound_updates SET attempts = attempts + 1, error = ?,"
+                " status = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE status END,"
+                " processed_at = ? WHERE bot_id = ? AND update_id = ? RETURNING status",
+                (error[:500], self.max_attempts, now, self.bot_id, update_id),
+            )
+            return any(row[0] == "failed" for row in rows)
+
+        return await self.db.write(count)
+
+    async def forget_chat(self, chat_id: int) -> int:
+        """Delete every processed entry of a chat (part of ``/forget``); return how many."""
+
+        async def delete(tx: aiosqlite.Connection) -> int:
+            cursor = await tx.execute(
+                "DELETE FROM inbound_updates"
+                " WHERE bot_id = ? AND chat_id = ? AND status != 'pending'",
+                (self.bot_id, chat_id),
+            )
+            return cursor.rowcount
+
+        return await self.db.write(delete)
+
+    async def prune(self, *, older_than: timedelta) -> int:
+        """Delete processed entries older than ``older_than``; return how many."""
+        cutoff = _iso(self._clock() - older_than)
+
+        async def delete(tx: aiosqlite.Connection) -> int:
+            cursor = await tx.execute(
+                "DELETE FROM inbound_updates WHERE bot_id = ? AND status != 'pending'"
+                " AND received_at < ?",
+                (self.bot_id, cutoff),
+            )
+            return cursor.rowcount
+
+        return await self.db.write(delete)

@@ -1,0 +1,136 @@
+"""The running Telegram bot: start-up sequence, update intake, maintenance jobs, shutdown.
+
+Start-up follows DESIGN.md section 5: open the database, hydrate the lane (checkpoints checked
+and rebuilt), connect to Telegram, send replies that were committed but never delivered,
+process journaled updates that were never processed, re-schedule live reminders, then start
+polling (or the webhook). Shutdown stops the intake first, lets every chat finish its queue,
+then runs the lane's shutdown sequence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import AsyncExitStack
+from datetime import timedelta
+
+from telegram import Update
+from telegram.ext import Application, ApplicationBuilder, CallbackContext
+
+from agent.config import Settings
+from agent.errors import ConfigError
+from agent.memory.inbound_journal import InboundJournal
+from agent.reminders import JobQueueScheduler, Reminders
+from agent.runtime import open_concierge, open_lane
+from agent.telegram_adapter import TelegramAdapter
+from agent.update_poller import UpdatePoller
+from agent.webhook_server import WebhookServer
+
+__all__ = ["run_telegram_bot"]
+
+logger = logging.getLogger(__name__)
+
+_REDELIVERY_INTERVAL = 60.0
+_JOURNAL_MAINTENANCE_INTERVAL = 3600.0
+_JOURNAL_RETENTION = timedelta(days=7)
+
+
+def _build_application(settings: Settings) -> Application:  # type: ignore[type-arg]
+    if settings.telegram_bot_token is None:
+        raise ConfigError(
+            "TELEGRAM_BOT_TOKEN is not set: create a bot with @BotFather and set it "
+            "(or run `python run_bot.py --console` to chat in the terminal)"
+        )
+    return (
+        ApplicationBuilder()
+        .token(settings.telegram_bot_token.get_secret_value())
+        .base_url(settings.telegram_base_url)
+        .base_file_url(settings.telegram_base_file_url)
+        .updater(None)  # we fetch updates ourselves, through the journal (I1)
+        .build()
+    )
+
+
+async def run_telegram_bot(settings: Settings, stop: asyncio.Event) -> None:
+    """Run the bot until ``stop`` is set, then shut down gracefully.
+
+    Raises:
+        ConfigError: the token is missing, or webhook mode lacks its secret.
+        telegram.error.InvalidToken: Telegram rejected the token.
+    """
+    application = _build_application(settings)
+    if settings.webhook_url and settings.webhook_secret is None:
+        raise ConfigError("AGENT_WEBHOOK_SECRET must be set in webhook mode (AGENT_WEBHOOK_URL)")
+    lane = await open_lane(settings)
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(lane.shutdown)
+        await lane.hydrate()
+        concierge = await open_concierge(settings, stack)
+        await application.initialize()
+        stack.push_async_callback(application.shutdown)
+        bot = application.bot
+        journal = InboundJournal(lane.db, bot.id)
+        adapter = TelegramAdapter(
+            application, lane, concierge, journal, allowed_user_ids=settings.allowed_user_ids
+        )
+        job_queue = application.job_queue
+        if job_queue is None:
+            raise ConfigError("the job queue is missing: install python-telegram-bot[job-queue]")
+        adapter.reminders = Reminders(lane, JobQueueScheduler(job_queue), adapter.job_due)
+        await application.start()
+        stack.push_async_callback(application.stop)
+        stack.push_async_callback(adapter.dispatcher.shutdown)
+        await adapter.register_commands()
+        await adapter.recover()
+        adapter.reminders.schedule_active()
+
+        async def redeliver(_: CallbackContext) -> None:  # type: ignore[type-arg]
+            await adapter.redeliver_stale()
+
+        async def prune_journal(_: CallbackContext) -> None:  # type: ignore[type-arg]
+            await journal.prune(older_than=_JOURNAL_RETENTION)
+
+        job_queue.run_repeating(redeliver, interval=_REDELIVERY_INTERVAL, name="redeliver")
+        job_queue.run_repeating(
+            prune_journal, interval=_JOURNAL_MAINTENANCE_INTERVAL, first=60, name="prune-journal"
+        )
+        intake = await _start_intake(settings, adapter, journal, stack)
+        logger.info("bot @%s is up", bot.username)
+        stopped = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait({stopped, intake}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if intake in done:
+            intake.result()  # a fatal polling error (e.g. the token was revoked)
+        logger.info("shutting down")
+        intake.cancel()
+        await asyncio.gather(intake, return_exceptions=True)
+
+
+async def _start_intake(
+    settings: Settings,
+    adapter: TelegramAdapter,
+    journal: InboundJournal,
+    stack: AsyncExitStack,
+) -> asyncio.Task[None]:
+    """Start polling or the webhook; return a task that ends only on a fatal error."""
+    bot = adapter.application.bot
+    if settings.webhook_url and settings.webhook_secret is not None:
+        secret = settings.webhook_secret.get_secret_value()
+        server = WebhookServer(
+            url=settings.webhook_url,
+            listen=settings.webhook_listen,
+            port=settings.webhook_port,
+            secret=secret,
+            bot=bot,
+            journal=journal,
+            on_entry=adapter.submit,
+        )
+        await server.start()
+        stack.push_async_callback(server.stop)
+        await bot.set_webhook(
+            settings.webhook_url, secret_token=secret, allowed_updates=list(Update.ALL_TYPES)
+        )
+        return asyncio.create_task(asyncio.Event().wait(), name="webhook-intake")
+    await bot.delete_webhook()
+    poller = UpdatePoller(bot, journal, adapter.submit)
+    return asyncio.create_task(poller.run(), name="polling-intake")

@@ -1,0 +1,135 @@
+"""Pure conversions between Telegram objects and the memory lane's types.
+
+No I/O here: every function takes python-telegram-bot objects (or JSON) and returns ours, so
+each one is tested with real ``telegram.Update`` objects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import orjson
+from telegram import Bot, Message, MessageEntity, Update
+from telegram.error import RetryAfter
+
+from agent.memory.inbound_journal import JournalEntry
+from agent.memory.schemas import ChatType, InboundMessage
+
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "chat_key",
+    "entry_from_update",
+    "inbound_from_update",
+    "retry_after_seconds",
+    "split_message",
+    "update_from_entry",
+]
+
+#: Telegram's limit on the text of one message.
+MAX_MESSAGE_CHARS = 4096
+
+_CHAT_TYPES: dict[str, ChatType] = {
+    "private": "private",
+    "group": "group",
+    "supergroup": "supergroup",
+    "channel": "channel",
+}
+
+
+def chat_key(update: Update) -> int | None:
+    """Return the chat an update belongs to (for ordering), else its user, else ``None``."""
+    if update.effective_chat is not None:
+        return update.effective_chat.id
+    if update.effective_user is not None:
+        return update.effective_user.id
+    return None
+
+
+def entry_from_update(update: Update) -> JournalEntry:
+    """Return the journal entry of an update: its id, chat and JSON payload."""
+    return JournalEntry(
+        update_id=update.update_id, chat_id=chat_key(update), payload=update.to_json()
+    )
+
+
+def update_from_entry(entry: JournalEntry, bot: Bot) -> Update:
+    """Rebuild the update a journal entry holds."""
+    update = Update.de_json(orjson.loads(entry.payload), bot)
+    if update is None:
+        raise ValueError(f"journal entry {entry.update_id} holds no update")
+    return update
+
+
+def _addressed(message: Message, bot_id: int, bot_username: str | None) -> bool:
+    """Whether a group message is for the bot: a mention of it, or a reply to it."""
+    reply_to = message.reply_to_message
+    if reply_to is not None and reply_to.from_user is not None:
+        if reply_to.from_user.id == bot_id:
+            return True
+    if bot_username:
+        handle = "@" + bot_username.lower()
+        mentions = message.parse_entities(
+            [MessageEntity.MENTION]
+        ) or message.parse_caption_entities([MessageEntity.MENTION])
+        if any(text.lower() == handle for text in mentions.values()):
+            return True
+    return False
+
+
+def inbound_from_update(
+    update: Update, *, bot_id: int, bot_username: str | None
+) -> InboundMessage | None:
+    """Return the lane's view of a new text message (or captioned media), else ``None``.
+
+    Edited messages, channel posts, service messages and media without a caption return
+    ``None``: they are not turns. In a group every message is a turn, but only one that
+    mentions the bot or replies to it wants a reply.
+    """
+    message = update.message
+    if message is None:
+        return None
+    text = message.text or message.caption
+    if not text:
+        return None
+    chat = message.chat
+    user = message.from_user
+    chat_type = _CHAT_TYPES.get(chat.type, "private")
+    wants_reply = chat_type == "private" or _addressed(message, bot_id, bot_username)
+    return InboundMessage(
+        chat_id=chat.id,
+        text=text,
+        chat_type=chat_type,
+        user_id=user.id if user is not None else None,
+        speaker=user.full_name if user is not None else None,
+        chat_title=chat.title,
+        update_id=update.update_id,
+        bot_id=bot_id,
+        message_id=message.message_id,
+        wants_reply=wants_reply,
+        received_at=message.date,
+    )
+
+
+def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
+    """Split ``text`` into pieces Telegram accepts, preferring line breaks, then spaces."""
+    pieces: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        cut = rest.rfind("\n", 0, limit)
+        if cut <= 0:
+            cut = rest.rfind(" ", 0, limit)
+        if cut <= 0:
+            cut = limit
+        pieces.append(rest[:cut])
+        rest = rest[cut:].lstrip("\n ")
+    if rest or not pieces:
+        pieces.append(rest)
+    return pieces
+
+
+def retry_after_seconds(exc: RetryAfter) -> float:
+    """Return how long Telegram asked to wait, in seconds (int or timedelta, per PTB mode)."""
+    value = exc.retry_after
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    return float(value)

@@ -1,0 +1,156 @@
+"""A fake OpenAI-compatible chat-completions server for tests, over real HTTP on 127.0.0.1.
+
+It runs a ``ThreadingHTTPServer`` on a free port in a daemon thread. Every POST is recorded
+(path, headers, JSON body) and answered with the next scripted :class:`Answer`, or with a
+completion saying :attr:`FakeLLMApi.default_text` once the script is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+JsonDict = dict[str, Any]
+
+
+def completion(text: str) -> JsonDict:
+    """Return a minimal chat-completions response body whose answer is ``text``."""
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            },
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One scripted response: a status, a body (JSON-encoded unless bytes), headers, a delay."""
+
+    status: int = 200
+    body: JsonDict | bytes = field(default_factory=lambda: completion("scripted"))
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the server received."""
+
+    path: str
+    headers: dict[str, str]
+    body: JsonDict
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, api: FakeLLMApi) -> None:
+        self.api = api
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default access log on stderr."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length)
+        answer = self.server.api._record(
+            Request(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
+        )
+        # A delayed answer wakes early when the server stops, so no thread outlives the test.
+        if answer.delay and self.server.api._stopping.wait(answer.delay):
+            return
+        body = answer.body if isinstance(answer.body, bytes) else json.dumps(answer.body).encode()
+        try:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its timeout): that is what the test provoked
+
+
+class FakeLLMApi:
+    """An in-process fake chat-completions endpoint; use it as a context manager.
+
+    Args:
+        default_text: the answer once the script is exhausted.
+    """
+
+    def __init__(self, default_text: str = "hello from the model") -> None:
+        self.default_text = default_text
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._script: deque[Answer] = deque()
+        self._requests: list[Request] = []
+        self._server: _Server | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The API root to configure, e.g. ``http://127.0.0.1:PORT/v1``."""
+        if self._server is None:
+            raise RuntimeError("FakeLLMApi is not started")
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @property
+    def requests(self) -> list[Request]:
+        """The requests received so far, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    def script(self, *answers: Answer) -> None:
+        """Queue answers for the next requests, in order."""
+        with self._lock:
+            self._script.extend(answers)
+
+    def _record(self, request: Request) -> Answer:
+        with self._lock:
+            self._requests.append(request)
+            if self._script:
+                return self._script.popleft()
+        return Answer(body=completion(self.default_text))
+
+    def start(self) -> Self:
+        """Bind a free port on 127.0.0.1 and serve on a daemon thread."""
+        self._stopping.clear()
+        self._server = _Server(self)
+        threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-llm-api",
+            daemon=True,
+        ).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake delayed answers and close the socket."""
+        server, self._server = self._server, None
+        if server is not None:
+            self._stopping.set()
+            server.shutdown()
+            server.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -1,0 +1,465 @@
+"""Tests of agent/concierge.py: the offline concierge's rules and replies.
+
+Pure: realistic packets are built the way the lane builds them (turns applied with
+ConversationStateManager, packets made by ConversationContextBuilder), with no database. Time
+comes from ``message.received_at`` only.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import agent.concierge
+from agent.concierge import Concierge, RuleBasedConcierge
+from agent.memory import (
+    ConversationContextBuilder,
+    ConversationContextPacket,
+    ConversationStateManager,
+    ConversationTurn,
+    ExtractiveSummarizer,
+    InboundMessage,
+    JobRef,
+    PendingClarification,
+    Reply,
+    ReplyEngine,
+    SessionState,
+)
+
+T0 = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
+SID = "ses_" + "0123456789abcdef" * 2
+INTENTS = {
+    "state_fact",
+    "ask_fact",
+    "list_facts",
+    "add_todo",
+    "close_todo",
+    "set_reminder",
+    "list_open",
+    "recap",
+    "smalltalk",
+    "help",
+    "unknown",
+}
+
+
+class Chat:
+    """A conversation with the concierge, its state moved the way the lane moves it."""
+
+    def __init__(self, concierge: RuleBasedConcierge | None = None) -> None:
+        counter = itertools.count(1)
+        self.concierge = concierge or RuleBasedConcierge(job_ids=lambda: f"job_{next(counter)}")
+        self.manager = ConversationStateManager(ExtractiveSummarizer(every_n=10, keep_raw=3))
+        self.builder = ConversationContextBuilder()
+        self.state = SessionState(session_id=SID)
+        self.turns: list[ConversationTurn] = []
+        self.now = T0
+
+    def packet(self) -> ConversationContextPacket:
+        return self.builder.build(self.state, self.turns, now=self.now)
+
+    async def say(self, text: str, *, at: datetime | None = None) -> Reply:
+        """Send one message; its reply and the state it leads to are recorded as a turn."""
+        self.now = at or self.now + timedelta(minutes=1)
+        message = InboundMessage(chat_id=1, text=text, received_at=self.now)
+        reply = await self.concierge.reply(self.packet(), message)
+        assert reply.intent in INTENTS, reply
+        turn = ConversationTurn(
+            turn_id=f"trn_{len(self.turns) + 1:032x}",
+            session_id=SID,
+            seq=self.state.turn_count + 1,
+            user_text=text,
+            assistant_text=reply.text,
+            intent=reply.intent,
+            action_name=reply.action_name,
+            job_refs=reply.job_refs,
+            created_at=self.now,
+        )
+        self.state = self.manager.apply(self.state, turn)
+        self.turns.append(turn)
+        return reply
+
+
+@pytest.fixture
+def chat() -> Chat:
+    return Chat()
+
+
+# -- the protocol ----------------------------------------------------------------------------
+
+
+def test_concierge_protocol_has_the_reply_engine_signature():
+    """Concierge.reply is ReplyEngine.reply: either is accepted where the other is expected."""
+    assert inspect.signature(Concierge.reply) == inspect.signature(ReplyEngine.reply)
+    assert inspect.iscoroutinefunction(RuleBasedConcierge.reply)
+    assert inspect.signature(RuleBasedConcierge.reply) == inspect.signature(Concierge.reply)
+    assert Concierge.__doc__.startswith("**Protocol:**")
+
+
+def test_the_concierge_never_imports_the_database_or_telegram():
+    """The concierge sees a packet, never the database (DESIGN.md section 2)."""
+    tree = ast.parse(Path(agent.concierge.__file__).read_text(encoding="utf-8"))
+    imported = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    } | {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert not {m for m in imported if m.startswith(("agent.db", "telegram", "httpx", "sqlite"))}
+
+
+# -- facts -----------------------------------------------------------------------------------
+
+
+async def test_a_stated_name_is_acknowledged(chat):
+    """A stated name gets "Nice to meet you, Ada." with intent state_fact."""
+    reply = await chat.say("my name is Ada")
+    assert reply == Reply(text="Nice to meet you, Ada.", intent="state_fact")
+
+
+async def test_a_stated_plan_is_acknowledged_in_the_second_person(chat):
+    """A plan is repeated back in the second person."""
+    reply = await chat.say("I'm planning a trip to Lisbon in May with my sister")
+    assert reply.text == "Noted: you're planning a trip to Lisbon in May with your sister."
+
+
+async def test_several_facts_are_acknowledged_together(chat):
+    """A message with a name and two more facts gets one acknowledgement."""
+    reply = await chat.say("I'm Ada. I live in Lisbon and I like jazz")
+    assert reply.text == "Nice to meet you, Ada. Noted: you live in Lisbon and you like jazz."
+
+
+async def test_a_new_name_replaces_the_old_one(chat):
+    """Restating the same name is recognised; a different one replaces it."""
+    await chat.say("my name is Ada")
+    assert (await chat.say("I'm Ada")).text == "I know, Ada: you told me before."
+    assert (await chat.say("call me Addy")).text == "Got it: I'll call you Addy from now on."
+    assert (await chat.say("what's my name?")).text == "Your name is Addy."
+
+
+async def test_the_name_is_answered_after_twenty_unrelated_turns(chat):
+    """A name told once is answered twenty turns (and two summary folds) later."""
+    await chat.say("my name is Ada")
+    for n in range(20):
+        await chat.say(f"the weather report number {n} says rain")
+    assert len(chat.packet().recent_turns) == 3  # the first turn is long out of the window
+    reply = await chat.say("What's my name?")
+    assert reply.text == "Your name is Ada."
+    assert reply.intent == "ask_fact"
+
+
+async def test_an_unknown_name_is_admitted(chat):
+    """Asked a name it was never told, it says so and how to tell it."""
+    reply = await chat.say("who am I?")
+    assert reply.text == "I don't know your name yet. Tell me with “my name is …”."
+    assert reply.intent == "ask_fact"
+
+
+async def test_a_fact_in_the_current_message_answers_its_own_question(chat):
+    """The packet is the state before the message, so the message itself is read too."""
+    reply = await chat.say("I'm Ada. What do you know about me?")
+    assert reply.text == (
+        "Nice to meet you, Ada.\n\nHere's what I know about you:\n• Your name is Ada."
+    )
+    assert reply.intent == "list_facts"
+
+
+async def test_what_do_you_know_about_me_lists_every_fact(chat):
+    """Every fact is listed, one sentence each, in the order told."""
+    await chat.say("my name is Ada")
+    await chat.say("I'm planning a trip to Lisbon in May")
+    await chat.say("my favourite colour is blue")
+    reply = await chat.say("what do you know about me?")
+    assert reply.text == (
+        "Here's what I know about you:\n"
+        "• Your name is Ada.\n"
+        "• You're planning a trip to Lisbon in May.\n"
+        "• Your favourite colour is blue."
+    )
+
+
+async def test_knowing_nothing_is_said_plainly(chat):
+    """With no facts it says it knows nothing yet and how to tell it."""
+    reply = await chat.say("what do you know about me?")
+    assert reply.text.startswith("I don't know anything about you yet.")
+
+
+@pytest.mark.parametrize(
+    ("told", "asked", "answer"),
+    [
+        ("I live in Lisbon", "where do I live?", "You live in Lisbon."),
+        ("I'm planning a trip to Lisbon in May", "what am I planning?",
+         "You're planning a trip to Lisbon in May."),
+        ("my favourite colour is blue", "what's my favourite colour?",
+         "Your favourite colour is blue."),
+        ("my favourite colour is blue", "what's my favourite food?",
+         "You haven't told me your favourite food yet."),
+        ("I work as a nurse", "what do I do for a living?", "You work as a nurse."),
+        ("my birthday is 3 May", "when is my birthday?", "Your birthday is 3 May."),
+        ("I like jazz. I like tea", "what do I like?", "You like jazz. You like tea."),
+        ("I like jazz", "how old am I?", "You haven't told me your age yet."),
+    ],
+)  # fmt: skip
+async def test_a_question_about_one_fact_is_answered_from_it(chat, told, asked, answer):
+    """A question about one slot answers from that slot, or says it was not told."""
+    await chat.say(told)
+    reply = await chat.say(asked)
+    assert (reply.text, reply.intent) == (answer, "ask_fact")
+
+
+# -- to-dos ----------------------------------------------------------------------------------
+
+
+async def test_a_todo_is_confirmed_and_recorded(chat):
+    """A to-do is confirmed ("Added to your list: ..."), and the next packet has its loop."""
+    reply = await chat.say("remind me to book the hotel")
+    assert reply == Reply(
+        text="Added to your list: book the hotel.", intent="add_todo", action_name="add_todo"
+    )
+    assert [loop.text for loop in chat.packet().open_loops] == ["book the hotel"]
+
+
+async def test_closing_a_todo_ticks_it_off_and_it_leaves_the_packet(chat):
+    """Saying it is done ("I booked the hotel") closes the loop "book the hotel"."""
+    await chat.say("remind me to book the hotel")
+    reply = await chat.say("I booked the hotel!")
+    assert reply == Reply(
+        text="Great, I've ticked off: book the hotel.",
+        intent="close_todo",
+        action_name="close_todo",
+    )
+    assert chat.packet().open_loops == ()
+
+
+async def test_done_n_closes_the_nth_item_of_the_list(chat):
+    """Done with a number closes that item as numbered by "what's on my list?"."""
+    await chat.say("I need to call my mum and I have to buy milk")
+    listing = await chat.say("what's on my list?")
+    assert "1. call your mum\n2. buy milk" in listing.text
+    assert (await chat.say("done 2")).text == "Great, I've ticked off: buy milk."
+    assert [loop.text for loop in chat.packet().open_loops] == ["call my mum"]
+
+
+async def test_a_todo_already_listed_or_unknown_changes_nothing(chat):
+    """Restating a to-do or closing one not on the list is said, and is no action."""
+    await chat.say("todo: book the hotel")
+    again = await chat.say("remind me to book the hotel")
+    missing = await chat.say("done: walk the dog")
+    assert again == Reply(text="That's already on your list: book the hotel.", intent="add_todo")
+    assert missing.text.startswith("I couldn't find “walk the dog” on your list.")
+    assert missing.action_name is None
+    assert len(chat.packet().open_loops) == 1
+
+
+async def test_what_is_still_open_lists_loops_clarifications_and_reminders(chat):
+    """The open list has the to-dos (numbered), the pending questions and the reminders."""
+    await chat.say("remind me to book the hotel")
+    await chat.say("remind me in 10 minutes to call mom", at=T0)
+    chat.state = chat.state.model_copy(
+        update={"pending_clarifications": (PendingClarification(question="Which hotel?",
+                                                                asked_turn=2),)}
+    )  # fmt: skip
+    reply = await chat.say("what is still open?", at=T0 + timedelta(minutes=1))
+    assert reply.intent == "list_open"
+    assert reply.text == (
+        "Your list:\n1. book the hotel\n\n"
+        "Waiting for your answer:\n• Which hotel?\n\n"
+        "Reminders:\n• call mom, at 10:42 UTC\n\n"
+        "Tell me when one is done, e.g. “done 1”."
+    )
+
+
+async def test_nothing_open_is_said_plainly(chat):
+    """With nothing open it says so."""
+    reply = await chat.say("what's on my list?")
+    assert reply.text == "Nothing is open: your list is empty and no reminders are set."
+
+
+# -- reminders -------------------------------------------------------------------------------
+
+
+async def test_a_reminder_request_returns_a_job_ref_due_after_the_delay(chat):
+    """A reminder asked at 10:32 for "in 10 minutes" is a job due at 10:42 UTC."""
+    reply = await chat.say("remind me in 10 minutes to call mom", at=T0)
+    assert reply == Reply(
+        text="I'll remind you at 10:42 UTC to call mom.",
+        intent="set_reminder",
+        action_name="schedule_reminder",
+        job_refs=(
+            JobRef(
+                job_id="job_1",
+                kind="reminder",
+                label="call mom",
+                due_at=T0 + timedelta(minutes=10),
+                status="scheduled",
+            ),
+        ),
+    )
+    assert chat.packet().active_job_refs == reply.job_refs
+    assert chat.packet().open_loops == ()  # a timed reminder is no to-do
+
+
+async def test_the_default_job_ids_are_unique_and_prefixed():
+    """Without a factory the reminder ids come from agent.utils.ids.job_id()."""
+    chat = Chat(RuleBasedConcierge())
+    first = await chat.say("remind me in 1 hour to stretch")
+    second = await chat.say("remind me in 1 hour to stretch")
+    ids = [first.job_refs[0].job_id, second.job_refs[0].job_id]
+    assert all(job_id.startswith("job_") for job_id in ids)
+    assert ids[0] != ids[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "said"),
+    [
+        ("in 30 seconds remind me to stretch", T0 + timedelta(seconds=5),
+         "I'll remind you at 10:32:35 UTC to stretch."),
+        ("remind me at 9:00 to water my plants", T0,
+         "I'll remind you tomorrow at 09:00 UTC to water your plants."),
+        ("remind me in 3 days about the dentist", T0,
+         "I'll remind you on 4 March at 10:32 UTC about the dentist."),
+        ("remind me in an hour", T0, "I'll remind you at 11:32 UTC."),
+    ],
+)  # fmt: skip
+async def test_the_reminder_time_is_said_plainly_in_utc(chat, text, at, said):
+    """Seconds only when under a minute away; "tomorrow" or the date when not today."""
+    reply = await chat.say(text, at=at)
+    assert reply.text == said
+
+
+async def test_an_unreadable_reminder_time_is_explained_and_schedules_nothing(chat):
+    """An ambiguous time ("at 6": morning or evening?) gets the forms it understands."""
+    reply = await chat.say("remind me at 6 to cook")
+    assert reply.job_refs == ()
+    assert reply.action_name is None
+    assert reply.intent == "set_reminder"
+    assert "remind me at 18:30 to" in reply.text
+
+
+async def test_now_is_the_message_time_never_the_clock(chat):
+    """A message received in 2001 gets a reminder due in 2001."""
+    old = datetime(2001, 1, 1, 8, 0, tzinfo=UTC)
+    reply = await chat.say("remind me in 5 minutes to x", at=old)
+    assert reply.job_refs[0].due_at == old + timedelta(minutes=5)
+
+
+# -- recap, small talk, help, not understood ----------------------------------------------------
+
+
+async def test_recap_tells_the_summary_and_the_last_turns(chat):
+    """A recap draws on the rolling summary, the summarised turns and the raw ones, in order."""
+    await chat.say("my name is Ada")
+    for n in range(11):
+        await chat.say(f"the weather report number {n} says rain")
+    packet = chat.packet()
+    assert packet.rolling_session_summary  # folded after turn 10
+    reply = await chat.say("what did we talk about?")
+    assert reply.intent == "recap"
+    lines = reply.text.splitlines()
+    assert lines[0] == "Here's what we talked about:"
+    assert lines[1] == "• you: my name is Ada → Nice to meet you, Ada."
+    assert (
+        lines[-1]
+        == "• you: the weather report number 10 says rain → Sorry, I didn't understand that."
+    )
+    assert len(lines) == 13
+
+
+async def test_a_long_recap_keeps_the_newest_exchanges(chat):
+    """Beyond twelve exchanges the recap says how many it shows and keeps the newest."""
+    for n in range(30):
+        await chat.say(f"note {n}")
+    lines = (await chat.say("recap please")).text.splitlines()
+    assert lines[0].startswith("Here's what we talked about (the last 12 of ")
+    assert lines[-1].startswith("• you: note 29 → ")
+
+
+async def test_a_recap_of_nothing_says_so(chat):
+    """At the first turn there is nothing to recap."""
+    reply = await chat.say("what did we talk about?")
+    assert reply.text == "This is the start of our conversation: nothing to recap yet."
+
+
+@pytest.mark.parametrize(
+    ("text", "intent", "start"),
+    [
+        ("hello", "smalltalk", "Hi! What can I do for you?"),
+        ("thanks!", "smalltalk", "You're welcome!"),
+        ("how are you?", "smalltalk", "I'm doing well"),
+        ("bye", "smalltalk", "Bye! I'll remember all this next time."),
+        ("help", "help", "I'm your offline concierge"),
+        ("/start", "help", "I'm your offline concierge"),
+        ("what can you do?", "help", "I'm your offline concierge"),
+        ("/frobnicate now", "unknown", "I don't know the command /frobnicate."),
+        ("the weather is nice", "unknown", "Sorry, I didn't understand that."),
+        ("", "unknown", "I can only read text for now."),
+        ("\u200b\u200f", "unknown", "I can only read text for now."),
+    ],
+)
+async def test_small_talk_help_and_what_it_does_not_understand(chat, text, intent, start):
+    """Greetings, thanks, help; anything else is admitted honestly, never guessed."""
+    reply = await chat.say(text)
+    assert reply.intent == intent
+    assert reply.text.startswith(start)
+
+
+async def test_not_understanding_lists_what_it_can_do(chat):
+    """The honest fallback shows every capability with an example."""
+    reply = await chat.say("purple monkey dishwasher")
+    for example in ("my name is Ada", "what's my name?", "remind me to book the hotel",
+                    "remind me in 10 minutes to call mom"):  # fmt: skip
+        assert example in reply.text
+
+
+async def test_a_greeting_uses_the_name_and_points_at_what_is_open(chat):
+    """A returning user is greeted by name and told how much is still open."""
+    await chat.say("my name is Ada")
+    await chat.say("todo: book the hotel")
+    reply = await chat.say("Good morning!")
+    assert reply.text == (
+        "Hi Ada! Good to see you again. 1 item is still open: ask “what is still open?” to see "
+        "them."
+    )
+
+
+# -- determinism and bad input --------------------------------------------------------------------
+
+
+async def test_the_same_packet_and_message_give_the_same_reply():
+    """The reply is a function of the packet and the message (job ids aside)."""
+    chat = Chat()
+    for text in ("my name is Ada", "remind me to book the hotel", "I live in Lisbon"):
+        await chat.say(text)
+    packet = chat.packet()
+    message = InboundMessage(chat_id=1, text="what is still open? who am I?", received_at=T0)
+    engine = RuleBasedConcierge(job_ids=lambda: "job_fixed")
+    assert await engine.reply(packet, message) == await engine.reply(packet, message)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "remind me to " + "x" * 4083,
+        "what do you know about me? " * 150,
+        "🙂" * 4096,
+        "I need to " * 409,
+        "مرحبا، اسمي أدا",
+    ],
+    ids=["long-todo", "repeated-question", "emoji", "repeated-opener", "rtl"],
+)
+async def test_long_or_strange_text_gets_a_bounded_reply_quickly(chat, text):
+    """A 4096-character message is answered in well under a second, within Telegram's limit."""
+    await chat.say("my name is Ada")
+    start = time.perf_counter()
+    reply = await chat.say(text[:4096])
+    assert time.perf_counter() - start < 1.0
+    assert reply.text
+    assert len(reply.text) <= 4000

@@ -1,0 +1,303 @@
+"""Tests of agent/db/database.py: PRAGMAs, the one writer, group commit, locks and lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.db import Database
+from agent.errors import DatabaseLocked, StorageError
+
+
+def _insert(name: str):
+    """Return a piece of write work that inserts ``name`` and returns its rowid."""
+
+    async def work(tx):
+        cursor = await tx.execute("INSERT INTO items (name) VALUES (?)", (name,))
+        return cursor.lastrowid
+
+    return work
+
+
+async def _create_items(db: Database) -> None:
+    await db.write(
+        lambda tx: tx.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT UNIQUE)")
+    )
+
+
+async def _trace_writer(db: Database) -> list[str]:
+    """Record every statement the writer connection runs (including failed attempts)."""
+    statements: list[str] = []
+    assert db._writer is not None
+    await db._writer.set_trace_callback(statements.append)
+    return statements
+
+
+def _names_on_disk(path: Path) -> set[str]:
+    """Read the committed rows through an independent connection."""
+    with sqlite3.connect(path) as conn:
+        return {name for (name,) in conn.execute("SELECT name FROM items")}
+
+
+def _begins(statements: list[str]) -> int:
+    return sum(statement == "BEGIN IMMEDIATE" for statement in statements)
+
+
+@pytest.fixture
+async def items_db(db: Database) -> Database:
+    """The migrated ``db`` fixture plus a scratch ``items`` table."""
+    await _create_items(db)
+    return db
+
+
+@pytest.mark.parametrize(("durability", "synchronous"), [("full", 2), ("process", 1)])
+async def test_both_connections_get_the_project_pragmas(db_path, durability, synchronous):
+    """Writer and reader run in WAL with foreign keys, the durability's synchronous level and
+    the configured busy timeout."""
+    async with Database(db_path, durability=durability, busy_timeout_ms=1234) as db:
+        pragmas = ("journal_mode", "foreign_keys", "synchronous", "busy_timeout")
+
+        async def read_pragmas(conn):
+            return [tuple(next(iter(await conn.execute_fetchall(f"PRAGMA {p}")))) for p in pragmas]
+
+        writer = await db.write(read_pragmas)
+        reader = await read_pragmas(db.reader)
+    expected = [("wal",), (1,), (synchronous,), (1234,)]
+    assert writer == expected
+    assert reader == expected
+
+
+def test_unknown_durability_is_rejected(db_path):
+    """A durability other than 'full' or 'process' is refused before anything is opened."""
+    with pytest.raises(ValueError, match="durability must be 'full' or 'process'"):
+        Database(db_path, durability="fast")  # type: ignore[arg-type]
+    assert not db_path.exists()
+
+
+async def test_foreign_keys_are_enforced_on_writes(db):
+    """A turn whose session does not exist is refused (foreign_keys=ON on the writer)."""
+
+    async def orphan_turn(tx):
+        await tx.execute(
+            "INSERT INTO conversation_turns (turn_id, session_id, seq, user_text, created_at,"
+            " status) VALUES ('trn_1', 'ses_missing', 1, 'hi', '2024-01-01', 'answered')"
+        )
+
+    with pytest.raises(StorageError, match="FOREIGN KEY constraint failed"):
+        await db.write(orphan_turn)
+    assert await db.fetchall("SELECT * FROM conversation_turns") == []
+
+
+async def test_write_returns_the_result_after_commit_and_readers_see_it(items_db, db_path):
+    """The work's result comes back only once committed: invisible to others during the work,
+    visible to the reader and to another connection afterwards."""
+    seen_during_work: list[object] = []
+
+    async def work(tx):
+        cursor = await tx.execute("INSERT INTO items (name) VALUES ('ada')")
+        seen_during_work.append(await items_db.fetchone("SELECT name FROM items"))
+        seen_during_work.append(_names_on_disk(db_path))
+        return ("rowid", cursor.lastrowid)
+
+    result = await items_db.write(work)
+
+    assert result == ("rowid", 1)
+    assert seen_during_work == [None, set()]
+    row = await items_db.fetchone("SELECT id, name FROM items")
+    assert tuple(row) == (1, "ada")
+    assert _names_on_disk(db_path) == {"ada"}
+
+
+async def test_concurrent_writes_are_all_committed_in_grouped_transactions(items_db, db_path):
+    """200 concurrent writes all commit, each caller gets its own result, and they share
+    transactions (group commit: far fewer BEGINs than writes)."""
+    statements = await _trace_writer(items_db)
+    names = [f"n{i:03d}" for i in range(200)]
+
+    rowids = await asyncio.gather(*(items_db.write(_insert(name)) for name in names))
+
+    rows = await items_db.fetchall("SELECT id, name FROM items")
+    assert {row["id"]: row["name"] for row in rows} == dict(zip(rowids, names, strict=True))
+    assert _names_on_disk(db_path) == set(names)
+    begins = _begins(statements)
+    # All 200 are handed over before the writer task runs, so they share one transaction;
+    # allow a second one in case the writer wakes in between.
+    assert 1 <= begins <= 2
+    assert statements.count("COMMIT") == begins
+
+
+async def test_a_failing_work_is_rolled_back_alone(items_db, db_path):
+    """A work that raises loses its own rows; the other works of the same batch commit."""
+    statements = await _trace_writer(items_db)
+    boom = ValueError("boom")
+
+    async def insert_then_raise(tx):
+        await tx.execute("INSERT INTO items (name) VALUES ('doomed')")
+        raise boom
+
+    results = await asyncio.gather(
+        items_db.write(_insert("first")),
+        items_db.write(insert_then_raise),
+        items_db.write(_insert("first")),  # UNIQUE violation: a database error
+        items_db.write(_insert("last")),
+        return_exceptions=True,
+    )
+
+    assert _begins(statements) == 1  # one batch, one transaction
+    assert results[1] is boom  # the work's own exception reaches its caller unchanged
+    assert isinstance(results[2], StorageError)
+    assert isinstance(results[2].__cause__, sqlite3.IntegrityError)
+    assert isinstance(results[0], int)
+    assert isinstance(results[3], int)
+    assert _names_on_disk(db_path) == {"first", "last"}
+
+
+def _hold_write_lock(path: Path) -> sqlite3.Connection:
+    """Take the database's write lock from a second, plain connection (another process)."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO items (name) VALUES ('from-other')")
+    return other
+
+
+async def test_write_retries_a_locked_database_with_backoff_until_released(db_path):
+    """While another connection holds the write lock, write() waits and retries with growing
+    delays, then succeeds once the lock is released."""
+    async with Database(db_path, busy_timeout_ms=20, lock_timeout=10) as db:
+        await _create_items(db)
+        statements = await _trace_writer(db)
+        other = _hold_write_lock(db_path)
+        release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+        release.start()
+        try:
+            started = time.monotonic()
+            rowid = await db.write(_insert("mine"))
+            waited = time.monotonic() - started
+        finally:
+            release.join()
+            other.close()
+    assert rowid == 2
+    assert waited >= 0.45
+    assert _names_on_disk(db_path) == {"from-other", "mine"}
+    attempts = _begins(statements)
+    # It retried (more than one attempt), and with backoff: a fixed 10 ms retry would have
+    # made about 25 attempts in 0.5 s.
+    assert 2 <= attempts <= 12
+
+
+async def test_write_raises_database_locked_when_the_lock_is_never_released(db_path):
+    """With lock_timeout=0.5 and the lock held throughout, write() raises DatabaseLocked naming
+    the file and the timeout; nothing is written and the database works once released."""
+    async with Database(db_path, busy_timeout_ms=20, lock_timeout=0.5) as db:
+        await _create_items(db)
+        other = _hold_write_lock(db_path)
+        try:
+            started = time.monotonic()
+            with pytest.raises(
+                DatabaseLocked, match=r"is locked by another process; gave up after 0\.5s"
+            ) as caught:
+                await db.write(_insert("mine"))
+            waited = time.monotonic() - started
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert str(db_path) in str(caught.value)
+        assert 0.45 <= waited < 3
+        assert _names_on_disk(db_path) == set()
+        await db.write(_insert("after"))
+    assert _names_on_disk(db_path) == {"after"}
+
+
+async def _close_within(db: Database, seconds: float) -> None:
+    """Close ``db``, failing (and cleaning up) instead of hanging if close() never returns."""
+    try:
+        async with asyncio.timeout(seconds):
+            await db.close()
+    except TimeoutError:
+        task = db._writer_task
+        assert task is not None
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        db._writer_task = None
+        await db.close()
+        pytest.fail(f"close() did not return within {seconds}s")
+
+
+async def test_close_commits_writes_handed_over_before_the_writer_ran(db_path):
+    """close() called right after writes were handed over (before the writer task took them)
+    commits them all, resolves their callers and returns."""
+    db = await Database(db_path).open()
+    await _create_items(db)
+    names = [f"n{i}" for i in range(20)]
+    tasks = [asyncio.create_task(db.write(_insert(name))) for name in names]
+    await asyncio.sleep(0)  # every task has queued its work; the writer has not run yet
+
+    await _close_within(db, 5)
+
+    assert all(task.done() for task in tasks)
+    assert sorted(task.result() for task in tasks) == list(range(1, 21))
+    assert _names_on_disk(db_path) == set(names)
+
+
+async def test_close_waits_for_a_batch_in_progress_and_is_idempotent(db_path):
+    """close() waits for a transaction already running, and a second close() is a no-op."""
+    db = await Database(db_path).open()
+    await _create_items(db)
+    started = asyncio.Event()
+
+    async def slow(tx):
+        started.set()
+        await asyncio.sleep(0.1)
+        return await _insert("slow")(tx)
+
+    task = asyncio.create_task(db.write(slow))
+    await started.wait()
+
+    await _close_within(db, 5)
+    await _close_within(db, 5)
+
+    assert task.done()
+    assert task.result() == 1
+    assert not db.is_open
+    assert _names_on_disk(db_path) == {"slow"}
+
+
+async def test_open_is_idempotent(db_path):
+    """A second open() on an open database keeps the same connections."""
+    async with Database(db_path) as db:
+        writer, reader = db._writer, db.reader
+        assert await db.open() is db
+        assert (db._writer, db.reader) == (writer, reader)
+        assert db.is_open
+
+
+async def test_write_on_a_closed_database_raises_runtime_error_with_a_fix(db_path):
+    """Writing to a database never opened or already closed is misuse: RuntimeError saying to
+    call open() first."""
+    fix = r"Database is not open: call `await db\.open\(\)` first"
+    never_opened = Database(db_path)
+    with pytest.raises(RuntimeError, match=fix):
+        await never_opened.write(_insert("x"))
+
+    db = await Database(db_path).open()
+    await db.close()
+    with pytest.raises(RuntimeError, match=fix):
+        await db.write(_insert("x"))
+    with pytest.raises(RuntimeError, match=fix):
+        db.reader  # noqa: B018 - the property access is the call under test
+
+
+async def test_reader_connection_is_query_only(items_db):
+    """The reader cannot write: SQLite refuses, and fetchall translates it to StorageError."""
+    await items_db.write(_insert("kept"))
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        await items_db.reader.execute("INSERT INTO items (name) VALUES ('sneaky')")
+    with pytest.raises(StorageError, match="read failed"):
+        await items_db.fetchall("DELETE FROM items RETURNING name")
+    rows = await items_db.fetchall("SELECT name FROM items")
+    assert [row["name"] for row in rows] == ["kept"]

@@ -1,0 +1,520 @@
+"""Tests of the rules that read one utterance (agent/memory/extraction.py, fact_extraction.py)
+and of how the state manager records what they read (facts, open loops; I6).
+
+All pure: no database, no clock (``now`` is passed in).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from agent.memory import ConversationStateManager, ConversationTurn, Fact, OpenLoop, SessionState
+from agent.memory.conversation_state_manager import (
+    MAX_FACTS,
+    MAX_OPEN_LOOPS,
+    merge_facts,
+    update_open_loops,
+)
+from agent.memory.extraction import (
+    Closer,
+    clean_value,
+    content_stems,
+    extract_closers,
+    extract_openers,
+    is_reminder_request,
+    match_loop,
+    normalize_text,
+    parse_reminder,
+    split_clauses,
+)
+from agent.memory.fact_extraction import extract_facts
+
+NOW = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
+SID = "ses_" + "0123456789abcdef" * 2
+
+
+def facts_of(text: str) -> dict[str, str]:
+    return {fact.key: fact.value for fact in extract_facts(text, turn=1)}
+
+
+def loop(loop_id: str, text: str, opened: int = 1) -> OpenLoop:
+    return OpenLoop(loop_id=loop_id, text=text, opened_turn=opened)
+
+
+# -- text ------------------------------------------------------------------------------------
+
+
+def test_normalize_text_drops_invisible_marks_and_straightens_quotes():
+    """NFKC, zero-width and bidi marks removed, curly quotes straight, blanks collapsed."""
+    raw = "  I\u2019m\u200b  \u202e\uff21da\u200d \u201cok\u201d \n next "
+    assert normalize_text(raw) == 'I\'m Ada "ok" \n next'
+
+
+def test_clauses_end_at_sentences_but_not_inside_numbers_or_times():
+    """A period ends a clause only before a space; "1.5", "18.30" and "p.m." survive."""
+    clauses = split_clauses("Ok so remind me in 1.5 hours. What's up? at 6 p.m. we eat; fine")
+    assert [(c.text, c.question) for c in clauses] == [
+        ("remind me in 1.5 hours", False),
+        ("What's up", True),
+        ("at 6 p.m. we eat", False),
+        ("fine", False),
+    ]
+
+
+def test_clauses_split_before_and_i():
+    """A clause is cut before "and I need to X"; "call Bob and my mum" stays one."""
+    assert [c.text for c in split_clauses("I need to call Bob and I have to buy milk")] == [
+        "I need to call Bob",
+        "I have to buy milk",
+    ]
+    assert [c.text for c in split_clauses("remind me to call Bob and my mum")] == [
+        "remind me to call Bob and my mum"
+    ]
+
+
+def test_clean_value_trims_punctuation_emoji_please_and_length():
+    """Trailing punctuation, emoji and "please" go; a long value is cut with an ellipsis."""
+    assert clean_value("call mom please!! 🙏") == "call mom"
+    long = clean_value("x" * 500, 50)
+    assert len(long) == 50
+    assert long.endswith("…")
+
+
+# -- facts -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("my name is Ada", "name", "Ada"),
+        ("My name's Ada Lovelace.", "name", "Ada Lovelace"),
+        ("my name is ada", "name", "Ada"),
+        ("call me Ada", "name", "Ada"),
+        ("Could you call me Ada?", "name", "Ada"),
+        ("I'm Ada", "name", "Ada"),
+        ("Hi, I\u2019m Ada!", "name", "Ada"),
+        ("I am Ada Lovelace, from London", "name", "Ada Lovelace"),
+        ("my name is Zoë 😊", "name", "Zoë"),
+        ("I'm 34 years old", "age", "34"),
+        ("I live in Lisbon", "location", "Lisbon"),
+        ("I currently live in São Paulo with my cat", "location", "São Paulo"),
+        ("I moved to Berlin last year", "location", "Berlin"),
+        ("I'm from Porto", "hometown", "Porto"),
+        ("I'm planning a trip to Lisbon in May", "plan", "a trip to Lisbon in May"),
+        ("I plan to visit Rome", "plan", "to visit Rome"),
+        ("I work as a nurse", "job", "a nurse"),
+        ("I work at Google", "workplace", "Google"),
+        ("I like jazz", "likes:jazz", "jazz"),
+        ("I really love Sushi", "likes:sushi", "Sushi"),
+        ("I don't like olives", "dislikes:olives", "olives"),
+        ("my favourite colour is blue", "favourite:colour", "blue"),
+        ("My favorite ice cream is mint", "favourite:ice cream", "mint"),
+        ("my birthday is on 12 March", "birthday", "12 March"),
+    ],
+)
+def test_a_stated_fact_is_read_into_its_slot(text, key, value):
+    """Each way of stating a fact fills its stable slot with the value as the user wrote it."""
+    assert facts_of(text) == {key: value}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm tired",
+        "I'm Tired",
+        "I'm in Lisbon",
+        "I'm Running late",
+        "I'm a nurse",
+        "call me later",
+        "call me when you land",
+        "what's my name?",
+        "do I like jazz?",
+        "where do I live?",
+        "I don't know",
+        "I like it",
+        "I love you",
+        "I'd like a coffee",
+        "the weather is nice",
+    ],
+)
+def test_no_fact_is_read_from_moods_questions_or_pronouns(text):
+    """Moods are no names, questions state nothing, "I like it" names nothing."""
+    assert facts_of(text) == {}
+
+
+def test_several_facts_in_one_message_each_keep_their_turn():
+    """A message can state several facts; each records the turn that stated it."""
+    facts = extract_facts("I'm Ada and I live in Lisbon. My birthday is 3 May", turn=7)
+    assert facts == (
+        Fact(key="name", value="Ada", turn=7),
+        Fact(key="location", value="Lisbon", turn=7),
+        Fact(key="birthday", value="3 May", turn=7),
+    )
+
+
+def test_the_last_statement_of_a_slot_in_one_message_wins():
+    """Within one message the last statement of a slot wins: Ada, then Bob, records Bob."""
+    assert facts_of("my name is Ada. Actually, my name is Bob") == {"name": "Bob"}
+
+
+# -- to-dos ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "todos"),
+    [
+        ("remind me to book the hotel", ("book the hotel",)),
+        ("Can you remind me to book the hotel?", ("book the hotel",)),
+        ("I need to book the hotel.", ("book the hotel",)),
+        ("I have to call my mum", ("call my mum",)),
+        ("todo: buy milk", ("buy milk",)),
+        ("To-do - buy milk", ("buy milk",)),
+        ("don't let me forget to water the plants!", ("water the plants",)),
+        ("add eggs to my shopping list", ("eggs",)),
+        ("Ok so I need to call Bob. Also todo: email Alice", ("call Bob", "email Alice")),
+        ("I need to book the hotel and I need to book the flight", ("book the hotel",
+                                                                     "book the flight")),
+    ],
+)  # fmt: skip
+def test_openers_name_the_todo(text, todos):
+    """Each opener form gives the to-do in the user's words."""
+    assert extract_openers(text) == todos
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "remind me in 10 minutes to call mom",
+        "remind me to call mom in 2 hours",
+        "remind me at 6 to cook",  # a reminder with an unreadable time is still no to-do
+        "do I need to book the hotel?",
+        "I booked the hotel",
+        "what do I have to do?",
+    ],
+)
+def test_timed_reminders_and_questions_open_no_todo(text):
+    """A reminder with a time becomes a job, not a to-do; a question opens nothing."""
+    assert extract_openers(text) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "closer"),
+    [
+        ("I booked the hotel", Closer("booked the hotel", explicit=False)),
+        ("I've just booked the hotel!", Closer("booked the hotel", explicit=False)),
+        ("I called mom", Closer("called mom", explicit=False)),
+        ("done: book the hotel", Closer("book the hotel", explicit=True)),
+        ("finished the report", Closer("the report", explicit=True)),
+        ("the hotel is booked", Closer("the hotel", explicit=True)),
+        ("I did the shopping", Closer("the shopping", explicit=True)),
+        ("I managed to call mom", Closer("call mom", explicit=True)),
+        ("done 2", Closer("2", explicit=True)),
+    ],
+)
+def test_closers_say_what_is_done(text, closer):
+    """Each closer form gives what is done, and whether it was said as a completion."""
+    assert extract_closers(text) == (closer,)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I did not book the hotel",
+        "I didn't book the hotel",
+        "did I book the hotel?",
+        "I need to book the hotel",
+        "I wanted to book the hotel",
+        "I moved to Lisbon",
+        "I got to go",
+        "I have to call mom",
+    ],
+)
+def test_negations_intentions_and_questions_close_nothing(text):
+    """Not done, wanting to do, and asking whether it is done close nothing."""
+    assert extract_closers(text) == ()
+
+
+def test_content_stems_ignore_tense_articles_and_pronouns():
+    """Tense, plural, case, articles and pronouns do not change the stems; mum is mom."""
+    assert content_stems("booked the hotel") == {"book", "hotel"}
+    assert content_stems("Book the Hotels") == {"book", "hotel"}
+    assert content_stems("called my mum") == content_stems("call mom")
+
+
+LOOPS = [
+    loop("a", "book the hotel", 1),
+    loop("b", "call my mum", 2),
+    loop("c", "book the hotel in Lisbon", 3),
+]
+
+
+@pytest.mark.parametrize(
+    ("closer", "loop_id"),
+    [
+        ("booked the hotel", "a"),
+        ("hotel", "a"),  # a subset of the loop's words; ties go to the oldest
+        ("called mom", "b"),
+        ("booked the hotel in Lisbon", "c"),
+        ("2", "b"),
+        ("booked a flight to Lisbon", None),  # shares words, but neither holds the other
+        ("it", None),
+        ("7", None),
+        ("bought bread", None),
+    ],
+)
+def test_match_loop_by_stems_or_number(closer, loop_id):
+    """A closer matches the loop whose stems hold it or are held by it; "n" is the n-th."""
+    found = match_loop(closer, LOOPS)
+    assert (found.loop_id if found else None) == loop_id
+
+
+# -- reminders ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "delay"),
+    [
+        ("remind me in 10 minutes to call mom", "call mom", timedelta(minutes=10)),
+        ("remind me to call mom in 2 hours", "call mom", timedelta(hours=2)),
+        ("in 30 seconds remind me to stretch", "stretch", timedelta(seconds=30)),
+        ("In 10 minutes, remind me to stretch.", "stretch", timedelta(minutes=10)),
+        ("remind me in 10min to stretch 🙏", "stretch", timedelta(minutes=10)),
+        ("remind me in half an hour to check the oven", "check the oven", timedelta(minutes=30)),
+        ("Remind me in ten minutes about the meeting", "the meeting", timedelta(minutes=10)),
+        ("remind me in 1.5 hours to leave", "leave", timedelta(minutes=90)),
+        ("remind me in 2 weeks that my passport expires", "my passport expires",
+         timedelta(weeks=2)),
+        ("set a reminder for the dentist in 2 days", "the dentist", timedelta(days=2)),
+        ("hey can you remind me in 5 mins to check the pasta please?", "check the pasta",
+         timedelta(minutes=5)),
+        ("remind me in an hour", "", timedelta(hours=1)),
+    ],
+)  # fmt: skip
+def test_a_delayed_reminder_is_due_after_its_delay(text, label, delay):
+    """Every delay form gives the label and ``now + delay``."""
+    request = parse_reminder(text, NOW)
+    assert request is not None
+    assert (request.label, request.due_at) == (label, NOW + delay)
+    assert is_reminder_request(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "due"),
+    [
+        ("remind me at 18:30 to take out the trash", datetime(2025, 3, 1, 18, 30, tzinfo=UTC)),
+        ("remind me at 9:00 to water the plants", datetime(2025, 3, 2, 9, 0, tzinfo=UTC)),
+        ("remind me at 10:32 to x", datetime(2025, 3, 2, 10, 32, tzinfo=UTC)),
+        ("Remind me at 6pm to cook.", datetime(2025, 3, 1, 18, 0, tzinfo=UTC)),
+        ("remind me at 6 p.m. to cook", datetime(2025, 3, 1, 18, 0, tzinfo=UTC)),
+        ("remind me at 12am to sleep", datetime(2025, 3, 2, 0, 0, tzinfo=UTC)),
+        ("remind me at noon to eat", datetime(2025, 3, 1, 12, 0, tzinfo=UTC)),
+        ("at 18.30 remind me to stretch", datetime(2025, 3, 1, 18, 30, tzinfo=UTC)),
+    ],
+)
+def test_a_clock_time_reminder_is_due_at_its_next_occurrence_in_utc(text, due):
+    """A clock time is UTC: today if still ahead, else tomorrow (now itself is not ahead)."""
+    request = parse_reminder(text, NOW)
+    assert request is not None
+    assert request.due_at == due
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "remind me in 0 minutes to x",
+        "remind me in 400 days to x",
+        "remind me at 6 to x",  # morning or evening?
+        "remind me at 25:00 to x",
+        "remind me at 13pm to x",
+    ],
+)
+def test_an_impossible_time_is_a_reminder_request_without_a_reminder(text):
+    """Out-of-range or ambiguous times give no reminder, but are recognised as asking for one."""
+    assert parse_reminder(text, NOW) is None
+    assert is_reminder_request(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["remind me to call mom", "remind me to meet Bob at 5 Main Street", "in 10 minutes", "hello"],
+)
+def test_no_time_no_reminder(text):
+    """Without a time it is no reminder request (a to-do at most)."""
+    assert parse_reminder(text, NOW) is None
+    assert not is_reminder_request(text)
+
+
+def test_reminder_time_is_utc_whatever_now_is_given_in():
+    """A naive ``now`` is UTC; an aware one is converted, and "at 18:30" stays 18:30 UTC."""
+    naive = parse_reminder("remind me in 1 minute to x", NOW.replace(tzinfo=None))
+    lisbon_summer = timezone(timedelta(hours=1))
+    aware = parse_reminder("remind me at 18:30 to x", NOW.astimezone(lisbon_summer))
+    assert naive is not None
+    assert naive.due_at == NOW + timedelta(minutes=1)
+    assert aware is not None
+    assert aware.due_at == datetime(2025, 3, 1, 18, 30, tzinfo=UTC)
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+ADVERSARIAL = [
+    "a" * 4096,
+    ". " * 2048,
+    "." * 4095 + "x",
+    "remind me " * 409,
+    "remind me to " * 315,
+    "in 5 minutes remind me to " * 157,
+    "I'm " * 1024,
+    "in 1 " * 819,
+    "done: " * 682,
+    "my name is " * 372,
+    "!?" * 2048,
+    "🙂" * 4096,
+    "\u200b" * 4096,
+    "I need to " * 409,
+    "x is " * 819,
+    ", and I " * 512,
+    "remind me in " + "9" * 4083,
+    "I'm " + "A" * 4092,
+    "p.m. " * 819,
+    "مرحبا اسمي " * 372,
+]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:12]))
+def test_long_hostile_text_is_read_quickly(text):
+    """4096 characters of repetition, emoji, RTL or invisible marks are read in well under a
+    second by every rule (no catastrophic backtracking)."""
+    text = text[:4096]
+    loops = [loop(f"l{n}", f"task number {n} with words", n) for n in range(MAX_OPEN_LOOPS)]
+    start = time.perf_counter()
+    extract_facts(text, turn=1)
+    extract_openers(text)
+    extract_closers(text)
+    parse_reminder(text, NOW)
+    update_open_loops(loops, text, seq=99)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_values_stay_bounded_on_long_text():
+    """A 4000-character to-do is kept, cut to 200 characters."""
+    (todo,) = extract_openers("remind me to " + "x" * 4000)
+    assert len(todo) == 200
+
+
+# -- what the state records ----------------------------------------------------------------------
+
+
+def test_merge_facts_replaces_a_restated_slot_and_keeps_the_newest_last():
+    """The same key replaces the old fact and moves to the end."""
+    old = (Fact(key="name", value="Ada", turn=1), Fact(key="location", value="Lisbon", turn=2))
+    merged = merge_facts(old, [Fact(key="name", value="Bob", turn=5)])
+    assert merged == (old[1], Fact(key="name", value="Bob", turn=5))
+
+
+def test_liking_and_disliking_the_same_thing_replace_each_other():
+    """Disliking jazz after liking it leaves only the dislike (and the other way round)."""
+    liked = merge_facts((), extract_facts("I like jazz", turn=1))
+    assert [f.key for f in merge_facts(liked, extract_facts("I hate jazz", turn=2))] == [
+        "dislikes:jazz"
+    ]
+
+
+def test_facts_are_bounded():
+    """Beyond the limit the oldest facts are dropped."""
+    facts = [Fact(key=f"likes:{n}", value=str(n), turn=n) for n in range(MAX_FACTS + 10)]
+    merged = merge_facts((), facts)
+    assert len(merged) == MAX_FACTS
+    assert merged[0].value == "10"
+
+
+def test_update_open_loops_closes_first_then_opens_with_deterministic_ids():
+    """Closers apply before openers: the hotel closes, the flight opens as loop-<seq>-1."""
+    update = update_open_loops(
+        [loop("loop-1-1", "book the hotel")],
+        "I booked the hotel and I need to book the flight",
+        seq=4,
+    )
+    assert [lp.loop_id for lp in update.closed] == ["loop-1-1"]
+    assert update.closed[0].closed_turn == 4
+    assert update.loops == (loop("loop-4-1", "book the flight", 4),)
+    assert update.opened == update.loops
+
+
+def test_update_open_loops_reports_restated_and_unmatched():
+    """A to-do already open is not added twice; "done: X" with no such loop is unmatched."""
+    update = update_open_loops(
+        [loop("loop-1-1", "book the hotel")], "todo: book hotel. done: walk the dog", seq=2
+    )
+    assert update.loops == (loop("loop-1-1", "book the hotel"),)
+    assert update.already_open == update.loops
+    assert update.unmatched == ("walk the dog",)
+
+
+def test_open_loops_are_bounded():
+    """Beyond the limit the oldest open loops are dropped."""
+    loops = [loop(f"l{n}", f"task {n}", n) for n in range(MAX_OPEN_LOOPS)]
+    update = update_open_loops(loops, "todo: one more thing", seq=100)
+    assert len(update.loops) == MAX_OPEN_LOOPS
+    assert update.loops[-1].text == "one more thing"
+    assert update.loops[0].loop_id == "l1"
+
+
+def user_turn(seq: int, text: str, **fields: object) -> ConversationTurn:
+    return ConversationTurn(
+        turn_id=f"trn_{seq:032x}",
+        session_id=SID,
+        seq=seq,
+        user_text=text,
+        assistant_text="ok",
+        created_at=NOW + timedelta(minutes=seq),
+        **fields,
+    )
+
+
+CONVERSATION = [
+    "Hi, I'm Ada",
+    "I'm planning a trip to Lisbon in May",
+    "remind me to book the hotel",
+    "I need to call my mum and I have to buy milk",
+    "remind me in 10 minutes to call mom",
+    "I booked the hotel",
+    "my name is Ada Lovelace",
+    "done 2",
+    "what is still open?",
+]
+
+
+def test_state_manager_records_facts_and_open_loops_from_user_text():
+    """apply() keeps the facts stated (same key replaces) and only the loops still open; a
+    timed reminder opens no loop."""
+    manager = ConversationStateManager()
+    state = SessionState(session_id=SID)
+    for seq, text in enumerate(CONVERSATION, start=1):
+        state = manager.apply(state, user_turn(seq, text))
+
+    assert [(f.key, f.value, f.turn) for f in state.facts] == [
+        ("plan", "a trip to Lisbon in May", 2),
+        ("name", "Ada Lovelace", 7),
+    ]
+    assert state.open_loops == (loop("loop-4-1", "call my mum", 4),)
+
+
+async def test_rebuilding_from_the_log_gives_the_same_facts_and_loops():
+    """Folding the same turns again (rebuild) gives an equal state: the rules read only the
+    turn (I6)."""
+    manager = ConversationStateManager()
+    turns = [user_turn(seq, text) for seq, text in enumerate(CONVERSATION, start=1)]
+    live = SessionState(session_id=SID)
+    for turn in turns:
+        live = manager.apply(live, turn)
+
+    async def log():
+        for turn in turns:
+            yield turn
+
+    rebuilt = await ConversationStateManager().rebuild(SID, log())
+    assert rebuilt.log_view() == live.log_view()

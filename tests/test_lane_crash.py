@@ -1,0 +1,446 @@
+"""Crash test of the memory lane (issue 2): SIGKILL a real worker over and over, then check.
+
+Each cycle starts ``tests/lane_crash_worker.py`` in a subprocess on the same database, checkpoint
+directory and acknowledgment log, lets it stream turns, and kills it with SIGKILL at a random
+moment: during start-up and hydration, in the middle of the turn stream, or the instant a
+checkpoint temp file is seen (with large messages, so checkpoint writes take a while). After
+each kill a fresh lane is opened in this process and the invariants of DESIGN.md section 3 are
+checked before and after ``hydrate()``.
+
+The random choices come from ``random.Random(seed)``; the seed is in every failure message and
+``CRASH_SEED=<seed>`` replays the same choices (the timing of the kills still varies).
+``CRASH_KILLS`` sets how many SIGKILLs must land on a worker that is turning (default 50);
+``CRASH_MODE=stream`` or ``CRASH_MODE=checkpoint`` makes every cycle kill that way (the
+latter aims every kill at a checkpoint write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.errors import CheckpointError
+from agent.memory import CheckpointWriter, ConversationLane, ConversationTurn, SessionState
+from agent.runtime import open_lane
+from tests.lane_crash_worker import (
+    REPLY_MESSAGE_BASE,
+    Update,
+    crash_settings,
+    message_text,
+    read_log,
+)
+
+WORKER = Path(__file__).with_name("lane_crash_worker.py")
+KILLS = int(os.environ.get("CRASH_KILLS", "50"))
+SEED = int(os.environ.get("CRASH_SEED", str(random.SystemRandom().randrange(2**32))))
+CRASH_MODE = os.environ.get("CRASH_MODE")
+MODES = ("start", "stream", "checkpoint")
+CHATS = 4
+# How long a worker may take to import and hydrate before the test gives up on it.
+START_TIMEOUT = 60.0
+_TEMP_PREFIX = ".tmp-"
+
+
+@dataclass
+class CrashStats:
+    """What the kills hit, counted over the whole run (printed with every failure)."""
+
+    cycles: int = 0
+    kills: int = 0  # SIGKILLs that landed on a running worker
+    killed_starting: int = 0  # ... before the worker said "ready" (opening, migrating, hydrating)
+    killed_turning: int = 0  # ... after the test saw "ready": while it was turning
+    killed_mid_stream: int = 0  # ... after it had acknowledged turns in that cycle
+    killed_in_checkpoint: int = 0  # ... with a checkpoint temp file on disk at the kill
+    clean_exits: int = 0  # workers that ran out of --count and shut down before the kill
+    acks: int = 0  # acknowledgments in the log (resends included)
+    dup_acks: int = 0  # ... that the lane answered as a duplicate (I3)
+    torn_temp_files: int = 0  # checkpoint temp files a kill left behind, seen before hydrate
+    checkpoints_behind: int = 0  # checkpoints behind the log before hydrate (kill after COMMIT)
+    # updates committed whose acknowledgment a kill prevented (killed after COMMIT)
+    committed_unacked: set[int] = field(default_factory=set)
+    rebuilt_at_hydrate: int = 0  # checkpoints hydrate() rewrote from the database
+    worker_seconds: float = 0.0  # wall time from spawning workers to reaping them
+    check_seconds: float = 0.0  # wall time of the checks after the kills
+
+    def render(self) -> str:
+        """Return the counters as one line."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return ", ".join(
+            f"{name}={len(value) if isinstance(value, set) else round(value, 1)}"
+            for name, value in values.items()
+        )
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The files one crash run shares between its workers and its checker."""
+
+    db: Path
+    checkpoints: Path
+    log: Path
+    stderr: Path
+
+
+@dataclass
+class Verified:
+    """What earlier cycles already checked; the turn log is append-only, so it stays true.
+
+    Attributes:
+        texts: updates whose turn text was compared with the message sent.
+        files: checkpoint file name -> content already checked against the log.
+        folds: session id -> (seq, state folded from its log up to seq), to fold on from.
+    """
+
+    texts: set[int] = field(default_factory=set)
+    files: dict[str, bytes] = field(default_factory=dict)
+    folds: dict[str, tuple[int, SessionState]] = field(default_factory=dict)
+
+
+# -- the checker ------------------------------------------------------------------------------
+
+
+async def _turns_between(
+    lane: ConversationLane, session_id: str, after: int, upto: int
+) -> AsyncIterator[ConversationTurn]:
+    async for turn in lane.store.iter_turns(lane.db.reader, session_id):
+        if turn.seq > upto:
+            return
+        if turn.seq > after:
+            yield turn
+
+
+async def state_at(
+    lane: ConversationLane, session_id: str, seq: int, verified: Verified
+) -> SessionState:
+    """Fold a session's turn log up to ``seq``: the state a checkpoint at ``seq`` must hold.
+
+    Folds on from the last state this test rebuilt for the session when that is not past
+    ``seq`` (the same fold, :meth:`ConversationStateManager.apply`, turn by turn).
+    """
+    done, state = verified.folds.get(session_id, (0, SessionState(session_id=session_id)))
+    if done > seq:
+        done, state = 0, SessionState(session_id=session_id)
+    async for turn in _turns_between(lane, session_id, done, seq):
+        state = lane.states.apply(state, turn)
+    return state
+
+
+def temp_files(paths: Paths) -> list[Path]:
+    """Return the checkpoint temp files in the directory (writes a kill interrupted)."""
+    if not paths.checkpoints.is_dir():
+        return []
+    return [p for p in paths.checkpoints.iterdir() if p.name.startswith(_TEMP_PREFIX)]
+
+
+async def check_checkpoints_before_hydrate(
+    lane: ConversationLane, paths: Paths, verified: Verified, stats: CrashStats
+) -> None:
+    """I5 as a crash leaves things: every file parses, none is ahead, a behind one is an old
+    state of the log (never a torn or invented one)."""
+    stats.torn_temp_files += len(temp_files(paths))
+    for path in sorted(paths.checkpoints.glob("*.json")):
+        data = path.read_bytes()
+        try:
+            snapshot = CheckpointWriter.parse(data, session_id=path.stem, name=path.name)
+        except CheckpointError as exc:
+            raise AssertionError(f"a kill left an unparseable checkpoint (I5): {exc}") from exc
+        session = await lane.store.get_session(lane.db.reader, snapshot.session_id)
+        assert session is not None, f"{path.name}: checkpoint of a session the database lacks"
+        assert snapshot.turn_count <= session.turn_count, (
+            f"{path.name} is ahead of the database: turn {snapshot.turn_count} of "
+            f"{session.turn_count}"
+        )
+        if snapshot.turn_count < session.turn_count:
+            stats.checkpoints_behind += 1
+        if verified.files.get(path.name) == data:
+            continue
+        expected = await state_at(lane, snapshot.session_id, snapshot.turn_count, verified)
+        assert snapshot.state.log_view() == expected.log_view(), (
+            f"{path.name} at turn {snapshot.turn_count} is not the log's state at that turn"
+        )
+        log_tail = await lane.db.fetchall(
+            "SELECT seq, turn_id FROM conversation_turns WHERE session_id = ? AND seq <= ?"
+            " AND seq > ? ORDER BY seq",
+            (
+                snapshot.session_id,
+                snapshot.turn_count,
+                snapshot.turn_count - len(snapshot.recent_turns),
+            ),
+        )
+        assert [(t.seq, t.turn_id) for t in snapshot.recent_turns] == [
+            tuple(row) for row in log_tail
+        ], f"{path.name}: recent turns are not the log's last turns at its count"
+        verified.files[path.name] = data
+
+
+async def check_turn_log(
+    lane: ConversationLane, records: list[dict[str, Any]], verified: Verified, stats: CrashStats
+) -> None:
+    """I2 and I3: every acknowledged update is exactly one turn, the one the caller was told."""
+    duplicates = await lane.db.fetchall(
+        "SELECT bot_id, update_id, COUNT(*) AS n FROM conversation_turns"
+        " WHERE update_id IS NOT NULL GROUP BY bot_id, update_id HAVING n > 1"
+    )
+    assert not duplicates, f"updates recorded twice: {[tuple(r) for r in duplicates]}"
+    rows = await lane.db.fetchall(
+        "SELECT update_id, session_id, seq FROM conversation_turns WHERE bot_id = 0"
+    )
+    by_update = {row["update_id"]: (row["session_id"], row["seq"]) for row in rows}
+    acks = [r for r in records if r["ev"] == "ack"]
+    for ack in acks:
+        told = (ack["session_id"], ack["seq"])
+        assert ack["update_id"] in by_update, f"acknowledged update lost: {ack}"
+        assert by_update[ack["update_id"]] == told, (
+            f"update {ack['update_id']} acknowledged as turn {told}, the log has "
+            f"{by_update[ack['update_id']]}"
+        )
+    # The text of each newly acknowledged turn is the message that was sent.
+    fresh = {a["update_id"]: a for a in acks if a["update_id"] not in verified.texts}
+    if fresh:
+        texts = await lane.db.fetchall(
+            "SELECT update_id, user_text FROM conversation_turns WHERE bot_id = 0"
+            " AND update_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(fresh)),),
+        )
+        for row in texts:
+            ack = fresh[row["update_id"]]
+            update = Update(ack["update_id"], ack["chat_id"], ack["size"])
+            assert row["user_text"] == message_text(update), f"wrong text for update {ack}"
+        verified.texts.update(fresh)
+    acked = {a["update_id"] for a in acks}
+    attempted = {r["update_id"] for r in records if r["ev"] == "attempt"}
+    stats.committed_unacked |= (attempted - acked) & by_update.keys()
+    stats.acks = len(acks)
+    stats.dup_acks = sum(1 for a in acks if a["dup"])
+    # The sessions' counters match their logs: seqs 1..turn_count, no gap, nothing beyond.
+    counters = await lane.db.fetchall(
+        "SELECT s.session_id, s.turn_count, s.last_seq, COUNT(t.seq) AS n,"
+        " COALESCE(MAX(t.seq), 0) AS top FROM conversation_sessions AS s"
+        " LEFT JOIN conversation_turns AS t USING (session_id) GROUP BY s.session_id"
+    )
+    for row in counters:
+        assert row["turn_count"] == row["last_seq"] == row["n"] == row["top"], (
+            f"session {row['session_id']}: counters {tuple(row)} do not match its turn log"
+        )
+
+
+async def check_deliveries(lane: ConversationLane, undelivered: list[str]) -> None:
+    """I4 bookkeeping: hydrate() reports exactly the answered, unsent turns, and they are only
+    the few in flight when the worker died (it sends the reported ones before anything else);
+    every recorded delivery names the message the reply was sent as."""
+    rows = await lane.db.fetchall(
+        "SELECT turn_id FROM conversation_turns WHERE status = 'answered' ORDER BY session_id, seq"
+    )
+    assert undelivered == [row["turn_id"] for row in rows], "hydrate() missed undelivered turns"
+    assert len(undelivered) <= CHATS, f"{len(undelivered)} replies never delivered"
+    (wrong,) = await lane.db.fetchone(
+        "SELECT COUNT(*) FROM conversation_turns WHERE status = 'delivered'"
+        " AND reply_message_id IS NOT ? + update_id",
+        (REPLY_MESSAGE_BASE,),
+    ) or (0,)
+    assert wrong == 0, f"{wrong} deliveries recorded on the wrong turn"
+
+
+async def check_after_hydrate(lane: ConversationLane, paths: Paths, verified: Verified) -> None:
+    """I5 and I6 after a start: every open session's checkpoint is at the log's turn and holds
+    the state rebuilt from the whole log, which is also the state in the sessions table."""
+    assert not temp_files(paths), "hydrate() left checkpoint temp files behind"
+    sessions = await lane.store.list_sessions(lane.db.reader, limit=None, open_only=True)
+    assert len(sessions) <= CHATS, f"{len(sessions)} open sessions for {CHATS} chats"
+    for session in sessions:
+        sid = session.session_id
+        snapshot = await lane.checkpoints.load(sid)
+        assert snapshot is not None, f"open session {sid} has no checkpoint after hydrate"
+        assert snapshot.turn_count == session.turn_count == session.state.turn_count, (
+            f"{sid}: checkpoint at turn {snapshot.turn_count}, database at {session.turn_count}"
+        )
+        rebuilt = await lane.rebuild_state(sid)
+        assert snapshot.state.log_view() == rebuilt.log_view(), f"{sid}: checkpoint != log"
+        assert session.state.log_view() == rebuilt.log_view(), f"{sid}: sessions row != log"
+        verified.folds[sid] = (session.turn_count, rebuilt)
+    for sid in lane.checkpoints.session_ids():
+        snapshot = await lane.checkpoints.load(sid)
+        session = await lane.store.get_session(lane.db.reader, sid)
+        assert snapshot is not None
+        assert session is not None, f"orphan checkpoint {sid} survived hydrate"
+        assert snapshot.turn_count <= session.turn_count, f"checkpoint {sid} ahead of the log"
+
+
+async def check_restart(paths: Paths, verified: Verified, stats: CrashStats) -> int:
+    """Open a fresh lane on what the killed worker left, check everything, and return the
+    highest update id in the database (so the next worker starts above it)."""
+    records = read_log(paths.log)
+    lane = await open_lane(crash_settings(paths.db, paths.checkpoints))
+    try:
+        (integrity,) = await lane.db.fetchone("PRAGMA integrity_check") or ("missing",)
+        assert integrity == "ok", f"PRAGMA integrity_check: {integrity}"
+        await check_checkpoints_before_hydrate(lane, paths, verified, stats)
+        await check_turn_log(lane, records, verified, stats)
+        report = await lane.hydrate()
+        stats.rebuilt_at_hydrate += len(report.rebuilt)
+        await check_deliveries(lane, [turn.turn_id for turn in report.undelivered])
+        await check_after_hydrate(lane, paths, verified)
+        (top,) = await lane.db.fetchone(
+            "SELECT COALESCE(MAX(update_id), 0) FROM conversation_turns"
+        ) or (0,)
+        return int(top)
+    finally:
+        # Not lane.shutdown(): the next worker must start from a crash, not a clean stop.
+        await lane.db.close()
+
+
+# -- the kills --------------------------------------------------------------------------------
+
+
+async def _expect_line(proc: asyncio.subprocess.Process, expected: bytes, paths: Paths) -> None:
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT)
+    if line.strip() != expected:
+        await proc.wait()
+        raise AssertionError(
+            f"worker printed {line!r} instead of {expected!r} (exit {proc.returncode}):\n"
+            + paths.stderr.read_text(errors="replace")[-3000:]
+        )
+
+
+async def _kill_when_checkpointing(paths: Paths, limit: float) -> bool:
+    """Wait until a checkpoint temp file exists (a write in progress); False if none came."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if temp_files(paths):
+            return True
+        await asyncio.sleep(0.0002)
+    return False
+
+
+async def run_cycle(paths: Paths, rng: random.Random, start_update: int, stats: CrashStats) -> None:
+    """Start one worker, kill it at a moment chosen by ``rng``, and count what was hit."""
+    mode = rng.choices(MODES, weights=(1, 6, 3))[0]
+    if CRASH_MODE is not None:
+        assert CRASH_MODE in MODES[1:], f"CRASH_MODE must be one of {MODES[1:]}"
+        mode = CRASH_MODE
+    args = [
+        "--db",
+        str(paths.db),
+        "--checkpoints",
+        str(paths.checkpoints),
+        "--log",
+        str(paths.log),
+        "--chats",
+        str(CHATS),
+        "--start-update",
+        str(start_update),
+        "--seed",
+        str(rng.randrange(2**31)),
+    ]
+    if mode == "checkpoint":
+        args += ["--text-bytes", str(rng.choice((16_000, 64_000)))]
+    elif mode == "stream" and rng.random() < 0.1:
+        args += ["--count", str(rng.randint(1, 60))]  # sometimes a clean stop comes first
+    acks_before = sum(1 for r in read_log(paths.log) if r["ev"] == "ack")
+    with paths.stderr.open("ab") as stderr:
+        stderr.write(f"--- cycle {stats.cycles} ({mode}) ---\n".encode())
+        stderr.flush()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(WORKER), *args, stdout=asyncio.subprocess.PIPE, stderr=stderr
+        )
+    stats.cycles += 1
+    ready = False
+    in_checkpoint = False
+    try:
+        await _expect_line(proc, b"opening", paths)
+        if mode == "start":
+            await asyncio.sleep(rng.uniform(0, 0.04))  # opening, migrating, hydrating
+        else:
+            await _expect_line(proc, b"ready", paths)
+            ready = True
+            if mode == "stream":
+                await asyncio.sleep(rng.uniform(0, 0.3))
+            else:
+                await asyncio.sleep(rng.uniform(0, 0.1))
+                in_checkpoint = await _kill_when_checkpointing(paths, 1.0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+    if proc.returncode == 0:
+        stats.clean_exits += 1
+        return
+    if proc.returncode != -signal.SIGKILL:
+        raise AssertionError(
+            f"worker failed by itself (exit {proc.returncode}):\n"
+            + paths.stderr.read_text(errors="replace")[-3000:]
+        )
+    stats.kills += 1
+    stats.killed_turning += ready
+    stats.killed_in_checkpoint += in_checkpoint and bool(temp_files(paths))
+    acks_after = sum(1 for r in read_log(paths.log) if r["ev"] == "ack")
+    if not ready and acks_after == acks_before:
+        stats.killed_starting += 1
+    elif acks_after > acks_before:
+        stats.killed_mid_stream += 1
+
+
+@pytest.mark.crash
+async def test_sigkill_at_any_moment_loses_no_acknowledged_turn(tmp_path: Path) -> None:
+    """A worker killed with SIGKILL at any moment (start-up, mid-stream, mid-checkpoint) leaves
+    every acknowledged update as exactly one turn (I2, I3), only parseable checkpoints that are
+    never ahead of the database (I5), an intact database, and after hydrate() checkpoints equal
+    to the state rebuilt from the turn log and to the sessions table (I6).
+
+    At least ``CRASH_KILLS`` (default 50) kills must land while the worker is turning (kills
+    during start-up come on top), half of them mid-stream, over more than 4 acknowledged turns
+    per kill (200 for the default), so the test cannot pass without exercising the lane; the
+    counters (kills during start-up, inside a checkpoint write, commits whose acknowledgment
+    was lost, checkpoints found behind) are printed with every failure.
+    """
+    paths = Paths(
+        db=tmp_path / "memory.db",
+        checkpoints=tmp_path / "checkpoints",
+        log=tmp_path / "acks.jsonl",
+        stderr=tmp_path / "worker-stderr.log",
+    )
+    rng = random.Random(SEED)
+    stats = CrashStats()
+    verified = Verified()
+    start_update = 1
+    started = time.monotonic()
+    try:
+        while stats.killed_turning < KILLS:
+            assert stats.cycles < 3 * KILLS + 10, "workers keep exiting before the kill"
+            lap = time.monotonic()
+            await run_cycle(paths, rng, start_update, stats)
+            stats.worker_seconds += time.monotonic() - lap
+            lap = time.monotonic()
+            top_in_db = await check_restart(paths, verified, stats)
+            stats.check_seconds += time.monotonic() - lap
+            attempted = max((r["update_id"] for r in read_log(paths.log)), default=0)
+            start_update = max(top_in_db, attempted) + 1
+        # Not vacuous: the kills hit a lane that was doing real work.
+        assert stats.killed_mid_stream >= KILLS // 2, "too few kills landed mid-stream"
+        assert stats.dup_acks > 0, "no resend was answered as a duplicate (I3 unexercised)"
+        if CRASH_MODE is None:  # (checkpoint-only kills come early, after a few turns)
+            assert stats.acks > 4 * KILLS, "too few turns acknowledged"
+        if KILLS >= 50:
+            assert stats.killed_in_checkpoint + stats.checkpoints_behind > 0, (
+                "no kill landed between a commit and its checkpoint"
+            )
+    except Exception as exc:  # any failure: add the seed and what the kills hit
+        raise AssertionError(
+            f"{exc}\n  seed={SEED} (replay: CRASH_SEED={SEED}); {stats.render()}"
+        ) from exc
+    print(  # shown with -s: what the kills hit
+        f"crash run seed={SEED} in {time.monotonic() - started:.1f}s: {stats.render()}"
+    )
