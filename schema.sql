@@ -115,3 +115,42 @@ CREATE TRIGGER conversation_turns_fts_update AFTER UPDATE OF user_text, assistan
     VALUES (new.rowid, new.user_text, new.assistant_text);
 END;
 INSERT INTO conversation_turns_fts (conversation_turns_fts) VALUES ('rebuild');
+
+-- migration: 0004_long_term_memory
+-- Long-term memory: what a chat's user told about themselves, kept across sessions (/new) and
+-- separate from the session lane. A candidate becomes 'active' once its confidence passes the
+-- promotion gate (writer.write_if_worthy); saying the same thing again raises its confidence and
+-- access count instead of adding a row (one memory per chat and key).
+CREATE TABLE memories (
+    memory_id        TEXT PRIMARY KEY,
+    chat_id          INTEGER NOT NULL,
+    kind             TEXT NOT NULL,
+    key              TEXT NOT NULL,
+    text             TEXT NOT NULL,
+    confidence       REAL NOT NULL,
+    importance       REAL NOT NULL,
+    access_count     INTEGER NOT NULL DEFAULT 1,
+    status           TEXT NOT NULL DEFAULT 'candidate'
+                     CHECK (status IN ('candidate', 'active', 'archived')),
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    last_accessed_at TEXT NOT NULL,
+    UNIQUE (chat_id, key)
+);
+CREATE INDEX memories_chat_active ON memories (chat_id, importance DESC) WHERE status = 'active';
+
+-- Which sessions (and turns) stated a memory: /forget of a session removes the memories that
+-- came only from it.
+CREATE TABLE memory_sources (
+    memory_id  TEXT NOT NULL REFERENCES memories (memory_id) ON DELETE CASCADE,
+    session_id TEXT NOT NULL REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (memory_id, session_id, seq)
+);
+CREATE INDEX memory_sources_session ON memory_sources (session_id);
+
+-- A memory whose last source is gone goes too (e.g. /forget, prune).
+CREATE TRIGGER memory_sources_orphan AFTER DELETE ON memory_sources
+    WHEN NOT EXISTS (SELECT 1 FROM memory_sources WHERE memory_id = old.memory_id) BEGIN
+    DELETE FROM memories WHERE memory_id = old.memory_id;
+END;

@@ -207,11 +207,13 @@ class RuleBasedConcierge:
         seq = packet.turn_count + 1
         now = _utc(message.received_at)
         new_facts = extract_facts(text, turn=seq)
+        # What earlier sessions taught (long-term memory), overridden by this session's facts.
+        known = merge_facts(_remembered(packet), packet.facts)
         reading = _Reading(
             text=text,
             now=now,
             new_facts=new_facts,
-            facts=merge_facts(packet.facts, new_facts),
+            facts=merge_facts(known, new_facts),
             loops=update_open_loops(packet.open_loops, text, seq=seq),
             reminder=parse_reminder(text, now),
         )
@@ -232,7 +234,7 @@ class RuleBasedConcierge:
             parts.append(_REMINDER_FORMS)
             intents.append("set_reminder")
         parts.extend(_todo_acks(reading.loops, intents))
-        parts.extend(_fact_acks(packet.facts, reading.new_facts, intents))
+        parts.extend(_fact_acks(known, reading.new_facts, intents))
         answer = _question(packet, reading, jobs)
         if answer is not None:
             intents.append(answer[0])
@@ -247,6 +249,10 @@ class RuleBasedConcierge:
             action_name=_action(reading.loops, jobs),
             job_refs=jobs,
         )
+
+
+def _remembered(packet: ConversationContextPacket) -> tuple[Fact, ...]:
+    return tuple(Fact(key=m.key, value=m.text, turn=0) for m in packet.memories)
 
 
 def _main_intent(intents: Sequence[str]) -> str:

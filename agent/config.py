@@ -50,6 +50,13 @@ class Settings(BaseSettings):
         alias="AGENT_ALLOWED_USER_IDS",
         description="Comma-separated Telegram user ids allowed to talk to the bot; empty: all.",
     )
+    poll_timeout: int = Field(
+        default=30,
+        ge=0,
+        le=50,
+        alias="AGENT_POLL_TIMEOUT",
+        description="Seconds each getUpdates long poll waits for news (polling mode; 0: no wait).",
+    )
     webhook_url: str | None = Field(
         default=None,
         alias="AGENT_WEBHOOK_URL",

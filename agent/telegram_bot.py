@@ -132,5 +132,5 @@ async def _start_intake(
         )
         return asyncio.create_task(asyncio.Event().wait(), name="webhook-intake")
     await bot.delete_webhook()
-    poller = UpdatePoller(bot, journal, adapter.submit)
+    poller = UpdatePoller(bot, journal, adapter.submit, poll_timeout=settings.poll_timeout)
     return asyncio.create_task(poller.run(), name="polling-intake")

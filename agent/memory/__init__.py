@@ -4,8 +4,13 @@ Nothing in this package imports Telegram, HTTP clients or the scheduler: the ada
 never the other way round (DESIGN.md section 2).
 """
 
-from agent.memory.conversation_checkpoint import CheckpointWriter
-from agent.memory.conversation_context_builder import ConversationContextBuilder, render_packet
+from agent.memory.conversation_checkpoint import (
+    CheckpointWriter,
+)
+from agent.memory.conversation_context_builder import (
+    ConversationContextBuilder,
+    render_packet,
+)
 from agent.memory.conversation_state_manager import (
     ConversationStateManager,
     LoopUpdate,
@@ -36,13 +41,22 @@ from agent.memory.extraction import (
     parse_reminder,
     split_clauses,
 )
-from agent.memory.fact_extraction import extract_facts
-from agent.memory.inbound_journal import InboundJournal, JournalEntry
+from agent.memory.fact_extraction import (
+    extract_facts,
+)
+from agent.memory.inbound_journal import (
+    InboundJournal,
+    JournalEntry,
+)
 from agent.memory.lane import (
     ConversationLane,
     HydrationReport,
     ReplyEngine,
     TurnResult,
+)
+from agent.memory.memory_store import (
+    MemoryStore,
+    SqliteMemoryStore,
 )
 from agent.memory.schemas import (
     CHECKPOINT_SCHEMA_VERSION,
@@ -55,6 +69,10 @@ from agent.memory.schemas import (
     InboundMessage,
     JobRef,
     JobStatus,
+    Memory,
+    MemoryCandidate,
+    MemoryKind,
+    MemoryStatus,
     OpenLoop,
     PendingClarification,
     Reply,
@@ -66,7 +84,12 @@ from agent.memory.schemas import (
     dump_json,
     utc_now,
 )
-from agent.memory.writer import write_conversation_turn
+from agent.memory.writer import (
+    PromotionPolicy,
+    memory_candidates,
+    write_conversation_turn,
+    write_if_worthy,
+)
 
 __all__ = [
     "CHECKPOINT_SCHEMA_VERSION",
@@ -91,8 +114,14 @@ __all__ = [
     "JobStatus",
     "JournalEntry",
     "LoopUpdate",
+    "Memory",
+    "MemoryCandidate",
+    "MemoryKind",
+    "MemoryStatus",
+    "MemoryStore",
     "OpenLoop",
     "PendingClarification",
+    "PromotionPolicy",
     "ReminderRequest",
     "Reply",
     "ReplyEngine",
@@ -100,6 +129,7 @@ __all__ = [
     "SessionState",
     "SessionStatus",
     "SqliteConversationStore",
+    "SqliteMemoryStore",
     "Summarizer",
     "SummaryFold",
     "Topic",
@@ -114,6 +144,7 @@ __all__ = [
     "is_reminder_request",
     "match_loop",
     "match_query",
+    "memory_candidates",
     "merge_facts",
     "normalize_text",
     "parse_reminder",
@@ -122,4 +153,5 @@ __all__ = [
     "update_open_loops",
     "utc_now",
     "write_conversation_turn",
+    "write_if_worthy",
 ]

@@ -3,7 +3,8 @@
 The packet is built from what the lane already holds in memory (the session state and the last
 raw turns), never from the whole transcript, so building it costs the same for a session of ten
 turns and of a hundred thousand. It is filled by priority under a token budget: open loops and
-clarifications first, then the last raw turns, then the summaries of older turns.
+clarifications first, then the last raw turns, then long-term memories, then the summaries of
+older turns.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationTurn,
+    Memory,
     SessionState,
 )
 from agent.utils.tokens import estimate_tokens
@@ -46,6 +48,7 @@ class ConversationContextBuilder:
         recent: Sequence[ConversationTurn],
         *,
         now: datetime,
+        memories: Sequence[Memory] = (),
     ) -> ConversationContextPacket:
         """Return the packet for the next turn of a session.
 
@@ -53,6 +56,7 @@ class ConversationContextBuilder:
             state: the session's current state.
             recent: its latest turns, oldest first (only the last ``recent_turns`` are used).
             now: the compile time recorded on the packet.
+            memories: the chat's long-term memories, most important first.
         """
         # Priority 1: what is still open is always carried.
         used = sum(estimate_tokens(loop.text) for loop in state.open_loops)
@@ -69,7 +73,15 @@ class ConversationContextBuilder:
             used += cost
             turns.append(turn)
         turns.reverse()
-        # Priority 3: the compressed lines of turns not yet in the rolling summary, newest
+        # Priority 3: long-term memories, most important first.
+        kept: list[Memory] = []
+        for memory in memories:
+            cost = estimate_tokens(f"{memory.key}: {memory.text}")
+            if used + cost > self.token_budget:
+                break
+            used += cost
+            kept.append(memory)
+        # Priority 4: the compressed lines of turns not yet in the rolling summary, newest
         # first. The buffer ends with the latest turn, so its last lines are the raw turns.
         unsummarized = state.summary_buffer[: max(len(state.summary_buffer) - len(turns), 0)]
         lines: list[str] = []
@@ -80,7 +92,7 @@ class ConversationContextBuilder:
             used += cost
             lines.append(line)
         lines.reverse()
-        # Priority 4: the rolling summary, its newest lines first.
+        # Priority 5: the rolling summary, its newest lines first.
         summary_lines: list[str] = []
         for line in reversed(state.rolling_summary.splitlines()):
             cost = estimate_tokens(line)
@@ -100,6 +112,7 @@ class ConversationContextBuilder:
             pending_clarifications=state.pending_clarifications,
             open_loops=state.open_loops,
             facts=state.facts,
+            memories=tuple(kept),
             last_response_type=state.last_response_type,
             turn_count=state.turn_count,
             context_compiled_at=now,
@@ -119,6 +132,9 @@ def render_packet(packet: ConversationContextPacket) -> str:
     if packet.facts:
         parts.append("What the user told about themselves:")
         parts.extend(f"- {fact.key}: {fact.value}" for fact in packet.facts)
+    if packet.memories:
+        parts.append("Remembered from earlier conversations:")
+        parts.extend(f"- {memory.key}: {memory.text}" for memory in packet.memories)
     if packet.active_job_refs:
         parts.append("Scheduled jobs:")
         parts.extend(f"- {ref.label or ref.job_id}" for ref in packet.active_job_refs)

@@ -32,6 +32,7 @@ from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
+from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
     ConversationCheckpointSnapshot,
     ConversationContextPacket,
@@ -39,13 +40,19 @@ from agent.memory.schemas import (
     ConversationTurn,
     InboundMessage,
     JobRef,
+    Memory,
     Reply,
     SessionState,
     SessionStatus,
     dump_json,
     utc_now,
 )
-from agent.memory.writer import write_conversation_turn
+from agent.memory.writer import (
+    PromotionPolicy,
+    memory_candidates,
+    write_conversation_turn,
+    write_if_worthy,
+)
 from agent.utils import ids
 
 __all__ = ["ConversationLane", "HydrationReport", "ReplyEngine", "TurnResult"]
@@ -54,6 +61,9 @@ logger = logging.getLogger(__name__)
 
 # Checkpoint files written at once at start and stop (each is a thread doing an fsync).
 _CHECKPOINT_CONCURRENCY = 16
+# Long-term memories of a chat kept at hand for its packets.
+_MEMORIES_PER_CHAT = 20
+_PERSONAL_CHATS = frozenset({"private", "console"})
 
 
 class ReplyEngine(Protocol):
@@ -125,6 +135,8 @@ class ConversationLane:
         store: the storage backend (default: SQLite).
         state_manager: the rules that move a session state by one turn.
         builder: assembles the packet handed to the reply engine.
+        memory_store: the long-term memory backend (default: SQLite).
+        promotion: the gate that decides what a turn adds to long-term memory.
         clock: returns the current time (tests pass a fixed clock).
     """
 
@@ -136,6 +148,8 @@ class ConversationLane:
         store: ConversationStore | None = None,
         state_manager: ConversationStateManager | None = None,
         builder: ConversationContextBuilder | None = None,
+        memory_store: MemoryStore | None = None,
+        promotion: PromotionPolicy | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.db = db
@@ -143,7 +157,11 @@ class ConversationLane:
         self.store: ConversationStore = store or SqliteConversationStore()
         self.states = state_manager or ConversationStateManager()
         self.builder = builder or ConversationContextBuilder()
+        self.memory_store: MemoryStore = memory_store or SqliteMemoryStore()
+        self.promotion = promotion or PromotionPolicy()
         self._clock = clock
+        # Long-term memories per chat, most important first (what packets carry).
+        self._memories: dict[int, tuple[Memory, ...]] = {}
         self._live: dict[str, _LiveSession] = {}
         self._chat_sessions: dict[int, str] = {}
         self._chat_locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -173,6 +191,7 @@ class ConversationLane:
         now = self._clock()
         await self.db.write(lambda tx: self.store.set_status(tx, "resuming", now=now))
         sessions = await self.store.list_sessions(self.db.reader, limit=None, open_only=True)
+        await self._load_memories([session.chat_id for session in sessions])
         stale: list[_LiveSession] = []
         for session in sessions:
             recent = await self.store.recent_turns(
@@ -211,6 +230,18 @@ class ConversationLane:
         )
         self._register(live)
         return live
+
+    async def _load_memories(self, chat_ids: list[int]) -> None:
+        found = await self.memory_store.active_for_chats(
+            self.db.reader, chat_ids, per_chat=_MEMORIES_PER_CHAT
+        )
+        self._memories.update({chat_id: tuple(mems) for chat_id, mems in found.items()})
+
+    def _remember_memories(self, chat_id: int, promoted: list[Memory]) -> None:
+        by_key = {memory.key: memory for memory in self._memories.get(chat_id, ())}
+        by_key.update({memory.key: memory for memory in promoted})
+        ranked = sorted(by_key.values(), key=lambda m: (-m.importance, m.key))
+        self._memories[chat_id] = tuple(ranked[:_MEMORIES_PER_CHAT])
 
     def _register(self, live: _LiveSession) -> None:
         self._live[live.session.session_id] = live
@@ -275,7 +306,7 @@ class ConversationLane:
                 if known is not None:
                     return TurnResult(turn=known, packet=None, duplicate=True)
             live, is_new = await self._session_for(message)
-            packet = self.builder.build(live.state, live.recent, now=self._clock())
+            packet = self._packet(live)
             reply = await engine.reply(packet, message) if message.wants_reply else Reply()
             return await self._commit_turn(live, is_new, message, reply, packet)
 
@@ -345,6 +376,14 @@ class ConversationLane:
         )
         state = self.states.apply(live.state, turn)
         session = live.session
+        # Long-term memory is per chat and read from private talk only: in a group, "my name
+        # is" speaks for one member, not for the chat.
+        candidates = (
+            memory_candidates(state.facts, turn.seq, self.promotion)
+            if session.chat_type in _PERSONAL_CHATS
+            else []
+        )
+        promoted: list[Memory] = []
 
         async def commit(tx: Any) -> ConversationTurn | None:
             # I3, authoritative inside the transaction: the update may have become a turn
@@ -364,6 +403,17 @@ class ConversationLane:
                     now=now,
                 )
             await write_conversation_turn(tx, self.store, turn, state, now=now)
+            if candidates:
+                promoted[:] = await write_if_worthy(
+                    tx,
+                    self.memory_store,
+                    session.chat_id,
+                    candidates,
+                    session_id=session.session_id,
+                    seq=turn.seq,
+                    now=now,
+                    policy=self.promotion,
+                )
             return None
 
         known = await self.db.write(commit)
@@ -371,6 +421,8 @@ class ConversationLane:
             return TurnResult(turn=known, packet=None, duplicate=True)
         if is_new:
             self._register(live)
+        if promoted:
+            self._remember_memories(session.chat_id, promoted)
         live.state = state
         live.recent.append(turn)
         await self._save_checkpoint(live)
@@ -380,6 +432,8 @@ class ConversationLane:
         sid = self._chat_sessions.get(message.chat_id)
         if sid is not None:
             return self._live[sid], False
+        if message.chat_id not in self._memories:
+            await self._load_memories([message.chat_id])
         session = await self.store.open_session_for_chat(self.db.reader, message.chat_id)
         if session is not None:
             recent = await self.store.recent_turns(
@@ -454,8 +508,15 @@ class ConversationLane:
         sid = self._chat_sessions.get(chat_id)
         if sid is None:
             return None
-        live = self._live[sid]
-        return self.builder.build(live.state, live.recent, now=self._clock())
+        return self._packet(self._live[sid])
+
+    def _packet(self, live: _LiveSession) -> ConversationContextPacket:
+        return self.builder.build(
+            live.state,
+            live.recent,
+            now=self._clock(),
+            memories=self._memories.get(live.session.chat_id, ()),
+        )
 
     def now(self) -> datetime:
         """Return the current time by the lane's clock."""
@@ -551,14 +612,21 @@ class ConversationLane:
             return session.session_id
 
     async def forget_session(self, session_id: str) -> bool:
-        """Erase a session everywhere: its row, its turns, its checkpoint file.
+        """Erase a session everywhere, with the long-term memories that came only from it.
+
+        Its row, turns, full-text index entries and checkpoint file go; so do memories that no
+        other session of the chat stated.
 
         Returns:
             Whether the session existed.
         """
+        session = await self.store.get_session(self.db.reader, session_id)
         deleted = await self.db.write(lambda tx: self.store.delete_session(tx, session_id))
         await self.checkpoints.delete(session_id)
         self._forget_live(session_id)
+        if session is not None:
+            # Memories that came only from this session went with it.
+            await self._load_memories([session.chat_id])
         return deleted
 
     async def prune(self, *, older_than_days: float) -> list[str]:
@@ -570,6 +638,8 @@ class ConversationLane:
         for sid in pruned:
             await self.checkpoints.delete(sid)
             self._forget_live(sid)
+        if pruned:
+            await self._load_memories(list(self._memories))
         return pruned
 
     def _forget_live(self, session_id: str) -> None:

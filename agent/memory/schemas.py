@@ -24,6 +24,10 @@ __all__ = [
     "InboundMessage",
     "JobRef",
     "JobStatus",
+    "Memory",
+    "MemoryCandidate",
+    "MemoryKind",
+    "MemoryStatus",
     "OpenLoop",
     "PendingClarification",
     "Reply",
@@ -46,6 +50,8 @@ TurnStatus = Literal["answered", "delivered", "recorded"]
 ResponseType = Literal["none", "text", "action"]
 ChatType = Literal["private", "group", "supergroup", "channel", "console"]
 JobStatus = Literal["scheduled", "done", "cancelled"]
+MemoryKind = Literal["fact", "preference", "decision", "goal", "constraint", "entity"]
+MemoryStatus = Literal["candidate", "active", "archived"]
 
 
 def utc_now() -> datetime:
@@ -149,6 +155,33 @@ class Fact(_Value):
     turn: int
 
 
+class Memory(_Value):
+    """A long-term memory of a chat: outlives its sessions (``/new``), not ``/forget``."""
+
+    memory_id: str
+    chat_id: int
+    kind: MemoryKind
+    key: str
+    text: str
+    confidence: float = Field(ge=0, le=1)
+    importance: float = Field(ge=0, le=1)
+    access_count: int = 1
+    status: MemoryStatus = "candidate"
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime
+
+
+class MemoryCandidate(_Value):
+    """Something a turn said that may deserve long-term memory (see ``write_if_worthy``)."""
+
+    kind: MemoryKind
+    key: str
+    text: str
+    confidence: float = Field(ge=0, le=1)
+    importance: float = Field(ge=0, le=1)
+
+
 class Topic(_Value):
     """A subject of the conversation, weighted by how present it is."""
 
@@ -233,6 +266,7 @@ class ConversationContextPacket(_Value):
     pending_clarifications: tuple[PendingClarification, ...] = ()
     open_loops: tuple[OpenLoop, ...] = ()
     facts: tuple[Fact, ...] = ()
+    memories: tuple[Memory, ...] = ()
     resolved_entities_map: dict[str, str] = Field(default_factory=dict)
     last_response_type: ResponseType = "none"
     turn_count: int = 0

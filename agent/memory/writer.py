@@ -1,14 +1,128 @@
-"""The durable writes of the memory lane, each one run inside a single transaction."""
+"""The durable writes of the memory lane, each one run inside the turn's transaction.
+
+:func:`write_conversation_turn` appends a turn with the state it leads to;
+:func:`write_if_worthy` is the promotion gate of long-term memory (PRD-014 phase 3): of what a
+turn said, only candidates whose confidence passes the threshold become active memories, the
+same thing said twice is one memory with more evidence, and nothing else is kept.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from agent.memory.conversation_store import ConversationStore
-from agent.memory.schemas import ConversationTurn, SessionState
+from agent.memory.memory_store import MemoryStore
+from agent.memory.schemas import (
+    ConversationTurn,
+    Fact,
+    Memory,
+    MemoryCandidate,
+    MemoryKind,
+    SessionState,
+)
 
-__all__ = ["write_conversation_turn"]
+__all__ = [
+    "PromotionPolicy",
+    "memory_candidates",
+    "write_conversation_turn",
+    "write_if_worthy",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionPolicy:
+    """How facts become memory candidates and when candidates become memories.
+
+    A self-statement ("my name is Ada") is confident at once; a preference ("I like jazz")
+    needs to be said twice (0.7, then 1 - 0.3 * 0.3 = 0.91) to pass the default threshold.
+    """
+
+    threshold: float = 0.75
+    fact_confidence: float = 0.9
+    goal_confidence: float = 0.8
+    preference_confidence: float = 0.7
+
+
+_GOAL_KEYS = frozenset({"plan"})
+_PREFERENCE_PREFIXES = ("likes:", "dislikes:", "favourite:")
+# How much a memory matters when the packet has room for only a few.
+_IMPORTANCE: dict[str, float] = {"name": 1.0, "plan": 0.8, "location": 0.7, "job": 0.7}
+
+
+def _kind(key: str) -> MemoryKind:
+    if key in _GOAL_KEYS:
+        return "goal"
+    if key.startswith(_PREFERENCE_PREFIXES):
+        return "preference"
+    return "fact"
+
+
+def memory_candidates(
+    facts: Sequence[Fact], seq: int, policy: PromotionPolicy = PromotionPolicy()
+) -> list[MemoryCandidate]:
+    """Return the memory candidates of the facts a turn (``seq``) stated."""
+    confidence = {
+        "fact": policy.fact_confidence,
+        "goal": policy.goal_confidence,
+        "preference": policy.preference_confidence,
+    }
+    candidates = []
+    for fact in facts:
+        if fact.turn != seq:
+            continue
+        kind = _kind(fact.key)
+        candidates.append(
+            MemoryCandidate(
+                kind=kind,
+                key=fact.key,
+                text=fact.value,
+                confidence=confidence.get(kind, policy.fact_confidence),
+                importance=_IMPORTANCE.get(fact.key, 0.5 if kind == "fact" else 0.4),
+            )
+        )
+    return candidates
+
+
+async def write_if_worthy(
+    tx: Any,
+    store: MemoryStore,
+    chat_id: int,
+    candidates: Sequence[MemoryCandidate],
+    *,
+    session_id: str,
+    seq: int,
+    now: datetime,
+    policy: PromotionPolicy = PromotionPolicy(),
+) -> list[Memory]:
+    """Record candidates as evidence; return the chat's memories that are active after it.
+
+    Args:
+        tx: a connection inside the turn's write transaction.
+        store: the memory storage.
+        chat_id: whose memory (memories never cross chats).
+        candidates: what the turn said.
+        session_id: the turn's session (its source, for ``/forget``).
+        seq: the turn's position in its session.
+        now: the time of the turn.
+        policy: the promotion gate.
+    """
+    active = []
+    for candidate in candidates:
+        memory = await store.upsert(
+            tx,
+            chat_id,
+            candidate,
+            session_id=session_id,
+            seq=seq,
+            threshold=policy.threshold,
+            now=now,
+        )
+        if memory.status == "active":
+            active.append(memory)
+    return active
 
 
 async def write_conversation_turn(
