@@ -96,6 +96,13 @@ async def _lines(stream: TextIO) -> asyncio.StreamReader | None:
     return reader
 
 
+async def _read_line(reader: asyncio.StreamReader | None, stream: TextIO) -> str:
+    """Read one line ("" at end of input), without blocking the loop when ``reader`` is set."""
+    if reader is None:
+        return await asyncio.to_thread(stream.readline)
+    return (await reader.readline()).decode("utf-8", "replace")
+
+
 async def run_console(
     settings: Settings,
     stop: asyncio.Event,
@@ -125,9 +132,7 @@ async def run_console(
             while True:
                 stdout.write(_PROMPT)
                 stdout.flush()
-                read = asyncio.ensure_future(
-                    reader.readline() if reader is not None else asyncio.to_thread(stdin.readline)
-                )
+                read = asyncio.ensure_future(_read_line(reader, stdin))
                 done, _ = await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
                 if stopped in done:
                     read.cancel()
@@ -135,7 +140,7 @@ async def run_console(
                 raw = read.result()
                 if not raw:
                     break
-                line = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw).strip()
+                line = raw.strip()
                 if line:
                     await console.handle(line)
         finally:

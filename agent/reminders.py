@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from telegram.ext import CallbackContext, JobQueue
 
@@ -23,7 +23,7 @@ __all__ = ["AsyncioScheduler", "JobQueueScheduler", "JobScheduler", "Reminders"]
 
 logger = logging.getLogger(__name__)
 
-Fire = Callable[[], Awaitable[None]]
+Fire = Callable[[], Coroutine[Any, Any, None]]
 
 
 class JobScheduler(Protocol):

@@ -16,7 +16,9 @@ never processed are processed, then polling starts (I4).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -337,7 +339,8 @@ class TelegramAdapter:
                 else None
             )
             sent = await self._with_retries(
-                lambda piece=piece, params=params, index=index: self.application.bot.send_message(
+                functools.partial(
+                    self.application.bot.send_message,
                     chat_id,
                     piece,
                     reply_parameters=params,
@@ -349,7 +352,12 @@ class TelegramAdapter:
             last = sent
         return last
 
-    async def _with_retries(self, call):  # type: ignore[no-untyped-def]
+    async def _with_retries(self, call: Callable[[], Awaitable[Message]]) -> Message | None:
+        """Run a Bot API send, retrying per Telegram's rules; ``None`` when it cannot succeed.
+
+        429 waits the ``retry_after`` Telegram asks for; network errors and 5xx back off
+        exponentially; a refusal (blocked by the user, bad request) is final.
+        """
         delay = 1.0
         for attempt in range(1, _SEND_ATTEMPTS + 1):
             try:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from contextlib import AsyncExitStack
 from datetime import timedelta
+from typing import Any
 
 from telegram import Update
 from telegram.ext import Application, ApplicationBuilder, CallbackContext
@@ -111,7 +112,7 @@ async def _start_intake(
     adapter: TelegramAdapter,
     journal: InboundJournal,
     stack: AsyncExitStack,
-) -> asyncio.Task[None]:
+) -> asyncio.Task[Any]:
     """Start polling or the webhook; return a task that ends only on a fatal error."""
     bot = adapter.application.bot
     if settings.webhook_url and settings.webhook_secret is not None:
