@@ -7,6 +7,7 @@ order and ends when the queue is empty; a semaphore caps how many chats run at o
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
@@ -52,7 +53,11 @@ class ChatDispatcher(Generic[K, T]):
             return
         self._queues[key] = deque([item])
         self._idle.clear()
-        worker = asyncio.create_task(self._drain(key), name=f"chat-{key}")
+        # A fresh context: the worker must not inherit the submitter's log fields (a reminder
+        # job would otherwise log under the update_id of the message that set it).
+        worker = asyncio.create_task(
+            self._drain(key), name=f"chat-{key}", context=contextvars.Context()
+        )
         self._workers.add(worker)
         worker.add_done_callback(self._worker_done)
 

@@ -1,0 +1,560 @@
+"""End-to-end tests of the bot (issue 3): the real ``run_bot.py`` against a fake Bot API.
+
+Every test starts ``python run_bot.py`` as a subprocess (see :mod:`tests.bot_harness`) with its
+database and checkpoints in ``tmp_path`` and ``TELEGRAM_BASE_URL`` pointing at a
+:class:`~tests.fake_bot_api.FakeBotApi` on 127.0.0.1; nothing else is reachable or faked. The
+tests talk to the bot only as Telegram would (updates in, Bot API calls out), then look at
+the files it leaves behind.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from agent.memory import CheckpointWriter
+from tests.bot_harness import (
+    BOT_USERNAME,
+    TOKEN,
+    TOKEN_SECRET,
+    BotProcess,
+    FakeChats,
+    bot_env,
+    db_rows,
+    free_port,
+    is_reminder,
+    message_update,
+)
+from tests.fake_bot_api import FakeBotApi, SentCall
+
+Launch = Callable[..., BotProcess]
+WEBHOOK_SECRET = "s3cret"  # noqa: S105 (the test's own)
+
+
+@pytest.fixture
+def api() -> Iterator[FakeBotApi]:
+    """A fake Bot API on 127.0.0.1 that accepts only :data:`TOKEN`."""
+    with FakeBotApi(TOKEN, username=BOT_USERNAME) as fake:
+        yield fake
+
+
+@pytest.fixture
+def chats(api: FakeBotApi) -> FakeChats:
+    return FakeChats(api)
+
+
+@pytest.fixture
+def launch(tmp_path: Path) -> Iterator[Launch]:
+    """Start ``run_bot.py`` runs in ``tmp_path`` (or a sub-directory); kill leftovers at the end.
+
+    ``launch(api, **env)`` starts a bot on ``api`` with extra environment variables;
+    ``workdir=``, ``token=``, ``args=`` and ``stdin=`` change the rest.
+    """
+    started: list[BotProcess] = []
+
+    def start(
+        api: FakeBotApi | None = None,
+        *,
+        workdir: Path = tmp_path,
+        token: str | None = TOKEN,
+        args: tuple[str, ...] = (),
+        stdin: int = subprocess.DEVNULL,
+        **extra: str,
+    ) -> BotProcess:
+        workdir.mkdir(parents=True, exist_ok=True)
+        env = bot_env(workdir, api, token=token, **extra)
+        bot = BotProcess(workdir, env, args=args, name=f"run{len(started) + 1}")
+        started.append(bot)
+        return bot.start(stdin=stdin)
+
+    yield start
+    for bot in started:
+        bot.ensure_dead()
+
+
+@pytest.fixture
+def polling_bot(api: FakeBotApi, launch: Launch) -> Callable[..., BotProcess]:
+    """Start a bot on the fake and wait until it polls."""
+
+    def start(**extra: str) -> BotProcess:
+        bot = launch(api, **extra)
+        bot.wait_until_polling(api)
+        return bot
+
+    return start
+
+
+def _turn_texts(db: Path, chat_id: int) -> list[tuple[str, str | None, int | None, str]]:
+    """(user_text, assistant_text, user_id, status) of the chat's turns, in order."""
+    return db_rows(
+        db,
+        "SELECT t.user_text, t.assistant_text, t.user_id, t.status FROM conversation_turns t "
+        "JOIN conversation_sessions s USING (session_id) WHERE s.chat_id = ? "
+        "ORDER BY t.session_id, t.seq",
+        (chat_id,),
+    )
+
+
+def _error_lines(stderr: str, *marks: str) -> list[str]:
+    """The non-empty lines of ``stderr`` (with ``marks``: those containing one of them)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return [line for line in lines if any(mark in line for mark in marks)] if marks else lines
+
+
+def _reminders(api: FakeBotApi, chat_id: int, label: str) -> list[SentCall]:
+    return [c for c in api.sent_messages(chat_id) if is_reminder(c) and label in (c.text or "")]
+
+
+# -- 1. a private chat end to end -----------------------------------------------------------
+
+
+def test_private_chat_end_to_end(api, chats, polling_bot, tmp_path):
+    """A private chat remembers facts, keeps to-dos, fires reminders, answers every command,
+    exports its checkpoint, and /forget (confirmed with the button) erases it everywhere."""
+    chat = 1001
+    bot = polling_bot()
+
+    assert "Ada" in chats.ask(chat, "my name is Ada").text
+    assert "Lisbon" in chats.ask(chat, "I'm planning a trip to Lisbon in May").text
+    assert "Ada" in chats.ask(chat, "what's my name?").text
+    about = chats.ask(chat, "what do you know about me?").text
+    assert "Ada" in about
+    assert "Lisbon" in about
+    assert "book the hotel" in chats.ask(chat, "remind me to book the hotel").text
+    assert "book the hotel" in chats.ask(chat, "what is still open?").text
+    assert "book the hotel" in chats.ask(chat, "I booked the hotel").text
+    assert "sunscreen" in chats.ask(chat, "remind me to buy sunscreen").text
+
+    assert "call mom" in chats.ask(chat, "remind me in 2 seconds to call mom").text
+    api.wait_for(lambda a: _reminders(a, chat, "call mom"), 30, "the reminder never fired")
+    [fired] = _reminders(api, chat, "call mom")
+    assert "reply_parameters" not in fired.params  # a message of its own, not an answer
+
+    assert "/help" in chats.ask(chat, "/start").text
+    help_text = chats.ask(chat, "/help").text
+    assert all(f"/{name}" in help_text for name in ("memory", "history", "recall", "forget"))
+    assert "Ada" in chats.ask(chat, "/memory").text
+    history = chats.ask(chat, "/history 2").text
+    assert "The last 2 turns" in history
+    assert len(set(re.findall(r"^#(\d+) ", history, flags=re.MULTILINE))) == 2
+    assert "call mom" in history  # the latest turns: the reminder and the message setting it
+    assert "Lisbon" in chats.ask(chat, "/topics").text
+    loops = chats.ask(chat, "/loops").text
+    assert "buy sunscreen" in loops
+    assert "book the hotel" not in loops  # done
+    assert "call mom" not in loops  # fired
+    recall = chats.ask(chat, "/recall Lisbon").text
+    assert "Best matches" in recall
+    assert "Lisbon" in recall
+    assert "Turns:" in chats.ask(chat, "/stats").text
+
+    export = chats.ask(chat, "/export")
+    assert export.method == "sendDocument"
+    assert export.document is not None
+    assert export.filename is not None
+    session_id = Path(export.filename).stem
+    snapshot = CheckpointWriter.parse(export.document, session_id=session_id)
+    assert snapshot.chat_id == chat
+    assert snapshot.turn_count >= 10
+    assert b"Ada" in export.document
+    on_disk = CheckpointWriter.parse((tmp_path / "checkpoints" / export.filename).read_bytes())
+    assert on_disk.session_id == session_id
+    assert on_disk.turn_count == snapshot.turn_count
+
+    ask_first = chats.ask(chat, "/forget")
+    keyboard = ask_first.params["reply_markup"]["inline_keyboard"]
+    button = keyboard[0][0]
+    assert session_id in button["callback_data"]
+    sent = len(api.sent_messages(chat))
+    api.push_callback_query(chat, chat, button["callback_data"], ask_first.message_id)
+    assert "forgotten" in chats.wait_for_message(chat, "forgotten", after=sent).text
+    assert api.calls("answerCallbackQuery")
+
+    after = chats.ask(chat, "what's my name?").text
+    assert "Ada" not in after
+    db = tmp_path / "memory.db"
+    lisbon = "%Lisbon%"
+    assert db_rows(
+        db,
+        "SELECT count(*) FROM conversation_turns WHERE user_text LIKE ? OR assistant_text LIKE ?",
+        (lisbon, lisbon),
+    ) == [(0,)]
+    assert db_rows(
+        db,
+        "SELECT count(*) FROM conversation_turns_fts WHERE conversation_turns_fts MATCH ?",
+        ("Lisbon",),
+    ) == [(0,)]
+    assert db_rows(db, "SELECT count(*) FROM inbound_updates WHERE payload LIKE ?", (lisbon,)) == [
+        (0,)
+    ]
+    assert db_rows(
+        db, "SELECT count(*) FROM conversation_sessions WHERE session_id = ?", (session_id,)
+    ) == [(0,)]
+    assert not (tmp_path / "checkpoints" / export.filename).exists()
+    bot.stop()
+
+
+# -- 2. restart without amnesia -------------------------------------------------------------
+
+
+def test_restart_keeps_facts_loops_and_reminders(api, chats, polling_bot, tmp_path):
+    """After a SIGTERM and a new start on the same files, the bot still knows the facts and
+    open loops, and a reminder set before the stop fires after the restart, exactly once."""
+    chat = 2002
+    first = polling_bot()
+    chats.ask(chat, "my name is Ada")
+    chats.ask(chat, "remind me to book the hotel")
+    assert "stretch" in chats.ask(chat, "remind me in 4 seconds to stretch").text
+    first.stop()  # right away: the reminder is not due yet
+    assert "shutting down" in first.stderr
+    assert "memory lane shut down cleanly" in first.stderr
+    assert _reminders(api, chat, "stretch") == [], "the reminder fired before the restart"
+    statuses = db_rows(tmp_path / "memory.db", "SELECT DISTINCT status FROM conversation_sessions")
+    assert statuses == [("shutdown_clean",)]
+
+    second = polling_bot()
+    assert "Ada" in chats.ask(chat, "what's my name?").text
+    assert "book the hotel" in chats.ask(chat, "/loops").text
+    api.wait_for(lambda a: _reminders(a, chat, "stretch"), 30, "the reminder never fired")
+    second.stop()
+
+    # A third run: the fired reminder is closed for good and is not sent again.
+    third = polling_bot()
+    loops = chats.ask(chat, "/loops").text
+    assert "book the hotel" in loops
+    assert "stretch" not in loops
+    still_open = chats.ask(chat, "what is still open?").text
+    assert "book the hotel" in still_open
+    assert "stretch" not in still_open
+    third.stop()
+    assert len(_reminders(api, chat, "stretch")) == 1
+
+
+# -- 3. chats apart, and a group -------------------------------------------------------------
+
+
+def test_two_chats_never_share_memory(api, chats, polling_bot):
+    """What one chat tells the bot never reaches another chat's answers or commands."""
+    ada, bob = 3001, 3002
+    bot = polling_bot()
+    chats.ask(ada, "my name is Ada")
+    chats.ask(ada, "I'm planning a trip to Reykjavik in May")
+
+    # The offline concierge's examples say "my name is Ada": look for what chat A said.
+    name = chats.ask(bob, "what's my name?", first_name="Bob").text
+    assert "don't know your name" in name
+    assert "Your name is Ada" not in name
+    for command in ("/memory", "/history", "/topics", "/loops", "/stats"):
+        text = chats.ask(bob, command, first_name="Bob").text
+        assert "Ada" not in text, command
+        assert "Reykjavik" not in text, command
+    assert "Nothing in this conversation matches" in chats.ask(bob, "/recall Reykjavik").text
+    about = chats.ask(bob, "what do you know about me?", first_name="Bob").text
+    assert "your name is Ada" not in about.lower()
+    assert "Reykjavik" not in about
+    assert "Ada" in chats.ask(ada, "what's my name?").text
+    bot.stop()
+
+
+def test_group_records_everything_and_answers_only_when_addressed(
+    api, chats, polling_bot, tmp_path
+):
+    """In a group of three, every message becomes a turn of the group's one session, and the
+    bot answers only a mention of it, a reply to one of its messages, or a command."""
+    group = -3100
+    members = {31: "Ada", 32: "Bob", 33: "Cy"}
+    bot = polling_bot()
+
+    def say(user_id: int, text: str, **kwargs: object) -> int:
+        return chats.send(
+            group,
+            text,
+            user_id=user_id,
+            first_name=members[user_id],
+            chat_type="group",
+            chat_title="Trip planning",
+            **kwargs,
+        )[1]
+
+    def ask(user_id: int, text: str, **kwargs: object) -> SentCall:
+        return chats.ask(
+            group,
+            text,
+            user_id=user_id,
+            first_name=members[user_id],
+            chat_type="group",
+            chat_title="Trip planning",
+            **kwargs,
+        )
+
+    quiet = [
+        say(31, "I'm planning a trip to Lisbon in May"),
+        say(32, "I can book the flights"),
+        say(33, "hey @other_bot what's up"),
+    ]
+    mention = ask(31, f"@{BOT_USERNAME} what did we talk about?")
+    assert mention.params.get("reply_parameters"), "a mention gets a reply to it"
+    assert "Lisbon" in mention.text
+    quiet.append(say(33, "sounds great", reply_to_message=quiet[0]))  # a reply to Ada
+    reply = ask(32, "what is still open?", reply_to_message=mention.message_id)
+    assert reply.params.get("reply_parameters"), "a reply to the bot gets a reply"
+    history = ask(33, "/history 20")
+    for text in ("Lisbon", "book the flights", "other_bot", "sounds great", "still open"):
+        assert text in history.text, text
+    for name in members.values():
+        assert f" {name}: " in history.text, name
+
+    for message_id in quiet:
+        assert chats.answers_to(group, message_id) == [], f"answered message {message_id}"
+    assert len(api.sent_messages(group)) == 3  # the mention, the reply to the bot, the command
+    turns = _turn_texts(tmp_path / "memory.db", group)
+    assert len(turns) == 6  # every message; the command is not a turn
+    assert {user_id for _, _, user_id, _ in turns} == set(members)
+    assert [status for *_, status in turns].count("recorded") == 4
+    assert db_rows(
+        tmp_path / "memory.db",
+        "SELECT count(*) FROM conversation_sessions WHERE chat_id = ?",
+        (group,),
+    ) == [(1,)]
+    bot.stop()
+
+
+# -- 4. bad updates --------------------------------------------------------------------------
+
+
+def test_bad_updates_are_answered_or_ignored_and_the_bot_stays_up(
+    api, chats, polling_bot, tmp_path
+):
+    """Stickers, captions, edits, channel posts, group joins, huge, exotic and empty texts and
+    junk commands are each answered or ignored sensibly; the bot stays up and every update is
+    confirmed and processed."""
+    chat, channel, group = 4001, -1004001, -4002
+    bot = polling_bot()
+
+    def ask(text: str | None = None, **kwargs: object) -> str:
+        return chats.ask(chat, text, **kwargs).text or ""
+
+    assert "only read text" in ask(sticker=True)
+    sent = len(api.sent_messages(chat))
+    _, photo_id = chats.send(chat, None, photo=True, caption="my name is Ada")
+    answer = chats.wait_for_message(chat, "Ada", after=sent)
+    assert answer.params["reply_parameters"]["message_id"] == photo_id
+    chats.send(chat, "my name is Eve", edited=True, message_id=photo_id)
+    _, command_id = chats.send(chat, "/history 1")
+    chats.wait_for_message(chat, "The last 1 turns", after=sent)
+    chats.send(chat, "/history 5", edited=True, message_id=command_id)
+    chats.send(channel, "hello channel", channel_post=True)
+    join = api.push_update(
+        {
+            "message": {
+                "message_id": 1,
+                "date": 1_700_000_000,
+                "chat": {"id": group, "type": "group", "title": "New group"},
+                "from": {"id": 4003, "is_bot": False, "first_name": "Cy"},
+                "new_chat_members": [
+                    {
+                        "id": 123456,
+                        "is_bot": True,
+                        "first_name": "Memory Test Bot",
+                        "username": BOT_USERNAME,
+                    }
+                ],
+            }
+        }
+    )
+
+    long_text = ("the quick brown fox jumps over the lazy dog " * 100)[:4096]
+    assert len(long_text) == 4096
+    assert ask(long_text)
+    exotic = "🙂🎉 שלום مرحبا \u200b\u200d\u2067abc\u2069 👋🏽 e\u0301"
+    assert ask(exotic)
+    assert ask("\u200b\u200d")
+    assert "Usage: /recall" in ask("/recall")
+    assert "Nothing in this conversation matches" in ask('/recall " AND* NEAR( col:x -')
+    frobnicate = ask("/frobnicate")
+    assert "/frobnicate" in frobnicate
+    assert "/help" in frobnicate
+    assert "Usage: /history" in ask("/history abc")
+    assert "at most 50" in ask("/history 99999999999")
+    assert "Ada" in ask("what's my name?")  # the caption counted, the edit did not
+
+    updates = {*chats.update_ids, join}
+    api.wait_for(lambda a: updates <= a.confirmed_update_ids, 30, "updates not confirmed")
+    assert api.sent_messages(channel) == []
+    assert api.sent_messages(group) == []
+    assert chats.answers_to(chat, photo_id) == [answer]  # the edit got no second answer
+    assert not [c for c in api.sent_messages(chat) if "The last 5 turns" in (c.text or "")]
+    assert bot.alive
+    bot.stop()  # lets every queued update finish
+    assert "Traceback" not in bot.stderr
+    assert not _error_lines(bot.stderr, " ERROR ", " CRITICAL "), bot.stderr
+    db = tmp_path / "memory.db"
+    assert db_rows(db, "SELECT DISTINCT status FROM inbound_updates") == [("done",)]
+    stored = {text for text, *_ in _turn_texts(db, chat)}
+    assert long_text in stored
+    assert exotic in stored
+
+
+# -- 5. webhook mode --------------------------------------------------------------------------
+
+
+def test_webhook_checks_the_secret_before_recording(api, launch, tmp_path):
+    """In webhook mode the bot registers its URL and secret, answers 403 and records nothing
+    without the right secret, and journals and answers an update sent with it."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/telegram-hook"
+    bot = launch(
+        api,
+        AGENT_WEBHOOK_URL=url,
+        AGENT_WEBHOOK_LISTEN="127.0.0.1",
+        AGENT_WEBHOOK_PORT=str(port),
+        AGENT_WEBHOOK_SECRET=WEBHOOK_SECRET,
+    )
+    bot.wait_until_up()
+    [registered] = api.calls("setWebhook")
+    assert registered["url"] == url
+    assert registered["secret_token"] == WEBHOOK_SECRET
+
+    chat = 5001
+    body = orjson.dumps(message_update(1, chat, "my name is Ada"))
+    header = "X-Telegram-Bot-Api-Secret-Token"
+    db = tmp_path / "memory.db"
+    with httpx.Client(trust_env=False, timeout=30) as client:
+        missing = client.post(url, content=body, headers={"Content-Type": "application/json"})
+        wrong = client.post(url, content=body, headers={header: "wrong"})
+        assert (missing.status_code, wrong.status_code) == (403, 403)
+        assert db_rows(db, "SELECT count(*) FROM conversation_turns") == [(0,)]
+        assert db_rows(db, "SELECT count(*) FROM inbound_updates") == [(0,)]
+
+        right = client.post(url, content=body, headers={header: WEBHOOK_SECRET})
+        assert right.status_code == 200
+        answer = FakeChats(api).wait_for_message(chat, "Ada")
+        assert answer.params["reply_parameters"]["message_id"] == 1
+        again = client.post(url, content=body, headers={header: WEBHOOK_SECRET})  # a redelivery
+        assert again.status_code == 200
+        garbage = client.post(url, content=b"{not json", headers={header: WEBHOOK_SECRET})
+        assert garbage.status_code == 400
+
+    assert bot.alive
+    bot.stop()
+    assert db_rows(db, "SELECT count(*) FROM conversation_turns") == [(1,)]
+    assert db_rows(db, "SELECT update_id, status FROM inbound_updates") == [(1, "done")]
+    assert len(api.sent_messages(chat)) == 1
+    assert api.calls("getUpdates") == []  # no polling in webhook mode
+
+
+# -- 6. configuration errors ----------------------------------------------------------------
+
+
+def test_configuration_errors_exit_2_with_one_clear_line(api, launch, tmp_path):
+    """A missing, malformed or rejected token stops the bot with exit code 2 and a clear line
+    naming TELEGRAM_BOT_TOKEN: no traceback, and never the token itself."""
+    malformed = "not-a-token-MalformedSecret12345"
+    rejected = "654321:RejectedSecretValue_abcdefghij"
+    runs = {
+        "missing": launch(api, workdir=tmp_path / "missing", token=None),
+        "malformed": launch(api, workdir=tmp_path / "malformed", token=malformed),
+        "rejected": launch(api, workdir=tmp_path / "rejected", token=rejected),
+    }
+    for name, bot in runs.items():
+        assert bot.wait(60) == 2, f"{name}: {bot.stderr}"
+        assert "Traceback" not in bot.stderr, name
+
+    [line] = _error_lines(runs["missing"].stderr)
+    assert "TELEGRAM_BOT_TOKEN" in line
+
+    [line] = _error_lines(runs["malformed"].stderr)
+    assert "TELEGRAM_BOT_TOKEN" in line
+    assert "MalformedSecret12345" not in line
+
+    stderr = runs["rejected"].stderr
+    errors = [line for line in _error_lines(stderr) if line.startswith("error:")]
+    assert len(errors) == 1, stderr
+    assert "TELEGRAM_BOT_TOKEN" in errors[0]
+    assert "rejected" in errors[0]
+    assert rejected not in stderr
+    assert rejected.split(":", 1)[1] not in stderr
+
+
+# -- 7. the token stays secret ---------------------------------------------------------------
+
+
+def test_token_never_reaches_logs_or_files(api, chats, polling_bot, tmp_path):
+    """At DEBUG level, through a conversation with failed sends and polls, the token appears
+    neither in the bot's stderr nor in any file it writes."""
+    chat = 7001
+    bot = polling_bot(AGENT_LOG_LEVEL="DEBUG")
+    chats.ask(chat, "my name is Ada")
+    api.fail_next("sendMessage", status=502)
+    api.drop_connections("getUpdates")
+    assert "Ada" in chats.ask(chat, "what's my name?").text
+    chats.ask(chat, "remind me to book the hotel")
+    chats.ask(chat, "/memory")
+    chats.ask(chat, "/export")
+    bot.stop()
+
+    stderr = bot.stderr
+    assert "DEBUG" in stderr
+    assert "getUpdates" in stderr  # the Bot API calls were logged...
+    assert "[REDACTED]" in stderr  # ...and a line that held the token was redacted
+    assert "polling failed" in stderr  # the error paths ran
+    assert "sending failed" in stderr
+    assert TOKEN not in stderr
+    assert TOKEN_SECRET not in stderr
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert any(path.suffix == ".json" for path in files)
+    for path in files:
+        assert TOKEN_SECRET.encode() not in path.read_bytes(), path
+
+
+def test_reminder_log_lines_name_the_job_not_the_message_that_set_it(api, chats, polling_bot):
+    """A reminder firing logs under its chat and job id, not under the update_id of the
+    message that set it (each chat worker starts from a clean logging context)."""
+    chat = 7002
+    bot = polling_bot(AGENT_LOG_LEVEL="DEBUG")
+    chats.ask(chat, "remind me in 1 second to stretch")
+    api.wait_for(lambda a: _reminders(a, chat, "stretch"), 30, "the reminder never fired")
+    bot.stop()
+    lines = [line for line in bot.stderr.splitlines() if "job_id=job_" in line]
+    assert lines, "the reminder logged nothing with its job id"
+    assert all(f"chat_id={chat}" in line and "update_id=" not in line for line in lines), lines
+
+
+# -- 8. the terminal -------------------------------------------------------------------------
+
+
+def test_console_through_a_pipe_remembers_across_runs(launch, tmp_path):
+    """``run_bot.py --console`` answers lines from a pipe on stdout, without a token, and a
+    second run on the same files still knows what the first was told."""
+    first = launch(token=None, args=("--console",), stdin=subprocess.PIPE)
+    lines = [
+        "my name is Ada",
+        "I'm planning a trip to Lisbon in May",
+        "what's my name?",
+        "remind me to book the hotel",
+        "/loops",
+        "/history 2",
+    ]
+    assert first.communicate("\n".join(lines) + "\n") == 0, first.stderr
+    out = first.stdout
+    assert "Nice to meet you, Ada" in out
+    assert "Your name is Ada" in out
+    assert "to do: book the hotel" in out
+    assert "The last 2 turns" in out
+    assert "Traceback" not in first.stderr
+
+    second = launch(token=None, args=("--console",), stdin=subprocess.PIPE)
+    assert second.communicate("what's my name?\nwhat do you know about me?\n/loops\n") == 0
+    out = second.stdout
+    assert "Your name is Ada" in out
+    assert "Lisbon" in out
+    assert "to do: book the hotel" in out
+    assert "Traceback" not in second.stderr
+    sessions = db_rows(tmp_path / "memory.db", "SELECT count(*) FROM conversation_sessions")
+    assert sessions == [(1,)]
