@@ -73,7 +73,9 @@ class ChatDispatcher(Generic[K, T]):
                     finally:
                         queue.popleft()
         finally:
-            # Cancelled or done, the chat gets a fresh worker with its next item.
+            # Done, or cancelled at shutdown (what was queued is rebuilt at the next start from
+            # the journal, the undelivered turns and the active jobs): the next submit for
+            # this chat starts a fresh worker.
             del self._queues[key]
 
     def _worker_done(self, worker: asyncio.Task[None]) -> None:

@@ -53,8 +53,17 @@ def entry_from_update(update: Update) -> JournalEntry:
 
 
 def update_from_entry(entry: JournalEntry, bot: Bot) -> Update:
-    """Rebuild the update a journal entry holds."""
-    update = Update.de_json(orjson.loads(entry.payload), bot)
+    """Rebuild the update a journal entry holds.
+
+    Raises:
+        ValueError: the payload is not the JSON of an update.
+    """
+    try:
+        data = orjson.loads(entry.payload)
+        # PTB reports a payload of the wrong shape as TypeError/AttributeError/KeyError.
+        update = Update.de_json(data, bot) if isinstance(data, dict) else None
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ValueError(f"journal entry {entry.update_id} holds no readable update") from exc
     if update is None:
         raise ValueError(f"journal entry {entry.update_id} holds no update")
     return update
