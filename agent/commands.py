@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.memory import ConversationLane, ConversationTurn, RetrievedItem, render_packet
+from agent.memory import ConversationLane, ConversationTurn, render_packet
 
 __all__ = ["COMMANDS", "CommandCenter", "CommandReply"]
 
@@ -74,13 +74,6 @@ def _turn_lines(turn: ConversationTurn) -> list[str]:
     return lines
 
 
-def _recall_line(item: RetrievedItem) -> str:
-    label = "remembered: " if item.kind == "memory" else ""
-    lines = item.text.splitlines() or [""]
-    text = " / ".join(_excerpt(line) for line in lines)
-    return f"- {label}{text} [{item.score:.2f}]"
-
-
 class CommandCenter:
     """Runs commands against the memory lane for one chat at a time.
 
@@ -107,8 +100,7 @@ class CommandCenter:
         return CommandReply(_HELP)
 
     async def _cmd_memory(self, chat_id: int, args: str) -> CommandReply:
-        # With retrieval, as a reply to the chat's last message would have it.
-        packet = await self.lane.context(chat_id)
+        packet = self.lane.packet(chat_id)
         if packet is None:
             return CommandReply("I have no memory of this chat yet. Say something!")
         return CommandReply(
@@ -157,12 +149,11 @@ class CommandCenter:
     async def _cmd_recall(self, chat_id: int, args: str) -> CommandReply:
         if not args:
             return CommandReply("Usage: /recall <words>, for example /recall hotel.")
-        # The retriever that fills packets, so /recall shows what a reply could draw on.
-        items = await self.lane.recall(chat_id, args, _RECALL_HITS)
-        if not items:
+        hits = await self.lane.search(chat_id, args, _RECALL_HITS)
+        if not hits:
             return CommandReply(f"Nothing in this conversation matches {_excerpt(args)!r}.")
-        lines = [_recall_line(item) for item in items]
-        return CommandReply("Best matches (score 0-1):\n" + "\n".join(lines))
+        lines = [line for turn, _ in hits for line in _turn_lines(turn)]
+        return CommandReply("Best matches:\n" + "\n".join(lines))
 
     async def _cmd_new(self, chat_id: int, args: str) -> CommandReply:
         closed = await self.lane.new_session(chat_id)
