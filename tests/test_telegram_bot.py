@@ -236,6 +236,38 @@ def test_restart_keeps_facts_loops_and_reminders(api, chats, polling_bot, tmp_pa
     assert len(_reminders(api, chat, "stretch")) == 1
 
 
+def test_reminder_set_before_a_kill_fires_after_the_restart(api, chats, polling_bot):
+    """A reminder committed before a SIGKILL is re-scheduled at the next start and fires once."""
+    chat = 2003
+    first = polling_bot()
+    assert "water" in chats.ask(chat, "remind me in 3 seconds to water the plants").text
+    first.kill()
+    assert _reminders(api, chat, "water") == [], "the reminder fired before the kill"
+    second = polling_bot()
+    api.wait_for(lambda a: _reminders(a, chat, "water"), 30, "the reminder never fired")
+    assert "water" not in chats.ask(chat, "/loops").text
+    second.stop()
+    assert len(_reminders(api, chat, "water")) == 1
+
+
+def test_allow_list_refuses_others_and_keeps_nothing_of_theirs(api, chats, polling_bot, tmp_path):
+    """With AGENT_ALLOWED_USER_IDS set, a stranger gets one polite refusal per message and
+    nothing they wrote is stored; an allowed user is answered."""
+    bot = polling_bot(AGENT_ALLOWED_USER_IDS="4242, 4343")
+    refusal = chats.ask(5005, "my secret is swordfish", user_id=5005).text
+    assert "private" in refusal
+    assert "Ada" in chats.ask(4242, "my name is Ada", user_id=4242).text
+    bot.stop()
+    db = tmp_path / "memory.db"
+    assert db_rows(
+        db, "SELECT count(*) FROM conversation_turns WHERE user_text LIKE '%sword%'"
+    ) == [(0,)]
+    assert db_rows(db, "SELECT count(*) FROM inbound_updates WHERE payload LIKE '%sword%'") == [
+        (0,)
+    ]
+    assert db_rows(db, "SELECT count(*) FROM conversation_sessions WHERE chat_id = 5005") == [(0,)]
+
+
 # -- 3. chats apart, and a group -------------------------------------------------------------
 
 
