@@ -154,3 +154,144 @@ CREATE TRIGGER memory_sources_orphan AFTER DELETE ON memory_sources
     WHEN NOT EXISTS (SELECT 1 FROM memory_sources WHERE memory_id = old.memory_id) BEGIN
     DELETE FROM memories WHERE memory_id = old.memory_id;
 END;
+
+-- migration: 0005_summary_chain
+-- The summary version chain (DESIGN.md section 4, seed 004): one row per version of a session's
+-- rolling summary. An 'extractive' row is written in the transaction of the turn whose fold made
+-- it, so the chain is never ahead of or behind the turn log; its text is the SessionState's
+-- rolling_summary after that turn (I6), delta what the fold added, from_seq..to_seq the turns
+-- the delta covers, parent_summary_id the version it was built on. An 'llm' row is the optional
+-- model summary of an extractive version (same version and range, parent = that row), written in
+-- the background: 'processing' while the model runs, then 'completed' or 'failed'. It never
+-- changes the session state. parent_summary_id is no foreign key on purpose: retention prunes old
+-- versions (SqliteSummaryStore), and a row keeps naming the version it was built on. Ids are
+-- AUTOINCREMENT so that a pruned id is never reused. Rows go with their session (/forget, prune).
+CREATE TABLE conversation_summaries (
+    summary_id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id        TEXT NOT NULL
+                      REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    version           INTEGER NOT NULL CHECK (version >= 1),
+    from_seq          INTEGER NOT NULL CHECK (from_seq >= 1),
+    to_seq            INTEGER NOT NULL,
+    parent_summary_id INTEGER,
+    summarizer        TEXT NOT NULL CHECK (summarizer IN ('extractive', 'llm')),
+    status            TEXT NOT NULL CHECK (status IN ('processing', 'completed', 'failed')),
+    text              TEXT NOT NULL DEFAULT '',
+    delta             TEXT NOT NULL DEFAULT '',
+    error             TEXT,
+    generation_ms     INTEGER,
+    created_at        TEXT NOT NULL,
+    completed_at      TEXT,
+    CHECK (to_seq >= from_seq),
+    -- The extractive summary is written whole, in the turn's transaction: never in progress.
+    CHECK (summarizer = 'llm' OR status = 'completed')
+);
+
+-- One extractive version per number and session; also the index of "the latest version".
+CREATE UNIQUE INDEX conversation_summaries_version
+    ON conversation_summaries (session_id, version) WHERE summarizer = 'extractive';
+-- The latest completed (or any) row of each summarizer, and retention's range deletes.
+CREATE INDEX conversation_summaries_latest
+    ON conversation_summaries (session_id, summarizer, status, version);
+-- Never two model summaries in progress for one session, whatever the number of processes.
+CREATE UNIQUE INDEX conversation_summaries_processing
+    ON conversation_summaries (session_id) WHERE status = 'processing';
+
+-- migration: 0006_retrieval
+-- Retrieval (DESIGN.md section 4): BM25 over a session's older turns, its summary deltas and
+-- its chat's long-term memories, with a cost that does not grow with other chats' history.
+-- Each index carries its scope (the session id, or a chat key) as an indexed column, so the
+-- MATCH expression itself restricts to the scope ('session_id : "ses_..." AND (...)'): FTS5
+-- intersects posting lists instead of ranking every chat's matches and filtering afterwards.
+-- tokenchars '_' keeps an id like ses_0123... one token; porter lets "painting" find "painted".
+-- All three are external-content indexes (the text lives once, in its table); triggers keep
+-- them in step, including the cascade deletes of /forget and prune.
+--
+-- The turn index of 0003 is replaced: it had no session column and a plain tokenizer.
+DROP TRIGGER conversation_turns_fts_insert;
+DROP TRIGGER conversation_turns_fts_delete;
+DROP TRIGGER conversation_turns_fts_update;
+DROP TABLE conversation_turns_fts;
+CREATE VIRTUAL TABLE conversation_turns_fts USING fts5 (
+    session_id,
+    speaker,
+    user_text,
+    assistant_text,
+    content = 'conversation_turns',
+    content_rowid = 'rowid',
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '_'"
+);
+CREATE TRIGGER conversation_turns_fts_insert AFTER INSERT ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts (rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (new.rowid, new.session_id, new.speaker, new.user_text, new.assistant_text);
+END;
+CREATE TRIGGER conversation_turns_fts_delete AFTER DELETE ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts
+        (conversation_turns_fts, rowid, session_id, speaker, user_text, assistant_text)
+    VALUES ('delete', old.rowid, old.session_id, old.speaker, old.user_text, old.assistant_text);
+END;
+CREATE TRIGGER conversation_turns_fts_update
+    AFTER UPDATE OF session_id, speaker, user_text, assistant_text ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts
+        (conversation_turns_fts, rowid, session_id, speaker, user_text, assistant_text)
+    VALUES ('delete', old.rowid, old.session_id, old.speaker, old.user_text, old.assistant_text);
+    INSERT INTO conversation_turns_fts (rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (new.rowid, new.session_id, new.speaker, new.user_text, new.assistant_text);
+END;
+INSERT INTO conversation_turns_fts (conversation_turns_fts) VALUES ('rebuild');
+
+-- The summary chain's deltas (each covers turns from_seq..to_seq); model rows have none.
+CREATE VIRTUAL TABLE conversation_summaries_fts USING fts5 (
+    session_id,
+    delta,
+    content = 'conversation_summaries',
+    content_rowid = 'summary_id',
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '_'"
+);
+CREATE TRIGGER conversation_summaries_fts_insert AFTER INSERT ON conversation_summaries BEGIN
+    INSERT INTO conversation_summaries_fts (rowid, session_id, delta)
+    VALUES (new.summary_id, new.session_id, new.delta);
+END;
+CREATE TRIGGER conversation_summaries_fts_delete AFTER DELETE ON conversation_summaries BEGIN
+    INSERT INTO conversation_summaries_fts (conversation_summaries_fts, rowid, session_id, delta)
+    VALUES ('delete', old.summary_id, old.session_id, old.delta);
+END;
+CREATE TRIGGER conversation_summaries_fts_update
+    AFTER UPDATE OF session_id, delta ON conversation_summaries BEGIN
+    INSERT INTO conversation_summaries_fts (conversation_summaries_fts, rowid, session_id, delta)
+    VALUES ('delete', old.summary_id, old.session_id, old.delta);
+    INSERT INTO conversation_summaries_fts (rowid, session_id, delta)
+    VALUES (new.summary_id, new.session_id, new.delta);
+END;
+INSERT INTO conversation_summaries_fts (conversation_summaries_fts) VALUES ('rebuild');
+
+-- Long-term memory decay (seed 003): decay is the factor of the last consolidation (1.0: fresh),
+-- effective score = importance * decay; archived_at is when consolidation archived the memory.
+-- chat_key is the chat's one-token scope for the index (chat ids may be negative).
+ALTER TABLE memories ADD COLUMN decay REAL NOT NULL DEFAULT 1.0;
+ALTER TABLE memories ADD COLUMN archived_at TEXT;
+ALTER TABLE memories ADD COLUMN chat_key TEXT
+    GENERATED ALWAYS AS ('chat_' || replace(CAST(chat_id AS TEXT), '-', 'm')) VIRTUAL;
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    chat_key,
+    key,
+    text,
+    content = 'memories',
+    content_rowid = 'rowid',
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '_'"
+);
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, chat_key, key, text)
+    VALUES (new.rowid, new.chat_key, new.key, new.text);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, chat_key, key, text)
+    VALUES ('delete', old.rowid, old.chat_key, old.key, old.text);
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF chat_id, key, text ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, chat_key, key, text)
+    VALUES ('delete', old.rowid, old.chat_key, old.key, old.text);
+    INSERT INTO memories_fts (rowid, chat_key, key, text)
+    VALUES (new.rowid, new.chat_key, new.key, new.text);
+END;
+INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.memory import ConversationLane, ConversationTurn, render_packet
+from agent.memory import ConversationLane, ConversationTurn, RetrievedItem, render_packet
 
 __all__ = ["COMMANDS", "CommandCenter", "CommandReply"]
 
@@ -74,6 +74,16 @@ def _turn_lines(turn: ConversationTurn) -> list[str]:
     return lines
 
 
+_LOOP_LABELS = {"commitment": "promised", "request": "asked for", "question": "unanswered"}
+
+
+def _recall_line(item: RetrievedItem) -> str:
+    label = "remembered: " if item.kind == "memory" else ""
+    lines = item.text.splitlines() or [""]
+    text = " / ".join(_excerpt(line) for line in lines)
+    return f"- {label}{text} [{item.score:.2f}]"
+
+
 class CommandCenter:
     """Runs commands against the memory lane for one chat at a time.
 
@@ -100,7 +110,8 @@ class CommandCenter:
         return CommandReply(_HELP)
 
     async def _cmd_memory(self, chat_id: int, args: str) -> CommandReply:
-        packet = self.lane.packet(chat_id)
+        # With retrieval, as a reply to the chat's last message would have it.
+        packet = await self.lane.context(chat_id)
         if packet is None:
             return CommandReply("I have no memory of this chat yet. Say something!")
         return CommandReply(
@@ -135,7 +146,7 @@ class CommandCenter:
         packet = self.lane.packet(chat_id)
         if packet is None:
             return CommandReply("Nothing open.")
-        lines = [f"- to do: {loop.text}" for loop in packet.open_loops]
+        lines = [f"- {_LOOP_LABELS.get(lp.kind, 'to do')}: {lp.text}" for lp in packet.open_loops]
         lines += [f"- waiting for your answer: {c.question}" for c in packet.pending_clarifications]
         lines += [
             f"- reminder: {job.label or job.job_id}"
@@ -149,11 +160,12 @@ class CommandCenter:
     async def _cmd_recall(self, chat_id: int, args: str) -> CommandReply:
         if not args:
             return CommandReply("Usage: /recall <words>, for example /recall hotel.")
-        hits = await self.lane.search(chat_id, args, _RECALL_HITS)
-        if not hits:
+        # The retriever that fills packets, so /recall shows what a reply could draw on.
+        items = await self.lane.recall(chat_id, args, _RECALL_HITS)
+        if not items:
             return CommandReply(f"Nothing in this conversation matches {_excerpt(args)!r}.")
-        lines = [line for turn, _ in hits for line in _turn_lines(turn)]
-        return CommandReply("Best matches:\n" + "\n".join(lines))
+        lines = [_recall_line(item) for item in items]
+        return CommandReply("Best matches (score 0-1):\n" + "\n".join(lines))
 
     async def _cmd_new(self, chat_id: int, args: str) -> CommandReply:
         closed = await self.lane.new_session(chat_id)

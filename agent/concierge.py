@@ -14,7 +14,8 @@ What it understands (each reply names its ``intent``):
   ``close_todo``; "what is still open?": ``list_open``;
 - timed reminders ("remind me in 10 minutes to call mom"): ``set_reminder``, with a
   ``schedule_reminder`` job ref that the adapter schedules after the turn is committed;
-- "what did we talk about?": ``recap``; greetings and thanks: ``smalltalk``; ``help``;
+- "what did we talk about?": ``recap``; "what did we decide?": ``list_decisions`` (a group's
+  decisions and the proposals still open); greetings and thanks: ``smalltalk``; ``help``;
   anything else: ``unknown``, said honestly, with what it can do.
 
 Facts and to-dos in the current message are not in the packet yet (the state manager records
@@ -89,6 +90,12 @@ _ASK_RECAP = re.compile(
     r"|\bwhat were we (?:talking|discussing)\b|\bwhere were we\b|\brecap\b|\bsummar(?:y|i[sz]e)\b",
     _F,
 )
+_ASK_DECISIONS = re.compile(
+    r"\bwhat (?:did|have) (?:we|you (?:all|guys)) (?:decide|decided|agree|agreed|settle|settled)"
+    r"|\bwhat (?:was|has been|got) (?:decided|agreed)|\b(?:any|the|our) decisions?\b(?: so far)?\?"
+    r"|\bwhat are the decisions\b",
+    _F,
+)
 _ASK_HELP = re.compile(
     r"^/?(?:help|start|menu|commands)\b|\bwhat can you do\b|\bhow do(?:es)? (?:this|you) work\b"
     r"|\bwho are you\b|\bwhat are you\b",
@@ -144,7 +151,11 @@ _SECOND_PERSON = {
     "mine": "yours", "my": "your", "me": "you", "i": "you",
 }  # fmt: skip
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
-_SUMMARY_LINE = re.compile(r"#\d+ (?P<who>[^:\n]{1,80}): (?P<said>.*)")
+# A summary line: "#12 Ada: ..." or, tagged by the summarizer, "#12 Ada [decision]: ...".
+_SUMMARY_LINE = re.compile(
+    r"#\d+ (?P<who>[^:\n\[]{1,80}?)(?: \[(?P<tag>[a-z ]{1,20})\])?: (?P<said>.*)"
+)
+_RECAP_VERBS = {"decision": " decided", "fact": " told me", "open question": " asked"}
 
 
 class Concierge(Protocol):
@@ -368,6 +379,8 @@ def _question(
         return "list_open", _open_items(packet, reading, jobs)
     if _ASK_ABOUT_ME.search(text):
         return "list_facts", _about_you(reading.facts)
+    if _ASK_DECISIONS.search(text):
+        return "list_decisions", _decisions(packet)
     if _ASK_RECAP.search(text):
         return "recap", _recap(packet)
     for pattern, keys, missing in _ASK_FACTS:
@@ -407,7 +420,10 @@ def _open_items(
     sections: list[str] = []
     loops = reading.loops.loops
     if loops:
-        numbered = [f"{n}. {_you(loop.text)}" for n, loop in enumerate(loops, start=1)]
+        numbered = [
+            f"{n}. {_you(loop.text)}{_LOOP_KINDS.get(loop.kind, '')}"
+            for n, loop in enumerate(loops, start=1)
+        ]
         sections.append("Your list:\n" + "\n".join(numbered))
     if packet.pending_clarifications:
         asked = [f"• {c.question}" for c in packet.pending_clarifications]
@@ -440,7 +456,8 @@ def _recap_line(line: str) -> str:
     if said.startswith(" -> "):  # a turn of the bot alone (a reminder firing)
         return f"• me: {said[4:]}"
     who = "you" if match.group("who") == "user" else match.group("who")
-    return f"• {who}: {said.replace(' -> ', ' → ')}"
+    verb = _RECAP_VERBS.get(match.group("tag") or "", "")
+    return f"• {who}{verb}: {said.replace(' -> ', ' → ')}"
 
 
 def _first_sentence(text: str, limit: int) -> str:
@@ -450,7 +467,9 @@ def _first_sentence(text: str, limit: int) -> str:
 
 
 def _recap(packet: ConversationContextPacket) -> str:
-    lines = [_recap_line(x) for x in packet.rolling_session_summary.splitlines() if x.strip()]
+    # Summary lines, not the headers of its parts ("[turns 8-17]").
+    summary = packet.rolling_session_summary.splitlines()
+    lines = [_recap_line(x) for x in summary if x.strip() and not x.startswith("[")]
     lines.extend(_recap_line(x) for x in packet.recent_turn_summaries)
     for turn in packet.recent_turns:
         answer = _first_sentence(turn.assistant_text or "", 80)
@@ -469,6 +488,34 @@ def _recap(packet: ConversationContextPacket) -> str:
     if packet.active_topics:
         said += "\n\nTopics: " + ", ".join(topic.name for topic in packet.active_topics) + "."
     return said
+
+
+_LOOP_KINDS = {"commitment": " (you promised)", "request": " (asked)", "question": " (unanswered)"}
+
+
+def _decisions(packet: ConversationContextPacket) -> str:
+    """A group's decisions, newest last, and the proposals still under discussion."""
+    sections: list[str] = []
+    if packet.decisions:
+        lines = []
+        for decision in packet.decisions:
+            who = ", ".join(decision.supporters) or decision.decided_by
+            lines.append(f"• {decision.outcome} ({who})")
+        sections.append("What was decided:\n" + "\n".join(lines))
+    open_now = [p for p in packet.proposals if p.status == "active"]
+    if open_now:
+        lines = []
+        for proposal in open_now:
+            pro = sum(1 for r in proposal.reactions if r.stance == "support")
+            con = sum(1 for r in proposal.reactions if r.stance == "oppose")
+            lines.append(f"• {proposal.proposer}: {proposal.text} ({pro} for, {con} against)")
+        sections.append("Still under discussion:\n" + "\n".join(lines))
+    if not sections:
+        return (
+            "Nothing has been decided yet. In a group, say “we agreed on …”, “let's go with …” "
+            "or “[DECISION] …” and I'll keep it."
+        )
+    return "\n\n".join(sections)
 
 
 def _name(reading: _Reading) -> str:

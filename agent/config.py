@@ -130,6 +130,26 @@ class Settings(BaseSettings):
         alias="AGENT_SUMMARIZE_EVERY",
         description="Fold older turns into the rolling summary every this many turns.",
     )
+    summary_max_chars: int = Field(
+        default=2000,
+        ge=200,
+        alias="AGENT_SUMMARY_MAX_CHARS",
+        description="Most characters a session's rolling summary holds; older parts compress.",
+    )
+    summary_retention: int = Field(
+        default=100,
+        ge=0,
+        alias="AGENT_SUMMARY_RETENTION",
+        description="Summary versions kept per session in the version chain; 0 keeps them all.",
+    )
+    llm_summarizer: bool = Field(
+        default=False,
+        alias="AGENT_LLM_SUMMARIZER",
+        description=(
+            "Also summarise with the LLM endpoint, in the background; the extractive summary "
+            "stays the session state's and the fall-back."
+        ),
+    )
     recent_turns: int = Field(
         default=3,
         ge=0,
@@ -141,6 +161,81 @@ class Settings(BaseSettings):
         ge=100,
         alias="AGENT_PACKET_TOKEN_BUDGET",
         description="Most tokens (4 characters each) a context packet may hold.",
+    )
+    retrieval_weight_message: float = Field(
+        default=1.0,
+        ge=0,
+        alias="AGENT_RETRIEVAL_WEIGHT_MESSAGE",
+        description="Retrieval score weight of BM25 relevance to the new message.",
+    )
+    retrieval_weight_topics: float = Field(
+        default=0.1,
+        ge=0,
+        alias="AGENT_RETRIEVAL_WEIGHT_TOPICS",
+        description="Retrieval score weight of BM25 relevance to the active topics.",
+    )
+    retrieval_weight_recency: float = Field(
+        default=0.1,
+        ge=0,
+        alias="AGENT_RETRIEVAL_WEIGHT_RECENCY",
+        description="Retrieval score weight of recency (turns back; a memory's decay).",
+    )
+    retrieval_weight_importance: float = Field(
+        default=0.1,
+        ge=0,
+        alias="AGENT_RETRIEVAL_WEIGHT_IMPORTANCE",
+        description="Retrieval score weight of importance (a memory's, or a turn's prior).",
+    )
+    retrieval_weight_open_loop: float = Field(
+        default=0.1,
+        ge=0,
+        alias="AGENT_RETRIEVAL_WEIGHT_OPEN_LOOP",
+        description="Retrieval score weight of opening a loop or question still open.",
+    )
+    retrieval_recency_half_life: float = Field(
+        default=200.0,
+        gt=0,
+        alias="AGENT_RETRIEVAL_RECENCY_HALF_LIFE",
+        description="Turns back after which an older turn's recency score halves.",
+    )
+    retrieval_candidates: int = Field(
+        default=40,
+        ge=1,
+        le=400,
+        alias="AGENT_RETRIEVAL_CANDIDATES",
+        description="Fewest candidates each full-text index returns per query (big budgets: more).",
+    )
+    retrieval_min_score: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        alias="AGENT_RETRIEVAL_MIN_SCORE",
+        description="Retrieved items scoring below this (0-1) stay out of the packet.",
+    )
+    memory_half_life_days: float = Field(
+        default=30.0,
+        gt=0,
+        alias="AGENT_MEMORY_HALF_LIFE_DAYS",
+        description="Days without use after which a long-term memory's decay factor halves.",
+    )
+    memory_archive_below: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        alias="AGENT_MEMORY_ARCHIVE_BELOW",
+        description="Consolidation archives memories whose importance * decay falls below this.",
+    )
+    memory_archive_after_days: float = Field(
+        default=30.0,
+        ge=0,
+        alias="AGENT_MEMORY_ARCHIVE_AFTER_DAYS",
+        description="Memories younger than this many days are never archived.",
+    )
+    memory_consolidate_hours: float = Field(
+        default=6.0,
+        gt=0,
+        alias="AGENT_MEMORY_CONSOLIDATE_HOURS",
+        description="Hours between memory consolidation runs (decay, archive, merge).",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO",

@@ -10,7 +10,8 @@
     ├── CheckpointError        a checkpoint file could not be written or read
     │   └── CheckpointCorrupt  a checkpoint file exists but is not a valid snapshot
     ├── SessionNotFound        a session that must exist does not
-    └── ReplyEngineError       the reply engine (concierge) failed to answer
+    ├── ReplyEngineError       the reply engine (concierge) failed to answer
+    └── SummarizerError        the optional model summarizer failed to summarise
 
 Lookups that may miss return ``None``; operations on something that must exist raise.
 """
@@ -27,6 +28,7 @@ __all__ = [
     "ReplyEngineError",
     "SessionNotFound",
     "StorageError",
+    "SummarizerError",
 ]
 
 
@@ -64,3 +66,7 @@ class SessionNotFound(AgentError):
 
 class ReplyEngineError(AgentError):
     """The reply engine failed to produce an answer."""
+
+
+class SummarizerError(AgentError):
+    """The optional model summarizer failed; the extractive summary stays in use."""

@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 _REDELIVERY_INTERVAL = 60.0
 _JOURNAL_MAINTENANCE_INTERVAL = 3600.0
 _JOURNAL_RETENTION = timedelta(days=7)
+_CONSOLIDATION_DELAY = 120.0
 
 
 def _build_application(settings: Settings) -> Application:  # type: ignore[type-arg]
@@ -91,9 +92,19 @@ async def run_telegram_bot(settings: Settings, stop: asyncio.Event) -> None:
         async def prune_journal(_: CallbackContext) -> None:  # type: ignore[type-arg]
             await journal.prune(older_than=_JOURNAL_RETENTION)
 
+        async def consolidate_memories(_: CallbackContext) -> None:  # type: ignore[type-arg]
+            await lane.consolidate_memories()
+
         job_queue.run_repeating(redeliver, interval=_REDELIVERY_INTERVAL, name="redeliver")
         job_queue.run_repeating(
             prune_journal, interval=_JOURNAL_MAINTENANCE_INTERVAL, first=60, name="prune-journal"
+        )
+        # Long-term memory decay, archive and merge (seed 003); first run soon after start.
+        job_queue.run_repeating(
+            consolidate_memories,
+            interval=settings.memory_consolidate_hours * 3600.0,
+            first=_CONSOLIDATION_DELAY,
+            name="consolidate-memories",
         )
         intake = await _start_intake(settings, adapter, journal, stack)
         logger.info("bot @%s is up", bot.username)

@@ -43,6 +43,7 @@ INTENTS = {
     "set_reminder",
     "list_open",
     "recap",
+    "list_decisions",
     "smalltalk",
     "help",
     "unknown",
@@ -363,9 +364,11 @@ async def test_recap_tells_the_summary_and_the_last_turns(chat):
     assert packet.rolling_session_summary  # folded after turn 10
     reply = await chat.say("what did we talk about?")
     assert reply.intent == "recap"
-    lines = reply.text.splitlines()
+    said, _, topics = reply.text.partition("\n\nTopics: ")
+    assert "weather report" in topics  # the active topics close the recap
+    lines = said.splitlines()
     assert lines[0] == "Here's what we talked about:"
-    assert lines[1] == "• you: my name is Ada → Nice to meet you, Ada."
+    assert lines[1] == "• you told me: name: Ada"  # the summary keeps the fact
     assert (
         lines[-1]
         == "• you: the weather report number 10 says rain → Sorry, I didn't understand that."
@@ -377,9 +380,11 @@ async def test_a_long_recap_keeps_the_newest_exchanges(chat):
     """Beyond twelve exchanges the recap says how many it shows and keeps the newest."""
     for n in range(30):
         await chat.say(f"note {n}")
-    lines = (await chat.say("recap please")).text.splitlines()
+    said, _, topics = (await chat.say("recap please")).text.partition("\n\nTopics: ")
+    lines = said.splitlines()
     assert lines[0].startswith("Here's what we talked about (the last 12 of ")
     assert lines[-1].startswith("• you: note 29 → ")
+    assert topics == "note."
 
 
 async def test_a_recap_of_nothing_says_so(chat):
@@ -463,3 +468,72 @@ async def test_long_or_strange_text_gets_a_bounded_reply_quickly(chat, text):
     assert time.perf_counter() - start < 1.0
     assert reply.text
     assert len(reply.text) <= 4000
+
+
+# -- group decisions and promises ----------------------------------------------------------------
+
+
+def _group_packet(lines: list[tuple[str, str]]) -> ConversationContextPacket:
+    """The packet of a group chat after ``(speaker, text)`` messages the bot only recorded."""
+    manager = ConversationStateManager()
+    state = SessionState(session_id=SID, chat_type="group")
+    for seq, (who, text) in enumerate(lines, start=1):
+        turn = ConversationTurn(
+            turn_id=f"trn_{seq:032x}",
+            session_id=SID,
+            seq=seq,
+            user_text=text,
+            speaker=who,
+            user_id=len(who),
+            status="recorded",
+            created_at=T0,
+        )
+        state = manager.apply(state, turn)
+    return ConversationContextBuilder().build(state, [], now=T0)
+
+
+async def test_what_did_we_decide_lists_decisions_and_open_proposals():
+    """In a group "what did we decide?" lists the decisions with their supporters and the
+    proposals still under discussion with their tally."""
+    packet = _group_packet(
+        [
+            ("Alice", "I propose we meet on Friday at 5"),
+            ("Bob", "+1"),
+            ("Carol", "I disagree"),
+            ("Alice", "we agreed on Friday at 5"),
+            ("Carol", "what if we order pizza for the meeting?"),
+            ("Bob", "-1"),
+        ]
+    )
+    message = InboundMessage(chat_id=-1, text="@bot what did we decide?", received_at=T0)
+
+    reply = await RuleBasedConcierge().reply(packet, message)
+
+    assert reply.intent == "list_decisions"
+    assert reply.text == (
+        "What was decided:\n• Friday at 5 (Alice, Bob)\n\n"
+        "Still under discussion:\n• Carol: we order pizza for the meeting (0 for, 1 against)"
+    )
+
+
+async def test_what_did_we_decide_with_nothing_decided_says_so(chat):
+    """With no decision yet, the answer says how to record one."""
+    reply = await chat.say("what have we agreed so far?")
+
+    assert reply.intent == "list_decisions"
+    assert reply.text.startswith("Nothing has been decided yet.")
+
+
+async def test_the_open_list_marks_promises_and_unanswered_asks(chat):
+    """The open list numbers every loop and says which are promises or unanswered asks."""
+    await chat.say("remind me to book the hotel")
+    await chat.say("I'll send you the budget")
+    await chat.say("can you check the train times to Porto?")
+
+    reply = await chat.say("what is still open?")
+
+    assert reply.intent == "list_open"
+    assert reply.text.startswith(
+        "Your list:\n1. book the hotel\n2. send you the budget (you promised)\n"
+        "3. check the train times to Porto (asked)"
+    )

@@ -162,7 +162,9 @@ def test_readme_defaults_match_the_code():
         if ALIASES[name] not in table or not isinstance(default, int | float | str | Path):
             continue  # absence is the other test's failure; None/sets have no single spelling
         documented = table[ALIASES[name]]
-        if isinstance(default, int | float):
+        if isinstance(default, bool):  # before int: a bool is an int
+            assert documented == str(default).lower(), name
+        elif isinstance(default, int | float):
             assert float(documented) == default, name
         else:
             assert documented == str(default), name

@@ -277,18 +277,30 @@ async def test_packet_holds_last_three_raw_turns_and_rolling_summary(db_path, ch
     async with running_lane(db_path, checkpoint_dir, **options) as (lane, _):
         await talk(lane, CHAT_A, 25, CountingEngine())
         packet = lane.packet(CHAT_A)
+        session = await lane.store.get_session(lane.db.reader, lane.session_id_for_chat(CHAT_A))
+        assert session is not None
+        # What the state alone costs (topics, references): the packet of its bare state.
+        bare = session.state.model_copy(update={"rolling_summary": "", "summary_buffer": ()})
+        state_tokens = lane.builder.build(bare, [], now=T0).token_estimate
 
     assert packet is not None
     assert packet.turn_count == 25
     assert [turn.seq for turn in packet.recent_turns] == [23, 24, 25]
-    # Folds at turns 10 and 20 leave #1-#17 in the rolling summary, #18-#22 compressed.
+    # Folds at turns 10 and 20 leave #1-#17 in the rolling summary (two deltas), #18-#22
+    # compressed to a line each.
     summary_lines = packet.rolling_session_summary.splitlines()
-    assert [line.split()[0] for line in summary_lines] == [f"#{n}" for n in range(1, 18)]
+    assert [line for line in summary_lines if line.startswith("[")] == [
+        "[turns 1-7]",
+        "[turns 8-17]",
+    ]
+    assert {line.split()[0] for line in summary_lines if not line.startswith("[")} == {
+        f"#{n}" for n in range(1, 18)
+    }
     assert [line.split()[0] for line in packet.recent_turn_summaries] == [
         f"#{n}" for n in range(18, 23)
     ]
     rendered = render_packet(packet)
-    for n in range(1, 26):
+    for n in range(18, 26):
         assert f"Message {n} from chat {CHAT_A}." in rendered
         # The whole transcript is never injected: only the raw turns keep their details.
         assert (f"Detail {n} of chat" in rendered) == (n >= 23)
@@ -299,6 +311,7 @@ async def test_packet_holds_last_three_raw_turns_and_rolling_summary(db_path, ch
         )
         + sum(estimate_tokens(line) for line in packet.recent_turn_summaries)
         + sum(estimate_tokens(line) for line in summary_lines)
+        + state_tokens
     )
     assert packet.token_estimate == expected_tokens
     assert 0 < packet.token_estimate <= 2000
@@ -415,15 +428,12 @@ async def test_shutdown_marks_clean_and_writes_summary_delta(db_path, checkpoint
     assert snapshot is not None
     assert snapshot.state.status == "shutdown_clean"
     assert snapshot.turn_count == 7
-    # Seven lines, no fold yet (every 10): the delta is all but the three raw turns.
+    # Seven turns, no fold yet (every 10): the delta is all but the three raw turns.
     assert len(snapshot.state.summary_buffer) == 7
-    assert snapshot.summary_delta == "\n".join(snapshot.state.summary_buffer[:4])
-    assert [line.split()[0] for line in snapshot.summary_delta.splitlines()] == [
-        "#1",
-        "#2",
-        "#3",
-        "#4",
-    ]
+    delta = snapshot.summary_delta.splitlines()
+    assert delta[0] == "[turns 1-4]"
+    assert {line.split()[0] for line in delta[1:]} == {"#1", "#2", "#3", "#4"}
+    assert snapshot.state.rolling_summary == ""
     # The delta is written beside the state, not folded into it (I6).
     async with running_lane(db_path, checkpoint_dir) as (lane, _):
         rebuilt = await lane.rebuild_state(sid)

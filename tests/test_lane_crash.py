@@ -129,9 +129,12 @@ async def state_at(
     Folds on from the last state this test rebuilt for the session when that is not past
     ``seq`` (the same fold, :meth:`ConversationStateManager.apply`, turn by turn).
     """
-    done, state = verified.folds.get(session_id, (0, SessionState(session_id=session_id)))
+    session = await lane.store.get_session(lane.db.reader, session_id)
+    assert session is not None, f"no session {session_id}"
+    start = SessionState(session_id=session_id, chat_type=session.chat_type)
+    done, state = verified.folds.get(session_id, (0, start))
     if done > seq:
-        done, state = 0, SessionState(session_id=session_id)
+        done, state = 0, start
     async for turn in _turns_between(lane, session_id, done, seq):
         state = lane.states.apply(state, turn)
     return state
@@ -236,6 +239,25 @@ async def check_turn_log(
         )
 
 
+async def check_summary_chain(lane: ConversationLane) -> None:
+    """I6 for the summary version chain: for every session, open or closed, the chain's latest
+    extractive version is the one its state counts, with the state's rolling summary as text
+    (never behind the log), and no version lies beyond it (never ahead)."""
+    desynced = await lane.db.fetchall(
+        "SELECT s.session_id, json_extract(s.state, '$.summary_version') AS version"
+        " FROM conversation_sessions AS s"
+        " LEFT JOIN conversation_summaries AS c ON c.session_id = s.session_id"
+        "  AND c.summarizer = 'extractive'"
+        "  AND c.version = json_extract(s.state, '$.summary_version')"
+        " WHERE (json_extract(s.state, '$.summary_version') > 0"
+        "        AND (c.text IS NULL OR c.text != s.rolling_summary))"
+        "  OR EXISTS (SELECT 1 FROM conversation_summaries AS x"
+        "             WHERE x.session_id = s.session_id AND x.summarizer = 'extractive'"
+        "             AND x.version > json_extract(s.state, '$.summary_version'))"
+    )
+    assert not desynced, f"summary chain out of step with the state: {[tuple(r) for r in desynced]}"
+
+
 async def check_deliveries(lane: ConversationLane, undelivered: list[str]) -> None:
     """I4 bookkeeping: hydrate() reports exactly the answered, unsent turns, and they are only
     the few in flight when the worker died (it sends the reported ones before anything else);
@@ -288,6 +310,7 @@ async def check_restart(paths: Paths, verified: Verified, stats: CrashStats) -> 
         assert integrity == "ok", f"PRAGMA integrity_check: {integrity}"
         await check_checkpoints_before_hydrate(lane, paths, verified, stats)
         await check_turn_log(lane, records, verified, stats)
+        await check_summary_chain(lane)
         report = await lane.hydrate()
         stats.rebuilt_at_hydrate += len(report.rebuilt)
         await check_deliveries(lane, [turn.turn_id for turn in report.undelivered])

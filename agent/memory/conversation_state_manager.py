@@ -9,24 +9,73 @@ What the user says moves the state by rules shared with the offline concierge (s
 acknowledges is what the state records): facts they state about themselves
 (:func:`merge_facts`), to-dos they open and close (:func:`update_open_loops`). Reminders are
 not read from the text: the reply engine schedules them as job refs on the turn.
+
+The other rules of a turn (DESIGN.md section 4), each bounded, none reading the history:
+
+- **topics**: key phrases of what people say, decayed each turn and boosted when mentioned
+  (:class:`~agent.memory.topic_tracker.TopicTracker`);
+- **open loops** beyond to-dos (:func:`update_dialogue_loops`): commitments ("I'll send you
+  the report"), requests ("can you check X?") the bot did not handle, and user questions its
+  reply did not answer (intent ``unknown``). A loop is closed by a closer ("I sent the report",
+  "done 2"), a question by a later statement or handled re-ask that covers it, the newest
+  question or request by "never mind". A closed loop leaves ``open_loops`` with its
+  ``closed_turn`` set and stays in ``closed_loops`` (the last :data:`MAX_CLOSED_LOOPS`) for
+  audit;
+- **pending clarifications** (:func:`update_clarifications`): the bot's reply asked the user
+  something; the next message of that user answers it. While one is pending the status is
+  ``awaiting_clarification`` and the turn's response type ``clarification``; otherwise the
+  status is ``active``. Start-up marks sessions ``resuming`` (lifecycle, outside the fold);
+  the next turn's ``apply`` sets the status again from the state;
+- **resolved entities** ("that task", "the reminder", "it" -> a job, loop, proposal or
+  decision id, or ``topic:<name>``): :func:`~agent.memory.entity_resolution.resolve_entities`;
+- in **group chats** (``state.chat_type`` ``group`` or ``supergroup``): participants,
+  proposals with reactions and decisions
+  (:class:`~agent.memory.deliberation.DeliberationTracker`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agent.memory.conversation_summarizer import ExtractiveSummarizer, Summarizer
-from agent.memory.extraction import content_stems, extract_closers, extract_openers, match_loop
+from agent.memory.deliberation import DeliberationTracker
+from agent.memory.dialogue_acts import bot_question, is_dismissal, question_stems, read_acts
+from agent.memory.entity_resolution import resolve_entities
+from agent.memory.extraction import (
+    Clause,
+    content_stems,
+    extract_closers,
+    extract_openers,
+    match_loop,
+    split_clauses,
+)
 from agent.memory.fact_extraction import extract_facts
-from agent.memory.schemas import ConversationTurn, Fact, OpenLoop, ResponseType, SessionState
+from agent.memory.schemas import (
+    ChatType,
+    ConversationTurn,
+    Fact,
+    JobRef,
+    OpenLoop,
+    PendingClarification,
+    ResponseType,
+    SessionState,
+    SessionStatus,
+)
+from agent.memory.topic_tracker import TopicTracker, key_phrases
 
 __all__ = [
+    "GROUP_CHAT_TYPES",
+    "MAX_CLARIFICATIONS",
+    "MAX_CLOSED_LOOPS",
     "MAX_FACTS",
     "MAX_OPEN_LOOPS",
     "ConversationStateManager",
     "LoopUpdate",
     "merge_facts",
+    "update_clarifications",
+    "update_dialogue_loops",
     "update_open_loops",
 ]
 
@@ -34,6 +83,16 @@ __all__ = [
 MAX_FACTS = 50
 #: The most open loops a session state keeps (the newest win).
 MAX_OPEN_LOOPS = 50
+#: The most closed loops kept for audit (the latest closed).
+MAX_CLOSED_LOOPS = 10
+#: The most pending clarifications kept (the newest).
+MAX_CLARIFICATIONS = 5
+#: Chat types whose sessions track participants, proposals and decisions.
+GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})
+# Reply intents that mean the bot did not handle the message.
+_UNHANDLED_INTENTS = frozenset({"unknown"})
+# Loops a later answer or "never mind" can close (to-dos and promises need a closer).
+_ASKED_KINDS = frozenset({"question", "request"})
 
 
 def _opposite(key: str) -> str | None:
@@ -129,10 +188,143 @@ def update_open_loops(
     )
 
 
-def _response_type(turn: ConversationTurn) -> ResponseType:
+def _handled(turn: ConversationTurn) -> bool:
+    """Whether the bot answered the message (not silent, not "I didn't understand")."""
+    return bool(turn.assistant_text) and turn.intent not in _UNHANDLED_INTENTS
+
+
+@lru_cache(maxsize=4096)  # pure; the open loops' texts are compared again every turn
+def _loop_stems(text: str) -> frozenset[str]:
+    return content_stems(text) or frozenset({text.casefold()})
+
+
+def _covers(said: frozenset[str], asked: frozenset[str]) -> bool:
+    """Whether words ``said`` answer a question about ``asked``: most of its subject words."""
+    common = len(said & asked)
+    return common >= 2 and 2 * common >= len(asked)
+
+
+def update_dialogue_loops(
+    loops: Sequence[OpenLoop],
+    turn: ConversationTurn,
+    clauses: Sequence[Clause],
+    *,
+    owner: str | None = None,
+    first_n: int = 1,
+) -> tuple[tuple[OpenLoop, ...], tuple[OpenLoop, ...]]:
+    """Close the questions and requests a turn answers; open its commitments, requests, questions.
+
+    Closing comes first, and only loops opened before the turn close: a question or request is
+    answered when the message asks it again and the bot handles it, a question also when a
+    statement of the message (or the bot's handled reply) covers most of its subject words;
+    "never mind" drops the newest question or request (of ``owner``, in a group). Then the
+    message opens a ``commitment`` for each promise, a ``request`` for each ask the bot did not
+    handle, and a ``question`` for each question it answered with intent ``unknown``; one with
+    the words of a loop already open is not opened twice. New ids are ``loop-<seq>-<n>`` from
+    ``n = first_n``.
+
+    Args:
+        loops: the open loops after the to-do rules (:func:`update_open_loops`).
+        turn: the turn.
+        clauses: ``turn.user_text`` cut into clauses.
+        owner: who speaks, recorded on the loops opened (group chats).
+        first_n: the number of the first new loop id (after the to-dos the turn opened).
+
+    Returns:
+        The open loops (oldest first) and the loops closed (``closed_turn`` set).
+    """
+    seq = turn.seq
+    handled = _handled(turn)
+    acts = read_acts(clauses)
+    remaining = list(loops)
+    closed: list[OpenLoop] = []
+    asked = [lp for lp in remaining if lp.kind in _ASKED_KINDS]
+    if asked and clauses:
+        said = frozenset().union(*(question_stems(c.text) for c in clauses if not c.question))
+        if handled and any(lp.kind == "question" for lp in asked):
+            said |= question_stems(turn.assistant_text or "")
+        again = [question_stems(text) for text in (*acts.questions, *acts.requests)]
+        for loop in asked:
+            wanted = question_stems(loop.text)
+            repeated = handled and any(_covers(a, wanted) or a == wanted for a in again)
+            if repeated or (loop.kind == "question" and _covers(said, wanted)):
+                remaining.remove(loop)
+                closed.append(loop.model_copy(update={"closed_turn": seq}))
+        if is_dismissal(turn.user_text):
+            mine = [lp for lp in remaining if lp.kind in _ASKED_KINDS and lp.owner == owner]
+            if mine:
+                remaining.remove(mine[-1])
+                closed.append(mine[-1].model_copy(update={"closed_turn": seq}))
+    new: list[tuple[str, str]] = [("commitment", text) for text in acts.commitments]
+    if not handled:
+        new += [("request", text) for text in acts.requests]
+    if bool(turn.assistant_text) and not handled:
+        new += [("question", text) for text in acts.questions]
+    known = {_loop_stems(lp.text) for lp in remaining} if new else set()
+    n = first_n
+    for kind, text in new:
+        stems = _loop_stems(text)
+        if stems in known:
+            continue
+        known.add(stems)
+        remaining.append(
+            OpenLoop(loop_id=f"loop-{seq}-{n}", text=text, kind=kind, opened_turn=seq, owner=owner)
+        )
+        n += 1
+    return tuple(remaining), tuple(closed)
+
+
+def update_clarifications(
+    pending: Sequence[PendingClarification], turn: ConversationTurn, *, owner: str | None = None
+) -> tuple[tuple[PendingClarification, ...], PendingClarification | None]:
+    """Drop the clarifications the turn's message answers; add the one its reply asks.
+
+    Any message of the person asked (``owner``; anyone for ``asked_of=None``) answers what was
+    asked of them; a turn without a user message (a reminder firing) answers nothing. The reply
+    asks when :func:`~agent.memory.dialogue_acts.bot_question` finds a question in it.
+
+    Returns:
+        The pending clarifications (at most :data:`MAX_CLARIFICATIONS`, newest last) and the
+        one the reply asked, if any.
+    """
+    kept = list(pending)
+    if turn.user_text.strip():
+        kept = [c for c in kept if c.asked_of is not None and c.asked_of != owner]
+    question = bot_question(turn.assistant_text, turn.intent, turn.user_text)
+    asked = None
+    if question is not None:
+        asked = PendingClarification(question=question, asked_turn=turn.seq, asked_of=owner)
+        kept.append(asked)
+    return tuple(kept[-MAX_CLARIFICATIONS:]), asked
+
+
+def _response_type(turn: ConversationTurn, *, clarification: bool = False) -> ResponseType:
     if not turn.assistant_text:
         return "none"
+    if clarification:
+        return "clarification"
     return "action" if turn.action_name else "text"
+
+
+def _update_jobs(
+    active: Sequence[JobRef], refs: Sequence[JobRef]
+) -> tuple[tuple[JobRef, ...], tuple[JobRef, ...]]:
+    """Return the active jobs after a turn's job refs, and those it newly scheduled."""
+    jobs = {ref.job_id: ref for ref in active}
+    scheduled: list[JobRef] = []
+    for ref in refs:
+        if ref.status != "scheduled":
+            jobs.pop(ref.job_id, None)
+        elif ref.job_id not in jobs:
+            jobs[ref.job_id] = ref
+            scheduled.append(ref)
+    return tuple(jobs.values()), tuple(scheduled)
+
+
+def _speaker(turn: ConversationTurn) -> str | None:
+    if turn.speaker:
+        return turn.speaker
+    return None if turn.user_id is None else f"user {turn.user_id}"
 
 
 class ConversationStateManager:
@@ -140,16 +332,30 @@ class ConversationStateManager:
 
     Args:
         summarizer: folds turns into the rolling summary; default :class:`ExtractiveSummarizer`.
+        topics: keeps the active topics; default :class:`TopicTracker`.
+        deliberation: tracks group participants, proposals and decisions; default
+            :class:`DeliberationTracker`.
     """
 
-    def __init__(self, summarizer: Summarizer | None = None) -> None:
+    def __init__(
+        self,
+        summarizer: Summarizer | None = None,
+        *,
+        topics: TopicTracker | None = None,
+        deliberation: DeliberationTracker | None = None,
+    ) -> None:
         self.summarizer = summarizer or ExtractiveSummarizer()
+        self.topics = topics or TopicTracker()
+        self.deliberation = deliberation or DeliberationTracker()
 
     def apply(self, state: SessionState, turn: ConversationTurn) -> SessionState:
         """Return the state after ``turn``.
 
-        Facts and to-dos come from ``turn.user_text``, job refs from ``turn.job_refs``, the
-        summary from the summarizer; nothing else is read.
+        Facts, to-dos, commitments, requests, questions, topics and (in groups) the
+        deliberation come from ``turn.user_text`` and its speaker; clarifications and answered
+        questions from the reply (``assistant_text`` and ``intent``); job refs from
+        ``turn.job_refs``; the summary from the summarizer. Nothing else is read, and the cost
+        does not depend on the history's length (every part of the state is bounded).
 
         Raises:
             ValueError: the turn belongs to another session or is not the next one.
@@ -161,35 +367,87 @@ class ConversationStateManager:
                 f"turn {turn.turn_id} has seq {turn.seq}; session {state.session_id} expects "
                 f"{state.turn_count + 1}"
             )
-        summary = self.summarizer.fold(state.rolling_summary, state.summary_buffer, turn)
-        facts = merge_facts(state.facts, extract_facts(turn.user_text, turn=turn.seq))
-        loops = update_open_loops(state.open_loops, turn.user_text, seq=turn.seq).loops
-        jobs = {ref.job_id: ref for ref in state.active_job_refs}
-        for ref in turn.job_refs:
-            if ref.status == "scheduled":
-                jobs.setdefault(ref.job_id, ref)
-            else:
-                jobs.pop(ref.job_id, None)
+        summary = self.summarizer.fold(state, turn)
+        seq = turn.seq
+        group = state.chat_type in GROUP_CHAT_TYPES
+        owner = _speaker(turn) if group else None
+        clauses = split_clauses(turn.user_text) if turn.user_text.strip() else ()
+        facts = merge_facts(state.facts, extract_facts(turn.user_text, turn=seq))
+        todos = update_open_loops(state.open_loops, turn.user_text, seq=seq)
+        todo_loops = todos.loops
+        if owner is not None:  # in a group, a to-do belongs to whoever said it
+            todo_loops = tuple(
+                lp.model_copy(update={"owner": owner}) if lp.opened_turn == seq else lp
+                for lp in todo_loops
+            )
+        loops, answered = update_dialogue_loops(
+            todo_loops, turn, clauses, owner=owner, first_n=len(todos.opened) + 1
+        )
+        loops = loops[-MAX_OPEN_LOOPS:]
+        closed = (*state.closed_loops, *todos.closed, *answered)[-MAX_CLOSED_LOOPS:]
+        jobs, scheduled = _update_jobs(state.active_job_refs, turn.job_refs)
+        mentioned = key_phrases(turn.user_text) if clauses else ()
+        topics = self.topics.update(state.active_topics, mentioned, seq=seq)
+        pending, asked = update_clarifications(state.pending_clarifications, turn, owner=owner)
+        participants, proposals, decisions = state.participants, state.proposals, state.decisions
+        proposal_id = decision_id = None
+        if group:
+            moved = self.deliberation.apply(participants, proposals, decisions, turn, clauses)
+            participants, proposals, decisions = (
+                moved.participants,
+                moved.proposals,
+                moved.decisions,
+            )
+            proposal_id, decision_id = moved.proposal_id, moved.decision_id
+        entities = resolve_entities(
+            state.resolved_entities,
+            topics=topics,
+            loops=loops,
+            jobs=jobs,
+            proposals=proposals,
+            decisions=decisions,
+            mentioned=mentioned,
+            opened_loops=tuple(lp for lp in loops if lp.opened_turn == seq),
+            scheduled=scheduled,
+            proposal_id=proposal_id,
+            decision_id=decision_id,
+        )
+        status: SessionStatus = "awaiting_clarification" if pending else "active"
         return state.model_copy(
             update={
-                "status": "active",
-                "turn_count": turn.seq,
+                "status": status,
+                "turn_count": seq,
                 "last_intent": turn.intent,
-                "last_response_type": _response_type(turn),
-                "active_job_refs": tuple(jobs.values()),
+                "last_response_type": _response_type(turn, clarification=asked is not None),
+                "active_topics": topics,
+                "pending_clarifications": pending,
+                "active_job_refs": jobs,
                 "facts": facts,
                 "open_loops": loops,
-                "rolling_summary": summary.rolling_summary,
-                "summary_buffer": summary.summary_buffer,
-                "last_summary_delta": summary.last_summary_delta,
+                "closed_loops": closed,
+                "resolved_entities": entities,
+                "participants": participants,
+                "proposals": proposals,
+                "decisions": decisions,
+                **summary.as_update(),
             }
         )
 
     async def rebuild(
-        self, session_id: str, turns: AsyncIterable[ConversationTurn]
+        self,
+        session_id: str,
+        turns: AsyncIterable[ConversationTurn],
+        *,
+        chat_type: ChatType = "private",
     ) -> SessionState:
-        """Fold the whole turn log of a session into its state (slow: reads every turn)."""
-        state = SessionState(session_id=session_id)
+        """Fold the whole turn log of a session into its state (slow: reads every turn).
+
+        Args:
+            session_id: the session.
+            turns: its turns, in order.
+            chat_type: the session's chat type (the fold starts from a state of that type).
+        """
+        state = SessionState(session_id=session_id, chat_type=chat_type)
         async for turn in turns:
             state = self.apply(state, turn)
         return state

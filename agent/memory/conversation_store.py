@@ -136,8 +136,18 @@ class ConversationStore(Protocol):
         """Return the session's turns that best match ``words`` (BM25), best first."""
         ...
 
+    async def word_counts(self, conn: Any, words: list[str], *, cap: int) -> dict[str, int]:
+        """Return in how many turns (of all sessions) each word occurs, counting up to ``cap``."""
+        ...
+
     async def get_turn(self, conn: Any, session_id: str, seq: int) -> ConversationTurn | None:
         """Return one turn of a session, or ``None``."""
+        ...
+
+    async def get_turns(
+        self, conn: Any, session_id: str, seqs: list[int]
+    ) -> list[ConversationTurn]:
+        """Return the turns of a session with these seqs (those that exist), in seq order."""
         ...
 
     async def mark_delivered(
@@ -503,20 +513,53 @@ class SqliteConversationStore:
 
         ``words`` is user text: it is reduced to its words, each quoted, so that FTS5 query
         syntax in it (quotes, ``*``, ``NEAR``, ``OR``, column filters) is searched for as plain
-        words and never parsed. The score is BM25's (lower is better).
+        words and never parsed. The score is BM25's (lower is better); a word naming the
+        speaker counts half as much as one in the text.
+
+        The session is part of the MATCH expression (migration 0006 indexes the session id as
+        one token), so FTS5 ranks only this session's matches, and at most ``limit`` of them
+        reach the join: other chats' history costs nothing.
         """
         query = match_query(words)
-        if not query:
+        if not query or limit < 1:
             return []
+        scope = session_id.replace('"', '""')
         rows = await conn.execute_fetchall(
             f"SELECT {_TURN_COLUMNS}, hit.score AS score FROM conversation_turns"
-            " JOIN (SELECT rowid AS hit_rowid, bm25(conversation_turns_fts) AS score"
-            "       FROM conversation_turns_fts WHERE conversation_turns_fts MATCH ?) AS hit"
+            " JOIN (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
+            "       WHERE conversation_turns_fts MATCH ?"
+            "       AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
             " ON conversation_turns.rowid = hit.hit_rowid"
-            " WHERE session_id = ? ORDER BY hit.score, seq DESC LIMIT ?",
-            (query, session_id, limit),
+            " ORDER BY hit.score, seq DESC",
+            (
+                f'session_id : "{scope}" AND {{speaker user_text assistant_text}} : ({query})',
+                limit,
+            ),
         )
         return [(_row_to_turn(row), float(row["score"])) for row in rows]
+
+    async def word_counts(
+        self, conn: aiosqlite.Connection, words: list[str], *, cap: int
+    ) -> dict[str, int]:
+        """Return in how many turns (of all sessions) each word occurs, counting up to ``cap``.
+
+        One query; each count stops at ``cap + 1`` matches (the ``LIMIT`` inside), so its cost
+        is bounded whatever the history's length. Words are quoted (:func:`match_query`).
+        """
+        queries = [match_query(word) for word in words]
+        asked = [(word, query) for word, query in zip(words, queries, strict=True) if query]
+        if not asked:
+            return {}
+        one = (
+            "(SELECT count(*) FROM (SELECT 1 FROM conversation_turns_fts"
+            " WHERE conversation_turns_fts MATCH ? LIMIT ?))"
+        )
+        params: list[Any] = []
+        for _, query in asked:
+            params += [f"{{speaker user_text assistant_text}} : ({query})", cap + 1]
+        rows = await conn.execute_fetchall("SELECT " + ", ".join([one] * len(asked)), params)
+        counts = tuple(next(iter(rows)))
+        return {word: int(count) for (word, _), count in zip(asked, counts, strict=True)}
 
     async def get_turn(
         self, conn: aiosqlite.Connection, session_id: str, seq: int
@@ -527,6 +570,22 @@ class SqliteConversationStore:
             (session_id, seq),
         )
         return next((_row_to_turn(row) for row in rows), None)
+
+    async def get_turns(
+        self, conn: aiosqlite.Connection, session_id: str, seqs: list[int]
+    ) -> list[ConversationTurn]:
+        """Return the turns of a session with these seqs (those that exist), in seq order.
+
+        One query through the primary key, for the neighbours of retrieved turns.
+        """
+        if not seqs:
+            return []
+        rows = await conn.execute_fetchall(
+            f"SELECT {_TURN_COLUMNS} FROM conversation_turns"
+            " WHERE session_id = ? AND seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
+            (session_id, orjson.dumps(sorted(set(seqs)))),
+        )
+        return [_row_to_turn(row) for row in rows]
 
     async def mark_delivered(
         self,

@@ -3,7 +3,8 @@
 A turn moves through durable steps, each committed before the next side effect
 (DESIGN.md section 3):
 
-1. :meth:`ConversationLane.on_turn` builds the packet from memory, asks the reply engine, then
+1. :meth:`ConversationLane.on_turn` builds the packet (the state in memory, plus what the
+   retriever finds for the new message in the database), asks the reply engine, then
    commits the turn *and* the state it leads to in one transaction (group-committed with other
    chats' turns), and only then writes the session's checkpoint file. The caller sends the
    reply after ``on_turn`` returns.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict, deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -30,8 +31,10 @@ from agent.db import Database
 from agent.errors import CheckpointError, SessionNotFound
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_retriever import ConversationRetriever
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
+from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolidator
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
     ConversationCheckpointSnapshot,
@@ -42,18 +45,24 @@ from agent.memory.schemas import (
     JobRef,
     Memory,
     Reply,
+    RetrievedItem,
     SessionState,
     SessionStatus,
+    SummaryVersion,
     dump_json,
     utc_now,
 )
+from agent.memory.summary_store import SqliteSummaryStore, SummaryStore
+from agent.memory.summary_worker import SummaryWorker
 from agent.memory.writer import (
     PromotionPolicy,
     memory_candidates,
     write_conversation_turn,
     write_if_worthy,
+    write_summary_version,
 )
 from agent.utils import ids
+from agent.utils.tokens import estimate_tokens
 
 __all__ = ["ConversationLane", "HydrationReport", "ReplyEngine", "TurnResult"]
 
@@ -137,6 +146,12 @@ class ConversationLane:
         builder: assembles the packet handed to the reply engine.
         memory_store: the long-term memory backend (default: SQLite).
         promotion: the gate that decides what a turn adds to long-term memory.
+        summary_store: the summary version chain's storage (default: SQLite).
+        summary_worker: runs the optional model summarizer after turns that fold;
+            its summaries reach packets as ``llm_session_summary``, never the state (I6).
+        retriever: finds the older turns, summaries and memories relevant to a new message
+            (default: BM25 with the default weights).
+        consolidator: decays, archives and merges long-term memories (the scheduled job).
         clock: returns the current time (tests pass a fixed clock).
     """
 
@@ -150,6 +165,10 @@ class ConversationLane:
         builder: ConversationContextBuilder | None = None,
         memory_store: MemoryStore | None = None,
         promotion: PromotionPolicy | None = None,
+        summary_store: SummaryStore | None = None,
+        summary_worker: SummaryWorker | None = None,
+        retriever: ConversationRetriever | None = None,
+        consolidator: MemoryConsolidator | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.db = db
@@ -159,6 +178,10 @@ class ConversationLane:
         self.builder = builder or ConversationContextBuilder()
         self.memory_store: MemoryStore = memory_store or SqliteMemoryStore()
         self.promotion = promotion or PromotionPolicy()
+        self.summary_store: SummaryStore = summary_store or SqliteSummaryStore()
+        self.summary_worker = summary_worker
+        self.retriever = retriever or ConversationRetriever(self.store, self.memory_store)
+        self.consolidator = consolidator or MemoryConsolidator(self.memory_store)
         self._clock = clock
         # Long-term memories per chat, most important first (what packets carry).
         self._memories: dict[int, tuple[Memory, ...]] = {}
@@ -192,6 +215,8 @@ class ConversationLane:
         await self.db.write(lambda tx: self.store.set_status(tx, "resuming", now=now))
         sessions = await self.store.list_sessions(self.db.reader, limit=None, open_only=True)
         await self._load_memories([session.chat_id for session in sessions])
+        if self.summary_worker is not None:
+            await self.summary_worker.initialize([session.session_id for session in sessions])
         stale: list[_LiveSession] = []
         for session in sessions:
             recent = await self.store.recent_turns(
@@ -306,8 +331,12 @@ class ConversationLane:
                 if known is not None:
                     return TurnResult(turn=known, packet=None, duplicate=True)
             live, is_new = await self._session_for(message)
-            packet = self._packet(live)
-            reply = await engine.reply(packet, message) if message.wants_reply else Reply()
+            if message.wants_reply:
+                # Retrieval reads the database with the new message, before the engine runs.
+                packet = await self._packet_for(live, message.text, is_new=is_new)
+                reply = await engine.reply(packet, message)
+            else:
+                packet, reply = self._packet(live), Reply()
             return await self._commit_turn(live, is_new, message, reply, packet)
 
     async def complete_job(self, chat_id: int, job_id: str, text: str) -> TurnResult | None:
@@ -374,7 +403,8 @@ class ConversationLane:
             speaker=message.speaker,
             message_id=message.message_id,
         )
-        state = self.states.apply(live.state, turn)
+        before = live.state
+        state = self.states.apply(before, turn)
         session = live.session
         # Long-term memory is per chat and read from private talk only: in a group, "my name
         # is" speaks for one member, not for the chat.
@@ -384,6 +414,8 @@ class ConversationLane:
             else []
         )
         promoted: list[Memory] = []
+        # Seed 003: a memory retrieved into the packet the engine answered with was accessed.
+        accessed = [i.ref for i in packet.retrieved if i.kind == "memory"] if packet else []
 
         async def commit(tx: Any) -> ConversationTurn | None:
             # I3, authoritative inside the transaction: the update may have become a turn
@@ -403,6 +435,8 @@ class ConversationLane:
                     now=now,
                 )
             await write_conversation_turn(tx, self.store, turn, state, now=now)
+            # The summary version the fold made commits with its turn (I6: never apart).
+            await write_summary_version(tx, self.summary_store, before, state, now=now)
             if candidates:
                 promoted[:] = await write_if_worthy(
                     tx,
@@ -414,6 +448,8 @@ class ConversationLane:
                     now=now,
                     policy=self.promotion,
                 )
+            if accessed:
+                await self.memory_store.touch(tx, accessed, now=now)
             return None
 
         known = await self.db.write(commit)
@@ -426,6 +462,8 @@ class ConversationLane:
         live.state = state
         live.recent.append(turn)
         await self._save_checkpoint(live)
+        if self.summary_worker is not None and state.summary_version != before.summary_version:
+            self.summary_worker.schedule(session.session_id)  # after the commit, never inside
         return TurnResult(turn=turn, packet=packet)
 
     async def _session_for(self, message: InboundMessage) -> tuple[_LiveSession, bool]:
@@ -450,7 +488,7 @@ class ConversationLane:
             title=message.chat_title or message.speaker,
             created_at=now,
             updated_at=now,
-            state=SessionState(session_id=sid),
+            state=SessionState(session_id=sid, chat_type=message.chat_type),
         )
         # A new session enters memory only once its first turn is committed (on_turn): if the
         # engine or the commit fails, the chat's next message must not find a session that the
@@ -504,19 +542,92 @@ class ConversationLane:
     # -- reading ---------------------------------------------------------------------------
 
     def packet(self, chat_id: int) -> ConversationContextPacket | None:
-        """Return the packet the chat's next turn would get, or ``None`` for an unknown chat."""
+        """Return the chat's packet from what the lane holds, without retrieval.
+
+        The state, last turns, memories and summaries, as a turn's packet has them but with no
+        retrieved items (those depend on the next message: see :meth:`context`). ``None`` for
+        an unknown chat.
+        """
         sid = self._chat_sessions.get(chat_id)
         if sid is None:
             return None
         return self._packet(self._live[sid])
 
-    def _packet(self, live: _LiveSession) -> ConversationContextPacket:
-        return self.builder.build(
+    async def context(
+        self, chat_id: int, text: str | None = None
+    ) -> ConversationContextPacket | None:
+        """Return the packet a message ``text`` would get now, retrieval included.
+
+        Without ``text`` (``/memory``: the next message is not known yet) the retrieval query
+        is the chat's last message, and the active topics as always. Nothing is written.
+
+        Returns:
+            The packet, or ``None`` for a chat with no open session.
+        """
+        sid = self._chat_sessions.get(chat_id)
+        if sid is None:
+            return None
+        live = self._live[sid]
+        if text is None:
+            text = live.recent[-1].user_text if live.recent else ""
+        return await self._packet_for(live, text, is_new=False)
+
+    async def recall(self, chat_id: int, words: str, limit: int = 5) -> list[RetrievedItem]:
+        """Search the chat's open session and memories for ``words``, best first (``/recall``).
+
+        The same retriever and scores as a turn's packet, over every turn of the session
+        (the latest included) and the chat's long-term memories.
+        """
+        sid = self._chat_sessions.get(chat_id)
+        if sid is None or limit < 1:
+            return []
+        live = self._live[sid]
+        items = await self.retriever.retrieve(
+            self.db.reader,
+            chat_id=chat_id,
+            session_id=sid,
+            text=words,
+            now=self._clock(),
+            state=live.state.model_copy(update={"active_topics": ()}),
+        )
+        return items[:limit]
+
+    async def _packet_for(
+        self, live: _LiveSession, text: str, *, is_new: bool
+    ) -> ConversationContextPacket:
+        # The raw turns the packet carries anyway are no candidates; a session not committed
+        # yet has no turns to search, but its chat may have memories.
+        state = live.state
+        retrieved = await self.retriever.retrieve(
+            self.db.reader,
+            chat_id=live.session.chat_id,
+            session_id=None if is_new else live.session.session_id,
+            text=text,
+            now=self._clock(),
+            state=state,
+            before_seq=state.turn_count - self.builder.recent_turns + 1,
+            token_budget=self.builder.token_budget,
+        )
+        return self._packet(live, retrieved)
+
+    def _packet(
+        self, live: _LiveSession, retrieved: Sequence[RetrievedItem] = ()
+    ) -> ConversationContextPacket:
+        packet = self.builder.build(
             live.state,
             live.recent,
             now=self._clock(),
             memories=self._memories.get(live.session.chat_id, ()),
+            retrieved=retrieved,
         )
+        if self.summary_worker is None:
+            return packet
+        # The model's summary rides along, not in the state (I6), when the budget has room.
+        text = self.summary_worker.latest_text(live.session.session_id)
+        tokens = packet.token_estimate + estimate_tokens(text)
+        if not text or tokens > self.builder.token_budget:
+            return packet
+        return packet.model_copy(update={"llm_session_summary": text, "token_estimate": tokens})
 
     def now(self) -> datetime:
         """Return the current time by the lane's clock."""
@@ -579,6 +690,17 @@ class ConversationLane:
         """Return the turn as the database has it now (``None`` once erased)."""
         return await self.store.get_turn(self.db.reader, turn.session_id, turn.seq)
 
+    async def summary_history(
+        self, session_id: str, *, limit: int | None = None
+    ) -> list[SummaryVersion]:
+        """Return a session's summary version chain, oldest first (for audits and tools).
+
+        Args:
+            session_id: the session.
+            limit: only the newest this many versions.
+        """
+        return await self.summary_store.history(self.db.reader, session_id, limit=limit)
+
     async def rebuild_state(self, session_id: str) -> SessionState:
         """Fold a session's whole turn log into its state (I6; reads every turn).
 
@@ -589,7 +711,9 @@ class ConversationLane:
         if session is None:
             raise SessionNotFound(f"no session {session_id}")
         return await self.states.rebuild(
-            session_id, self.store.iter_turns(self.db.reader, session_id)
+            session_id,
+            self.store.iter_turns(self.db.reader, session_id),
+            chat_type=session.chat_type,
         )
 
     # -- managing sessions -----------------------------------------------------------------
@@ -614,14 +738,23 @@ class ConversationLane:
     async def forget_session(self, session_id: str) -> bool:
         """Erase a session everywhere, with the long-term memories that came only from it.
 
-        Its row, turns, full-text index entries and checkpoint file go; so do memories that no
-        other session of the chat stated.
+        Its row, turns, summary versions, full-text index entries and checkpoint file go
+        (a model summary still running for it is cancelled); so do memories that no other
+        session of the chat stated.
 
         Returns:
             Whether the session existed.
         """
         session = await self.store.get_session(self.db.reader, session_id)
-        deleted = await self.db.write(lambda tx: self.store.delete_session(tx, session_id))
+
+        async def erase(tx: Any) -> bool:
+            deleted = await self.store.delete_session(tx, session_id)
+            if deleted:
+                # The full-text indexes keep tombstones next to erased text until merged.
+                await self.retriever.purge(tx)
+            return deleted
+
+        deleted = await self.db.write(erase)
         await self.checkpoints.delete(session_id)
         self._forget_live(session_id)
         if session is not None:
@@ -632,9 +765,14 @@ class ConversationLane:
     async def prune(self, *, older_than_days: float) -> list[str]:
         """Erase every session with no activity for ``older_than_days``; return their ids."""
         cutoff = self._clock() - timedelta(days=older_than_days)
-        pruned = await self.db.write(
-            lambda tx: self.store.prune_sessions(tx, inactive_since=cutoff)
-        )
+
+        async def erase(tx: Any) -> list[str]:
+            pruned = await self.store.prune_sessions(tx, inactive_since=cutoff)
+            if pruned:
+                await self.retriever.purge(tx)
+            return pruned
+
+        pruned = await self.db.write(erase)
         for sid in pruned:
             await self.checkpoints.delete(sid)
             self._forget_live(sid)
@@ -642,7 +780,22 @@ class ConversationLane:
             await self._load_memories(list(self._memories))
         return pruned
 
+    async def consolidate_memories(self) -> ConsolidationReport:
+        """Decay, archive and merge long-term memories (the scheduled consolidation job).
+
+        One write transaction (see :meth:`MemoryConsolidator.consolidate`); afterwards the
+        packets of loaded chats carry the memories as they now are.
+        """
+        self._check_open()
+        now = self._clock()
+        report = await self.db.write(lambda tx: self.consolidator.consolidate(tx, now=now))
+        if report.archived or report.merged or report.decayed:
+            await self._load_memories(list(self._memories))
+        return report
+
     def _forget_live(self, session_id: str) -> None:
+        if self.summary_worker is not None:
+            self.summary_worker.forget(session_id)
         live = self._live.pop(session_id, None)
         if live is not None and self._chat_sessions.get(live.session.chat_id) == session_id:
             del self._chat_sessions[live.session.chat_id]
@@ -663,6 +816,8 @@ class ConversationLane:
         for lock in list(self._chat_locks.values()):
             await lock.acquire()
         try:
+            if self.summary_worker is not None:
+                await self.summary_worker.shutdown()  # its runs write to the database: first
             if self.db.is_open:
                 now = self._clock()
                 await self.db.write(lambda tx: self.store.set_status(tx, "shutdown_clean", now=now))
@@ -678,11 +833,8 @@ class ConversationLane:
         logger.info("memory lane shut down cleanly (%d sessions)", len(self._live))
 
     def _pending_delta(self, live: _LiveSession) -> str:
-        # The lines of turns not yet folded into the rolling summary, less the raw ones.
-        buffer = live.state.summary_buffer
-        return self.states.summarizer.pending_delta(
-            buffer[: max(len(buffer) - self.builder.recent_turns, 0)]
-        )
+        # The delta of the turns not yet folded into the rolling summary, less the raw ones.
+        return self.states.summarizer.pending_delta(live.state)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import aiosqlite
 import orjson
 
+from agent.memory.conversation_store import match_query
 from agent.memory.schemas import Memory, MemoryCandidate
 from agent.utils import ids
 
@@ -24,6 +25,8 @@ _COLUMNS = (
     "memory_id, chat_id, kind, key, text, confidence, importance, access_count, status,"
     " created_at, updated_at, last_accessed_at"
 )
+# What a read returns: the inserted columns plus those consolidation maintains (0006).
+_READ_COLUMNS = _COLUMNS + ", decay, archived_at"
 
 
 class MemoryStore(Protocol):
@@ -53,6 +56,35 @@ class MemoryStore(Protocol):
         """Return the most important active memories of each chat."""
         ...
 
+    async def search(
+        self, conn: Any, chat_id: int, words: str, *, limit: int
+    ) -> list[tuple[Memory, float]]:
+        """Return the chat's active memories that best match ``words`` (BM25, lower is better)."""
+        ...
+
+    async def touch(self, tx: Any, memory_ids: Sequence[str], *, now: datetime) -> None:
+        """Record that memories were retrieved into a packet (access count and time)."""
+        ...
+
+    async def unarchived(self, conn: Any) -> list[Memory]:
+        """Return every memory not archived (for consolidation), by chat."""
+        ...
+
+    async def set_decay(
+        self,
+        tx: Any,
+        decays: Sequence[tuple[str, float]],
+        *,
+        archive: Sequence[str],
+        now: datetime,
+    ) -> None:
+        """Store new decay factors, and archive the memories in ``archive``."""
+        ...
+
+    async def merge(self, tx: Any, survivor: Memory, duplicates: Sequence[str]) -> None:
+        """Replace ``duplicates`` by ``survivor`` (its new values), keeping their sources."""
+        ...
+
 
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
@@ -72,6 +104,10 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
         created_at=datetime.fromisoformat(row["created_at"]),
         updated_at=datetime.fromisoformat(row["updated_at"]),
         last_accessed_at=datetime.fromisoformat(row["last_accessed_at"]),
+        decay=row["decay"],
+        archived_at=(
+            None if row["archived_at"] is None else datetime.fromisoformat(row["archived_at"])
+        ),
     )
 
 
@@ -109,12 +145,15 @@ class SqliteMemoryStore:
             " CASE WHEN ? >= ? THEN 'active' ELSE 'candidate' END, ?, ?, ?)"
             " ON CONFLICT (chat_id, key) DO UPDATE SET"
             f" status = CASE WHEN {_NEW_CONFIDENCE} >= ? THEN 'active' ELSE memories.status END,"
+            # Said again: fresh (decay 1), and back from the archive once it is active again.
+            f" archived_at = CASE WHEN {_NEW_CONFIDENCE} >= ? THEN NULL"
+            " ELSE memories.archived_at END, decay = 1.0,"
             f" confidence = {_NEW_CONFIDENCE},"
             " text = excluded.text, kind = excluded.kind,"
             " importance = max(memories.importance, excluded.importance),"
             " access_count = memories.access_count + 1,"
             " updated_at = excluded.updated_at, last_accessed_at = excluded.last_accessed_at"
-            f" RETURNING {_COLUMNS}",
+            f" RETURNING {_READ_COLUMNS}",
             (
                 ids.memory_id(),
                 chat_id,
@@ -128,6 +167,7 @@ class SqliteMemoryStore:
                 stamp,
                 stamp,
                 stamp,
+                threshold,
                 threshold,
             ),
         )
@@ -147,8 +187,8 @@ class SqliteMemoryStore:
         if not chat_ids:
             return found
         rows = await conn.execute_fetchall(
-            f"SELECT {_COLUMNS} FROM (SELECT *, row_number() OVER ("
-            "   PARTITION BY chat_id ORDER BY importance DESC, updated_at DESC) AS rank"
+            f"SELECT {_READ_COLUMNS} FROM (SELECT *, row_number() OVER ("
+            "   PARTITION BY chat_id ORDER BY importance * decay DESC, updated_at DESC) AS rank"
             "  FROM memories WHERE status = 'active'"
             "  AND chat_id IN (SELECT value FROM json_each(?)))"
             " WHERE rank <= ? ORDER BY chat_id, rank",
@@ -157,3 +197,99 @@ class SqliteMemoryStore:
         for row in rows:
             found[row["chat_id"]].append(_row_to_memory(row))
         return found
+
+    async def search(
+        self, conn: aiosqlite.Connection, chat_id: int, words: str, *, limit: int
+    ) -> list[tuple[Memory, float]]:
+        """Return the chat's active memories that best match ``words`` (FTS5 BM25), best first.
+
+        ``words`` is reduced to quoted words (:func:`match_query`), so FTS5 syntax in it is
+        searched for, never parsed. The chat's key is part of the MATCH expression, so other
+        chats' memories cost nothing. The score is BM25's (lower is better).
+        """
+        query = match_query(words)
+        if not query or limit < 1:
+            return []
+        scope = "chat_" + str(chat_id).replace("-", "m")
+        rows = await conn.execute_fetchall(
+            f"SELECT {_READ_COLUMNS}, hit.score AS score FROM memories"
+            " JOIN (SELECT rowid AS hit_rowid, rank AS score FROM memories_fts"
+            "       WHERE memories_fts MATCH ? AND rank MATCH 'bm25(0.0, 1.0, 1.0)'"
+            "       ORDER BY rank LIMIT ?) AS hit"
+            " ON memories.rowid = hit.hit_rowid"
+            " WHERE memories.status = 'active' ORDER BY hit.score, memories.key",
+            (f'chat_key : "{scope}" AND {{key text}} : ({query})', limit),
+        )
+        return [(_row_to_memory(row), float(row["score"])) for row in rows]
+
+    async def touch(
+        self, tx: aiosqlite.Connection, memory_ids: Sequence[str], *, now: datetime
+    ) -> None:
+        """Record that memories were retrieved into a packet: one more access, fresh decay."""
+        if not memory_ids:
+            return
+        await tx.execute(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?,"
+            " decay = 1.0 WHERE memory_id IN (SELECT value FROM json_each(?))",
+            (_iso(now), orjson.dumps(list(memory_ids))),
+        )
+
+    async def unarchived(self, conn: aiosqlite.Connection) -> list[Memory]:
+        """Return every memory not archived, by chat then key (for consolidation)."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE status != 'archived' ORDER BY chat_id, key"
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    async def set_decay(
+        self,
+        tx: aiosqlite.Connection,
+        decays: Sequence[tuple[str, float]],
+        *,
+        archive: Sequence[str],
+        now: datetime,
+    ) -> None:
+        """Store new decay factors (``(memory_id, decay)``), and archive those in ``archive``."""
+        await tx.executemany(
+            "UPDATE memories SET decay = ? WHERE memory_id = ?",
+            [(decay, memory_id) for memory_id, decay in decays],
+        )
+        await tx.executemany(
+            "UPDATE memories SET status = 'archived', archived_at = ? WHERE memory_id = ?",
+            [(_iso(now), memory_id) for memory_id in archive],
+        )
+
+    async def merge(
+        self, tx: aiosqlite.Connection, survivor: Memory, duplicates: Sequence[str]
+    ) -> None:
+        """Fold ``duplicates`` into ``survivor``: their sources become its, then they go.
+
+        The survivor's row takes the values of ``survivor`` (text, confidence, importance,
+        access count, status, last access). The duplicates' sources are re-pointed first, so
+        a ``/forget`` of any session that stated one of them still finds the merged memory.
+        """
+        await tx.execute(
+            "UPDATE memories SET text = ?, kind = ?, confidence = ?, importance = ?,"
+            " access_count = ?, status = ?, decay = ?, updated_at = ?, last_accessed_at = ?"
+            " WHERE memory_id = ?",
+            (
+                survivor.text,
+                survivor.kind,
+                survivor.confidence,
+                survivor.importance,
+                survivor.access_count,
+                survivor.status,
+                survivor.decay,
+                _iso(survivor.updated_at),
+                _iso(survivor.last_accessed_at),
+                survivor.memory_id,
+            ),
+        )
+        for memory_id in duplicates:
+            await tx.execute(
+                "INSERT INTO memory_sources (memory_id, session_id, seq)"
+                " SELECT ?, session_id, seq FROM memory_sources WHERE memory_id = ?"
+                " ON CONFLICT DO NOTHING",
+                (survivor.memory_id, memory_id),
+            )
+            await tx.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))

@@ -20,6 +20,7 @@ __all__ = [
     "ConversationContextPacket",
     "ConversationSession",
     "ConversationTurn",
+    "Decision",
     "Fact",
     "InboundMessage",
     "JobRef",
@@ -29,11 +30,23 @@ __all__ = [
     "MemoryKind",
     "MemoryStatus",
     "OpenLoop",
+    "Participant",
     "PendingClarification",
+    "Proposal",
+    "ProposalStatus",
+    "Reaction",
     "Reply",
     "ResponseType",
+    "RetrievedItem",
+    "RetrievedKind",
     "SessionState",
     "SessionStatus",
+    "Stance",
+    "SummarizerKind",
+    "SummaryItem",
+    "SummaryItemKind",
+    "SummaryStatus",
+    "SummaryVersion",
     "Topic",
     "TurnStatus",
     "dump_json",
@@ -47,11 +60,23 @@ SessionStatus = Literal["active", "paused", "resuming", "awaiting_clarification"
 #: ``answered``: reply committed, not yet sent; ``delivered``: sent and its message id recorded;
 #: ``recorded``: a message the bot keeps without answering (groups), nothing to deliver.
 TurnStatus = Literal["answered", "delivered", "recorded"]
-ResponseType = Literal["none", "text", "action"]
+#: ``clarification``: the bot asked the user a question it waits for (a pending clarification).
+ResponseType = Literal["none", "text", "action", "clarification"]
+#: A participant's reaction to a group proposal.
+Stance = Literal["support", "oppose", "neutral"]
+#: ``modified``: settled on a variant of it (a counter-proposal, or a decision on a variant).
+ProposalStatus = Literal["active", "accepted", "rejected", "modified"]
 ChatType = Literal["private", "group", "supergroup", "channel", "console"]
 JobStatus = Literal["scheduled", "done", "cancelled"]
 MemoryKind = Literal["fact", "preference", "decision", "goal", "constraint", "entity"]
 MemoryStatus = Literal["candidate", "active", "archived"]
+#: Where a retrieved item comes from: an older turn, a summary delta, a long-term memory.
+RetrievedKind = Literal["turn", "summary", "memory"]
+#: What a line of a summary records: a decision, a fact, an open question or a key sentence.
+SummaryItemKind = Literal["decision", "fact", "question", "key"]
+#: ``processing`` only while a model writes the summary (extractive ones are written whole).
+SummaryStatus = Literal["processing", "completed", "failed"]
+SummarizerKind = Literal["extractive", "llm"]
 
 
 def utc_now() -> datetime:
@@ -170,6 +195,10 @@ class Memory(_Value):
     created_at: datetime
     updated_at: datetime
     last_accessed_at: datetime
+    decay: float = Field(
+        default=1.0, ge=0, le=1, description="Decay factor of the last consolidation (1: fresh)."
+    )
+    archived_at: datetime | None = None
 
 
 class MemoryCandidate(_Value):
@@ -191,13 +220,20 @@ class Topic(_Value):
 
 
 class OpenLoop(_Value):
-    """Something still to be done or answered: a request, a commitment, a to-do."""
+    """Something still to be done or answered: a request, a commitment, a to-do.
+
+    ``kind`` is ``todo`` ("remind me to X"), ``commitment`` ("I'll send you the report"),
+    ``request`` ("can you check X?", not handled by the bot) or ``question`` (a user question
+    the bot could not answer). ``owner`` is who opened it, in group chats (``None`` in private
+    ones); ``closed_turn`` is the seq of the turn that closed it.
+    """
 
     loop_id: str
     text: str
     kind: str = "todo"
     opened_turn: int
     closed_turn: int | None = None
+    owner: str | None = None
 
 
 class PendingClarification(_Value):
@@ -205,21 +241,109 @@ class PendingClarification(_Value):
 
     question: str
     asked_turn: int
+    asked_of: str | None = Field(
+        default=None, description="The group member asked (None: whoever speaks next answers)."
+    )
+
+
+class Reaction(_Value):
+    """One participant's stance on a proposal; a later reaction of theirs replaces it."""
+
+    participant: str
+    stance: Stance
+    turn: int
+
+
+class Proposal(_Value):
+    """A proposal made in a group chat, with the other participants' reactions (seed 000).
+
+    ``status`` starts ``active``. A decision matching it makes it ``accepted``; a decision on a
+    variant of it, or a counter-proposal, makes it ``modified``; a decision against it, or the
+    opposition of most other participants, makes it ``rejected``; ``resolved_turn`` is the seq
+    of the turn that settled it.
+    """
+
+    proposal_id: str
+    proposer: str
+    text: str
+    proposed_turn: int
+    status: ProposalStatus = "active"
+    reactions: tuple[Reaction, ...] = ()
+    resolved_turn: int | None = None
+
+
+class Decision(_Value):
+    """Something a group settled ("we agreed on Friday at 3", ``[DECISION] ...``).
+
+    ``supporters`` are the participant who announced it and those who supported the proposal
+    it settles (``proposal_id``), in order of first support.
+    """
+
+    decision_id: str
+    outcome: str
+    topic: str = ""
+    decided_by: str
+    decided_turn: int
+    supporters: tuple[str, ...] = ()
+    proposal_id: str | None = None
+
+
+class Participant(_Value):
+    """One member of a group chat as the conversation shows them (seed 000's agent state).
+
+    ``participant_id`` is ``user:<telegram id>`` or, without an id, ``name:<speaker>``;
+    ``last_position`` is their latest stance (a proposal, a reaction, a decision or a statement
+    of opinion); ``key_contributions`` their latest proposals, decisions and opinions.
+    """
+
+    participant_id: str
+    name: str
+    message_count: int = 0
+    last_position: str = ""
+    key_contributions: tuple[str, ...] = ()
+    last_turn: int = 0
+
+
+class SummaryItem(_Value):
+    """One thing a turn said that may go into the summary (see ``ExtractiveSummarizer``).
+
+    ``who`` is the speaker (``user`` when unnamed); ``text`` is one line, already capped.
+    """
+
+    seq: int
+    kind: SummaryItemKind
+    who: str
+    text: str
 
 
 class SessionState(_Value):
     """Everything the lane knows about a session between turns.
 
-    All fields but ``status`` are a deterministic function of the session's turn log (I6);
+    All fields but ``status`` are a deterministic function of the session's turn log (I6)
+    and of ``chat_type``, which is fixed when the session opens;
     ``status`` records the lifecycle (resuming after a start, ``shutdown_clean`` after a stop).
     """
 
     session_id: str
     status: SessionStatus = "active"
+    chat_type: ChatType = Field(
+        default="private", description="The chat's type; group rules run in groups only."
+    )
     active_topics: tuple[Topic, ...] = ()
     pending_clarifications: tuple[PendingClarification, ...] = ()
     open_loops: tuple[OpenLoop, ...] = ()
+    closed_loops: tuple[OpenLoop, ...] = Field(
+        default=(), description="The latest loops closed (closed_turn set), kept for audit."
+    )
     active_job_refs: tuple[JobRef, ...] = ()
+    resolved_entities: dict[str, str] = Field(
+        default_factory=dict,
+        description='What "it", "that task", "the reminder"... refer to: a job, loop,'
+        " proposal or decision id, or topic:<name>.",
+    )
+    participants: tuple[Participant, ...] = ()
+    proposals: tuple[Proposal, ...] = ()
+    decisions: tuple[Decision, ...] = ()
     facts: tuple[Fact, ...] = ()
     rolling_summary: str = ""
     summary_buffer: tuple[str, ...] = Field(
@@ -227,6 +351,16 @@ class SessionState(_Value):
         description="Compressed lines of the turns not yet folded into the rolling summary.",
     )
     last_summary_delta: str = ""
+    summary_items: tuple[SummaryItem, ...] = Field(
+        default=(),
+        description="What the turns not yet folded said that the next summary delta may keep.",
+    )
+    summary_version: int = Field(
+        default=0, description="Folds so far: the version of the rolling summary in the chain."
+    )
+    summarized_through: int = Field(
+        default=0, description="The seq of the last turn the rolling summary covers."
+    )
     last_intent: str | None = None
     last_response_type: ResponseType = "none"
     turn_count: int = 0
@@ -234,6 +368,31 @@ class SessionState(_Value):
     def log_view(self) -> dict[str, object]:
         """Return the part of the state derived from the turn log (all but ``status``)."""
         return self.model_dump(mode="json", exclude={"status"})
+
+
+class SummaryVersion(_Value):
+    """One row of the summary version chain (``conversation_summaries``, seed 004).
+
+    An ``extractive`` version is written with the turn whose fold made it: its ``text`` is the
+    session's rolling summary after that turn. An ``llm`` version is a model's rewrite of the
+    extractive version ``parent_summary_id`` (same ``version`` and range), made in the
+    background; it never changes the session state (I6).
+    """
+
+    summary_id: int
+    session_id: str
+    version: int
+    from_seq: int
+    to_seq: int
+    parent_summary_id: int | None = None
+    summarizer: SummarizerKind = "extractive"
+    status: SummaryStatus = "completed"
+    text: str = ""
+    delta: str = ""
+    error: str | None = None
+    generation_ms: int | None = None
+    created_at: datetime
+    completed_at: datetime | None = None
 
 
 class ConversationSession(_Value):
@@ -253,6 +412,22 @@ class ConversationSession(_Value):
     state: SessionState
 
 
+class RetrievedItem(_Value):
+    """One candidate the retriever chose for a packet: an older turn, a summary, a memory.
+
+    ``text`` is the item exactly as the packet renders it (its token estimate is what the item
+    costs the budget); ``ref`` names its source (``turn:<seq>``, ``summary:<id>``, a memory id);
+    ``seq`` is the turn's seq, or the last turn a summary covers (``None`` for memories);
+    ``score`` the weighted score it was ranked by (0-1).
+    """
+
+    kind: RetrievedKind
+    ref: str
+    text: str
+    seq: int | None = None
+    score: float = 0.0
+
+
 class ConversationContextPacket(_Value):
     """The curated context the reply engine gets instead of the raw transcript."""
 
@@ -261,13 +436,27 @@ class ConversationContextPacket(_Value):
     recent_turns: tuple[ConversationTurn, ...] = ()
     recent_turn_summaries: tuple[str, ...] = ()
     rolling_session_summary: str = ""
+    llm_session_summary: str = Field(
+        default="",
+        description=(
+            "A model-written alternative to rolling_session_summary (the latest completed LLM"
+            " summary version), when the optional LLM summarizer made one; not session state."
+        ),
+    )
     active_topics: tuple[Topic, ...] = ()
     active_job_refs: tuple[JobRef, ...] = ()
     pending_clarifications: tuple[PendingClarification, ...] = ()
     open_loops: tuple[OpenLoop, ...] = ()
     facts: tuple[Fact, ...] = ()
     memories: tuple[Memory, ...] = ()
+    retrieved: tuple[RetrievedItem, ...] = Field(
+        default=(),
+        description="Older turns, summaries and memories relevant to the new message, best first.",
+    )
     resolved_entities_map: dict[str, str] = Field(default_factory=dict)
+    participants: tuple[Participant, ...] = ()
+    proposals: tuple[Proposal, ...] = ()
+    decisions: tuple[Decision, ...] = ()
     last_response_type: ResponseType = "none"
     turn_count: int = 0
     context_compiled_at: datetime

@@ -3,7 +3,8 @@
 :func:`write_conversation_turn` appends a turn with the state it leads to;
 :func:`write_if_worthy` is the promotion gate of long-term memory (PRD-014 phase 3): of what a
 turn said, only candidates whose confidence passes the threshold become active memories, the
-same thing said twice is one memory with more evidence, and nothing else is kept.
+same thing said twice is one memory with more evidence, and nothing else is kept;
+:func:`write_summary_version` adds the summary version a turn's fold made to the chain.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ from agent.memory.schemas import (
     MemoryCandidate,
     MemoryKind,
     SessionState,
+    SummaryVersion,
 )
+from agent.memory.summary_store import SummaryStore
 
 __all__ = [
     "PromotionPolicy",
     "memory_candidates",
     "write_conversation_turn",
     "write_if_worthy",
+    "write_summary_version",
 ]
 
 
@@ -153,3 +157,42 @@ async def write_conversation_turn(
         return False
     await store.save_state(tx, state, last_seq=turn.seq, now=now)
     return True
+
+
+async def write_summary_version(
+    tx: Any,
+    store: SummaryStore,
+    before: SessionState,
+    after: SessionState,
+    *,
+    now: datetime,
+) -> SummaryVersion | None:
+    """Add the summary version a turn's fold made to the chain, in the turn's transaction.
+
+    Called with the state before and after one turn, next to :func:`write_conversation_turn`:
+    the chain row commits with the turn, so the latest extractive version is always the
+    state's rolling summary (I6), and a crash can leave the chain neither ahead of nor behind
+    the turn log.
+
+    Args:
+        tx: a connection inside the turn's write transaction.
+        store: the summary chain's storage.
+        before: the session state before the turn.
+        after: the session state after it.
+        now: the time of the turn.
+
+    Returns:
+        The new extractive version, or ``None`` if the turn did not fold.
+    """
+    if after.summary_version == before.summary_version:
+        return None
+    return await store.append_extractive(
+        tx,
+        after.session_id,
+        version=after.summary_version,
+        from_seq=min(before.summarized_through + 1, after.summarized_through),
+        to_seq=after.summarized_through,
+        text=after.rolling_summary,
+        delta=after.last_summary_delta,
+        now=now,
+    )

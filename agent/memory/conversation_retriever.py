@@ -1,0 +1,516 @@
+"""Retrieval: which older turns, summaries and memories a packet should carry.
+
+Candidates come from three SQLite FTS5 indexes (migration 0006), each scoped in the MATCH
+expression itself: the session's older turns, the session's summary deltas, and the chat's
+active long-term memories. Each candidate gets a score in [0, 1]::
+
+    score = (w_message * relevance to the new message
+             + w_topics * relevance to the active topics
+             + w_recency * recency + w_importance * importance
+             + w_open_loop * open-loop priority) / (sum of the weights)
+
+* **relevance**: FTS5 BM25 of the candidate for the query (function words dropped), times
+  ``speaker_boost`` for a turn said by someone the message names, divided by the best of that
+  query among all candidates, so the best match is 1. The turns next to a strong hit inherit
+  part of its relevance (``neighbour_weight`` / distance, less for the turns before it): in a
+  chat the answer is often the reply to the message that shares the question's words;
+* **recency**: turns and summaries halve every ``recency_half_life_turns`` turns back;
+  memories use their decay factor (seed 003: half-life in days, boosted by accesses);
+* **importance**: a memory's importance times its decay; turns that stated a fact or carry a
+  job, and summaries, a fixed prior;
+* **open-loop priority**: 1 for the turn that opened a loop still open or asked a question
+  still pending, 0.5 for a summary covering one, or a goal among the memories.
+
+The cost does not grow with the history: each index returns at most ``k`` candidates
+(``ORDER BY rank LIMIT k`` inside FTS5, ``k`` set by the token budget only), the neighbours
+are one primary-key read, and the session (or chat) is a term of the MATCH expression, so
+FTS5 ranks this session's matches only. What FTS5 still reads is the posting lists of the
+query's words, which is why function words are dropped from queries (``bench/retrieval_cost.py``
+measures it at 100,000 turns).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from agent.memory.conversation_store import ConversationStore, SqliteConversationStore, match_query
+from agent.memory.memory_consolidator import DecayPolicy, decay_factor
+from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
+from agent.memory.schemas import (
+    ConversationTurn,
+    Memory,
+    RetrievedItem,
+    RetrievedKind,
+    SessionState,
+)
+
+__all__ = [
+    "SEARCH_INDEXES",
+    "ConversationRetriever",
+    "RetrievalPolicy",
+    "RetrievalWeights",
+    "query_words",
+    "render_memory",
+    "render_turn",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The full-text indexes retrieval reads (migration 0006); erasing optimizes them.
+SEARCH_INDEXES = ("conversation_turns_fts", "conversation_summaries_fts", "memories_fts")
+
+# English function words and question words: they match everything and mean nothing to BM25
+# (and reading their posting lists is what would make a query cost grow with the history).
+_STOP_WORDS = frozenset(
+    """a about above after again all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is
+    it its itself just me more most my myself no nor not now of off on once only or other our
+    ours ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom whose why will with would you your yours yourself
+    yourselves s t don doesn didn isn aren wasn weren won wouldn shouldn couldn ll ve re d m
+    also ever really please tell know remember said say says think thing things""".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words of one query at most (the longest questions stay well below it).
+_QUERY_WORDS = 24
+# Topics that make the topic query, heaviest first.
+_QUERY_TOPICS = 5
+# Tokens a candidate is assumed to cost when sizing the candidate set to the budget.
+_TOKENS_PER_CANDIDATE = 16
+# The excerpt of a summary delta an item carries at most (characters).
+_SUMMARY_CHARS = 600
+# What a turn before a hit inherits, relative to a turn after it (replies carry answers).
+_BEFORE = 0.7
+
+
+def query_words(text: str) -> list[str]:
+    """Return the content words of ``text``, lowercased, in order, without repeats.
+
+    Function words are dropped; what remains is searched for word by word (see
+    :func:`agent.memory.conversation_store.match_query`), so no FTS5 syntax survives.
+    """
+    words = (word.lower() for word in _WORD.findall(text))
+    # Years and other long numbers are content; "3" or "10" alone are not.
+    kept = [
+        word for word in words if word not in _STOP_WORDS and not (word.isdigit() and len(word) < 3)
+    ]
+    return list(dict.fromkeys(kept))[:_QUERY_WORDS]
+
+
+def _date(moment: datetime) -> str:
+    return f"{moment.day} {moment:%b %Y}"
+
+
+def render_turn(turn: ConversationTurn) -> str:
+    """Return a turn as a retrieved item shows it: ``#12 Ada (8 May 2023): ...``."""
+    text = f"#{turn.seq} {turn.speaker or 'user'} ({_date(turn.created_at)}): {turn.user_text}"
+    if turn.assistant_text:
+        text += f"\n  bot: {turn.assistant_text}"
+    return text
+
+
+def render_memory(memory: Memory) -> str:
+    """Return a memory as a packet shows it: ``key: text``."""
+    return f"{memory.key}: {memory.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalWeights:
+    """The weights of the retrieval score.
+
+    Seed 003's weights were the start: semantic 0.4 and keyword 0.3 (here BM25 against the
+    new message and against the active topics), recency 0.2, importance 0.1, and 0.1 for open
+    loops. On ``bench/memory_quality.py`` those lost to plain BM25 (the topics and recency of
+    the moment pulled in turns unrelated to the question), so relevance to the message now
+    dominates and the other signals break ties and fill in when the message matches nothing.
+    """
+
+    message: float = 1.0
+    topics: float = 0.1
+    recency: float = 0.1
+    importance: float = 0.1
+    open_loop: float = 0.1
+
+    def __post_init__(self) -> None:
+        values = (self.message, self.topics, self.recency, self.importance, self.open_loop)
+        if min(values) < 0 or sum(values) <= 0:
+            raise ValueError("retrieval weights must be non-negative and not all zero")
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalPolicy:
+    """How candidates are gathered and scored.
+
+    Attributes:
+        weights: the score's weights.
+        candidates: the fewest candidates each index returns per query.
+        max_candidates: the most (the budget sizes the set between the two).
+        recency_half_life_turns: turns back after which a turn's recency halves.
+        min_score: candidates scoring below this are left out.
+        turn_importance: the importance of an ordinary turn.
+        fact_turn_importance: of a turn that stated a fact or carries a job.
+        summary_importance: of a summary delta.
+        speaker_boost: the BM25 strength of a turn is multiplied by this when the message
+            names its speaker.
+        neighbour_weight: the share of a hit's strength the turns next to it inherit (divided
+            by the distance; the turns before it get 0.7 of that).
+        neighbour_span: how many turns on each side of a hit inherit.
+        neighbour_hits: the strongest hits whose neighbours inherit.
+        max_word_turns: a word found in more turns than this (in the whole index) is left out
+            of the turn search: it says little, and scoring its turns would cost more and more
+            as the history grows.
+        decay: how memories decay (their recency and importance).
+    """
+
+    weights: RetrievalWeights = field(default_factory=RetrievalWeights)
+    candidates: int = 40
+    max_candidates: int = 400
+    recency_half_life_turns: float = 200.0
+    min_score: float = 0.0
+    turn_importance: float = 0.5
+    fact_turn_importance: float = 0.8
+    summary_importance: float = 0.5
+    speaker_boost: float = 1.5
+    neighbour_weight: float = 0.6
+    neighbour_span: int = 2
+    neighbour_hits: int = 20
+    max_word_turns: int = 2000
+    decay: DecayPolicy = field(default_factory=DecayPolicy)
+
+    def __post_init__(self) -> None:
+        if self.candidates < 1 or self.max_candidates < self.candidates:
+            raise ValueError("need 1 <= candidates <= max_candidates")
+        if self.recency_half_life_turns <= 0:
+            raise ValueError("recency_half_life_turns must be positive")
+        if self.neighbour_span < 0 or self.neighbour_hits < 0 or self.neighbour_weight < 0:
+            raise ValueError("neighbour_span, neighbour_hits and neighbour_weight must be >= 0")
+
+
+class _SummaryHit(NamedTuple):
+    summary_id: int
+    from_seq: int
+    to_seq: int
+    delta: str
+    bm25: float
+
+
+@dataclass(slots=True)
+class _Candidate:
+    kind: RetrievedKind
+    ref: str
+    text: str
+    seq: int | None
+    message: float = 0.0  # raw BM25 strength (-bm25) for the message query
+    topics: float = 0.0  # ... for the topic query
+    recency: float = 0.0
+    importance: float = 0.0
+    open_loop: float = 0.0
+
+
+class ConversationRetriever:
+    """Scores and returns the candidates a packet should carry, best first.
+
+    Args:
+        store: the turn log (its ``search_turns`` is BM25 over a session's turns).
+        memory_store: the long-term memories (its ``search`` is BM25 over a chat's memories).
+        policy: the weights and bounds.
+    """
+
+    def __init__(
+        self,
+        store: ConversationStore | None = None,
+        memory_store: MemoryStore | None = None,
+        policy: RetrievalPolicy | None = None,
+    ) -> None:
+        self.store: ConversationStore = store or SqliteConversationStore()
+        self.memory_store: MemoryStore = memory_store or SqliteMemoryStore()
+        self.policy = policy or RetrievalPolicy()
+
+    def candidate_limit(self, token_budget: int | None) -> int:
+        """Return how many candidates each index returns per query for ``token_budget``."""
+        policy = self.policy
+        if token_budget is None:
+            return policy.candidates
+        wanted = token_budget // _TOKENS_PER_CANDIDATE
+        return max(policy.candidates, min(wanted, policy.max_candidates))
+
+    async def retrieve(
+        self,
+        conn: Any,
+        *,
+        chat_id: int,
+        session_id: str | None,
+        text: str,
+        now: datetime,
+        state: SessionState | None = None,
+        before_seq: int | None = None,
+        token_budget: int | None = None,
+    ) -> list[RetrievedItem]:
+        """Return the candidates for a new message, best first, scored as the module says.
+
+        Args:
+            conn: any connection (normally ``db.reader``).
+            chat_id: the chat (whose long-term memories are candidates).
+            session_id: the session (whose turns and summaries are); ``None`` for a session
+                not in the database yet.
+            text: the new message (or the words of ``/recall``).
+            now: the current time (memories decay with it).
+            state: the session's state (topics, open loops, facts); ``None``: none.
+            before_seq: only turns with a smaller seq are candidates (the raw turns the packet
+                carries anyway are left out); ``None``: every turn.
+            token_budget: the budget the items will fill; sizes the candidate set.
+        """
+        limit = self.candidate_limit(token_budget)
+        message = " ".join(query_words(text))
+        topics = " ".join(query_words(" ".join(_topic_names(state))))
+        candidates: dict[str, _Candidate] = {}
+        for query, slot in ((message, "message"), (topics, "topics")):
+            if not query:
+                continue
+            if session_id is not None:
+                await self._turn_candidates(
+                    conn, candidates, session_id, query, slot, limit, before_seq, state
+                )
+                await self._summary_candidates(conn, candidates, session_id, query, slot, limit)
+            await self._memory_candidates(conn, candidates, chat_id, query, slot, limit, now)
+        if state is not None:
+            last_seq = state.turn_count
+        else:
+            last_seq = max((c.seq or 0 for c in candidates.values()), default=0)
+        return self._rank(candidates.values(), last_seq, state)
+
+    async def _turn_candidates(
+        self,
+        conn: Any,
+        found: dict[str, _Candidate],
+        session_id: str,
+        query: str,
+        slot: str,
+        limit: int,
+        before_seq: int | None,
+        state: SessionState | None,
+    ) -> None:
+        # The raw turns at the end are matched too and dropped here: ask for that many more.
+        slack = 0 if before_seq is None or state is None else max(state.turn_count - before_seq, 0)
+        words = set(query.split())
+        hits = await self.store.search_turns(
+            conn, session_id, await self._selective(conn, query), limit + slack + 1
+        )
+        strength: dict[int, float] = {}
+        for turn, bm25 in hits:
+            if before_seq is not None and turn.seq >= before_seq:
+                continue
+            # A turn said by someone the message names ("what did Ada say about...").
+            named = bool(words & _name_words(turn.speaker))
+            strength[turn.seq] = -bm25 * (self.policy.speaker_boost if named else 1.0)
+            self._add_turn(found, turn, state)
+        # Conversational context: the replies after a hit (and the lines before it) often
+        # carry the answer without sharing its words, so they inherit part of its strength.
+        spread = self._spread(strength, before_seq)
+        missing = [seq for seq in spread if f"turn:{seq}" not in found]
+        for turn in await self.store.get_turns(conn, session_id, missing):
+            self._add_turn(found, turn, state)
+        for seq, value in {**spread, **strength}.items():
+            candidate = found.get(f"turn:{seq}")
+            if candidate is not None:
+                best = max(value, strength.get(seq, 0.0), spread.get(seq, 0.0))
+                setattr(candidate, slot, max(getattr(candidate, slot), best))
+
+    async def _selective(self, conn: Any, query: str) -> str:
+        """Leave out of a turn query the words found in more than ``max_word_turns`` turns.
+
+        Such a word tells little about which turn is meant, and scoring every turn that has it
+        is what would make a query's cost grow with the history. If every word is that common,
+        the rarest stays. Words found nowhere go too (they cannot match).
+        """
+        words = query.split()
+        cap = self.policy.max_word_turns
+        counts = await self.store.word_counts(conn, words, cap=cap)
+        kept = [word for word in words if 0 < counts.get(word, 0) <= cap]
+        if not kept and any(counts.get(word, 0) for word in words):
+            kept = [min(words, key=lambda word: (counts.get(word, 0) or cap + 2, word))]
+        return " ".join(kept)
+
+    def _spread(self, strength: dict[int, float], before_seq: int | None) -> dict[int, float]:
+        policy = self.policy
+        spread: dict[int, float] = {}
+        top = sorted(strength.items(), key=lambda hit: (-hit[1], hit[0]))[: policy.neighbour_hits]
+        for seq, value in top:
+            for distance in range(1, policy.neighbour_span + 1):
+                share = value * policy.neighbour_weight / distance
+                for neighbour, side in ((seq + distance, 1.0), (seq - distance, _BEFORE)):
+                    if neighbour < 1 or (before_seq is not None and neighbour >= before_seq):
+                        continue
+                    spread[neighbour] = max(spread.get(neighbour, 0.0), share * side)
+        return spread
+
+    def _add_turn(
+        self, found: dict[str, _Candidate], turn: ConversationTurn, state: SessionState | None
+    ) -> None:
+        ref = f"turn:{turn.seq}"
+        if ref in found:
+            return
+        important = turn.seq in _fact_turns(state) or bool(turn.job_refs)
+        found[ref] = _Candidate(
+            kind="turn",
+            ref=ref,
+            text=render_turn(turn),
+            seq=turn.seq,
+            importance=(
+                self.policy.fact_turn_importance if important else self.policy.turn_importance
+            ),
+            open_loop=1.0 if turn.seq in _loop_turns(state) else 0.0,
+        )
+
+    async def _summary_candidates(
+        self,
+        conn: Any,
+        found: dict[str, _Candidate],
+        session_id: str,
+        query: str,
+        slot: str,
+        limit: int,
+    ) -> None:
+        for hit in await _search_summaries(conn, session_id, query, limit):
+            ref = f"summary:{hit.summary_id}"
+            candidate = found.get(ref)
+            if candidate is None:
+                delta = (
+                    hit.delta
+                    if len(hit.delta) <= _SUMMARY_CHARS
+                    else (hit.delta[: _SUMMARY_CHARS - 1].rstrip() + "…")
+                )
+                candidate = found[ref] = _Candidate(
+                    kind="summary",
+                    ref=ref,
+                    text=f"Summary of turns #{hit.from_seq}-#{hit.to_seq}: {delta}",
+                    seq=hit.to_seq,
+                    importance=self.policy.summary_importance,
+                )
+            setattr(candidate, slot, max(getattr(candidate, slot), -hit.bm25))
+
+    async def _memory_candidates(
+        self,
+        conn: Any,
+        found: dict[str, _Candidate],
+        chat_id: int,
+        query: str,
+        slot: str,
+        limit: int,
+        now: datetime,
+    ) -> None:
+        for memory, bm25 in await self.memory_store.search(conn, chat_id, query, limit=limit):
+            candidate = found.get(memory.memory_id)
+            if candidate is None:
+                decay = decay_factor(memory, now, self.policy.decay)
+                candidate = found[memory.memory_id] = _Candidate(
+                    kind="memory",
+                    ref=memory.memory_id,
+                    text=render_memory(memory),
+                    seq=None,
+                    recency=decay,
+                    importance=memory.importance * decay,
+                    open_loop=0.5 if memory.kind == "goal" else 0.0,
+                )
+            setattr(candidate, slot, max(getattr(candidate, slot), -bm25))
+
+    def _rank(
+        self, candidates: Iterable[_Candidate], last_seq: int, state: SessionState | None
+    ) -> list[RetrievedItem]:
+        pool = list(candidates)
+        if not pool:
+            return []
+        policy = self.policy
+        weights = policy.weights
+        best_message = max(c.message for c in pool) or 1.0
+        best_topics = max(c.topics for c in pool) or 1.0
+        loops = _loop_turns(state)
+        total = (
+            weights.message + weights.topics + weights.recency + weights.importance
+            + weights.open_loop
+        )  # fmt: skip
+        items: list[RetrievedItem] = []
+        for c in pool:
+            if c.kind != "memory" and c.seq is not None:
+                c.recency = 0.5 ** (max(last_seq - c.seq, 0) / policy.recency_half_life_turns)
+            if c.kind == "summary" and c.seq is not None and any(seq <= c.seq for seq in loops):
+                c.open_loop = 0.5
+            score = (
+                weights.message * c.message / best_message
+                + weights.topics * c.topics / best_topics
+                + weights.recency * c.recency
+                + weights.importance * c.importance
+                + weights.open_loop * c.open_loop
+            ) / total
+            if score < policy.min_score or math.isnan(score):
+                continue
+            items.append(
+                RetrievedItem(kind=c.kind, ref=c.ref, text=c.text, seq=c.seq, score=round(score, 4))
+            )
+        # Best first; ties go to the newer item, then the reference (deterministic).
+        items.sort(key=lambda item: (-item.score, -(item.seq or 0), item.ref))
+        return items
+
+    async def purge(self, tx: Any) -> None:
+        """Merge the full-text indexes so that erased rows leave no trace in their pages.
+
+        FTS5 records a deletion as a tombstone next to the old entry; ``optimize`` rewrites
+        each index without either. Run in the transaction that erased (``/forget``, prune):
+        its cost is proportional to the index, and erasing is rare.
+        """
+        for table in SEARCH_INDEXES:
+            # The table names are this module's constants, never user text.
+            await tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")  # noqa: S608
+
+
+def _name_words(speaker: str | None) -> set[str]:
+    if not speaker:
+        return set()
+    return {word for word in query_words(speaker) if len(word) > 2}
+
+
+def _topic_names(state: SessionState | None) -> list[str]:
+    if state is None:
+        return []
+    topics = sorted(state.active_topics, key=lambda t: (-t.weight, t.name))[:_QUERY_TOPICS]
+    return [topic.name for topic in topics]
+
+
+def _fact_turns(state: SessionState | None) -> set[int]:
+    return set() if state is None else {fact.turn for fact in state.facts}
+
+
+def _loop_turns(state: SessionState | None) -> set[int]:
+    if state is None:
+        return set()
+    opened = {loop.opened_turn for loop in state.open_loops}
+    return opened | {c.asked_turn for c in state.pending_clarifications}
+
+
+async def _search_summaries(
+    conn: Any, session_id: str, words: str, limit: int
+) -> Sequence[_SummaryHit]:
+    """BM25 over the session's extractive summary deltas (migration 0006), best first."""
+    query = match_query(words)
+    if not query:
+        return []
+    scope = session_id.replace('"', '""')
+    rows = await conn.execute_fetchall(
+        "SELECT s.summary_id, s.from_seq, s.to_seq, s.delta, hit.score FROM"
+        " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid, rank AS score"
+        "   FROM conversation_summaries_fts WHERE conversation_summaries_fts MATCH ?"
+        "   AND rank MATCH 'bm25(0.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
+        " ON s.summary_id = hit.hit_rowid"
+        " WHERE s.summarizer = 'extractive' AND s.status = 'completed'"
+        " ORDER BY hit.score, s.summary_id",
+        (f'session_id : "{scope}" AND delta : ({query})', limit),
+    )
+    return [_SummaryHit(row[0], row[1], row[2], row[3], float(row[4])) for row in rows]

@@ -1,0 +1,345 @@
+"""The summary version chain: SQL in, :class:`~agent.memory.schemas.SummaryVersion` out.
+
+Table ``conversation_summaries`` (``schema.sql``, migration 0005), after seed 004's ``memory``
+table. Each row is one version of a session's rolling summary:
+
+* ``extractive`` rows are written by :func:`agent.memory.writer.write_summary_version` in the
+  transaction of the turn whose fold made them, always ``completed``; version ``n`` is the
+  session's ``n``-th fold, its ``text`` the state's ``rolling_summary`` after it (I6), its
+  ``parent_summary_id`` the version ``n - 1`` it was built on;
+* ``llm`` rows are the optional model summaries of an extractive version (same version and
+  turn range, ``parent_summary_id`` = that version), run in the background by
+  :class:`agent.memory.summary_worker.SummaryWorker`: ``processing``, then
+  ``completed`` or ``failed``. A partial unique index allows one ``processing`` row per
+  session, so two runs never overlap, not even from two processes.
+
+Retention: each new extractive version deletes the versions (of both kinds) more than
+``retention`` versions older, in the same transaction, so a session holds at most
+``retention`` versions however long it runs (``0`` keeps every version). A kept row still names
+its parent after the parent was pruned (``parent_summary_id`` is no foreign key, and ids are
+never reused). Every row goes with its session (``ON DELETE CASCADE``: ``/forget``, prune).
+
+Write methods take the transaction connection of :meth:`agent.db.Database.write` and never
+commit; reads take any connection. Every query reads through an index.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import aiosqlite
+import orjson
+
+from agent.errors import StorageError
+from agent.memory.schemas import SummarizerKind, SummaryStatus, SummaryVersion
+
+__all__ = ["DEFAULT_SUMMARY_RETENTION", "SqliteSummaryStore", "SummaryStore"]
+
+#: Versions of a session's summary kept by default (the last 1,000 turns at one fold per 10).
+DEFAULT_SUMMARY_RETENTION = 100
+
+_COLUMNS = (
+    "summary_id, session_id, version, from_seq, to_seq, parent_summary_id, summarizer, status,"
+    " text, delta, error, generation_ms, created_at, completed_at"
+)
+
+
+class SummaryStore(Protocol):
+    """**Protocol:** the storage of the summary version chain.
+
+    Called by :func:`agent.memory.writer.write_summary_version` inside a turn's transaction,
+    by :class:`agent.memory.summary_worker.SummaryWorker` for model summaries,
+    and by the lane and tests to read the chain. ``tx`` is a connection inside an open write
+    transaction; ``conn`` any connection. Implementations never commit.
+    """
+
+    async def append_extractive(
+        self,
+        tx: Any,
+        session_id: str,
+        *,
+        version: int,
+        from_seq: int,
+        to_seq: int,
+        text: str,
+        delta: str,
+        now: datetime,
+    ) -> SummaryVersion:
+        """Add extractive version ``version`` on top of the previous one; apply retention."""
+        ...
+
+    async def latest(
+        self,
+        conn: Any,
+        session_id: str,
+        *,
+        summarizer: SummarizerKind = "extractive",
+        status: SummaryStatus | None = "completed",
+    ) -> SummaryVersion | None:
+        """Return the session's newest row of ``summarizer`` (with ``status``), or ``None``."""
+        ...
+
+    async def latest_llm(self, conn: Any, session_ids: Sequence[str]) -> dict[str, SummaryVersion]:
+        """Return the newest completed model summary of each of ``session_ids`` that has one."""
+        ...
+
+    async def get(self, conn: Any, summary_id: int) -> SummaryVersion | None:
+        """Return one row of the chain, or ``None``."""
+        ...
+
+    async def history(
+        self, conn: Any, session_id: str, *, limit: int | None = None
+    ) -> list[SummaryVersion]:
+        """Return the session's chain, oldest version first (newest ``limit`` versions)."""
+        ...
+
+    async def begin_llm(
+        self, tx: Any, parent: SummaryVersion, *, now: datetime
+    ) -> SummaryVersion | None:
+        """Insert a ``processing`` model summary of ``parent``; ``None`` if one is running."""
+        ...
+
+    async def finish_llm(
+        self,
+        tx: Any,
+        summary_id: int,
+        *,
+        status: SummaryStatus,
+        text: str = "",
+        error: str | None = None,
+        generation_ms: int | None = None,
+        now: datetime,
+    ) -> bool:
+        """Mark a ``processing`` row ``completed`` or ``failed``; ``False`` if it is not."""
+        ...
+
+    async def fail_processing(self, tx: Any, *, error: str, now: datetime) -> int:
+        """Mark every ``processing`` row ``failed`` (runs a restart cut short)."""
+        ...
+
+
+def _iso(moment: datetime | None) -> str | None:
+    # One fixed width in UTC, as the turn log stores its times.
+    return None if moment is None else moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _row_to_summary(row: sqlite3.Row) -> SummaryVersion:
+    return SummaryVersion(
+        summary_id=row["summary_id"],
+        session_id=row["session_id"],
+        version=row["version"],
+        from_seq=row["from_seq"],
+        to_seq=row["to_seq"],
+        parent_summary_id=row["parent_summary_id"],
+        summarizer=row["summarizer"],
+        status=row["status"],
+        text=row["text"],
+        delta=row["delta"],
+        error=row["error"],
+        generation_ms=row["generation_ms"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        completed_at=(
+            None if row["completed_at"] is None else datetime.fromisoformat(row["completed_at"])
+        ),
+    )
+
+
+class SqliteSummaryStore:
+    """The :class:`SummaryStore` on SQLite.
+
+    Args:
+        retention: versions kept per session (both kinds of the newest ``retention``
+            versions); ``0`` keeps them all.
+
+    Raises:
+        ValueError: a negative retention.
+    """
+
+    def __init__(self, *, retention: int = DEFAULT_SUMMARY_RETENTION) -> None:
+        if retention < 0:
+            raise ValueError("retention must be 0 (keep every version) or more")
+        self.retention = retention
+
+    async def append_extractive(
+        self,
+        tx: aiosqlite.Connection,
+        session_id: str,
+        *,
+        version: int,
+        from_seq: int,
+        to_seq: int,
+        text: str,
+        delta: str,
+        now: datetime,
+    ) -> SummaryVersion:
+        """Add extractive version ``version`` on top of the previous one; apply retention.
+
+        Raises:
+            StorageError: the version exists already, or the insert failed.
+        """
+        parent = await self.latest(tx, session_id)
+        try:
+            rows = await tx.execute_fetchall(
+                f"INSERT INTO conversation_summaries (session_id, version, from_seq, to_seq,"
+                " parent_summary_id, summarizer, status, text, delta, created_at, completed_at)"
+                " VALUES (?, ?, ?, ?, ?, 'extractive', 'completed', ?, ?, ?, ?)"
+                f" RETURNING {_COLUMNS}",
+                (
+                    session_id,
+                    version,
+                    from_seq,
+                    to_seq,
+                    None if parent is None else parent.summary_id,
+                    text,
+                    delta,
+                    _iso(now),
+                    _iso(now),
+                ),
+            )
+            if self.retention:
+                await tx.execute(
+                    "DELETE FROM conversation_summaries WHERE session_id = ? AND version <= ?",
+                    (session_id, version - self.retention),
+                )
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"append_extractive failed for session {session_id} version {version}: {exc}"
+            ) from exc
+        return _row_to_summary(next(iter(rows)))
+
+    async def latest(
+        self,
+        conn: aiosqlite.Connection,
+        session_id: str,
+        *,
+        summarizer: SummarizerKind = "extractive",
+        status: SummaryStatus | None = "completed",
+    ) -> SummaryVersion | None:
+        """Return the session's newest row of ``summarizer`` (with ``status``), or ``None``."""
+        sql = (
+            f"SELECT {_COLUMNS} FROM conversation_summaries WHERE session_id = ? AND summarizer = ?"
+        )
+        params: list[Any] = [session_id, summarizer]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(status)
+        rows = await conn.execute_fetchall(
+            sql + " ORDER BY version DESC, summary_id DESC LIMIT 1", params
+        )
+        return next((_row_to_summary(row) for row in rows), None)
+
+    async def latest_llm(
+        self, conn: aiosqlite.Connection, session_ids: Sequence[str]
+    ) -> dict[str, SummaryVersion]:
+        """Return the newest completed model summary of each of ``session_ids`` that has one."""
+        if not session_ids:
+            return {}
+        rows = await conn.execute_fetchall(
+            f"SELECT {_COLUMNS} FROM conversation_summaries AS s"
+            " WHERE s.summary_id = (SELECT summary_id FROM conversation_summaries"
+            "   WHERE session_id = s.session_id AND summarizer = 'llm' AND status = 'completed'"
+            "   ORDER BY version DESC, summary_id DESC LIMIT 1)"
+            " AND s.session_id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(list(session_ids)),),
+        )
+        return {row["session_id"]: _row_to_summary(row) for row in rows}
+
+    async def get(self, conn: aiosqlite.Connection, summary_id: int) -> SummaryVersion | None:
+        """Return one row of the chain, or ``None``."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_COLUMNS} FROM conversation_summaries WHERE summary_id = ?", (summary_id,)
+        )
+        return next((_row_to_summary(row) for row in rows), None)
+
+    async def history(
+        self, conn: aiosqlite.Connection, session_id: str, *, limit: int | None = None
+    ) -> list[SummaryVersion]:
+        """Return the session's chain, oldest version first (the newest ``limit`` versions).
+
+        Within a version the extractive row comes first, then its model summaries in order.
+        """
+        sql = f"SELECT {_COLUMNS} FROM conversation_summaries WHERE session_id = ?"
+        params: list[Any] = [session_id]
+        if limit is not None:
+            sql += (
+                " AND version > (SELECT COALESCE(MAX(version), 0) FROM conversation_summaries"
+                " WHERE session_id = ?) - ?"
+            )
+            params += [session_id, limit]
+        rows = await conn.execute_fetchall(sql + " ORDER BY version, summary_id", params)
+        return [_row_to_summary(row) for row in rows]
+
+    async def begin_llm(
+        self, tx: aiosqlite.Connection, parent: SummaryVersion, *, now: datetime
+    ) -> SummaryVersion | None:
+        """Insert a ``processing`` model summary of the extractive version ``parent``.
+
+        Returns:
+            The new row, or ``None`` if the session already has a summary in progress (the
+            partial unique index ``conversation_summaries_processing`` is the guard).
+
+        Raises:
+            StorageError: the insert failed otherwise (e.g. the session was erased).
+        """
+        try:
+            rows = await tx.execute_fetchall(
+                f"INSERT INTO conversation_summaries (session_id, version, from_seq, to_seq,"
+                " parent_summary_id, summarizer, status, created_at)"
+                " VALUES (?, ?, ?, ?, ?, 'llm', 'processing', ?)"
+                f" ON CONFLICT DO NOTHING RETURNING {_COLUMNS}",
+                (
+                    parent.session_id,
+                    parent.version,
+                    parent.from_seq,
+                    parent.to_seq,
+                    parent.summary_id,
+                    _iso(now),
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"begin_llm failed for session {parent.session_id}: {exc}") from exc
+        return next((_row_to_summary(row) for row in rows), None)
+
+    async def finish_llm(
+        self,
+        tx: aiosqlite.Connection,
+        summary_id: int,
+        *,
+        status: SummaryStatus,
+        text: str = "",
+        error: str | None = None,
+        generation_ms: int | None = None,
+        now: datetime,
+    ) -> bool:
+        """Mark a ``processing`` row ``completed`` (with ``text``) or ``failed``.
+
+        Returns:
+            ``False`` if the row is gone (erased, pruned) or no longer ``processing``.
+
+        Raises:
+            ValueError: ``status`` is ``processing``.
+        """
+        if status == "processing":
+            raise ValueError("finish_llm needs status 'completed' or 'failed'")
+        cursor = await tx.execute(
+            "UPDATE conversation_summaries SET status = ?, text = ?, error = ?,"
+            " generation_ms = ?, completed_at = ? WHERE summary_id = ? AND status = 'processing'",
+            (status, text, error, generation_ms, _iso(now), summary_id),
+        )
+        return cursor.rowcount == 1
+
+    async def fail_processing(self, tx: aiosqlite.Connection, *, error: str, now: datetime) -> int:
+        """Mark every ``processing`` row ``failed``; return how many there were.
+
+        Run at start-up: a model summary still ``processing`` then was cut short by the stop
+        or crash of the process that ran it.
+        """
+        cursor = await tx.execute(
+            "UPDATE conversation_summaries SET status = 'failed', error = ?, completed_at = ?"
+            " WHERE status = 'processing'",
+            (error, _iso(now)),
+        )
+        return cursor.rowcount

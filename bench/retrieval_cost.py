@@ -1,0 +1,196 @@
+"""Retrieval cost against history length: does building a packet get slower as a chat grows?
+
+Run ``python bench/retrieval_cost.py [--sizes 1000,10000,100000]`` from the repository root.
+For each size it bulk-inserts that many turns into one session of a fresh SQLite file (through
+the store, in transactions of 5,000), plus 10,000 turns of another chat, opens a lane
+(``agent.runtime.open_lane``, default settings), and times ``ConversationLane.context(chat,
+question)`` (retrieval and packet) for questions whose words occur throughout the history.
+
+The turn texts are LoCoMo utterances (``../shared/data/locomo-dev.json``, read in place; CC
+BY-NC 4.0) repeated in order, so each word's frequency grows with the history as it would in a
+long chat; the questions are LoCoMo's. Without the data file a small built-in text is used.
+It prints the median and 95th percentile per size and the SQLite query plan of the turn search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks_file import write_section  # noqa: E402
+
+from agent.config import load_settings  # noqa: E402
+from agent.memory import ConversationTurn, SessionState, SqliteConversationStore  # noqa: E402
+from agent.runtime import open_lane  # noqa: E402
+from agent.utils import ids  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+CHAT, OTHER_CHAT = 1, 2
+_BATCH = 5000
+_FALLBACK = [
+    "I went hiking in the mountains last weekend with my sister.",
+    "We are planning a trip to Lisbon in May, the hotel is booked.",
+    "My painting class starts next Tuesday, I can't wait.",
+    "The kids loved the museum, especially the dinosaur room.",
+    "Work has been busy, the new project launches next month.",
+]
+
+
+def _corpus(path: Path) -> tuple[list[str], list[str]]:
+    if not path.exists():
+        return _FALLBACK, ["Where did you go hiking?", "When is the painting class?"]
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    texts, questions = [], []
+    for sample in samples:
+        for key, value in sample["conversation"].items():
+            if key.startswith("session_") and isinstance(value, list):
+                texts.extend(str(u.get("text", "")) for u in value)
+        questions.extend(str(q["question"]) for q in sample["qa"] if q["category"] != 5)
+    return texts, questions[::10]
+
+
+async def _fill(lane: Any, chat_id: int, count: int, texts: list[str]) -> None:
+    store = SqliteConversationStore()
+    sid = ids.session_id()
+    done = 0
+    while done < count:
+        batch = min(_BATCH, count - done)
+        first = done
+
+        async def work(tx: Any, first: int = first, batch: int = batch) -> None:
+            if first == 0:
+                await store.create_session(
+                    tx, session_id=sid, chat_id=chat_id, chat_type="private", user_id=None,
+                    title=None, now=T0,
+                )  # fmt: skip
+            for seq in range(first + 1, first + batch + 1):
+                await store.append_turn(
+                    tx,
+                    ConversationTurn(
+                        turn_id=ids.turn_id(),
+                        session_id=sid,
+                        seq=seq,
+                        user_text=texts[seq % len(texts)],
+                        created_at=T0 + timedelta(minutes=seq),
+                        status="recorded",
+                        speaker="Ada" if seq % 2 else "Bob",
+                    ),
+                )
+            state = SessionState(session_id=sid, turn_count=first + batch)
+            await store.save_state(tx, state, last_seq=first + batch, now=T0)
+
+        await lane.db.write(work)
+        done += batch
+
+
+async def _measure(
+    size: int, texts: list[str], questions: list[str], workdir: Path, out: list[str]
+) -> None:
+    settings = load_settings(env_file=None).model_copy(
+        update={
+            "db_path": workdir / f"cost-{size}.db",
+            "checkpoint_dir": workdir / f"cost-{size}",
+            "durability": "process",
+        }
+    )
+    lane = await open_lane(settings)
+    started = time.perf_counter()
+    await _fill(lane, CHAT, size, texts)
+    await _fill(lane, OTHER_CHAT, 10_000, texts[::-1])
+    filled = time.perf_counter() - started
+    await lane.shutdown()
+    lane = await open_lane(settings)
+    try:
+        await lane.hydrate()
+        for question in questions[:5]:  # warm the page cache
+            await lane.context(CHAT, question)
+        timings, retrieved, tokens = [], 0, 0
+        for question in questions:
+            began = time.perf_counter()
+            packet = await lane.context(CHAT, question)
+            timings.append((time.perf_counter() - began) * 1000)
+            if packet is not None:
+                retrieved += len(packet.retrieved)
+                tokens += packet.token_estimate
+        timings.sort()
+        p95 = timings[int(0.95 * (len(timings) - 1))]
+        out.append(
+            f"| {size:,} | {statistics.median(timings):.1f} | {p95:.1f} | {timings[-1]:.1f}"
+            f" | {retrieved / len(timings):.0f} | {tokens / len(timings):.0f} |"
+        )
+        print(out[-1], f"(insert {filled:.0f} s)", file=sys.stderr)
+        if size == max(SIZES):
+            sid = lane.session_id_for_chat(CHAT)
+            plan = await lane.db.fetchall(
+                "EXPLAIN QUERY PLAN SELECT t.seq FROM conversation_turns AS t JOIN"
+                " (SELECT rowid AS r, rank AS score FROM conversation_turns_fts"
+                "  WHERE conversation_turns_fts MATCH ? ORDER BY rank LIMIT 125) AS hit"
+                " ON t.rowid = hit.r ORDER BY hit.score",
+                (f'session_id : "{sid}" AND {{user_text}} : ("hiking")',),
+            )
+            out.append("")
+            out.append("Query plan of the turn search (`EXPLAIN QUERY PLAN`):")
+            out.append("")
+            out.extend(f"    {row['detail']}" for row in plan)
+    finally:
+        await lane.shutdown()
+
+
+SIZES: tuple[int, ...] = (1_000, 10_000, 100_000)
+
+
+async def main(argv: list[str] | None = None) -> int:
+    global SIZES
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="history lengths (turns)")
+    parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
+    parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    logging.getLogger("agent").setLevel(logging.ERROR)  # "checkpoint missing": expected here
+    SIZES = tuple(int(size) for size in args.sizes.split(","))
+    texts, questions = _corpus(args.data)
+    out = [
+        "## Retrieval cost",
+        "",
+        f"`python bench/retrieval_cost.py`: one session of N turns (LoCoMo utterances repeated,"
+        f" {len(texts)} distinct) plus 10,000 turns of another chat; time of"
+        f" `ConversationLane.context(chat, question)` (retrieval and packet, budget 2,000"
+        f" tokens) over {len(questions)} LoCoMo questions, after 5 to warm the cache.",
+        "",
+        "| turns | median ms | p95 ms | max ms | items | tokens |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    with tempfile.TemporaryDirectory(prefix="retrieval-cost-") as tmp:
+        for size in SIZES:
+            await _measure(size, texts, questions, Path(tmp), out)
+    out += [
+        "",
+        "Rows read outside FTS5 are bounded (at most k candidates per index, k set by the"
+        " budget; neighbours by primary key). Inside FTS5 the session id is a term of the MATCH,"
+        " so other chats cost nothing; a query word found in more than 2,000 turns is left out"
+        " (it says little and scoring its turns is what grows), and function words never enter"
+        " a query. What still grows is FTS5's BM25 document count of the session term, a"
+        " posting-list count of tens of nanoseconds per turn of the session.",
+    ]
+    section = "\n".join(out) + "\n"
+    print(section)
+    if not args.no_write and SIZES == (1_000, 10_000, 100_000):
+        print(f"written to {write_section(section)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

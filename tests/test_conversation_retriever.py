@@ -1,0 +1,539 @@
+"""Retrieval (conversation_retriever.py) and the packet it fills, over real SQLite files.
+
+Turns are bulk-inserted through the store in one transaction where a test needs thousands;
+everything else goes through the lane. Only the clock and the reply engine are ours to fake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.commands import CommandCenter
+from agent.db import Database, load_schema_text, parse_migrations
+from agent.memory import (
+    CheckpointWriter,
+    ConversationContextBuilder,
+    ConversationContextPacket,
+    ConversationLane,
+    ConversationRetriever,
+    ConversationStateManager,
+    ConversationTurn,
+    ExtractiveSummarizer,
+    Fact,
+    InboundMessage,
+    MemoryCandidate,
+    Reply,
+    RetrievalPolicy,
+    RetrievalWeights,
+    SessionState,
+    SqliteConversationStore,
+    SqliteMemoryStore,
+    render_packet,
+    write_if_worthy,
+)
+from agent.memory.conversation_retriever import SEARCH_INDEXES
+from agent.utils import ids
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+CHAT = 4242
+FILLER_WORDS = (
+    "weather garden coffee train meeting budget lunch report music movie football recipe"
+    " holiday laptop printer email dentist bicycle groceries weekend car"
+).split()
+
+
+class Clock:
+    """A settable clock, the one source of time of a lane under test."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class RecordingEngine:
+    """Answers with a fixed text and keeps the packets it was given."""
+
+    def __init__(self) -> None:
+        self.packets: list[ConversationContextPacket] = []
+
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        self.packets.append(packet)
+        return Reply(text="noted")
+
+
+def filler(n: int) -> str:
+    """A deterministic, varied message with no rare word in it."""
+    words = [FILLER_WORDS[(n * k + k) % len(FILLER_WORDS)] for k in (1, 3, 7)]
+    return f"Message {n}: we talked about the {words[0]}, the {words[1]} and the {words[2]}."
+
+
+async def bulk_session(
+    db: Database,
+    texts: list[str],
+    *,
+    chat_id: int = CHAT,
+    chat_type: str = "private",
+    speakers: tuple[str, ...] = ("Ada",),
+) -> str:
+    """Create a session holding ``texts`` as turns 1..n (one transaction); return its id."""
+    store = SqliteConversationStore()
+    sid = ids.session_id()
+
+    async def work(tx: Any) -> None:
+        await store.create_session(
+            tx,
+            session_id=sid,
+            chat_id=chat_id,
+            chat_type=chat_type,
+            user_id=None,
+            title=None,
+            now=T0,
+        )
+        for seq, text in enumerate(texts, start=1):
+            await store.append_turn(
+                tx,
+                ConversationTurn(
+                    turn_id=ids.turn_id(),
+                    session_id=sid,
+                    seq=seq,
+                    user_text=text,
+                    created_at=T0 + timedelta(minutes=seq),
+                    status="recorded",
+                    speaker=speakers[seq % len(speakers)],
+                ),
+            )
+        state = SessionState(session_id=sid, turn_count=len(texts))
+        await store.save_state(tx, state, last_seq=len(texts), now=T0)
+
+    await db.write(work)
+    return sid
+
+
+@asynccontextmanager
+async def running_lane(
+    db_path: Path, checkpoint_dir: Path, **options: Any
+) -> AsyncIterator[ConversationLane]:
+    """A lane started as the process starts it (open, hydrate), shut down afterwards."""
+    lane = ConversationLane(
+        await Database(db_path).open(), CheckpointWriter(checkpoint_dir), **options
+    )
+    try:
+        await lane.hydrate()
+        yield lane
+    finally:
+        await lane.shutdown()
+
+
+async def test_retrieval_finds_a_fact_stated_5000_turns_ago(db_path, checkpoint_dir):
+    """A fact stated 5,000 turns back is retrieved into the packet of a question about it."""
+    fact = "I parked the car on level 7 of the Zanzibar garage."
+    texts = [fact, *(filler(n) for n in range(2, 5002))]
+    async with Database(db_path) as db:
+        await bulk_session(db, texts)
+    clock = Clock(T0 + timedelta(days=5))
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as lane:
+        packet = await lane.context(CHAT, "Where did I park the car?")
+
+    assert packet is not None
+    assert packet.turn_count == 5001
+    assert packet.retrieved[0].ref == "turn:1"
+    assert packet.retrieved[0].text.endswith(fact)
+    assert fact in render_packet(packet)
+    # Never the whole transcript: a bounded handful of turns out of 5,001.
+    assert len(packet.retrieved) + len(packet.recent_turns) < 200
+    assert packet.token_estimate <= lane.builder.token_budget
+
+
+async def test_on_turn_retrieves_with_the_new_message_before_the_engine_runs(lane):
+    """The packet the engine gets carries the older turn that matches the new message."""
+    engine = RecordingEngine()
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="My kayak is the yellow one."), engine)
+    for n in range(2, 12):
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text=filler(n)), engine)
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="Which kayak was mine?"), engine)
+
+    asked = engine.packets[-1]
+    assert [item.ref for item in asked.retrieved][:1] == ["turn:1"]
+    # The last raw turns are in the packet verbatim and never retrieved a second time.
+    raw = {f"turn:{turn.seq}" for turn in asked.recent_turns}
+    assert raw
+    assert raw.isdisjoint(item.ref for item in asked.retrieved)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        '"',
+        '"unbalanced quote',
+        "*",
+        "kayak*",
+        "NEAR(kayak yellow)",
+        "kayak OR",
+        "OR AND NOT",
+        "user_text: kayak",
+        "{speaker}: Ada",
+        "^kayak",
+        "(",
+        "-kayak",
+        "kayak NEAR/2 yellow",
+        "'; DROP TABLE conversation_turns; --",
+    ],
+)
+async def test_fts_syntax_in_the_query_is_harmless(lane, words):
+    """FTS5 syntax in a query (quotes, *, NEAR, OR, column filters) is harmless plain words."""
+    engine = RecordingEngine()
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="My kayak is the yellow one."), engine)
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="my name is Ada"), engine)
+
+    items = await lane.recall(CHAT, words)
+    packet = await lane.context(CHAT, words)
+
+    assert packet is not None
+    if "kayak" in words:
+        assert "turn:1" in [item.ref for item in items]
+    rows = await lane.db.fetchall("SELECT count(*) FROM conversation_turns")
+    assert rows[0][0] == 2
+
+
+async def test_scores_order_by_relevance_recency_and_importance_as_configured(db):
+    """Each weight alone orders candidates by its signal: relevance, recency, importance."""
+    texts = [
+        "The canoe trip was fun.",  # 1: states a fact (below)
+        "A canoe, a canoe, the canoe again: canoe canoe.",  # 2: the most relevant
+        "The canoe is in the shed.",  # 3: the newest
+        filler(4),
+        filler(5),
+    ]
+    sid = await bulk_session(db, texts)
+    state = SessionState(
+        session_id=sid, turn_count=5, facts=(Fact(key="likes:canoe", value="canoe", turn=1),)
+    )
+
+    async def order(**weights: float) -> list[str]:
+        every = {"message": 0.0, "topics": 0.0, "recency": 0.0, "importance": 0.0}
+        policy = RetrievalPolicy(
+            weights=RetrievalWeights(**{**every, "open_loop": 0.0, **weights}),
+            neighbour_span=0,
+        )
+        items = await ConversationRetriever(policy=policy).retrieve(
+            db.reader, chat_id=CHAT, session_id=sid, text="canoe", now=T0, state=state
+        )
+        return [item.ref for item in items]
+
+    assert (await order(message=1.0))[0] == "turn:2"
+    assert await order(recency=1.0) == ["turn:3", "turn:2", "turn:1"]
+    assert (await order(importance=1.0))[0] == "turn:1"
+    # Scores are in [0, 1] and best first.
+    items = await ConversationRetriever().retrieve(
+        db.reader, chat_id=CHAT, session_id=sid, text="canoe", now=T0, state=state
+    )
+    scores = [item.score for item in items]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= score <= 1.0 for score in scores)
+
+
+async def test_the_reply_after_a_hit_and_the_named_speaker_rank_high(db):
+    """The reply after a hit inherits its relevance; the named speaker's turns count more."""
+    texts = [
+        filler(1),
+        "Bob: What did you plant in the garden?",  # 2: the words of the question
+        "Tomatoes and basil, mostly.",  # 3: the answer, no shared word
+        filler(4),
+        filler(5),
+        filler(6),
+    ]
+    sid = await bulk_session(db, texts, chat_type="group", speakers=("Bob", "Cleo"))
+    retriever = ConversationRetriever()
+    items = await retriever.retrieve(
+        db.reader, chat_id=CHAT, session_id=sid, text="What did Cleo plant?", now=T0
+    )
+    refs = [item.ref for item in items]
+    assert refs[:2] == ["turn:2", "turn:3"] or refs[:2] == ["turn:3", "turn:2"]
+
+
+async def test_packet_stays_within_budget_with_retrieved_items(db_path, checkpoint_dir):
+    """Under a small budget the packet holds last and retrieved turns, never over budget."""
+    texts = [f"{filler(n)} The lighthouse had {n} steps." for n in range(1, 400)]
+    async with Database(db_path) as db:
+        await bulk_session(db, texts)
+    builder = ConversationContextBuilder(token_budget=300, recent_turns=3)
+    async with running_lane(db_path, checkpoint_dir, builder=builder) as lane:
+        packet = await lane.context(CHAT, "How many steps did the lighthouse have?")
+
+    assert packet is not None
+    assert packet.retrieved
+    assert packet.token_estimate <= 300
+    assert [turn.seq for turn in packet.recent_turns] == [397, 398, 399]
+    assert all(item.kind == "turn" and item.seq < 397 for item in packet.retrieved)
+    rendered = render_packet(packet)
+    assert "Relevant earlier in this conversation:" in rendered
+    assert all(item.text in rendered for item in packet.retrieved)
+
+
+async def test_recall_uses_the_retriever(lane):
+    """/recall lists what the retriever returns, with its scores, memories included."""
+    engine = RecordingEngine()
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="my name is Ada"), engine)
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="The kayak is yellow."), engine)
+    for n in range(3, 8):
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text=filler(n)), engine)
+
+    reply = await CommandCenter(lane).run(CHAT, "recall", "yellow kayak name")
+    items = await lane.recall(CHAT, "yellow kayak name")
+    direct = await lane.retriever.retrieve(
+        lane.db.reader,
+        chat_id=CHAT,
+        session_id=lane.session_id_for_chat(CHAT),
+        text="yellow kayak name",
+        now=lane.now(),
+        state=SessionState(session_id=lane.session_id_for_chat(CHAT) or "", turn_count=7),
+    )
+
+    assert [item.ref for item in items] == [item.ref for item in direct][: len(items)]
+    assert reply.text.startswith("Best matches (score 0-1):")
+    assert "The kayak is yellow." in reply.text
+    assert "remembered: name: Ada" in reply.text
+    assert f"[{items[0].score:.2f}]" in reply.text
+
+
+async def test_memories_decay_and_get_archived_by_consolidation(db_path, checkpoint_dir):
+    """Consolidation decays memories and archives weak ones, which retrieval then skips."""
+    clock = Clock()
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as lane:
+        engine = RecordingEngine()
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text="my name is Ada"), engine)
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text="I like jazz"), engine)
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text="I like jazz"), engine)
+        assert {item.ref for item in await lane.recall(CHAT, "jazz")} & {
+            m.memory_id for m in (lane.packet(CHAT) or _empty()).memories
+        }
+        fresh = await lane.consolidate_memories()
+        assert fresh.archived == []
+
+        clock.now = T0 + timedelta(days=60)
+        report = await lane.consolidate_memories()
+        rows = {
+            row["key"]: dict(row)
+            for row in await lane.db.fetchall(
+                "SELECT key, status, decay, access_count FROM memories"
+            )
+        }
+        # Two half-lives: 0.25, plus 0.1 per access (stated, or retrieved into a packet).
+        # name: 1.0 * (0.25 + 0.1 * n) >= 0.35 stays; likes:jazz: 0.4 * (0.25 + 0.2) goes.
+        name, jazz = rows["name"], rows["likes:jazz"]
+        assert name["status"] == "active"
+        assert name["decay"] == pytest.approx(0.25 + 0.1 * name["access_count"])
+        assert jazz["access_count"] == 2
+        assert jazz["decay"] == pytest.approx(0.45)
+        assert jazz["status"] == "archived"
+        assert report.archived
+        assert report.decayed == 2
+        recalled = await lane.recall(CHAT, "jazz")
+        assert [item.ref for item in recalled if item.kind == "memory"] == []
+        assert "jazz" not in [m.key for m in (lane.packet(CHAT) or _empty()).memories]
+
+
+def _empty() -> ConversationContextPacket:
+    return ConversationContextPacket(
+        conversation_id="none", session_status="active", context_compiled_at=T0
+    )
+
+
+async def test_retrieving_a_memory_counts_as_an_access(db_path, checkpoint_dir):
+    """A memory retrieved into the packet of a turn gets one more access and a fresh decay."""
+    clock = Clock()
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as lane:
+        engine = RecordingEngine()
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text="my name is Ada"), engine)
+        clock.now = T0 + timedelta(days=10)
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text="what is my name?"), engine)
+        row = (await lane.db.fetchall("SELECT access_count, last_accessed_at FROM memories"))[0]
+
+    assert [item.kind for item in engine.packets[-1].retrieved].count("memory") == 1
+    assert row["access_count"] == 2
+    assert datetime.fromisoformat(row["last_accessed_at"]) == clock.now
+
+
+async def _every_table_text(db: Database) -> dict[str, str]:
+    """Every table of the database file (FTS shadow tables included), as one lowercased text
+    per table: text columns as they are, blobs decoded leniently."""
+    names = [
+        row["name"]
+        for row in await db.fetchall(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+        )
+    ]
+    found: dict[str, str] = {}
+    for name in names:
+        parts: list[str] = []
+        for row in await db.fetchall(f'SELECT * FROM "{name}"'):  # noqa: S608 (our table names)
+            for value in tuple(row):
+                if isinstance(value, bytes):
+                    parts.append(value.decode("utf-8", "replace"))
+                elif value is not None:
+                    parts.append(str(value))
+        found[name] = "\n".join(parts).lower()
+    return found
+
+
+async def test_forget_leaves_no_trace_of_the_session(db_path, checkpoint_dir):
+    """/forget leaves no trace in turns, FTS tables (shadows too), summaries or memories."""
+    word = "xylophonequartz"
+    summarizer = ExtractiveSummarizer(every_n=5, keep_raw=3)
+    async with running_lane(
+        db_path, checkpoint_dir, state_manager=ConversationStateManager(summarizer)
+    ) as lane:
+        engine = RecordingEngine()
+        other = CHAT + 1
+        await lane.on_turn(InboundMessage(chat_id=other, text="Unrelated words stay."), engine)
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text=f"my name is {word}"), engine)
+        await lane.on_turn(
+            InboundMessage(chat_id=CHAT, text=f"We decided to go with {word} for the trip."),
+            engine,
+        )
+        for n in range(3, 13):
+            await lane.on_turn(InboundMessage(chat_id=CHAT, text=filler(n)), engine)
+        sid = lane.session_id_for_chat(CHAT)
+        assert sid is not None
+        before = await _every_table_text(lane.db)
+        vocab = await _fts_terms(lane.db, word)
+
+        await lane.forget_session(sid)
+        after = await _every_table_text(lane.db)
+        vocab_after = await _fts_terms(lane.db, word)
+        others = await lane.recall(other, "unrelated words")
+
+    # The text was everywhere the test looks (otherwise the test could not fail)...
+    for table in ("conversation_turns", "conversation_summaries", "memories"):
+        assert word in before[table], table
+    assert vocab == {"conversation_turns_fts", "conversation_summaries_fts", "memories_fts"}
+    # ...and is nowhere now, in no table and no full-text index.
+    assert [name for name, text in after.items() if word in text] == []
+    assert vocab_after == set()
+    assert all(name in after for name in (f"{t}_data" for t in SEARCH_INDEXES))
+    assert [item.ref for item in others] == ["turn:1"]  # other chats keep theirs
+
+
+async def _fts_terms(db: Database, word: str) -> set[str]:
+    """The full-text indexes whose vocabulary holds ``word`` (read through fts5vocab)."""
+    found = set()
+    for table in SEARCH_INDEXES:
+        rows = await db.fetchall(
+            f"SELECT count(*) FROM {table}"  # noqa: S608 (our table names)
+            f" WHERE {table} MATCH ?",
+            (f'"{word}"',),
+        )
+        if rows[0][0]:
+            found.add(table)
+    return found
+
+
+async def test_memory_index_follows_updates_and_stays_per_chat(db):
+    """The memories index follows a changed text, and one chat never sees another's."""
+    store = SqliteMemoryStore()
+    sid_a = await bulk_session(db, ["hello"], chat_id=1)
+    sid_b = await bulk_session(db, ["hello"], chat_id=-1)
+
+    async def promote(chat_id: int, sid: str, text: str) -> None:
+        candidate = MemoryCandidate(
+            kind="fact", key="location", text=text, confidence=0.9, importance=0.7
+        )
+        await db.write(
+            lambda tx: write_if_worthy(
+                tx, store, chat_id, [candidate], session_id=sid, seq=1, now=T0
+            )
+        )
+
+    await promote(1, sid_a, "Lisbon")
+    await promote(-1, sid_b, "Lisbon")
+    await promote(1, sid_a, "Porto")
+
+    assert [m.text for m, _ in await store.search(db.reader, 1, "Porto", limit=5)] == ["Porto"]
+    assert await store.search(db.reader, 1, "Lisbon", limit=5) == []
+    assert [m.chat_id for m, _ in await store.search(db.reader, -1, "Lisbon", limit=5)] == [-1]
+
+
+async def test_turn_search_reads_the_fts_index_then_rows_by_rowid(db):
+    """The turn search ranks inside FTS5 with a LIMIT and reads turns by rowid, no scan."""
+    sid = await bulk_session(db, ["kayak"])
+    rows = await db.fetchall(
+        "EXPLAIN QUERY PLAN SELECT t.seq FROM conversation_turns AS t"
+        " JOIN (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
+        "       WHERE conversation_turns_fts MATCH ?"
+        "       AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT 40) AS hit"
+        " ON t.rowid = hit.hit_rowid ORDER BY hit.score",
+        (f'session_id : "{sid}" AND {{speaker user_text assistant_text}} : ("kayak")',),
+    )
+    plan = " | ".join(row["detail"] for row in rows)
+    assert "VIRTUAL TABLE INDEX" in plan
+    assert "SCAN t" not in plan
+    assert "SCAN conversation_turns " not in plan
+    assert "rowid=?" in plan
+
+
+async def test_migration_0006_indexes_what_the_database_already_holds(db_path):
+    """Migrating a 0005 database to 0006 indexes its existing turns, summaries and memories."""
+    migrations = parse_migrations(load_schema_text())
+    assert [m.label for m in migrations][5] == "0006_retrieval"
+    store = SqliteConversationStore()
+    stamp = T0.isoformat()
+
+    async def seed(tx: Any) -> None:
+        await store.create_session(
+            tx, session_id="ses_old", chat_id=CHAT, chat_type="private", user_id=None,
+            title=None, now=T0,
+        )  # fmt: skip
+        await store.append_turn(
+            tx,
+            ConversationTurn(
+                turn_id="trn_old", session_id="ses_old", seq=1, user_text="The Zanzibar trip.",
+                created_at=T0, status="recorded",
+            ),
+        )  # fmt: skip
+        await tx.execute(
+            "INSERT INTO conversation_summaries (session_id, version, from_seq, to_seq,"
+            " summarizer, status, text, delta, created_at) VALUES ('ses_old', 1, 1, 1,"
+            " 'extractive', 'completed', 'x', 'We planned the Zanzibar trip.', ?)",
+            (stamp,),
+        )
+        await tx.execute(
+            "INSERT INTO memories (memory_id, chat_id, kind, key, text, confidence, importance,"
+            " status, created_at, updated_at, last_accessed_at) VALUES ('mem_old', ?, 'goal',"
+            " 'plan', 'a trip to Zanzibar', 0.9, 0.8, 'active', ?, ?, ?)",
+            (CHAT, stamp, stamp, stamp),
+        )
+
+    async with Database(db_path, migrations=migrations[:5]) as db:
+        await db.write(seed)
+    async with Database(db_path) as db:
+        items = await ConversationRetriever().retrieve(
+            db.reader, chat_id=CHAT, session_id="ses_old", text="zanzibar", now=T0
+        )
+        memory = (await SqliteMemoryStore().search(db.reader, CHAT, "zanzibar", limit=5))[0][0]
+
+    assert sorted(item.ref for item in items) == ["mem_old", "summary:1", "turn:1"]
+    assert (memory.decay, memory.archived_at) == (1.0, None)
+
+
+async def test_memory_command_shows_what_retrieval_adds_for_the_last_message(lane):
+    """/memory shows the packet for the chat's last message, retrieved items included."""
+    engine = RecordingEngine()
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="The kayak is yellow."), engine)
+    for n in range(2, 9):
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text=filler(n)), engine)
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="Where is the kayak?"), engine)
+
+    reply = await CommandCenter(lane).run(CHAT, "memory")
+
+    assert "Relevant earlier in this conversation:" in reply.text
+    assert "#1 user" in reply.text
+    assert "The kayak is yellow." in reply.text
+    assert "tokens" in reply.text

@@ -1,0 +1,431 @@
+"""Tests of group deliberation: participants, proposals with reactions, decisions (seed 000)."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent.memory import (
+    ConversationContextBuilder,
+    ConversationContextPacket,
+    ConversationStateManager,
+    ConversationTurn,
+    DeliberationTracker,
+    InboundMessage,
+    Reaction,
+    Reply,
+    SessionState,
+    render_packet,
+    split_clauses,
+)
+from agent.memory.deliberation import (
+    MAX_CONTRIBUTIONS,
+    MAX_DECISIONS,
+    MAX_PARTICIPANTS,
+    MAX_PROPOSALS,
+    REACTION_WINDOW,
+)
+from agent.memory.schemas import dump_json
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+SID = "ses_" + "0123456789abcdef" * 2
+IDS = {"Alice": 1, "Bob": 2, "Carol": 3, "Dave": 4}
+
+
+def group_turn(seq: int, who: str, text: str, **fields: object) -> ConversationTurn:
+    """Turn ``seq``: ``who`` says ``text`` in the group; the bot keeps it without answering."""
+    values: dict[str, object] = {
+        "turn_id": f"trn_{seq:032x}",
+        "session_id": SID,
+        "seq": seq,
+        "user_text": text,
+        "assistant_text": None,
+        "status": "recorded",
+        "speaker": who,
+        "user_id": IDS.get(who, zlib.crc32(who.encode())),
+        "created_at": T0 + timedelta(minutes=seq),
+    }
+    values.update(fields)
+    return ConversationTurn.model_validate(values)
+
+
+def group(lines: Iterable[tuple[str, str]], chat_type: str = "group") -> SessionState:
+    """Fold a group conversation of ``(speaker, text)`` lines into a state."""
+    manager = ConversationStateManager()
+    state = SessionState(session_id=SID, chat_type=chat_type)
+    for who, text in lines:
+        state = manager.apply(state, group_turn(state.turn_count + 1, who, text))
+    return state
+
+
+def test_a_group_decision_with_reactions_accepts_the_proposal():
+    """Three members: a proposal, a +1, a disagreement, then "we agreed on X": the decision
+    is recorded with its supporters and the proposal is ``accepted`` at that turn."""
+    state = group(
+        [
+            ("Alice", "I propose we meet on Friday at 5 to plan the launch"),
+            ("Bob", "+1"),
+            ("Carol", "I disagree, Friday evening is bad for me"),
+            ("Alice", "ok, we agreed on Friday at 5 then"),
+        ]
+    )
+
+    (proposal,) = state.proposals
+    assert proposal.proposal_id == "proposal-1"
+    assert (proposal.proposer, proposal.text) == (
+        "Alice",
+        "we meet on Friday at 5 to plan the launch",
+    )
+    assert proposal.reactions == (
+        Reaction(participant="Bob", stance="support", turn=2),
+        Reaction(participant="Carol", stance="oppose", turn=3),
+    )
+    assert (proposal.status, proposal.resolved_turn) == ("accepted", 4)
+    (decision,) = state.decisions
+    assert decision.decision_id == "decision-4"
+    assert decision.outcome == "Friday at 5"
+    assert decision.proposal_id == "proposal-1"
+    assert decision.decided_by == "Alice"
+    assert decision.supporters == ("Alice", "Bob")
+    assert state.resolved_entities["the decision"] == "decision-4"
+    assert state.resolved_entities["the proposal"] == "proposal-1"
+
+
+def test_participants_keep_their_count_position_and_contributions():
+    """Each member counts their messages; a proposal, reaction, decision or opinion is their
+    latest position; proposals, decisions and opinions (not reactions) are contributions."""
+    state = group(
+        [
+            ("Alice", "I propose we meet on Friday at 5 to plan the launch"),
+            ("Bob", "+1"),
+            ("Carol", "I disagree, Friday evening is bad for me"),
+            ("Carol", "lol"),
+            ("Bob", "I think the budget needs another review"),
+            ("Alice", "ok, we agreed on Friday at 5 then"),
+        ]
+    )
+
+    people = {p.name: p for p in state.participants}
+    assert [p.participant_id for p in state.participants] == ["user:1", "user:2", "user:3"]
+    assert {name: p.message_count for name, p in people.items()} == {
+        "Alice": 2,
+        "Bob": 2,
+        "Carol": 2,
+    }
+    assert people["Carol"].last_position == (
+        "opposes: we meet on Friday at 5 to plan the launch"
+    )  # "lol" is no position
+    assert people["Carol"].key_contributions == ()
+    assert people["Bob"].last_position == "I think the budget needs another review"
+    assert people["Alice"].key_contributions == (
+        "proposes: we meet on Friday at 5 to plan the launch",
+        "decided: Friday at 5",
+    )
+    assert people["Alice"].last_turn == 6
+
+
+def test_a_counter_proposal_modifies_the_earlier_one_and_is_the_one_decided():
+    """A proposal on the same subject marks the earlier one ``modified``; the decision then
+    settles the counter-proposal."""
+    state = group(
+        [
+            ("Alice", "I propose we meet on Friday at 5"),
+            ("Carol", "no way, how about Friday at 3 instead?"),
+            ("Bob", "sounds good"),
+            ("Alice", "let's go with Friday at 3"),
+        ]
+    )
+
+    first, counter = state.proposals
+    assert (first.status, first.resolved_turn) == ("modified", 2)
+    assert first.reactions == (Reaction(participant="Carol", stance="oppose", turn=2),)
+    assert (counter.proposer, counter.text, counter.status) == ("Carol", "Friday at 3", "accepted")
+    assert counter.reactions == (Reaction(participant="Bob", stance="support", turn=3),)
+    assert state.decisions[-1].proposal_id == counter.proposal_id
+    assert state.decisions[-1].supporters == ("Carol", "Bob", "Alice")
+
+
+def test_a_decision_on_a_variant_marks_the_proposal_modified():
+    """A decision that shares the proposal's subject but not its terms settles it as
+    ``modified``."""
+    state = group(
+        [
+            ("Alice", "[PROPOSAL] rent a van for the move on Saturday"),
+            ("Bob", "[DECISION] rent two cars for the move"),
+        ]
+    )
+
+    assert state.proposals[0].status == "modified"
+    assert state.decisions[0].outcome == "rent two cars for the move"
+    assert state.decisions[0].proposal_id == "proposal-1"
+
+
+def test_opposition_of_most_others_rejects_a_proposal():
+    """Opposed by at least two and a strict majority of the other members, a proposal is
+    ``rejected``; one "-1" alone does not reject it."""
+    lines = [
+        ("Dave", "hi all"),
+        ("Alice", "what if we move the launch to March?"),
+        ("Bob", "-1"),
+    ]
+    assert group(lines).proposals[0].status == "active"
+
+    state = group([*lines, ("Carol", "bad idea, March is too late")])
+
+    (proposal,) = state.proposals
+    assert (proposal.status, proposal.resolved_turn) == ("rejected", 4)
+    assert state.decisions == ()
+
+
+def test_a_decision_against_rejects_the_proposal():
+    """A decision against a proposal ("we decided against X") is "not X" and rejects it."""
+    state = group(
+        [
+            ("Alice", "how about a team dinner at the harbour?"),
+            ("Bob", "we decided against the harbour dinner"),
+        ]
+    )
+
+    assert state.proposals[0].status == "rejected"
+    assert state.decisions[0].outcome == "not the harbour dinner"
+    assert state.decisions[0].proposal_id == "proposal-1"
+
+
+def test_a_bare_decision_settles_the_latest_proposal():
+    """A bare "we agreed!" accepts the latest active proposal, whose text it takes."""
+    state = group([("Alice", "shall we use Postgres for the new service?"), ("Bob", "we agreed!")])
+
+    assert state.proposals[0].status == "accepted"
+    assert state.decisions[0].outcome == "use Postgres for the new service"
+
+
+def test_reactions_name_the_proposal_they_share_words_with():
+    """A reaction goes to the active proposal it shares most words with, else to the latest;
+    the latest reaction of a member replaces their earlier one; own proposals take none."""
+    state = group(
+        [
+            ("Alice", "I propose a picnic in the park"),
+            ("Bob", "my suggestion is a boat trip on the river"),
+            ("Carol", "I agree, the picnic in the park is perfect"),
+            ("Carol", "+1"),  # the latest: the boat trip
+            ("Bob", "+1"),  # his own proposal is the latest: Alice's is the one he can back
+            ("Carol", "not sure about the picnic anymore"),
+        ]
+    )
+
+    picnic, boat = state.proposals
+    assert picnic.reactions == (
+        Reaction(participant="Bob", stance="support", turn=5),
+        Reaction(participant="Carol", stance="neutral", turn=6),
+    )
+    assert boat.reactions == (Reaction(participant="Carol", stance="support", turn=4),)
+
+
+def test_a_reaction_long_after_any_proposal_is_no_reaction():
+    """A "+1" that names nothing refers only to a proposal of the last REACTION_WINDOW turns."""
+    lines = [("Alice", "I propose a picnic in the park")]
+    lines += [("Bob", f"chatting about the weather {n}") for n in range(REACTION_WINDOW)]
+    lines.append(("Carol", "+1"))
+
+    assert group(lines).proposals[0].reactions == ()
+
+
+def test_questions_are_not_decisions():
+    """A question ("what have we decided?") records no decision."""
+    state = group([("Alice", "how about pizza tonight?"), ("Bob", "what have we decided?")])
+
+    assert state.decisions == ()
+    assert state.proposals[0].status == "active"
+
+
+def test_private_chats_track_no_deliberation():
+    """In a private chat the same words move no participants, proposals or decisions."""
+    state = group(
+        [("Ada", "I propose we meet on Friday"), ("Ada", "we agreed on Friday")], "private"
+    )
+
+    assert (state.participants, state.proposals, state.decisions) == ((), (), ())
+
+
+def test_supergroups_are_groups():
+    """A supergroup tracks deliberation like a group."""
+    state = group([("Alice", "[PROPOSAL] ship on Monday")], "supergroup")
+
+    assert state.proposals[0].text == "ship on Monday"
+
+
+def test_group_loops_and_clarifications_belong_to_their_speaker():
+    """In a group a request is owned by who asked; a clarification waits for the member
+    asked, not for anyone else."""
+    manager = ConversationStateManager()
+    state = group([("Bob", "Carol, can you book the meeting room?")])
+    (loop,) = state.open_loops
+    assert (loop.kind, loop.text, loop.owner) == ("request", "book the meeting room", "Bob")
+
+    asked = group_turn(
+        2, "Alice", "@bot book a table", assistant_text="For how many people?", status="answered"
+    )
+    state = manager.apply(state, asked)
+    assert state.pending_clarifications[0].asked_of == "Alice"
+    state = manager.apply(state, group_turn(3, "Carol", "I booked the meeting room"))
+    assert state.status == "awaiting_clarification"  # Carol was not asked
+    assert state.open_loops == ()
+    assert state.closed_loops[-1].closed_turn == 3
+    state = manager.apply(state, group_turn(4, "Alice", "six of us"))
+    assert state.status == "active"
+
+
+def test_the_packet_carries_and_renders_the_deliberation():
+    """The packet holds participants, proposals, decisions and references; the rendering
+    shows them and the token estimate counts them."""
+    state = group(
+        [
+            ("Alice", "I propose we meet on Friday at 5 to plan the launch"),
+            ("Bob", "+1"),
+            ("Carol", "I disagree, Friday evening is bad for me"),
+            ("Alice", "[PROPOSAL] a launch party on Saturday"),
+            ("Bob", "ok, we agreed on Friday at 5"),
+        ]
+    )
+    builder = ConversationContextBuilder()
+    empty = builder.build(state.model_copy(update={"participants": (), "proposals": (),
+                                                  "decisions": ()}), [], now=T0)  # fmt: skip
+
+    packet = builder.build(state, [], now=T0)
+
+    assert packet.participants == state.participants
+    assert packet.proposals == state.proposals
+    assert packet.decisions == state.decisions
+    assert packet.resolved_entities_map == state.resolved_entities
+    assert packet.token_estimate > empty.token_estimate
+    rendered = render_packet(packet)
+    assert "Decisions:\n- Friday at 5 (supported by Alice, Bob)" in rendered
+    assert (
+        '- Alice: "we meet on Friday at 5 to plan the launch" [accepted]; support: Bob; '
+        "oppose: Carol" in rendered
+    )
+    assert '- Alice: "a launch party on Saturday" [active]' in rendered
+    assert "- Carol (1 message): opposes: we meet on Friday at 5 to plan the launch" in rendered
+    assert "Active topics: " in rendered
+    assert '- "it", "that", "that decision", "the decision" = Friday at 5 (decision-5)' in rendered
+
+
+def test_deliberation_state_is_bounded():
+    """However long a group talks and however many join, participants, contributions,
+    proposals, reactions and decisions stay within their limits."""
+    lines = []
+    for n in range(600):
+        who = f"member{n % 35}"
+        lines += [
+            (who, f"I propose we try plan number {n} for the launch"),
+            (f"member{(n + 1) % 35}", "+1"),
+            (f"member{(n + 2) % 35}", "I think we should keep it simple"),
+        ]
+        if n % 3 == 0:
+            lines.append((who, f"[DECISION] plan {n}"))
+
+    state = group(lines)
+
+    assert len(state.participants) == MAX_PARTICIPANTS
+    assert all(len(p.key_contributions) <= MAX_CONTRIBUTIONS for p in state.participants)
+    assert len(state.proposals) <= MAX_PROPOSALS
+    assert all(len(p.reactions) <= MAX_PARTICIPANTS for p in state.proposals)
+    assert len(state.decisions) == MAX_DECISIONS
+    assert len(dump_json(state)) < 40_000
+
+
+def test_the_tracker_reads_only_the_turn_and_the_state():
+    """Applying the same message to the same state gives equal results (no clock, no ids)."""
+    tracker = DeliberationTracker()
+    message = group_turn(1, "Alice", "I propose we meet on Friday")
+    clauses = split_clauses(message.user_text)
+
+    first = tracker.apply((), (), (), message, clauses)
+    second = DeliberationTracker().apply((), (), (), message, clauses)
+
+    assert first == second
+    assert first.proposal_id == "proposal-1"
+
+
+# -- through the lane: I6 for a group ------------------------------------------------------------
+
+SCRIPT = [
+    ("Alice", "I propose we meet on Friday at 5 to plan the launch"),
+    ("Bob", "+1"),
+    ("Carol", "I disagree, Friday evening is bad for me"),
+    ("Alice", "how about Friday at 3 instead?"),
+    ("Bob", "sounds good"),
+    ("Carol", "works for me"),
+    ("Alice", "great, we agreed on Friday at 3 for the launch meeting"),
+    ("Bob", "Carol, can you book the meeting room?"),
+    ("Carol", "I booked the meeting room"),
+    ("Dave", "@bot what did we decide?"),
+    ("Bob", "I think the launch budget needs another review"),
+    ("Dave", "I'll send the budget to everyone"),
+    ("Carol", "what if we cut the catering?"),
+    ("Alice", "-1"),
+]
+
+
+class GroupEngine:
+    """Answers only messages addressed to it, with the offline concierge's decision list."""
+
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        if packet.decisions:
+            return Reply(text=f"We decided: {packet.decisions[-1].outcome}.", intent="llm")
+        return Reply(text="Nothing decided yet. Which topic?", intent="llm")
+
+
+async def test_a_group_through_the_lane_rebuilds_to_the_live_state(lane):
+    """I6 in a group: the state the lane keeps (and checkpoints) equals the fold of its log."""
+    engine = GroupEngine()
+    for n in range(3):
+        for i, (who, text) in enumerate(SCRIPT):
+            message = InboundMessage(
+                chat_id=-100,
+                text=text,
+                chat_type="group",
+                user_id=IDS[who],
+                speaker=who,
+                update_id=n * 100 + i,
+                wants_reply=text.startswith("@bot"),
+                received_at=T0,
+            )
+            await lane.on_turn(message, engine)
+    sid = lane.session_id_for_chat(-100)
+    assert sid is not None
+    session = await lane.store.get_session(lane.db.reader, sid)
+    assert session is not None
+
+    rebuilt = await lane.rebuild_state(sid)
+
+    assert rebuilt.chat_type == "group"
+    assert rebuilt.log_view() == session.state.log_view()
+    snapshot = await lane.checkpoints.load(sid)
+    assert snapshot is not None
+    assert snapshot.state.log_view() == rebuilt.log_view()
+    assert [p.name for p in rebuilt.participants] == ["Alice", "Bob", "Carol", "Dave"]
+    assert rebuilt.decisions
+    packet = lane.packet(-100)
+    assert packet is not None
+    assert packet.decisions == rebuilt.decisions
+
+
+async def _aiter(turns: list[ConversationTurn]) -> AsyncIterator[ConversationTurn]:
+    for t in turns:
+        yield t
+
+
+@pytest.mark.parametrize("chat_type", ["group", "supergroup"])
+async def test_rebuild_starts_from_the_chat_type(chat_type):
+    """``rebuild`` folds from a state of the session's chat type, so group rules apply."""
+    turns = [group_turn(n, who, text) for n, (who, text) in enumerate(SCRIPT, start=1)]
+    live = group(SCRIPT, chat_type)
+
+    rebuilt = await ConversationStateManager().rebuild(SID, _aiter(turns), chat_type=chat_type)
+
+    assert rebuilt == live
+    assert rebuilt.proposals
