@@ -21,12 +21,12 @@ import asyncio
 import logging
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
 from agent.errors import ReplyEngineError
+from agent.llm_client import ChatCompletionsClient, describe
 from agent.memory import (
     ConversationContextPacket,
     InboundMessage,
@@ -47,12 +47,11 @@ _INSTRUCTIONS = (
     "The context below is what you remember of it: use it to answer. "
     "Be concise. If the context does not hold the answer, say so instead of guessing."
 )
-_ENDPOINT = "chat/completions"
 _TEMPERATURE = 0.3
 _RETRY_STATUSES = frozenset({429}) | frozenset(range(500, 600))
 
 
-class OpenAICompatConcierge:
+class OpenAICompatConcierge(ChatCompletionsClient):
     """Answers with a chat-completions model; falls back to an offline engine on any failure.
 
     Each reply first asks ``fallback``: if its intent is one of ``delegate_intents``, that reply
@@ -64,7 +63,8 @@ class OpenAICompatConcierge:
     answer, the fallback's reply (with its intent) is returned.
 
     Use it as ``async with OpenAICompatConcierge(...) as concierge:`` or call
-    :meth:`initialize` and :meth:`shutdown`; it owns one ``httpx.AsyncClient``.
+    :meth:`initialize` and :meth:`shutdown`; it owns one ``httpx.AsyncClient`` (see
+    :class:`~agent.llm_client.ChatCompletionsClient`).
 
     Args:
         base_url: the API root, e.g. ``http://127.0.0.1:11434/v1`` (a trailing ``/`` is fine).
@@ -82,6 +82,9 @@ class OpenAICompatConcierge:
         ValueError: a negative or zero timing, or negative retries.
     """
 
+    error = ReplyEngineError
+    role = "LLM concierge"
+
     def __init__(
         self,
         base_url: str,
@@ -98,59 +101,17 @@ class OpenAICompatConcierge:
     ) -> None:
         if timeout <= 0 or retries < 0 or backoff < 0 or max_backoff < 0:
             raise ValueError("timeout must be positive; retries and backoffs not negative")
-        self.base_url = base_url.rstrip("/") + "/"
-        self.model = model
+        super().__init__(base_url, model, api_key, timeout=timeout, transport=transport)
         self.fallback = fallback
-        self.timeout = timeout
         self.retries = retries
         self.delegate_intents = delegate_intents
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._api_key = api_key or None
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
 
     @property
     def deadline(self) -> float:
         """The most seconds one reply may spend on the endpoint before falling back."""
         return self.timeout * (self.retries + 1) + self.max_backoff * self.retries
-
-    async def initialize(self) -> None:
-        """Open the HTTP client. Idempotent."""
-        if self._client is not None:
-            return
-        headers = {"Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(self.timeout),
-            transport=self._transport,
-        )
-        logger.info("LLM concierge ready: model %s at %s", self.model, self.base_url)
-
-    async def shutdown(self) -> None:
-        """Close the HTTP client. Idempotent."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await self.initialize()
-        except BaseException:
-            await self.shutdown()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
         """Answer ``message`` with the model, or with the fallback engine.
@@ -165,10 +126,7 @@ class OpenAICompatConcierge:
         Raises:
             RuntimeError: the concierge is not initialized.
         """
-        if self._client is None:
-            raise RuntimeError(
-                "OpenAICompatConcierge is not initialized; await initialize() or use async with"
-            )
+        self._require_client()
         offline: Reply | None = None
         if self.delegate_intents:
             # The offline rules own actions with side effects: jobs and loops stay deterministic.
@@ -177,29 +135,21 @@ class OpenAICompatConcierge:
                 logger.debug("intent %s handled by the offline rules", offline.intent)
                 return offline
         try:
-            text = await self._complete(self._payload(packet, message))
+            text = await self._complete(self._prompt(packet, message))
         except ReplyEngineError as exc:
             logger.warning("LLM endpoint failed, answering offline: %s", self._redact(str(exc)))
             return offline if offline is not None else await self.fallback.reply(packet, message)
         return Reply(text=text, intent="llm", action_name=None)
 
-    def _payload(
+    def _prompt(
         self, packet: ConversationContextPacket, message: InboundMessage
     ) -> dict[str, Any]:
         system = f"{_INSTRUCTIONS}\n\nContext:\n{render_packet(packet)}"
         logger.debug("asking %s: system prompt of %d characters", self.model, len(system))
-        return {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": system},
-                {"role": "user", "content": message.text},
-            ],
-            "temperature": _TEMPERATURE,
-        }
+        return self._payload(system, message.text, _TEMPERATURE)
 
     async def _complete(self, payload: dict[str, Any]) -> str:
         """Run the attempt sequence; return the model's text or raise ``ReplyEngineError``."""
-        assert self._client is not None  # noqa: S101 - reply() checked it
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.deadline
         attempt = 0
@@ -207,14 +157,12 @@ class OpenAICompatConcierge:
             remaining = deadline - loop.time()
             retry_after: float | None = None
             try:
-                # httpx's timeout bounds each read; this bounds the whole attempt.
-                async with asyncio.timeout(min(self.timeout, remaining)):
-                    response = await self._client.post(_ENDPOINT, json=payload)
+                response = await self._post(payload, min(self.timeout, remaining))
             except (httpx.TransportError, TimeoutError) as exc:
-                problem = type(exc).__name__ + (f": {exc}" if str(exc) else "")
+                problem = describe(exc)
             else:
                 if response.is_success:
-                    return _content(response)
+                    return self._content(response)
                 problem = f"HTTP {response.status_code}"
                 if response.status_code not in _RETRY_STATUSES:
                     raise ReplyEngineError(f"{problem}, not retried")
@@ -229,24 +177,6 @@ class OpenAICompatConcierge:
             logger.debug("%s on attempt %d; retrying in %.2fs", problem, attempt + 1, wait)
             await asyncio.sleep(wait)
             attempt += 1
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "[redacted]") if self._api_key else text
-
-
-def _content(response: httpx.Response) -> str:
-    """Return the first choice's text of a completion, or raise ``ReplyEngineError``."""
-    try:
-        data = response.json()
-    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise ReplyEngineError("malformed response: not JSON") from exc
-    try:
-        content = data["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError) as exc:
-        raise ReplyEngineError("malformed response: no choices[0].message.content") from exc
-    if not isinstance(content, str) or not content.strip():
-        raise ReplyEngineError("malformed response: empty content")
-    return content.strip()
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -18,21 +18,18 @@ the ``Authorization`` header and redacted from every error text.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from types import TracebackType
-from typing import Any, Self
 
 import httpx
 
 from agent.errors import SummarizerError
+from agent.llm_client import ChatCompletionsClient, describe
 from agent.memory import SummaryRequest
 
 __all__ = ["OpenAICompatSummarizer"]
 
 logger = logging.getLogger(__name__)
 
-_ENDPOINT = "chat/completions"
 _TEMPERATURE = 0.2
 # The most characters of one message the prompt carries (a 4096-character message is cut).
 _TURN_CHARS = 1000
@@ -61,77 +58,18 @@ def _prompt(request: SummaryRequest) -> str:
     return "\n".join(lines)
 
 
-class OpenAICompatSummarizer:
+class OpenAICompatSummarizer(ChatCompletionsClient):
     """Summarises with a chat-completions model (OpenAI, Ollama, llama.cpp, vLLM).
 
     Use it as ``async with`` or call :meth:`initialize` and :meth:`shutdown` (the
-    :class:`~agent.memory.SummaryWorker` does); it owns one ``httpx.AsyncClient``.
+    :class:`~agent.memory.SummaryWorker` does); it owns one ``httpx.AsyncClient`` (see
+    :class:`~agent.llm_client.ChatCompletionsClient`).
 
-    Args:
-        base_url: the API root, e.g. ``http://127.0.0.1:11434/v1``.
-        model: the model name sent with every request.
-        api_key: sent as ``Authorization: Bearer``; ``None`` or empty sends no header.
-        timeout: seconds one request may take.
-        transport: an httpx transport to use instead of the network (proxies, tests).
-
-    Raises:
-        ValueError: a timeout that is not positive.
+    Its arguments are those of :class:`~agent.llm_client.ChatCompletionsClient`.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None,
-        *,
-        timeout: float = 20.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        if timeout <= 0:
-            raise ValueError("timeout must be positive")
-        self.base_url = base_url.rstrip("/") + "/"
-        self.model = model
-        self.timeout = timeout
-        self._api_key = api_key or None
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-
-    async def initialize(self) -> None:
-        """Open the HTTP client. Idempotent."""
-        if self._client is not None:
-            return
-        headers = {"Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(self.timeout),
-            transport=self._transport,
-        )
-        logger.info("LLM summarizer ready: model %s at %s", self.model, self.base_url)
-
-    async def shutdown(self) -> None:
-        """Close the HTTP client. Idempotent."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
-
-    async def __aenter__(self) -> Self:
-        try:
-            await self.initialize()
-        except BaseException:
-            await self.shutdown()
-            raise
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
+    error = SummarizerError
+    role = "LLM summarizer"
 
     async def summarize(self, request: SummaryRequest) -> str:
         """Return the model's summary of one version.
@@ -140,46 +78,14 @@ class OpenAICompatSummarizer:
             RuntimeError: the summarizer is not initialized.
             SummarizerError: the endpoint failed or answered something unusable.
         """
-        if self._client is None:
-            raise RuntimeError(
-                "OpenAICompatSummarizer is not initialized; await initialize() or use async with"
-            )
-        payload = {
-            "model": self.model,
-            "messages": [
-                {
-                    "role": "system",
-                    "content": _INSTRUCTIONS.format(max_chars=request.max_chars),
-                },
-                {"role": "user", "content": _prompt(request)},
-            ],
-            "temperature": _TEMPERATURE,
-        }
+        self._require_client()
+        payload = self._payload(
+            _INSTRUCTIONS.format(max_chars=request.max_chars), _prompt(request), _TEMPERATURE
+        )
         try:
-            # httpx's timeout bounds each read; this bounds the whole request.
-            async with asyncio.timeout(self.timeout):
-                response = await self._client.post(_ENDPOINT, json=payload)
+            response = await self._post(payload, self.timeout)
         except (httpx.HTTPError, TimeoutError) as exc:
-            problem = type(exc).__name__ + (f": {exc}" if str(exc) else "")
-            raise SummarizerError(self._redact(problem)) from None
+            raise SummarizerError(self._redact(describe(exc))) from None
         if not response.is_success:
             raise SummarizerError(f"HTTP {response.status_code}")
-        return _content(response)
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "[redacted]") if self._api_key else text
-
-
-def _content(response: httpx.Response) -> str:
-    """Return the first choice's text of a completion, or raise ``SummarizerError``."""
-    try:
-        data: Any = response.json()
-    except ValueError as exc:
-        raise SummarizerError("malformed response: not JSON") from exc
-    try:
-        content = data["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError) as exc:
-        raise SummarizerError("malformed response: no choices[0].message.content") from exc
-    if not isinstance(content, str) or not content.strip():
-        raise SummarizerError("malformed response: empty content")
-    return content.strip()
+        return self._content(response)

@@ -13,7 +13,6 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,24 +37,11 @@ from agent.memory import (
 )
 from agent.memory.schemas import dump_json
 from agent.utils.tokens import estimate_tokens
+from tests.clock import T0, Clock
 
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 LANE_LOGGER = "agent.memory.lane"
 CHAT_A = 101
 CHAT_B = 202
-
-
-class Clock:
-    """A settable clock, the one source of time of a lane under test."""
-
-    def __init__(self, start: datetime = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 class CountingEngine:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,23 +39,13 @@ from agent.memory import (
 )
 from agent.memory.conversation_retriever import SEARCH_INDEXES
 from agent.utils import ids
+from tests.clock import T0, Clock
 
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 CHAT = 4242
 FILLER_WORDS = (
     "weather garden coffee train meeting budget lunch report music movie football recipe"
     " holiday laptop printer email dentist bicycle groceries weekend car"
 ).split()
-
-
-class Clock:
-    """A settable clock, the one source of time of a lane under test."""
-
-    def __init__(self, start: datetime = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class RecordingEngine:

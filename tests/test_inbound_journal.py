@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from agent.db import Database
 from agent.memory.inbound_journal import InboundJournal, JournalEntry
+from tests.clock import T0, Clock
 
 BOT = 777
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now: datetime = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def entry(update_id: int, chat_id: int | None = 1, text: str = "hi") -> JournalEntry:

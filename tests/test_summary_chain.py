@@ -378,19 +378,28 @@ async def test_forget_and_prune_remove_the_chain(tmp_path):
 # -- the model summarizer ----------------------------------------------------------------------
 
 
+async def fold_with_model(
+    tmp_path: Path, model: OpenAICompatSummarizer
+) -> tuple[list[SummaryVersion], ConversationContextPacket | None, SummaryVersion]:
+    """Say turns 1..4 in a lane with ``model`` (turn 4 folds turns 1..1), wait for the model run;
+    return the session's summary chain, the chat's packet and the checked latest version."""
+    async with open_lane(tmp_path, every_n=4, model=model) as lane:
+        sid = await talk(lane, 1, 5)
+        assert lane.summary_worker is not None
+        await lane.summary_worker.wait_idle()
+        chain = await lane.summary_history(sid)
+        packet = lane.packet(CHAT)
+        latest = await assert_chain_matches_state(lane, sid)
+    return chain, packet, latest
+
+
 async def test_llm_summary_completes_under_the_chain(tmp_path):
     """A fold starts a model run: a ``processing`` row for the new extractive version, then
     ``completed`` with the model's text; the packet offers it beside the extractive summary,
     and the state (and its rebuild) stay extractive."""
     with FakeLLMApi("Ada runs a shop in Porto and chose cheap hosting.") as api:
         model = OpenAICompatSummarizer(api.base_url, "fake-model", "sk-test-key")
-        async with open_lane(tmp_path, every_n=4, model=model) as lane:
-            sid = await talk(lane, 1, 5)  # turn 4 folds turns 1..1
-            assert lane.summary_worker is not None
-            await lane.summary_worker.wait_idle()
-            chain = await lane.summary_history(sid)
-            packet = lane.packet(CHAT)
-            latest = await assert_chain_matches_state(lane, sid)
+        chain, packet, latest = await fold_with_model(tmp_path, model)
 
     assert [(e.summarizer, e.status) for e in chain] == [
         ("extractive", "completed"),
@@ -426,13 +435,7 @@ async def test_llm_failure_marks_failed_and_the_extractive_summary_stays(tmp_pat
     with FakeLLMApi() as api:
         api.script(answer)
         model = OpenAICompatSummarizer(api.base_url, "fake-model", None)
-        async with open_lane(tmp_path, every_n=4, model=model) as lane:
-            sid = await talk(lane, 1, 5)
-            assert lane.summary_worker is not None
-            await lane.summary_worker.wait_idle()
-            chain = await lane.summary_history(sid)
-            packet = lane.packet(CHAT)
-            latest = await assert_chain_matches_state(lane, sid)
+        chain, packet, latest = await fold_with_model(tmp_path, model)
 
     assert [(e.summarizer, e.status) for e in chain] == [
         ("extractive", "completed"),

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 import aiosqlite
 import orjson
@@ -29,9 +29,12 @@ from agent.memory.schemas import (
     SessionStatus,
     dump_json,
 )
+from agent.utils.timestamps import from_db_time, to_db_time
 from agent.utils.tokens import estimate_tokens
 
 __all__ = ["ConversationStore", "SqliteConversationStore", "match_query"]
+
+_T = TypeVar("_T")
 
 _TURN_COLUMNS = (
     "turn_id, session_id, seq, user_text, assistant_text, intent, action_name, job_refs,"
@@ -180,11 +183,6 @@ def match_query(text: str) -> str:
     return " OR ".join(f'"{word}"' for word in words)
 
 
-def _iso(moment: datetime | None) -> str | None:
-    # One fixed width in UTC, so that text order is time order in SQL comparisons.
-    return None if moment is None else moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
     return ConversationTurn(
         turn_id=row["turn_id"],
@@ -195,7 +193,7 @@ def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
         intent=row["intent"],
         action_name=row["action_name"],
         job_refs=tuple(JobRef.model_validate(ref) for ref in orjson.loads(row["job_refs"])),
-        created_at=datetime.fromisoformat(row["created_at"]),
+        created_at=from_db_time(row["created_at"]),
         status=row["status"],
         bot_id=row["bot_id"],
         update_id=row["update_id"],
@@ -203,9 +201,7 @@ def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
         speaker=row["speaker"],
         message_id=row["message_id"],
         reply_message_id=row["reply_message_id"],
-        delivered_at=(
-            None if row["delivered_at"] is None else datetime.fromisoformat(row["delivered_at"])
-        ),
+        delivered_at=from_db_time(row["delivered_at"]),
     )
 
 
@@ -223,11 +219,38 @@ def _row_to_session(row: sqlite3.Row) -> ConversationSession:
         status=row["status"],
         turn_count=row["turn_count"],
         last_seq=row["last_seq"],
-        created_at=datetime.fromisoformat(row["created_at"]),
-        updated_at=datetime.fromisoformat(row["updated_at"]),
-        closed_at=None if row["closed_at"] is None else datetime.fromisoformat(row["closed_at"]),
+        created_at=from_db_time(row["created_at"]),
+        updated_at=from_db_time(row["updated_at"]),
+        closed_at=from_db_time(row["closed_at"]),
         state=state,
     )
+
+
+async def _select_turns(
+    conn: aiosqlite.Connection, where: str, params: tuple[Any, ...]
+) -> list[ConversationTurn]:
+    """Return the turns ``SELECT ... FROM conversation_turns WHERE {where}`` finds.
+
+    ``where`` is always a constant of this module (with any ORDER BY / LIMIT), never user text.
+    """
+    rows = await conn.execute_fetchall(
+        f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE {where}", params
+    )
+    return [_row_to_turn(row) for row in rows]
+
+
+async def _select_sessions(
+    conn: aiosqlite.Connection, where: str, params: tuple[Any, ...]
+) -> list[ConversationSession]:
+    """Return the sessions ``SELECT ... FROM conversation_sessions WHERE {where}`` finds."""
+    rows = await conn.execute_fetchall(
+        f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions WHERE {where}", params
+    )
+    return [_row_to_session(row) for row in rows]
+
+
+def _first(items: list[_T]) -> _T | None:
+    return items[0] if items else None
 
 
 class SqliteConversationStore:
@@ -273,8 +296,8 @@ class SqliteConversationStore:
                     dump_json(session.state),
                     0,
                     0,
-                    _iso(now),
-                    _iso(now),
+                    to_db_time(now),
+                    to_db_time(now),
                     None,
                 ),
             )
@@ -286,22 +309,13 @@ class SqliteConversationStore:
         self, conn: aiosqlite.Connection, session_id: str
     ) -> ConversationSession | None:
         """Return the session with this id, open or closed, or ``None``."""
-        rows = await conn.execute_fetchall(
-            f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions WHERE session_id = ?",
-            (session_id,),
-        )
-        return next((_row_to_session(row) for row in rows), None)
+        return _first(await _select_sessions(conn, "session_id = ?", (session_id,)))
 
     async def open_session_for_chat(
         self, conn: aiosqlite.Connection, chat_id: int
     ) -> ConversationSession | None:
         """Return the chat's open session, or ``None``."""
-        rows = await conn.execute_fetchall(
-            f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions"
-            " WHERE chat_id = ? AND closed_at IS NULL",
-            (chat_id,),
-        )
-        return next((_row_to_session(row) for row in rows), None)
+        return _first(await _select_sessions(conn, "chat_id = ? AND closed_at IS NULL", (chat_id,)))
 
     async def existing_session_ids(
         self, conn: aiosqlite.Connection, session_ids: list[str]
@@ -370,7 +384,7 @@ class SqliteConversationStore:
                     state.rolling_summary,
                     state.turn_count,
                     last_seq,
-                    _iso(now),
+                    to_db_time(now),
                     state.session_id,
                 ),
             )
@@ -397,7 +411,7 @@ class SqliteConversationStore:
         await tx.execute(
             "UPDATE conversation_sessions SET closed_at = ?, updated_at = ?"
             " WHERE session_id = ? AND closed_at IS NULL",
-            (_iso(now), _iso(now), session_id),
+            (to_db_time(now), to_db_time(now), session_id),
         )
 
     async def append_turn(self, tx: aiosqlite.Connection, turn: ConversationTurn) -> bool:
@@ -421,7 +435,7 @@ class SqliteConversationStore:
                     turn.intent,
                     turn.action_name,
                     orjson.dumps([ref.model_dump(mode="json") for ref in turn.job_refs]),
-                    _iso(turn.created_at),
+                    to_db_time(turn.created_at),
                     turn.status,
                     turn.bot_id,
                     turn.update_id,
@@ -429,7 +443,7 @@ class SqliteConversationStore:
                     turn.speaker,
                     turn.message_id,
                     turn.reply_message_id,
-                    _iso(turn.delivered_at),
+                    to_db_time(turn.delivered_at),
                 ),
             )
         except sqlite3.Error as exc:
@@ -440,22 +454,18 @@ class SqliteConversationStore:
         self, conn: aiosqlite.Connection, bot_id: int, update_id: int
     ) -> ConversationTurn | None:
         """Return the turn recorded for a Telegram update, or ``None``."""
-        rows = await conn.execute_fetchall(
-            f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE bot_id = ? AND update_id = ?",
-            (bot_id, update_id),
+        return _first(
+            await _select_turns(conn, "bot_id = ? AND update_id = ?", (bot_id, update_id))
         )
-        return next((_row_to_turn(row) for row in rows), None)
 
     async def recent_turns(
         self, conn: aiosqlite.Connection, session_id: str, limit: int
     ) -> list[ConversationTurn]:
         """Return the last ``limit`` turns of a session, oldest first."""
-        rows = await conn.execute_fetchall(
-            f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE session_id = ?"
-            " ORDER BY seq DESC LIMIT ?",
-            (session_id, limit),
+        newest_first = await _select_turns(
+            conn, "session_id = ? ORDER BY seq DESC LIMIT ?", (session_id, limit)
         )
-        return [_row_to_turn(row) for row in reversed(list(rows))]
+        return newest_first[::-1]
 
     async def recent_turns_within(
         self, conn: aiosqlite.Connection, session_id: str, max_tokens: int
@@ -565,11 +575,7 @@ class SqliteConversationStore:
         self, conn: aiosqlite.Connection, session_id: str, seq: int
     ) -> ConversationTurn | None:
         """Return one turn of a session, or ``None``."""
-        rows = await conn.execute_fetchall(
-            f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE session_id = ? AND seq = ?",
-            (session_id, seq),
-        )
-        return next((_row_to_turn(row) for row in rows), None)
+        return _first(await _select_turns(conn, "session_id = ? AND seq = ?", (session_id, seq)))
 
     async def get_turns(
         self, conn: aiosqlite.Connection, session_id: str, seqs: list[int]
@@ -580,12 +586,11 @@ class SqliteConversationStore:
         """
         if not seqs:
             return []
-        rows = await conn.execute_fetchall(
-            f"SELECT {_TURN_COLUMNS} FROM conversation_turns"
-            " WHERE session_id = ? AND seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
+        return await _select_turns(
+            conn,
+            "session_id = ? AND seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
             (session_id, orjson.dumps(sorted(set(seqs)))),
         )
-        return [_row_to_turn(row) for row in rows]
 
     async def mark_delivered(
         self,
@@ -600,19 +605,16 @@ class SqliteConversationStore:
         await tx.execute(
             "UPDATE conversation_turns SET status = 'delivered', reply_message_id = ?,"
             " delivered_at = ? WHERE session_id = ? AND seq = ? AND status = 'answered'",
-            (message_id, _iso(now), session_id, seq),
+            (message_id, to_db_time(now), session_id, seq),
         )
 
     async def undelivered_turns(
         self, conn: aiosqlite.Connection, limit: int = 1000
     ) -> list[ConversationTurn]:
         """Return turns answered but not yet delivered, oldest first per session (I4)."""
-        rows = await conn.execute_fetchall(
-            f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE status = 'answered'"
-            " ORDER BY session_id, seq LIMIT ?",
-            (limit,),
+        return await _select_turns(
+            conn, "status = 'answered' ORDER BY session_id, seq LIMIT ?", (limit,)
         )
-        return [_row_to_turn(row) for row in rows]
 
     async def delete_session(self, tx: aiosqlite.Connection, session_id: str) -> bool:
         """Delete a session and, by cascade, its turns; return whether it existed."""
@@ -627,6 +629,6 @@ class SqliteConversationStore:
         """Delete sessions last active before ``inactive_since``; return their ids."""
         rows = await tx.execute_fetchall(
             "DELETE FROM conversation_sessions WHERE updated_at < ? RETURNING session_id",
-            (_iso(inactive_since),),
+            (to_db_time(inactive_since),),
         )
         return sorted(row["session_id"] for row in rows)

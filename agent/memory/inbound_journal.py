@@ -20,12 +20,9 @@ import aiosqlite
 
 from agent.db import Database
 from agent.memory.schemas import utc_now
+from agent.utils.timestamps import to_db_time
 
 __all__ = ["InboundJournal", "JournalEntry"]
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +66,7 @@ class InboundJournal:
         """
         if not entries:
             return []
-        now = _iso(self._clock())
+        now = to_db_time(self._clock())
 
         async def insert(tx: aiosqlite.Connection) -> set[int]:
             fresh: set[int] = set()
@@ -113,7 +110,7 @@ class InboundJournal:
 
     async def mark_done(self, update_id: int) -> None:
         """Mark an update processed and drop its payload."""
-        now = _iso(self._clock())
+        now = to_db_time(self._clock())
         await self.db.write(
             lambda tx: tx.execute(
                 "UPDATE inbound_updates SET status = 'done', payload = '', processed_at = ?"
@@ -124,7 +121,7 @@ class InboundJournal:
 
     async def mark_failed_attempt(self, update_id: int, error: str) -> bool:
         """Count a failed processing; return ``True`` if the update is now given up."""
-        now = _iso(self._clock())
+        now = to_db_time(self._clock())
 
         async def count(tx: aiosqlite.Connection) -> bool:
             rows = await tx.execute_fetchall(
@@ -152,7 +149,7 @@ class InboundJournal:
 
     async def prune(self, *, older_than: timedelta) -> int:
         """Delete processed entries older than ``older_than``; return how many."""
-        cutoff = _iso(self._clock() - older_than)
+        cutoff = to_db_time(self._clock() - older_than)
 
         async def delete(tx: aiosqlite.Connection) -> int:
             cursor = await tx.execute(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 import aiosqlite
@@ -18,6 +18,7 @@ import orjson
 from agent.memory.conversation_store import match_query
 from agent.memory.schemas import Memory, MemoryCandidate
 from agent.utils import ids
+from agent.utils.timestamps import from_db_time, to_db_time
 
 __all__ = ["MemoryStore", "SqliteMemoryStore"]
 
@@ -86,10 +87,6 @@ class MemoryStore(Protocol):
         ...
 
 
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 def _row_to_memory(row: sqlite3.Row) -> Memory:
     return Memory(
         memory_id=row["memory_id"],
@@ -101,13 +98,11 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
         importance=row["importance"],
         access_count=row["access_count"],
         status=row["status"],
-        created_at=datetime.fromisoformat(row["created_at"]),
-        updated_at=datetime.fromisoformat(row["updated_at"]),
-        last_accessed_at=datetime.fromisoformat(row["last_accessed_at"]),
+        created_at=from_db_time(row["created_at"]),
+        updated_at=from_db_time(row["updated_at"]),
+        last_accessed_at=from_db_time(row["last_accessed_at"]),
         decay=row["decay"],
-        archived_at=(
-            None if row["archived_at"] is None else datetime.fromisoformat(row["archived_at"])
-        ),
+        archived_at=from_db_time(row["archived_at"]),
     )
 
 
@@ -139,7 +134,7 @@ class SqliteMemoryStore:
         The memory is ``active`` once its confidence reaches ``threshold``, ``candidate``
         before; the turn that said it is recorded as one of its sources.
         """
-        stamp = _iso(now)
+        stamp = to_db_time(now)
         rows = await tx.execute_fetchall(
             f"INSERT INTO memories ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, 1,"
             " CASE WHEN ? >= ? THEN 'active' ELSE 'candidate' END, ?, ?, ?)"
@@ -231,7 +226,7 @@ class SqliteMemoryStore:
         await tx.execute(
             "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?,"
             " decay = 1.0 WHERE memory_id IN (SELECT value FROM json_each(?))",
-            (_iso(now), orjson.dumps(list(memory_ids))),
+            (to_db_time(now), orjson.dumps(list(memory_ids))),
         )
 
     async def unarchived(self, conn: aiosqlite.Connection) -> list[Memory]:
@@ -256,7 +251,7 @@ class SqliteMemoryStore:
         )
         await tx.executemany(
             "UPDATE memories SET status = 'archived', archived_at = ? WHERE memory_id = ?",
-            [(_iso(now), memory_id) for memory_id in archive],
+            [(to_db_time(now), memory_id) for memory_id in archive],
         )
 
     async def merge(
@@ -280,8 +275,8 @@ class SqliteMemoryStore:
                 survivor.access_count,
                 survivor.status,
                 survivor.decay,
-                _iso(survivor.updated_at),
-                _iso(survivor.last_accessed_at),
+                to_db_time(survivor.updated_at),
+                to_db_time(survivor.last_accessed_at),
                 survivor.memory_id,
             ),
         )

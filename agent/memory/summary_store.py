@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 import aiosqlite
@@ -35,6 +35,7 @@ import orjson
 
 from agent.errors import StorageError
 from agent.memory.schemas import SummarizerKind, SummaryStatus, SummaryVersion
+from agent.utils.timestamps import from_db_time, to_db_time
 
 __all__ = ["DEFAULT_SUMMARY_RETENTION", "SqliteSummaryStore", "SummaryStore"]
 
@@ -121,11 +122,6 @@ class SummaryStore(Protocol):
         ...
 
 
-def _iso(moment: datetime | None) -> str | None:
-    # One fixed width in UTC, as the turn log stores its times.
-    return None if moment is None else moment.astimezone(UTC).isoformat(timespec="microseconds")
-
-
 def _row_to_summary(row: sqlite3.Row) -> SummaryVersion:
     return SummaryVersion(
         summary_id=row["summary_id"],
@@ -140,10 +136,8 @@ def _row_to_summary(row: sqlite3.Row) -> SummaryVersion:
         delta=row["delta"],
         error=row["error"],
         generation_ms=row["generation_ms"],
-        created_at=datetime.fromisoformat(row["created_at"]),
-        completed_at=(
-            None if row["completed_at"] is None else datetime.fromisoformat(row["completed_at"])
-        ),
+        created_at=from_db_time(row["created_at"]),
+        completed_at=from_db_time(row["completed_at"]),
     )
 
 
@@ -195,8 +189,8 @@ class SqliteSummaryStore:
                     None if parent is None else parent.summary_id,
                     text,
                     delta,
-                    _iso(now),
-                    _iso(now),
+                    to_db_time(now),
+                    to_db_time(now),
                 ),
             )
             if self.retention:
@@ -296,7 +290,7 @@ class SqliteSummaryStore:
                     parent.from_seq,
                     parent.to_seq,
                     parent.summary_id,
-                    _iso(now),
+                    to_db_time(now),
                 ),
             )
         except sqlite3.Error as exc:
@@ -327,7 +321,7 @@ class SqliteSummaryStore:
         cursor = await tx.execute(
             "UPDATE conversation_summaries SET status = ?, text = ?, error = ?,"
             " generation_ms = ?, completed_at = ? WHERE summary_id = ? AND status = 'processing'",
-            (status, text, error, generation_ms, _iso(now), summary_id),
+            (status, text, error, generation_ms, to_db_time(now), summary_id),
         )
         return cursor.rowcount == 1
 
@@ -340,6 +334,6 @@ class SqliteSummaryStore:
         cursor = await tx.execute(
             "UPDATE conversation_summaries SET status = 'failed', error = ?, completed_at = ?"
             " WHERE status = 'processing'",
-            (error, _iso(now)),
+            (error, to_db_time(now)),
         )
         return cursor.rowcount
