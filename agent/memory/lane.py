@@ -663,15 +663,6 @@ class ConversationLane:
             return []
         return await self.store.recent_turns(self.db.reader, sid, limit)
 
-    async def search(
-        self, chat_id: int, words: str, limit: int = 5
-    ) -> list[tuple[ConversationTurn, float]]:
-        """Search the chat's open session for ``words`` (BM25), best first."""
-        sid = self._chat_sessions.get(chat_id)
-        if sid is None:
-            return []
-        return await self.store.search_turns(self.db.reader, sid, words, limit)
-
     async def undelivered(self) -> list[tuple[int, ConversationTurn]]:
         """Return ``(chat_id, turn)`` for every answered turn not yet delivered (I4)."""
         pending = []
