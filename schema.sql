@@ -295,3 +295,68 @@ CREATE TRIGGER memories_fts_update AFTER UPDATE OF chat_id, key, text ON memorie
     VALUES (new.rowid, new.chat_key, new.key, new.text);
 END;
 INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+
+-- migration: 0007_turn_search_ranges
+-- Retrieval cost flat in the history's length (issue 4, bench/retrieval_cost.py). FTS5's bm25()
+-- counts the documents of every phrase of its query by reading the phrase's whole posting list,
+-- so the session-id term of 0006 cost a read of every turn of the session per search. Here the
+-- turn index numbers its rows so that each session's turns are one rowid range:
+--     fts rowid = (conversation_sessions.rowid << 32) + seq
+-- and a search restricts to the session (or to its last turns) with "rowid BETWEEN", which
+-- FTS5 applies while reading the posting lists, instead of with a MATCH term. The session id
+-- stays indexed as a column (other searches may still scope by it).
+-- The content is a view exposing that rowid; a session's turns are deleted by a BEFORE DELETE
+-- trigger on the session (not by the cascade, which runs after the session row is gone), so the
+-- index's delete trigger can still compute the rowid from the session row.
+DROP TRIGGER conversation_turns_fts_insert;
+DROP TRIGGER conversation_turns_fts_delete;
+DROP TRIGGER conversation_turns_fts_update;
+DROP TABLE conversation_turns_fts;
+CREATE VIEW conversation_turns_search AS
+    SELECT (s.rowid << 32) + t.seq AS search_rowid, t.session_id AS session_id,
+           t.speaker AS speaker, t.user_text AS user_text, t.assistant_text AS assistant_text
+    FROM conversation_turns AS t JOIN conversation_sessions AS s USING (session_id);
+CREATE VIRTUAL TABLE conversation_turns_fts USING fts5 (
+    session_id,
+    speaker,
+    user_text,
+    assistant_text,
+    content = 'conversation_turns_search',
+    content_rowid = 'search_rowid',
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '_'"
+);
+CREATE TRIGGER conversation_turns_fts_insert AFTER INSERT ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts (rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (
+        ((SELECT rowid FROM conversation_sessions WHERE session_id = new.session_id) << 32)
+            + new.seq,
+        new.session_id, new.speaker, new.user_text, new.assistant_text);
+END;
+CREATE TRIGGER conversation_turns_fts_delete AFTER DELETE ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts
+        (conversation_turns_fts, rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (
+        'delete',
+        ((SELECT rowid FROM conversation_sessions WHERE session_id = old.session_id) << 32)
+            + old.seq,
+        old.session_id, old.speaker, old.user_text, old.assistant_text);
+END;
+CREATE TRIGGER conversation_turns_fts_update
+    AFTER UPDATE OF session_id, seq, speaker, user_text, assistant_text ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts
+        (conversation_turns_fts, rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (
+        'delete',
+        ((SELECT rowid FROM conversation_sessions WHERE session_id = old.session_id) << 32)
+            + old.seq,
+        old.session_id, old.speaker, old.user_text, old.assistant_text);
+    INSERT INTO conversation_turns_fts (rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (
+        ((SELECT rowid FROM conversation_sessions WHERE session_id = new.session_id) << 32)
+            + new.seq,
+        new.session_id, new.speaker, new.user_text, new.assistant_text);
+END;
+CREATE TRIGGER conversation_sessions_delete_turns BEFORE DELETE ON conversation_sessions BEGIN
+    DELETE FROM conversation_turns WHERE session_id = old.session_id;
+END;
+INSERT INTO conversation_turns_fts (conversation_turns_fts) VALUES ('rebuild');

@@ -270,8 +270,13 @@ async def _bm25_order(lane: ConversationLane, session_id: str, question: str) ->
     rows = await lane.db.fetchall(
         "SELECT t.seq FROM conversation_turns AS t JOIN (SELECT rowid AS r, rank AS score"
         " FROM conversation_turns_fts WHERE conversation_turns_fts MATCH ?"
-        " ORDER BY rank LIMIT ?) AS hit ON t.rowid = hit.r ORDER BY hit.score, t.seq",
-        (f'session_id : "{session_id}" AND {{user_text assistant_text}} : ({query})', _BM25_POOL),
+        " ORDER BY rank LIMIT ?) AS hit ON t.session_id = ? AND t.seq = (hit.r & 4294967295)"
+        " ORDER BY hit.score, t.seq",
+        (
+            f'session_id : "{session_id}" AND {{user_text assistant_text}} : ({query})',
+            _BM25_POOL,
+            session_id,
+        ),
     )
     return [row["seq"] for row in rows]
 

@@ -134,9 +134,20 @@ class ConversationStore(Protocol):
         ...
 
     async def search_turns(
-        self, conn: Any, session_id: str, words: str, limit: int = 5
+        self,
+        conn: Any,
+        session_id: str,
+        words: str,
+        limit: int = 5,
+        *,
+        recent: int = 2000,
+        old_word_turns: int = 100,
     ) -> list[tuple[ConversationTurn, float]]:
-        """Return the session's turns that best match ``words`` (BM25), best first."""
+        """Return the session's turns that best match ``words`` (BM25), best first.
+
+        All words over the last ``recent`` turns; over older turns, only the words found in at
+        most ``old_word_turns`` of them (so that the cost does not grow with the history).
+        """
         ...
 
     async def word_counts(self, conn: Any, words: list[str], *, cap: int) -> dict[str, int]:
@@ -175,6 +186,10 @@ class ConversationStore(Protocol):
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words taken from a query at most: a longer text adds cost, not precision.
 _QUERY_WORDS = 24
+#: A turn search ranks every query word over the session's last this many turns ...
+RECENT_TURNS = 2000
+#: ... and, over the turns before them, the words found in at most this many of those.
+OLD_WORD_TURNS = 100
 
 
 def match_query(text: str) -> str:
@@ -517,7 +532,14 @@ class SqliteConversationStore:
             after = rows[-1]["seq"]
 
     async def search_turns(
-        self, conn: aiosqlite.Connection, session_id: str, words: str, limit: int = 5
+        self,
+        conn: aiosqlite.Connection,
+        session_id: str,
+        words: str,
+        limit: int = 5,
+        *,
+        recent: int = RECENT_TURNS,
+        old_word_turns: int = OLD_WORD_TURNS,
     ) -> list[tuple[ConversationTurn, float]]:
         """Return the session's turns that best match ``words`` (FTS5 BM25), best first.
 
@@ -526,27 +548,78 @@ class SqliteConversationStore:
         words and never parsed. The score is BM25's (lower is better); a word naming the
         speaker counts half as much as one in the text.
 
-        The session is part of the MATCH expression (migration 0006 indexes the session id as
-        one token), so FTS5 ranks only this session's matches, and at most ``limit`` of them
-        reach the join: other chats' history costs nothing.
+        The cost does not grow with the history (migration 0007: a session's turns are one
+        rowid range of the index, ``(session rowid << 32) + seq``). Two ranked searches, each
+        restricted by ``rowid BETWEEN`` and not by a MATCH term (FTS5's bm25() reads the whole
+        posting list of every phrase of its query to count its documents):
+
+        * the session's last ``recent`` turns, for every word;
+        * the turns before them, for the words found in at most ``old_word_turns`` of those
+          turns only (counted with a bounded ``LIMIT``): a word said once 5,000 turns ago is
+          found, and a word said throughout the session, which would make the ranking read
+          every turn, is not searched for there (it says little about which old turn is meant).
+
+        Both are BM25 of the same index, so their scores compare; at most ``limit`` of each
+        reach the join, which reads turns by primary key.
         """
         query = match_query(words)
         if not query or limit < 1:
             return []
-        scope = session_id.replace('"', '""')
         rows = await conn.execute_fetchall(
-            f"SELECT {_TURN_COLUMNS}, hit.score AS score FROM conversation_turns"
-            " JOIN (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
-            "       WHERE conversation_turns_fts MATCH ?"
-            "       AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
-            " ON conversation_turns.rowid = hit.hit_rowid"
-            " ORDER BY hit.score, seq DESC",
-            (
-                f'session_id : "{scope}" AND {{speaker user_text assistant_text}} : ({query})',
-                limit,
-            ),
+            "SELECT s.rowid, (SELECT max(seq) FROM conversation_turns AS t"
+            "  WHERE t.session_id = s.session_id) FROM conversation_sessions AS s"
+            " WHERE s.session_id = ?",
+            (session_id,),
         )
-        return [(_row_to_turn(row), float(row["score"])) for row in rows]
+        found = next(iter(rows), None)
+        if found is None or found[1] is None:
+            return []
+        base = int(found[0]) << 32
+        first_recent = max(int(found[1]) - recent + 1, 1)
+        columns = "{speaker user_text assistant_text}"
+        ranges = [(f"{columns} : ({query})", base + first_recent, base + 0xFFFFFFFF)]
+        if first_recent > 1:
+            old = await self._range_counts(
+                conn, words, base + 1, base + first_recent - 1, cap=old_word_turns
+            )
+            rare = [word for word, count in old.items() if 0 < count <= old_word_turns]
+            if rare:
+                ranges.append(
+                    (f"{columns} : ({match_query(' '.join(rare))})", base + 1,
+                     base + first_recent - 1)
+                )  # fmt: skip
+        hits: list[tuple[ConversationTurn, float]] = []
+        for expression, low, high in ranges:
+            rows = await conn.execute_fetchall(
+                f"SELECT {_TURN_COLUMNS}, hit.score AS score FROM"
+                " (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
+                "  WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ?"
+                "  AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
+                " JOIN conversation_turns ON conversation_turns.session_id = ?"
+                " AND conversation_turns.seq = hit.hit_rowid - ?",
+                (expression, low, high, limit, session_id, base),
+            )
+            hits.extend((_row_to_turn(row), float(row["score"])) for row in rows)
+        hits.sort(key=lambda hit: (hit[1], -hit[0].seq))
+        return hits[:limit]
+
+    async def _range_counts(
+        self, conn: aiosqlite.Connection, words: str, low: int, high: int, *, cap: int
+    ) -> dict[str, int]:
+        """Count the index rows in ``low..high`` that hold each word, up to ``cap + 1``."""
+        asked = list(dict.fromkeys(word.lower() for word in _WORD.findall(words)))[:_QUERY_WORDS]
+        if not asked:
+            return {}
+        one = (
+            "(SELECT count(*) FROM (SELECT 1 FROM conversation_turns_fts"
+            " WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?))"
+        )
+        params: list[Any] = []
+        for word in asked:
+            params += [f"{{speaker user_text assistant_text}} : ({match_query(word)})", low, high]
+            params.append(cap + 1)
+        rows = await conn.execute_fetchall("SELECT " + ", ".join([one] * len(asked)), params)
+        return dict(zip(asked, (int(count) for count in next(iter(rows))), strict=True))
 
     async def word_counts(
         self, conn: aiosqlite.Connection, words: list[str], *, cap: int
