@@ -38,6 +38,7 @@ from agent.memory import (
     write_if_worthy,
 )
 from agent.memory.conversation_retriever import SEARCH_INDEXES
+from agent.memory.conversation_store import TURN_SEARCH_SQL
 from agent.utils import ids
 from tests.clock import T0, Clock
 
@@ -451,22 +452,24 @@ async def test_memory_index_follows_updates_and_stays_per_chat(db):
     assert [m.chat_id for m, _ in await store.search(db.reader, -1, "Lisbon", limit=5)] == [-1]
 
 
-async def test_turn_search_reads_the_fts_index_then_rows_by_rowid(db):
-    """The turn search ranks inside FTS5 with a LIMIT and reads turns by rowid, no scan."""
+async def test_turn_search_ranks_inside_fts_then_reads_turns_by_key(db):
+    """The turn search ranks inside FTS5 (row id range + LIMIT) and reads turns by key, no scan."""
     sid = await bulk_session(db, ["kayak"])
     rows = await db.fetchall(
-        "EXPLAIN QUERY PLAN SELECT t.seq FROM conversation_turns AS t"
-        " JOIN (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
-        "       WHERE conversation_turns_fts MATCH ?"
-        "       AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT 40) AS hit"
-        " ON t.rowid = hit.hit_rowid ORDER BY hit.score",
-        (f'session_id : "{sid}" AND {{speaker user_text assistant_text}} : ("kayak")',),
+        "EXPLAIN QUERY PLAN " + TURN_SEARCH_SQL,
+        (
+            '{speaker user_text assistant_text} : ("kayak")',
+            1 << 32,
+            (2 << 32) - 1,
+            40,
+            sid,
+            1 << 32,
+        ),
     )
     plan = " | ".join(row["detail"] for row in rows)
     assert "VIRTUAL TABLE INDEX" in plan
-    assert "SCAN t" not in plan
     assert "SCAN conversation_turns " not in plan
-    assert "rowid=?" in plan
+    assert "SEARCH conversation_turns USING INDEX" in plan
 
 
 async def test_migration_0006_indexes_what_the_database_already_holds(db_path):

@@ -188,6 +188,17 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _QUERY_WORDS = 24
 #: A turn search ranks every query word over the session's last this many turns ...
 RECENT_TURNS = 2000
+#: The turn search: FTS5 ranks inside one session's block of index row ids with a LIMIT, then
+#: the hits are read by the turns' primary key (session_id, seq). Parameters: MATCH expression,
+#: low and high row id, limit, session id, the session's row id base.
+TURN_SEARCH_SQL = (
+    f"SELECT {_TURN_COLUMNS}, hit.score AS score FROM"
+    " (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
+    "  WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ?"
+    "  AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
+    " JOIN conversation_turns ON conversation_turns.session_id = ?"
+    " AND conversation_turns.seq = hit.hit_rowid - ?"
+)
 #: ... and, over the turns before them, the words found in at most this many of those.
 OLD_WORD_TURNS = 100
 
@@ -591,13 +602,7 @@ class SqliteConversationStore:
         hits: list[tuple[ConversationTurn, float]] = []
         for expression, low, high in ranges:
             rows = await conn.execute_fetchall(
-                f"SELECT {_TURN_COLUMNS}, hit.score AS score FROM"
-                " (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
-                "  WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ?"
-                "  AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
-                " JOIN conversation_turns ON conversation_turns.session_id = ?"
-                " AND conversation_turns.seq = hit.hit_rowid - ?",
-                (expression, low, high, limit, session_id, base),
+                TURN_SEARCH_SQL, (expression, low, high, limit, session_id, base)
             )
             hits.extend((_row_to_turn(row), float(row["score"])) for row in rows)
         hits.sort(key=lambda hit: (hit[1], -hit[0].seq))
