@@ -39,7 +39,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,18 +56,10 @@ from agent.memory.writer import write_summary_version
 from agent.runtime import open_lane
 from agent.utils import ids
 from bench.benchmarks_file import write_section
+from bench.locomo_texts import DATA, FALLBACK_TEXTS, T0
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 _BATCH = 5000
-_FALLBACK = [
-    "I went hiking in the mountains last weekend with my sister.",
-    "We are planning a trip to Lisbon in May, the hotel is booked.",
-    "My painting class starts next Tuesday, I can't wait.",
-    "The kids loved the museum, especially the dinosaur room.",
-    "Work has been busy, the new project launches next month.",
-]
 _REPLIES = ["Noted.", "That sounds lovely!", "Got it, thanks for telling me.", "Oh, nice."]
 
 # Bars of issue 5.
@@ -83,13 +75,13 @@ BAR_CHECKPOINT = 1.2  # checkpoint bytes at the largest history within 1.2x of 1
 
 def _texts(path: Path) -> list[str]:
     if not path.exists():
-        return _FALLBACK
+        return FALLBACK_TEXTS
     texts: list[str] = []
     for sample in json.loads(path.read_text(encoding="utf-8")):
         for key, value in sample["conversation"].items():
             if key.startswith("session_") and isinstance(value, list):
                 texts.extend(str(u.get("text", "")) for u in value if u.get("text"))
-    return texts or _FALLBACK
+    return texts or FALLBACK_TEXTS
 
 
 def _p(values: list[float], q: float) -> float:
@@ -150,7 +142,7 @@ class Messages:
     """Realistic short messages of one chat, each with a new Telegram update id."""
 
     def __init__(self, texts: list[str], chat_id: int, first_update: int) -> None:
-        self.texts = [t for t in texts if len(t) < 200] or _FALLBACK
+        self.texts = [t for t in texts if len(t) < 200] or FALLBACK_TEXTS
         self.chat_id = chat_id
         self.update = first_update
         self.i = 0

@@ -22,7 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks_file import write_section  # noqa: E402
+from locomo_texts import DATA, FALLBACK_TEXTS, T0  # noqa: E402
 
 from agent.config import load_settings  # noqa: E402
 from agent.memory import ConversationTurn, SessionState, SqliteConversationStore  # noqa: E402
@@ -37,22 +38,13 @@ from agent.memory.conversation_store import TURN_SEARCH_SQL  # noqa: E402
 from agent.runtime import open_lane  # noqa: E402
 from agent.utils import ids  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-T0 = datetime(2024, 1, 1, tzinfo=UTC)
 CHAT, OTHER_CHAT = 1, 2
 _BATCH = 5000
-_FALLBACK = [
-    "I went hiking in the mountains last weekend with my sister.",
-    "We are planning a trip to Lisbon in May, the hotel is booked.",
-    "My painting class starts next Tuesday, I can't wait.",
-    "The kids loved the museum, especially the dinosaur room.",
-    "Work has been busy, the new project launches next month.",
-]
 
 
 def _corpus(path: Path) -> tuple[list[str], list[str]]:
     if not path.exists():
-        return _FALLBACK, ["Where did you go hiking?", "When is the painting class?"]
+        return FALLBACK_TEXTS, ["Where did you go hiking?", "When is the painting class?"]
     samples = json.loads(path.read_text(encoding="utf-8"))
     texts, questions = [], []
     for sample in samples:

@@ -1,0 +1,22 @@
+"""What the cost benchmarks feed the lane: LoCoMo's utterances, or a few stand-ins without it.
+
+The data is read from ``../shared/data/`` (CC BY-NC 4.0; never copied into the repository).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+#: The LoCoMo conversations, beside the repository.
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev.json"
+#: The clock the benchmarks' bulk-inserted histories start at.
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+#: Messages used when the data file is missing.
+FALLBACK_TEXTS = [
+    "I went hiking in the mountains last weekend with my sister.",
+    "We are planning a trip to Lisbon in May, the hotel is booked.",
+    "My painting class starts next Tuesday, I can't wait.",
+    "The kids loved the museum, especially the dinosaur room.",
+    "Work has been busy, the new project launches next month.",
+]
