@@ -362,6 +362,7 @@ async def test_message_without_reply_is_recorded_without_engine(lane):
     turn = result.turn
     assert (turn.status, turn.assistant_text, turn.speaker) == ("recorded", None, "bob")
     assert result.needs_delivery is False
+    assert result.packet is None  # no engine saw one
     assert await log_rows(lane.db, turn.session_id) == [(1, "just chatting", "recorded")]
     session = await lane.store.get_session(lane.db.reader, turn.session_id)
     assert session is not None

@@ -93,7 +93,8 @@ class TurnResult:
 
     Attributes:
         turn: the committed turn (for a duplicate: the turn recorded the first time).
-        packet: the packet the reply engine saw; ``None`` for a duplicate.
+        packet: the packet the reply engine saw; ``None`` when no engine was asked (a
+            duplicate, or a message kept without an answer).
         duplicate: the message's update was already a turn, nothing new was written (I3).
     """
 
@@ -331,12 +332,11 @@ class ConversationLane:
                 if known is not None:
                     return TurnResult(turn=known, packet=None, duplicate=True)
             live, is_new = await self._session_for(message)
-            if message.wants_reply:
-                # Retrieval reads the database with the new message, before the engine runs.
-                packet = await self._packet_for(live, message.text, is_new=is_new)
-                reply = await engine.reply(packet, message)
-            else:
-                packet, reply = self._packet(live), Reply()
+            if not message.wants_reply:  # kept without an answer: no engine, no packet
+                return await self._commit_turn(live, is_new, message, Reply(), None)
+            # Retrieval reads the database with the new message, before the engine runs.
+            packet = await self._packet_for(live, message.text, is_new=is_new)
+            reply = await engine.reply(packet, message)
             return await self._commit_turn(live, is_new, message, reply, packet)
 
     async def complete_job(self, chat_id: int, job_id: str, text: str) -> TurnResult | None:
