@@ -360,3 +360,12 @@ CREATE TRIGGER conversation_sessions_delete_turns BEFORE DELETE ON conversation_
     DELETE FROM conversation_turns WHERE session_id = old.session_id;
 END;
 INSERT INTO conversation_turns_fts (conversation_turns_fts) VALUES ('rebuild');
+
+-- migration: 0008_delivery_error
+-- A reply Telegram refused for good (403: the user blocked the bot or left the group; 400: the
+-- chat is gone) is never sent again. Its turn stays 'answered' (committed, never delivered) and
+-- keeps Telegram's reason here; the replies still to send (I4) are those without one.
+ALTER TABLE conversation_turns ADD COLUMN delivery_error TEXT;
+DROP INDEX conversation_turns_undelivered;
+CREATE INDEX conversation_turns_undelivered
+    ON conversation_turns (session_id, seq) WHERE status = 'answered' AND delivery_error IS NULL;

@@ -8,6 +8,7 @@ turns of it (a ``/history`` is not something to summarise). Each returns a
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from agent.memory import ConversationLane, ConversationTurn, RetrievedItem, render_packet
@@ -58,6 +59,18 @@ class CommandReply:
     text: str
     document: tuple[str, bytes] | None = None
     confirm_forget: str | None = None
+
+
+def _count(text: str) -> int | None:
+    """Return the count ``text`` spells in the decimal digits of any script, else ``None``.
+
+    Past six significant digits it is only "very many": ``int()`` refuses strings of more than
+    4,300 digits, and no count that large means anything different here.
+    """
+    if not text.isdecimal():
+        return None
+    digits = "".join(str(unicodedata.decimal(char)) for char in text).lstrip("0")
+    return int(digits or "0") if len(digits) <= 6 else 10**6
 
 
 def _excerpt(text: str | None) -> str:
@@ -120,18 +133,16 @@ class CommandCenter:
         )
 
     async def _cmd_history(self, chat_id: int, args: str) -> CommandReply:
-        limit = _HISTORY_DEFAULT
-        if args:
-            if not args.isdecimal() or int(args[:4]) < 1:
-                return CommandReply(
-                    f"Usage: /history [n] with n from 1 to {_HISTORY_MAX}, e.g. /history 10."
-                )
-            limit = min(int(args[:4]), _HISTORY_MAX)
-        turns = await self.lane.history(chat_id, limit)
+        count = _count(args) if args else _HISTORY_DEFAULT
+        if count is None or count < 1:
+            return CommandReply(
+                f"Usage: /history [n] with n from 1 to {_HISTORY_MAX}, e.g. /history 10."
+            )
+        turns = await self.lane.history(chat_id, min(count, _HISTORY_MAX))
         if not turns:
             return CommandReply("Nothing yet: this conversation has no messages.")
         lines = [line for turn in turns for line in _turn_lines(turn)]
-        note = f" (at most {_HISTORY_MAX})" if args and int(args[:4]) > _HISTORY_MAX else ""
+        note = f" (at most {_HISTORY_MAX})" if count > _HISTORY_MAX else ""
         return CommandReply(f"The last {len(turns)} turns{note}:\n" + "\n".join(lines))
 
     async def _cmd_topics(self, chat_id: int, args: str) -> CommandReply:

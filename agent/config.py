@@ -16,7 +16,11 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.errors import ConfigError
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["TELEGRAM_MAX_BACKOFF", "Settings", "load_settings"]
+
+#: The longest wait, in seconds, between two attempts of a Bot API call failing with a server
+#: or network error (polling and sending).
+TELEGRAM_MAX_BACKOFF = 30.0
 
 
 class Settings(BaseSettings):
@@ -56,6 +60,34 @@ class Settings(BaseSettings):
         le=50,
         alias="AGENT_POLL_TIMEOUT",
         description="Seconds each getUpdates long poll waits for news (polling mode; 0: no wait).",
+    )
+    telegram_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        alias="AGENT_TELEGRAM_TIMEOUT",
+        description=(
+            "Seconds a Bot API request may take to connect, send and answer (a long poll gets "
+            "this on top of its wait) before it counts as failed and is retried."
+        ),
+    )
+    telegram_backoff: float = Field(
+        default=1.0,
+        gt=0,
+        le=TELEGRAM_MAX_BACKOFF,
+        alias="AGENT_TELEGRAM_BACKOFF",
+        description=(
+            "Seconds before the first retry of a Bot API call that failed with a server or "
+            "network error; doubled after each failure, up to 30."
+        ),
+    )
+    redeliver_interval: float = Field(
+        default=60.0,
+        gt=0,
+        alias="AGENT_REDELIVER_INTERVAL",
+        description=(
+            "Seconds between passes that resend the replies Telegram did not take (at least "
+            "this old), one attempt each, until it takes them."
+        ),
     )
     webhook_url: str | None = Field(
         default=None,
@@ -123,6 +155,16 @@ class Settings(BaseSettings):
         gt=0,
         alias="AGENT_DB_LOCK_TIMEOUT",
         description="Seconds a write retries while another process holds the database lock.",
+    )
+    heal_interval: float = Field(
+        default=30.0,
+        gt=0,
+        alias="AGENT_HEAL_INTERVAL",
+        description=(
+            "Seconds between retries of what a disk fault left undone: checkpoint files not "
+            "written, and messages, replies and reminders not recorded while the database "
+            "refused writes."
+        ),
     )
     summarize_every: int = Field(
         default=10,
@@ -267,9 +309,14 @@ class Settings(BaseSettings):
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Every secret value set, for log redaction."""
+        """Every secret value set, for log redaction (the token's secret half too)."""
         values = (self.telegram_bot_token, self.webhook_secret, self.llm_api_key)
-        return tuple(v.get_secret_value() for v in values if v is not None)
+        found = [v.get_secret_value() for v in values if v is not None]
+        if self.telegram_bot_token is not None:
+            # A URL may carry the token percent-encoded ("123%3AAAH..."): its half after the
+            # colon is the secret part, and alone still in the clear.
+            found.append(self.telegram_bot_token.get_secret_value().partition(":")[2])
+        return tuple(found)
 
 
 _WEBHOOK_SECRET = re.compile(r"\A[A-Za-z0-9_-]{1,256}\Z")

@@ -6,10 +6,12 @@
     ├── ConfigError            a setting is missing or malformed
     ├── StorageError           the database refused or failed an operation
     │   ├── DatabaseLocked     another process held the write lock past the timeout
+    │   ├── DatabaseUnwritable the disk is full or read-only, or failed: nothing could commit
     │   └── MigrationError     a schema migration failed; nothing of it was applied
     ├── CheckpointError        a checkpoint file could not be written or read
     │   └── CheckpointCorrupt  a checkpoint file exists but is not a valid snapshot
     ├── SessionNotFound        a session that must exist does not
+    ├── ArchiveError           a session export cannot be read or imported
     ├── ReplyEngineError       the reply engine (concierge) failed to answer
     └── SummarizerError        the optional model summarizer failed to summarise
 
@@ -20,10 +22,12 @@ from __future__ import annotations
 
 __all__ = [
     "AgentError",
+    "ArchiveError",
     "CheckpointCorrupt",
     "CheckpointError",
     "ConfigError",
     "DatabaseLocked",
+    "DatabaseUnwritable",
     "MigrationError",
     "ReplyEngineError",
     "SessionNotFound",
@@ -48,6 +52,13 @@ class DatabaseLocked(StorageError):
     """Another process held the database write lock for longer than the lock timeout."""
 
 
+class DatabaseUnwritable(StorageError):
+    """The database refused a write: its disk is full or read-only, or reported an I/O error.
+
+    Not the fault of the write: the same write may succeed once the disk recovers.
+    """
+
+
 class MigrationError(StorageError):
     """A schema migration failed and was rolled back."""
 
@@ -62,6 +73,10 @@ class CheckpointCorrupt(CheckpointError):
 
 class SessionNotFound(AgentError):
     """A session id that must exist is not in the database."""
+
+
+class ArchiveError(AgentError):
+    """A session export file is malformed, or does not fit the database it is imported into."""
 
 
 class ReplyEngineError(AgentError):

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import TracebackType
 from typing import Any
 
 __all__ = ["ContextFilter", "RedactingFilter", "bind", "configure_logging"]
@@ -76,8 +77,20 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+def _log_uncaught(
+    kind: type[BaseException], value: BaseException, traceback: TracebackType | None
+) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, value, traceback)
+        return
+    logging.getLogger("agent").critical(
+        "stopped by an uncaught error", exc_info=(kind, value, traceback)
+    )
+
+
 def configure_logging(level: str, secrets: Iterable[str] = ()) -> None:
-    """Send logs to stderr with context fields and secret redaction.
+    """Send logs to stderr with context fields and secret redaction; so is the traceback of
+    an exception nothing caught (``sys.excepthook``).
 
     Args:
         level: the level of our own loggers (``AGENT_LOG_LEVEL``).
@@ -92,6 +105,8 @@ def configure_logging(level: str, secrets: Iterable[str] = ()) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level)
+    # A crash's traceback goes through the same filters: it may hold the token too.
+    sys.excepthook = _log_uncaught
     # httpx logs every request URL at INFO, and Bot API URLs carry the token.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     logging.getLogger("httpcore").setLevel(logging.WARNING)

@@ -52,7 +52,15 @@ class JobQueueScheduler:
         async def callback(_: object) -> None:
             await fire()
 
-        self._job_queue.run_once(callback, when=max(delay, 0.0), name=job_id)
+        # APScheduler drops a job it runs more than a second late (misfire_grace_time=1): a
+        # busy event loop or a wall clock stepped forward would lose the reminder for good.
+        # Late, a reminder still fires (once: the job leaves the queue when it runs).
+        self._job_queue.run_once(
+            callback,
+            when=max(delay, 0.0),
+            name=job_id,
+            job_kwargs={"misfire_grace_time": None},
+        )
 
 
 class AsyncioScheduler:

@@ -11,6 +11,14 @@ Flow of one update (DESIGN.md section 3):
 
 At start-up, replies committed but never sent are sent first, then journaled updates that were
 never processed are processed, then polling starts (I4).
+
+Sending follows Telegram's rules (:func:`~agent.bot_api_retry.retry_bot_api`): a 429 waits
+the ``retry_after`` it names; a timeout, a dropped connection or a 5xx is retried with a
+doubling back-off; after a few of those the reply stays ``answered`` in the turn log and a
+periodic pass (:meth:`TelegramAdapter.redeliver_stale`) resends it until Telegram takes it. A
+refusal (403: the user blocked the bot; 400: the chat is gone) is final: the turn keeps
+Telegram's reason and is never resent. The failures of an outage are logged once when it starts
+and once when it ends (:class:`~agent.failure_streak.FailureStreak`).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -30,7 +38,7 @@ from telegram import (
     ReplyParameters,
     Update,
 )
-from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter
+from telegram.error import BadRequest, Forbidden
 from telegram.ext import (
     Application,
     CallbackQueryHandler,
@@ -40,16 +48,19 @@ from telegram.ext import (
     filters,
 )
 
+from agent.bot_api_retry import retry_bot_api
 from agent.chat_dispatcher import ChatDispatcher
 from agent.commands import COMMANDS, CommandCenter, CommandReply
 from agent.concierge import Concierge
+from agent.failure_streak import FailureStreak
 from agent.logging_setup import bind
 from agent.memory import ConversationLane, ConversationTurn, JobRef
 from agent.memory.inbound_journal import InboundJournal, JournalEntry
 from agent.reminders import Reminders
+from agent.storage_backlog import APOLOGY, REFUSALS, StorageBacklog
 from agent.telegram_payloads import (
+    describe,
     inbound_from_update,
-    retry_after_seconds,
     split_message,
     update_from_entry,
 )
@@ -58,17 +69,27 @@ __all__ = ["TelegramAdapter"]
 
 logger = logging.getLogger(__name__)
 
+#: Attempts of one send before its reply is left to the redelivery pass.
 _SEND_ATTEMPTS = 5
 _FORGET_PREFIX = "forget:"
 _REFUSAL = "Sorry, this bot is private and cannot talk with you."
+#: Strangers remembered as refused (each gets one refusal); past this the memory starts over.
+_REFUSALS_REMEMBERED = 10_000
 _NO_TEXT = "I can only read text (or captions) for now. Write me a message!"
-#: Undelivered replies older than this are retried by the maintenance job.
-_REDELIVER_AFTER = timedelta(seconds=30)
 
 
 @dataclass(frozen=True, slots=True)
 class _Redeliver:
     turn: ConversationTurn
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class _NotSent:
+    """Why a message was not sent; ``final``: Telegram refused it for good."""
+
+    reason: str
+    final: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +109,8 @@ class TelegramAdapter:
         concierge: the reply engine.
         journal: the inbound journal of this bot.
         allowed_user_ids: users allowed to talk to the bot; empty: everyone.
+        backoff: seconds before the first retry of a send that failed with a server or network
+            error; doubled after each failure, up to 30.
     """
 
     def __init__(
@@ -98,6 +121,7 @@ class TelegramAdapter:
         journal: InboundJournal,
         *,
         allowed_user_ids: frozenset[int] = frozenset(),
+        backoff: float = 1.0,
     ) -> None:
         self.application = application
         self.lane = lane
@@ -107,7 +131,17 @@ class TelegramAdapter:
         self.dispatcher: ChatDispatcher[int, _Work] = ChatDispatcher(self._handle)
         self.reminders: Reminders | None = None
         self._allowed = allowed_user_ids
+        self._backoff = backoff
         self._failed: set[int] = set()
+        self._refused_users: set[int] = set()
+        # Updates whose writes the database refused while they were being handled.
+        self._refused: set[int] = set()
+        #: What the database refused to write, retried by a maintenance job.
+        self.backlog = StorageBacklog(journal, self.submit)
+        self._sending = FailureStreak(
+            logger, "sending", "replies stay answered in the turn log and are resent until it works"
+        )
+        self._closing = asyncio.Event()
         self._install_handlers()
 
     # -- wiring ----------------------------------------------------------------------------
@@ -149,7 +183,7 @@ class TelegramAdapter:
         """
         undelivered = await self.lane.undelivered()
         for chat_id, turn in undelivered:
-            self.dispatcher.submit(chat_id, _Redeliver(turn))
+            self.dispatcher.submit(chat_id, _Redeliver(turn, _SEND_ATTEMPTS))
         pending = await self.journal.pending()
         for entry in pending:
             self.submit(entry)
@@ -161,12 +195,22 @@ class TelegramAdapter:
             )
         return len(undelivered), len(pending)
 
-    async def redeliver_stale(self) -> None:
-        """Queue again replies that stayed undelivered (Telegram was down); a maintenance job."""
-        cutoff = self.lane.now() - _REDELIVER_AFTER
-        for chat_id, turn in await self.lane.undelivered():
-            if turn.created_at < cutoff:
-                self.dispatcher.submit(chat_id, _Redeliver(turn))
+    async def redeliver_stale(self, older_than: timedelta) -> None:
+        """Queue again the replies older than ``older_than`` that Telegram has not taken yet
+        (it failed, or was down); a maintenance job. One attempt each (after a 429, one more
+        once its ``retry_after`` has passed): the pass repeats."""
+        cutoff = self.lane.now() - older_than
+        stale = [(c, t) for c, t in await self.lane.undelivered() if t.created_at < cutoff]
+        for chat_id, turn in stale:
+            self.dispatcher.submit(chat_id, _Redeliver(turn, 1))
+        if stale:
+            logger.debug("resending %d replies Telegram has not taken", len(stale))
+
+    async def shutdown(self) -> None:
+        """Stop accepting work and finish what is queued, without waiting for a failing
+        Telegram: a reply it does not take at once stays answered, for the next start (I4)."""
+        self._closing.set()
+        await self.dispatcher.shutdown()
 
     async def job_due(self, chat_id: int, job: JobRef) -> None:
         """Queue a due reminder behind its chat's earlier work."""
@@ -178,15 +222,23 @@ class TelegramAdapter:
         if isinstance(work, JournalEntry):
             await self._process_entry(work)
         elif isinstance(work, _Redeliver):
-            current = await self.lane.refresh_turn(work.turn)
-            if current is not None and current.status == "answered":
-                await self._deliver(chat_id, current)
+            with bind(chat_id=chat_id, session_id=work.turn.session_id):
+                current = await self.lane.refresh_turn(work.turn)
+                if current is not None and current.status == "answered":
+                    await self._deliver(chat_id, current, attempts=work.attempts)
         else:
             with bind(chat_id=chat_id, job_id=work.job.job_id):
                 label = work.job.label or "(no text)"
-                result = await self.lane.complete_job(
-                    chat_id, work.job.job_id, f"⏰ Reminder: {label}"
-                )
+                try:
+                    result = await self.lane.complete_job(
+                        chat_id, work.job.job_id, f"⏰ Reminder: {label}"
+                    )
+                except REFUSALS as exc:
+                    # Not recorded, so not fired: it fires when the database takes writes.
+                    logger.debug("the database refused the reminder's turn: %s", exc)
+                    job = work.job
+                    self.backlog.defer(("reminder", job.job_id), lambda: self.job_due(chat_id, job))
+                    return
                 if result is not None:
                     await self._deliver(chat_id, result.turn)
 
@@ -199,6 +251,11 @@ class TelegramAdapter:
                 await self.journal.mark_failed_attempt(entry.update_id, "unreadable payload")
                 return
             await self.application.process_update(update)
+            if entry.update_id in self._refused:
+                # The database refused its turn: it stays pending, to be handled again (I1).
+                self._refused.discard(entry.update_id)
+                self.backlog.hold(entry.update_id)
+                return
             if entry.update_id in self._failed:
                 self._failed.discard(entry.update_id)
                 if await self.journal.mark_failed_attempt(entry.update_id, "handler failed"):
@@ -208,7 +265,13 @@ class TelegramAdapter:
                         self.journal.max_attempts,
                     )
                 return
-            await self.journal.mark_done(entry.update_id)
+            try:
+                await self.journal.mark_done(entry.update_id)
+            except REFUSALS:
+                # Handled, not yet marked: mark it later rather than handle it twice.
+                update_id = entry.update_id
+                self.backlog.defer(("done", update_id), lambda: self.journal.mark_done(update_id))
+            self.backlog.handled(entry.update_id)
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -219,9 +282,20 @@ class TelegramAdapter:
         return user is not None and user.id in self._allowed
 
     async def _refuse(self, update: Update) -> None:
+        # One refusal per stranger until a restart, then silence: a flood of their messages
+        # must not become a flood of sends that eats the bot's rate limit. Only the user id is
+        # kept, in memory; nothing of theirs is stored.
+        user, chat = update.effective_user, update.effective_chat
+        logger.debug("ignored a user not on the allow-list")
+        if user is None or chat is None or chat.type != "private":
+            return  # in a group the bot stays silent
+        if user.id in self._refused_users:
+            return
+        if len(self._refused_users) >= _REFUSALS_REMEMBERED:
+            self._refused_users.clear()
+        self._refused_users.add(user.id)
         logger.info("refused a user not on the allow-list")
-        if update.effective_chat is not None and update.effective_chat.type == "private":
-            await self._send(update.effective_chat.id, _REFUSAL)
+        await self._notify(chat.id, _REFUSAL)
 
     async def _on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if not self._is_allowed(update):
@@ -267,7 +341,7 @@ class TelegramAdapter:
 
     async def _on_no_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.effective_chat is not None and self._is_allowed(update):
-            await self._send(update.effective_chat.id, _NO_TEXT)
+            await self._notify(update.effective_chat.id, _NO_TEXT)
 
     async def _on_forget_confirmed(
         self, update: Update, context: ContextTypes.DEFAULT_TYPE
@@ -279,12 +353,48 @@ class TelegramAdapter:
             await query.answer(_REFUSAL)
             return
         chat_id = query.message.chat.id
-        reply = await self.commands.confirm_forget(chat_id, query.data[len(_FORGET_PREFIX) :])
-        await self.journal.forget_chat(chat_id)
+        session_id = query.data[len(_FORGET_PREFIX) :]
+        if self.lane.session_id_for_chat(chat_id) == session_id:
+            # The journal first: the erasure then empties the write-ahead log of both at once.
+            # A stale or forged button erases neither.
+            await self.journal.forget_chat(chat_id)
+        reply = await self.commands.confirm_forget(chat_id, session_id)
         await query.answer()
-        await self._send(chat_id, reply.text)
+        await self._notify(chat_id, reply.text)
+
+    async def apologise(self, entries: Sequence[JournalEntry]) -> None:
+        """Tell the users of updates the journal could not store that their answer waits.
+
+        Telegram keeps such updates (they were not confirmed) and the poller fetches them
+        again; each one gets its apology once.
+        """
+        for entry in entries:
+            try:
+                update = update_from_entry(entry, self.application.bot)
+            except ValueError:
+                continue
+            await self._apologise(update)
+
+    async def _apologise(self, update: Update) -> None:
+        bot = self.application.bot
+        message = inbound_from_update(update, bot_id=bot.id, bot_username=bot.username)
+        if (
+            message is not None
+            and message.wants_reply
+            and self._is_allowed(update)
+            and self.backlog.first_apology(update.update_id)
+        ):
+            await self._notify(message.chat_id, APOLOGY)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if isinstance(context.error, REFUSALS):
+            # The disk under the database is at fault, not the update (the database logs it
+            # once): the update is handled again later, and its user hears why meanwhile.
+            logger.debug("the database refused the update's writes: %s", context.error)
+            if isinstance(update, Update):
+                self._refused.add(update.update_id)
+                await self._apologise(update)
+            return
         if isinstance(update, Update):
             self._failed.add(update.update_id)
         logger.error("handling an update failed", exc_info=context.error)
@@ -295,11 +405,12 @@ class TelegramAdapter:
         chat_id = message.chat_id
         if reply.document is not None:
             name, data = reply.document
-            await self._with_retries(
+            sent = await self._with_retries(
                 lambda: self.application.bot.send_document(
                     chat_id, document=data, filename=name, caption=reply.text
                 )
             )
+            self._check_sent(chat_id, sent)
             return
         markup = None
         if reply.confirm_forget is not None:
@@ -312,14 +423,57 @@ class TelegramAdapter:
                     ]
                 ]
             )
-        await self._send(chat_id, reply.text, markup=markup)
+        await self._notify(chat_id, reply.text, markup=markup)
 
-    async def _deliver(self, chat_id: int, turn: ConversationTurn) -> None:
-        """Send a turn's reply, then record its message id (step 3); on failure leave it due."""
+    async def _deliver(
+        self, chat_id: int, turn: ConversationTurn, *, attempts: int = _SEND_ATTEMPTS
+    ) -> None:
+        """Send a turn's reply, then record its message id (step 3); on failure leave it due,
+        or, refused for good, record why."""
+        delivered = ("delivered", turn.session_id, turn.seq)
+        if self.backlog.is_deferred(delivered):
+            return  # sent already; the database refused to record it, the backlog will
         reply_to = turn.message_id if turn.message_id is not None else None
-        sent = await self._send(chat_id, turn.assistant_text or "", reply_to=reply_to)
-        if sent is not None:
-            await self.lane.mark_delivered(turn, sent.message_id)
+        sent = await self._send(
+            chat_id, turn.assistant_text or "", reply_to=reply_to, attempts=attempts
+        )
+        if not isinstance(sent, _NotSent):
+            message_id = sent.message_id
+            try:
+                await self.lane.mark_delivered(turn, message_id)
+            except REFUSALS:
+                # Sent, not recorded: record it later rather than send it twice (I4).
+                self.backlog.defer(delivered, lambda: self.lane.mark_delivered(turn, message_id))
+        elif sent.final:
+            await self._record_refusal(turn, sent.reason)
+        else:
+            logger.debug("reply of turn %s not sent yet (%s)", turn.seq, sent.reason)
+
+    async def _record_refusal(self, turn: ConversationTurn, reason: str) -> None:
+        """Keep Telegram's reason on the turn, so that it is never resent (it stays answered)."""
+        logger.error(
+            "Telegram refused the reply of turn %s for good (%s); it stays in the turn log, "
+            "marked undeliverable, and is not resent",
+            turn.seq,
+            reason,
+        )
+        await self.lane.mark_undeliverable(turn, reason)
+
+    async def _notify(
+        self, chat_id: int, text: str, *, markup: InlineKeyboardMarkup | None = None
+    ) -> None:
+        """Send a message that is no turn's reply (a command's answer, a notice)."""
+        self._check_sent(chat_id, await self._send(chat_id, text, markup=markup))
+
+    @staticmethod
+    def _check_sent(chat_id: int, sent: Message | _NotSent) -> None:
+        """Say so when a message that is no turn's reply was not sent: nothing resends it."""
+        if isinstance(sent, _NotSent):
+            logger.warning(
+                "a message to chat %s was dropped (%s); it is no turn's reply, so it is not resent",
+                chat_id,
+                sent.reason,
+            )
 
     async def _send(
         self,
@@ -328,9 +482,10 @@ class TelegramAdapter:
         *,
         reply_to: int | None = None,
         markup: InlineKeyboardMarkup | None = None,
-    ) -> Message | None:
-        """Send ``text`` split to Telegram's limit; return the last message (``None``: failed)."""
-        last: Message | None = None
+        attempts: int = _SEND_ATTEMPTS,
+    ) -> Message | _NotSent:
+        """Send ``text`` split to Telegram's limit; return the last message, or why not."""
+        last: Message | _NotSent = _NotSent("nothing to send", final=True)
         pieces = split_message(text)
         for index, piece in enumerate(pieces):
             params = (
@@ -338,42 +493,42 @@ class TelegramAdapter:
                 if reply_to is not None and index == 0
                 else None
             )
-            sent = await self._with_retries(
+            last = await self._with_retries(
                 functools.partial(
                     self.application.bot.send_message,
                     chat_id,
                     piece,
                     reply_parameters=params,
                     reply_markup=markup if index == len(pieces) - 1 else None,
-                )
+                ),
+                attempts=attempts,
             )
-            if sent is None:
-                return None
-            last = sent
+            if isinstance(last, _NotSent):
+                break
         return last
 
-    async def _with_retries(self, call: Callable[[], Awaitable[Message]]) -> Message | None:
-        """Run a Bot API send, retrying per Telegram's rules; ``None`` when it cannot succeed.
+    async def _with_retries(
+        self, call: Callable[[], Awaitable[Message]], *, attempts: int = _SEND_ATTEMPTS
+    ) -> Message | _NotSent:
+        """Run a Bot API send per Telegram's rules (:func:`~agent.bot_api_retry.retry_bot_api`);
+        return the message, or why not.
 
-        429 waits the ``retry_after`` Telegram asks for; network errors and 5xx back off
-        exponentially; a refusal (blocked by the user, bad request) is final.
+        After ``attempts`` network errors or 5xx (or at once when the bot is stopping while
+        sending fails) the send is given up for now. A refusal (403 Forbidden, 400 Bad
+        Request) is final: retrying cannot change it.
         """
-        delay = 1.0
-        for attempt in range(1, _SEND_ATTEMPTS + 1):
-            try:
-                return await call()
-            except RetryAfter as exc:
-                wait = retry_after_seconds(exc)
-                logger.warning("Telegram asks to wait %.0fs before sending", wait)
-                await asyncio.sleep(wait)
-            except (Forbidden, BadRequest) as exc:
-                logger.error("Telegram refused the message for good: %s", exc)
-                return None
-            except NetworkError as exc:
-                if attempt == _SEND_ATTEMPTS:
-                    logger.error("sending failed %d times (%s); will retry later", attempt, exc)
-                    return None
-                logger.warning("sending failed (%s); retrying in %.0fs", exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 30.0)
-        return None
+        try:
+            sent = await retry_bot_api(
+                call,
+                failures=self._sending,
+                backoff=self._backoff,
+                stop=self._closing,
+                attempts=attempts,
+            )
+        except (Forbidden, BadRequest) as exc:
+            return _NotSent(describe(exc), final=True)
+        if sent is None:
+            if self._closing.is_set():
+                return _NotSent("the bot is stopping while sending fails")
+            return _NotSent(f"{attempts} attempts failed")
+        return sent

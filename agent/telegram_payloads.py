@@ -7,10 +7,12 @@ each one is tested with real ``telegram.Update`` objects.
 from __future__ import annotations
 
 import datetime as dt
+import json
+from typing import Any
 
 import orjson
 from telegram import Bot, Message, MessageEntity, Update
-from telegram.error import RetryAfter
+from telegram.error import RetryAfter, TelegramError
 
 from agent.memory.inbound_journal import JournalEntry
 from agent.memory.schemas import ChatType, InboundMessage
@@ -18,6 +20,8 @@ from agent.memory.schemas import ChatType, InboundMessage
 __all__ = [
     "MAX_MESSAGE_CHARS",
     "chat_key",
+    "describe",
+    "entry_from_json",
     "entry_from_update",
     "inbound_from_update",
     "retry_after_seconds",
@@ -36,12 +40,21 @@ _CHAT_TYPES: dict[str, ChatType] = {
 }
 
 
+def _storable(value: object) -> int | None:
+    """Return ``value`` if it is an integer SQLite can store (64 bits), else ``None``.
+
+    Telegram's ids fit in 52 bits: a larger one, or one of another type, comes from a broken
+    update, and must not stop the journal from recording it.
+    """
+    return value if isinstance(value, int) and -(2**63) <= value < 2**63 else None
+
+
 def chat_key(update: Update) -> int | None:
     """Return the chat an update belongs to (for ordering), else its user, else ``None``."""
     if update.effective_chat is not None:
-        return update.effective_chat.id
+        return _storable(update.effective_chat.id)
     if update.effective_user is not None:
-        return update.effective_user.id
+        return _storable(update.effective_user.id)
     return None
 
 
@@ -52,6 +65,19 @@ def entry_from_update(update: Update) -> JournalEntry:
     )
 
 
+def entry_from_json(data: dict[str, Any], bot: Bot) -> JournalEntry:
+    """Return the journal entry of an update's JSON (whose ``update_id`` is an int), readable
+    or not: an update python-telegram-bot cannot read has no chat key."""
+    update_id: int = data["update_id"]
+    # The json module, not orjson: Telegram's JSON may hold integers past 64 bits.
+    payload = json.dumps(data, ensure_ascii=False)
+    try:
+        key = chat_key(update_from_entry(JournalEntry(update_id, None, payload), bot))
+    except ValueError:
+        key = None
+    return JournalEntry(update_id=update_id, chat_id=key, payload=payload)
+
+
 def update_from_entry(entry: JournalEntry, bot: Bot) -> Update:
     """Rebuild the update a journal entry holds.
 
@@ -60,9 +86,11 @@ def update_from_entry(entry: JournalEntry, bot: Bot) -> Update:
     """
     try:
         data = orjson.loads(entry.payload)
-        # PTB reports a payload of the wrong shape as TypeError/AttributeError/KeyError.
         update = Update.de_json(data, bot) if isinstance(data, dict) else None
-    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+    except Exception as exc:
+        # PTB's parser raises whatever its field code hits on a payload of the wrong shape:
+        # TypeError, AttributeError, KeyError, and OverflowError or OSError from a date no
+        # datetime holds. Every one means the same thing here: not a readable update.
         raise ValueError(f"journal entry {entry.update_id} holds no readable update") from exc
     if update is None:
         raise ValueError(f"journal entry {entry.update_id} holds no update")
@@ -77,9 +105,15 @@ def _addressed(message: Message, bot_id: int, bot_username: str | None) -> bool:
             return True
     if bot_username:
         handle = "@" + bot_username.lower()
-        mentions = message.parse_entities(
-            [MessageEntity.MENTION]
-        ) or message.parse_caption_entities([MessageEntity.MENTION])
+        try:
+            mentions = message.parse_entities(
+                [MessageEntity.MENTION]
+            ) or message.parse_caption_entities([MessageEntity.MENTION])
+        except (AttributeError, TypeError, ValueError):
+            # An entity whose offset or length is not a number or cuts a character in two, or
+            # caption entities without a caption: the message is still a turn, it just does
+            # not mention anyone.
+            return False
         if any(text.lower() == handle for text in mentions.values()):
             return True
     return False
@@ -95,25 +129,29 @@ def inbound_from_update(
     mentions the bot or replies to it wants a reply.
     """
     message = update.message
-    if message is None:
+    # A message without a chat (malformed: Telegram always sends one) has nowhere to go.
+    if message is None or message.chat is None:
         return None
     text = message.text or message.caption
     if not text:
         return None
     chat = message.chat
+    chat_id = _storable(chat.id)
+    if chat_id is None:
+        return None
     user = message.from_user
     chat_type = _CHAT_TYPES.get(chat.type, "private")
     wants_reply = chat_type == "private" or _addressed(message, bot_id, bot_username)
     return InboundMessage(
-        chat_id=chat.id,
+        chat_id=chat_id,
         text=text,
         chat_type=chat_type,
-        user_id=user.id if user is not None else None,
+        user_id=_storable(user.id) if user is not None else None,
         speaker=user.full_name if user is not None else None,
         chat_title=chat.title,
-        update_id=update.update_id,
+        update_id=_storable(update.update_id),
         bot_id=bot_id,
-        message_id=message.message_id,
+        message_id=_storable(message.message_id),
         wants_reply=wants_reply,
         received_at=message.date,
     )
@@ -142,3 +180,10 @@ def retry_after_seconds(exc: RetryAfter) -> float:
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
     return float(value)
+
+
+def describe(exc: TelegramError) -> str:
+    """Return a Bot API error for a log line: ``"TimedOut: Timed out"``, ``"BadRequest: Chat
+    not found"``, ``"Forbidden: bot was blocked by the user"`` (no kind said twice)."""
+    kind, text = type(exc).__name__, str(exc)
+    return text if text.startswith(kind) else f"{kind}: {text}"

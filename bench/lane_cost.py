@@ -27,15 +27,11 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import os
-import platform
 import resource
 import sqlite3
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -56,9 +52,13 @@ from agent.memory.writer import write_summary_version
 from agent.runtime import open_lane
 from agent.utils import ids
 from bench.benchmarks_file import write_section
+from bench.harness import ROOT, temporary_workdir
+from bench.harness import lane_settings as _settings
+from bench.harness import machine as _machine
+from bench.harness import percentile as _p
 from bench.locomo_texts import DATA, FALLBACK_TEXTS, T0
+from bench.locomo_texts import utterances as _texts
 
-ROOT = Path(__file__).resolve().parents[1]
 _BATCH = 5000
 _REPLIES = ["Noted.", "That sounds lovely!", "Got it, thanks for telling me.", "Oh, nice."]
 
@@ -73,58 +73,12 @@ BAR_CHECKPOINT = 1.2  # checkpoint bytes at the largest history within 1.2x of 1
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def _texts(path: Path) -> list[str]:
-    if not path.exists():
-        return FALLBACK_TEXTS
-    texts: list[str] = []
-    for sample in json.loads(path.read_text(encoding="utf-8")):
-        for key, value in sample["conversation"].items():
-            if key.startswith("session_") and isinstance(value, list):
-                texts.extend(str(u.get("text", "")) for u in value if u.get("text"))
-    return texts or FALLBACK_TEXTS
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 def _med(values: list[float]) -> float:
     return statistics.median(values)
 
 
 def _ok(passed: bool) -> str:
     return "pass" if passed else "**miss**"
-
-
-def _machine(workdir: Path) -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    fs = "unknown"
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(  # noqa: S603
-            ["df", "-T", str(workdir)],  # noqa: S607
-            capture_output=True, text=True, check=True, timeout=10,
-        ).stdout.splitlines()  # fmt: skip
-        fields = out[-1].split()
-        fs = f"{fields[1]} on {fields[0]}"
-    return (
-        f"{os.cpu_count()} cores ({cpu}), {fs}, Linux {platform.release()},"
-        f" Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
-    )
-
-
-def _settings(workdir: Path, name: str, durability: str) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        db_path=workdir / f"{name}.db",
-        checkpoint_dir=workdir / f"{name}-checkpoints",
-        durability=durability,
-    )
 
 
 class TrivialEngine:
@@ -139,10 +93,16 @@ class TrivialEngine:
 
 
 class Messages:
-    """Realistic short messages of one chat, each with a new Telegram update id."""
+    """Realistic short messages of one chat, each with a new Telegram update id.
 
-    def __init__(self, texts: list[str], chat_id: int, first_update: int) -> None:
+    ``wants_reply=False``: messages the bot keeps without answering (most group talk).
+    """
+
+    def __init__(
+        self, texts: list[str], chat_id: int, first_update: int, *, wants_reply: bool = True
+    ) -> None:
         self.texts = [t for t in texts if len(t) < 200] or FALLBACK_TEXTS
+        self.wants_reply = wants_reply
         self.chat_id = chat_id
         self.update = first_update
         self.i = 0
@@ -157,6 +117,7 @@ class Messages:
             speaker="Ada",
             update_id=self.update,
             message_id=self.update,
+            wants_reply=self.wants_reply,
         )
 
 
@@ -340,12 +301,16 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
     lanes = {d: await open_lane(_settings(workdir, f"turn-{d}", d)) for d in ("full", "process")}
     engine = TrivialEngine()
     chats = {"full": Messages(texts, 11, 1_000_000), "process": Messages(texts, 12, 2_000_000)}
+    # The same durable lane, a chat whose messages it keeps without a reply: no engine, no
+    # retrieval, only what on_turn must do durably (plus the state rules).
+    kept = Messages(texts, 13, 4_000_000, wants_reply=False)
     samples: dict[str, list[float]] = defaultdict(list)
     try:
         for lane in lanes.values():
             await lane.hydrate()
         for d, lane in lanes.items():  # warm up: the session exists, caches are hot
             await _timed_turns(lane, chats[d], engine, 20)
+        await _timed_turns(lanes["full"], kept, engine, 20)
         for _ in range(20):
             floor.durable_turn()
             floor.append()
@@ -356,12 +321,15 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
             samples["commit"] += _time_sync(floor.commit, per_round)
             for d, lane in lanes.items():
                 samples[d] += await _timed_turns(lane, chats[d], engine, per_round)
+            samples["kept"] += await _timed_turns(lanes["full"], kept, engine, per_round)
         checkpoint = (
             lanes["full"].checkpoints.path_for(lanes["full"].session_id_for_chat(11)).stat().st_size
         )
         durable50, durable99 = _med(samples["durable"]), _p(samples["durable"], 0.99)
         full50, full99 = _med(samples["full"]), _p(samples["full"], 0.99)
         r50, r99 = full50 / durable50, full99 / durable99
+        k50 = _med(samples["kept"]) / durable50
+        k99 = _p(samples["kept"], 0.99) / durable99
         n = rounds * per_round
 
         def row(label: str, key: str, ratio: bool = False) -> str:
@@ -382,10 +350,14 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
             row("**durable floor**: SQLite commit + atomic 4 KB replace", "durable"),
             row("`on_turn`, durability `full`", "full", ratio=True),
             row("`on_turn`, durability `process`", "process", ratio=True),
+            row("`on_turn` of a message kept without a reply (`full`)", "kept", ratio=True),
             "",
             f"{n} samples of each, interleaved in {rounds} rounds of {per_round}; one private"
             f" chat per lane, LoCoMo utterances as messages, every message wants a reply (so"
-            f" retrieval runs). The `full` lane's checkpoint file is {checkpoint:,} bytes.",
+            f" retrieval runs), except the last row: a third chat on the `full` lane whose"
+            f" messages are kept without a reply (no engine, no packet, no retrieval), i.e."
+            f" what `on_turn` must do durably plus the state rules. The `full` lane's"
+            f" checkpoint file is {checkpoint:,} bytes.",
             "",
             "| bar | measured | |",
             "|---|---:|---|",
@@ -393,6 +365,10 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
             f" | {_ok(r50 <= BAR_P50)} |",
             f"| `on_turn` (`full`) p99 ≤ {BAR_P99}x durable floor | {r99:.2f}x"
             f" | {_ok(r99 <= BAR_P99)} |",
+            f"| `on_turn` kept without a reply p50 ≤ {BAR_P50}x durable floor | {k50:.2f}x"
+            f" | {_ok(k50 <= BAR_P50)} |",
+            f"| `on_turn` kept without a reply p99 ≤ {BAR_P99}x durable floor | {k99:.2f}x"
+            f" | {_ok(k99 <= BAR_P99)} |",
         ]
         if r50 > BAR_P50 or r99 > BAR_P99:
             out += ["", *await _where_time_goes(lanes["full"], chats["full"], engine, n)]
@@ -735,9 +711,7 @@ async def main(argv: list[str] | None = None) -> int:
         rounds, per_round, sizes, window, repeats = 10, 50, [100, 1_000, 10_000, 100_000], 200, 10
         sessions, turns_each = 10_000, 12
     started = time.perf_counter()
-    base = ROOT.parent if os.access(ROOT.parent, os.W_OK) else ROOT
-    with tempfile.TemporaryDirectory(prefix=".bench-lane-", dir=base) as tmp:
-        workdir = Path(tmp)
+    with temporary_workdir(".bench-lane-") as workdir:
         machine = _machine(workdir)
         print(f"machine: {machine}; workdir {workdir}", file=sys.stderr)
         cost = await per_turn(workdir, texts, rounds, per_round)

@@ -5,6 +5,7 @@ The data is read from ``../shared/data/`` (CC BY-NC 4.0; never copied into the r
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,3 +21,15 @@ FALLBACK_TEXTS = [
     "The kids loved the museum, especially the dinosaur room.",
     "Work has been busy, the new project launches next month.",
 ]
+
+
+def utterances(path: Path = DATA) -> list[str]:
+    """Every utterance of the LoCoMo file at ``path``, in order; the stand-ins without it."""
+    if not path.exists():
+        return FALLBACK_TEXTS
+    texts: list[str] = []
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        for key, value in sample["conversation"].items():
+            if key.startswith("session_") and isinstance(value, list):
+                texts.extend(str(u.get("text", "")) for u in value if u.get("text"))
+    return texts or FALLBACK_TEXTS

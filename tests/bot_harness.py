@@ -100,14 +100,23 @@ class BotProcess:
         env: the complete environment (see :func:`bot_env`).
         args: command-line arguments, e.g. ``("--console",)``.
         name: names the log files (``<name>.stderr.log``), one pair per run.
+        prefix: a command that runs the bot, e.g. ``("nsenter", ...)``; it must exec it (the
+            process signalled is the one started).
     """
 
     def __init__(
-        self, workdir: Path, env: dict[str, str], *, args: tuple[str, ...] = (), name: str = "bot"
+        self,
+        workdir: Path,
+        env: dict[str, str],
+        *,
+        args: tuple[str, ...] = (),
+        name: str = "bot",
+        prefix: tuple[str, ...] = (),
     ) -> None:
         self.workdir = workdir
         self.env = env
         self.args = args
+        self.prefix = prefix
         self.stdout_path = workdir / f"{name}.stdout.log"
         self.stderr_path = workdir / f"{name}.stderr.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -121,7 +130,7 @@ class BotProcess:
             raise RuntimeError("BotProcess already started; make a new one for the next run")
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, str(RUN_BOT), *self.args],
+                [*self.prefix, sys.executable, str(RUN_BOT), *self.args],
                 cwd=self.workdir,
                 env=self.env,
                 stdin=stdin,

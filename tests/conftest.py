@@ -1,11 +1,16 @@
-"""Fixtures shared by the test-suite: real SQLite files and real checkpoint directories."""
+"""Fixtures shared by the test-suite: real SQLite files and real checkpoint directories, and
+the real bot (``run_bot.py`` in a subprocess) against the fake Bot API."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+from telegram import Bot
 
 from agent.db import Database
 from agent.memory import (
@@ -15,6 +20,22 @@ from agent.memory import (
     InboundMessage,
     Reply,
 )
+from tests.bot_harness import BOT_USERNAME, TOKEN, BotProcess, FakeChats, bot_env
+from tests.fake_bot_api import FakeBotApi
+
+# Property tests (hypothesis): a moderate number of examples in CI; HYPOTHESIS_PROFILE=long for
+# a torture run. No deadline: a turn fsyncs, and a loaded machine is slow, not wrong. The
+# tests that share one lane across examples give each example its own chats and update ids,
+# which is why the function-scoped-fixture health check is off.
+_PROPERTY_SETTINGS = {
+    "deadline": None,
+    "database": None,  # nothing written into the checkout; a failure prints its example
+    "print_blob": True,
+    "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+}
+settings.register_profile("ci", max_examples=60, **_PROPERTY_SETTINGS)
+settings.register_profile("long", max_examples=2000, **_PROPERTY_SETTINGS)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 class EchoEngine:
@@ -54,3 +75,72 @@ async def lane(db_path: Path, checkpoint_dir: Path) -> AsyncIterator[Conversatio
 @pytest.fixture
 def engine() -> EchoEngine:
     return EchoEngine()
+
+
+# -- the real bot against the fake Bot API ------------------------------------------------
+
+Launch = Callable[..., BotProcess]
+
+
+@pytest.fixture
+def api() -> Iterator[FakeBotApi]:
+    """A fake Bot API on 127.0.0.1 that accepts only :data:`TOKEN`."""
+    with FakeBotApi(TOKEN, username=BOT_USERNAME) as fake:
+        yield fake
+
+
+@pytest.fixture
+def chats(api: FakeBotApi) -> FakeChats:
+    return FakeChats(api)
+
+
+@pytest.fixture
+async def bot(api: FakeBotApi, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Bot]:
+    """A python-telegram-bot ``Bot`` on the fake ``api``, in PTB's timedelta mode: code under
+    test reads ``RetryAfter.retry_after`` (an int with a deprecation warning otherwise)."""
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+    async with Bot(api.token, base_url=api.base_url, base_file_url=api.base_file_url) as tg:
+        yield tg
+
+
+@pytest.fixture
+def launch(tmp_path: Path) -> Iterator[Launch]:
+    """Start ``run_bot.py`` runs in ``tmp_path`` (or a sub-directory); kill leftovers at the end.
+
+    ``launch(api, **env)`` starts a bot on ``api`` with extra environment variables;
+    ``workdir=``, ``token=``, ``args=``, ``stdin=`` and ``prefix=`` (see :class:`BotProcess`)
+    change the rest.
+    """
+    started: list[BotProcess] = []
+
+    def start(
+        api: FakeBotApi | None = None,
+        *,
+        workdir: Path = tmp_path,
+        token: str | None = TOKEN,
+        args: tuple[str, ...] = (),
+        stdin: int = subprocess.DEVNULL,
+        prefix: tuple[str, ...] = (),
+        **extra: str,
+    ) -> BotProcess:
+        workdir.mkdir(parents=True, exist_ok=True)
+        env = bot_env(workdir, api, token=token, **extra)
+        bot = BotProcess(workdir, env, args=args, name=f"run{len(started) + 1}", prefix=prefix)
+        started.append(bot)
+        return bot.start(stdin=stdin)
+
+    yield start
+    for bot in started:
+        bot.ensure_dead()
+
+
+@pytest.fixture
+def polling_bot(api: FakeBotApi, launch: Launch) -> Callable[..., BotProcess]:
+    """Start a bot on the fake and wait until it polls."""
+
+    def start(**extra: str) -> BotProcess:
+        bot = launch(api, **extra)
+        bot.wait_until_polling(api)
+        return bot
+
+    return start

@@ -15,7 +15,7 @@ import socket
 import sys
 import threading
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from email import policy
@@ -77,6 +77,17 @@ class SentCall:
     filename: str | None = None
 
 
+def _api_error(status: int, retry_after: int | None, description: str | None) -> ApiError:
+    """A Telegram-style error; a 429 asks to retry after 1 second unless told otherwise."""
+    if status == 429 and retry_after is None:
+        retry_after = 1
+    if description is None:
+        description = (f"Too Many Requests: retry after {retry_after}" if status == 429
+                       else HTTPStatus(status).phrase)
+    params = {"retry_after": retry_after} if retry_after is not None else None
+    return ApiError(status, description, params)
+
+
 def _coerce(key: str, value: Any) -> Any:
     """Decodes a form value as Telegram does (PTB sends non-string values JSON-encoded)."""
     if not isinstance(value, str):
@@ -118,6 +129,9 @@ def _parse_multipart(body: bytes, content_type: str) -> JsonDict:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # A bot opens up to 256 connections at once (PTB's pool): the default listen backlog of 5
+    # would reset some of them, which Telegram never does.
+    request_queue_size = 256
 
     def __init__(self, api: FakeBotApi) -> None:
         self.api = api
@@ -132,6 +146,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: the headers and the body go out in two writes, and Nagle's algorithm would
+    # hold the body until the client's delayed ACK (40 ms on Linux) on a keep-alive connection.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -171,11 +188,15 @@ class FakeBotApi:
         token: The only accepted token; any other one gets 401 Unauthorized.
         username: The bot's username (getMe).
         first_name: The bot's first name (getMe).
+        on_sent: Called with each recorded sent call, on the server thread that answers it,
+            before the answer goes out (a load generator reacts to replies with it).
     """
 
     def __init__(self, token: str = "123456:ABC-fake", *, username: str = "memory_test_bot",  # noqa: S107
-                 first_name: str = "Memory Test Bot") -> None:
+                 first_name: str = "Memory Test Bot",
+                 on_sent: Callable[[SentCall], None] | None = None) -> None:
         self.token = token
+        self.on_sent = on_sent
         bot_id = token.split(":", 1)[0]
         self.bot_user: JsonDict = {"id": int(bot_id) if bot_id.isdigit() else 123456,
                                    "is_bot": True, "first_name": first_name, "username": username,
@@ -192,6 +213,9 @@ class FakeBotApi:
         self._sent: list[SentCall] = []
         self._faults: defaultdict[str, deque[ApiError | None]] = defaultdict(deque)
         self._delays: dict[str, float] = {}
+        self._outages: dict[str, ApiError | None] = {}
+        self._refused: dict[int | str, ApiError] = {}
+        self._attempts: Counter[str] = Counter()
         self._chats: dict[int | str, JsonDict] = {}
         self._messages: dict[tuple[int | str, int], JsonDict] = {}
         self._next_bot_mid: defaultdict[int | str, int] = defaultdict(lambda: _FIRST_BOT_MESSAGE_ID)
@@ -377,15 +401,43 @@ class FakeBotApi:
             retry_after: Seconds for ``parameters.retry_after``; 429 defaults to 1.
             description: Overrides the Telegram-like description.
         """
-        if status == 429 and retry_after is None:
-            retry_after = 1
-        if description is None:
-            description = (f"Too Many Requests: retry after {retry_after}" if status == 429
-                           else HTTPStatus(status).phrase)
-        params = {"retry_after": retry_after} if retry_after is not None else None
+        error = _api_error(status, retry_after, description)
         with self._cond:
-            self._faults[method.lower()].extend(
-                ApiError(status, description, params) for _ in range(count))
+            self._faults[method.lower()].extend(error for _ in range(count))
+
+    def fail_always(self, method: str, status: int | None = 500, retry_after: int | None = None,
+                    description: str | None = None) -> None:
+        """Makes every later call of ``method`` fail until :meth:`heal` (an outage).
+
+        Calls queued by :meth:`fail_next` and :meth:`drop_connections` still come first.
+
+        Args:
+            method: The Bot API method, case-insensitive.
+            status: As in :meth:`fail_next`; ``None`` drops every connection instead.
+            retry_after: As in :meth:`fail_next`.
+            description: As in :meth:`fail_next`.
+        """
+        error = None if status is None else _api_error(status, retry_after, description)
+        with self._cond:
+            self._outages[method.lower()] = error
+
+    def heal(self, method: str) -> None:
+        """Ends an outage of ``method`` started by :meth:`fail_always`."""
+        with self._cond:
+            self._outages.pop(method.lower(), None)
+            self._cond.notify_all()
+
+    def refuse_chat(self, chat_id: int | str, status: int = 403,
+                    description: str = "Forbidden: bot was blocked by the user") -> None:
+        """Makes every later message to ``chat_id`` fail for good, as Telegram does when the
+        user blocked the bot (403) or the chat is gone (400 "Bad Request: chat not found")."""
+        with self._cond:
+            self._refused[chat_id] = ApiError(status, description)
+
+    def attempts(self, method: str) -> int:
+        """How many calls of ``method`` arrived: answered, failed, faulted or dropped."""
+        with self._cond:
+            return self._attempts[method.lower()]
 
     def drop_connections(self, method: str, count: int = 1) -> None:
         """Makes the next ``count`` calls of ``method`` close the socket without answering."""
@@ -434,12 +486,16 @@ class FakeBotApi:
         if func is None:
             return self._reply(handler, ApiError(404, "Not Found"))
         with self._cond:
+            self._attempts[name.lower()] += 1
+            self._cond.notify_all()
             delay = self._delays.get(name.lower(), 0.0)
         if delay > 0:
             self._stopping.wait(delay)
         with self._cond:
             faults = self._faults.get(name.lower())
             faulted, fault = (True, faults.popleft()) if faults else (False, None)
+            if not faulted and name.lower() in self._outages:
+                faulted, fault = True, self._outages[name.lower()]
         if fault is not None:
             return self._reply(handler, fault)
         if faulted or self._stopping.is_set():  # drop the connection without answering
@@ -454,16 +510,20 @@ class FakeBotApi:
             return self._reply(handler, exc)
         except (TypeError, ValueError) as exc:  # e.g. limit=abc
             return self._reply(handler, ApiError(400, f"Bad Request: {exc}"))
+        sent = None
         with self._cond:
             self._calls.append((name, params))
             if name in _SENT_METHODS:
                 doc = params.get("document")
-                self._sent.append(SentCall(
+                sent = SentCall(
                     name, params.get("chat_id"), params.get("text", params.get("caption")),
                     params, result["message_id"] if isinstance(result, dict) else None,
                     doc.data if isinstance(doc, UploadedFile) else None,
-                    doc.filename if isinstance(doc, UploadedFile) else None))
+                    doc.filename if isinstance(doc, UploadedFile) else None)
+                self._sent.append(sent)
             self._cond.notify_all()
+        if sent is not None and self.on_sent is not None:
+            self.on_sent(sent)  # outside the lock: it may push the next update
         return self._reply(handler, {"ok": True, "result": result})
 
     @staticmethod
@@ -618,6 +678,8 @@ class FakeBotApi:
         if chat_id is None or chat_id == "":
             raise ApiError(400, "Bad Request: chat_id is empty")
         with self._cond:
+            if (refusal := self._refused.get(chat_id)) is not None:
+                raise refusal
             message_id = self._next_bot_mid[chat_id]
             self._next_bot_mid[chat_id] = message_id + 1
             msg: JsonDict = {"message_id": message_id, "date": int(time.time()),

@@ -1,13 +1,18 @@
 """A fake OpenAI-compatible chat-completions server for tests, over real HTTP on 127.0.0.1.
 
 It runs a ``ThreadingHTTPServer`` on a free port in a daemon thread. Every POST is recorded
-(path, headers, JSON body) and answered with the next scripted :class:`Answer`, or with a
-completion saying :attr:`FakeLLMApi.default_text` once the script is empty.
+(path, headers, JSON body) and answered with the :class:`Answer` of the first rule
+(:meth:`FakeLLMApi.when`) its user message matches, else with the next scripted one, or with a
+completion saying :attr:`FakeLLMApi.default_text` once the script is empty. An answer may come
+late, trickle in, or never come (the connection dropped).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -34,12 +39,18 @@ def completion(text: str) -> JsonDict:
 
 @dataclass(frozen=True)
 class Answer:
-    """One scripted response: a status, a body (JSON-encoded unless bytes), headers, a delay."""
+    """One scripted response: a status, a body (JSON-encoded unless bytes), headers, a delay.
+
+    ``drip`` sends the headers at once and then the body one byte every ``drip`` seconds;
+    ``drop`` closes the connection without any answer.
+    """
 
     status: int = 200
     body: JsonDict | bytes = field(default_factory=lambda: completion("scripted"))
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0
+    drop: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,12 @@ class _Server(ThreadingHTTPServer):
         self.api = api
         super().__init__(("127.0.0.1", 0), _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet when a client (a bot killed by a crash test) drops its connection."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -70,11 +87,19 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(length)
+        if len(raw) < length:
+            return  # the client died in mid-request (a crash test killed it)
         answer = self.server.api._record(
             Request(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
         )
         # A delayed answer wakes early when the server stops, so no thread outlives the test.
-        if answer.delay and self.server.api._stopping.wait(answer.delay):
+        stopping = self.server.api._stopping
+        if answer.delay and stopping.wait(answer.delay):
+            return
+        if answer.drop:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
             return
         body = answer.body if isinstance(answer.body, bytes) else json.dumps(answer.body).encode()
         try:
@@ -84,7 +109,12 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in answer.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(body)
+            chunks = [body[i : i + 1] for i in range(len(body))] if answer.drip else [body]
+            for chunk in chunks:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                if answer.drip and stopping.wait(answer.drip):
+                    return
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout): that is what the test provoked
 
@@ -101,6 +131,7 @@ class FakeLLMApi:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._script: deque[Answer] = deque()
+        self._rules: list[tuple[str, Answer]] = []
         self._requests: list[Request] = []
         self._server: _Server | None = None
 
@@ -122,9 +153,19 @@ class FakeLLMApi:
         with self._lock:
             self._script.extend(answers)
 
+    def when(self, contains: str, answer: Answer) -> None:
+        """Answer every request whose user message contains ``contains`` with ``answer``."""
+        with self._lock:
+            self._rules.append((contains, answer))
+
     def _record(self, request: Request) -> Answer:
+        messages = request.body.get("messages", [])
+        user = " ".join(str(m.get("content")) for m in messages if m.get("role") == "user")
         with self._lock:
             self._requests.append(request)
+            for contains, answer in self._rules:
+                if contains in user:
+                    return answer
             if self._script:
                 return self._script.popleft()
         return Answer(body=completion(self.default_text))

@@ -1,24 +1,45 @@
-"""Crash test of the real bot (issue 3): SIGKILL ``python run_bot.py`` over and over, then check.
+"""Kill -9 torture of the real bot (issues 3 and 6): SIGKILL ``python run_bot.py``, over and over.
 
-A fake Telegram Bot API (:class:`tests.fake_bot_api.FakeBotApi`) serves a stream of 50
-messages over three private chats and a group; like Telegram it keeps every update queued
-until a ``getUpdates`` call with a higher offset confirms it. The real entry point runs in a
-subprocess on one database and checkpoint directory, and is killed with SIGKILL at a moment
-chosen at random: while it starts, once it has called getMe, once it has published its
-commands (start-up recovery), while it polls and handles a burst of messages, or the instant a
-reply was sent (before its message id can be recorded). After each kill the database and the
-checkpoint files are checked as the kill left them; then the bot is started again. A last,
-clean run answers whatever is left, and the invariants of DESIGN.md section 3 are checked on
-the final database, checkpoints and everything the fake saw sent.
+A fake Telegram Bot API (:class:`tests.fake_bot_api.FakeBotApi`) serves an endless stream of
+messages over four private chats and two groups: a fifth of the private messages set a
+reminder due in one to three seconds, the groups address the bot now and then (by mention, so
+some turns are recorded without a reply), and every tenth turn of a session folds a summary
+delta. Like Telegram, the fake keeps every update queued until a ``getUpdates`` call with a
+higher offset confirms it. The real entry point runs in a subprocess on one database and
+checkpoint directory, and each run is killed with SIGKILL at a moment chosen at random:
+
+* after a random delay: while it starts (importing, migrating, hydrating), once it has called
+  getMe, once it has published its commands (start-up recovery), or while it polls and
+  handles a burst of messages;
+* at an instrumented moment, the instant the harness sees it: a batch of updates handed to the
+  bot (its log says "Getting updates", before the journal commit), the database's WAL file
+  written (a commit), a checkpoint temp file on disk (a checkpoint write), a reply received by
+  the fake (before its message id is recorded), a reminder falling due or reaching the fake, a
+  request at the fake LLM endpoint (reply generation, or a background model summary: those
+  runs have the LLM concierge and summarizer on, against :class:`tests.fake_llm_api.
+  FakeLLMApi`), or inside the graceful shutdown (SIGTERM, then SIGKILL a moment later).
+
+After each kill the database, the checkpoint files and what the fake saw are checked as the
+kill left them: integrity, I1-I3, per-chat order, reminders never fired twice, every checkpoint
+parseable, never ahead of the log and equal to the log's state at its turn, every session's
+state equal to its log (I5, I6), the summary chain in step. What the kill caught in progress
+is counted from the run's log, the files and the database (one kill can count in several
+places). A last, clean run answers whatever is left and fires every reminder due; then the
+invariants of DESIGN.md section 3 are checked on the final database, checkpoints and
+everything the fake saw sent.
 
 The random choices come from ``random.Random(seed)``; the seed is in every failure message and
 ``CRASH_SEED=<seed>`` replays the same choices (the timing of the kills still varies).
-``CRASH_KILLS`` sets how many SIGKILLs must land on a running bot (default 20).
+``CRASH_KILLS`` sets how many SIGKILLs must land on a running bot (default 20, for CI); the
+long run of the README's "Kill -9 torture" prints its figures with ``-s``::
+
+    CRASH_KILLS=1000 python -m pytest -q -s -m crash tests/test_bot_crash.py -k torture
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import random
 import signal
@@ -26,35 +47,70 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from agent.config import Settings
 from agent.errors import CheckpointError
-from agent.memory import CheckpointWriter
+from agent.memory import CheckpointWriter, ConversationLane
 from agent.runtime import open_lane
+from tests.bot_harness import POLL_TIMEOUT, is_reminder
 from tests.fake_bot_api import FakeBotApi, SentCall
+from tests.fake_llm_api import FakeLLMApi
+from tests.test_lane_crash import Verified, check_summary_chain, state_at
 
 RUN_BOT = Path(__file__).resolve().parent.parent / "run_bot.py"
 TOKEN = "123456:ABCDEFGHIJKLMNOPQRSTUVWXYZabc"  # noqa: S105 - the fake's test token
 KILLS = int(os.environ.get("CRASH_KILLS", "20"))
 SEED = int(os.environ.get("CRASH_SEED", str(random.SystemRandom().randrange(2**32))))
-MESSAGES = 50
-PRIVATE_CHATS = (101, 102, 103)
-GROUP = -500
+PRIVATE_CHATS = (101, 102, 103, 104)
+GROUPS = (-500, -501)
 GROUP_MEMBERS = (201, 202, 203)
 BOT_USERNAME = "memory_test_bot"
-# Where a kill is aimed (see run_cycle), with its weight.
-ANCHORS = {"spawn": 2, "getMe": 1, "commands": 2, "polling": 4, "send": 3}
+# Share of the private messages that set a reminder, due in 1 to 3 seconds.
+REMINDER_SHARE = 0.2
+# Most messages queued per run (the summary anchor queues 10 to 16, to reach a fold).
+BURST = 6
+# Where a kill is aimed (see Cycle), with its weight.
+ANCHORS = {
+    "spawn": 2,
+    "getMe": 1,
+    "recovery": 2,
+    "polling": 3,
+    "journal": 2,
+    "commit": 2,
+    "checkpoint": 2,
+    "send": 2,
+    "reminder": 3,
+    "generate": 1,
+    "summary": 1,
+    "shutdown": 2,
+}
+# Anchors at a request to the LLM endpoint: their runs have the LLM on; so has this share of
+# the others, and the final run (which fails the model summaries the kills cut short).
+LLM_ANCHORS = frozenset({"generate", "summary"})
+LLM_SHARE = 0.2
 # Generous limits for one step of a bot on a slow machine; only reached when something is wrong.
 STEP_TIMEOUT = 30.0
+# How long an instrumented moment is watched for before the kill comes anyway.
+WATCH_TIMEOUT = 5.0
 # The fake answers sendMessage this late, so that kills land between commit and send.
 SEND_DELAY = 0.02
 FINAL_TIMEOUT = 60.0
+# Log lines of the bot (at DEBUG) that tell where a run was when it was killed.
+_HYDRATED = "agent.memory.lane: hydrated"
+_CONNECTED = "Application started"
+_UP = f"bot @{BOT_USERNAME} is up"
+_INTAKE_STOPPED = "agent.telegram_bot: shutting down"
+_LANE_CLOSED = "memory lane shut down cleanly"
+_BATCH = "Getting updates:"
+_JOURNALED = "agent.update_poller: journaled"
+_TEMP_GLOB = ".tmp-*"  # checkpoint temp files (CheckpointWriter writes, then renames them)
 
 _PRIVATE_TEXTS = (
     "my name is {name}",
@@ -81,15 +137,17 @@ class Message:
     text: str
     chat_type: str
     wants_reply: bool
+    reminder_delay: int = 0  # seconds until the reminder it sets is due (0: it sets none)
 
 
 @dataclass
 class Pushed:
-    """A message the fake has queued: its update id and its message id in the chat."""
+    """A message the fake has queued: its update id, its message id in the chat, and when."""
 
     message: Message
     update_id: int
     message_id: int
+    at: float = 0.0  # time.time() of the push: the message's date, to Telegram's second
 
 
 @dataclass
@@ -98,52 +156,57 @@ class CrashStats:
 
     cycles: int = 0
     kills: int = 0  # SIGKILLs that landed on a running bot
+    clean_stops: int = 0  # runs whose graceful shutdown ended before the SIGKILL came
+    llm_runs: int = 0  # runs with the LLM concierge and summarizer on
     anchors: Counter[str] = field(default_factory=Counter)  # kills by where they were aimed
-    pushed: int = 0  # messages queued at the fake so far
-    confirmed_at_kill: int = 0  # sum over kills: updates the fake had confirmed
-    journal_pending_at_kill: int = 0  # ... journaled, not yet processed (recovered at start)
-    undelivered_at_kill: int = 0  # ... turns answered (committed) but not marked delivered
-    unsent_at_kill: int = 0  # ... of which the reply had not reached the fake at all
-    checkpoints_behind_at_kill: int = 0  # ... checkpoint files behind the database
     anchor_timeouts: int = 0  # aimed kills whose event did not come in time (killed anyway)
-    # (chat, message id) -> kills that fell between the reply's send and its record
-    sent_unrecorded: Counter[tuple[int, int]] = field(default_factory=Counter)
+    # kills by what they caught in progress (from the log, the files, the database)
+    caught: Counter[str] = field(default_factory=Counter)
+    pushed: int = 0  # messages queued at the fake so far
+    # (chat, the message answered or the reminder's text) -> kills between send and record
+    sent_unrecorded: Counter[tuple[int, int | str | None]] = field(default_factory=Counter)
     sends: int = 0  # replies the fake received (with duplicates)
     dup_sends: int = 0  # replies sent more than once (a kill between send and record)
+    reminders: int = 0  # reminders fired (one turn each)
+    dup_reminders: int = 0  # reminder messages sent again (a kill between send and record)
 
     def render(self) -> str:
         """Return the counters as one line."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values["anchors"] = dict(sorted(self.anchors.items()))
+        values["caught"] = dict(sorted(self.caught.items()))
         values["sent_unrecorded"] = self.sent_unrecorded.total()
         return ", ".join(f"{name}={value}" for name, value in values.items())
 
 
-def make_stream(rng: random.Random) -> list[Message]:
-    """Return the 50 messages: three private chats and a group where the bot is addressed
-    now and then (by mention), so some turns are recorded without a reply."""
-    stream = []
-    names = {101: "Ada", 102: "Grace", 103: "Linus"}
-    for index in range(1, MESSAGES + 1):
-        chat_id = rng.choice((*PRIVATE_CHATS, GROUP))
-        if chat_id == GROUP:
+def make_stream(rng: random.Random) -> Iterator[Message]:
+    """Yield the messages, without end: four private chats (a fifth of their messages set a
+    reminder) and two groups where the bot is addressed now and then."""
+    names = {101: "Ada", 102: "Grace", 103: "Linus", 104: "Barbara"}
+    for index in itertools.count(1):
+        chat_id = rng.choice((*PRIVATE_CHATS, *GROUPS))
+        if chat_id in GROUPS:
             user_id = rng.choice(GROUP_MEMBERS)
             addressed = rng.random() < 0.5
             if addressed:
                 text = f"@{BOT_USERNAME} what do you know about me? ({index})"
             else:
                 text = rng.choice(_GROUP_TEXTS).format(i=index)
-            stream.append(Message(index, chat_id, user_id, text, "group", addressed))
+            yield Message(index, chat_id, user_id, text, "group", addressed)
+        elif rng.random() < REMINDER_SHARE:
+            delay = rng.randint(1, 3)
+            text = f"remind me in {delay} seconds to water plant {index}"
+            yield Message(index, chat_id, chat_id, text, "private", True, delay)
         else:
             text = rng.choice(_PRIVATE_TEXTS).format(i=index, name=names[chat_id])
-            stream.append(Message(index, chat_id, chat_id, text, "private", True))
-    return stream
+            yield Message(index, chat_id, chat_id, text, "private", True)
 
 
 def push(api: FakeBotApi, message: Message, pushed: list[Pushed]) -> None:
     """Queue one message at the fake, as Telegram would deliver it."""
     # Message ids count up per chat, like Telegram's: 1, 2, ...
     message_id = 1 + sum(p.message.chat_id == message.chat_id for p in pushed)
+    at = time.time()
     update_id = api.push_message(
         message.chat_id,
         message.text,
@@ -153,7 +216,7 @@ def push(api: FakeBotApi, message: Message, pushed: list[Pushed]) -> None:
         chat_title="Crash team" if message.chat_type == "group" else None,
         message_id=message_id,
     )
-    pushed.append(Pushed(message, update_id, message_id))
+    pushed.append(Pushed(message, update_id, message_id, at))
 
 
 def reply_to(sent: SentCall) -> int | None:
@@ -165,6 +228,34 @@ def reply_to(sent: SentCall) -> int | None:
 def replies(api: FakeBotApi) -> list[SentCall]:
     """Every sendMessage that answers a user message (replies carry reply_parameters)."""
     return [s for s in api.sent_messages() if s.method == "sendMessage" and reply_to(s)]
+
+
+def reminders(api: FakeBotApi) -> list[SentCall]:
+    """Every reminder firing the fake received."""
+    return [s for s in api.sent_messages() if is_reminder(s)]
+
+
+def sent_key(sent: SentCall) -> tuple[int, int | str | None]:
+    """The turn a sent message belongs to: (chat, the message it answers) for a reply, (chat,
+    its text) for a reminder firing (a turn of the bot alone; each reminder's text is unique)."""
+    return int(sent.chat_id or 0), reply_to(sent) or sent.text
+
+
+def model_requests(llm: FakeLLMApi, *, summaries: bool) -> int:
+    """How many requests the fake LLM received for model summaries (or for replies)."""
+    return sum(
+        ("running summary" in str(r.body["messages"][0]["content"])) == summaries
+        for r in llm.requests
+    )
+
+
+def llm_env(llm: FakeLLMApi) -> dict[str, str]:
+    """The settings of a run with the LLM concierge and the background summarizer on."""
+    return {
+        "AGENT_LLM_BASE_URL": llm.base_url,
+        "AGENT_LLM_MODEL": "fake-model",
+        "AGENT_LLM_SUMMARIZER": "true",
+    }
 
 
 class BotProcess:
@@ -184,19 +275,24 @@ class BotProcess:
             "AGENT_DB_PATH": str(self.db_path),
             "AGENT_CHECKPOINT_DIR": str(self.checkpoint_dir),
             "AGENT_LOG_LEVEL": "DEBUG",
+            # Short long polls: a killed run's poll soon stops waiting at the fake.
+            "AGENT_POLL_TIMEOUT": POLL_TIMEOUT,
             "PTB_TIMEDELTA": "true",
         }
         self.proc: subprocess.Popen[bytes] | None = None
+        self.log_start = 0  # where the current run's lines begin in bot-stderr.log
 
-    def start(self, label: str) -> subprocess.Popen[bytes]:
-        """Start the bot; its log goes to ``bot-stderr.log`` after a ``label`` line."""
+    def start(self, label: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start the bot (with ``env`` on top of its own); its log goes to ``bot-stderr.log``
+        after a ``label`` line."""
         with self.stderr_path.open("ab") as stderr:
             stderr.write(f"--- {label} ---\n".encode())
             stderr.flush()
+            self.log_start = stderr.tell()
             self.proc = subprocess.Popen(
                 [sys.executable, str(RUN_BOT)],
                 cwd=self.tmp_path,
-                env=self.env,
+                env={**self.env, **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
@@ -214,26 +310,56 @@ class BotProcess:
             self.proc.send_signal(signal.SIGKILL)
         return self.proc.wait(timeout=STEP_TIMEOUT)
 
-    def stop(self) -> int:
-        """SIGTERM the bot, wait for its graceful shutdown and return its exit code."""
+    def terminate(self) -> None:
+        """SIGTERM the bot: its graceful shutdown begins."""
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self) -> int:
+        """SIGTERM the bot, wait for its graceful shutdown and return its exit code."""
+        self.terminate()
+        assert self.proc is not None
         try:
             return self.proc.wait(timeout=STEP_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.kill()
             raise
 
+    def log_size(self) -> int:
+        """How many bytes the log holds now (a position for :meth:`run_log`)."""
+        return self.stderr_path.stat().st_size
+
+    def run_log(self, since: int | None = None) -> str:
+        """What the current run logged so far (from byte ``since`` of the log on)."""
+        with self.stderr_path.open("rb") as log:
+            log.seek(self.log_start if since is None else since)
+            return log.read().decode(errors="replace")
+
     def log_tail(self) -> str:
         """The last lines the bot logged (for failure messages)."""
         return self.stderr_path.read_text(errors="replace")[-4000:]
 
 
-def wait(api: FakeBotApi, bot: BotProcess, predicate: Callable[[FakeBotApi], bool]) -> bool:
+def wait(
+    api: FakeBotApi,
+    bot: BotProcess,
+    predicate: Callable[[FakeBotApi], bool],
+    timeout: float = STEP_TIMEOUT,
+) -> bool:
     """Wait until ``predicate`` holds or the bot died; return whether it holds."""
     with contextlib.suppress(AssertionError):
-        api.wait_for(lambda a: predicate(a) or not bot.running(), STEP_TIMEOUT)
+        api.wait_for(lambda a: predicate(a) or not bot.running(), timeout)
     return predicate(api)
+
+
+def watch(bot: BotProcess, seen: Callable[[], bool], timeout: float = WATCH_TIMEOUT) -> bool:
+    """Look for ``seen()`` every 0.2 ms, until it holds (True), the bot dies or time is up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and bot.running():
+        if seen():
+            return True
+        time.sleep(0.0002)
+    return False
 
 
 def read_only(db_path: Path) -> sqlite3.Connection:
@@ -243,18 +369,56 @@ def read_only(db_path: Path) -> sqlite3.Connection:
     return conn
 
 
+def checker_settings(bot: BotProcess) -> Settings:
+    """The settings of a lane opened by the checker on the bot's files (the bot's defaults)."""
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        db_path=bot.db_path,
+        checkpoint_dir=bot.checkpoint_dir,
+    )
+
+
 # -- the checks -------------------------------------------------------------------------------
 
 
-def check_after_kill(api: FakeBotApi, bot: BotProcess, stats: CrashStats) -> None:
-    """What a kill leaves: an intact database, every confirmed update journaled (I1), no
-    update recorded twice (I3), every reply the user has seen in the turn log (I2), and only
-    parseable checkpoints that are never ahead of the database (I5)."""
+def caught_in_log(log: str, terminated: bool) -> list[str]:
+    """What a run was doing when it was killed, as far as its log (DEBUG) tells."""
+    if terminated:  # SIGTERM came first: the graceful shutdown was under way
+        if _LANE_CLOSED in log:
+            return ["shutdown: lane closed, exiting"]
+        if _INTAKE_STOPPED in log:
+            return ["shutdown: draining chats, closing the lane"]
+        return ["shutdown: stopping the intake"]
+    if _HYDRATED not in log:
+        return ["start: import, open, migrate, hydrate"]
+    if _CONNECTED not in log:
+        return ["start: connect to Telegram"]
+    caught = [] if _UP in log else ["start: recovery, publishing commands"]
+    if log.rfind(_BATCH) > log.rfind(_JOURNALED):
+        caught.append("journal: batch fetched, not yet committed")
+    for method, name in (
+        ("getUpdates", "polling: getUpdates in flight"),
+        ("sendMessage", "sending: sendMessage in flight"),
+    ):
+        calls = log.count(f"Calling Bot API endpoint `{method}`")
+        if calls > log.count(f"Call to Bot API endpoint `{method}` finished"):
+            caught.append(name)
+    return caught
+
+
+def check_after_kill(
+    api: FakeBotApi, bot: BotProcess, stats: CrashStats, killed_at: datetime | None = None
+) -> None:
+    """What a kill (at ``killed_at``) leaves: an intact database, every confirmed update
+    journaled (I1), no update recorded twice (I3) and each chat's turns in update order, every
+    reply and reminder the user has seen in the turn log (I2), no reminder fired twice, and only
+    parseable checkpoints that are never ahead of the database (I5). It counts in ``stats``
+    what the kill caught in progress."""
     confirmed = api.confirmed_update_ids
-    seen = replies(api)
+    seen = [*replies(api), *reminders(api)]
     if not bot.db_path.exists():
         assert not confirmed, f"updates {sorted(confirmed)} confirmed, but no database exists"
-        assert not seen, "replies sent, but no database exists"
+        assert not seen, "messages sent, but no database exists"
         return
     conn = read_only(bot.db_path)
     try:
@@ -271,34 +435,72 @@ def check_after_kill(api: FakeBotApi, bot: BotProcess, stats: CrashStats) -> Non
             " GROUP BY bot_id, update_id HAVING COUNT(*) > 1"
         ).fetchall()
         assert not twice, f"I3: updates recorded twice: {[tuple(r) for r in twice]}"
+        rows = conn.execute(
+            "SELECT s.chat_id, t.session_id, t.update_id, t.message_id, t.assistant_text,"
+            " t.status FROM conversation_turns AS t JOIN conversation_sessions AS s"
+            " USING (session_id) ORDER BY t.session_id, t.seq"
+        ).fetchall()
         turns = {
-            (row["chat_id"], row["message_id"]): row
-            for row in conn.execute(
-                "SELECT s.chat_id, t.message_id, t.assistant_text, t.status FROM"
-                " conversation_turns AS t JOIN conversation_sessions AS s USING (session_id)"
-                " WHERE t.update_id IS NOT NULL"
-            )
+            (row["chat_id"], row["message_id"] if row["update_id"] else row["assistant_text"]): row
+            for row in rows
         }
+        by_session: defaultdict[str, list[int]] = defaultdict(list)
+        for row in rows:
+            if row["update_id"] is not None:
+                by_session[row["session_id"]].append(row["update_id"])
+        for session_id, updates in by_session.items():
+            assert updates == sorted(updates), f"session {session_id}: turns out of update order"
         in_window = set()
         for sent in seen:
-            key = (int(sent.chat_id or 0), reply_to(sent) or 0)
+            key = sent_key(sent)
             turn = turns.get(key)
-            assert turn is not None, f"I2: reply {sent.text!r} seen, its turn is not in the log"
-            assert turn["assistant_text"] == sent.text, f"I2: reply {sent.text!r} != the log's"
+            assert turn is not None, f"I2: {sent.text!r} seen, its turn is not in the log"
+            assert turn["assistant_text"] == sent.text, f"I2: {sent.text!r} != the log's"
             if turn["status"] == "answered":  # sent, but its message id not yet recorded
                 in_window.add(key)
         stats.sent_unrecorded.update(in_window)
+        jobs = conn.execute(
+            "SELECT json_extract(j.value, '$.job_id') AS job_id,"
+            " json_extract(j.value, '$.status') AS status,"
+            " json_extract(j.value, '$.due_at') AS due_at"
+            " FROM conversation_turns AS t, json_each(CAST(t.job_refs AS TEXT)) AS j"
+            " WHERE json_extract(j.value, '$.kind') = 'reminder'"
+        ).fetchall()
+        fired = Counter(job["job_id"] for job in jobs if job["status"] == "done")
+        assert max(fired.values(), default=0) <= 1, f"reminders fired twice: {fired}"
         sessions = {
-            row["session_id"]: row["turn_count"]
-            for row in conn.execute("SELECT session_id, turn_count FROM conversation_sessions")
+            row["session_id"]: row
+            for row in conn.execute(
+                "SELECT session_id, turn_count, json_extract(state, '$.summary_version') AS"
+                " summary_version FROM conversation_sessions"
+            )
         }
-        stats.confirmed_at_kill += len(confirmed)
-        stats.journal_pending_at_kill += sum(s == "pending" for s in journal.values())
-        undelivered = {key for key, t in turns.items() if t["status"] == "answered"}
-        stats.undelivered_at_kill += len(undelivered)
-        stats.unsent_at_kill += len(undelivered - in_window)
+        (processing,) = conn.execute(
+            "SELECT COUNT(*) FROM conversation_summaries WHERE status = 'processing'"
+        ).fetchone()
     finally:
         conn.close()
+    # What the kill caught in progress; replies are keyed by a message id, reminders by text.
+    turned = {row["update_id"] for row in rows if row["update_id"] is not None}
+    pending = {u for u, status in journal.items() if status == "pending"}
+    undelivered = {key for key, t in turns.items() if t["status"] == "answered"}
+    due = [
+        job
+        for job in jobs
+        if killed_at is not None and datetime.fromisoformat(job["due_at"]) <= killed_at
+    ]
+    caught = {
+        "received, not yet a turn": bool(pending - turned),
+        "turn committed, journal not yet marked done": bool(pending & turned),
+        "answered, reply not yet sent": any(isinstance(k[1], int) for k in undelivered - in_window),
+        "reply sent, its id not yet recorded": any(isinstance(k[1], int) for k in in_window),
+        "reminder fired, not yet delivered": any(isinstance(k[1], str) for k in undelivered),
+        "reminder due, not yet fired": any(
+            job["status"] == "scheduled" and job["job_id"] not in fired for job in due
+        ),
+        "model summary in flight": processing > 0,
+        "checkpoint write (temp file on disk)": any(bot.checkpoint_dir.glob(_TEMP_GLOB)),
+    }
     for path in sorted(bot.checkpoint_dir.glob("*.json")):
         try:
             snapshot = CheckpointWriter.parse(path.read_bytes(), session_id=path.stem)
@@ -306,14 +508,51 @@ def check_after_kill(api: FakeBotApi, bot: BotProcess, stats: CrashStats) -> Non
             raise AssertionError(f"I5: a kill left an unparseable checkpoint: {exc}") from exc
         in_db = sessions.get(snapshot.session_id)
         assert in_db is not None, f"I5: checkpoint {path.name} of a session the db lacks"
-        assert snapshot.turn_count <= in_db, f"I5: checkpoint {path.name} ahead of the db"
-        stats.checkpoints_behind_at_kill += snapshot.turn_count < in_db
+        assert snapshot.turn_count <= in_db["turn_count"], f"I5: {path.name} ahead of the db"
+        if snapshot.turn_count < in_db["turn_count"]:
+            caught["turn committed, checkpoint not yet written"] = True
+            if snapshot.state.summary_version < in_db["summary_version"]:
+                caught["summary fold committed, checkpoint not yet written"] = True
+    stats.caught.update(name for name, held in caught.items() if held)
+
+
+async def check_states_match_log(bot: BotProcess, verified: Verified) -> None:
+    """I6 as a kill leaves things: every open session's state in the database, and every
+    checkpoint file, is the fold of the session's turn log up to its turn; the summary chain
+    is in step with the states. ``verified`` carries the folds over from the last kill."""
+    if not any(bot.checkpoint_dir.glob("*.json")):
+        return  # no turn yet (a database a kill left half migrated stays as it is)
+    # Held open while the lane is: its close must not checkpoint the WAL the kill left, which
+    # the next run has to recover from as it is.
+    guard = read_only(bot.db_path)
+    guard.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    lane: ConversationLane = await open_lane(checker_settings(bot))
+    try:
+        await check_summary_chain(lane)
+        for path in sorted(bot.checkpoint_dir.glob("*.json")):
+            data = path.read_bytes()
+            if verified.files.get(path.name) == data:
+                continue
+            snapshot = CheckpointWriter.parse(data, session_id=path.stem)
+            expected = await state_at(lane, snapshot.session_id, snapshot.turn_count, verified)
+            assert snapshot.state.log_view() == expected.log_view(), (
+                f"I6: {path.name} at turn {snapshot.turn_count} is not the log's state there"
+            )
+            verified.files[path.name] = data
+        for session in await lane.store.list_sessions(lane.db.reader, limit=None, open_only=True):
+            sid = session.session_id
+            state = await state_at(lane, sid, session.turn_count, verified)
+            assert session.state.log_view() == state.log_view(), f"I6: {sid} state != its log"
+            verified.folds[sid] = (session.turn_count, state)
+    finally:
+        await lane.db.close()
+        guard.close()
 
 
 def check_final(api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: CrashStats) -> None:
     """After the last clean run: every delivered update is exactly one turn (I1, I3), every
-    reply was sent and recorded as delivered (I2, I4), duplicates are rare, and each chat's
-    turns are in the order of its updates."""
+    reply was sent and recorded as delivered (I2, I4), duplicates are rare, each chat's turns
+    are in the order of its updates, and no model summary is left half done."""
     by_update = {p.update_id: p for p in pushed}
     confirmed = api.confirmed_update_ids
     assert confirmed == set(by_update), "the fake still holds unconfirmed updates"
@@ -331,6 +570,9 @@ def check_final(api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: C
         pending = conn.execute(
             "SELECT update_id FROM inbound_updates WHERE status != 'done'"
         ).fetchall()
+        (processing,) = conn.execute(
+            "SELECT COUNT(*) FROM conversation_summaries WHERE status = 'processing'"
+        ).fetchone()
     finally:
         conn.close()
     counts = Counter(row["update_id"] for row in rows)
@@ -341,6 +583,7 @@ def check_final(api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: C
     assert max(counts.values()) == 1, "I3: an update has more than one turn"
     assert sessions == len({p.message.chat_id for p in pushed}), "one session per chat"
     assert not pending, f"journal entries never processed: {[r[0] for r in pending]}"
+    assert not processing, f"{processing} model summaries still processing after a clean stop"
     sends: dict[tuple[int, int], list[SentCall]] = {}
     for sent in replies(api):
         sends.setdefault((int(sent.chat_id or 0), reply_to(sent) or 0), []).append(sent)
@@ -379,15 +622,57 @@ def check_final(api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: C
         assert updates == sorted(updates), f"session {session_id}: turns out of update order"
 
 
+def check_reminders(
+    api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: CrashStats
+) -> None:
+    """After the last clean run, every reminder the stream asked for was set, fell due and
+    fired exactly once: one turn closes its job (not never, not twice), recorded as delivered,
+    and its message reached the chat; more than once only after a kill between its send and
+    its record (I4)."""
+    conn = read_only(bot.db_path)
+    try:
+        jobs = conn.execute(
+            "SELECT s.chat_id, t.update_id, t.assistant_text, t.status, t.reply_message_id,"
+            " json_extract(j.value, '$.job_id') AS job_id,"
+            " json_extract(j.value, '$.status') AS job_status"
+            " FROM conversation_turns AS t JOIN conversation_sessions AS s USING (session_id),"
+            " json_each(CAST(t.job_refs AS TEXT)) AS j"
+            " WHERE json_extract(j.value, '$.kind') = 'reminder'"
+        ).fetchall()
+    finally:
+        conn.close()
+    set_by = {job["update_id"]: job["job_id"] for job in jobs if job["job_status"] == "scheduled"}
+    asked = {p.update_id for p in pushed if p.message.reminder_delay}
+    assert asked <= set(set_by), f"reminders asked for, never set: {sorted(asked - set(set_by))}"
+    firings: defaultdict[str, list[sqlite3.Row]] = defaultdict(list)
+    for job in jobs:
+        if job["job_status"] == "done":
+            firings[job["job_id"]].append(job)
+    never = set(set_by.values()) - set(firings)
+    assert not never, f"reminders that never fired: {sorted(never)}"
+    assert all(len(turns) == 1 for turns in firings.values()), "a reminder fired twice"
+    sent: defaultdict[tuple[int, int | str | None], list[SentCall]] = defaultdict(list)
+    for call in reminders(api):
+        sent[sent_key(call)].append(call)
+    for [turn] in firings.values():
+        key = (turn["chat_id"], turn["assistant_text"])
+        calls = sent.pop(key, [])
+        assert calls, f"I4: reminder {key} fired in the log, never sent"
+        assert turn["status"] == "delivered", f"I4: reminder {key} not recorded as delivered"
+        assert turn["reply_message_id"] in {c.message_id for c in calls}
+        assert len(calls) - 1 <= stats.sent_unrecorded[key], (
+            f"reminder {key} was sent {len(calls)} times, but only "
+            f"{stats.sent_unrecorded[key]} kills fell between its send and its record"
+        )
+        stats.dup_reminders += len(calls) - 1
+    assert not sent, f"I2: reminders sent that no turn fired: {list(sent)}"
+    stats.reminders = len(firings)
+
+
 async def check_checkpoints_match_log(bot: BotProcess) -> None:
     """I5 and I6 after the last clean run: every open session's checkpoint parses, is at the
     log's turn, and holds the state rebuilt from the whole turn log."""
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        db_path=bot.db_path,
-        checkpoint_dir=bot.checkpoint_dir,
-    )
-    lane = await open_lane(settings)
+    lane = await open_lane(checker_settings(bot))
     try:
         sessions = await lane.store.list_sessions(lane.db.reader, limit=None, open_only=True)
         assert sessions, "no open session at the end"
@@ -404,8 +689,9 @@ async def check_checkpoints_match_log(bot: BotProcess) -> None:
 
 def wait_until_idle(api: FakeBotApi, bot: BotProcess, update_ids: set[int]) -> None:
     """Wait until the bot has nothing left to do: Telegram may forget every update (all are
-    confirmed), no journaled update waits, and no committed reply waits to be sent. What it
-    did is checked afterwards (a lost message fails there, not as a time-out here)."""
+    confirmed), no journaled update waits, no committed reply waits to be sent, and no
+    reminder waits to fire. What it did is checked afterwards (a lost message fails there,
+    not as a time-out here)."""
     deadline = time.monotonic() + FINAL_TIMEOUT
     while time.monotonic() < deadline:
         assert bot.running(), f"the bot died in the final run:\n{bot.log_tail()}"
@@ -415,6 +701,8 @@ def wait_until_idle(api: FakeBotApi, bot: BotProcess, update_ids: set[int]) -> N
                 (waiting,) = conn.execute(
                     "SELECT (SELECT COUNT(*) FROM inbound_updates WHERE status = 'pending')"
                     " + (SELECT COUNT(*) FROM conversation_turns WHERE status = 'answered')"
+                    " + (SELECT COUNT(*) FROM conversation_sessions WHERE closed_at IS NULL"
+                    "    AND json_array_length(state, '$.active_job_refs') > 0)"
                 ).fetchone()
             finally:
                 conn.close()
@@ -427,105 +715,238 @@ def wait_until_idle(api: FakeBotApi, bot: BotProcess, update_ids: set[int]) -> N
 # -- the kills --------------------------------------------------------------------------------
 
 
-def run_cycle(
+@dataclass
+class Cycle:
+    """One run of the bot: the burst it is fed and the moment its kill is aimed at."""
+
+    api: FakeBotApi
+    llm: FakeLLMApi
+    bot: BotProcess
+    rng: random.Random
+    pushed: list[Pushed]
+    stats: CrashStats
+    anchor: str
+    burst: list[Message]
+    calls: dict[str, int]  # Bot API calls of each kind made before the start
+    terminated: bool = False  # SIGTERM was sent
+
+    def aim(self) -> bool:
+        """Wait for the anchor's moment (queueing the burst on the way); return whether it
+        came (the kill follows at once either way)."""
+        aims: dict[str, Callable[[], bool]] = {
+            "spawn": self._spawn,
+            "getMe": lambda: self._after_call("getMe"),
+            "recovery": lambda: self._after_call("setMyCommands"),
+            "polling": self._polling,
+            "journal": self._journal,
+            "commit": self._commit,
+            "checkpoint": self._checkpoint,
+            "send": self._send,
+            "reminder": self._reminder,
+            "generate": lambda: self._model_request(summaries=False),
+            "summary": lambda: self._model_request(summaries=True),
+            "shutdown": self._shutdown,
+        }
+        return aims[self.anchor]()
+
+    def queue(self, gap: float = 0.0) -> None:
+        """Push the burst to the fake, ``gap`` seconds apart at most."""
+        for message in self.burst:
+            push(self.api, message, self.pushed)
+            if gap:
+                time.sleep(self.rng.uniform(0, gap))
+        self.stats.pushed = len(self.pushed)
+
+    def wait_up(self) -> None:
+        """Wait until the run polls (deleteWebhook comes just before its first getUpdates)."""
+        polls = self.calls["deleteWebhook"]
+        if not wait(self.api, self.bot, lambda a: len(a.calls("deleteWebhook")) > polls):
+            raise AssertionError(f"the bot did not come up:\n{self.bot.log_tail()}")
+
+    def _spawn(self) -> bool:
+        self.queue()
+        time.sleep(self.rng.uniform(0, 1.0))  # importing, migrating, hydrating, connecting
+        return True
+
+    def _after_call(self, method: str) -> bool:
+        self.queue()
+        reached = wait(self.api, self.bot, lambda a: len(a.calls(method)) > self.calls[method])
+        time.sleep(self.rng.uniform(0, 0.1))  # connecting; or recovering journal and replies
+        return reached
+
+    def _polling(self) -> bool:
+        self.wait_up()
+        self.queue(0.03)
+        time.sleep(self.rng.uniform(0, 0.3))
+        return True
+
+    def _journal(self) -> bool:
+        # The instant the bot has a batch in hand: before (or while) it is journaled.
+        self.wait_up()
+        start = self.bot.log_size()
+        self.queue()
+        return watch(self.bot, lambda: _BATCH in self.bot.run_log(start))
+
+    def _commit(self) -> bool:
+        # The instant the WAL file changes: a commit (journal, turn, delivery) is being written.
+        self.wait_up()
+        wal = self.bot.db_path.with_name(self.bot.db_path.name + "-wal")
+
+        def stamp() -> tuple[int, int] | None:
+            with contextlib.suppress(FileNotFoundError):
+                stat = wal.stat()
+                return stat.st_size, stat.st_mtime_ns
+            return None
+
+        stamps = [stamp()]
+        writes = self.rng.randint(1, 6)
+
+        def written() -> bool:
+            if (now := stamp()) != stamps[-1]:
+                stamps.append(now)
+            return len(stamps) > writes
+
+        self.queue()
+        return watch(self.bot, written)
+
+    def _checkpoint(self) -> bool:
+        # The instant a checkpoint temp file exists: a write between create and rename.
+        self.wait_up()
+        self.queue()
+        return watch(self.bot, lambda: any(self.bot.checkpoint_dir.glob(_TEMP_GLOB)))
+
+    def _send(self) -> bool:
+        # The instant a reply reaches the fake, before its message id is recorded.
+        base = len(replies(self.api))
+        target = base + self.rng.randint(1, 2)
+
+        def unanswered_left(a: FakeBotApi) -> bool:
+            done = {(s.chat_id, reply_to(s)) for s in replies(a)}
+            return any(
+                p.message.wants_reply and (p.message.chat_id, p.message_id) not in done
+                for p in self.pushed
+            )
+
+        self.queue()
+        return wait(
+            self.api, self.bot, lambda a: len(replies(a)) >= target or not unanswered_left(a)
+        )
+
+    def _reminder(self) -> bool:
+        self.queue()
+        if self.rng.random() < 0.5:  # the instant a reminder reaches the fake
+            base = len(reminders(self.api))
+            return wait(self.api, self.bot, lambda a: len(reminders(a)) > base)
+        # While the burst's last reminder falls due: firing, committing, checkpointing, sending.
+        last = next(p for p in reversed(self.pushed) if p.message.reminder_delay)
+        due = int(last.at) + last.message.reminder_delay
+        time.sleep(max(0.0, due - time.time()) + self.rng.uniform(0, 0.3))
+        return True
+
+    def _model_request(self, *, summaries: bool) -> bool:
+        # The instant the LLM endpoint gets a request: a reply, or a background model summary
+        # (a 'processing' row is in the database), is being generated.
+        base = model_requests(self.llm, summaries=summaries)
+        self.queue()
+        return watch(
+            self.bot,
+            lambda: model_requests(self.llm, summaries=summaries) > base,
+            STEP_TIMEOUT if summaries else WATCH_TIMEOUT,
+        )
+
+    def _shutdown(self) -> bool:
+        self.wait_up()
+        self.queue(0.02)
+        time.sleep(self.rng.uniform(0, 0.5))
+        self.bot.terminate()
+        self.terminated = True
+        time.sleep(self.rng.uniform(0, 0.5))  # inside the graceful shutdown, or after it
+        return True
+
+
+def next_burst(stream: Iterator[Message], rng: random.Random, anchor: str) -> list[Message]:
+    """The messages of the next run: a few (more for a summary fold), with at least one
+    reminder for the reminder anchor and one message to answer for the send anchor."""
+    size = rng.randint(10, 16) if anchor == "summary" else rng.randint(1, BURST)
+    burst = list(itertools.islice(stream, size))
+    needs: dict[str, Callable[[Message], bool]] = {
+        "reminder": lambda m: m.reminder_delay > 0,
+        "send": lambda m: m.wants_reply,
+    }
+    if anchor in needs:
+        while not any(needs[anchor](m) for m in burst):
+            burst.append(next(stream))
+    return burst
+
+
+async def run_cycle(
     api: FakeBotApi,
+    llm: FakeLLMApi,
     bot: BotProcess,
     rng: random.Random,
-    stream: list[Message],
+    stream: Iterator[Message],
     pushed: list[Pushed],
     stats: CrashStats,
+    verified: Verified,
 ) -> None:
     """Start the bot, queue the next few messages, kill it where ``rng`` says, check."""
-    remaining = stream[len(pushed) :]
-    burst = remaining[: rng.randint(1, max(1, 2 * MESSAGES // KILLS))]
-    answered = {(s.chat_id, reply_to(s)) for s in replies(api)}
-    unanswered = [
-        p
-        for p in pushed
-        if p.message.wants_reply and (p.message.chat_id, p.message_id) not in answered
-    ]
-    choices = [a for a in ANCHORS if a != "send" or any(m.wants_reply for m in burst) or unanswered]
-    anchor = rng.choices(choices, weights=[ANCHORS[a] for a in choices])[0]
-    base_calls = {m: len(api.calls(m)) for m in ("getMe", "setMyCommands", "deleteWebhook")}
-    base_sends = len(replies(api))
-    bot.start(f"cycle {stats.cycles} ({anchor})")
+    anchor = rng.choices(list(ANCHORS), weights=list(ANCHORS.values()))[0]
+    with_llm = anchor in LLM_ANCHORS or rng.random() < LLM_SHARE
+    calls = {m: len(api.calls(m)) for m in ("getMe", "setMyCommands", "deleteWebhook")}
+    burst = next_burst(stream, rng, anchor)
+    cycle = Cycle(api, llm, bot, rng, pushed, stats, anchor, burst, calls)
+    bot.start(f"cycle {stats.cycles} ({anchor})", llm_env(llm) if with_llm else None)
     stats.cycles += 1
-
-    def queue(gap: float) -> None:
-        for message in burst:
-            push(api, message, pushed)
-            if gap:
-                time.sleep(rng.uniform(0, gap))
-        stats.pushed = len(pushed)
-
-    def unanswered_left(a: FakeBotApi) -> bool:
-        done = {(s.chat_id, reply_to(s)) for s in replies(a)}
-        return any(
-            p.message.wants_reply and (p.message.chat_id, p.message_id) not in done for p in pushed
-        )
-
-    reached = True
-    if anchor == "spawn":
-        queue(0)
-        time.sleep(rng.uniform(0, 1.0))  # importing, migrating, hydrating, connecting
-    elif anchor in ("getMe", "commands"):
-        queue(0)
-        method = "getMe" if anchor == "getMe" else "setMyCommands"
-        reached = wait(api, bot, lambda a: len(a.calls(method)) > base_calls[method])
-        time.sleep(rng.uniform(0, 0.1))  # connecting; or recovering journal and replies
-    elif anchor == "polling":
-        # deleteWebhook comes just before the first getUpdates (a long poll, recorded by the
-        # fake only when it returns).
-        reached = wait(
-            api, bot, lambda a: len(a.calls("deleteWebhook")) > base_calls["deleteWebhook"]
-        )
-        queue(0.03)
-        time.sleep(rng.uniform(0, 0.3))
-    else:  # "send": the instant a reply is sent, before its message id is recorded
-        queue(0)
-        target = base_sends + rng.randint(1, 2)
-        reached = wait(api, bot, lambda a: len(replies(a)) >= target or not unanswered_left(a))
+    stats.llm_runs += with_llm
+    reached = cycle.aim()
     stats.anchor_timeouts += not reached
+    killed_at = datetime.now(UTC)
     code = bot.kill()
-    if code != -signal.SIGKILL:
+    killed = code == -signal.SIGKILL
+    if cycle.terminated and code == 0:
+        stats.clean_stops += 1
+    elif not killed:
         raise AssertionError(f"the bot exited by itself with {code}:\n{bot.log_tail()}")
-    stats.kills += 1
-    stats.anchors[anchor] += 1
+    else:
+        stats.kills += 1
+        stats.anchors[anchor] += 1
+        stats.caught.update(caught_in_log(bot.run_log(), cycle.terminated))
     # A send that reached the fake before the kill is still delivered (as by Telegram): let
     # the fake finish it (it waits SEND_DELAY first) before looking at what was sent.
     time.sleep(10 * SEND_DELAY)
-    check_after_kill(api, bot, stats)
+    check_after_kill(api, bot, stats, killed_at if killed else None)
+    await check_states_match_log(bot, verified)
 
 
 @pytest.mark.crash
-async def test_sigkill_at_random_points_loses_no_message(
+async def test_kill_9_torture_loses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The real bot killed with SIGKILL at random points of a 50-message stream, over and over,
-    loses nothing: every update Telegram considers delivered is exactly one turn (I1, I3),
-    every reply is in the log and was sent, a duplicate only for a kill between send and
-    record (I2, I4), each chat's turns are in update order, the database is intact, every
-    checkpoint parses (I5), and after the final clean run each checkpoint holds the state
-    rebuilt from the turn log (I6)."""
+    """The real bot killed with SIGKILL over and over, at random delays and at instrumented
+    moments (polling, journaling, commits, checkpoint writes, sends, reminders firing, model
+    requests, the graceful shutdown) of a multi-chat stream, loses nothing: every update
+    Telegram considers delivered is exactly one turn (I1, I3), every reply and reminder is in
+    the log and was sent, a duplicate only for a kill between send and record (I2, I4), each
+    reminder fired exactly once, each chat's turns are in update order, the database is
+    intact, every checkpoint parses and is the log's state at its turn (I5, I6), and after the
+    final clean run each checkpoint holds the state rebuilt from the whole turn log."""
     for name in [n for n in os.environ if n.startswith(("AGENT_", "TELEGRAM_"))]:
         monkeypatch.delenv(name)  # the checker's settings must be the bot's (defaults)
     rng = random.Random(SEED)
     stats = CrashStats()
+    verified = Verified()
     started = time.monotonic()
     stream = make_stream(rng)
     pushed: list[Pushed] = []
-    with FakeBotApi(TOKEN, username=BOT_USERNAME) as api:
+    with FakeBotApi(TOKEN, username=BOT_USERNAME) as api, FakeLLMApi() as llm:
         api.delay("sendMessage", SEND_DELAY)  # so that kills land between commit and send
         bot = BotProcess(api, tmp_path)
         try:
             while stats.kills < KILLS:
                 assert stats.cycles < 3 * KILLS, "the bot keeps exiting before the kill"
-                run_cycle(api, bot, rng, stream, pushed, stats)
-            for message in stream[len(pushed) :]:
-                push(api, message, pushed)
-            stats.pushed = len(pushed)
+                await run_cycle(api, llm, bot, rng, stream, pushed, stats, verified)
             polls = len(api.calls("deleteWebhook"))
-            bot.start("final clean run")
+            bot.start("final clean run", llm_env(llm))  # fails the model summaries cut short
             # Up first (recovery queued, polling), so that the SIGTERM finds it running.
             if not wait(api, bot, lambda a: len(a.calls("deleteWebhook")) > polls):
                 raise AssertionError(f"the final run did not start:\n{bot.log_tail()}")
@@ -534,7 +955,9 @@ async def test_sigkill_at_random_points_loses_no_message(
             assert code == 0, f"graceful stop exited {code}:\n{bot.log_tail()}"
             check_after_kill(api, bot, CrashStats())  # the same rules hold after a clean stop
             check_final(api, bot, pushed, stats)
+            check_reminders(api, bot, pushed, stats)
             await check_checkpoints_match_log(bot)
+            assert stats.reminders > 0, "no reminder fired: the reminder checks are vacuous"
         except Exception as exc:  # any failure: add the seed and what the kills hit
             if bot.running():
                 bot.kill()
@@ -542,4 +965,4 @@ async def test_sigkill_at_random_points_loses_no_message(
                 f"{exc}\n  seed={SEED} (replay: CRASH_SEED={SEED}); {stats.render()}"
                 f"\n  bot log: {bot.stderr_path}"
             ) from exc
-    print(f"bot crash run seed={SEED} in {time.monotonic() - started:.1f}s: {stats.render()}")
+    print(f"kill -9 torture seed={SEED} in {time.monotonic() - started:.1f}s: {stats.render()}")

@@ -41,6 +41,7 @@ from agent.memory.conversation_retriever import SEARCH_INDEXES
 from agent.memory.conversation_store import TURN_SEARCH_SQL
 from agent.utils import ids
 from tests.clock import T0, Clock
+from tests.hostile import every_table_text
 
 CHAT = 4242
 FILLER_WORDS = (
@@ -353,28 +354,6 @@ async def test_retrieving_a_memory_counts_as_an_access(db_path, checkpoint_dir):
     assert datetime.fromisoformat(row["last_accessed_at"]) == clock.now
 
 
-async def _every_table_text(db: Database) -> dict[str, str]:
-    """Every table of the database file (FTS shadow tables included), as one lowercased text
-    per table: text columns as they are, blobs decoded leniently."""
-    names = [
-        row["name"]
-        for row in await db.fetchall(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
-        )
-    ]
-    found: dict[str, str] = {}
-    for name in names:
-        parts: list[str] = []
-        for row in await db.fetchall(f'SELECT * FROM "{name}"'):  # noqa: S608 (our table names)
-            for value in tuple(row):
-                if isinstance(value, bytes):
-                    parts.append(value.decode("utf-8", "replace"))
-                elif value is not None:
-                    parts.append(str(value))
-        found[name] = "\n".join(parts).lower()
-    return found
-
-
 async def test_forget_leaves_no_trace_of_the_session(db_path, checkpoint_dir):
     """/forget leaves no trace in turns, FTS tables (shadows too), summaries or memories."""
     word = "xylophonequartz"
@@ -394,11 +373,11 @@ async def test_forget_leaves_no_trace_of_the_session(db_path, checkpoint_dir):
             await lane.on_turn(InboundMessage(chat_id=CHAT, text=filler(n)), engine)
         sid = lane.session_id_for_chat(CHAT)
         assert sid is not None
-        before = await _every_table_text(lane.db)
+        before = await every_table_text(lane.db)
         vocab = await _fts_terms(lane.db, word)
 
         await lane.forget_session(sid)
-        after = await _every_table_text(lane.db)
+        after = await every_table_text(lane.db)
         vocab_after = await _fts_terms(lane.db, word)
         others = await lane.recall(other, "unrelated words")
 

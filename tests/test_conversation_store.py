@@ -433,6 +433,29 @@ async def test_undelivered_turns_and_mark_delivered(db):
     )
 
 
+async def test_a_reply_refused_for_good_stays_answered_and_leaves_the_undelivered_list(db):
+    """mark_undeliverable keeps Telegram's reason on an answered turn and takes it off the
+    list of replies to send; it touches neither delivered turns nor other turns."""
+    await _new_session(db, "ses_a", 1)
+    await _append(db, _turn("ses_a", 1), _turn("ses_a", 2), _turn("ses_a", 3))
+    await db.write(lambda tx: store.mark_delivered(tx, "ses_a", 3, message_id=7, now=T0))
+    blocked = "Forbidden: bot was blocked by the user"
+    for seq in (1, 3):
+        await db.write(
+            lambda tx, seq=seq: store.mark_undeliverable(tx, "ses_a", seq, error=blocked)
+        )
+
+    assert [turn.seq for turn in await store.undelivered_turns(db.reader)] == [2]
+    rows = await db.fetchall(
+        "SELECT seq, status, delivery_error FROM conversation_turns ORDER BY seq"
+    )
+    assert [tuple(row) for row in rows] == [
+        (1, "answered", blocked),
+        (2, "answered", None),
+        (3, "delivered", None),
+    ]
+
+
 # -- query plans -----------------------------------------------------------------------------
 
 HOT_QUERIES = {

@@ -132,7 +132,8 @@ async def test_concurrent_writes_are_all_committed_in_grouped_transactions(items
 
 
 async def test_a_failing_work_is_rolled_back_alone(items_db, db_path):
-    """A work that raises loses its own rows; the other works of the same batch commit."""
+    """A work that raises loses its own rows; the other works of the same batch commit, in the
+    next transaction (each failure rolls its transaction back, and the others run again)."""
     statements = await _trace_writer(items_db)
     boom = ValueError("boom")
 
@@ -148,13 +149,26 @@ async def test_a_failing_work_is_rolled_back_alone(items_db, db_path):
         return_exceptions=True,
     )
 
-    assert _begins(statements) == 1  # one batch, one transaction
+    assert _begins(statements) == 3  # two failures, two rollbacks, then one commit
+    assert statements.count("ROLLBACK") == 2
     assert results[1] is boom  # the work's own exception reaches its caller unchanged
     assert isinstance(results[2], StorageError)
     assert isinstance(results[2].__cause__, sqlite3.IntegrityError)
     assert isinstance(results[0], int)
     assert isinstance(results[3], int)
     assert _names_on_disk(db_path) == {"first", "last"}
+
+
+async def test_a_batch_runs_no_statement_of_its_own_per_work(items_db):
+    """Group commit costs two statements per batch (BEGIN, COMMIT), none per work: every
+    statement is a round trip to the connection's thread, one at a time in the writer."""
+    statements = await _trace_writer(items_db)
+
+    await asyncio.gather(*(items_db.write(_insert(f"n{i}")) for i in range(10)))
+
+    assert statements[0] == "BEGIN IMMEDIATE"
+    assert statements[-1] == "COMMIT"
+    assert len(statements) == 10 + 2
 
 
 def _hold_write_lock(path: Path) -> sqlite3.Connection:

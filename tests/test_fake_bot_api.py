@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import telegram
-from telegram.error import InvalidToken, NetworkError, RetryAfter
+from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter
 
 from tests.fake_bot_api import FakeBotApi
 
@@ -257,6 +257,48 @@ async def test_server_errors_and_dropped_connections_are_not_recorded(api: FakeB
         assert (await b.send_message(CHAT, "kept")).message_id == 1000
     assert [s.text for s in api.sent] == ["kept"]
     assert len(api.calls("sendMessage")) == 1
+
+
+async def test_an_outage_lasts_until_healed_and_every_attempt_is_counted(
+    api: FakeBotApi,
+) -> None:
+    """fail_always(method) fails (or, with status None, drops) every call until heal(method);
+    attempts(method) counts every call that arrived, recorded or not."""
+    async with bot(api) as b:
+        api.fail_always("sendMessage", status=502)
+        for _ in range(2):
+            with pytest.raises(NetworkError, match="Bad Gateway"):
+                await b.send_message(CHAT, "lost")
+        api.fail_always("sendMessage", status=None)
+        with pytest.raises(NetworkError):
+            await b.send_message(CHAT, "dropped")
+        assert await b.get_me()  # other methods are not affected
+        api.heal("sendMessage")
+        await b.send_message(CHAT, "kept")
+    assert [s.text for s in api.sent] == ["kept"]
+    assert api.attempts("sendMessage") == 4
+    assert api.attempts("SENDMESSAGE") == 4
+
+
+@pytest.mark.parametrize(
+    ("status", "description", "error"),
+    [
+        (403, "Forbidden: bot was blocked by the user", Forbidden),
+        (400, "Bad Request: chat not found", BadRequest),
+    ],
+)
+async def test_a_refused_chat_fails_for_good_and_others_are_served(
+    api: FakeBotApi, status: int, description: str, error: type[Exception]
+) -> None:
+    """refuse_chat(chat) answers every message to that chat with Telegram's refusal."""
+    api.refuse_chat(CHAT, status=status, description=description)
+    async with bot(api) as b:
+        for _ in range(2):
+            with pytest.raises(error, match="(?i)" + description.split(": ", 1)[1]):
+                await b.send_message(CHAT, "never")
+        await b.send_message(CHAT + 1, "fine")
+    assert [(s.chat_id, s.text) for s in api.sent] == [(CHAT + 1, "fine")]
+    assert api.attempts("sendMessage") == 3
 
 
 def test_delay_slows_a_method(api: FakeBotApi) -> None:

@@ -123,19 +123,23 @@ async def test_last_update_id_is_the_highest_ever_journaled(
     assert await other_bot.last_update_id() == 100
 
 
-async def test_forget_chat_deletes_only_processed_entries_of_that_chat(
+async def test_forget_chat_deletes_the_chats_entries_but_those_never_tried(
     journal: InboundJournal, db: Database
 ) -> None:
-    """/forget erases the chat's processed entries; its pending ones and other chats stay."""
-    await journal.record([entry(1, 10), entry(2, 10), entry(3, 10), entry(4, 20), entry(5, 20)])
+    """/forget erases the chat's processed entries, given-up ones and pending ones that failed
+    once (their text would come back at the next start); entries never tried yet (the
+    request itself, later messages) and other chats stay."""
+    entries = [entry(1, 10), entry(2, 10), entry(3, 10), entry(4, 20), entry(5, 20)]
+    await journal.record([*entries, entry(6, 10)])
     await journal.mark_done(1)
     await journal.mark_done(4)
     for _ in range(journal.max_attempts):
         await journal.mark_failed_attempt(2, "poison")
+    await journal.mark_failed_attempt(6, "handler failed")  # retried at the next start
     other_bot = InboundJournal(db, BOT + 1)
     await other_bot.record([entry(1, 10)])
     await other_bot.mark_done(1)
-    assert await journal.forget_chat(10) == 2
+    assert await journal.forget_chat(10) == 3
     assert await stored_ids(db) == [3, 4, 5]
     assert await stored_ids(db, BOT + 1) == [1]
     assert [e.update_id for e in await journal.pending()] == [3, 5]

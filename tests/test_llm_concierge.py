@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
@@ -153,6 +154,30 @@ async def test_timeout_falls_back_within_a_bounded_time(api):
     assert reply.text == "offline"
     assert len(api.requests) == 2
     assert elapsed < 10 * 0.3
+
+
+async def test_dropped_connections_are_retried_then_fall_back(api):
+    """A server that closes the connection without answering is retried like a timeout, and
+    after 1 + retries attempts the fallback answers."""
+    api.script(*[Answer(drop=True)] * 3)
+    async with concierge(api.base_url) as llm:
+        reply = await llm.reply(ten_turn_packet(), MESSAGE)
+    assert reply.text == "offline"
+    assert len(api.requests) == 3
+
+
+async def test_an_answer_trickling_in_past_the_timeout_falls_back(api):
+    """An answer whose bytes arrive one by one, each well within the timeout but the whole far
+    beyond it, is cut off at the timeout (it bounds the whole request, not each read)."""
+    drip = 0.05
+    api.script(Answer(drip=drip))
+    async with concierge(api.base_url, timeout=0.5, retries=0) as llm:
+        started = time.monotonic()
+        reply = await llm.reply(ten_turn_packet(), MESSAGE)
+        elapsed = time.monotonic() - started
+    assert reply.text == "offline"
+    whole = drip * len(json.dumps(completion("scripted")))  # the trickle's own length
+    assert elapsed < whole / 2
 
 
 async def test_connection_refused_falls_back():

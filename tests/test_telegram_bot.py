@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -23,9 +24,7 @@ from tests.bot_harness import (
     BOT_USERNAME,
     TOKEN,
     TOKEN_SECRET,
-    BotProcess,
     FakeChats,
-    bot_env,
     db_rows,
     free_port,
     is_reminder,
@@ -33,61 +32,7 @@ from tests.bot_harness import (
 )
 from tests.fake_bot_api import FakeBotApi, SentCall
 
-Launch = Callable[..., BotProcess]
 WEBHOOK_SECRET = "s3cret"  # noqa: S105 (the test's own)
-
-
-@pytest.fixture
-def api() -> Iterator[FakeBotApi]:
-    """A fake Bot API on 127.0.0.1 that accepts only :data:`TOKEN`."""
-    with FakeBotApi(TOKEN, username=BOT_USERNAME) as fake:
-        yield fake
-
-
-@pytest.fixture
-def chats(api: FakeBotApi) -> FakeChats:
-    return FakeChats(api)
-
-
-@pytest.fixture
-def launch(tmp_path: Path) -> Iterator[Launch]:
-    """Start ``run_bot.py`` runs in ``tmp_path`` (or a sub-directory); kill leftovers at the end.
-
-    ``launch(api, **env)`` starts a bot on ``api`` with extra environment variables;
-    ``workdir=``, ``token=``, ``args=`` and ``stdin=`` change the rest.
-    """
-    started: list[BotProcess] = []
-
-    def start(
-        api: FakeBotApi | None = None,
-        *,
-        workdir: Path = tmp_path,
-        token: str | None = TOKEN,
-        args: tuple[str, ...] = (),
-        stdin: int = subprocess.DEVNULL,
-        **extra: str,
-    ) -> BotProcess:
-        workdir.mkdir(parents=True, exist_ok=True)
-        env = bot_env(workdir, api, token=token, **extra)
-        bot = BotProcess(workdir, env, args=args, name=f"run{len(started) + 1}")
-        started.append(bot)
-        return bot.start(stdin=stdin)
-
-    yield start
-    for bot in started:
-        bot.ensure_dead()
-
-
-@pytest.fixture
-def polling_bot(api: FakeBotApi, launch: Launch) -> Callable[..., BotProcess]:
-    """Start a bot on the fake and wait until it polls."""
-
-    def start(**extra: str) -> BotProcess:
-        bot = launch(api, **extra)
-        bot.wait_until_polling(api)
-        return bot
-
-    return start
 
 
 def _turn_texts(db: Path, chat_id: int) -> list[tuple[str, str | None, int | None, str]]:
@@ -236,36 +181,121 @@ def test_restart_keeps_facts_loops_and_reminders(api, chats, polling_bot, tmp_pa
     assert len(_reminders(api, chat, "stretch")) == 1
 
 
-def test_reminder_set_before_a_kill_fires_after_the_restart(api, chats, polling_bot):
-    """A reminder committed before a SIGKILL is re-scheduled at the next start and fires once."""
+def _due_times(db: Path) -> list[datetime]:
+    """The due times of the reminders the turn log holds (as the turns that set them say)."""
+    return [
+        datetime.fromisoformat(job["due_at"])
+        for (refs,) in db_rows(db, "SELECT job_refs FROM conversation_turns")
+        for job in orjson.loads(refs)
+        if job["kind"] == "reminder" and job["status"] == "scheduled"
+    ]
+
+
+@pytest.mark.parametrize("down", ["kill", "stop"])
+def test_reminder_due_while_the_bot_was_down_fires_once_after_the_restart(
+    api, chats, polling_bot, tmp_path, down
+):
+    """A reminder committed before a SIGKILL (or a SIGTERM), whose time passes while the bot
+    is down, fires at the next start, once: not never, and not again at a third start."""
     chat = 2003
     first = polling_bot()
-    assert "water" in chats.ask(chat, "remind me in 3 seconds to water the plants").text
-    first.kill()
-    assert _reminders(api, chat, "water") == [], "the reminder fired before the kill"
+    assert "water" in chats.ask(chat, "remind me in 2 seconds to water the plants").text
+    getattr(first, down)()
+    [due] = _due_times(tmp_path / "memory.db")
+    time.sleep(max((due - datetime.now(UTC)).total_seconds(), 0) + 0.5)  # down past its time
+    assert _reminders(api, chat, "water") == [], "the reminder fired before the restart"
+
     second = polling_bot()
     api.wait_for(lambda a: _reminders(a, chat, "water"), 30, "the reminder never fired")
     assert "water" not in chats.ask(chat, "/loops").text
     second.stop()
+    third = polling_bot()
+    assert "water" not in chats.ask(chat, "/loops").text
+    third.stop()
     assert len(_reminders(api, chat, "water")) == 1
 
 
-def test_allow_list_refuses_others_and_keeps_nothing_of_theirs(api, chats, polling_bot, tmp_path):
-    """With AGENT_ALLOWED_USER_IDS set, a stranger gets one polite refusal per message and
-    nothing they wrote is stored; an allowed user is answered."""
-    bot = polling_bot(AGENT_ALLOWED_USER_IDS="4242, 4343")
-    refusal = chats.ask(5005, "my secret is swordfish", user_id=5005).text
-    assert "private" in refusal
-    assert "Ada" in chats.ask(4242, "my name is Ada", user_id=4242).text
+def test_wall_clock_jumps_while_running_neither_lose_nor_repeat_a_reminder(
+    api, chats, polling_bot, tmp_path
+):
+    """The wall clock jumps while the bot runs (an NTP step: libfaketime shifts the OS clock
+    under the bot; monotonic time runs on). A reminder that a jump forward skips over fires
+    once, at once, not never; after a jump back a reminder fires once, when the wall clock
+    reaches its time (reminders keep absolute UTC times)."""
+    libfaketime = pytest.importorskip("libfaketime")
+    _, faketime_env = libfaketime.get_reload_information()
+    chat = 2004
+    offset = tmp_path / "clock-offset"  # seconds libfaketime adds to the bot's wall clock
+    offset.write_text("+0\n")
+    bot = polling_bot(AGENT_HEAL_INTERVAL="1", FAKETIME_TIMESTAMP_FILE=str(offset), **faketime_env)
+    assert "stretch" in chats.ask(chat, "remind me in 20 minutes to stretch").text
+    offset.write_text("+3600\n")  # an hour later, at once: 40 minutes past its time
+    api.wait_for(lambda a: _reminders(a, chat, "stretch"), 60, "the skipped reminder never fired")
+    assert "water" in chats.ask(chat, "remind me in 2 seconds to water the plants").text
+    offset.write_text("+3590\n")  # ten seconds back
+    api.wait_for(lambda a: _reminders(a, chat, "water"), 60, "the reminder never fired")
+    loops = chats.ask(chat, "/loops").text
+    assert "stretch" not in loops
+    assert "water" not in loops
     bot.stop()
+    assert len(_reminders(api, chat, "stretch")) == 1
+    assert len(_reminders(api, chat, "water")) == 1
+    # APScheduler says so when it skips a run; the periodic maintenance jobs may skip one.
+    assert not [line for line in bot.stderr.splitlines() if "was missed" in line and "job_" in line]
+
+
+def test_allow_list_refuses_others_once_and_keeps_nothing_of_theirs(
+    api, chats, polling_bot, tmp_path
+):
+    """With AGENT_ALLOWED_USER_IDS set, a stranger who floods the bot (messages, known and
+    unknown commands, a sticker, a mention in a group, a forged /forget button naming an
+    allowed user's conversation) gets one polite refusal in all, then silence; nothing they
+    wrote is stored: no turn, no session, no journal text, no checkpoint, no byte of the
+    database files. Allowed users are answered and keep their conversations."""
+    bot = polling_bot(AGENT_ALLOWED_USER_IDS="4242, 4343")
+    stranger = 5005
+    assert "Ada" in chats.ask(4242, "my name is Ada", user_id=4242).text
+    export = chats.ask(4242, "/export", user_id=4242)
+    victim = Path(export.filename).stem
+    refusal = chats.ask(stranger, "my secret is swordfish", user_id=stranger).text
+    assert "private" in refusal
+    flood = [chats.send(stranger, f"swordfish {n}", user_id=stranger)[0] for n in range(5)]
+    for text in ("/history swordfish", "/recall swordfish", "/frobnicate swordfish", None):
+        flood.append(chats.send(stranger, text, user_id=stranger, sticker=text is None)[0])
+    flood.append(
+        chats.send(-6006, f"@{BOT_USERNAME} swordfish", user_id=stranger, chat_type="group")[0]
+    )
+    flood.append(chats.send(stranger, "/forget", user_id=stranger)[0])
+    flood.append(api.push_callback_query(stranger, stranger, f"forget:{victim}", 1))
+    # An allowed user's forged button naming someone else's conversation erases nothing.
+    flood.append(api.push_callback_query(4343, 4343, f"forget:{victim}", 1))
+    api.wait_for(lambda a: set(flood) <= a.confirmed_update_ids, 30, "flood not confirmed")
+    assert "Ada" in chats.ask(4242, "what's my name?", user_id=4242).text
+    bot.stop()  # lets every queued update finish
+
+    assert [call.text for call in api.sent_messages(stranger)] == [refusal]
+    assert api.sent_messages(-6006) == []
     db = tmp_path / "memory.db"
+    assert db_rows(db, "SELECT DISTINCT status FROM inbound_updates") == [("done",)]
     assert db_rows(
         db, "SELECT count(*) FROM conversation_turns WHERE user_text LIKE '%sword%'"
     ) == [(0,)]
     assert db_rows(db, "SELECT count(*) FROM inbound_updates WHERE payload LIKE '%sword%'") == [
         (0,)
     ]
-    assert db_rows(db, "SELECT count(*) FROM conversation_sessions WHERE chat_id = 5005") == [(0,)]
+    assert db_rows(
+        db, "SELECT count(*) FROM conversation_sessions WHERE chat_id IN (5005, -6006)"
+    ) == [(0,)]
+    assert db_rows(db, "SELECT chat_id FROM conversation_sessions") == [(4242,)]
+    assert (tmp_path / "checkpoints" / export.filename).is_file()
+    assert [p.name for p in tmp_path.rglob("*") if b"swordfish" in _bytes(p)] == [], (
+        "the stranger's text is somewhere on disk"
+    )
+
+
+def _bytes(path: Path) -> bytes:
+    """A file's bytes (the bot's own logs aside: they are its stderr, captured by the test)."""
+    return b"" if not path.is_file() or path.name.endswith(".log") else path.read_bytes()
 
 
 # -- 3. chats apart, and a group -------------------------------------------------------------
@@ -438,7 +468,11 @@ def test_bad_updates_are_answered_or_ignored_and_the_bot_stays_up(
 
 def test_webhook_checks_the_secret_before_recording(api, launch, tmp_path):
     """In webhook mode the bot registers its URL and secret, answers 403 and records nothing
-    without the right secret, and journals and answers an update sent with it."""
+    without the right secret (missing, wrong, of another case, one character longer or
+    shorter, empty, in the query string),
+    and journals and answers an update sent with it (header names are case-insensitive).
+    A body that is no update gets 400; an update python-telegram-bot cannot read is journaled
+    as sent (200: Telegram must not resend it forever) and the bot goes on."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/telegram-hook"
     bot = launch(
@@ -461,23 +495,44 @@ def test_webhook_checks_the_secret_before_recording(api, launch, tmp_path):
         missing = client.post(url, content=body, headers={"Content-Type": "application/json"})
         wrong = client.post(url, content=body, headers={header: "wrong"})
         assert (missing.status_code, wrong.status_code) == (403, 403)
+        refused = [
+            client.post(url, content=body, headers={header: WEBHOOK_SECRET.upper()}),
+            client.post(url, content=body, headers={header: WEBHOOK_SECRET + "0"}),
+            client.post(url, content=body, headers={header: WEBHOOK_SECRET[:-1]}),
+            client.post(url, content=body, headers={header: ""}),
+            client.post(url + f"?secret_token={WEBHOOK_SECRET}", content=body),
+        ]
+        assert [r.status_code for r in refused] == [403] * 5
+        assert client.get(url, headers={header: WEBHOOK_SECRET}).status_code == 405
         assert db_rows(db, "SELECT count(*) FROM conversation_turns") == [(0,)]
         assert db_rows(db, "SELECT count(*) FROM inbound_updates") == [(0,)]
 
-        right = client.post(url, content=body, headers={header: WEBHOOK_SECRET})
+        right = client.post(url, content=body, headers={header.lower(): WEBHOOK_SECRET})
         assert right.status_code == 200
         answer = FakeChats(api).wait_for_message(chat, "Ada")
         assert answer.params["reply_parameters"]["message_id"] == 1
         again = client.post(url, content=body, headers={header: WEBHOOK_SECRET})  # a redelivery
         assert again.status_code == 200
-        garbage = client.post(url, content=b"{not json", headers={header: WEBHOOK_SECRET})
-        assert garbage.status_code == 400
+        garbage = [b"{not json", b"[1, 2]", b'{"message": {}}', b'{"update_id": "7"}']
+        for content in garbage:
+            status = client.post(url, content=content, headers={header: WEBHOOK_SECRET})
+            assert status.status_code == 400, content
+        unreadable = message_update(2, chat, "a date that is no number")
+        unreadable["message"]["date"] = "yesterday"
+        for later in (unreadable, message_update(3, chat, "what's my name?", message_id=3)):
+            sent = client.post(url, content=orjson.dumps(later), headers={header: WEBHOOK_SECRET})
+            assert sent.status_code == 200
+        FakeChats(api).wait_for_message(chat, "Your name is Ada")
 
     assert bot.alive
     bot.stop()
-    assert db_rows(db, "SELECT count(*) FROM conversation_turns") == [(1,)]
-    assert db_rows(db, "SELECT update_id, status FROM inbound_updates") == [(1, "done")]
-    assert len(api.sent_messages(chat)) == 1
+    assert db_rows(db, "SELECT count(*) FROM conversation_turns") == [(2,)]
+    assert db_rows(db, "SELECT update_id, status, attempts FROM inbound_updates") == [
+        (1, "done", 0),
+        (2, "pending", 1),  # unreadable: tried again at the next start, then given up
+        (3, "done", 0),
+    ]
+    assert len(api.sent_messages(chat)) == 2
     assert api.calls("getUpdates") == []  # no polling in webhook mode
 
 

@@ -10,9 +10,11 @@ import datetime as dt
 import random
 from typing import Any
 
+import orjson
 import pytest
+from hypothesis import given, settings
 from telegram import Bot, Update
-from telegram.error import RetryAfter
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
 from telegram.request import BaseRequest, RequestData
 from telegram.warnings import PTBDeprecationWarning
 
@@ -21,12 +23,15 @@ from agent.memory.schemas import InboundMessage
 from agent.telegram_payloads import (
     MAX_MESSAGE_CHARS,
     chat_key,
+    describe,
+    entry_from_json,
     entry_from_update,
     inbound_from_update,
     retry_after_seconds,
     split_message,
     update_from_entry,
 )
+from tests.hostile import telegram_updates
 
 BOT_ID = 777
 BOT_USERNAME = "memory_test_bot"
@@ -383,3 +388,79 @@ def test_retry_after_as_timedelta(
     exc = RetryAfter(value)
     assert isinstance(exc.retry_after, dt.timedelta)
     assert retry_after_seconds(exc) == seconds
+
+
+@pytest.mark.parametrize(
+    ("exc", "text"),
+    [
+        (TimedOut(), "TimedOut: Timed out"),
+        (NetworkError("Bad Gateway"), "NetworkError: Bad Gateway"),
+        (BadRequest("Bad Request: chat not found"), "BadRequest: Chat not found"),
+        (
+            Forbidden("Forbidden: bot was blocked by the user"),
+            "Forbidden: bot was blocked by the user",
+        ),
+    ],
+)
+def test_describe_names_the_error_kind_once(exc: Exception, text: str) -> None:
+    """A Bot API error reads "Kind: what Telegram said" in a log line, never "Kind: Kind: ..."."""
+    assert describe(exc) == text
+
+
+# -- hostile and malformed updates (hypothesis) -----------------------------------------------
+
+#: These tests are pure and fast: four times the profile's examples.
+_MANY = settings(max_examples=settings().max_examples * 4)
+
+
+@_MANY
+@given(data=telegram_updates())
+def test_any_update_json_is_journaled_and_read_or_refused_with_value_error(
+    data: dict[str, Any],
+) -> None:
+    """Whatever JSON Telegram sends (missing fields, entities of the wrong type, dates no
+    datetime holds, unknown kinds), it can be journaled as it is, and reading it back gives
+    an update or a ValueError, which the adapter records as a failed attempt: nothing else
+    escapes. An update that cannot be read has no chat key."""
+    bot = Bot(TOKEN, request=OfflineRequest(), get_updates_request=OfflineRequest())
+    entry = entry_from_json(data, bot)
+    assert orjson.loads(entry.payload) == data
+    try:
+        upd = update_from_entry(entry, bot)
+    except ValueError:
+        upd = None
+    assert entry.chat_id == (None if upd is None else chat_key(upd))
+
+
+@_MANY
+@given(data=telegram_updates())
+def test_readable_updates_become_a_valid_message_or_none_and_round_trip(
+    data: dict[str, Any],
+) -> None:
+    """An update python-telegram-bot can read round-trips through the journal unchanged and
+    becomes a valid message whose text is the message's own text or caption, or no message
+    at all: a malformed entity or a missing chat never raises."""
+    bot = Bot(TOKEN, request=OfflineRequest(), get_updates_request=OfflineRequest())
+    try:
+        upd = update_from_entry(entry_from_json(data, bot), bot)
+    except ValueError:
+        return
+    entry = entry_from_update(upd)
+    assert (entry.update_id, entry.chat_id) == (data["update_id"], chat_key(upd))
+    rebuilt = update_from_entry(entry, bot)
+    assert rebuilt.to_dict() == upd.to_dict()
+
+    msg = inbound(upd)
+    assert inbound(rebuilt) == msg
+    if msg is None:
+        return
+    raw = data["message"]  # only new messages become turns
+    assert msg.text == (raw.get("text") or raw.get("caption"))
+    assert msg.text
+    assert (msg.chat_id, msg.update_id, msg.message_id) == (
+        raw["chat"]["id"],
+        data["update_id"],
+        raw["message_id"],
+    )
+    assert msg.wants_reply or raw["chat"]["type"] != "private"
+    assert InboundMessage.model_validate_json(msg.model_dump_json()) == msg

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from telegram import Bot
 from telegram.error import InvalidToken
@@ -19,7 +20,7 @@ from telegram.error import InvalidToken
 from agent.db import Database
 from agent.memory.inbound_journal import InboundJournal, JournalEntry
 from agent.update_poller import UpdatePoller
-from tests.fake_bot_api import FakeBotApi
+from tests.fake_bot_api import ApiError, FakeBotApi
 
 TOKEN = "123456:ABC-fake"  # noqa: S105 - the fake's test token
 HANG = 20.0  # only turns a hang into a failure; every wait ends as soon as its event happens
@@ -57,22 +58,10 @@ class JournalCheckingApi(FakeBotApi):
         return super()._get_updates(params)
 
 
-@pytest.fixture(autouse=True)
-def _timedelta_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The poller reads RetryAfter.retry_after (an int with a deprecation warning otherwise).
-    monkeypatch.setenv("PTB_TIMEDELTA", "true")
-
-
 @pytest.fixture
 def api(db_path: Path) -> Iterator[JournalCheckingApi]:
     with JournalCheckingApi(db_path) as fake:
         yield fake
-
-
-@pytest.fixture
-async def bot(api: FakeBotApi) -> AsyncIterator[Bot]:
-    async with Bot(TOKEN, base_url=api.base_url, base_file_url=api.base_file_url) as tg:
-        yield tg
 
 
 class Handed:
@@ -215,4 +204,57 @@ async def test_a_rejected_token_stops_the_loop_with_invalid_token(
     with pytest.raises(InvalidToken):
         await asyncio.wait_for(poller.run(), HANG)
     assert handed.entries == []
+    assert api.confirmed_update_ids == set()
+
+
+async def test_an_update_telegram_cannot_read_is_journaled_as_sent_and_polling_goes_on(
+    api: JournalCheckingApi, bot: Bot, db: Database
+) -> None:
+    """An update python-telegram-bot cannot parse (here a date that is no number) would fail
+    every getUpdates of its batch forever: the batch is journaled as Telegram's own JSON
+    instead (the unreadable update without a chat key), confirmed, and polling goes on."""
+    journal = InboundJournal(db, bot.id)
+    handed = Handed()
+    before = api.push_message(1, "before")
+    poison = {
+        "update_id": before + 1,
+        "message": {"message_id": 9, "date": "yesterday", "text": "poison",
+                    "chat": {"id": 1, "type": "private"}},
+    }
+    api.push_raw(poison)
+    task = asyncio.create_task(UpdatePoller(bot, journal, handed, poll_timeout=1).run())
+    try:
+        await handed.wait_for(2)
+        after = api.push_message(2, "after")
+        await handed.wait_for(3)
+        await confirmed(api, after)
+    finally:
+        await stop(task)
+    assert handed.ids == [before, poison["update_id"], after]
+    assert [e.chat_id for e in handed.entries] == [1, None, 2]
+    assert orjson.loads(handed.entries[1].payload) == poison
+    assert api.unjournaled == set()
+
+
+class RejectingJsonReads(JournalCheckingApi):
+    """Rejects the token on a getUpdates that does not wait: the poller's re-read as JSON."""
+
+    def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if params.get("timeout") == 0:
+            raise ApiError(401, "Unauthorized")
+        return super()._get_updates(params)
+
+
+async def test_a_token_rejected_while_rereading_as_json_stops_the_loop_with_invalid_token(
+    db_path: Path, db: Database
+) -> None:
+    """A token revoked just when an unreadable batch is read again as JSON raises
+    InvalidToken, as on any poll (not python-telegram-bot's EndPointNotFound)."""
+    with RejectingJsonReads(db_path) as api:
+        api.push_raw({"update_id": 1, "message": {"message_id": 1, "date": "yesterday",
+                                                  "chat": {"id": 1, "type": "private"}}})
+        async with Bot(TOKEN, base_url=api.base_url, base_file_url=api.base_file_url) as tg:
+            poller = UpdatePoller(tg, InboundJournal(db, tg.id), Handed(), poll_timeout=1)
+            with pytest.raises(InvalidToken):
+                await asyncio.wait_for(poller.run(), HANG)
     assert api.confirmed_update_ids == set()

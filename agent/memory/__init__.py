@@ -4,6 +4,12 @@ Nothing in this package imports Telegram, HTTP clients or the scheduler: the ada
 never the other way round (DESIGN.md section 2).
 """
 
+from agent.memory.checkpoint_audit import (
+    CheckpointAudit,
+    CheckpointCheck,
+    CheckpointVerdict,
+    session_snapshot,
+)
 from agent.memory.conversation_checkpoint import (
     CheckpointWriter,
 )
@@ -84,11 +90,16 @@ from agent.memory.memory_consolidator import (
     MemoryConsolidator,
     decay_factor,
 )
+from agent.memory.memory_statistics import (
+    MemoryStatistics,
+    read_statistics,
+)
 from agent.memory.memory_store import (
     MemoryStore,
     SqliteMemoryStore,
 )
 from agent.memory.schemas import (
+    ARCHIVE_SCHEMA_VERSION,
     CHECKPOINT_SCHEMA_VERSION,
     ChatType,
     ConversationCheckpointSnapshot,
@@ -114,6 +125,7 @@ from agent.memory.schemas import (
     ResponseType,
     RetrievedItem,
     RetrievedKind,
+    SessionArchive,
     SessionState,
     SessionStatus,
     Stance,
@@ -126,6 +138,11 @@ from agent.memory.schemas import (
     TurnStatus,
     dump_json,
     utc_now,
+)
+from agent.memory.session_archive import (
+    export_session,
+    import_session,
+    parse_archive,
 )
 from agent.memory.summary_store import (
     SqliteSummaryStore,
@@ -149,8 +166,12 @@ from agent.memory.writer import (
 )
 
 __all__ = [
+    "ARCHIVE_SCHEMA_VERSION",
     "CHECKPOINT_SCHEMA_VERSION",
     "ChatType",
+    "CheckpointAudit",
+    "CheckpointCheck",
+    "CheckpointVerdict",
     "CheckpointWriter",
     "Clause",
     "Closer",
@@ -182,6 +203,7 @@ __all__ = [
     "MemoryCandidate",
     "MemoryConsolidator",
     "MemoryKind",
+    "MemoryStatistics",
     "MemoryStatus",
     "MemoryStore",
     "ModelSummarizer",
@@ -200,6 +222,7 @@ __all__ = [
     "RetrievalWeights",
     "RetrievedItem",
     "RetrievedKind",
+    "SessionArchive",
     "SessionState",
     "SessionStatus",
     "SqliteConversationStore",
@@ -225,9 +248,11 @@ __all__ = [
     "content_stems",
     "decay_factor",
     "dump_json",
+    "export_session",
     "extract_closers",
     "extract_facts",
     "extract_openers",
+    "import_session",
     "is_dismissal",
     "is_reminder_request",
     "key_phrases",
@@ -236,14 +261,17 @@ __all__ = [
     "memory_candidates",
     "merge_facts",
     "normalize_text",
+    "parse_archive",
     "parse_reminder",
     "query_words",
     "question_stems",
     "read_acts",
+    "read_statistics",
     "render_memory",
     "render_packet",
     "render_turn",
     "resolve_entities",
+    "session_snapshot",
     "split_clauses",
     "update_clarifications",
     "update_dialogue_loops",

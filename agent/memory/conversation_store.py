@@ -67,8 +67,9 @@ class ConversationStore(Protocol):
         user_id: int | None,
         title: str | None,
         now: datetime,
+        closed_at: datetime | None = None,
     ) -> ConversationSession:
-        """Insert a new open session for ``chat_id`` and return it."""
+        """Insert a new session for ``chat_id`` (open, unless ``closed_at``) and return it."""
         ...
 
     async def get_session(self, conn: Any, session_id: str) -> ConversationSession | None:
@@ -170,8 +171,12 @@ class ConversationStore(Protocol):
         """Record that a turn's reply was sent as Telegram message ``message_id``."""
         ...
 
+    async def mark_undeliverable(self, tx: Any, session_id: str, seq: int, *, error: str) -> None:
+        """Record that Telegram refused a turn's reply for good (it is never resent), and why."""
+        ...
+
     async def undelivered_turns(self, conn: Any, limit: int = 1000) -> list[ConversationTurn]:
-        """Return turns answered but not yet delivered, oldest first per session."""
+        """Return turns answered but not yet delivered nor refused, oldest first per session."""
         ...
 
     async def delete_session(self, tx: Any, session_id: str) -> bool:
@@ -292,11 +297,23 @@ class SqliteConversationStore:
         user_id: int | None,
         title: str | None,
         now: datetime,
+        closed_at: datetime | None = None,
     ) -> ConversationSession:
-        """Insert a new open session for ``chat_id`` and return it.
+        """Insert a new session for ``chat_id`` and return it.
+
+        Args:
+            tx: the write transaction.
+            session_id: the new session's id.
+            chat_id: its chat.
+            chat_type: the chat's type.
+            user_id: who opened it, if known.
+            title: the chat's title or the user's name.
+            now: the creation time.
+            closed_at: when the session was closed (an imported one); ``None``: it is open.
 
         Raises:
-            StorageError: the chat already has an open session, or the insert failed.
+            StorageError: it is open and the chat already has an open session, or the insert
+                failed.
         """
         session = ConversationSession(
             session_id=session_id,
@@ -306,6 +323,7 @@ class SqliteConversationStore:
             title=title,
             created_at=now,
             updated_at=now,
+            closed_at=closed_at,
             state=SessionState(session_id=session_id),
         )
         try:
@@ -324,7 +342,7 @@ class SqliteConversationStore:
                     0,
                     to_db_time(now),
                     to_db_time(now),
-                    None,
+                    to_db_time(closed_at),
                 ),
             )
         except sqlite3.Error as exc:
@@ -686,12 +704,28 @@ class SqliteConversationStore:
             (message_id, to_db_time(now), session_id, seq),
         )
 
+    async def mark_undeliverable(
+        self, tx: aiosqlite.Connection, session_id: str, seq: int, *, error: str
+    ) -> None:
+        """Record that Telegram refused a turn's reply for good, and why: it is never resent.
+
+        The turn stays ``answered`` (committed, never delivered); only the reason is added.
+        """
+        await tx.execute(
+            "UPDATE conversation_turns SET delivery_error = ?"
+            " WHERE session_id = ? AND seq = ? AND status = 'answered'",
+            (error[:500], session_id, seq),
+        )
+
     async def undelivered_turns(
         self, conn: aiosqlite.Connection, limit: int = 1000
     ) -> list[ConversationTurn]:
-        """Return turns answered but not yet delivered, oldest first per session (I4)."""
+        """Return turns answered but not yet delivered nor refused, oldest first per session
+        (I4)."""
         return await _select_turns(
-            conn, "status = 'answered' ORDER BY session_id, seq LIMIT ?", (limit,)
+            conn,
+            "status = 'answered' AND delivery_error IS NULL ORDER BY session_id, seq LIMIT ?",
+            (limit,),
         )
 
     async def delete_session(self, tx: aiosqlite.Connection, session_id: str) -> bool:

@@ -134,13 +134,32 @@ class InboundJournal:
 
         return await self.db.write(count)
 
+    @staticmethod
+    async def bots_of_chat(db: Database, chat_id: int) -> list[int]:
+        """Return the ids of the bots whose journal holds entries of a chat.
+
+        For tools that erase a chat without being its bot (the inspection CLI): each id makes
+        an :class:`InboundJournal` whose :meth:`forget_chat` erases that bot's entries.
+        """
+        rows = await db.fetchall(
+            "SELECT DISTINCT bot_id FROM inbound_updates WHERE chat_id = ? ORDER BY bot_id",
+            (chat_id,),
+        )
+        return [int(row[0]) for row in rows]
+
     async def forget_chat(self, chat_id: int) -> int:
-        """Delete every processed entry of a chat (part of ``/forget``); return how many."""
+        """Delete the entries of a chat (part of ``/forget``); return how many.
+
+        Processed entries go, and so do pending ones whose processing failed: they came before
+        the erasure (a chat's updates are handled in order) and their text would come back as
+        a turn at the next start. Entries never tried yet stay: the erasure request itself,
+        and messages sent after it.
+        """
 
         async def delete(tx: aiosqlite.Connection) -> int:
             cursor = await tx.execute(
-                "DELETE FROM inbound_updates"
-                " WHERE bot_id = ? AND chat_id = ? AND status != 'pending'",
+                "DELETE FROM inbound_updates WHERE bot_id = ? AND chat_id = ?"
+                " AND (status != 'pending' OR attempts > 0)",
                 (self.bot_id, chat_id),
             )
             return cursor.rowcount

@@ -28,7 +28,8 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from agent.db import Database
-from agent.errors import CheckpointError, SessionNotFound
+from agent.errors import CheckpointError, SessionNotFound, StorageError
+from agent.memory.checkpoint_audit import CheckpointAudit
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
@@ -191,6 +192,8 @@ class ConversationLane:
         self._chat_locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._hydrated = False
         self._closed = False
+        # Why checkpoint writes fail, while they do (logged once, not once per turn).
+        self._checkpoint_failure: str | None = None
 
     # -- start -----------------------------------------------------------------------------
 
@@ -274,20 +277,13 @@ class ConversationLane:
         self._chat_sessions[live.session.chat_id] = live.session.session_id
 
     async def _checkpoint_problem(self, live: _LiveSession) -> str | None:
-        sid = live.session.session_id
-        try:
-            snapshot = await self.checkpoints.load(sid)
-        except CheckpointError as exc:
-            return f"is unusable ({exc})"
-        if snapshot is None:
-            return "is missing"
-        if snapshot.turn_count < live.state.turn_count:
-            return f"is behind the log (turn {snapshot.turn_count} of {live.state.turn_count})"
-        if snapshot.turn_count > live.state.turn_count:
-            return f"is ahead of the log (turn {snapshot.turn_count} of {live.state.turn_count})"
-        if snapshot.state.log_view() != live.state.log_view():
-            return "does not match the state in the database"
-        live.checkpoint_status = snapshot.state.status
+        # At hydration the session row holds the state the lane starts from (live.state).
+        check = await CheckpointAudit(
+            self.checkpoints, self.store, recent_turns=self.builder.recent_turns
+        ).check(live.session)
+        if check.verdict != "matches" or check.snapshot is None:
+            return check.detail
+        live.checkpoint_status = check.snapshot.state.status
         return None
 
     async def _remove_orphan_checkpoints(self) -> list[str]:
@@ -332,12 +328,39 @@ class ConversationLane:
                 if known is not None:
                     return TurnResult(turn=known, packet=None, duplicate=True)
             live, is_new = await self._session_for(message)
-            if not message.wants_reply:  # kept without an answer: no engine, no packet
-                return await self._commit_turn(live, is_new, message, Reply(), None)
-            # Retrieval reads the database with the new message, before the engine runs.
-            packet = await self._packet_for(live, message.text, is_new=is_new)
-            reply = await engine.reply(packet, message)
-            return await self._commit_turn(live, is_new, message, reply, packet)
+            try:
+                return await self._answer(live, is_new, message, engine)
+            except StorageError:
+                if is_new or not await self._erased_elsewhere(live):
+                    raise
+            # The session was erased by another process (agent-memory forget or prune):
+            # the message starts the chat's next session, as after /forget.
+            live, is_new = await self._session_for(message)
+            return await self._answer(live, is_new, message, engine)
+
+    async def _answer(
+        self, live: _LiveSession, is_new: bool, message: InboundMessage, engine: ReplyEngine
+    ) -> TurnResult:
+        if not message.wants_reply:  # kept without an answer: no engine, no packet
+            return await self._commit_turn(live, is_new, message, Reply(), None)
+        # Retrieval reads the database with the new message, before the engine runs.
+        packet = await self._packet_for(live, message.text, is_new=is_new)
+        reply = await engine.reply(packet, message)
+        return await self._commit_turn(live, is_new, message, reply, packet)
+
+    async def _erased_elsewhere(self, live: _LiveSession) -> bool:
+        """Whether a live session is gone from the database; if so, let go of it."""
+        sid = live.session.session_id
+        if await self.store.existing_session_ids(self.db.reader, [sid]):
+            return False
+        logger.warning(
+            "session %s of chat %s was erased by another process; the chat starts a new one",
+            sid,
+            live.session.chat_id,
+        )
+        self._forget_live(sid)
+        self._memories.pop(live.session.chat_id, None)  # those only it stated went with it
+        return True
 
     async def complete_job(self, chat_id: int, job_id: str, text: str) -> TurnResult | None:
         """Record a due job (a reminder firing) as a bot turn that closes its job ref.
@@ -364,6 +387,8 @@ class ConversationLane:
             if live is not None:
                 job = next((j for j in live.state.active_job_refs if j.job_id == job_id), None)
             if live is None or job is None:
+                return None
+            if await self._erased_elsewhere(live):  # its jobs went with it
                 return None
             message = InboundMessage(
                 chat_id=chat_id, text="", chat_type=live.session.chat_type, speaker="scheduler"
@@ -509,6 +534,12 @@ class ConversationLane:
             )
         )
 
+    async def mark_undeliverable(self, turn: ConversationTurn, reason: str) -> None:
+        """Record that Telegram refused ``turn``'s reply for good (``reason``): never resent."""
+        await self.db.write(
+            lambda tx: self.store.mark_undeliverable(tx, turn.session_id, turn.seq, error=reason)
+        )
+
     def _snapshot(
         self, live: _LiveSession, summary_delta: str | None = None
     ) -> ConversationCheckpointSnapshot:
@@ -529,15 +560,49 @@ class ConversationLane:
         try:
             await self.checkpoints.write(snapshot)
         except CheckpointError as exc:
-            # I5: the turn log stays the source of truth; the next turn or start rewrites it.
+            # I5: the turn log stays the source of truth; rewrite_stale_checkpoints, the
+            # session's next turn or the next start rewrites the file.
             live.checkpoint_status = None
-            logger.error(
-                "checkpoint of session %s not written, the turn log has the turn: %s",
-                state.session_id,
-                exc,
-            )
+            if self._checkpoint_failure is None:  # one line per outage, not one per turn
+                logger.error(
+                    "checkpoint of session %s not written, the turn log has the turn: %s "
+                    "(checkpoints are rewritten once they can be)",
+                    state.session_id,
+                    exc,
+                )
+            else:
+                logger.debug("checkpoint of session %s not written: %s", state.session_id, exc)
+            self._checkpoint_failure = str(exc)
         else:
             live.checkpoint_status = state.status
+            if self._checkpoint_failure is not None:
+                logger.warning(
+                    "checkpoints are written again (they failed with: %s)", self._checkpoint_failure
+                )
+                self._checkpoint_failure = None
+
+    async def rewrite_stale_checkpoints(self) -> int:
+        """Rewrite every checkpoint whose last write failed; return how many were rewritten.
+
+        A failed write (disk full, directory read-only, I/O error) leaves a session's file
+        behind the turn log, or missing, until the session's next turn or the next start. A
+        maintenance job calls this so that the files of quiet chats heal too, once the disk
+        recovers. It stops at the first write that fails again (the disk has not recovered).
+        """
+        self._check_open()
+        rewritten = 0
+        for live in [live for live in self._live.values() if live.checkpoint_status is None]:
+            sid = live.session.session_id
+            async with self._chat_locks[live.session.chat_id]:
+                # A turn of the chat may have written it, or closed the session, meanwhile.
+                if live.checkpoint_status is not None or self._live.get(sid) is not live:
+                    continue
+                self._check_open()
+                await self._save_checkpoint(live)
+            if live.checkpoint_status is None:
+                break
+            rewritten += 1
+        return rewritten
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -731,7 +796,8 @@ class ConversationLane:
 
         Its row, turns, summary versions, full-text index entries and checkpoint file go
         (a model summary still running for it is cancelled); so do memories that no other
-        session of the chat stated.
+        session of the chat stated. The write-ahead log is then emptied into the database
+        file, whose freed pages hold zeros: no byte of the text stays on disk.
 
         Returns:
             Whether the session existed.
@@ -751,6 +817,7 @@ class ConversationLane:
         if session is not None:
             # Memories that came only from this session went with it.
             await self._load_memories([session.chat_id])
+        await self._truncate_wal()
         return deleted
 
     async def prune(self, *, older_than_days: float) -> list[str]:
@@ -769,7 +836,14 @@ class ConversationLane:
             self._forget_live(sid)
         if pruned:
             await self._load_memories(list(self._memories))
+            await self._truncate_wal()
         return pruned
+
+    async def _truncate_wal(self) -> None:
+        # The write-ahead log keeps the pages as they were before an erasure until SQLite
+        # reuses them; the erased text must not wait there (secure_delete zeroes the rest).
+        if not await self.db.truncate_wal():
+            logger.warning("the write-ahead log keeps erased text until its next checkpoint")
 
     async def consolidate_memories(self) -> ConsolidationReport:
         """Decay, archive and merge long-term memories (the scheduled consolidation job).

@@ -14,6 +14,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ARCHIVE_SCHEMA_VERSION",
     "CHECKPOINT_SCHEMA_VERSION",
     "ChatType",
     "ConversationCheckpointSnapshot",
@@ -39,6 +40,7 @@ __all__ = [
     "ResponseType",
     "RetrievedItem",
     "RetrievedKind",
+    "SessionArchive",
     "SessionState",
     "SessionStatus",
     "Stance",
@@ -55,6 +57,8 @@ __all__ = [
 
 #: Version of the checkpoint file format; a file of another version is rebuilt from the log.
 CHECKPOINT_SCHEMA_VERSION = 1
+#: Version of the session export format (``agent-memory export`` / ``import``).
+ARCHIVE_SCHEMA_VERSION = 1
 
 SessionStatus = Literal["active", "paused", "resuming", "awaiting_clarification", "shutdown_clean"]
 #: ``answered``: reply committed, not yet sent; ``delivered``: sent and its message id recorded;
@@ -478,3 +482,17 @@ class ConversationCheckpointSnapshot(_Value):
     recent_turns: tuple[ConversationTurn, ...] = ()
     summary_delta: str = ""
     written_at: datetime
+
+
+class SessionArchive(_Value):
+    """One session exported whole: its row and every turn of its log, oldest first.
+
+    What ``agent-memory export`` writes and ``agent-memory import`` reads back. The turns are
+    the source of truth: an import folds them into the state again (I6) and keeps ``session``
+    for its identity, times and status; its ``state`` tells whether the fold came out equal.
+    """
+
+    schema_version: int = ARCHIVE_SCHEMA_VERSION
+    session: ConversationSession
+    turns: tuple[ConversationTurn, ...]
+    exported_at: datetime

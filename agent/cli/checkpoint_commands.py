@@ -1,0 +1,242 @@
+"""Commands about consistency: ``checkpoint`` (print, diff) and ``verify`` (check, repair).
+
+``verify`` exits 0 only when the database passes SQLite's integrity and foreign-key checks and
+every checkpoint file matches the log (I5); with ``--deep`` also every stored session state
+must equal the fold of its turn log (I6). The inbound journal and delivery backlog are
+reported, not failed: the bot works them off at its next start (I1, I4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from agent.cli.arguments import Commands, add_json, add_session
+from agent.cli.inspector import Inspector
+from agent.cli.render import Column, Output
+from agent.errors import CheckpointError
+from agent.memory import (
+    CheckpointCheck,
+    ConversationSession,
+    ConversationTurn,
+    SessionState,
+    read_statistics,
+)
+
+__all__ = ["EXIT_PROBLEMS", "register"]
+
+#: The exit code of a check that found problems (``diff``'s convention; errors exit 2).
+EXIT_PROBLEMS = 1
+# The most undelivered replies verify counts one by one.
+_BACKLOG_LIMIT = 100_000
+
+
+def _state_lines(state: SessionState) -> list[str]:
+    # The part of the state that the log determines, as the checkpoint file spells it.
+    data = orjson.dumps(state.log_view(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    return (data.decode("utf-8") + "\n").splitlines(keepends=True)
+
+
+async def _checkpoint(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
+    session = await inspector.session(args.session)
+    checkpoints = inspector.lane.checkpoints
+    snapshot = await checkpoints.load(session.session_id)
+    path = checkpoints.path_for(session.session_id)
+    if snapshot is None:
+        raise CheckpointError(
+            f"session {session.session_id} has no checkpoint file ({path}); "
+            "`agent-memory verify --repair` writes it"
+        )
+    if not args.diff:
+        out.stream.write(path.read_text(encoding="utf-8"))
+        return 0
+    rebuilt = await inspector.lane.rebuild_state(session.session_id)
+    diff = list(
+        difflib.unified_diff(
+            _state_lines(snapshot.state),
+            _state_lines(rebuilt),
+            fromfile=f"{path.name} (state at turn {snapshot.turn_count}, status left out)",
+            tofile=f"rebuilt from the turn log (turn {rebuilt.turn_count})",
+        )
+    )
+    if not diff:
+        out.line(
+            f"checkpoint {path.name} matches the state rebuilt from the log "
+            f"({rebuilt.turn_count} turns)"
+        )
+        return 0
+    out.stream.write("".join(diff))
+    return EXIT_PROBLEMS
+
+
+@dataclass(slots=True)
+class _Findings:
+    """What ``verify`` found, and what it repaired."""
+
+    integrity: list[str] = field(default_factory=list)
+    checkpoints: list[CheckpointCheck] = field(default_factory=list)
+    state_mismatches: list[str] = field(default_factory=list)
+    repaired: dict[str, str] = field(default_factory=dict)
+    journal: dict[str, int] = field(default_factory=dict)
+    undelivered: int = 0
+
+    @property
+    def problems(self) -> list[CheckpointCheck]:
+        return [check for check in self.checkpoints if not check.ok]
+
+    @property
+    def consistent(self) -> bool:
+        return not (self.integrity or self.problems or self.state_mismatches)
+
+
+async def _up_to(
+    turns: AsyncIterator[ConversationTurn], seq: int
+) -> AsyncIterator[ConversationTurn]:
+    async for turn in turns:
+        if turn.seq <= seq:  # later turns belong to a state committed after the one read
+            yield turn
+
+
+async def _fold_differs(inspector: Inspector, session: ConversationSession) -> bool:
+    lane, state = inspector.lane, session.state
+    turns = lane.store.iter_turns(lane.db.reader, session.session_id)
+    rebuilt = await lane.states.rebuild(
+        session.session_id, _up_to(turns, state.turn_count), chat_type=session.chat_type
+    )
+    return rebuilt.log_view() != state.log_view()
+
+
+async def _verify(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
+    lane = inspector.lane
+    reader = lane.db.reader
+    found = _Findings()
+    for pragma in ("integrity_check", "foreign_key_check"):
+        rows = await lane.db.fetchall(f"PRAGMA {pragma}")
+        found.integrity += [
+            f"{pragma}: {' '.join(str(value) for value in row)}"
+            for row in rows
+            if tuple(row) != ("ok",)
+        ]
+    found.checkpoints = await inspector.audit.check_all(reader)
+    if args.deep:
+        sessions = await lane.store.list_sessions(reader, limit=None)
+        found.state_mismatches = [
+            s.session_id for s in sessions if await _fold_differs(inspector, s)
+        ]
+    statistics = await read_statistics(reader)
+    found.journal = statistics.journal
+    # The bot's own list of replies to send at its next start (I4), read up to a bound.
+    found.undelivered = len(await lane.store.undelivered_turns(reader, limit=_BACKLOG_LIMIT))
+    if args.repair:
+        for check in found.problems:
+            rewritten = await inspector.audit.repair(lane.db, check.session_id)
+            found.repaired[check.session_id] = "rewritten" if rewritten else "deleted"
+        fixed = set(found.repaired)
+        found.checkpoints = [c for c in found.checkpoints if c.session_id not in fixed]
+    if args.json:
+        out.json(_record(found))
+    else:
+        _print(found, out)
+    return 0 if found.consistent else EXIT_PROBLEMS
+
+
+def _record(found: _Findings) -> dict[str, Any]:
+    return {
+        "consistent": found.consistent,
+        "integrity": found.integrity,
+        "checkpoints": {
+            "checked": len(found.checkpoints) + len(found.repaired),
+            "problems": [
+                {"session_id": c.session_id, "verdict": c.verdict, "detail": c.detail}
+                for c in found.problems
+            ],
+            "repaired": found.repaired,
+        },
+        "state_mismatches": found.state_mismatches,
+        "journal": found.journal,
+        "undelivered_replies": found.undelivered,
+    }
+
+
+def _print(found: _Findings, out: Output) -> None:
+    verdicts: dict[str, int] = {}
+    for check in found.checkpoints:
+        verdicts[check.verdict] = verdicts.get(check.verdict, 0) + 1
+    if found.repaired:
+        verdicts["repaired"] = len(found.repaired)
+    checked = len(found.checkpoints) + len(found.repaired)
+    tally = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
+    journal = found.journal
+    out.fields(
+        [
+            ("database", "; ".join(found.integrity) or "ok (integrity and foreign keys)"),
+            ("checkpoints", f"{checked} checked" + (f": {tally}" if tally else "")),
+            (
+                "journal",
+                f"{journal.get('pending', 0)} pending, {journal.get('failed', 0)} failed "
+                "(pending updates are processed at the bot's next start)",
+            ),
+            (
+                "replies",
+                f"{found.undelivered} answered but not delivered (sent at the bot's next start)",
+            ),
+        ]
+    )
+    if found.problems:
+        out.line()
+        out.table(
+            [Column("SESSION"), Column("CHECKPOINT"), Column("DETAIL", cut=True)],
+            [[c.session_id, c.verdict, c.detail] for c in found.problems],
+        )
+    for sid in found.state_mismatches:
+        out.line(f"session {sid}: the stored state differs from the fold of its turn log")
+    for sid, action in found.repaired.items():
+        out.line(f"repaired {sid}: checkpoint {action}")
+    if found.consistent:
+        out.line("consistent")
+    elif found.problems:
+        out.line("\nnot consistent: `agent-memory verify --repair` repairs the checkpoints")
+    else:
+        out.line("\nnot consistent")
+
+
+def register(commands: Commands) -> None:
+    """Add ``checkpoint`` and ``verify`` to the program's subcommands."""
+    checkpoint = commands.add(
+        "checkpoint",
+        _checkpoint,
+        summary="print a session's checkpoint file, or diff it against the log",
+        description="Print a session's checkpoint file. With --diff, compare the state it holds "
+        "with the state rebuilt by folding the session's turn log (the status, which is not "
+        "derived from the log, is left out); exit 1 when they differ.",
+    )
+    add_session(checkpoint)
+    checkpoint.add_argument(
+        "--diff", action="store_true", help="diff the checkpoint's state against the rebuilt one"
+    )
+
+    verify = commands.add(
+        "verify",
+        _verify,
+        summary="check the database and every checkpoint; exit 0 only when consistent",
+        description="Check the database (SQLite integrity and foreign keys) and every checkpoint "
+        "file against the log, and report the inbound journal and delivery backlog. "
+        "Exit 0 when consistent, 1 when not, 2 on error.",
+    )
+    verify.add_argument(
+        "--repair",
+        action="store_true",
+        help="rewrite stale, missing or corrupt checkpoints from the database (atomically, "
+        "holding the database's write lock) and delete those of erased sessions",
+    )
+    verify.add_argument(
+        "--deep",
+        action="store_true",
+        help="also fold every session's turn log and compare it with the stored state (slow)",
+    )
+    add_json(verify)

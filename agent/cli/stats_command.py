@@ -1,0 +1,106 @@
+"""The ``stats`` command: the figures of ``/stats``, for every session, and the sizes on disk."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from agent.cli.arguments import Commands, add_json
+from agent.cli.browse_commands import session_status
+from agent.cli.inspector import Inspector
+from agent.cli.render import Output, format_bytes
+from agent.memory import read_statistics
+
+__all__ = ["register"]
+
+# The files of a SQLite database in WAL mode, besides the main one.
+_SIDE_FILES = ("-wal", "-shm")
+
+
+def _file_sizes(db_path: Path, checkpoint_dir: Path) -> dict[str, int]:
+    sizes = {"database": db_path.stat().st_size}
+    for suffix in _SIDE_FILES:
+        side = db_path.with_name(db_path.name + suffix)
+        sizes[f"database{suffix}"] = side.stat().st_size if side.exists() else 0
+    files = list(checkpoint_dir.glob("*.json")) if checkpoint_dir.is_dir() else []
+    sizes["checkpoint_files"] = len(files)
+    sizes["checkpoints"] = sum(path.stat().st_size for path in files)
+    return sizes
+
+
+def _breakdown(counts: dict[str, int]) -> str:
+    total = sum(counts.values())
+    parts = ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+    return f"{total} ({parts})" if parts else "0"
+
+
+async def _stats(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
+    lane, settings = inspector.lane, inspector.settings
+    statistics = await read_statistics(lane.db.reader)
+    sessions = await lane.store.list_sessions(lane.db.reader, limit=None)
+    states = [session.state for session in sessions]
+    by_status: dict[str, int] = {}
+    for session in sessions:
+        status = session_status(session)
+        by_status[status] = by_status.get(status, 0) + 1
+    state_counts = {
+        "open_loops": sum(len(state.open_loops) for state in states),
+        "pending_clarifications": sum(len(state.pending_clarifications) for state in states),
+        "reminders": sum(len(state.active_job_refs) for state in states),
+        "facts": sum(len(state.facts) for state in states),
+        "topics": sum(len(state.active_topics) for state in states),
+    }
+    sizes = await asyncio.to_thread(_file_sizes, settings.db_path, lane.checkpoints.directory)
+    if args.json:
+        record: dict[str, Any] = {
+            "sessions": by_status,
+            "turns": statistics.turns,
+            "summaries": statistics.summaries,
+            "memories": statistics.memories,
+            "journal": statistics.journal,
+            "state": state_counts,
+            "bytes": sizes,
+        }
+        out.json(record)
+        return 0
+    wal = sizes["database-wal"] + sizes["database-shm"]
+    out.fields(
+        [
+            ("sessions", _breakdown(by_status)),
+            ("turns", _breakdown(statistics.turns)),
+            ("open loops", str(state_counts["open_loops"])),
+            ("clarifications", str(state_counts["pending_clarifications"])),
+            ("reminders", str(state_counts["reminders"])),
+            ("facts", str(state_counts["facts"])),
+            ("topics", str(state_counts["topics"])),
+            ("summary versions", _breakdown(statistics.summaries)),
+            ("memories", _breakdown(statistics.memories)),
+            ("inbound journal", _breakdown(statistics.journal)),
+            (
+                "database",
+                f"{settings.db_path}: {format_bytes(sizes['database'])}"
+                f" (+ {format_bytes(wal)} WAL and index)",
+            ),
+            (
+                "checkpoints",
+                f"{lane.checkpoints.directory}: {sizes['checkpoint_files']} files, "
+                f"{format_bytes(sizes['checkpoints'])}",
+            ),
+        ]
+    )
+    return 0
+
+
+def register(commands: Commands) -> None:
+    """Add ``stats`` to the program's subcommands."""
+    stats = commands.add(
+        "stats",
+        _stats,
+        summary="figures about all sessions: counts, summaries, memories, sizes",
+        description="Print the figures of /stats for all sessions together (turns, open loops, "
+        "reminders, facts), the summary versions, long-term memories and inbound journal by "
+        "status, and the sizes of the database and the checkpoint files.",
+    )
+    add_json(stats)

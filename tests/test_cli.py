@@ -1,0 +1,618 @@
+"""Tests of the inspection CLI (issue 7): ``python -m agent`` run as a subprocess.
+
+Every test drives the real program (``sys.executable -m agent ...``) against a database and
+checkpoint directory that the real memory lane wrote (:func:`agent.runtime.open_lane`, the
+offline :class:`~agent.concierge.RuleBasedConcierge`), and checks what it prints and its exit
+code. Two tests run it beside another process: one holding the database's write lock, one
+streaming turns through a real lane (``tests/lane_crash_worker.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+
+from agent.concierge import RuleBasedConcierge
+from agent.config import Settings
+from agent.memory import CheckpointWriter, InboundMessage, SessionArchive
+from agent.runtime import open_lane
+from tests.lane_crash_worker import crash_settings, read_log
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = Path(__file__).with_name("lane_crash_worker.py")
+PRIVATE_CHAT = 42
+GROUP_CHAT = -77
+PRIVATE_TALK = (
+    "my name is Ada",
+    "I'm planning a trip to Lisbon in May",
+    "remind me to book the hotel",
+    "can you check the train times?",
+    "what's my name?",
+    "remind me in 10 minutes to call mom",
+    "I like jazz",
+)
+GROUP_TALK = (
+    ("Bob", "I propose we meet on Friday"),
+    ("Cy", "+1 sounds good"),
+    ("Bob", "we agreed on Friday at 3"),
+)
+# The lane's settings, as the bot's environment gives them to the CLI.
+ENV = {"AGENT_SUMMARIZE_EVERY": "4", "AGENT_RECENT_TURNS": "3", "AGENT_DURABILITY": "process"}
+
+
+@dataclass
+class Memory:
+    """What the real lane wrote: where, and the ids of its sessions."""
+
+    root: Path
+    db: Path
+    checkpoints: Path
+    private: str  # chat 42's open session (7 turns)
+    group_closed: str  # the group's first session, closed by /new (3 turns)
+    group_open: str  # the group's current session (1 turn)
+
+    @property
+    def env(self) -> dict[str, str]:
+        inherited = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("AGENT_", "TELEGRAM_"))
+        }
+        return {
+            **inherited,
+            **ENV,
+            "AGENT_DB_PATH": str(self.db),
+            "AGENT_CHECKPOINT_DIR": str(self.checkpoints),
+        }
+
+
+def settings_for(db: Path, checkpoints: Path) -> Settings:
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        db_path=db,
+        checkpoint_dir=checkpoints,
+        summarize_every=4,
+        recent_turns=3,
+        durability="process",
+    )
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> Memory:
+    """A database and checkpoints written by the real lane: a private chat and a group."""
+    db, checkpoints = tmp_path / "memory.db", tmp_path / "checkpoints"
+    lane = await open_lane(settings_for(db, checkpoints))
+    try:
+        await lane.hydrate()
+        engine = RuleBasedConcierge()
+        update = 100
+        for text in PRIVATE_TALK:
+            update += 1
+            message = InboundMessage(
+                chat_id=PRIVATE_CHAT, text=text, user_id=7, speaker="Ada", update_id=update
+            )
+            result = await lane.on_turn(message, engine)
+            if result.needs_delivery:
+                await lane.mark_delivered(result.turn, 9000 + update)
+        sessions = []
+        for talk in (GROUP_TALK, (("Bob", "new week, new plans"),)):
+            if sessions:
+                await lane.new_session(GROUP_CHAT)  # /new: the first session is closed
+            for speaker, text in talk:
+                update += 1
+                message = InboundMessage(
+                    chat_id=GROUP_CHAT, chat_type="group", chat_title="Trip planning",
+                    text=text, user_id=len(speaker), speaker=speaker, update_id=update,
+                    wants_reply=False,
+                )  # fmt: skip
+                result = await lane.on_turn(message, engine)
+            sessions.append(result.turn.session_id)
+        private = lane.session_id_for_chat(PRIVATE_CHAT)
+    finally:
+        await lane.shutdown()
+    assert private is not None
+    return Memory(tmp_path, db, checkpoints, private, sessions[0], sessions[1])
+
+
+def cli(
+    memory: Memory, *args: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m agent ARGS`` in the memory's directory; return what it did."""
+    feed = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        cwd=memory.root, env={**memory.env, **(env or {})}, capture_output=True, text=True,
+        timeout=120, check=False, **feed,
+    )  # fmt: skip
+
+
+def ok(run: subprocess.CompletedProcess[str]) -> str:
+    """Assert a run succeeded quietly; return its stdout."""
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
+    return run.stdout
+
+
+def one_error_line(run: subprocess.CompletedProcess[str]) -> str:
+    """Assert a run failed with exit code 2 and one line on stderr, no traceback; return it."""
+    assert run.returncode == 2, (run.stdout, run.stderr)
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("agent-memory: error: ")
+    return lines[0]
+
+
+def test_sessions_lists_every_session_with_its_checkpoint_verdict(memory):
+    """`sessions` prints one row per session (closed ones as closed) and whether each
+    checkpoint matches the log; filters, sort and --json agree with the table."""
+    table = ok(cli(memory, "sessions")).splitlines()
+
+    assert table[0].split() == [
+        "SESSION", "CHAT", "TITLE", "STATUS", "TURNS", "ACTIVE", "CHECKPOINT", "MATCHES", "LOG",
+    ]  # fmt: skip
+    rows = {line.split()[0]: line for line in table[1:]}
+    assert set(rows) == {memory.private, memory.group_closed, memory.group_open}
+    assert " Ada " in rows[memory.private]
+    assert " shutdown_clean " in rows[memory.private]
+    assert "Trip planning" in rows[memory.group_closed]
+    assert " closed " in rows[memory.group_closed]
+    assert all(line.endswith("matches") for line in table[1:])
+
+    records = json.loads(ok(cli(memory, "sessions", "--json")))
+    by_id = {record["session_id"]: record for record in records}
+    assert by_id[memory.private]["turns"] == len(PRIVATE_TALK)
+    assert by_id[memory.group_closed]["status"] == "closed"
+    assert {r["checkpoint"]["verdict"] for r in records} == {"matches"}
+
+    closed = json.loads(ok(cli(memory, "sessions", "--status", "closed", "--json")))
+    assert [r["session_id"] for r in closed] == [memory.group_closed]
+    of_group = json.loads(ok(cli(memory, "sessions", "--chat", str(GROUP_CHAT), "--json")))
+    assert {r["session_id"] for r in of_group} == {memory.group_closed, memory.group_open}
+    by_turns = json.loads(ok(cli(memory, "sessions", "--sort", "turns", "--limit", "2", "--json")))
+    assert [r["session_id"] for r in by_turns] == [memory.private, memory.group_closed]
+
+
+def test_show_prints_the_state_and_the_context_packet(memory):
+    """`show` prints the status, open loops, topics, reminders, facts and the packet the next
+    reply would get; `chat:<id>` names the chat's open session; --json carries the same."""
+    text = ok(cli(memory, "show", f"chat:{PRIVATE_CHAT}"))
+
+    assert text.startswith(f"Session {memory.private}\n")
+    assert "checkpoint     matches the log" in text
+    assert "Open loops (2)" in text
+    assert "book the hotel" in text
+    assert "check the train times" in text
+    assert "Reminders and jobs (1)" in text
+    assert "call mom" in text
+    assert "Facts (3)" in text
+    assert "Lisbon" in text
+    assert "Context packet (about " in text
+    assert f"Conversation {memory.private} ({len(PRIVATE_TALK)} turns)" in text
+    assert "…" not in text  # piped: nothing is cut
+
+    group = ok(cli(memory, "show", memory.group_closed))
+    assert "status         closed" in group
+    assert "Decisions (1)" in group
+    assert "Friday at 3" in group
+
+    shown = json.loads(ok(cli(memory, "show", memory.private, "--json")))
+    assert shown["session"]["session_id"] == memory.private
+    assert {f["key"] for f in shown["session"]["state"]["facts"]} == {"name", "plan", "likes:jazz"}
+    assert shown["checkpoint"]["verdict"] == "matches"
+    assert shown["packet"]["conversation_id"] == memory.private
+    assert shown["packet"]["turn_count"] == len(PRIVATE_TALK)
+
+
+def test_history_prints_turns_and_filters_by_last_and_grep(memory):
+    """`history` prints every turn oldest first; --last keeps the newest N, --grep the turns
+    holding every word in any case; --json gives the turns themselves."""
+    lines = ok(cli(memory, "history", memory.private)).splitlines()
+    headers = [line for line in lines if line.startswith("#")]
+    assert [h.split()[0] for h in headers] == [f"#{n}" for n in range(1, len(PRIVATE_TALK) + 1)]
+    assert "  Ada: my name is Ada" in lines
+
+    last = ok(cli(memory, "history", f"chat:{PRIVATE_CHAT}", "--last", "2"))
+    assert [line.split()[0] for line in last.splitlines() if line.startswith("#")] == ["#6", "#7"]
+
+    found = ok(cli(memory, "history", memory.private, "--grep", "ADDED", "hotel"))
+    assert [line.split()[0] for line in found.splitlines() if line.startswith("#")] == ["#3"]
+    assert ok(cli(memory, "history", memory.private, "--grep", "zebra")) == "no turns match\n"
+
+    turns = json.loads(ok(cli(memory, "history", memory.private, "--last", "1", "--json")))
+    assert [(t["seq"], t["user_text"], t["status"]) for t in turns] == [
+        (7, "I like jazz", "delivered")
+    ]
+
+
+def test_recall_shows_the_bots_retriever_results_with_scores(memory):
+    """`recall` searches a session with the bot's retriever: ranked items with scores in 0-1,
+    the best first, the turn that said it on top."""
+    items = json.loads(ok(cli(memory, "recall", memory.private, "trip", "Lisbon", "--json")))
+
+    assert items[0]["ref"] == "turn:2"
+    assert "Lisbon" in items[0]["text"]
+    scores = [item["score"] for item in items]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 <= score <= 1 for score in scores)
+    assert len(items) <= 5
+
+    table = ok(cli(memory, "recall", memory.private, "trip", "Lisbon")).splitlines()
+    assert table[0].split() == ["SCORE", "KIND", "REF", "TEXT"]
+    assert table[1].split()[:3] == [f"{scores[0]:.2f}", "turn", "turn:2"]
+    nothing = ok(cli(memory, "recall", memory.private, "zebra"))
+    assert nothing.startswith(f"nothing in session {memory.private} matches")
+
+
+def test_checkpoint_prints_the_file_and_diffs_it_against_the_log(memory):
+    """`checkpoint` prints the file as it is; --diff exits 0 when its state equals the fold of
+    the turn log, and 1 with a unified diff when it does not."""
+    path = memory.checkpoints / f"{memory.private}.json"
+    assert ok(cli(memory, "checkpoint", memory.private)) == path.read_text(encoding="utf-8")
+
+    same = ok(cli(memory, "checkpoint", f"chat:{PRIVATE_CHAT}", "--diff"))
+    assert same == (
+        f"checkpoint {path.name} matches the state rebuilt from the log "
+        f"({len(PRIVATE_TALK)} turns)\n"
+    )
+
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["state"]["last_intent"] = "edited by hand"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    run = cli(memory, "checkpoint", memory.private, "--diff")
+    assert run.returncode == 1, run.stderr
+    assert '-  "last_intent": "edited by hand",' in run.stdout.splitlines()
+    assert run.stdout.startswith(f"--- {path.name} (state at turn {len(PRIVATE_TALK)}")
+
+
+def test_verify_fails_on_a_corrupt_checkpoint_and_repair_rewrites_it(memory):
+    """`verify` exits 0 on a consistent memory, 1 once a checkpoint is torn or orphaned; with
+    --repair it rewrites the torn one from the database (atomically), deletes the orphan, and
+    exits 0; a later `verify` agrees."""
+    assert ok(cli(memory, "verify")).endswith("consistent\n")
+
+    path = memory.checkpoints / f"{memory.private}.json"
+    good = path.read_bytes()
+    path.write_bytes(good[: len(good) // 2])  # a torn write
+    orphan = memory.checkpoints / ("ses_" + "ab" * 16 + ".json")
+    orphan.write_bytes(good)
+    run = cli(memory, "verify")
+    assert run.returncode == 1, run.stderr
+    problems = {line.split()[0]: line.split()[1] for line in run.stdout.splitlines()
+                if line.startswith("ses_")}  # fmt: skip
+    assert problems == {memory.private: "corrupt", orphan.stem: "orphan"}
+    assert "not consistent" in run.stdout
+    report = json.loads(cli(memory, "verify", "--json").stdout)
+    assert report["consistent"] is False
+    assert {p["verdict"] for p in report["checkpoints"]["problems"]} == {"corrupt", "orphan"}
+
+    repaired = ok(cli(memory, "verify", "--repair"))
+    assert f"repaired {memory.private}: checkpoint rewritten" in repaired
+    assert f"repaired {orphan.stem}: checkpoint deleted" in repaired
+    assert not orphan.exists()
+    snapshot = CheckpointWriter.parse(path.read_bytes(), session_id=memory.private)
+    assert snapshot.state == CheckpointWriter.parse(good, session_id=memory.private).state
+    assert list(memory.checkpoints.glob(".tmp-*")) == []
+    assert ok(cli(memory, "verify", "--deep")).endswith("consistent\n")
+
+
+def test_export_forget_import_round_trip_gives_the_same_session(memory):
+    """Export as JSON, forget, import: the session, its turns, state, summary chain, memories
+    and checkpoint come back as they were; importing it twice is refused."""
+    exported = ok(cli(memory, "export", f"chat:{PRIVATE_CHAT}", "--format", "json"))
+    archive = SessionArchive.model_validate_json(exported)
+    assert len(archive.turns) == len(PRIVATE_TALK)
+    (memory.root / "ada.json").write_text(exported, encoding="utf-8")
+    stats_before = json.loads(ok(cli(memory, "stats", "--json")))
+    checkpoint_before = CheckpointWriter.parse(
+        (memory.checkpoints / f"{memory.private}.json").read_bytes()
+    )
+
+    assert ok(cli(memory, "forget", memory.private, "--yes")).startswith(
+        f"forgot session {memory.private} of chat {PRIVATE_CHAT}: 7 turns"
+    )
+    assert not (memory.checkpoints / f"{memory.private}.json").exists()
+    assert one_error_line(cli(memory, "show", memory.private)).endswith(
+        f"no session {memory.private}"
+    )
+    forgotten = json.loads(ok(cli(memory, "stats", "--json")))
+    assert forgotten["memories"] == {}
+    assert forgotten["summaries"] == {}
+
+    imported = ok(cli(memory, "import", "ada.json"))
+    assert imported.startswith(f"imported session {memory.private} of chat {PRIVATE_CHAT}: 7 turns")
+    again = SessionArchive.model_validate_json(ok(cli(memory, "export", memory.private)))
+    assert again.session == archive.session
+    assert again.turns == archive.turns
+    assert json.loads(ok(cli(memory, "stats", "--json"))) | {"bytes": None} == (
+        stats_before | {"bytes": None}
+    )
+    checkpoint = CheckpointWriter.parse(
+        (memory.checkpoints / f"{memory.private}.json").read_bytes()
+    )
+    assert checkpoint.state == checkpoint_before.state
+    # The same turns (the bot's file has them as committed, before their delivery was recorded).
+    assert [t.turn_id for t in checkpoint.recent_turns] == [
+        t.turn_id for t in checkpoint_before.recent_turns
+    ]
+    assert ok(cli(memory, "verify", "--deep")).endswith("consistent\n")
+
+    assert "already exists" in one_error_line(cli(memory, "import", "ada.json"))
+
+
+def test_import_refuses_what_cannot_be_imported(memory):
+    """`import` refuses a file that is no export, and an export whose turns do not fold into
+    its state under these settings, with one line and nothing written."""
+    (memory.root / "garbage.json").write_text("{not json", encoding="utf-8")
+    assert "garbage.json is not a session export" in one_error_line(
+        cli(memory, "import", "garbage.json")
+    )
+    exported = ok(cli(memory, "export", memory.private))
+    ok(cli(memory, "forget", memory.private, "--yes"))
+    # Folded every 2 turns, the 7 turns make another rolling summary than the exporting bot's.
+    other = cli(memory, "import", "-", env={"AGENT_SUMMARIZE_EVERY": "2"}, stdin=exported)
+    assert "fold into another state" in one_error_line(other)
+    assert one_error_line(cli(memory, "show", memory.private)).endswith(
+        f"no session {memory.private}"
+    )
+    assert ok(cli(memory, "import", "-", stdin=exported)).startswith(
+        f"imported session {memory.private}"
+    )
+    closed = ok(cli(memory, "export", memory.group_closed))
+    ok(cli(memory, "forget", memory.group_closed, "--yes"))
+    # A closed session comes back closed, beside the chat's open one.
+    assert ok(cli(memory, "import", "-", stdin=closed)).startswith("imported session")
+    back = SessionArchive.model_validate_json(ok(cli(memory, "export", memory.group_closed)))
+    before = SessionArchive.model_validate_json(closed)
+    assert back.session.closed_at is not None
+    assert (back.session, back.turns) == (before.session, before.turns)
+
+
+def test_export_as_markdown_is_a_readable_transcript(memory):
+    """`export --format markdown` writes the state and every turn as Markdown, to a file."""
+    done = ok(cli(memory, "export", memory.private, "--format", "markdown", "-o", "ada.md"))
+    assert done == f"exported session {memory.private} (7 turns) to ada.md\n"
+    text = (memory.root / "ada.md").read_text(encoding="utf-8")
+    assert text.startswith(f"# Session {memory.private}\n")
+    assert "## Open loops" in text
+    assert "| loop-3-1 | todo | 3 | - | book the hotel |" in text
+    assert "### #7 · " in text
+    assert "**Ada:** I like jazz" in text
+
+
+def test_forget_asks_for_confirmation_and_erases_nothing_without_it(memory):
+    """Off a terminal, `forget` and `prune` need --yes: without it they fail with one line
+    and the session is still there."""
+    assert "--yes" in one_error_line(cli(memory, "forget", memory.private))
+    assert "--yes" in one_error_line(cli(memory, "prune", "--older-than", "0"))
+    assert (memory.checkpoints / f"{memory.private}.json").exists()
+    assert len(json.loads(ok(cli(memory, "sessions", "--json")))) == 3
+
+
+async def test_a_running_lane_goes_on_after_the_cli_forgets_its_session(memory):
+    """`forget` while a lane holds the session: the chat's next message is answered in a new
+    session that knows nothing of the erased one (not its turns, not the memories it stated)."""
+    lane = await open_lane(settings_for(memory.db, memory.checkpoints))
+    try:
+        await lane.hydrate()
+        assert lane.session_id_for_chat(PRIVATE_CHAT) == memory.private
+
+        ok(cli(memory, "forget", memory.private, "--yes"))
+        message = InboundMessage(
+            chat_id=PRIVATE_CHAT, text="what's my name?", user_id=7, speaker="Ada", update_id=900
+        )
+        result = await lane.on_turn(message, RuleBasedConcierge())
+
+        assert not result.duplicate
+        assert result.turn.session_id != memory.private
+        assert (result.turn.seq, lane.session_id_for_chat(PRIVATE_CHAT)) == (
+            1, result.turn.session_id
+        )  # fmt: skip
+        assert result.packet is not None
+        assert "Ada" not in (result.turn.assistant_text or "")
+        assert not [m for m in result.packet.memories if "Ada" in m.text]
+    finally:
+        await lane.shutdown()
+    assert ok(cli(memory, "verify")).strip()
+
+
+def test_prune_lists_then_erases_inactive_sessions(memory):
+    """`prune --dry-run` lists the sessions inactive that long; `prune --yes` erases them,
+    checkpoints included; a longer threshold erases nothing."""
+    assert ok(cli(memory, "prune", "--older-than", "30", "--yes")).startswith(
+        "0 sessions inactive for 30 days or more"
+    )
+    listed = json.loads(ok(cli(memory, "prune", "--older-than", "0", "--dry-run", "--json")))
+    assert set(listed["would_prune"]) == {memory.private, memory.group_closed, memory.group_open}
+
+    pruned = ok(cli(memory, "prune", "--older-than", "0", "--yes"))
+    assert pruned.startswith("pruned 3 sessions")
+    assert ok(cli(memory, "sessions")) == "no sessions\n"
+    assert list(memory.checkpoints.glob("*.json")) == []
+    assert ok(cli(memory, "verify")).endswith("consistent\n")
+
+
+def test_stats_counts_everything_the_memory_holds(memory):
+    """`stats` gives the figures of /stats for all sessions, by status, and the sizes."""
+    figures = json.loads(ok(cli(memory, "stats", "--json")))
+
+    assert figures["sessions"] == {"shutdown_clean": 2, "closed": 1}
+    assert figures["turns"] == {"delivered": len(PRIVATE_TALK), "recorded": 4}
+    assert figures["state"]["open_loops"] == 2
+    assert figures["state"]["reminders"] == 1
+    assert figures["state"]["facts"] == 3
+    assert figures["summaries"] == {"extractive completed": 1}
+    assert figures["memories"]["active"] >= 2
+    assert figures["bytes"]["checkpoint_files"] == 3
+    assert figures["bytes"]["database"] == memory.db.stat().st_size
+
+    text = ok(cli(memory, "stats"))
+    assert "sessions          3 (closed 1, shutdown_clean 2)" in text
+    assert f"checkpoints       {memory.checkpoints}: 3 files" in text
+
+
+def test_errors_are_one_line_and_never_create_a_database(memory, tmp_path):
+    """A missing database (not created), a file that is no database, an unknown session, a
+    chat without an open session, a missing import file: one line on stderr, exit 2."""
+    missing = tmp_path / "nowhere" / "memory.db"
+    assert f"no database at {missing}" in one_error_line(cli(memory, "--db", str(missing), "stats"))
+    assert not missing.exists()
+    assert not missing.parent.exists()
+
+    (tmp_path / "notes.db").write_text("these are my notes, not a database " * 10)
+    assert "notes.db" in one_error_line(cli(memory, "sessions", "--db", str(tmp_path / "notes.db")))
+    (tmp_path / "empty.db").touch()
+    assert "not a database of this bot" in one_error_line(
+        cli(memory, "sessions", "--db", str(tmp_path / "empty.db"))
+    )
+    assert tmp_path.joinpath("empty.db").stat().st_size == 0
+
+    unknown = "ses_" + "0" * 32
+    assert one_error_line(cli(memory, "show", unknown)).endswith(f"no session {unknown}")
+    assert one_error_line(cli(memory, "history", "chat:5")).endswith("chat 5 has no open session")
+    assert "nope.json: No such file or directory" in one_error_line(
+        cli(memory, "import", "nope.json")
+    )
+
+    bad = cli(memory, "show", "../../etc/passwd")  # never a path: not even a session id
+    assert bad.returncode == 2
+    assert "Traceback" not in bad.stderr
+    assert "expected a session id" in bad.stderr
+
+
+def test_locations_come_from_the_environment_or_the_options(memory, tmp_path):
+    """AGENT_DB_PATH and AGENT_CHECKPOINT_DIR locate the memory; --db and --checkpoints,
+    before or after the command, override them."""
+    elsewhere = {"AGENT_DB_PATH": str(tmp_path / "other.db"), "AGENT_CHECKPOINT_DIR": "x"}
+    one_error_line(cli(memory, "sessions", env=elsewhere))
+    for args in (
+        ("--db", str(memory.db), "--checkpoints", str(memory.checkpoints), "sessions", "--json"),
+        ("sessions", "--json", "--db", str(memory.db), "--checkpoints", str(memory.checkpoints)),
+    ):
+        records = json.loads(ok(cli(memory, *args, env=elsewhere)))
+        assert {r["checkpoint"]["verdict"] for r in records} == {"matches"}
+
+
+def test_reads_go_on_and_writes_give_up_while_another_process_holds_the_lock(memory):
+    """While another process holds the write lock, reading commands work (WAL readers) and
+    `forget` gives up after AGENT_DB_LOCK_TIMEOUT with one line, erasing nothing; once the
+    lock is released it goes through."""
+    holder_program = (
+        "import sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "db.execute('BEGIN IMMEDIATE')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", holder_program, str(memory.db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        assert holder.stdin is not None
+        assert holder.stdout is not None
+        try:
+            assert holder.stdout.readline() == "locked\n"
+            assert len(json.loads(ok(cli(memory, "sessions", "--json")))) == 3
+            ok(cli(memory, "show", memory.private))
+            ok(cli(memory, "history", memory.private))
+            ok(cli(memory, "stats"))
+            assert ok(cli(memory, "verify")).endswith("consistent\n")
+
+            locked = cli(
+                memory, "forget", memory.private, "--yes", env={"AGENT_DB_LOCK_TIMEOUT": "0.5"}
+            )
+            assert "is locked by another process" in one_error_line(locked)
+            assert (memory.checkpoints / f"{memory.private}.json").exists()
+        finally:
+            holder.stdin.close()  # the holder exits, its transaction rolled back
+    assert ok(cli(memory, "forget", memory.private, "--yes")).startswith("forgot session")
+
+
+def test_commands_work_while_a_real_lane_writes_in_another_process(tmp_path):
+    """While tests/lane_crash_worker.py streams turns through a real lane, every command reads
+    a consistent memory (verify passes), and writes (forget, repair) take their turn at the
+    lock; after the writer is killed with SIGKILL, verify --repair leaves it consistent."""
+    db, checkpoints, log = tmp_path / "memory.db", tmp_path / "checkpoints", tmp_path / "ack.log"
+    settings = crash_settings(db, checkpoints)
+    memory = Memory(tmp_path, db, checkpoints, "", "", "")
+    env = {
+        "AGENT_SUMMARIZE_EVERY": str(settings.summarize_every),
+        "AGENT_RECENT_TURNS": str(settings.recent_turns),
+    }
+    command = [
+        sys.executable, str(WORKER), "--db", str(db), "--checkpoints", str(checkpoints),
+        "--log", str(log), "--start-update", "1", "--chats", "3", "--new-session-rate", "0.1",
+    ]  # fmt: skip
+    errors = tmp_path / "worker.err"
+    with (
+        errors.open("w") as stderr,
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True) as worker,
+    ):
+        assert worker.stdout is not None
+        try:
+            assert worker.stdout.readline() == "opening\n"
+            assert worker.stdout.readline() == "ready\n"
+            while not any(r["ev"] == "ack" for r in read_log(log)):
+                assert worker.poll() is None, errors.read_text()
+                time.sleep(0.05)
+            acks_before = len(read_log(log))
+            records = json.loads(ok(cli(memory, "sessions", "--json", env=env)))
+            assert records
+            assert {r["checkpoint"]["verdict"] for r in records} <= {"matches", "writing"}
+            for _ in range(3):
+                assert ok(cli(memory, "verify", "--deep", env=env)).endswith("consistent\n")
+            live = next(r["session_id"] for r in records if r["status"] != "closed")
+            turns = json.loads(ok(cli(memory, "history", live, "--json", env=env)))
+            assert [t["seq"] for t in turns] == list(range(1, len(turns) + 1))
+            ok(cli(memory, "stats", env=env))
+            closed = json.loads(
+                ok(cli(memory, "sessions", "--status", "closed", "--json", env=env))
+            )
+            if closed:
+                victim, torn = closed[0]["session_id"], closed[-1]["session_id"]
+                (checkpoints / f"{torn}.json").write_text("{", encoding="utf-8")
+                ok(cli(memory, "verify", "--repair", env=env))
+                ok(cli(memory, "forget", victim, "--yes", env=env))
+            assert worker.poll() is None, errors.read_text()
+            assert len(read_log(log)) > acks_before  # the writer kept writing meanwhile
+        finally:
+            worker.kill()  # SIGKILL: whatever it was writing is cut short
+    ok(cli(memory, "verify", "--repair", env=env))
+    assert ok(cli(memory, "verify", "--deep", env=env)).endswith("consistent\n")
+
+
+def test_console_scripts_and_run_bot_start_the_right_programs(tmp_path):
+    """pyproject's scripts name functions that exist (agent-bot starts the bot, agent-memory
+    the CLI); `python -m agent` is the CLI and `python run_bot.py` still the bot."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "scripts"
+    ]
+    assert scripts == {"agent-bot": "agent.bot_launcher:main", "agent-memory": "agent.cli:main"}
+    for target in scripts.values():
+        module, _, name = target.partition(":")
+        assert callable(getattr(import_module(module), name))
+
+    memory_help = subprocess.run(
+        [sys.executable, "-m", "agent", "--help"], capture_output=True, text=True, check=False
+    )
+    assert memory_help.returncode == 0
+    assert memory_help.stdout.startswith("usage: agent-memory")
+    for command in ("sessions", "show", "history", "recall", "checkpoint", "verify", "export",
+                    "import", "forget", "prune", "stats"):  # fmt: skip
+        assert f"    {command} " in memory_help.stdout
+    bot_help = subprocess.run(
+        [sys.executable, str(ROOT / "run_bot.py"), "--help"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert bot_help.returncode == 0
+    assert "--console" in bot_help.stdout
