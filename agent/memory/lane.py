@@ -376,7 +376,7 @@ class ConversationLane:
 
         Returns:
             The turn to deliver, or ``None`` if the job is no longer active (already fired,
-            cancelled, or its session closed).
+            cancelled, or its session closed or erased).
         """
         self._check_open()
         async with self._chat_locks[chat_id]:
