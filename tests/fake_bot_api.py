@@ -12,7 +12,6 @@ import copy
 import json
 import re
 import socket
-import sys
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -22,9 +21,11 @@ from email import policy
 from email.parser import BytesHeaderParser
 from functools import partial
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
+
+from tests.local_server import LocalServer
 
 JsonDict = dict[str, Any]
 
@@ -126,30 +127,12 @@ def _parse_multipart(body: bytes, content_type: str) -> JsonDict:
     return fields
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    # A bot opens up to 256 connections at once (PTB's pool): the default listen backlog of 5
-    # would reset some of them, which Telegram never does.
-    request_queue_size = 256
-
-    def __init__(self, api: FakeBotApi) -> None:
-        self.api = api
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Stay quiet when a client (a bot killed by a crash test) drops its connection."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # TCP_NODELAY: the headers and the body go out in two writes, and Nagle's algorithm would
     # hold the body until the client's delayed ACK (40 ms on Linux) on a keep-alive connection.
     disable_nagle_algorithm = True
-    server: _Server
+    server: LocalServer
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silences the default access log on stderr."""
@@ -204,7 +187,7 @@ class FakeBotApi:
                                    "supports_inline_queries": False}
         self._cond = threading.Condition(threading.RLock())
         self._stopping = threading.Event()
-        self._server: _Server | None = None
+        self._server: LocalServer | None = None
         self._queue: list[JsonDict] = []
         self._next_update_id = 1
         self._confirmed: set[int] = set()
@@ -244,7 +227,7 @@ class FakeBotApi:
         if self._server is not None:
             raise RuntimeError("FakeBotApi already started")
         self._stopping.clear()
-        self._server = _Server(self)
+        self._server = LocalServer(self, _Handler)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                          name="fake-bot-api", daemon=True).start()
         return self

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
+
+from tests.local_server import LocalServer
 
 JsonDict = dict[str, Any]
 
@@ -62,24 +63,9 @@ class Request:
     body: JsonDict
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, api: FakeLLMApi) -> None:
-        self.api = api
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Stay quiet when a client (a bot killed by a crash test) drops its connection."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: LocalServer
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the default access log on stderr."""
@@ -133,7 +119,7 @@ class FakeLLMApi:
         self._script: deque[Answer] = deque()
         self._rules: list[tuple[str, Answer]] = []
         self._requests: list[Request] = []
-        self._server: _Server | None = None
+        self._server: LocalServer | None = None
 
     @property
     def base_url(self) -> str:
@@ -173,7 +159,7 @@ class FakeLLMApi:
     def start(self) -> Self:
         """Bind a free port on 127.0.0.1 and serve on a daemon thread."""
         self._stopping.clear()
-        self._server = _Server(self)
+        self._server = LocalServer(self, _Handler)
         threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},

@@ -145,14 +145,14 @@ class Inspector:
         memories = await lane.memory_store.active_for_chats(
             reader, [chat], per_chat=_MEMORIES_PER_CHAT
         )
-        retrieved = await lane.retriever.retrieve(
+        retrieved = await lane.retriever.for_packet(
             reader,
             chat_id=chat,
             session_id=session.session_id,
             text=recent[-1].user_text if recent else "",
             now=now,
             state=state,
-            before_seq=state.turn_count - lane.builder.recent_turns + 1,
+            recent_turns=lane.builder.recent_turns,
             token_budget=lane.builder.token_budget,
         )
         return lane.builder.build(
@@ -168,12 +168,12 @@ class Inspector:
         query (what is searched is the words alone).
         """
         lane = self.lane
-        items = await lane.retriever.retrieve(
+        items = await lane.retriever.recall(
             lane.db.reader,
             chat_id=session.chat_id,
             session_id=session.session_id,
-            text=words,
+            words=words,
             now=lane.now(),
-            state=session.state.model_copy(update={"active_topics": ()}),
+            state=session.state,
         )
         return items[:limit]

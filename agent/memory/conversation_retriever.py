@@ -467,6 +467,52 @@ class ConversationRetriever:
         items.sort(key=lambda item: (-item.score, -(item.seq or 0), item.ref))
         return items
 
+    async def for_packet(
+        self,
+        conn: Any,
+        *,
+        chat_id: int,
+        session_id: str | None,
+        text: str,
+        now: datetime,
+        state: SessionState,
+        recent_turns: int,
+        token_budget: int,
+    ) -> list[RetrievedItem]:
+        """Return the candidates for a packet: the last ``recent_turns`` turns, which the
+        packet carries verbatim anyway, are none of them; the budget sizes the set."""
+        return await self.retrieve(
+            conn,
+            chat_id=chat_id,
+            session_id=session_id,
+            text=text,
+            now=now,
+            state=state,
+            before_seq=state.turn_count - recent_turns + 1,
+            token_budget=token_budget,
+        )
+
+    async def recall(
+        self,
+        conn: Any,
+        *,
+        chat_id: int,
+        session_id: str,
+        words: str,
+        now: datetime,
+        state: SessionState,
+    ) -> list[RetrievedItem]:
+        """Return what ``/recall words`` finds, best first: the words alone (no topic query),
+        over every turn of the session and the chat's memories."""
+        return await self.retrieve(
+            conn,
+            chat_id=chat_id,
+            session_id=session_id,
+            text=words,
+            now=now,
+            state=state.model_copy(update={"active_topics": ()}),
+        )
+
     async def purge(self, tx: Any) -> None:
         """Merge the full-text indexes so that erased rows leave no trace in their pages.
 

@@ -647,13 +647,13 @@ class ConversationLane:
         if sid is None or limit < 1:
             return []
         live = self._live[sid]
-        items = await self.retriever.retrieve(
+        items = await self.retriever.recall(
             self.db.reader,
             chat_id=chat_id,
             session_id=sid,
-            text=words,
+            words=words,
             now=self._clock(),
-            state=live.state.model_copy(update={"active_topics": ()}),
+            state=live.state,
         )
         return items[:limit]
 
@@ -663,14 +663,14 @@ class ConversationLane:
         # The raw turns the packet carries anyway are no candidates; a session not committed
         # yet has no turns to search, but its chat may have memories.
         state = live.state
-        retrieved = await self.retriever.retrieve(
+        retrieved = await self.retriever.for_packet(
             self.db.reader,
             chat_id=live.session.chat_id,
             session_id=None if is_new else live.session.session_id,
             text=text,
             now=self._clock(),
             state=state,
-            before_seq=state.turn_count - self.builder.recent_turns + 1,
+            recent_turns=self.builder.recent_turns,
             token_budget=self.builder.token_budget,
         )
         return self._packet(live, retrieved)
