@@ -348,6 +348,20 @@ async def _kill_when_checkpointing(paths: Paths, limit: float) -> bool:
     return False
 
 
+async def _wait_for_ack(paths: Paths, log_size: int, limit: float) -> None:
+    """Wait until the log has an acknowledgment past byte ``log_size`` (or ``limit`` s)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        lines = []
+        if paths.log.exists():
+            with paths.log.open("rb") as log:
+                log.seek(log_size)
+                lines = log.read().split(b"\n")[:-1]  # whole lines only
+        if any(json.loads(line)["ev"] == "ack" for line in lines if line):
+            return
+        await asyncio.sleep(0.002)
+
+
 async def run_cycle(paths: Paths, rng: random.Random, start_update: int, stats: CrashStats) -> None:
     """Start one worker, kill it at a moment chosen by ``rng``, and count what was hit."""
     mode = rng.choices(MODES, weights=(1, 6, 3))[0]
@@ -373,6 +387,7 @@ async def run_cycle(paths: Paths, rng: random.Random, start_update: int, stats: 
     elif mode == "stream" and rng.random() < 0.1:
         args += ["--count", str(rng.randint(1, 60))]  # sometimes a clean stop comes first
     acks_before = sum(1 for r in read_log(paths.log) if r["ev"] == "ack")
+    log_size = paths.log.stat().st_size if paths.log.exists() else 0
     with paths.stderr.open("ab") as stderr:
         stderr.write(f"--- cycle {stats.cycles} ({mode}) ---\n".encode())
         stderr.flush()
@@ -390,6 +405,10 @@ async def run_cycle(paths: Paths, rng: random.Random, start_update: int, stats: 
             await _expect_line(proc, b"ready", paths)
             ready = True
             if mode == "stream":
+                # Mid-stream means after this worker's first acknowledgment: wait for it, so
+                # that a slow start on a busy machine does not turn a stream kill into a
+                # start-up one.
+                await _wait_for_ack(paths, log_size, START_TIMEOUT)
                 await asyncio.sleep(rng.uniform(0, 0.3))
             else:
                 await asyncio.sleep(rng.uniform(0, 0.1))
