@@ -1,7 +1,11 @@
 """Runs work per chat: strictly in order within a chat, concurrently across chats.
 
 Each chat with work waiting gets one worker task that drains the chat's queue in submission
-order and ends when the queue is empty; a semaphore caps how many chats run at once.
+order and ends when the queue is empty; a semaphore caps how many chats run at once. A worker
+holds its slot for one item at a time and then queues for it again, behind the chats already
+waiting (the semaphore wakes its waiters first come, first served). Past the cap, the busy
+chats take turns: a chat whose queue never empties (a busy group, a user who writes faster
+than the bot answers) cannot keep its slot while the chats waiting for one go unanswered.
 """
 
 from __future__ import annotations
@@ -64,8 +68,10 @@ class ChatDispatcher(Generic[K, T]):
     async def _drain(self, key: K) -> None:
         queue = self._queues[key]
         try:
-            async with self._slots:
-                while queue:
+            while queue:
+                # One item per turn of the slot: with chats waiting, this one goes behind them.
+                # (Without any, acquiring a free slot does not even yield to the event loop.)
+                async with self._slots:
                     try:
                         await self._handle(key, queue[0])
                     except Exception:

@@ -111,6 +111,8 @@ class TelegramAdapter:
         allowed_user_ids: users allowed to talk to the bot; empty: everyone.
         backoff: seconds before the first retry of a send that failed with a server or network
             error; doubled after each failure, up to 30.
+        max_concurrent_chats: chats handled at the same moment; past this, the chats with work
+            waiting take turns, one item each (:class:`~agent.chat_dispatcher.ChatDispatcher`).
     """
 
     def __init__(
@@ -122,13 +124,16 @@ class TelegramAdapter:
         *,
         allowed_user_ids: frozenset[int] = frozenset(),
         backoff: float = 1.0,
+        max_concurrent_chats: int = 256,
     ) -> None:
         self.application = application
         self.lane = lane
         self.concierge = concierge
         self.journal = journal
         self.commands = CommandCenter(lane)
-        self.dispatcher: ChatDispatcher[int, _Work] = ChatDispatcher(self._handle)
+        self.dispatcher: ChatDispatcher[int, _Work] = ChatDispatcher(
+            self._handle, max_concurrent=max_concurrent_chats
+        )
         self.reminders: Reminders | None = None
         self._allowed = allowed_user_ids
         self._backoff = backoff

@@ -100,6 +100,7 @@ async def run_telegram_bot(settings: Settings, stop: asyncio.Event) -> None:
             journal,
             allowed_user_ids=settings.allowed_user_ids,
             backoff=settings.telegram_backoff,
+            max_concurrent_chats=settings.max_concurrent_chats,
         )
         job_queue = application.job_queue
         if job_queue is None:

@@ -181,3 +181,28 @@ async def test_max_concurrent_caps_the_chats_running_at_once(cap: int) -> None:
     await asyncio.wait_for(dispatcher.join(), HANG)
     assert handle.max_running == cap
     assert sorted(handle.ended()) == keys
+
+
+async def test_past_the_cap_busy_chats_take_turns() -> None:
+    """A chat whose queue never empties does not keep its slot: the chats waiting for one get
+    it in turn, one item each, first come first served. (A worker holding its slot until its
+    queue emptied left chats unanswered for minutes in the 1,000-chat throughput bench: the
+    first 256 chats, each with its next message always queued, kept every slot.)"""
+    handled: list[tuple[str, int]] = []
+    last = 20
+
+    async def handle(key: str, item: int) -> None:
+        handled.append((key, item))
+        await asyncio.sleep(0)
+        if key in ("a", "b") and item < last:
+            dispatcher.submit(key, item + 1)  # its next message is always queued
+
+    dispatcher: ChatDispatcher[str, int] = ChatDispatcher(handle, max_concurrent=2)
+    for key in "abcd":  # a and b take the two slots (their workers run first); c, d wait
+        dispatcher.submit(key, 0)
+    await asyncio.wait_for(dispatcher.join(), HANG)
+    assert handled[:2] == [("a", 0), ("b", 0)]
+    # c and d waited for one item of a and one of b, not for all of them.
+    assert handled[2:4] == [("c", 0), ("d", 0)]
+    assert [i for k, i in handled if k == "a"] == list(range(last + 1))
+    assert [i for k, i in handled if k == "b"] == list(range(last + 1))

@@ -21,6 +21,7 @@ import pytest
 
 from agent.memory import CheckpointWriter
 from tests.bot_harness import (
+    ANSWER_TIMEOUT,
     BOT_USERNAME,
     TOKEN,
     TOKEN_SECRET,
@@ -321,6 +322,46 @@ def test_two_chats_never_share_memory(api, chats, polling_bot):
     assert "your name is Ada" not in about.lower()
     assert "Reykjavik" not in about
     assert "Ada" in chats.ask(ada, "what's my name?").text
+    bot.stop()
+
+
+def test_a_chat_that_keeps_writing_does_not_hold_up_the_others(api, chats, polling_bot):
+    """Past AGENT_MAX_CONCURRENT_CHATS busy chats, the chats take turns: a chat that always has
+    its next message waiting (it writes again the moment each answer comes, three messages
+    ahead) does not keep the only slot, and another chat's message is answered while it goes
+    on. (The 1,000-chat throughput bench left chats unanswered for minutes: the first 256
+    chats, the cap, kept every slot, and the others' messages waited in the journal.)"""
+    busy, other, ahead = 3201, 3202, 3
+    writing = True
+    busy_sent: list[int] = []
+    busy_answers: list[int] = []
+
+    def write() -> None:
+        busy_sent.append(chats.send(busy, f"and another thing, number {len(busy_sent) + 1}")[1])
+
+    def on_sent(call: SentCall) -> None:
+        # On the fake's server thread, before the answer goes out: the next message is queued
+        # for getUpdates before the bot can ask for it.
+        if call.chat_id == busy:
+            busy_answers.append((call.params.get("reply_parameters") or {})["message_id"])
+            if writing:
+                write()
+
+    bot = polling_bot(AGENT_MAX_CONCURRENT_CHATS="1")
+    api.on_sent = on_sent
+    for _ in range(ahead):
+        write()
+    api.wait_for(lambda _: len(busy_answers) >= 5, ANSWER_TIMEOUT, "the busy chat is answered")
+
+    answered_before = len(busy_answers)
+    answer = chats.ask(other, "my name is Bob", first_name="Bob")  # within ANSWER_TIMEOUT
+    assert "Bob" in (answer.text or "")
+    # It waited for a message or two of the busy chat, which kept writing meanwhile.
+    assert len(busy_answers) - answered_before <= 10, busy_answers
+    writing = False
+    # Each answer but the last ones brought a message: the counts meet once all are answered.
+    api.wait_for(lambda _: len(busy_answers) == len(busy_sent), ANSWER_TIMEOUT, "busy chat")
+    assert busy_answers == busy_sent == list(range(1, len(busy_sent) + 1))
     bot.stop()
 
 
