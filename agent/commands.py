@@ -146,7 +146,7 @@ class CommandCenter:
         return CommandReply(f"The last {len(turns)} turns{note}:\n" + "\n".join(lines))
 
     async def _cmd_topics(self, chat_id: int, args: str) -> CommandReply:
-        packet = self.lane.packet(chat_id)
+        packet = await self.lane.packet(chat_id)
         if packet is None or not (packet.active_topics or packet.facts):
             return CommandReply("No topics yet. Tell me about yourself or your plans.")
         lines = [f"- {topic.name}" for topic in packet.active_topics]
@@ -154,7 +154,7 @@ class CommandCenter:
         return CommandReply("What I keep for this conversation:\n" + "\n".join(lines))
 
     async def _cmd_loops(self, chat_id: int, args: str) -> CommandReply:
-        packet = self.lane.packet(chat_id)
+        packet = await self.lane.packet(chat_id)
         if packet is None:
             return CommandReply("Nothing open.")
         lines = [f"- {_LOOP_LABELS.get(lp.kind, 'to do')}: {lp.text}" for lp in packet.open_loops]
@@ -209,7 +209,7 @@ class CommandCenter:
         return CommandReply("The checkpoint of this conversation:", document=(f"{sid}.json", data))
 
     async def _cmd_stats(self, chat_id: int, args: str) -> CommandReply:
-        packet = self.lane.packet(chat_id)
+        packet = await self.lane.packet(chat_id)
         if packet is None:
             return CommandReply("No conversation yet.")
         return CommandReply(

@@ -89,6 +89,15 @@ class Settings(BaseSettings):
             "this old), one attempt each, until it takes them."
         ),
     )
+    max_concurrent_chats: int = Field(
+        default=256,
+        ge=1,
+        alias="AGENT_MAX_CONCURRENT_CHATS",
+        description=(
+            "Chats whose messages are handled at the same moment; past this, the chats with "
+            "messages waiting take turns, one message each."
+        ),
+    )
     webhook_url: str | None = Field(
         default=None,
         alias="AGENT_WEBHOOK_URL",
@@ -164,6 +173,15 @@ class Settings(BaseSettings):
             "Seconds between retries of what a disk fault left undone: checkpoint files not "
             "written, and messages, replies and reminders not recorded while the database "
             "refused writes."
+        ),
+    )
+    resident_sessions: int = Field(
+        default=256,
+        ge=1,
+        alias="AGENT_RESIDENT_SESSIONS",
+        description=(
+            "Sessions held as objects in memory, the most recently active; the others are "
+            "held as compact JSON until their chat talks again (a few KB instead of ~20 KB)."
         ),
     )
     summarize_every: int = Field(

@@ -107,6 +107,7 @@ async def open_lane(
         summary_worker=worker,
         retriever=ConversationRetriever(policy=retrieval_policy(settings)),
         consolidator=MemoryConsolidator(policy=decay_policy(settings)),
+        resident_sessions=settings.resident_sessions,
         clock=clock,
     )
 

@@ -48,6 +48,8 @@ from agent.memory import (
     SessionState,
     SqliteConversationStore,
 )
+from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.schemas import dump_json
 from agent.memory.writer import write_summary_version
 from agent.runtime import open_lane
 from agent.utils import ids
@@ -248,6 +250,43 @@ class Floor:
         self.db.close()
 
 
+class TurnWork:
+    """The CPU work every turn needs besides its I/O, timed alone (no I/O, no event loop).
+
+    The state rules fold the turn into the session state, the state is serialised for the
+    session row and the checkpoint for its file: what the lane computes per turn of a message
+    kept without a reply, on the kept chat's own state.
+    """
+
+    def __init__(self, lane: Any, chat_id: int, messages: Messages) -> None:
+        sid = lane.session_id_for_chat(chat_id)
+        snapshot = CheckpointWriter.parse(lane.checkpoint_bytes(sid), session_id=sid)
+        self.lane = lane
+        self.snapshot = snapshot
+        self.messages = messages
+
+    def step(self) -> None:
+        message = self.messages.next()
+        state = self.snapshot.state
+        turn = ConversationTurn(
+            turn_id=ids.turn_id(),
+            session_id=state.session_id,
+            seq=state.turn_count + 1,
+            user_text=message.text,
+            created_at=T0,
+            status="recorded",
+            speaker=message.speaker,
+            user_id=message.user_id,
+        )
+        after = self.lane.states.apply(state, turn)
+        dump_json(after)
+        recent = (*self.snapshot.recent_turns[1:], turn)
+        self.snapshot = self.snapshot.model_copy(
+            update={"state": after, "recent_turns": recent, "turn_count": after.turn_count}
+        )
+        dump_json(self.snapshot, indent=True)
+
+
 def _time_sync(fn: Callable[[], None], n: int) -> list[float]:
     out = []
     for _ in range(n):
@@ -314,11 +353,15 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
         for _ in range(20):
             floor.durable_turn()
             floor.append()
+        work = TurnWork(lanes["full"], kept.chat_id, Messages(texts, 13, 5_000_000))
         for _ in range(rounds):
             samples["append"] += _time_sync(floor.append, per_round)
             samples["replace"] += _time_sync(floor.replace, per_round)
             samples["durable"] += _time_sync(floor.durable_turn, per_round)
             samples["commit"] += _time_sync(floor.commit, per_round)
+            samples["work"] += _time_sync(work.step, per_round)
+            pairs = zip(samples["durable"][-per_round:], samples["work"][-per_round:], strict=True)
+            samples["work floor"] += [durable + cpu for durable, cpu in pairs]
             for d, lane in lanes.items():
                 samples[d] += await _timed_turns(lane, chats[d], engine, per_round)
             samples["kept"] += await _timed_turns(lanes["full"], kept, engine, per_round)
@@ -348,6 +391,8 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
             row("floor: atomic 4 KB replace (fsync file + dir)", "replace"),
             row("floor: SQLite commit (WAL, synchronous=FULL)", "commit"),
             row("**durable floor**: SQLite commit + atomic 4 KB replace", "durable"),
+            row("state rules + serialising state and checkpoint (CPU only)", "work", ratio=True),
+            row("**work floor**: durable floor + that CPU work", "work floor", ratio=True),
             row("`on_turn`, durability `full`", "full", ratio=True),
             row("`on_turn`, durability `process`", "process", ratio=True),
             row("`on_turn` of a message kept without a reply (`full`)", "kept", ratio=True),
@@ -357,7 +402,13 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
             f" retrieval runs), except the last row: a third chat on the `full` lane whose"
             f" messages are kept without a reply (no engine, no packet, no retrieval), i.e."
             f" what `on_turn` must do durably plus the state rules. The `full` lane's"
-            f" checkpoint file is {checkpoint:,} bytes.",
+            f" checkpoint file is {checkpoint:,} bytes. The *work floor* adds to each durable"
+            f" floor sample the CPU work a turn of the kept chat needs besides its I/O, timed"
+            f" alone in the same round (`TurnWork`: the state rules on that chat's state, the"
+            f" state's JSON for the session row, the checkpoint's JSON): what a perfect"
+            f" implementation of the same rules, with no event loop, no threads and no"
+            f" indexing, would cost per turn. Its ratio to the durable floor is what is left of"
+            f" the {BAR_P50}x bar for everything else.",
             "",
             "| bar | measured | |",
             "|---|---:|---|",

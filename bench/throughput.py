@@ -21,7 +21,9 @@ the moment the fake makes a message available to getUpdates to the moment the bo
 sendMessage for it arrives (the wait behind the chat's own earlier message included: it is what
 the user sees). After the window no new message is sent, and every message sent must be
 answered: per chat, each reply must answer the chat's next message (one chat never reordered,
-none missing, none twice).
+none missing, none twice). When a level fails, the bot's logs and database are copied to a
+``throughput-failed-*`` directory beside the repository and the log's tail is printed, with the
+chats left waiting and whether the bot fetched their messages.
 
 CPU time over the window is read from ``/proc``: the bot process, its main thread (the event
 loop, where python-telegram-bot, httpx and the lane run) apart, this process (the fake and the
@@ -63,6 +65,8 @@ BAR_TURNS_PER_S = 1000.0
 BAR_CHATS = 100
 _FIRST_CHAT = 10_000
 _TICKS = os.sysconf("SC_CLK_TCK")
+#: Lines of a failed level's bot log printed (all of it is kept, see ``_keep``).
+_LOG_TAIL = 40
 #: Where the bot's main thread spends its time: (label, frame that marks it, indent).
 _PROFILE_ROWS = [
     ("handling an update (`Application.process_update`)", "Application.process_update", 0),
@@ -89,6 +93,8 @@ class _Chat:
     sent: int = 0
     answered: int = 0
     pushed_at: dict[int, float] = field(default_factory=dict)
+    #: The update id of each message (by message id), to find it in the bot's journal.
+    update_ids: dict[int, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
 
@@ -130,7 +136,7 @@ class LoadDriver:
         chat.sent += 1
         self._next_text += 1
         chat.pushed_at[chat.sent] = time.perf_counter()
-        self.api.push_message(
+        chat.update_ids[chat.sent] = self.api.push_message(
             chat.chat_id, self.texts[self._next_text % len(self.texts)], message_id=chat.sent
         )
 
@@ -166,6 +172,15 @@ class LoadDriver:
             time.sleep(0.05)
         return False
 
+    def expect_every_chat_answered(self, timeout: float) -> None:
+        """Wait until every chat has had a reply.
+
+        Raises:
+            RuntimeError: some had none within ``timeout``; it says which, and their messages.
+        """
+        if not self.wait_every_chat_answered(timeout):
+            raise RuntimeError(f"not every chat was answered in {timeout:g} s: {self.unanswered()}")
+
     def finish(self, timeout: float) -> None:
         """Send no more messages; wait (at most ``timeout``) for those sent to be answered."""
         with self._lock:
@@ -173,6 +188,24 @@ class LoadDriver:
             if self._done():
                 self._all_answered.set()
         self._all_answered.wait(timeout)
+
+    def unanswered(self) -> str:
+        """The chats with messages unanswered, the least answered first: which messages, and
+        whether the bot confirmed them (a later getUpdates did: they were in its journal)."""
+        confirmed = self.api.confirmed_update_ids
+        with self._lock:
+            waiting = sorted(
+                (c for c in self.chats.values() if c.answered < c.sent), key=lambda c: c.answered
+            )
+            lines = [f"{len(waiting)} of {len(self.chats)} chats have messages unanswered"]
+            for chat in waiting[:50]:
+                messages = ", ".join(
+                    f"{n} (update {chat.update_ids[n]},"
+                    f" {'' if chat.update_ids[n] in confirmed else 'not '}confirmed)"
+                    for n in range(chat.answered + 1, chat.sent + 1)
+                )
+                lines.append(f"chat {chat.chat_id}: {chat.answered} answered; waiting: {messages}")
+        return "\n".join(lines)
 
     def problems(self) -> list[str]:
         """Every reply out of order, and every message left unanswered."""
@@ -296,23 +329,32 @@ def run_level(
 ) -> LevelResult:
     """Load a bot with ``chats`` chats for ``window`` seconds, then check every reply.
 
-    With ``spy`` (the path of py-spy), a second window samples the bot's main thread.
+    With ``spy`` (the path of py-spy), a second window samples the bot's main thread. When the
+    level fails (an error, or a message unanswered at the end), the bot's logs and database
+    are kept beside the repository (see ``_keep``): the temporary directory goes.
     """
     home = workdir / f"{'floor' if floor else 'bot'}-{chats}"
     home.mkdir()
-    with FakeBotApi(TOKEN) as api, _running(home, api, floor=floor) as pid:
-        chat_ids = list(range(_FIRST_CHAT, _FIRST_CHAT + chats))
-        driver = LoadDriver(api, chat_ids, texts, IN_FLIGHT)
-        driver.start()
-        if not driver.wait_every_chat_answered(max(60.0, chats * 0.5)):
-            raise RuntimeError(f"not every chat was answered; see the logs in {home}")
-        time.sleep(warmup)
-        first, before, began = len(driver.replies), _Cpu.read(pid), time.perf_counter()
-        time.sleep(window)
-        ended, used = time.perf_counter(), _Cpu.read(pid) - before
-        replies = [r for r in driver.replies[first:] if began <= r[0] < ended]
-        samples, total = _sample(spy, pid, window) if spy else (Counter[str](), 0)
-        driver.finish(max(60.0, chats * IN_FLIGHT * 0.1))
+    try:
+        with FakeBotApi(TOKEN) as api, _running(home, api, floor=floor) as pid:
+            chat_ids = list(range(_FIRST_CHAT, _FIRST_CHAT + chats))
+            driver = LoadDriver(api, chat_ids, texts, IN_FLIGHT)
+            driver.start()
+            driver.expect_every_chat_answered(max(60.0, chats * 0.5))
+            time.sleep(warmup)
+            first, before, began = len(driver.replies), _Cpu.read(pid), time.perf_counter()
+            time.sleep(window)
+            ended, used = time.perf_counter(), _Cpu.read(pid) - before
+            replies = [r for r in driver.replies[first:] if began <= r[0] < ended]
+            samples, total = _sample(spy, pid, window) if spy else (Counter[str](), 0)
+            driver.finish(max(60.0, chats * IN_FLIGHT * 0.1))
+            problems = driver.problems()
+            unanswered = driver.unanswered() if problems and not floor else ""
+    except Exception as exc:
+        _keep(home, f"{type(exc).__name__}: {exc}")
+        raise
+    if unanswered:
+        _keep(home, "\n".join([*problems[:50], unanswered]))
     return LevelResult(
         chats=chats,
         floor=floor,
@@ -321,10 +363,30 @@ def run_level(
         latencies_ms=[latency * 1000 for _, latency in replies],
         cpu=used,
         answered=sum(chat.answered for chat in driver.chats.values()),
-        problems=driver.problems(),
+        problems=problems,
         profile=samples,
         samples=total,
     )
+
+
+def _keep(home: Path, what: str) -> Path:
+    """Keep a failed level's bot logs and database beside the repository, where the temporary
+    directory's removal does not take them; print where, what failed and the log's tail."""
+    base = ROOT.parent if os.access(ROOT.parent, os.W_OK) else ROOT
+    kept = base / f"throughput-failed-{home.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    kept.mkdir()
+    for path in sorted(home.glob("*.log")) + sorted(home.glob("memory.db*")):
+        with contextlib.suppress(OSError):
+            shutil.copy2(path, kept / path.name)
+    (kept / "failure.txt").write_text(what + "\n", encoding="utf-8")
+    out = sys.stderr
+    print(f"throughput, {home.name}: failed; its logs and database are kept in {kept}", file=out)
+    for log in sorted(home.glob("*.stderr.log")):
+        with contextlib.suppress(OSError):
+            tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-_LOG_TAIL:]
+            print(f"--- {log.name} (last {len(tail)} lines) ---", *tail, sep="\n", file=out)
+    print(what, file=out)
+    return kept
 
 
 def _sample(spy: str, pid: int, seconds: float) -> tuple[Counter[str], int]:

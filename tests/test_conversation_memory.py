@@ -32,6 +32,7 @@ from agent.memory import (
     ExtractiveSummarizer,
     HydrationReport,
     InboundMessage,
+    JobRef,
     Reply,
     render_packet,
 )
@@ -215,14 +216,14 @@ async def test_session_after_restart_has_same_packet_state_and_turns(db_path, ch
         await talk(lane, CHAT_A, 5, engine)
         sid = lane.session_id_for_chat(CHAT_A)
         assert sid is not None
-        packet_before = lane.packet(CHAT_A)
+        packet_before = await lane.packet(CHAT_A)
         session_before = await lane.store.get_session(lane.db.reader, sid)
         recent_before = await lane.store.recent_turns(lane.db.reader, sid, 3)
 
     async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, report):
         assert (report.sessions, report.rebuilt, report.orphans_removed) == (1, {}, [])
         assert lane.session_id_for_chat(CHAT_A) == sid
-        packet_after = lane.packet(CHAT_A)
+        packet_after = await lane.packet(CHAT_A)
         assert packet_after is not None
         assert packet_before is not None
         assert packet_after.session_status == "resuming"
@@ -240,7 +241,7 @@ async def test_session_after_restart_has_same_packet_state_and_turns(db_path, ch
         assert result.packet is not None
         assert result.packet.session_status == "resuming"  # the engine knows it resumes
         assert result.turn.seq == 6
-        packet_next = lane.packet(CHAT_A)
+        packet_next = await lane.packet(CHAT_A)
         assert packet_next is not None
         assert packet_next.session_status == "active"
         session = await lane.store.get_session(lane.db.reader, sid)
@@ -262,7 +263,7 @@ async def test_packet_holds_last_three_raw_turns_and_rolling_summary(db_path, ch
     }
     async with running_lane(db_path, checkpoint_dir, **options) as (lane, _):
         await talk(lane, CHAT_A, 25, CountingEngine())
-        packet = lane.packet(CHAT_A)
+        packet = await lane.packet(CHAT_A)
         session = await lane.store.get_session(lane.db.reader, lane.session_id_for_chat(CHAT_A))
         assert session is not None
         # What the state alone costs (topics, references): the packet of its bare state.
@@ -457,7 +458,7 @@ async def test_chats_are_isolated(lane, engine):
     assert sid_a is not None
     assert sid_b is not None
     assert sid_a != sid_b
-    packet_a, packet_b = lane.packet(CHAT_A), lane.packet(CHAT_B)
+    packet_a, packet_b = await lane.packet(CHAT_A), await lane.packet(CHAT_B)
     assert packet_a is not None
     assert packet_b is not None
     assert (packet_a.conversation_id, packet_a.turn_count) == (sid_a, 2)
@@ -472,7 +473,7 @@ async def test_chats_are_isolated(lane, engine):
     file_b = lane.checkpoints.path_for(sid_b).read_text()
     assert "bravo" not in file_a
     assert "alpha" not in file_b
-    assert lane.packet(999) is None
+    assert await lane.packet(999) is None
 
 
 async def test_turns_of_one_chat_are_strictly_ordered(lane):
@@ -513,6 +514,114 @@ async def test_different_chats_are_answered_concurrently(lane):
     assert len({r.turn.session_id for r in results}) == len(chats)
     rows = await lane.db.fetchall("SELECT COUNT(*) FROM conversation_turns")
     assert rows[0][0] == len(chats)
+
+
+class JobEngine:
+    """Echoes, and schedules a reminder when a message says ``remind``."""
+
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        jobs = ()
+        if "remind" in message.text:
+            jobs = (JobRef(job_id=f"job-{message.chat_id}", kind="reminder", label=message.text),)
+        return Reply(text=f"echo: {message.text}", job_refs=jobs)
+
+
+CHATS = [1001, 1002, 1003, 1004, 1005, 1006]
+
+
+async def talk_at_once(lane: ConversationLane, rounds: int, engine: Any) -> None:
+    """Every chat of :data:`CHATS` sends ``rounds`` messages; the chats talk concurrently."""
+
+    async def chat(chat_id: int) -> None:
+        for n in range(1, rounds + 1):
+            text = text_of(chat_id, n) + (" Please remind me." if n == 2 else "")
+            await lane.on_turn(msg(chat_id, text, chat_id * 1000 + n), engine)
+
+    await asyncio.gather(*(chat(chat_id) for chat_id in CHATS))
+
+
+async def test_sessions_held_packed_lose_nothing(db_path, checkpoint_dir):
+    """Six chats talking at once through a lane that keeps two sessions as objects: every
+    chat's packet, jobs, checkpoint and database state come out as if all were kept."""
+    async with running_lane(db_path, checkpoint_dir, resident_sessions=2) as (lane, _):
+        await talk_at_once(lane, 7, SlowEngine(delay=0.001))  # more chats busy than resident
+        for chat_id in CHATS:
+            await lane.on_turn(msg(chat_id, "remind me of the report", chat_id * 1000 + 8),
+                               JobEngine())  # fmt: skip
+        assert sorted(chat for chat, _ in lane.active_jobs()) == CHATS
+        for chat_id in CHATS:
+            packet = await lane.packet(chat_id)
+            assert packet is not None
+            assert packet.turn_count == 8
+            assert [t.user_text for t in packet.recent_turns] == [
+                text_of(chat_id, 6), text_of(chat_id, 7), "remind me of the report"
+            ]  # fmt: skip
+            sid = lane.session_id_for_chat(chat_id)
+            assert sid is not None
+            snapshot = await lane.checkpoints.load(sid)
+            assert snapshot is not None
+            assert snapshot.turn_count == 8
+            rebuilt = await lane.rebuild_state(sid)
+            assert packet_state(lane, chat_id).log_view() == rebuilt.log_view()
+        assert await lane.rewrite_stale_checkpoints() == 0  # every file is known written
+
+
+def packet_state(lane: ConversationLane, chat_id: int) -> Any:
+    """The state the lane holds for a chat (through the checkpoint it would write)."""
+    sid = lane.session_id_for_chat(chat_id)
+    assert sid is not None
+    return CheckpointWriter.parse(lane.checkpoint_bytes(sid), session_id=sid).state
+
+
+async def test_shutdown_checkpoints_packed_sessions_and_restart_resumes_them(
+    db_path, checkpoint_dir
+):
+    """At shutdown every session, packed or not, gets its clean checkpoint; a restart that
+    keeps one session as an object finds all of them intact and answers in each."""
+    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, _):
+        await talk_at_once(lane, 4, CountingEngine())
+        sids = {chat_id: lane.session_id_for_chat(chat_id) for chat_id in CHATS}
+
+    for sid in sids.values():
+        snapshot = await CheckpointWriter(checkpoint_dir).load(sid)
+        assert snapshot is not None
+        assert (snapshot.state.status, snapshot.turn_count) == ("shutdown_clean", 4)
+
+    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, report):
+        assert (report.sessions, report.rebuilt) == (len(CHATS), {})
+        engine = CountingEngine()
+        for chat_id in CHATS:
+            result = await lane.on_turn(msg(chat_id, "and now?", chat_id * 1000 + 5), engine)
+            assert (result.turn.session_id, result.turn.seq) == (sids[chat_id], 5)
+        assert [p.turn_count for p in engine.packets] == [4] * len(CHATS)
+        seen = zip(CHATS, engine.packets, strict=True)
+        assert all(text_of(chat_id, 4) in render_packet(packet) for chat_id, packet in seen)
+
+
+async def test_checkpoints_of_packed_sessions_heal_after_a_disk_fault(
+    db_path, checkpoint_dir, monkeypatch
+):
+    """Checkpoint writes refused while sessions were packed are rewritten once the disk
+    recovers, without a new message from their chats."""
+    real_replace = os.replace
+
+    def full_disk(src: Any, dst: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, _):
+        monkeypatch.setattr(os, "replace", full_disk)
+        await talk_at_once(lane, 2, CountingEngine())
+        assert list(checkpoint_dir.glob("*.json")) == []
+        monkeypatch.setattr(os, "replace", real_replace)
+
+        assert await lane.rewrite_stale_checkpoints() == len(CHATS)
+        assert await lane.rewrite_stale_checkpoints() == 0
+        for chat_id in CHATS:
+            sid = lane.session_id_for_chat(chat_id)
+            assert sid is not None
+            snapshot = await lane.checkpoints.load(sid)
+            assert snapshot is not None
+            assert snapshot.turn_count == 2
 
 
 # -- session management --------------------------------------------------------------------------
@@ -563,7 +672,7 @@ async def test_forget_session_erases_rows_turns_and_checkpoint(lane, engine):
     assert await lane.store.get_session(lane.db.reader, sid_a) is None
     assert await log_rows(lane.db, sid_a) == []
     assert not path_a.exists()
-    assert lane.packet(CHAT_A) is None
+    assert await lane.packet(CHAT_A) is None
     assert lane.checkpoints.session_ids() == [sid_b]
     assert len(await log_rows(lane.db, sid_b)) == 2
     assert await lane.forget_session(sid_a) is False
@@ -593,7 +702,7 @@ async def test_prune_erases_sessions_inactive_longer_than_the_limit(db_path, che
         assert await lane.store.get_session(lane.db.reader, sid_a) is None
         assert await log_rows(lane.db, sid_a) == []
         assert not lane.checkpoints.path_for(sid_a).exists()
-        assert lane.packet(CHAT_A) is None
+        assert await lane.packet(CHAT_A) is None
         assert await lane.store.get_session(lane.db.reader, sid_b) is not None
         assert len(await log_rows(lane.db, sid_b)) == 2
         assert lane.checkpoints.session_ids() == [sid_b]
@@ -731,7 +840,7 @@ async def test_hydrate_rebuilds_a_bad_checkpoint_from_the_log(
         # fold of the turn log.
         recent = await lane.store.recent_turns(lane.db.reader, history.sid_a, 3)
         hydrated = rebuilt.model_copy(update={"status": "resuming"})
-        assert lane.packet(CHAT_A) == lane.builder.build(hydrated, recent, now=clock())
+        assert await lane.packet(CHAT_A) == lane.builder.build(hydrated, recent, now=clock())
         session = await lane.store.get_session(lane.db.reader, history.sid_a)
         assert session is not None
         assert session.state == hydrated
@@ -799,7 +908,7 @@ async def test_hydrate_deletes_checkpoint_of_a_session_gone_from_the_db(
         assert not history.path_b.exists()
         assert lane.checkpoints.session_ids() == [history.sid_a]
         assert any(history.sid_b in w for w in lane_records(caplog, logging.WARNING))
-        assert lane.packet(CHAT_B) is None
+        assert await lane.packet(CHAT_B) is None
 
 
 # -- checkpoint write failure ----------------------------------------------------------------------

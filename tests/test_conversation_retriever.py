@@ -305,7 +305,7 @@ async def test_memories_decay_and_get_archived_by_consolidation(db_path, checkpo
         await lane.on_turn(InboundMessage(chat_id=CHAT, text="I like jazz"), engine)
         await lane.on_turn(InboundMessage(chat_id=CHAT, text="I like jazz"), engine)
         assert {item.ref for item in await lane.recall(CHAT, "jazz")} & {
-            m.memory_id for m in (lane.packet(CHAT) or _empty()).memories
+            m.memory_id for m in (await lane.packet(CHAT) or _empty()).memories
         }
         fresh = await lane.consolidate_memories()
         assert fresh.archived == []
@@ -330,7 +330,7 @@ async def test_memories_decay_and_get_archived_by_consolidation(db_path, checkpo
         assert report.decayed == 2
         recalled = await lane.recall(CHAT, "jazz")
         assert [item.ref for item in recalled if item.kind == "memory"] == []
-        assert "jazz" not in [m.key for m in (lane.packet(CHAT) or _empty()).memories]
+        assert "jazz" not in [m.key for m in (await lane.packet(CHAT) or _empty()).memories]
 
 
 def _empty() -> ConversationContextPacket:

@@ -569,7 +569,7 @@ async def test_hydration_marks_resuming_and_the_next_turn_decides_the_status(
 
     lane = await start()
     try:
-        packet = lane.packet(5)
+        packet = await lane.packet(5)
         assert packet is not None
         assert packet.session_status == "resuming"
         assert [c.question for c in packet.pending_clarifications] == ["Which hotel do you mean?"]

@@ -409,7 +409,7 @@ async def test_a_group_through_the_lane_rebuilds_to_the_live_state(lane):
     assert snapshot.state.log_view() == rebuilt.log_view()
     assert [p.name for p in rebuilt.participants] == ["Alice", "Bob", "Carol", "Dave"]
     assert rebuilt.decisions
-    packet = lane.packet(-100)
+    packet = await lane.packet(-100)
     assert packet is not None
     assert packet.decisions == rebuilt.decisions
 

@@ -188,7 +188,7 @@ async def test_a_turn_the_full_database_refuses_is_not_half_kept_and_the_chat_go
         await lane.on_turn(message(CHAT_B, 1, BIG), engine)
 
     assert await seqs(lane.db, sid) == [1, 2]
-    assert lane.packet(CHAT_A).turn_count == 2
+    assert (await lane.packet(CHAT_A)).turn_count == 2
     assert lane.session_id_for_chat(CHAT_B) is None
     assert lane.checkpoints.path_for(sid).read_bytes() == before
     [error] = records(caplog, DB_LOGGER, logging.ERROR)

@@ -153,7 +153,7 @@ async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(
             for chat_id, chat_type in chats.items():
                 await _say(lane, chat_id, text, chat_type=chat_type, speaker=text[:20])
         for chat_id in chats:
-            packet = lane.packet(chat_id)
+            packet = await lane.packet(chat_id)
             assert packet is not None
             packets[chat_id] = render_packet(packet)
     finally:
@@ -164,7 +164,7 @@ async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(
         report = await again.hydrate()
         assert report.rebuilt == {}
         for chat_id in chats:
-            packet = again.packet(chat_id)
+            packet = await again.packet(chat_id)
             assert packet is not None
             assert packet.turn_count == len(hostile)
             assert render_packet(packet) == packets[chat_id]
@@ -480,4 +480,3 @@ async def test_a_crash_leftover_of_a_forgotten_session_is_gone_at_the_next_start
     await again.shutdown()
     assert report.orphans_removed == [sid]
     assert files_containing(checkpoint_dir, *_ERASED_NEEDLES) == []
-

@@ -388,7 +388,7 @@ async def fold_with_model(
         assert lane.summary_worker is not None
         await lane.summary_worker.wait_idle()
         chain = await lane.summary_history(sid)
-        packet = lane.packet(CHAT)
+        packet = await lane.packet(CHAT)
         latest = await assert_chain_matches_state(lane, sid)
     return chain, packet, latest
 

@@ -4,6 +4,7 @@ Nothing in this package imports Telegram, HTTP clients or the scheduler: the ada
 never the other way round (DESIGN.md section 2).
 """
 
+from agent.memory.chat_memories import ChatMemories
 from agent.memory.checkpoint_audit import (
     CheckpointAudit,
     CheckpointCheck,
@@ -36,6 +37,7 @@ from agent.memory.conversation_state_manager import (
 from agent.memory.conversation_store import (
     ConversationStore,
     SqliteConversationStore,
+    TurnText,
     match_query,
 )
 from agent.memory.conversation_summarizer import (
@@ -84,6 +86,7 @@ from agent.memory.lane import (
     ReplyEngine,
     TurnResult,
 )
+from agent.memory.live_sessions import LiveSession, LiveSessions
 from agent.memory.memory_consolidator import (
     ConsolidationReport,
     DecayPolicy,
@@ -168,6 +171,7 @@ from agent.memory.writer import (
 __all__ = [
     "ARCHIVE_SCHEMA_VERSION",
     "CHECKPOINT_SCHEMA_VERSION",
+    "ChatMemories",
     "ChatType",
     "CheckpointAudit",
     "CheckpointCheck",
@@ -198,6 +202,8 @@ __all__ = [
     "JobRef",
     "JobStatus",
     "JournalEntry",
+    "LiveSession",
+    "LiveSessions",
     "LoopUpdate",
     "Memory",
     "MemoryCandidate",
@@ -243,6 +249,7 @@ __all__ = [
     "TopicTracker",
     "TurnResult",
     "TurnStatus",
+    "TurnText",
     "bot_question",
     "clean_value",
     "content_stems",

@@ -4,8 +4,8 @@ One ``<session_id>.json`` per session, indented and with sorted keys so that a p
 and diff it. A write goes to a temporary file in the same directory, is flushed and fsynced,
 replaces the old file with ``os.replace`` and finally fsyncs the directory, so a reader (or a
 crash) sees the old file or the new one, never a torn one. File names come from session ids
-we generated (:func:`agent.utils.ids.is_session_id`), never from user text, and every path is
-checked to stay inside the checkpoint directory.
+we generated (:func:`agent.utils.ids.is_session_id`: a prefix and hex digits), never from user
+text, so a path cannot leave the checkpoint directory.
 """
 
 from __future__ import annotations
@@ -57,10 +57,7 @@ class CheckpointWriter:
         """
         if not is_session_id(session_id):
             raise ValueError(f"not a session id: {session_id!r}")
-        path = (self.directory / f"{session_id}{_SUFFIX}").resolve()
-        if path.parent != self.directory:
-            raise ValueError(f"checkpoint path escapes {self.directory}: {path}")
-        return path
+        return self.directory / f"{session_id}{_SUFFIX}"
 
     async def write(self, snapshot: ConversationCheckpointSnapshot) -> Path:
         """Write a snapshot atomically and durably; return its path.
@@ -80,8 +77,12 @@ class CheckpointWriter:
         return path
 
     def _write_atomic(self, path: Path, data: bytes) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX + path.stem + ".", dir=self.directory)
+        prefix = _TEMP_PREFIX + path.stem + "."
+        try:
+            fd, temp_name = tempfile.mkstemp(prefix=prefix, dir=self.directory)
+        except FileNotFoundError:  # the directory's first file, or it was removed
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, temp_name = tempfile.mkstemp(prefix=prefix, dir=self.directory)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

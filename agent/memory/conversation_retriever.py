@@ -23,7 +23,11 @@ active long-term memories. Each candidate gets a score in [0, 1]::
 
 The cost does not grow with the history: each index returns at most ``k`` candidates
 (``ORDER BY rank LIMIT k`` inside FTS5, ``k`` set by the token budget only) and the neighbours
-are one primary-key read. FTS5's bm25() counts the documents of every phrase of its query by
+are one primary-key read. The turn searches of both queries are one statement, and so are their
+neighbours and the summary searches. Turns are read as plain texts (the store's ``TurnText``,
+no model) and scored as such; with a token budget, only the items a first fit of that budget
+could take are built (see :meth:`ConversationRetriever.retrieve`): a packet carries a few dozen
+of the few hundred candidates. FTS5's bm25() counts the documents of every phrase of its query by
 reading the phrase's whole posting list, so a session-id term in the MATCH cost a read of every
 turn of the session (profiled: 4.3 ms of 7.9 at 100,000 turns). Migration 0007 numbers the turn
 index so that a session is one rowid range, and the turn search restricts with ``rowid
@@ -39,12 +43,19 @@ from __future__ import annotations
 import logging
 import math
 import re
+from bisect import bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
+from functools import lru_cache
 from typing import Any, NamedTuple
 
-from agent.memory.conversation_store import ConversationStore, SqliteConversationStore, match_query
+from agent.memory.conversation_store import (
+    ConversationStore,
+    SqliteConversationStore,
+    TurnText,
+    match_query,
+)
 from agent.memory.memory_consolidator import DecayPolicy, decay_factor
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
@@ -54,6 +65,7 @@ from agent.memory.schemas import (
     RetrievedKind,
     SessionState,
 )
+from agent.utils.tokens import estimate_tokens
 
 __all__ = [
     "SEARCH_INDEXES",
@@ -114,10 +126,16 @@ def query_words(text: str) -> list[str]:
 
 
 def _date(moment: datetime) -> str:
-    return f"{moment.day} {moment:%b %Y}"
+    return f"{moment.day} {_month(moment.year, moment.month)}"
 
 
-def render_turn(turn: ConversationTurn) -> str:
+@lru_cache(maxsize=1024)
+def _month(year: int, month: int) -> str:
+    # Cached: strftime costs more than the rest of a rendered turn, and turns share months.
+    return f"{date(year, month, 1):%b %Y}"
+
+
+def render_turn(turn: ConversationTurn | TurnText) -> str:
     """Return a turn as a retrieved item shows it: ``#12 Ada (8 May 2023): ...``."""
     text = f"#{turn.seq} {turn.speaker or 'user'} ({_date(turn.created_at)}): {turn.user_text}"
     if turn.assistant_text:
@@ -210,6 +228,11 @@ class _SummaryHit(NamedTuple):
     bm25: float
 
 
+class _Ranked(NamedTuple):
+    score: float  # rounded as the item shows it
+    candidate: _Candidate
+
+
 @dataclass(slots=True)
 class _Candidate:
     kind: RetrievedKind
@@ -274,78 +297,89 @@ class ConversationRetriever:
             state: the session's state (topics, open loops, facts); ``None``: none.
             before_seq: only turns with a smaller seq are candidates (the raw turns the packet
                 carries anyway are left out); ``None``: every turn.
-            token_budget: the budget the items will fill; sizes the candidate set.
+            token_budget: the budget the items will fill (``None``: no budget). It sizes the
+                candidate set, and the candidates that a first fit of it, best first, could
+                never take are left out (see :func:`_could_fit`): the packet is the same
+                without them, and they are not built.
         """
         limit = self.candidate_limit(token_budget)
         message = " ".join(query_words(text))
         topics = " ".join(query_words(" ".join(_topic_names(state))))
+        queries = [
+            (query, slot) for query, slot in ((message, "message"), (topics, "topics")) if query
+        ]
         candidates: dict[str, _Candidate] = {}
-        for query, slot in ((message, "message"), (topics, "topics")):
-            if not query:
-                continue
-            if session_id is not None:
-                await self._turn_candidates(
-                    conn, candidates, session_id, query, slot, limit, before_seq, state
-                )
-                await self._summary_candidates(conn, candidates, session_id, query, slot, limit)
+        if session_id is not None and queries:
+            await self._turn_candidates(
+                conn, candidates, session_id, queries, limit, before_seq, state
+            )
+            await self._summary_candidates(conn, candidates, session_id, queries, limit)
+        for query, slot in queries:
             await self._memory_candidates(conn, candidates, chat_id, query, slot, limit, now)
         if state is not None:
             last_seq = state.turn_count
         else:
             last_seq = max((c.seq or 0 for c in candidates.values()), default=0)
-        return self._rank(candidates.values(), last_seq, state)
+        return self._rank(candidates.values(), last_seq, state, token_budget)
 
     async def _turn_candidates(
         self,
         conn: Any,
         found: dict[str, _Candidate],
         session_id: str,
-        query: str,
-        slot: str,
+        queries: list[tuple[str, str]],
         limit: int,
         before_seq: int | None,
         state: SessionState | None,
     ) -> None:
         # The raw turns at the end are matched too and dropped here: ask for that many more.
         slack = 0 if before_seq is None or state is None else max(state.turn_count - before_seq, 0)
-        words = set(query.split())
-        hits = await self.store.search_turns(
-            conn, session_id, await self._selective(conn, query), limit + slack + 1
-        )
-        strength: dict[int, float] = {}
-        for turn, bm25 in hits:
-            if before_seq is not None and turn.seq >= before_seq:
-                continue
-            # A turn said by someone the message names ("what did Ada say about...").
-            named = bool(words & _name_words(turn.speaker))
-            strength[turn.seq] = -bm25 * (self.policy.speaker_boost if named else 1.0)
-            self._add_turn(found, turn, state)
-        # Conversational context: the replies after a hit (and the lines before it) often
-        # carry the answer without sharing its words, so they inherit part of its strength.
-        spread = self._spread(strength, before_seq)
-        missing = [seq for seq in spread if f"turn:{seq}" not in found]
-        for turn in await self.store.get_turns(conn, session_id, missing):
-            self._add_turn(found, turn, state)
-        for seq, value in {**spread, **strength}.items():
-            candidate = found.get(f"turn:{seq}")
-            if candidate is not None:
-                best = max(value, strength.get(seq, 0.0), spread.get(seq, 0.0))
-                setattr(candidate, slot, max(getattr(candidate, slot), best))
+        facts, loops = _fact_turns(state), _loop_turns(state)
+        selective = await self._selective(conn, [query for query, _ in queries])
+        results = await self.store.search_turn_texts(conn, session_id, selective, limit + slack + 1)
+        scored: list[tuple[str, dict[int, float], dict[int, float]]] = []
+        for (query, slot), hits in zip(queries, results, strict=True):
+            words = set(query.split())
+            strength: dict[int, float] = {}
+            for turn, bm25 in hits:
+                if before_seq is not None and turn.seq >= before_seq:
+                    continue
+                # A turn said by someone the message names ("what did Ada say about...").
+                named = not words.isdisjoint(_name_words(turn.speaker))
+                strength[turn.seq] = -bm25 * (self.policy.speaker_boost if named else 1.0)
+                self._add_turn(found, turn, facts, loops)
+            # Conversational context: the replies after a hit (and the lines before it) often
+            # carry the answer without sharing its words, so they inherit part of its strength.
+            scored.append((slot, strength, self._spread(strength, before_seq)))
+        missing = [seq for _, _, spread in scored for seq in spread if f"turn:{seq}" not in found]
+        for turn in await self.store.get_turn_texts(conn, session_id, missing):
+            self._add_turn(found, turn, facts, loops)
+        for slot, strength, spread in scored:
+            for seq, value in {**spread, **strength}.items():
+                candidate = found.get(f"turn:{seq}")
+                if candidate is not None:
+                    best = max(value, strength.get(seq, 0.0), spread.get(seq, 0.0))
+                    setattr(candidate, slot, max(getattr(candidate, slot), best))
 
-    async def _selective(self, conn: Any, query: str) -> str:
-        """Leave out of a turn query the words found in more than ``max_word_turns`` turns.
+    async def _selective(self, conn: Any, queries: list[str]) -> list[str]:
+        """Leave out of each turn query the words found in more than ``max_word_turns`` turns.
 
         Such a word tells little about which turn is meant, and scoring every turn that has it
-        is what would make a query's cost grow with the history. If every word is that common,
-        the rarest stays. Words found nowhere go too (they cannot match).
+        is what would make a query's cost grow with the history. If every word of a query is
+        that common, its rarest stays. Words found nowhere go too (they cannot match). The
+        words of all the queries are counted in one statement.
         """
-        words = query.split()
         cap = self.policy.max_word_turns
-        counts = await self.store.word_counts(conn, words, cap=cap)
-        kept = [word for word in words if 0 < counts.get(word, 0) <= cap]
-        if not kept and any(counts.get(word, 0) for word in words):
-            kept = [min(words, key=lambda word: (counts.get(word, 0) or cap + 2, word))]
-        return " ".join(kept)
+        every = list(dict.fromkeys(word for query in queries for word in query.split()))
+        counts = await self.store.word_counts(conn, every, cap=cap)
+        selective: list[str] = []
+        for query in queries:
+            words = query.split()
+            kept = [word for word in words if 0 < counts.get(word, 0) <= cap]
+            if not kept and any(counts.get(word, 0) for word in words):
+                kept = [min(words, key=lambda word: (counts.get(word, 0) or cap + 2, word))]
+            selective.append(" ".join(kept))
+        return selective
 
     def _spread(self, strength: dict[int, float], before_seq: int | None) -> dict[int, float]:
         policy = self.policy
@@ -361,12 +395,12 @@ class ConversationRetriever:
         return spread
 
     def _add_turn(
-        self, found: dict[str, _Candidate], turn: ConversationTurn, state: SessionState | None
+        self, found: dict[str, _Candidate], turn: TurnText, facts: set[int], loops: set[int]
     ) -> None:
         ref = f"turn:{turn.seq}"
         if ref in found:
             return
-        important = turn.seq in _fact_turns(state) or bool(turn.job_refs)
+        important = turn.has_jobs or turn.seq in facts
         found[ref] = _Candidate(
             kind="turn",
             ref=ref,
@@ -375,7 +409,7 @@ class ConversationRetriever:
             importance=(
                 self.policy.fact_turn_importance if important else self.policy.turn_importance
             ),
-            open_loop=1.0 if turn.seq in _loop_turns(state) else 0.0,
+            open_loop=1.0 if turn.seq in loops else 0.0,
         )
 
     async def _summary_candidates(
@@ -383,27 +417,28 @@ class ConversationRetriever:
         conn: Any,
         found: dict[str, _Candidate],
         session_id: str,
-        query: str,
-        slot: str,
+        queries: list[tuple[str, str]],
         limit: int,
     ) -> None:
-        for hit in await _search_summaries(conn, session_id, query, limit):
-            ref = f"summary:{hit.summary_id}"
-            candidate = found.get(ref)
-            if candidate is None:
-                delta = (
-                    hit.delta
-                    if len(hit.delta) <= _SUMMARY_CHARS
-                    else (hit.delta[: _SUMMARY_CHARS - 1].rstrip() + "…")
-                )
-                candidate = found[ref] = _Candidate(
-                    kind="summary",
-                    ref=ref,
-                    text=f"Summary of turns #{hit.from_seq}-#{hit.to_seq}: {delta}",
-                    seq=hit.to_seq,
-                    importance=self.policy.summary_importance,
-                )
-            setattr(candidate, slot, max(getattr(candidate, slot), -hit.bm25))
+        results = await _search_summaries(conn, session_id, [query for query, _ in queries], limit)
+        for (_, slot), hits in zip(queries, results, strict=True):
+            for hit in hits:
+                ref = f"summary:{hit.summary_id}"
+                candidate = found.get(ref)
+                if candidate is None:
+                    delta = (
+                        hit.delta
+                        if len(hit.delta) <= _SUMMARY_CHARS
+                        else (hit.delta[: _SUMMARY_CHARS - 1].rstrip() + "…")
+                    )
+                    candidate = found[ref] = _Candidate(
+                        kind="summary",
+                        ref=ref,
+                        text=f"Summary of turns #{hit.from_seq}-#{hit.to_seq}: {delta}",
+                        seq=hit.to_seq,
+                        importance=self.policy.summary_importance,
+                    )
+                setattr(candidate, slot, max(getattr(candidate, slot), -hit.bm25))
 
     async def _memory_candidates(
         self,
@@ -431,7 +466,11 @@ class ConversationRetriever:
             setattr(candidate, slot, max(getattr(candidate, slot), -bm25))
 
     def _rank(
-        self, candidates: Iterable[_Candidate], last_seq: int, state: SessionState | None
+        self,
+        candidates: Iterable[_Candidate],
+        last_seq: int,
+        state: SessionState | None,
+        token_budget: int | None,
     ) -> list[RetrievedItem]:
         pool = list(candidates)
         if not pool:
@@ -440,17 +479,17 @@ class ConversationRetriever:
         weights = policy.weights
         best_message = max(c.message for c in pool) or 1.0
         best_topics = max(c.topics for c in pool) or 1.0
-        loops = _loop_turns(state)
+        first_loop = min(_loop_turns(state), default=None)
         total = (
             weights.message + weights.topics + weights.recency + weights.importance
             + weights.open_loop
         )  # fmt: skip
-        items: list[RetrievedItem] = []
+        ranked: list[_Ranked] = []
         for c in pool:
             if c.kind != "memory" and c.seq is not None:
                 c.recency = 0.5 ** (max(last_seq - c.seq, 0) / policy.recency_half_life_turns)
-            if c.kind == "summary" and c.seq is not None and any(seq <= c.seq for seq in loops):
-                c.open_loop = 0.5
+            if c.kind == "summary" and c.seq is not None and first_loop is not None:
+                c.open_loop = 0.5 if first_loop <= c.seq else c.open_loop
             score = (
                 weights.message * c.message / best_message
                 + weights.topics * c.topics / best_topics
@@ -460,12 +499,15 @@ class ConversationRetriever:
             ) / total
             if score < policy.min_score or math.isnan(score):
                 continue
-            items.append(
-                RetrievedItem(kind=c.kind, ref=c.ref, text=c.text, seq=c.seq, score=round(score, 4))
-            )
+            ranked.append(_Ranked(round(score, 4), c))
         # Best first; ties go to the newer item, then the reference (deterministic).
-        items.sort(key=lambda item: (-item.score, -(item.seq or 0), item.ref))
-        return items
+        ranked.sort(key=lambda r: (-r.score, -(r.candidate.seq or 0), r.candidate.ref))
+        if token_budget is not None:
+            ranked = _could_fit(ranked, token_budget)
+        return [
+            RetrievedItem(kind=c.kind, ref=c.ref, text=c.text, seq=c.seq, score=score)
+            for score, c in ranked
+        ]
 
     async def for_packet(
         self,
@@ -525,10 +567,12 @@ class ConversationRetriever:
             await tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")  # noqa: S608
 
 
-def _name_words(speaker: str | None) -> set[str]:
+@lru_cache(maxsize=1024)
+def _name_words(speaker: str | None) -> frozenset[str]:
+    # Cached: a chat has few speakers, and each hit of each packet asks.
     if not speaker:
-        return set()
-    return {word for word in query_words(speaker) if len(word) > 2}
+        return frozenset()
+    return frozenset(word for word in query_words(speaker) if len(word) > 2)
 
 
 def _topic_names(state: SessionState | None) -> list[str]:
@@ -549,22 +593,62 @@ def _loop_turns(state: SessionState | None) -> set[int]:
     return opened | {c.asked_turn for c in state.pending_clarifications}
 
 
+def _could_fit(ranked: list[_Ranked], budget: int) -> list[_Ranked]:
+    """Return the ranked candidates a first fit of ``budget`` tokens could take, in order.
+
+    :meth:`ConversationContextBuilder.build <agent.memory.conversation_context_builder.
+    ConversationContextBuilder.build>` takes the retrieved items best first, each one that
+    still fits after what the packet holds already (first fit). So an item is taken only if
+    every item before it that costs no more was taken too (one left out found less room than
+    this one needs), hence only if its cost plus theirs is within the budget, whatever the
+    packet held before. The items that fail this can never be taken, and leaving them out
+    changes nothing: a left-out item adds nothing to the packet. (This holds because none of
+    the items is one the packet carries already: :meth:`ConversationRetriever.for_packet`
+    leaves out the raw turns.)
+    """
+    kept: list[_Ranked] = []
+    costs: list[int] = []  # the costs of the kept items, sorted
+    never = budget + 1  # an item costing this much or more cannot be taken
+    for entry in ranked:
+        cost = estimate_tokens(entry.candidate.text)
+        if cost >= never:
+            continue
+        if cost + sum(costs[: bisect_right(costs, cost)]) > budget:
+            # Nor can any later item that costs as much: this one would have been before it.
+            never = cost
+            continue
+        insort(costs, cost)
+        kept.append(entry)
+    return kept
+
+
 async def _search_summaries(
-    conn: Any, session_id: str, words: str, limit: int
-) -> Sequence[_SummaryHit]:
-    """BM25 over the session's extractive summary deltas (migration 0006), best first."""
-    query = match_query(words)
-    if not query:
-        return []
+    conn: Any, session_id: str, queries: Sequence[str], limit: int
+) -> list[list[_SummaryHit]]:
+    """BM25 over the session's extractive summary deltas (migration 0006), for each query.
+
+    At most ``limit`` hits per query, in no particular order; all the queries in one statement.
+    """
+    found: list[list[_SummaryHit]] = [[] for _ in queries]
     scope = session_id.replace('"', '""')
-    rows = await conn.execute_fetchall(
-        "SELECT s.summary_id, s.from_seq, s.to_seq, s.delta, hit.score FROM"
-        " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid, rank AS score"
-        "   FROM conversation_summaries_fts WHERE conversation_summaries_fts MATCH ?"
-        "   AND rank MATCH 'bm25(0.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
-        " ON s.summary_id = hit.hit_rowid"
-        " WHERE s.summarizer = 'extractive' AND s.status = 'completed'"
-        " ORDER BY hit.score, s.summary_id",
-        (f'session_id : "{scope}" AND delta : ({query})', limit),
-    )
-    return [_SummaryHit(row[0], row[1], row[2], row[3], float(row[4])) for row in rows]
+    arms: list[str] = []
+    params: list[Any] = []
+    for index, words in enumerate(queries):
+        query = match_query(words)
+        if not query:
+            continue
+        # ``index`` is a loop counter, never user text.
+        arms.append(
+            f"SELECT {index}, s.summary_id, s.from_seq, s.to_seq, s.delta, hit.score FROM"  # noqa: S608
+            " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid, rank AS score"
+            "   FROM conversation_summaries_fts WHERE conversation_summaries_fts MATCH ?"
+            "   AND rank MATCH 'bm25(0.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
+            " ON s.summary_id = hit.hit_rowid"
+            " WHERE s.summarizer = 'extractive' AND s.status = 'completed'"
+        )
+        params += [f'session_id : "{scope}" AND delta : ({query})', limit]
+    if not arms:
+        return found
+    for row in await conn.execute_fetchall(" UNION ALL ".join(arms), params):
+        found[row[0]].append(_SummaryHit(row[1], row[2], row[3], row[4], float(row[5])))
+    return found

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import aiosqlite
 import orjson
@@ -32,7 +32,7 @@ from agent.memory.schemas import (
 from agent.utils.timestamps import from_db_time, to_db_time
 from agent.utils.tokens import estimate_tokens
 
-__all__ = ["ConversationStore", "SqliteConversationStore", "match_query"]
+__all__ = ["ConversationStore", "SqliteConversationStore", "TurnText", "match_query"]
 
 _T = TypeVar("_T")
 
@@ -45,8 +45,37 @@ _SESSION_COLUMNS = (
     "session_id, chat_id, chat_type, user_id, title, status, state, turn_count, last_seq,"
     " created_at, updated_at, closed_at"
 )
+# Sessions read per page at hydration.
+_SESSION_PAGE = 256
+# What retrieval reads of a turn (a TurnText): no ids, no delivery columns, no JSON to parse.
+_TURN_TEXT_COLUMNS = (
+    "seq, speaker, created_at, user_text, assistant_text, json_array_length(job_refs) > 0"
+)
 # Rows read per page when collecting recent turns up to a token limit.
 _PAGE = 32
+
+
+class TurnText(NamedTuple):
+    """A turn as retrieval reads it: what its score and its rendered item need, no model.
+
+    Building a :class:`ConversationTurn` costs more than scoring it, and retrieval reads a few
+    hundred turns per packet, most of which never make it into the packet.
+
+    Attributes:
+        seq: the turn's position in its session.
+        speaker: who said it (``None``: the user of a private chat).
+        created_at: when it was recorded.
+        user_text: what was said.
+        assistant_text: the bot's answer, if any.
+        has_jobs: whether the turn carries job references.
+    """
+
+    seq: int
+    speaker: str | None
+    created_at: datetime
+    user_text: str
+    assistant_text: str | None
+    has_jobs: bool
 
 
 class ConversationStore(Protocol):
@@ -96,6 +125,10 @@ class ConversationStore(Protocol):
         """Return sessions, most recently active first."""
         ...
 
+    def open_session_pages(self, conn: Any) -> AsyncIterator[list[ConversationSession]]:
+        """Yield the open sessions a page at a time (hydration never holds all at once)."""
+        ...
+
     async def save_state(
         self, tx: Any, state: SessionState, *, last_seq: int, now: datetime
     ) -> None:
@@ -134,20 +167,22 @@ class ConversationStore(Protocol):
         """Yield every turn of a session in order (for rebuilds and exports)."""
         ...
 
-    async def search_turns(
+    async def search_turn_texts(
         self,
         conn: Any,
         session_id: str,
-        words: str,
+        queries: Sequence[str],
         limit: int = 5,
         *,
         recent: int = 2000,
         old_word_turns: int = 100,
-    ) -> list[tuple[ConversationTurn, float]]:
-        """Return the session's turns that best match ``words`` (BM25), best first.
+    ) -> list[list[tuple[TurnText, float]]]:
+        """Return, for each of ``queries``, the session's turns that best match it (BM25).
 
-        All words over the last ``recent`` turns; over older turns, only the words found in at
-        most ``old_word_turns`` of them (so that the cost does not grow with the history).
+        Each list is best first, at most ``limit`` long, with each turn's BM25 score. All words
+        over the last ``recent`` turns; over older turns, only the words found in at most
+        ``old_word_turns`` of them (so that the cost does not grow with the history). Called by
+        the retriever for each packet, with the message and topic queries together.
         """
         ...
 
@@ -159,10 +194,9 @@ class ConversationStore(Protocol):
         """Return one turn of a session, or ``None``."""
         ...
 
-    async def get_turns(
-        self, conn: Any, session_id: str, seqs: list[int]
-    ) -> list[ConversationTurn]:
-        """Return the turns of a session with these seqs (those that exist), in seq order."""
+    async def get_turn_texts(self, conn: Any, session_id: str, seqs: list[int]) -> list[TurnText]:
+        """Return the turns of a session with these seqs (those that exist), in seq order, as
+        retrieval reads them (the neighbours of its hits)."""
         ...
 
     async def mark_delivered(
@@ -194,10 +228,11 @@ _QUERY_WORDS = 24
 #: A turn search ranks every query word over the session's last this many turns ...
 RECENT_TURNS = 2000
 #: The turn search: FTS5 ranks inside one session's block of index row ids with a LIMIT, then
-#: the hits are read by the turns' primary key (session_id, seq). Parameters: MATCH expression,
-#: low and high row id, limit, session id, the session's row id base.
+#: the hits are read by the turns' primary key (session_id, seq), as :class:`TurnText` columns
+#: and the score. Parameters: MATCH expression, low and high row id, limit, session id, the
+#: session's row id base. A packet's searches run as one ``UNION ALL`` of these.
 TURN_SEARCH_SQL = (
-    f"SELECT {_TURN_COLUMNS}, hit.score AS score FROM"
+    f"SELECT {_TURN_TEXT_COLUMNS}, hit.score AS score FROM"
     " (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
     "  WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ?"
     "  AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
@@ -208,10 +243,14 @@ TURN_SEARCH_SQL = (
 OLD_WORD_TURNS = 100
 
 
+def _query_words(text: str) -> list[str]:
+    """Return the words of ``text`` a search takes, lowercased, without repeats."""
+    return list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:_QUERY_WORDS]
+
+
 def match_query(text: str) -> str:
     """Turn free text into a safe FTS5 query: its words, each quoted, joined by ``OR``."""
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:_QUERY_WORDS]
-    return " OR ".join(f'"{word}"' for word in words)
+    return " OR ".join(f'"{word}"' for word in _query_words(text))
 
 
 def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
@@ -233,6 +272,14 @@ def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
         message_id=row["message_id"],
         reply_message_id=row["reply_message_id"],
         delivered_at=from_db_time(row["delivered_at"]),
+    )
+
+
+def _row_to_turn_text(row: Sequence[Any]) -> TurnText:
+    """Map the :data:`_TURN_TEXT_COLUMNS` of a row (in that order) to a :class:`TurnText`."""
+    seq, speaker, created_at, user_text, assistant_text, has_jobs = row[:6]
+    return TurnText(
+        seq, speaker, from_db_time(created_at), user_text, assistant_text, bool(has_jobs)
     )
 
 
@@ -410,6 +457,23 @@ class SqliteConversationStore:
         rows = await conn.execute_fetchall(sql, params)
         return [_row_to_session(row) for row in rows]
 
+    async def open_session_pages(
+        self, conn: aiosqlite.Connection
+    ) -> AsyncIterator[list[ConversationSession]]:
+        """Yield the open sessions a page at a time, in ``session_id`` order."""
+        after = ""
+        while True:
+            page = await _select_sessions(
+                conn,
+                "closed_at IS NULL AND session_id > ? ORDER BY session_id LIMIT ?",
+                (after, _SESSION_PAGE),
+            )
+            if page:
+                yield page
+            if len(page) < _SESSION_PAGE:
+                return
+            after = page[-1].session_id
+
     async def save_state(
         self, tx: aiosqlite.Connection, state: SessionState, *, last_seq: int, now: datetime
     ) -> None:
@@ -560,27 +624,28 @@ class SqliteConversationStore:
                 return
             after = rows[-1]["seq"]
 
-    async def search_turns(
+    async def search_turn_texts(
         self,
         conn: aiosqlite.Connection,
         session_id: str,
-        words: str,
+        queries: Sequence[str],
         limit: int = 5,
         *,
         recent: int = RECENT_TURNS,
         old_word_turns: int = OLD_WORD_TURNS,
-    ) -> list[tuple[ConversationTurn, float]]:
-        """Return the session's turns that best match ``words`` (FTS5 BM25), best first.
+    ) -> list[list[tuple[TurnText, float]]]:
+        """Return, for each of ``queries``, the session's turns that best match it (FTS5 BM25).
 
-        ``words`` is user text: it is reduced to its words, each quoted, so that FTS5 query
+        Each query is user text: it is reduced to its words, each quoted, so that FTS5 query
         syntax in it (quotes, ``*``, ``NEAR``, ``OR``, column filters) is searched for as plain
-        words and never parsed. The score is BM25's (lower is better); a word naming the
-        speaker counts half as much as one in the text.
+        words and never parsed. Each list is best first (ties: the newer turn), at most
+        ``limit`` long; the score is BM25's (lower is better); a word naming the speaker counts
+        half as much as one in the text.
 
         The cost does not grow with the history (migration 0007: a session's turns are one
-        rowid range of the index, ``(session rowid << 32) + seq``). Two ranked searches, each
-        restricted by ``rowid BETWEEN`` and not by a MATCH term (FTS5's bm25() reads the whole
-        posting list of every phrase of its query to count its documents):
+        rowid range of the index, ``(session rowid << 32) + seq``). Two ranked searches per
+        query, each restricted by ``rowid BETWEEN`` and not by a MATCH term (FTS5's bm25() reads
+        the whole posting list of every phrase of its query to count its documents):
 
         * the session's last ``recent`` turns, for every word;
         * the turns before them, for the words found in at most ``old_word_turns`` of those
@@ -589,60 +654,69 @@ class SqliteConversationStore:
           every turn, is not searched for there (it says little about which old turn is meant).
 
         Both are BM25 of the same index, so their scores compare; at most ``limit`` of each
-        reach the join, which reads turns by primary key.
+        reach the join, which reads turns by primary key. Every search of every query is one
+        statement (``UNION ALL``), and a turn is read as a :class:`TurnText`, not a model.
         """
-        query = match_query(words)
-        if not query or limit < 1:
-            return []
+        found: list[list[tuple[TurnText, float]]] = [[] for _ in queries]
+        asked = [_query_words(words) for words in queries]
+        if limit < 1 or not any(asked):
+            return found
         rows = await conn.execute_fetchall(
             "SELECT s.rowid, (SELECT max(seq) FROM conversation_turns AS t"
             "  WHERE t.session_id = s.session_id) FROM conversation_sessions AS s"
             " WHERE s.session_id = ?",
             (session_id,),
         )
-        found = next(iter(rows), None)
-        if found is None or found[1] is None:
-            return []
-        base = int(found[0]) << 32
-        first_recent = max(int(found[1]) - recent + 1, 1)
-        columns = "{speaker user_text assistant_text}"
-        ranges = [(f"{columns} : ({query})", base + first_recent, base + 0xFFFFFFFF)]
+        session = next(iter(rows), None)
+        if session is None or session[1] is None:
+            return found
+        base = int(session[0]) << 32
+        first_recent = max(int(session[1]) - recent + 1, 1)
+        old: dict[str, int] = {}
         if first_recent > 1:
+            every = list(dict.fromkeys(word for words in asked for word in words))
             old = await self._range_counts(
-                conn, words, base + 1, base + first_recent - 1, cap=old_word_turns
+                conn, every, base + 1, base + first_recent - 1, cap=old_word_turns
             )
-            rare = [word for word, count in old.items() if 0 < count <= old_word_turns]
+        columns = "{speaker user_text assistant_text}"
+        arms: list[str] = []
+        params: list[Any] = []
+        for index, words in enumerate(asked):
+            if not words:
+                continue
+            ranges = [(words, base + first_recent, base + 0xFFFFFFFF)]
+            rare = [word for word in words if 0 < old.get(word, 0) <= old_word_turns]
             if rare:
-                ranges.append(
-                    (f"{columns} : ({match_query(' '.join(rare))})", base + 1,
-                     base + first_recent - 1)
-                )  # fmt: skip
-        hits: list[tuple[ConversationTurn, float]] = []
-        for expression, low, high in ranges:
-            rows = await conn.execute_fetchall(
-                TURN_SEARCH_SQL, (expression, low, high, limit, session_id, base)
-            )
-            hits.extend((_row_to_turn(row), float(row["score"])) for row in rows)
-        hits.sort(key=lambda hit: (hit[1], -hit[0].seq))
-        return hits[:limit]
+                ranges.append((rare, base + 1, base + first_recent - 1))
+            for chosen, low, high in ranges:
+                arms.append(f"SELECT {index}, * FROM ({TURN_SEARCH_SQL})")
+                query = " OR ".join(f'"{word}"' for word in chosen)
+                params += [f"{columns} : ({query})", low, high, limit, session_id, base]
+        for row in await conn.execute_fetchall(" UNION ALL ".join(arms), params):
+            found[row[0]].append((_row_to_turn_text(row[1:]), float(row[7])))
+        for hits in found:
+            hits.sort(key=lambda hit: (hit[1], -hit[0].seq))
+            del hits[limit:]
+        return found
 
     async def _range_counts(
-        self, conn: aiosqlite.Connection, words: str, low: int, high: int, *, cap: int
+        self, conn: aiosqlite.Connection, words: list[str], low: int, high: int, *, cap: int
     ) -> dict[str, int]:
-        """Count the index rows in ``low..high`` that hold each word, up to ``cap + 1``."""
-        asked = list(dict.fromkeys(word.lower() for word in _WORD.findall(words)))[:_QUERY_WORDS]
-        if not asked:
+        """Count the index rows in ``low..high`` that hold each word, up to ``cap + 1``.
+
+        ``words`` are lowercased words (:func:`_query_words`); one statement for all of them.
+        """
+        if not words:
             return {}
         one = (
             "(SELECT count(*) FROM (SELECT 1 FROM conversation_turns_fts"
             " WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?))"
         )
         params: list[Any] = []
-        for word in asked:
-            params += [f"{{speaker user_text assistant_text}} : ({match_query(word)})", low, high]
-            params.append(cap + 1)
-        rows = await conn.execute_fetchall("SELECT " + ", ".join([one] * len(asked)), params)
-        return dict(zip(asked, (int(count) for count in next(iter(rows))), strict=True))
+        for word in words:
+            params += [f'{{speaker user_text assistant_text}} : ("{word}")', low, high, cap + 1]
+        rows = await conn.execute_fetchall("SELECT " + ", ".join([one] * len(words)), params)
+        return dict(zip(words, (int(count) for count in next(iter(rows))), strict=True))
 
     async def word_counts(
         self, conn: aiosqlite.Connection, words: list[str], *, cap: int
@@ -673,20 +747,22 @@ class SqliteConversationStore:
         """Return one turn of a session, or ``None``."""
         return _first(await _select_turns(conn, "session_id = ? AND seq = ?", (session_id, seq)))
 
-    async def get_turns(
+    async def get_turn_texts(
         self, conn: aiosqlite.Connection, session_id: str, seqs: list[int]
-    ) -> list[ConversationTurn]:
+    ) -> list[TurnText]:
         """Return the turns of a session with these seqs (those that exist), in seq order.
 
-        One query through the primary key, for the neighbours of retrieved turns.
+        One query through the primary key, for the neighbours of retrieved turns; each turn is
+        read as a :class:`TurnText`, not a model.
         """
         if not seqs:
             return []
-        return await _select_turns(
-            conn,
-            "session_id = ? AND seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
+        rows = await conn.execute_fetchall(
+            f"SELECT {_TURN_TEXT_COLUMNS} FROM conversation_turns WHERE session_id = ?"
+            " AND seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
             (session_id, orjson.dumps(sorted(set(seqs)))),
         )
+        return [_row_to_turn_text(row) for row in rows]
 
     async def mark_delivered(
         self,

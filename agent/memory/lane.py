@@ -21,20 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict, deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from agent.db import Database
 from agent.errors import CheckpointError, SessionNotFound, StorageError
+from agent.memory.chat_memories import ChatMemories
 from agent.memory.checkpoint_audit import CheckpointAudit
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
+from agent.memory.live_sessions import DEFAULT_RESIDENT, LiveSession, LiveSessions
 from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolidator
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
@@ -48,7 +50,6 @@ from agent.memory.schemas import (
     Reply,
     RetrievedItem,
     SessionState,
-    SessionStatus,
     SummaryVersion,
     dump_json,
     utc_now,
@@ -126,17 +127,6 @@ class HydrationReport:
     undelivered: list[ConversationTurn] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _LiveSession:
-    """A hydrated session: what the next turn needs, held in memory."""
-
-    session: ConversationSession
-    state: SessionState
-    recent: deque[ConversationTurn]
-    # The status in the checkpoint file on disk; None when the file is missing or behind.
-    checkpoint_status: SessionStatus | None = None
-
-
 class ConversationLane:
     """The crash-safe conversation memory of every chat the bot talks in.
 
@@ -154,6 +144,8 @@ class ConversationLane:
         retriever: finds the older turns, summaries and memories relevant to a new message
             (default: BM25 with the default weights).
         consolidator: decays, archives and merges long-term memories (the scheduled job).
+        resident_sessions: hydrated sessions kept as objects; the others are held packed
+            (see :mod:`agent.memory.live_sessions`).
         clock: returns the current time (tests pass a fixed clock).
     """
 
@@ -171,6 +163,7 @@ class ConversationLane:
         summary_worker: SummaryWorker | None = None,
         retriever: ConversationRetriever | None = None,
         consolidator: MemoryConsolidator | None = None,
+        resident_sessions: int = DEFAULT_RESIDENT,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.db = db
@@ -186,10 +179,15 @@ class ConversationLane:
         self.consolidator = consolidator or MemoryConsolidator(self.memory_store)
         self._clock = clock
         # Long-term memories per chat, most important first (what packets carry).
-        self._memories: dict[int, tuple[Memory, ...]] = {}
-        self._live: dict[str, _LiveSession] = {}
-        self._chat_sessions: dict[int, str] = {}
+        self._memories = ChatMemories(
+            self.memory_store, per_chat=_MEMORIES_PER_CHAT, chats=resident_sessions
+        )
         self._chat_locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._sessions = LiveSessions(
+            recent_turns=self.builder.recent_turns,
+            busy=self._busy,
+            resident=resident_sessions,
+        )
         self._hydrated = False
         self._closed = False
         # Why checkpoint writes fail, while they do (logged once, not once per turn).
@@ -204,7 +202,10 @@ class ConversationLane:
         the database (through indexes: the cost does not depend on the history's length); a
         checkpoint that is missing, unreadable, of another version, or not at the database's
         turn is rewritten from the database with a warning (I5). Checkpoint files of sessions
-        the database no longer has are deleted (an erasure a crash interrupted).
+        the database no longer has are deleted (an erasure a crash interrupted). Sessions are
+        read a page at a time and all but the most recently active are held packed
+        (:mod:`agent.memory.live_sessions`); a chat's long-term memories are read at its first
+        packet.
 
         Raises:
             RuntimeError: called twice, or after :meth:`shutdown`.
@@ -217,28 +218,31 @@ class ConversationLane:
         self.checkpoints.remove_temp_files()
         now = self._clock()
         await self.db.write(lambda tx: self.store.set_status(tx, "resuming", now=now))
-        sessions = await self.store.list_sessions(self.db.reader, limit=None, open_only=True)
-        await self._load_memories([session.chat_id for session in sessions])
         if self.summary_worker is not None:
-            await self.summary_worker.initialize([session.session_id for session in sessions])
-        stale: list[_LiveSession] = []
-        for session in sessions:
-            recent = await self.store.recent_turns(
-                self.db.reader, session.session_id, self.builder.recent_turns
-            )
-            live = self._remember(session, recent)
-            problem = await self._checkpoint_problem(live)
-            if problem is None:
-                continue
-            logger.warning(
-                "checkpoint of session %s %s; rebuilt from the turn log",
-                session.session_id,
-                problem,
-            )
-            report.rebuilt[session.session_id] = problem
-            stale.append(live)
-        await _bounded_gather(self._save_checkpoint(live) for live in stale)
-        report.sessions = len(sessions)
+            await self.summary_worker.initialize()
+        stale: list[str] = []
+        # A page of sessions at a time: a bot with many chats never holds all as objects.
+        async for sessions in self.store.open_session_pages(self.db.reader):
+            if self.summary_worker is not None:
+                await self.summary_worker.initialize([s.session_id for s in sessions])
+            for session in sessions:
+                recent = await self.store.recent_turns(
+                    self.db.reader, session.session_id, self.builder.recent_turns
+                )
+                live = self._sessions.new(session, recent)
+                problem = await self._checkpoint_problem(live)
+                self._sessions.add(live)
+                report.sessions += 1
+                if problem is None:
+                    continue
+                logger.warning(
+                    "checkpoint of session %s %s; rebuilt from the turn log",
+                    session.session_id,
+                    problem,
+                )
+                report.rebuilt[session.session_id] = problem
+                stale.append(session.session_id)
+        await _bounded_gather(self._rewrite_checkpoint(sid) for sid in stale)
         report.orphans_removed = await self._remove_orphan_checkpoints()
         report.undelivered = await self.store.undelivered_turns(self.db.reader)
         logger.info(
@@ -249,34 +253,11 @@ class ConversationLane:
         )
         return report
 
-    def _remember(
-        self, session: ConversationSession, recent: Iterable[ConversationTurn]
-    ) -> _LiveSession:
-        live = _LiveSession(
-            session=session,
-            state=session.state,
-            recent=deque(recent, maxlen=max(self.builder.recent_turns, 1)),
-        )
-        self._register(live)
-        return live
+    def _busy(self, chat_id: int) -> bool:
+        lock = self._chat_locks.get(chat_id)
+        return lock is not None and lock.locked()
 
-    async def _load_memories(self, chat_ids: list[int]) -> None:
-        found = await self.memory_store.active_for_chats(
-            self.db.reader, chat_ids, per_chat=_MEMORIES_PER_CHAT
-        )
-        self._memories.update({chat_id: tuple(mems) for chat_id, mems in found.items()})
-
-    def _remember_memories(self, chat_id: int, promoted: list[Memory]) -> None:
-        by_key = {memory.key: memory for memory in self._memories.get(chat_id, ())}
-        by_key.update({memory.key: memory for memory in promoted})
-        ranked = sorted(by_key.values(), key=lambda m: (-m.importance, m.key))
-        self._memories[chat_id] = tuple(ranked[:_MEMORIES_PER_CHAT])
-
-    def _register(self, live: _LiveSession) -> None:
-        self._live[live.session.session_id] = live
-        self._chat_sessions[live.session.chat_id] = live.session.session_id
-
-    async def _checkpoint_problem(self, live: _LiveSession) -> str | None:
+    async def _checkpoint_problem(self, live: LiveSession) -> str | None:
         # At hydration the session row holds the state the lane starts from (live.state).
         check = await CheckpointAudit(
             self.checkpoints, self.store, recent_turns=self.builder.recent_turns
@@ -339,7 +320,7 @@ class ConversationLane:
             return await self._answer(live, is_new, message, engine)
 
     async def _answer(
-        self, live: _LiveSession, is_new: bool, message: InboundMessage, engine: ReplyEngine
+        self, live: LiveSession, is_new: bool, message: InboundMessage, engine: ReplyEngine
     ) -> TurnResult:
         if not message.wants_reply:  # kept without an answer: no engine, no packet
             return await self._commit_turn(live, is_new, message, Reply(), None)
@@ -348,7 +329,7 @@ class ConversationLane:
         reply = await engine.reply(packet, message)
         return await self._commit_turn(live, is_new, message, reply, packet)
 
-    async def _erased_elsewhere(self, live: _LiveSession) -> bool:
+    async def _erased_elsewhere(self, live: LiveSession) -> bool:
         """Whether a live session is gone from the database; if so, let go of it."""
         sid = live.session.session_id
         if await self.store.existing_session_ids(self.db.reader, [sid]):
@@ -359,7 +340,7 @@ class ConversationLane:
             live.session.chat_id,
         )
         self._forget_live(sid)
-        self._memories.pop(live.session.chat_id, None)  # those only it stated went with it
+        self._memories.drop(live.session.chat_id)  # those only it stated went with it
         return True
 
     async def complete_job(self, chat_id: int, job_id: str, text: str) -> TurnResult | None:
@@ -381,8 +362,7 @@ class ConversationLane:
         self._check_open()
         async with self._chat_locks[chat_id]:
             self._check_open()
-            sid = self._chat_sessions.get(chat_id)
-            live = self._live.get(sid) if sid is not None else None
+            live = self._sessions.for_chat(chat_id)
             job = None
             if live is not None:
                 job = next((j for j in live.state.active_job_refs if j.job_id == job_id), None)
@@ -403,7 +383,7 @@ class ConversationLane:
 
     async def _commit_turn(
         self,
-        live: _LiveSession,
+        live: LiveSession,
         is_new: bool,
         message: InboundMessage,
         reply: Reply,
@@ -481,9 +461,9 @@ class ConversationLane:
         if known is not None:
             return TurnResult(turn=known, packet=None, duplicate=True)
         if is_new:
-            self._register(live)
+            self._sessions.add(live)
         if promoted:
-            self._remember_memories(session.chat_id, promoted)
+            self._memories.promoted(session.chat_id, promoted)
         live.state = state
         live.recent.append(turn)
         await self._save_checkpoint(live)
@@ -491,18 +471,18 @@ class ConversationLane:
             self.summary_worker.schedule(session.session_id)  # after the commit, never inside
         return TurnResult(turn=turn, packet=packet)
 
-    async def _session_for(self, message: InboundMessage) -> tuple[_LiveSession, bool]:
-        sid = self._chat_sessions.get(message.chat_id)
-        if sid is not None:
-            return self._live[sid], False
-        if message.chat_id not in self._memories:
-            await self._load_memories([message.chat_id])
+    async def _session_for(self, message: InboundMessage) -> tuple[LiveSession, bool]:
+        live = self._sessions.for_chat(message.chat_id)
+        if live is not None:
+            return live, False
         session = await self.store.open_session_for_chat(self.db.reader, message.chat_id)
         if session is not None:
             recent = await self.store.recent_turns(
                 self.db.reader, session.session_id, self.builder.recent_turns
             )
-            return self._remember(session, recent), False
+            live = self._sessions.new(session, recent)
+            self._sessions.add(live)
+            return live, False
         now = self._clock()
         sid = ids.session_id()
         session = ConversationSession(
@@ -518,12 +498,7 @@ class ConversationLane:
         # A new session enters memory only once its first turn is committed (on_turn): if the
         # engine or the commit fails, the chat's next message must not find a session that the
         # database does not have.
-        live = _LiveSession(
-            session=session,
-            state=session.state,
-            recent=deque(maxlen=max(self.builder.recent_turns, 1)),
-        )
-        return live, True
+        return self._sessions.new(session), True
 
     async def mark_delivered(self, turn: ConversationTurn, message_id: int) -> None:
         """Record that ``turn``'s reply was sent as Telegram message ``message_id`` (step 3)."""
@@ -541,7 +516,7 @@ class ConversationLane:
         )
 
     def _snapshot(
-        self, live: _LiveSession, summary_delta: str | None = None
+        self, live: LiveSession, summary_delta: str | None = None
     ) -> ConversationCheckpointSnapshot:
         state = live.state
         return ConversationCheckpointSnapshot(
@@ -554,7 +529,7 @@ class ConversationLane:
             written_at=self._clock(),
         )
 
-    async def _save_checkpoint(self, live: _LiveSession, summary_delta: str | None = None) -> None:
+    async def _save_checkpoint(self, live: LiveSession, summary_delta: str | None = None) -> None:
         state = live.state
         snapshot = self._snapshot(live, summary_delta)
         try:
@@ -591,32 +566,40 @@ class ConversationLane:
         """
         self._check_open()
         rewritten = 0
-        for live in [live for live in self._live.values() if live.checkpoint_status is None]:
-            sid = live.session.session_id
-            async with self._chat_locks[live.session.chat_id]:
-                # A turn of the chat may have written it, or closed the session, meanwhile.
-                if live.checkpoint_status is not None or self._live.get(sid) is not live:
-                    continue
-                self._check_open()
-                await self._save_checkpoint(live)
-            if live.checkpoint_status is None:
+        for sid in self._sessions.unwritten():
+            written = await self._rewrite_checkpoint(sid)
+            if written is False:
                 break
-            rewritten += 1
+            if written:
+                rewritten += 1
         return rewritten
+
+    async def _rewrite_checkpoint(self, session_id: str) -> bool | None:
+        # Whether the file of a session whose checkpoint is not written got written; None if
+        # there was nothing to do. Under the chat's lock: the session stays an object meanwhile.
+        chat_id = self._sessions.chat_id_of(session_id)
+        if chat_id is None:
+            return None
+        async with self._chat_locks[chat_id]:
+            self._check_open()
+            # A turn of the chat may have written it, or closed the session, meanwhile.
+            live = self._sessions.get(session_id)
+            if live is None or live.checkpoint_status is not None:
+                return None
+            await self._save_checkpoint(live)
+            return live.checkpoint_status is not None
 
     # -- reading ---------------------------------------------------------------------------
 
-    def packet(self, chat_id: int) -> ConversationContextPacket | None:
+    async def packet(self, chat_id: int) -> ConversationContextPacket | None:
         """Return the chat's packet from what the lane holds, without retrieval.
 
         The state, last turns, memories and summaries, as a turn's packet has them but with no
         retrieved items (those depend on the next message: see :meth:`context`). ``None`` for
         an unknown chat.
         """
-        sid = self._chat_sessions.get(chat_id)
-        if sid is None:
-            return None
-        return self._packet(self._live[sid])
+        live = self._sessions.for_chat(chat_id)
+        return None if live is None else await self._packet(live)
 
     async def context(
         self, chat_id: int, text: str | None = None
@@ -629,10 +612,9 @@ class ConversationLane:
         Returns:
             The packet, or ``None`` for a chat with no open session.
         """
-        sid = self._chat_sessions.get(chat_id)
-        if sid is None:
+        live = self._sessions.for_chat(chat_id)
+        if live is None:
             return None
-        live = self._live[sid]
         if text is None:
             text = live.recent[-1].user_text if live.recent else ""
         return await self._packet_for(live, text, is_new=False)
@@ -643,14 +625,13 @@ class ConversationLane:
         The same retriever and scores as a turn's packet, over every turn of the session
         (the latest included) and the chat's long-term memories.
         """
-        sid = self._chat_sessions.get(chat_id)
-        if sid is None or limit < 1:
+        live = self._sessions.for_chat(chat_id)
+        if live is None or limit < 1:
             return []
-        live = self._live[sid]
         items = await self.retriever.recall(
             self.db.reader,
             chat_id=chat_id,
-            session_id=sid,
+            session_id=live.session.session_id,
             words=words,
             now=self._clock(),
             state=live.state,
@@ -658,7 +639,7 @@ class ConversationLane:
         return items[:limit]
 
     async def _packet_for(
-        self, live: _LiveSession, text: str, *, is_new: bool
+        self, live: LiveSession, text: str, *, is_new: bool
     ) -> ConversationContextPacket:
         # The raw turns the packet carries anyway are no candidates; a session not committed
         # yet has no turns to search, but its chat may have memories.
@@ -673,17 +654,14 @@ class ConversationLane:
             recent_turns=self.builder.recent_turns,
             token_budget=self.builder.token_budget,
         )
-        return self._packet(live, retrieved)
+        return await self._packet(live, retrieved)
 
-    def _packet(
-        self, live: _LiveSession, retrieved: Sequence[RetrievedItem] = ()
+    async def _packet(
+        self, live: LiveSession, retrieved: Sequence[RetrievedItem] = ()
     ) -> ConversationContextPacket:
+        memories = await self._memories.of(self.db.reader, live.session.chat_id)
         packet = self.builder.build(
-            live.state,
-            live.recent,
-            now=self._clock(),
-            memories=self._memories.get(live.session.chat_id, ()),
-            retrieved=retrieved,
+            live.state, live.recent, now=self._clock(), memories=memories, retrieved=retrieved
         )
         if self.summary_worker is None:
             return packet
@@ -700,7 +678,7 @@ class ConversationLane:
 
     def session_id_for_chat(self, chat_id: int) -> str | None:
         """Return the id of the chat's open session, if it has one in memory."""
-        return self._chat_sessions.get(chat_id)
+        return self._sessions.session_id_for_chat(chat_id)
 
     def checkpoint_bytes(self, session_id: str) -> bytes:
         """Return the checkpoint JSON of an open session, as its file holds it (for exports).
@@ -708,22 +686,18 @@ class ConversationLane:
         Raises:
             SessionNotFound: the session is not open in this lane.
         """
-        live = self._live.get(session_id)
+        live = self._sessions.get(session_id)
         if live is None:
             raise SessionNotFound(f"session {session_id} is not open")
         return dump_json(self._snapshot(live), indent=True)
 
     def active_jobs(self) -> list[tuple[int, JobRef]]:
         """Return ``(chat_id, job)`` for every active job of every open session."""
-        return [
-            (live.session.chat_id, job)
-            for live in self._live.values()
-            for job in live.state.active_job_refs
-        ]
+        return self._sessions.active_jobs()
 
     async def history(self, chat_id: int, limit: int) -> list[ConversationTurn]:
         """Return the last ``limit`` turns of the chat's open session, oldest first."""
-        sid = self._chat_sessions.get(chat_id)
+        sid = self._sessions.session_id_for_chat(chat_id)
         if sid is None or limit < 1:
             return []
         return await self.store.recent_turns(self.db.reader, sid, limit)
@@ -732,14 +706,12 @@ class ConversationLane:
         """Return ``(chat_id, turn)`` for every answered turn not yet delivered (I4)."""
         pending = []
         for turn in await self.store.undelivered_turns(self.db.reader):
-            live = self._live.get(turn.session_id)
-            session = (
-                live.session
-                if live is not None
-                else await self.store.get_session(self.db.reader, turn.session_id)
-            )
-            if session is not None:
-                pending.append((session.chat_id, turn))
+            chat_id = self._sessions.chat_id_of(turn.session_id)
+            if chat_id is None:
+                session = await self.store.get_session(self.db.reader, turn.session_id)
+                chat_id = None if session is None else session.chat_id
+            if chat_id is not None:
+                pending.append((chat_id, turn))
         return pending
 
     async def refresh_turn(self, turn: ConversationTurn) -> ConversationTurn | None:
@@ -816,7 +788,7 @@ class ConversationLane:
         self._forget_live(session_id)
         if session is not None:
             # Memories that came only from this session went with it.
-            await self._load_memories([session.chat_id])
+            self._memories.drop(session.chat_id)
         await self._truncate_wal()
         return deleted
 
@@ -835,7 +807,7 @@ class ConversationLane:
             await self.checkpoints.delete(sid)
             self._forget_live(sid)
         if pruned:
-            await self._load_memories(list(self._memories))
+            await self._memories.reload(self.db.reader)
             await self._truncate_wal()
         return pruned
 
@@ -855,15 +827,13 @@ class ConversationLane:
         now = self._clock()
         report = await self.db.write(lambda tx: self.consolidator.consolidate(tx, now=now))
         if report.archived or report.merged or report.decayed:
-            await self._load_memories(list(self._memories))
+            await self._memories.reload(self.db.reader)
         return report
 
     def _forget_live(self, session_id: str) -> None:
         if self.summary_worker is not None:
             self.summary_worker.forget(session_id)
-        live = self._live.pop(session_id, None)
-        if live is not None and self._chat_sessions.get(live.session.chat_id) == session_id:
-            del self._chat_sessions[live.session.chat_id]
+        self._sessions.discard(session_id)
 
     # -- stop ------------------------------------------------------------------------------
 
@@ -886,18 +856,19 @@ class ConversationLane:
             if self.db.is_open:
                 now = self._clock()
                 await self.db.write(lambda tx: self.store.set_status(tx, "shutdown_clean", now=now))
-                for live in self._live.values():
-                    live.state = live.state.model_copy(update={"status": "shutdown_clean"})
-                await _bounded_gather(
-                    self._save_checkpoint(live, self._pending_delta(live))
-                    for live in self._live.values()
-                    if live.checkpoint_status != "shutdown_clean"
-                )
+                await _bounded_gather(self._clean_checkpoints())
         finally:
             await self.db.close()
-        logger.info("memory lane shut down cleanly (%d sessions)", len(self._live))
+        logger.info("memory lane shut down cleanly (%d sessions)", len(self._sessions))
 
-    def _pending_delta(self, live: _LiveSession) -> str:
+    def _clean_checkpoints(self) -> Iterator[Awaitable[None]]:
+        # One session unpacked at a time (the writes are consumed as they are made).
+        for live in self._sessions.each():
+            live.state = live.state.model_copy(update={"status": "shutdown_clean"})
+            if live.checkpoint_status != "shutdown_clean":
+                yield self._save_checkpoint(live, self._pending_delta(live))
+
+    def _pending_delta(self, live: LiveSession) -> str:
         # The delta of the turns not yet folded into the rolling summary, less the raw ones.
         return self.states.summarizer.pending_delta(live.state)
 
@@ -906,11 +877,12 @@ class ConversationLane:
             raise RuntimeError("ConversationLane is shut down; create a new one to continue")
 
 
-async def _bounded_gather(coroutines: Iterable[Awaitable[None]]) -> None:
-    semaphore = asyncio.Semaphore(_CHECKPOINT_CONCURRENCY)
+async def _bounded_gather(coroutines: Iterable[Awaitable[object]]) -> None:
+    # A few workers take the coroutines one by one: no more are made than are running.
+    pending = iter(coroutines)
 
-    async def run(coroutine: Awaitable[None]) -> None:
-        async with semaphore:
+    async def worker() -> None:
+        for coroutine in pending:
             await coroutine
 
-    await asyncio.gather(*(run(coroutine) for coroutine in coroutines))
+    await asyncio.gather(*(worker() for _ in range(_CHECKPOINT_CONCURRENCY)))
