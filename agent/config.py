@@ -232,7 +232,10 @@ class Settings(BaseSettings):
         default=0.1,
         ge=0,
         alias="AGENT_RETRIEVAL_WEIGHT_TOPICS",
-        description="Retrieval score weight of BM25 relevance to the active topics.",
+        description=(
+            "Retrieval score weight of BM25 relevance to the active topics (memories always; "
+            "the session's turns and summaries when the message has no word to search for)."
+        ),
     )
     retrieval_weight_recency: float = Field(
         default=0.1,

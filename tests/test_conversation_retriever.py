@@ -34,6 +34,7 @@ from agent.memory import (
     SessionState,
     SqliteConversationStore,
     SqliteMemoryStore,
+    Topic,
     render_packet,
     write_if_worthy,
 )
@@ -230,6 +231,33 @@ async def test_scores_order_by_relevance_recency_and_importance_as_configured(db
     scores = [item.score for item in items]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 <= score <= 1.0 for score in scores)
+
+
+async def test_a_message_with_nothing_to_search_for_retrieves_by_the_active_topics(db):
+    """The session's turns are searched for the message's own words; a message with none
+    ("and then?") is searched for the conversation's active topics instead, so the engine
+    still gets the older talk the conversation is about. So is one whose words were never
+    said."""
+    texts = [
+        "We should repaint the lighthouse before winter.",  # 1: the topic
+        "The ferry timetable changed on Monday.",  # 2: what the message asks about
+        *(filler(n) for n in range(3, 9)),
+    ]
+    sid = await bulk_session(db, texts)
+    state = SessionState(
+        session_id=sid, turn_count=len(texts), active_topics=(Topic(name="lighthouse"),)
+    )
+    retriever = ConversationRetriever()
+
+    async def refs(text: str) -> list[str]:
+        items = await retriever.retrieve(
+            db.reader, chat_id=CHAT, session_id=sid, text=text, now=T0, state=state
+        )
+        return [item.ref for item in items]
+
+    assert (await refs("and then?"))[:1] == ["turn:1"]
+    assert (await refs("what about the zeppelin?"))[:1] == ["turn:1"]  # said in no turn
+    assert (await refs("what about the ferry?"))[:1] == ["turn:2"]
 
 
 async def test_the_reply_after_a_hit_and_the_named_speaker_rank_high(db):

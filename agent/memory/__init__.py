@@ -38,6 +38,7 @@ from agent.memory.conversation_store import (
     ConversationStore,
     SqliteConversationStore,
     TurnText,
+    WordCounts,
     match_query,
 )
 from agent.memory.conversation_summarizer import (
@@ -160,6 +161,7 @@ from agent.memory.topic_tracker import (
     TopicTracker,
     key_phrases,
 )
+from agent.memory.word_frequencies import WordFrequencies
 from agent.memory.writer import (
     PromotionPolicy,
     memory_candidates,
@@ -250,6 +252,8 @@ __all__ = [
     "TurnResult",
     "TurnStatus",
     "TurnText",
+    "WordCounts",
+    "WordFrequencies",
     "bot_question",
     "clean_value",
     "content_stems",

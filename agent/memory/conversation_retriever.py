@@ -11,7 +11,9 @@ active long-term memories. Each candidate gets a score in [0, 1]::
 
 * **relevance**: FTS5 BM25 of the candidate for the query (function words dropped), times
   ``speaker_boost`` for a turn said by someone the message names, divided by the best of that
-  query among all candidates, so the best match is 1. The turns next to a strong hit inherit
+  query among all candidates, so the best match is 1. Memories are searched for the message
+  and for the topics; the session's turns and summaries for the message, or for the topics
+  when the message has no word to search for. The turns next to a strong hit inherit
   part of its relevance (``neighbour_weight`` / distance, less for the turns before it): in a
   chat the answer is often the reply to the message that shares the question's words;
 * **recency**: turns and summaries halve every ``recency_half_life_turns`` turns back;
@@ -35,7 +37,8 @@ BETWEEN`` instead: all query words over the session's last ``RECENT_TURNS`` turn
 older turns only the words found in at most ``OLD_WORD_TURNS`` of them (a fact said once long
 ago is found; a word said throughout is not searched for there). Both are FTS5 BM25 of the same
 index, so their scores compare. Function words and words found in more than ``max_word_turns``
-turns are dropped from queries (``bench/retrieval_cost.py`` measures it at 100,000 turns).
+turns are dropped from the queries of every index (``bench/retrieval_cost.py`` measures it at
+100,000 turns).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from agent.memory.schemas import (
     RetrievedKind,
     SessionState,
 )
+from agent.memory.word_frequencies import WordFrequencies
 from agent.utils.tokens import estimate_tokens
 
 __all__ = [
@@ -264,6 +268,7 @@ class ConversationRetriever:
         self.store: ConversationStore = store or SqliteConversationStore()
         self.memory_store: MemoryStore = memory_store or SqliteMemoryStore()
         self.policy = policy or RetrievalPolicy()
+        self._frequencies = WordFrequencies(self.store, cap=self.policy.max_word_turns)
 
     def candidate_limit(self, token_budget: int | None) -> int:
         """Return how many candidates each index returns per query for ``token_budget``."""
@@ -305,15 +310,23 @@ class ConversationRetriever:
         limit = self.candidate_limit(token_budget)
         message = " ".join(query_words(text))
         topics = " ".join(query_words(" ".join(_topic_names(state))))
+        selective = await self._selective(conn, [message, topics])
         queries = [
-            (query, slot) for query, slot in ((message, "message"), (topics, "topics")) if query
+            (query, slot)
+            for query, slot in zip(selective, ("message", "topics"), strict=True)
+            if query
         ]
+        # The session's turns and summaries are searched for the message, and for the topics
+        # only when the message has no word to search for ("and then?"): searching both cost
+        # twice the time and moved bench/memory_quality.py's recall by less than a point.
+        # Memories (a few per chat) are searched for both.
+        session_queries = queries[:1]
         candidates: dict[str, _Candidate] = {}
-        if session_id is not None and queries:
+        if session_id is not None and session_queries:
             await self._turn_candidates(
-                conn, candidates, session_id, queries, limit, before_seq, state
+                conn, candidates, session_id, session_queries, limit, before_seq, state
             )
-            await self._summary_candidates(conn, candidates, session_id, queries, limit)
+            await self._summary_candidates(conn, candidates, session_id, session_queries, limit)
         for query, slot in queries:
             await self._memory_candidates(conn, candidates, chat_id, query, slot, limit, now)
         if state is not None:
@@ -335,8 +348,9 @@ class ConversationRetriever:
         # The raw turns at the end are matched too and dropped here: ask for that many more.
         slack = 0 if before_seq is None or state is None else max(state.turn_count - before_seq, 0)
         facts, loops = _fact_turns(state), _loop_turns(state)
-        selective = await self._selective(conn, [query for query, _ in queries])
-        results = await self.store.search_turn_texts(conn, session_id, selective, limit + slack + 1)
+        results = await self.store.search_turn_texts(
+            conn, session_id, [query for query, _ in queries], limit + slack + 1
+        )
         scored: list[tuple[str, dict[int, float], dict[int, float]]] = []
         for (query, slot), hits in zip(queries, results, strict=True):
             words = set(query.split())
@@ -362,16 +376,19 @@ class ConversationRetriever:
                     setattr(candidate, slot, max(getattr(candidate, slot), best))
 
     async def _selective(self, conn: Any, queries: list[str]) -> list[str]:
-        """Leave out of each turn query the words found in more than ``max_word_turns`` turns.
+        """Leave out of each query the words found in more than ``max_word_turns`` turns.
 
-        Such a word tells little about which turn is meant, and scoring every turn that has it
-        is what would make a query's cost grow with the history. If every word of a query is
-        that common, its rarest stays. Words found nowhere go too (they cannot match). The
-        words of all the queries are counted in one statement.
+        Such a word tells little about which turn is meant, and FTS5's bm25() reads the whole
+        posting list of every word it ranks by (to count its documents), so ranking by it is
+        what would make a search's cost grow with the history, of the session and of the bot.
+        Summaries and memories come from turns, so a word is no rarer there: every index is
+        searched with the same words. If every word of a query is that common, its rarest
+        stays. Words found in no turn go too. The words are counted once and the counts kept
+        while the turns written since cannot change what they decide (:class:`WordFrequencies`).
         """
         cap = self.policy.max_word_turns
         every = list(dict.fromkeys(word for query in queries for word in query.split()))
-        counts = await self.store.word_counts(conn, every, cap=cap)
+        counts = await self._frequencies.counts(conn, every)
         selective: list[str] = []
         for query in queries:
             words = query.split()
@@ -565,6 +582,7 @@ class ConversationRetriever:
         for table in SEARCH_INDEXES:
             # The table names are this module's constants, never user text.
             await tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")  # noqa: S608
+        self._frequencies.forget()  # words of the erased turns count no more
 
 
 @lru_cache(maxsize=1024)

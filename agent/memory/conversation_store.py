@@ -32,7 +32,13 @@ from agent.memory.schemas import (
 from agent.utils.timestamps import from_db_time, to_db_time
 from agent.utils.tokens import estimate_tokens
 
-__all__ = ["ConversationStore", "SqliteConversationStore", "TurnText", "match_query"]
+__all__ = [
+    "ConversationStore",
+    "SqliteConversationStore",
+    "TurnText",
+    "WordCounts",
+    "match_query",
+]
 
 _T = TypeVar("_T")
 
@@ -76,6 +82,20 @@ class TurnText(NamedTuple):
     user_text: str
     assistant_text: str | None
     has_jobs: bool
+
+
+class WordCounts(NamedTuple):
+    """In how many turns words occur, as of one moment of the turn log.
+
+    Attributes:
+        high_water: the turn log's high-water mark (the largest row id of a turn): it grows
+            by one with each turn written, so two marks bound how many turns came between
+            them.
+        counts: each word's number of turns, up to the cap asked for plus one.
+    """
+
+    high_water: int
+    counts: dict[str, int]
 
 
 class ConversationStore(Protocol):
@@ -186,8 +206,10 @@ class ConversationStore(Protocol):
         """
         ...
 
-    async def word_counts(self, conn: Any, words: list[str], *, cap: int) -> dict[str, int]:
-        """Return in how many turns (of all sessions) each word occurs, counting up to ``cap``."""
+    async def word_counts(self, conn: Any, words: list[str], *, cap: int) -> WordCounts:
+        """Return in how many turns (of all sessions) each word occurs, counting up to
+        ``cap + 1``, and the turn log's high-water mark at that moment (see
+        :class:`WordCounts`)."""
         ...
 
     async def get_turn(self, conn: Any, session_id: str, seq: int) -> ConversationTurn | None:
@@ -720,16 +742,16 @@ class SqliteConversationStore:
 
     async def word_counts(
         self, conn: aiosqlite.Connection, words: list[str], *, cap: int
-    ) -> dict[str, int]:
-        """Return in how many turns (of all sessions) each word occurs, counting up to ``cap``.
+    ) -> WordCounts:
+        """Return in how many turns (of all sessions) each word occurs, counting up to
+        ``cap + 1``, and the turn log's high-water mark.
 
         One query; each count stops at ``cap + 1`` matches (the ``LIMIT`` inside), so its cost
-        is bounded whatever the history's length. Words are quoted (:func:`match_query`).
+        is bounded whatever the history's length. Words are quoted (:func:`match_query`); a
+        word with nothing to search for counts 0.
         """
         queries = [match_query(word) for word in words]
         asked = [(word, query) for word, query in zip(words, queries, strict=True) if query]
-        if not asked:
-            return {}
         one = (
             "(SELECT count(*) FROM (SELECT 1 FROM conversation_turns_fts"
             " WHERE conversation_turns_fts MATCH ? LIMIT ?))"
@@ -737,9 +759,15 @@ class SqliteConversationStore:
         params: list[Any] = []
         for _, query in asked:
             params += [f"{{speaker user_text assistant_text}} : ({query})", cap + 1]
-        rows = await conn.execute_fetchall("SELECT " + ", ".join([one] * len(asked)), params)
-        counts = tuple(next(iter(rows)))
-        return {word: int(count) for (word, _), count in zip(asked, counts, strict=True)}
+        rows = await conn.execute_fetchall(
+            ", ".join(["SELECT coalesce((SELECT max(rowid) FROM conversation_turns), 0)"]
+                      + [one] * len(asked)),
+            params,
+        )  # fmt: skip
+        high_water, *counts = tuple(next(iter(rows)))
+        found = dict.fromkeys(words, 0)
+        found.update((word, int(count)) for (word, _), count in zip(asked, counts, strict=True))
+        return WordCounts(int(high_water), found)
 
     async def get_turn(
         self, conn: aiosqlite.Connection, session_id: str, seq: int

@@ -1,0 +1,124 @@
+"""The word counts retrieval keeps between packets (word_frequencies.py), over a real file.
+
+The counts must decide what fresh counts would (a word in no turn, in at most the cap, in
+more) however turns are written between two packets, and must not be counted again while
+nothing written could change that: the statements the reader runs are watched with SQLite's
+trace callback.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from agent.db import Database
+from agent.memory import (
+    ConversationTurn,
+    SqliteConversationStore,
+    WordFrequencies,
+)
+from agent.utils import ids
+from tests.clock import T0
+
+CAP = 5
+VOCABULARY = ["apple", "kayak", "lighthouse", "zeppelin", "walnut", "harbour"]
+
+
+class Log:
+    """Writes turns to one session of a real database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.store = SqliteConversationStore()
+        self.session_id = ids.session_id()
+        self.seq = 0
+
+    async def say(self, *texts: str) -> None:
+        async def work(tx: Any) -> None:
+            if self.seq == 0:
+                await self.store.create_session(
+                    tx, session_id=self.session_id, chat_id=1, chat_type="private",
+                    user_id=None, title=None, now=T0,
+                )  # fmt: skip
+            for text in texts:
+                self.seq += 1
+                await self.store.append_turn(
+                    tx,
+                    ConversationTurn(
+                        turn_id=ids.turn_id(),
+                        session_id=self.session_id,
+                        seq=self.seq,
+                        user_text=text,
+                        created_at=T0 + timedelta(minutes=self.seq),
+                        status="recorded",
+                    ),
+                )
+
+        await self.db.write(work)
+
+
+def _class(count: int) -> str:
+    return "none" if count == 0 else ("rare" if count <= CAP else "common")
+
+
+async def test_kept_counts_decide_as_fresh_counts_would_while_turns_are_written(db):
+    """Between packets, turns saying random words are written (one, or a burst of many);
+    after each, the kept counts put every word in the class a fresh count puts it in: in no
+    turn, in at most the cap, in more. A word first said after it was asked about is found."""
+    log = Log(db)
+    frequencies = WordFrequencies(log.store, cap=CAP)
+    rng = random.Random(20261125)
+    assert await frequencies.counts(db.reader, ["zeppelin"]) == {"zeppelin": 0}
+    await log.say("the zeppelin landed")
+    assert await frequencies.counts(db.reader, ["zeppelin"]) == {"zeppelin": 1}
+    for _ in range(60):
+        burst = rng.choice((0, 1, 1, 2, CAP + 3))
+        await log.say(*(" ".join(rng.sample(VOCABULARY, 2)) for _ in range(burst)))
+        asked = rng.sample(VOCABULARY, rng.randint(1, len(VOCABULARY)))
+        kept = await frequencies.counts(db.reader, asked)
+        fresh = (await log.store.word_counts(db.reader, asked, cap=CAP)).counts
+        assert {w: _class(c) for w, c in kept.items()} == {w: _class(c) for w, c in fresh.items()}
+    assert {_class(c) for c in kept.values()} == {"common"}  # the run got that far
+
+
+async def test_a_common_word_is_counted_again_only_after_cap_more_turns(db):
+    """Once a word is known to be in more turns than the cap, packets do not count it again
+    until as many turns as the cap were written since (an erasure elsewhere may have made it
+    rare); a word in no turn is counted again after any turn."""
+    log = Log(db)
+    frequencies = WordFrequencies(log.store, cap=CAP)
+    await log.say(*(["kayak trip"] * (CAP + 1)))
+    statements: list[str] = []
+    await db.reader.set_trace_callback(statements.append)
+
+    def counted(word: str) -> int:
+        return sum(f'"{word}"' in sql for sql in statements)
+
+    for turn in range(CAP + 1):
+        assert await frequencies.counts(db.reader, ["kayak", "walnut"]) == {
+            "kayak": CAP + 1,
+            "walnut": 0,
+        }
+        await log.say(f"plain talk {turn}")
+    assert counted("kayak") == 1  # the first packet's count; the rest kept it
+    assert counted("walnut") == CAP + 1  # in no turn: counted again after every turn
+    await frequencies.counts(db.reader, ["kayak"])
+    assert counted("kayak") == 2  # cap + 1 turns later
+
+
+async def test_after_an_erasure_the_counts_are_forgotten(db):
+    """Erasing turns can make a common word rare again: forget() drops every kept count,
+    so the next packet counts anew."""
+    log = Log(db)
+    frequencies = WordFrequencies(log.store, cap=CAP)
+    await log.say(*(["harbour walk"] * (CAP + 3)))
+    assert await frequencies.counts(db.reader, ["harbour"]) == {"harbour": CAP + 1}
+
+    async def erase(tx: Any) -> None:
+        sql = "DELETE FROM conversation_sessions WHERE session_id = ?"
+        await tx.execute(sql, (log.session_id,))
+
+    await db.write(erase)
+    frequencies.forget()
+    assert await frequencies.counts(db.reader, ["harbour"]) == {"harbour": 0}
