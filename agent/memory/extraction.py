@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 from agent.memory.schemas import OpenLoop
 
@@ -65,6 +66,13 @@ _SUBCLAUSE = re.compile(
 )
 
 
+# The rules read a turn's text several times (facts, loops, summary items, topics) and the
+# open loops' texts on every turn: the pure readings of a text are cached (``_TEXTS`` recent
+# texts; a message is at most 4,096 characters, so at most ~3 MB in all).
+_TEXTS = 256
+
+
+@lru_cache(maxsize=_TEXTS)
 def normalize_text(text: str) -> str:
     """Return ``text`` in the form the rules read: NFKC, no invisible marks, plain quotes.
 
@@ -92,6 +100,7 @@ class Clause:
     question: bool
 
 
+@lru_cache(maxsize=_TEXTS)
 def split_clauses(text: str, *, statements: bool = False) -> tuple[Clause, ...]:
     """Cut ``text`` into clauses at sentence ends, then before "and I ...".
 
@@ -297,6 +306,7 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=_TEXTS)
 def content_stems(text: str) -> frozenset[str]:
     """Return the stems of the content words of ``text`` (``booked the hotel`` -> book, hotel)."""
     words = _TOKEN.findall(normalize_text(text).casefold())

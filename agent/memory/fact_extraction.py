@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agent.memory.extraction import Clause, clean_value, split_clauses
 from agent.memory.schemas import Fact
@@ -133,6 +134,7 @@ def _fact_value(kind: str, raw: str) -> str | None:
     return value or None
 
 
+@lru_cache(maxsize=256)  # the state rules and the summarizer both read each turn's text
 def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     """Return the facts the user states about themselves in ``text``, in the order stated.
 
