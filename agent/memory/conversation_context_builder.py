@@ -12,8 +12,8 @@ clarifications alone do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -48,6 +48,66 @@ def _loop_line(loop: OpenLoop) -> str:
     return f"- {owner}{loop.text}{_LOOP_KINDS.get(loop.kind, '')}"
 
 
+def _decision_line(decision: Decision) -> str:
+    by = f" (supported by {', '.join(decision.supporters)})" if decision.supporters else ""
+    return f"- {decision.outcome}{by}"
+
+
+def _proposal_line(proposal: Proposal) -> str:
+    stances = [
+        f"{stance}: {', '.join(r.participant for r in proposal.reactions if r.stance == stance)}"
+        for stance in ("support", "oppose", "neutral")
+        if any(r.stance == stance for r in proposal.reactions)
+    ]
+    said = f"; {'; '.join(stances)}" if stances else ""
+    return f'- {proposal.proposer}: "{proposal.text}" [{proposal.status}]{said}'
+
+
+def _participant_line(person: Participant) -> str:
+    position = f": {person.last_position}" if person.last_position else ""
+    count = f"{person.message_count} message{'' if person.message_count == 1 else 's'}"
+    return f"- {person.name} ({count}){position}"
+
+
+def _topic_lines(topics: Sequence[Topic]) -> list[str]:
+    return ["Active topics: " + ", ".join(topic.name for topic in topics)] if topics else []
+
+
+def _entity_lines(entities: dict[str, str], labels: dict[str, str]) -> list[str]:
+    if not entities:
+        return []
+    by_target: dict[str, list[str]] = {}
+    for phrase, target in sorted(entities.items()):
+        by_target.setdefault(target, []).append(f'"{phrase}"')
+    lines = ["What the references point to:"]
+    for target, phrases in sorted(by_target.items()):
+        label = labels.get(target, target.removeprefix("topic:"))
+        lines.append(f"- {', '.join(phrases)} = {label} ({target})")
+    return lines
+
+
+def _labels(
+    loops: Sequence[OpenLoop],
+    jobs: Sequence[JobRef],
+    proposals: Sequence[Proposal],
+    decisions: Sequence[Decision],
+) -> dict[str, str]:
+    """What each id a reference may point to is called in the packet."""
+    labels: dict[str, str] = {lp.loop_id: lp.text for lp in loops}
+    labels.update({job.job_id: job.label or job.kind for job in jobs})
+    labels.update({p.proposal_id: p.text for p in proposals})
+    labels.update({d.decision_id: d.outcome for d in decisions})
+    return labels
+
+
+#: The kinds of state a packet carries one line each, with the header above their lines.
+_LISTED: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "decisions": ("Decisions:", _decision_line),
+    "proposals": ("Proposals:", _proposal_line),
+    "participants": ("Participants:", _participant_line),
+}
+
+
 def _state_lines(
     *,
     topics: Sequence[Topic],
@@ -60,41 +120,17 @@ def _state_lines(
 ) -> list[str]:
     """Render topics, references and a group's deliberation (bounded: costed at priority 1)."""
     lines: list[str] = []
-    if decisions:
-        lines.append("Decisions:")
-        for d in decisions:
-            by = f" (supported by {', '.join(d.supporters)})" if d.supporters else ""
-            lines.append(f"- {d.outcome}{by}")
-    if proposals:
-        lines.append("Proposals:")
-        for p in proposals:
-            stances = [
-                f"{stance}: {', '.join(r.participant for r in p.reactions if r.stance == stance)}"
-                for stance in ("support", "oppose", "neutral")
-                if any(r.stance == stance for r in p.reactions)
-            ]
-            said = f"; {'; '.join(stances)}" if stances else ""
-            lines.append(f'- {p.proposer}: "{p.text}" [{p.status}]{said}')
-    if participants:
-        lines.append("Participants:")
-        for person in participants:
-            position = f": {person.last_position}" if person.last_position else ""
-            count = f"{person.message_count} message{'' if person.message_count == 1 else 's'}"
-            lines.append(f"- {person.name} ({count}){position}")
-    if topics:
-        lines.append("Active topics: " + ", ".join(topic.name for topic in topics))
-    if entities:
-        labels: dict[str, str] = {lp.loop_id: lp.text for lp in loops}
-        labels.update({job.job_id: job.label or job.kind for job in jobs})
-        labels.update({p.proposal_id: p.text for p in proposals})
-        labels.update({d.decision_id: d.outcome for d in decisions})
-        by_target: dict[str, list[str]] = {}
-        for phrase, target in sorted(entities.items()):
-            by_target.setdefault(target, []).append(f'"{phrase}"')
-        lines.append("What the references point to:")
-        for target, phrases in sorted(by_target.items()):
-            label = labels.get(target, target.removeprefix("topic:"))
-            lines.append(f"- {', '.join(phrases)} = {label} ({target})")
+    for name, items in (
+        ("decisions", decisions),
+        ("proposals", proposals),
+        ("participants", participants),
+    ):
+        if items:
+            header, line = _LISTED[name]
+            lines.append(header)
+            lines.extend(line(item) for item in items)
+    lines.extend(_topic_lines(topics))
+    lines.extend(_entity_lines(entities, _labels(loops, jobs, proposals, decisions)))
     return lines
 
 
@@ -112,53 +148,72 @@ class _KnownState:
     tokens: int = 0
 
 
-def _known_state_tokens(known: _KnownState, loops: Sequence[OpenLoop]) -> int:
-    tokens = sum(estimate_tokens(ref.label or ref.job_id) for ref in known.jobs)
-    tokens += sum(estimate_tokens(f"{fact.key}: {fact.value}") for fact in known.facts)
-    return tokens + sum(
-        estimate_tokens(line)
-        for line in _state_lines(
-            topics=known.topics,
-            entities=known.entities,
-            decisions=known.decisions,
-            proposals=known.proposals,
-            participants=known.participants,
-            loops=loops,
-            jobs=known.jobs,
-        )
-    )
+def _item_tokens(name: str, item: Any) -> int:
+    """What one item of a kind whose cost is the sum of its items' adds (its line)."""
+    if name == "jobs":
+        return estimate_tokens(item.label or item.job_id)
+    if name == "facts":
+        return estimate_tokens(f"{item.key}: {item.value}")
+    return estimate_tokens(_LISTED[name][1](item))
+
+
+def _lines_tokens(lines: list[str]) -> int:
+    return sum(estimate_tokens(line) for line in lines)
 
 
 def _fit_state(state: SessionState, room: int) -> _KnownState:
     """Choose the state a packet carries within ``room`` tokens, kind by kind.
 
     Jobs first, then facts, decisions, proposals (newest first), participants, topics (in the
-    state's order) and references; each kind takes what still fits, in its order.
+    state's order) and references; each kind takes what still fits, in its order. The cost is
+    the sum of each kind's lines (as :func:`render_packet` writes them), so a trial costs the
+    one kind it changes: an item's line, plus the kind's header with its first item (the
+    topics share one line and the references depend on what else was taken: those two are
+    costed whole).
     """
-    known = _KnownState()
+    chosen: dict[str, tuple[Any, ...]] = {}
+    used = 0
     kinds: list[tuple[str, Sequence[Any], bool]] = [
         ("jobs", state.active_job_refs, True),
         ("facts", state.facts, True),
         ("decisions", state.decisions, True),
         ("proposals", state.proposals, True),
         ("participants", state.participants, False),
-        ("topics", state.active_topics, False),
     ]
     for name, items, newest_first in kinds:
         taken: list[Any] = []
+        header = estimate_tokens(_LISTED[name][0]) if name in _LISTED else 0
         for item in reversed(items) if newest_first else items:
-            trial = [item, *taken] if newest_first else [*taken, item]
-            # mypy cannot tie `name` to its field; each is a tuple of exactly these items.
-            candidate = replace(known, **{name: tuple(trial)})  # type: ignore[arg-type]
-            cost = _known_state_tokens(candidate, state.open_loops)
-            if cost <= room:
-                taken, known = trial, replace(candidate, tokens=cost)
+            cost = _item_tokens(name, item) + (0 if taken else header)
+            if used + cost <= room:
+                used += cost
+                taken.append(item)
+        chosen[name] = tuple(reversed(taken)) if newest_first else tuple(taken)
+    topics: tuple[Topic, ...] = ()
+    for topic in state.active_topics:
+        cost = _lines_tokens(_topic_lines((*topics, topic))) - _lines_tokens(_topic_lines(topics))
+        if used + cost <= room:
+            used += cost
+            topics = (*topics, topic)
+    labels = _labels(state.open_loops, chosen["jobs"], chosen["proposals"], chosen["decisions"])
+    entities: dict[str, str] = {}
     for phrase, target in sorted(state.resolved_entities.items()):
-        candidate = replace(known, entities={**known.entities, phrase: target})
-        cost = _known_state_tokens(candidate, state.open_loops)
-        if cost <= room:
-            known = replace(candidate, tokens=cost)
-    return known
+        trial = {**entities, phrase: target}
+        cost = _lines_tokens(_entity_lines(trial, labels))
+        cost -= _lines_tokens(_entity_lines(entities, labels))
+        if used + cost <= room:
+            used += cost
+            entities = trial
+    return _KnownState(
+        jobs=chosen["jobs"],
+        facts=chosen["facts"],
+        decisions=chosen["decisions"],
+        proposals=chosen["proposals"],
+        participants=chosen["participants"],
+        topics=topics,
+        entities=entities,
+        tokens=used,
+    )
 
 
 class ConversationContextBuilder:
