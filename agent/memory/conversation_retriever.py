@@ -195,8 +195,9 @@ class RetrievalPolicy:
         neighbour_span: how many turns on each side of a hit inherit.
         neighbour_hits: the strongest hits whose neighbours inherit.
         max_word_turns: a word found in more turns than this (in the whole index) is left out
-            of the turn search: it says little, and scoring its turns would cost more and more
-            as the history grows.
+            of every search: it says little, and ranking by it would cost more and more as the
+            history grows. 1,000 kept bench/memory_quality.py's recall of 2,000 to the
+            question (500 lost half a point) at half the cost of the words near the cap.
         decay: how memories decay (their recency and importance).
     """
 
@@ -212,7 +213,7 @@ class RetrievalPolicy:
     neighbour_weight: float = 0.6
     neighbour_span: int = 2
     neighbour_hits: int = 20
-    max_word_turns: int = 2000
+    max_word_turns: int = 1000
     decay: DecayPolicy = field(default_factory=DecayPolicy)
 
     def __post_init__(self) -> None:
