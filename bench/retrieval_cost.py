@@ -172,14 +172,19 @@ async def main(argv: list[str] | None = None) -> int:
         "Rows read outside FTS5 are bounded (at most k candidates per index, k set by the"
         " budget; neighbours by primary key). Inside FTS5 the turn search keeps to the"
         " session's block of row ids (migration 0007), so other chats cost nothing, and ranks"
-        " all words over the session's last 2,000 turns and only rare words over older ones; a"
-        " query word found in more than 2,000 turns of all chats is left out, and function words"
-        " never enter a query. The summary search scopes by a session term, but a session keeps"
-        " at most `AGENT_SUMMARY_RETENTION` (100) summary versions, and the memory search reads"
-        " the chat's memories (one per distinct fact, not per turn). A 100-turn session is"
-        " cheaper because it has fewer matches than k to read, convert and score. What still"
-        " grows: counting the query words (bounded by a LIMIT, but the count query reads more"
-        " of a longer index) and FTS5's BM25 statistics over longer posting lists.",
+        " all words over the session's last 2,000 turns and only rare words over older ones."
+        " What FTS5 cannot bound is BM25's statistics: bm25() counts the documents of each"
+        " query word by reading its whole posting list, in the whole index. So a word found in"
+        " more than 1,000 turns of all chats (`max_word_turns`) leaves every search (function"
+        " words never enter one), which bounds that read per word; the words' counts are kept"
+        " between packets while the turns written since cannot change what they decide"
+        " (`agent/memory/word_frequencies.py`). The summary search scopes by a session term,"
+        " but a session keeps at most `AGENT_SUMMARY_RETENTION` (100) summary versions, and the"
+        " memory search reads the chat's memories (one per distinct fact, not per turn). Hence"
+        " the shape of the curve: a 100-turn session is cheaper (fewer matches than k, and"
+        " every word rare); the cost rises while the words a chat uses grow towards the cap,"
+        " and falls once the common ones pass it and leave the queries (10,000 turns here is"
+        " the worst case), bounded at every size.",
     ]
     section = "\n".join(out) + "\n"
     print(section)
