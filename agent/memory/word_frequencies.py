@@ -55,6 +55,8 @@ class WordFrequencies:
     async def counts(self, conn: Any, words: list[str]) -> dict[str, int]:
         """Return each word's count, as good as a fresh one for telling apart words in no
         turn, in at most ``cap`` turns, and in more (see the module docstring)."""
+        if not words:
+            return {}
         for word in words:  # used now: the last to make room for others
             if word in self._known:
                 self._known.move_to_end(word)
