@@ -320,6 +320,23 @@ async def test_recent_turns_returns_the_last_n_oldest_first(db):
     assert await store.recent_turns(db.reader, "ses_missing", 3) == []
 
 
+async def test_recent_turns_of_many_sessions_match_each_read_alone(db):
+    """recent_turns_of (hydration's read of a page of sessions) gives each session what
+    recent_turns gives it alone: a long one, a short one, one without turns, one unknown."""
+    await _new_session(db, "ses_a", 1)
+    await _new_session(db, "ses_b", 2)
+    await _new_session(db, "ses_c", 3)
+    await _append(db, *(_turn("ses_a", seq) for seq in range(1, 40)))
+    await _append(db, *(_turn("ses_b", seq) for seq in range(1, 3)))
+    asked = ["ses_a", "ses_b", "ses_c", "ses_missing"]
+
+    for limit in (1, 3, 50):
+        together = await store.recent_turns_of(db.reader, asked, limit)
+        assert together == {sid: await store.recent_turns(db.reader, sid, limit) for sid in asked}
+    assert _seqs((await store.recent_turns_of(db.reader, asked, 3))["ses_a"]) == [37, 38, 39]
+    assert await store.recent_turns_of(db.reader, [], 3) == {}
+
+
 @pytest.mark.parametrize(
     ("turns", "max_tokens", "first_seq"),
     [

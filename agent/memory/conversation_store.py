@@ -177,6 +177,12 @@ class ConversationStore(Protocol):
         """Return the last ``limit`` turns of a session, oldest first."""
         ...
 
+    async def recent_turns_of(
+        self, conn: Any, session_ids: Sequence[str], limit: int
+    ) -> dict[str, list[ConversationTurn]]:
+        """Return the last ``limit`` turns of each session, oldest first (one read for all)."""
+        ...
+
     async def recent_turns_within(
         self, conn: Any, session_id: str, max_tokens: int
     ) -> list[ConversationTurn]:
@@ -596,6 +602,30 @@ class SqliteConversationStore:
             conn, "session_id = ? ORDER BY seq DESC LIMIT ?", (session_id, limit)
         )
         return newest_first[::-1]
+
+    async def recent_turns_of(
+        self, conn: aiosqlite.Connection, session_ids: Sequence[str], limit: int
+    ) -> dict[str, list[ConversationTurn]]:
+        """Return the last ``limit`` turns of each session, oldest first.
+
+        One statement for a page of sessions at hydration, instead of one each: per session, an
+        index range from the seq ``limit`` turns back (found through the same index).
+        """
+        found: dict[str, list[ConversationTurn]] = {sid: [] for sid in session_ids}
+        if not session_ids or limit < 1:
+            return found
+        turns = await _select_turns(
+            conn,
+            "rowid IN (SELECT t.rowid FROM json_each(?) AS s JOIN conversation_turns AS t"
+            "  ON t.session_id = s.value AND t.seq > coalesce((SELECT u.seq"
+            "   FROM conversation_turns AS u WHERE u.session_id = s.value"
+            "   ORDER BY u.seq DESC LIMIT 1 OFFSET ?), 0))"
+            " ORDER BY session_id, seq",
+            (orjson.dumps(list(session_ids)), limit),
+        )
+        for turn in turns:
+            found[turn.session_id].append(turn)
+        return found
 
     async def recent_turns_within(
         self, conn: aiosqlite.Connection, session_id: str, max_tokens: int

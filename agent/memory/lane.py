@@ -223,13 +223,14 @@ class ConversationLane:
         stale: list[str] = []
         # A page of sessions at a time: a bot with many chats never holds all as objects.
         async for sessions in self.store.open_session_pages(self.db.reader):
+            page = [session.session_id for session in sessions]
             if self.summary_worker is not None:
-                await self.summary_worker.initialize([s.session_id for s in sessions])
+                await self.summary_worker.initialize(page)
+            recent = await self.store.recent_turns_of(
+                self.db.reader, page, self.builder.recent_turns
+            )
             for session in sessions:
-                recent = await self.store.recent_turns(
-                    self.db.reader, session.session_id, self.builder.recent_turns
-                )
-                live = self._sessions.new(session, recent)
+                live = self._sessions.new(session, recent[session.session_id])
                 problem = await self._checkpoint_problem(live)
                 self._sessions.add(live)
                 report.sessions += 1

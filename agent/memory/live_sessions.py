@@ -199,10 +199,10 @@ class LiveSessions:
         for live in idle:
             sid = live.session.session_id
             del self._resident[sid]
-            form = _Packing(
-                session=live.session.model_copy(update={"state": live.state}),
-                recent=tuple(live.recent),
-            )
+            session = live.session
+            if live.state is not session.state:  # the row's state is older (a turn since)
+                session = session.model_copy(update={"state": live.state})
+            form = _Packing(session=session, recent=tuple(live.recent))
             self._packed[sid] = _Packed(
                 chat_id=live.session.chat_id,
                 data=zlib.compress(dump_json(form), 1),
