@@ -23,21 +23,22 @@ active long-term memories. Each candidate gets a score in [0, 1]::
 * **open-loop priority**: 1 for the turn that opened a loop still open or asked a question
   still pending, 0.5 for a summary covering one, or a goal among the memories.
 
-The cost does not grow with the history: each index returns at most ``k`` candidates
-(``ORDER BY rank LIMIT k`` inside FTS5, ``k`` set by the token budget only) and the neighbours
-are one primary-key read. The turn searches of both queries are one statement, and so are their
-neighbours and the summary searches. Turns are read as plain texts (the store's ``TurnText``,
-no model) and scored as such; with a token budget, only the items a first fit of that budget
-could take are built (see :meth:`ConversationRetriever.retrieve`): a packet carries a few dozen
-of the few hundred candidates. FTS5's bm25() counts the documents of every phrase of its query by
-reading the phrase's whole posting list, so a session-id term in the MATCH cost a read of every
-turn of the session (profiled: 4.3 ms of 7.9 at 100,000 turns). Migration 0007 numbers the turn
-index so that a session is one rowid range, and the turn search restricts with ``rowid
+The cost is bounded whatever the history's length: each index returns at most ``k`` candidates
+(``ORDER BY rank LIMIT k`` inside FTS5, ``k`` set by the token budget only) and the neighbours are
+one primary-key read. A session's turn searches (recent and older turns) are one statement, and so
+are their neighbours and the summary searches. Turns are read as plain texts (the store's
+``TurnText``, no model) and scored as such; with a token budget, only the items a first fit of that
+budget could take are built (see :meth:`ConversationRetriever.retrieve`): a packet carries a few
+dozen of the few hundred candidates. FTS5's bm25() counts the documents of every phrase of its
+query by reading the phrase's whole posting list, so a session-id term in the MATCH cost a read of
+every turn of the session (profiled: 4.3 ms of 7.9 at 100,000 turns). Migration 0007 numbers the
+turn index so that a session is one rowid range, and the turn search restricts with ``rowid
 BETWEEN`` instead: all query words over the session's last ``RECENT_TURNS`` turns, and over the
-older turns only the words found in at most ``OLD_WORD_TURNS`` of them (a fact said once long
-ago is found; a word said throughout is not searched for there). Both are FTS5 BM25 of the same
-index, so their scores compare. Function words and words found in more than ``max_word_turns``
-turns are dropped from the queries of every index (``bench/retrieval_cost.py`` measures it at
+older turns only the words found in at most ``OLD_WORD_TURNS`` of them (a fact said once long ago
+is found; a word said throughout is not searched for there). Both are FTS5 BM25 of the same index,
+so their scores compare. bm25() still counts each query word's documents in the whole index, so
+function words and words found in more than ``max_word_turns`` turns are dropped from the queries
+of every index, which bounds that read per word (``bench/retrieval_cost.py`` measures the whole at
 100,000 turns).
 """
 
