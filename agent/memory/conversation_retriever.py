@@ -194,7 +194,8 @@ class RetrievalPolicy:
         neighbour_weight: the share of a hit's strength the turns next to it inherit (divided
             by the distance; the turns before it get 0.7 of that).
         neighbour_span: how many turns on each side of a hit inherit.
-        neighbour_hits: the strongest hits whose neighbours inherit.
+        neighbour_hits: the strongest hits whose neighbours inherit (20 built twice the
+            neighbours for one question of 999 more in bench/memory_quality.py).
         max_word_turns: a word found in more turns than this (in the whole index) is left out
             of every search: it says little, and ranking by it would cost more and more as the
             history grows. 1,000 kept bench/memory_quality.py's recall of 2,000 to the
@@ -213,7 +214,7 @@ class RetrievalPolicy:
     speaker_boost: float = 1.5
     neighbour_weight: float = 0.6
     neighbour_span: int = 2
-    neighbour_hits: int = 20
+    neighbour_hits: int = 10
     max_word_turns: int = 1000
     decay: DecayPolicy = field(default_factory=DecayPolicy)
 
