@@ -524,11 +524,8 @@ class ConversationRetriever:
         ranked.sort(key=lambda r: (-r.score, -(r.candidate.seq or 0), r.candidate.ref))
         if token_budget is not None:
             ranked = _could_fit(ranked, token_budget)
-        # Built without validation: every field comes typed from the candidate above.
         return [
-            RetrievedItem.model_construct(
-                kind=c.kind, ref=c.ref, text=c.text, seq=c.seq, score=score
-            )
+            RetrievedItem(kind=c.kind, ref=c.ref, text=c.text, seq=c.seq, score=score)
             for score, c in ranked
         ]
 
