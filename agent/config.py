@@ -234,7 +234,7 @@ class Settings(BaseSettings):
         alias="AGENT_RETRIEVAL_WEIGHT_TOPICS",
         description=(
             "Retrieval score weight of BM25 relevance to the active topics (memories always; "
-            "the session's turns and summaries when the message has no word to search for)."
+            "the session's turns and summaries when no word of the message is in a turn)."
         ),
     )
     retrieval_weight_recency: float = Field(

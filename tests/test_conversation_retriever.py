@@ -260,6 +260,22 @@ async def test_a_message_with_nothing_to_search_for_retrieves_by_the_active_topi
     assert (await refs("what about the ferry?"))[:1] == ["turn:2"]
 
 
+async def test_a_word_asked_about_before_it_was_said_is_found(lane):
+    """Retrieval keeps word counts between packets and does not count a word in no turn
+    again after every turn: a word first said after a packet asked about it is still found
+    once it is older than the raw turns."""
+    engine = RecordingEngine()
+    for text in (
+        "Have you ever seen a zeppelin?",
+        "Yes! A zeppelin flew over the harbour this morning.",
+        *(filler(n) for n in range(5)),
+    ):
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text=text), engine)
+    packet = await lane.context(CHAT, "Where did the zeppelin fly?")
+    assert packet is not None
+    assert any("zeppelin flew over the harbour" in item.text for item in packet.retrieved)
+
+
 async def test_the_reply_after_a_hit_and_the_named_speaker_rank_high(db):
     """The reply after a hit inherits its relevance; the named speaker's turns count more."""
     texts = [

@@ -12,8 +12,8 @@ active long-term memories. Each candidate gets a score in [0, 1]::
 * **relevance**: FTS5 BM25 of the candidate for the query (function words dropped), times
   ``speaker_boost`` for a turn said by someone the message names, divided by the best of that
   query among all candidates, so the best match is 1. Memories are searched for the message
-  and for the topics; the session's turns and summaries for the message, or for the topics
-  when the message has no word to search for. The turns next to a strong hit inherit
+  and for the topics; the session's turns and summaries for the message, and for the topics
+  too when no word of the message was found in a turn. The turns next to a strong hit inherit
   part of its relevance (``neighbour_weight`` / distance, less for the turns before it): in a
   chat the answer is often the reply to the message that shares the question's words;
 * **recency**: turns and summaries halve every ``recency_half_life_turns`` turns back;
@@ -313,17 +313,15 @@ class ConversationRetriever:
         limit = self.candidate_limit(token_budget)
         message = " ".join(query_words(text))
         topics = " ".join(query_words(" ".join(_topic_names(state))))
-        selective = await self._selective(conn, [message, topics])
+        (message, said), (topics, _) = await self._selective(conn, [message, topics])
         queries = [
-            (query, slot)
-            for query, slot in zip(selective, ("message", "topics"), strict=True)
-            if query
+            (query, slot) for query, slot in ((message, "message"), (topics, "topics")) if query
         ]
         # The session's turns and summaries are searched for the message, and for the topics
-        # only when the message has no word to search for ("and then?"): searching both cost
-        # twice the time and moved bench/memory_quality.py's recall by less than a point.
-        # Memories (a few per chat) are searched for both.
-        session_queries = queries[:1]
+        # only when no word of the message was in a turn when counted ("and then?"): searching
+        # both cost twice the time and moved bench/memory_quality.py's recall by less than a
+        # point. Memories (a few per chat) are searched for both.
+        session_queries = queries[:1] if said else queries
         candidates: dict[str, _Candidate] = {}
         if session_id is not None and session_queries:
             await self._turn_candidates(
@@ -378,27 +376,32 @@ class ConversationRetriever:
                     best = max(value, strength.get(seq, 0.0), spread.get(seq, 0.0))
                     setattr(candidate, slot, max(getattr(candidate, slot), best))
 
-    async def _selective(self, conn: Any, queries: list[str]) -> list[str]:
-        """Leave out of each query the words found in more than ``max_word_turns`` turns.
+    async def _selective(self, conn: Any, queries: list[str]) -> list[tuple[str, bool]]:
+        """Leave out of each query the words found in more than ``max_word_turns`` turns;
+        return each query with whether any word left was in a turn when counted.
 
         Such a word tells little about which turn is meant, and FTS5's bm25() reads the whole
         posting list of every word it ranks by (to count its documents), so ranking by it is
         what would make a search's cost grow with the history, of the session and of the bot.
         Summaries and memories come from turns, so a word is no rarer there: every index is
-        searched with the same words. If every word of a query is that common, its rarest
-        stays. Words found in no turn go too. The words are counted once and the counts kept
+        searched with the same words. If no word of a query is in at most that many turns, its
+        rarest stays. A word in no turn stays too: searching for it costs nothing, and it may
+        have been said since it was counted. The words are counted once and the counts kept
         while the turns written since cannot change what they decide (:class:`WordFrequencies`).
         """
         cap = self.policy.max_word_turns
         every = list(dict.fromkeys(word for query in queries for word in query.split()))
         counts = await self._frequencies.counts(conn, every)
-        selective: list[str] = []
+        selective: list[tuple[str, bool]] = []
         for query in queries:
             words = query.split()
-            kept = [word for word in words if 0 < counts.get(word, 0) <= cap]
-            if not kept and any(counts.get(word, 0) for word in words):
-                kept = [min(words, key=lambda word: (counts.get(word, 0) or cap + 2, word))]
-            selective.append(" ".join(kept))
+            kept = {word for word in words if counts[word] <= cap}
+            said = any(counts[word] for word in kept)
+            common = [word for word in words if word not in kept]
+            if common and not said:
+                kept.add(min(common, key=lambda word: (counts[word], word)))
+                said = True
+            selective.append((" ".join(word for word in words if word in kept), said))
         return selective
 
     def _spread(self, strength: dict[int, float], before_seq: int | None) -> dict[int, float]:

@@ -11,9 +11,10 @@ again only when the turns written since could have changed what the count decide
 
 * a word in more than ``cap`` turns stays common; it is counted again once ``cap`` more turns
   were written (an erasure by another process may have made it rare again);
-* a word in ``n <= cap`` turns stays searchable while ``n`` plus the turns written since is
-  within ``cap``;
-* a word in no turn is counted again as soon as any turn was written.
+* a word in ``n <= cap`` turns (none included) stays searchable while ``n`` plus the turns
+  written since is within ``cap``. A count of 0 may be 1 by now: the retriever searches for
+  such a word anyway (it costs nothing), so a word first said after it was asked about is
+  found without counting it again after every turn.
 
 An erasure in this process (``/forget``, prune) forgets every count (:meth:`forget`): counts
 only grow otherwise. The high-water mark comes with every count, so the mark of the previous
@@ -53,8 +54,8 @@ class WordFrequencies:
         self._mark = 0  # the high-water mark of the last count
 
     async def counts(self, conn: Any, words: list[str]) -> dict[str, int]:
-        """Return each word's count, as good as a fresh one for telling apart words in no
-        turn, in at most ``cap`` turns, and in more (see the module docstring)."""
+        """Return each word's count, as good as a fresh one for telling apart words in at
+        most ``cap`` turns and in more (see the module docstring)."""
         if not words:
             return {}
         for word in words:  # used now: the last to make room for others
@@ -84,8 +85,6 @@ class WordFrequencies:
             return True
         if count > self._cap:
             return since > self._cap
-        if count == 0:
-            return since > 0
         return count + since > self._cap
 
     async def _count(self, conn: Any, words: list[str]) -> int:
