@@ -470,9 +470,11 @@ async def test_memory_index_follows_updates_and_stays_per_chat(db):
     await promote(-1, sid_b, "Lisbon")
     await promote(1, sid_a, "Porto")
 
-    assert [m.text for m, _ in await store.search(db.reader, 1, "Porto", limit=5)] == ["Porto"]
-    assert await store.search(db.reader, 1, "Lisbon", limit=5) == []
-    assert [m.chat_id for m, _ in await store.search(db.reader, -1, "Lisbon", limit=5)] == [-1]
+    porto, lisbon = await store.search(db.reader, 1, ["Porto", "Lisbon"], limit=5)
+    assert [m.text for m, _ in porto] == ["Porto"]
+    assert lisbon == []
+    (other_chat,) = await store.search(db.reader, -1, ["Lisbon"], limit=5)
+    assert [m.chat_id for m, _ in other_chat] == [-1]
 
 
 async def test_turn_search_ranks_inside_fts_then_reads_turns_by_key(db):
@@ -570,7 +572,7 @@ async def test_migration_0006_indexes_what_the_database_already_holds(db_path):
         items = await ConversationRetriever().retrieve(
             db.reader, chat_id=CHAT, session_id="ses_old", text="zanzibar", now=T0
         )
-        memory = (await SqliteMemoryStore().search(db.reader, CHAT, "zanzibar", limit=5))[0][0]
+        memory = (await SqliteMemoryStore().search(db.reader, CHAT, ["zanzibar"], limit=5))[0][0][0]
 
     assert sorted(item.ref for item in items) == ["mem_old", "summary:1", "turn:1"]
     assert (memory.decay, memory.archived_at) == (1.0, None)

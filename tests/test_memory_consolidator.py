@@ -140,7 +140,7 @@ async def test_consolidation_merges_near_identical_memories_with_their_sources(d
     )
     assert [tuple(row) for row in sources] == [("ses_a", 1), ("ses_b", 2)]
     # The index follows the merge: the survivor's text is found, the removed row is not.
-    hits = await SqliteMemoryStore().search(db.reader, CHAT, "beatles", limit=5)
+    hits = (await SqliteMemoryStore().search(db.reader, CHAT, ["beatles"], limit=5))[0]
     assert sorted(m.key for m, _ in hits) == ["dislikes:beatles", "likes:the beatles"]
 
 

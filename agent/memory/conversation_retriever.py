@@ -328,8 +328,7 @@ class ConversationRetriever:
                 conn, candidates, session_id, session_queries, limit, before_seq, state
             )
             await self._summary_candidates(conn, candidates, session_id, session_queries, limit)
-        for query, slot in queries:
-            await self._memory_candidates(conn, candidates, chat_id, query, slot, limit, now)
+        await self._memory_candidates(conn, candidates, chat_id, queries, limit, now)
         if state is not None:
             last_seq = state.turn_count
         else:
@@ -468,25 +467,28 @@ class ConversationRetriever:
         conn: Any,
         found: dict[str, _Candidate],
         chat_id: int,
-        query: str,
-        slot: str,
+        queries: list[tuple[str, str]],
         limit: int,
         now: datetime,
     ) -> None:
-        for memory, bm25 in await self.memory_store.search(conn, chat_id, query, limit=limit):
-            candidate = found.get(memory.memory_id)
-            if candidate is None:
-                decay = decay_factor(memory, now, self.policy.decay)
-                candidate = found[memory.memory_id] = _Candidate(
-                    kind="memory",
-                    ref=memory.memory_id,
-                    text=render_memory(memory),
-                    seq=None,
-                    recency=decay,
-                    importance=memory.importance * decay,
-                    open_loop=0.5 if memory.kind == "goal" else 0.0,
-                )
-            setattr(candidate, slot, max(getattr(candidate, slot), -bm25))
+        results = await self.memory_store.search(
+            conn, chat_id, [query for query, _ in queries], limit=limit
+        )
+        for (_, slot), hits in zip(queries, results, strict=True):
+            for memory, bm25 in hits:
+                candidate = found.get(memory.memory_id)
+                if candidate is None:
+                    decay = decay_factor(memory, now, self.policy.decay)
+                    candidate = found[memory.memory_id] = _Candidate(
+                        kind="memory",
+                        ref=memory.memory_id,
+                        text=render_memory(memory),
+                        seq=None,
+                        recency=decay,
+                        importance=memory.importance * decay,
+                        open_loop=0.5 if memory.kind == "goal" else 0.0,
+                    )
+                setattr(candidate, slot, max(getattr(candidate, slot), -bm25))
 
     def _rank(
         self,

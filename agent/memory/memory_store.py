@@ -58,9 +58,10 @@ class MemoryStore(Protocol):
         ...
 
     async def search(
-        self, conn: Any, chat_id: int, words: str, *, limit: int
-    ) -> list[tuple[Memory, float]]:
-        """Return the chat's active memories that best match ``words`` (BM25, lower is better)."""
+        self, conn: Any, chat_id: int, queries: Sequence[str], *, limit: int
+    ) -> list[list[tuple[Memory, float]]]:
+        """Return, for each query, the chat's active memories that best match it (BM25, lower
+        is better)."""
         ...
 
     async def touch(self, tx: Any, memory_ids: Sequence[str], *, now: datetime) -> None:
@@ -194,28 +195,38 @@ class SqliteMemoryStore:
         return found
 
     async def search(
-        self, conn: aiosqlite.Connection, chat_id: int, words: str, *, limit: int
-    ) -> list[tuple[Memory, float]]:
-        """Return the chat's active memories that best match ``words`` (FTS5 BM25), best first.
+        self, conn: aiosqlite.Connection, chat_id: int, queries: Sequence[str], *, limit: int
+    ) -> list[list[tuple[Memory, float]]]:
+        """Return, for each of ``queries``, the chat's active memories that best match it
+        (FTS5 BM25), best first; all the queries in one statement.
 
-        ``words`` is reduced to quoted words (:func:`match_query`), so FTS5 syntax in it is
+        Each query is reduced to quoted words (:func:`match_query`), so FTS5 syntax in it is
         searched for, never parsed. The chat's key is part of the MATCH expression, so other
         chats' memories cost nothing. The score is BM25's (lower is better).
         """
-        query = match_query(words)
-        if not query or limit < 1:
-            return []
+        found: list[list[tuple[Memory, float]]] = [[] for _ in queries]
         scope = "chat_" + str(chat_id).replace("-", "m")
-        rows = await conn.execute_fetchall(
-            f"SELECT {_READ_COLUMNS}, hit.score AS score FROM memories"
-            " JOIN (SELECT rowid AS hit_rowid, rank AS score FROM memories_fts"
-            "       WHERE memories_fts MATCH ? AND rank MATCH 'bm25(0.0, 1.0, 1.0)'"
-            "       ORDER BY rank LIMIT ?) AS hit"
-            " ON memories.rowid = hit.hit_rowid"
-            " WHERE memories.status = 'active' ORDER BY hit.score, memories.key",
-            (f'chat_key : "{scope}" AND {{key text}} : ({query})', limit),
-        )
-        return [(_row_to_memory(row), float(row["score"])) for row in rows]
+        arms: list[str] = []
+        params: list[Any] = []
+        for index, words in enumerate(queries):
+            query = match_query(words)
+            if not query or limit < 1:
+                continue
+            # ``index`` is a loop counter, never user text.
+            arms.append(
+                f"SELECT {index} AS query, {_READ_COLUMNS}, hit.score AS score FROM memories"
+                " JOIN (SELECT rowid AS hit_rowid, rank AS score FROM memories_fts"
+                "       WHERE memories_fts MATCH ? AND rank MATCH 'bm25(0.0, 1.0, 1.0)'"
+                "       ORDER BY rank LIMIT ?) AS hit"
+                " ON memories.rowid = hit.hit_rowid WHERE memories.status = 'active'"
+            )
+            params += [f'chat_key : "{scope}" AND {{key text}} : ({query})', limit]
+        if not arms:
+            return found
+        sql = " UNION ALL ".join(arms) + " ORDER BY query, score, key"
+        for row in await conn.execute_fetchall(sql, params):
+            found[row["query"]].append((_row_to_memory(row), float(row["score"])))
+        return found
 
     async def touch(
         self, tx: aiosqlite.Connection, memory_ids: Sequence[str], *, now: datetime
