@@ -34,7 +34,7 @@ from locomo_texts import DATA, FALLBACK_TEXTS, T0  # noqa: E402
 
 from agent.config import load_settings  # noqa: E402
 from agent.memory import ConversationTurn, SessionState, SqliteConversationStore  # noqa: E402
-from agent.memory.conversation_store import RECENT_TURNS, TURN_SEARCH_SQL  # noqa: E402
+from agent.memory.conversation_store import RECENT_TURNS, turn_search_sql  # noqa: E402
 from agent.runtime import open_lane  # noqa: E402
 from agent.utils import ids  # noqa: E402
 
@@ -130,8 +130,8 @@ async def _measure(
             sid = lane.session_id_for_chat(CHAT)
             block = 1 << 32  # the plan does not depend on the session's row id block
             plan = await lane.db.fetchall(
-                "EXPLAIN QUERY PLAN " + TURN_SEARCH_SQL,
-                ('{user_text} : ("hiking")', block, 2 * block - 1, 125, sid, block),
+                "EXPLAIN QUERY PLAN " + turn_search_sql([0]),
+                ('{user_text} : ("hiking")', block, 2 * block - 1, 125, sid, block, 125),
             )
             out.append("")
             out.append("Query plan of the turn search (`EXPLAIN QUERY PLAN`):")

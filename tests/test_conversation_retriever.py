@@ -39,7 +39,7 @@ from agent.memory import (
     write_if_worthy,
 )
 from agent.memory.conversation_retriever import SEARCH_INDEXES
-from agent.memory.conversation_store import TURN_SEARCH_SQL
+from agent.memory.conversation_store import turn_search_sql
 from agent.utils import ids
 from tests.clock import T0, Clock
 from tests.hostile import every_table_text
@@ -481,14 +481,12 @@ async def test_turn_search_ranks_inside_fts_then_reads_turns_by_key(db):
     """The turn search ranks inside FTS5 (row id range + LIMIT) and reads turns by key, no scan."""
     sid = await bulk_session(db, ["kayak"])
     rows = await db.fetchall(
-        "EXPLAIN QUERY PLAN " + TURN_SEARCH_SQL,
+        "EXPLAIN QUERY PLAN " + turn_search_sql([0, 0]),
         (
-            '{speaker user_text assistant_text} : ("kayak")',
-            1 << 32,
-            (2 << 32) - 1,
-            40,
+            *('{speaker user_text assistant_text} : ("kayak")', 1 << 32, (2 << 32) - 1, 40) * 2,
             sid,
             1 << 32,
+            40,
         ),
     )
     plan = " | ".join(row["detail"] for row in rows)

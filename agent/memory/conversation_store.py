@@ -38,6 +38,7 @@ __all__ = [
     "TurnText",
     "WordCounts",
     "match_query",
+    "turn_search_sql",
 ]
 
 _T = TypeVar("_T")
@@ -256,18 +257,38 @@ _QUERY_WORDS = 24
 #: A turn search ranks every query word over the session's last this many turns ... (2,000
 #: scored up to 4x as many matches at 10,000 turns, for the same bench/memory_quality.py recall)
 RECENT_TURNS = 500
-#: The turn search: FTS5 ranks inside one session's block of index row ids with a LIMIT, then
-#: the hits are read by the turns' primary key (session_id, seq), as :class:`TurnText` columns
-#: and the score. Parameters: MATCH expression, low and high row id, limit, session id, the
-#: session's row id base. A packet's searches run as one ``UNION ALL`` of these.
-TURN_SEARCH_SQL = (
-    f"SELECT {_TURN_TEXT_COLUMNS}, hit.score AS score FROM"
-    " (SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
-    "  WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ?"
-    "  AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
-    " JOIN conversation_turns ON conversation_turns.session_id = ?"
-    " AND conversation_turns.seq = hit.hit_rowid - ?"
+#: One search of the turn search: FTS5 ranks inside one session's block of index row ids with
+#: a LIMIT. Parameters: MATCH expression, low and high row id, limit.
+_TURN_HITS_SQL = (
+    "SELECT rowid AS hit_rowid, rank AS score FROM conversation_turns_fts"
+    " WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ?"
+    " AND rank MATCH 'bm25(0.0, 0.5, 1.0, 1.0)' ORDER BY rank LIMIT ?"
 )
+
+
+def turn_search_sql(queries: Sequence[int]) -> str:
+    """Return the turn search statement: one ranked search (``_TURN_HITS_SQL``) for each of
+    ``queries`` (the index of the query it searches for), as one ``UNION ALL``.
+
+    The best ``limit`` hits of each query (ties: the newer turn) are kept, and only they are
+    read, by the turns' primary key (session_id, seq), as :class:`TurnText` columns with the
+    query's index first and the score last. Parameters: each search's four, then the session
+    id, the session's row id base, and ``limit``.
+    """
+    searches = " UNION ALL ".join(
+        f"SELECT {int(query)} AS query, * FROM ({_TURN_HITS_SQL})" for query in queries
+    )
+    return (
+        f"SELECT hit.query, {_TURN_TEXT_COLUMNS}, hit.score FROM"
+        " (SELECT *, row_number() OVER"
+        "   (PARTITION BY query ORDER BY score, hit_rowid DESC) AS place"
+        f"  FROM ({searches})) AS hit"
+        " JOIN conversation_turns ON conversation_turns.session_id = ?"
+        " AND conversation_turns.seq = hit.hit_rowid - ?"
+        " WHERE hit.place <= ? ORDER BY hit.query, hit.place"
+    )
+
+
 #: ... and, over the turns before them, the words found in at most this many of those.
 OLD_WORD_TURNS = 100
 
@@ -706,9 +727,10 @@ class SqliteConversationStore:
           found, and a word said throughout the session, which would make the ranking read
           every turn, is not searched for there (it says little about which old turn is meant).
 
-        Both are BM25 of the same index, so their scores compare; at most ``limit`` of each
+        Both are BM25 of the same index, so their scores compare: the best ``limit`` of both
         reach the join, which reads turns by primary key. Every search of every query is one
-        statement (``UNION ALL``), and a turn is read as a :class:`TurnText`, not a model.
+        statement (:func:`turn_search_sql`), and a turn is read as a :class:`TurnText`, not a
+        model.
         """
         found: list[list[tuple[TurnText, float]]] = [[] for _ in queries]
         asked = [_query_words(words) for words in queries]
@@ -732,7 +754,7 @@ class SqliteConversationStore:
                 conn, every, base + 1, base + first_recent - 1, cap=old_word_turns
             )
         columns = "{speaker user_text assistant_text}"
-        arms: list[str] = []
+        searched: list[int] = []
         params: list[Any] = []
         for index, words in enumerate(asked):
             if not words:
@@ -742,14 +764,12 @@ class SqliteConversationStore:
             if rare:
                 ranges.append((rare, base + 1, base + first_recent - 1))
             for chosen, low, high in ranges:
-                arms.append(f"SELECT {index}, * FROM ({TURN_SEARCH_SQL})")
+                searched.append(index)
                 query = " OR ".join(f'"{word}"' for word in chosen)
-                params += [f"{columns} : ({query})", low, high, limit, session_id, base]
-        for row in await conn.execute_fetchall(" UNION ALL ".join(arms), params):
+                params += [f"{columns} : ({query})", low, high, limit]
+        params += [session_id, base, limit]
+        for row in await conn.execute_fetchall(turn_search_sql(searched), params):
             found[row[0]].append((_row_to_turn_text(row[1:]), float(row[7])))
-        for hits in found:
-            hits.sort(key=lambda hit: (hit[1], -hit[0].seq))
-            del hits[limit:]
         return found
 
     async def _range_counts(
