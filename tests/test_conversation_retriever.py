@@ -276,6 +276,36 @@ async def test_a_word_asked_about_before_it_was_said_is_found(lane):
     assert any("zeppelin flew over the harbour" in item.text for item in packet.retrieved)
 
 
+async def test_summaries_are_candidates_where_the_turns_found_do_not_fill_the_set(db):
+    """A summary delta repeats turns in short: it is retrieved when fewer turns match than the
+    candidates asked for, and left out when the turns fill them."""
+    texts = [f"The lighthouse needs paint, part {n}." for n in range(1, 9)]
+    texts += ["We booked the ferry to the island.", *(filler(n) for n in range(6))]
+    sid = await bulk_session(db, texts)
+
+    async def add_summary(tx: Any) -> None:
+        await tx.execute(
+            "INSERT INTO conversation_summaries (session_id, version, from_seq, to_seq,"
+            " summarizer, status, text, delta, created_at) VALUES (?, 1, 1, 10, 'extractive',"
+            " 'completed', '', 'The lighthouse needs paint; the ferry to the island is booked.',"
+            " ?)",
+            (sid, T0.isoformat()),
+        )
+
+    await db.write(add_summary)
+    retriever = ConversationRetriever(policy=RetrievalPolicy(candidates=5, max_candidates=5))
+    state = SessionState(session_id=sid, turn_count=len(texts))
+
+    async def kinds(text: str) -> set[str]:
+        items = await retriever.retrieve(
+            db.reader, chat_id=CHAT, session_id=sid, text=text, now=T0, state=state
+        )
+        return {item.kind for item in items}
+
+    assert await kinds("when is the ferry to the island?") == {"turn", "summary"}  # 1 turn
+    assert await kinds("what about the lighthouse paint?") == {"turn"}  # 8 turns
+
+
 async def test_the_reply_after_a_hit_and_the_named_speaker_rank_high(db):
     """The reply after a hit inherits its relevance; the named speaker's turns count more."""
     texts = [
