@@ -306,6 +306,29 @@ async def test_summaries_are_candidates_where_the_turns_found_do_not_fill_the_se
     assert await kinds("what about the lighthouse paint?") == {"turn"}  # 8 turns
 
 
+async def test_a_long_message_is_searched_by_its_rarest_words(db):
+    """Ranking reads the documents of every word it ranks by, so a long message is searched by
+    its 8 rarest words that were said: the rare word finds its turn, and the most common words
+    stay out of the search."""
+    # The first filler word is in every turn, the next in fewer, ..., the twelfth in two.
+    texts = [f"{' '.join(FILLER_WORDS[: 1 + n % 12])} today." for n in range(30)]
+    texts += ["The zeppelin landed on the hill.", *["Nothing new."] * 4]
+    sid = await bulk_session(db, texts)
+    state = SessionState(session_id=sid, turn_count=len(texts))
+    searches: list[str] = []
+    await db.reader.set_trace_callback(searches.append)
+    items = await ConversationRetriever().retrieve(
+        db.reader, chat_id=CHAT, session_id=sid, text=" ".join(FILLER_WORDS[:12]) + " zeppelin",
+        now=T0, state=state,
+    )  # fmt: skip
+    await db.reader.set_trace_callback(None)
+
+    assert "turn:31" in [item.ref for item in items]
+    (search,) = [sql for sql in searches if "SELECT hit.query" in sql]
+    ranked = {word for word in [*FILLER_WORDS[:12], "zeppelin"] if f'"{word}"' in search}
+    assert ranked == {"zeppelin", *FILLER_WORDS[5:12]}
+
+
 async def test_the_reply_after_a_hit_and_the_named_speaker_rank_high(db):
     """The reply after a hit inherits its relevance; the named speaker's turns count more."""
     texts = [

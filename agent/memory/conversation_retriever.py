@@ -104,6 +104,10 @@ _STOP_WORDS = frozenset(
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words of one query at most (the longest questions stay well below it).
 _QUERY_WORDS = 24
+# Words of a query found in turns that a search ranks by, at most: the rarest. bm25() reads
+# the documents of each (up to max_word_turns), so this bounds a long message's searches; 6
+# lost half a point of bench/memory_quality.py's recall, 8 a tenth or two.
+_RANKED_WORDS = 8
 # Topics that make the topic query, heaviest first.
 _QUERY_TOPICS = 5
 # Tokens a candidate is assumed to cost when sizing the candidate set to the budget. A turn
@@ -393,10 +397,11 @@ class ConversationRetriever:
         posting list of every word it ranks by (to count its documents), so ranking by it is
         what would make a search's cost grow with the history, of the session and of the bot.
         Summaries and memories come from turns, so a word is no rarer there: every index is
-        searched with the same words. If no word of a query is in at most that many turns, its
-        rarest stays. A word in no turn stays too: searching for it costs nothing, and it may
-        have been said since it was counted. The words are counted once and the counts kept
-        while the turns written since cannot change what they decide (:class:`WordFrequencies`).
+        searched with the same words, and by the ``_RANKED_WORDS`` rarest of them at most. If
+        no word of a query is in at most that many turns, its rarest stays. A word in no turn
+        stays too: searching for it costs nothing, and it may have been said since it was
+        counted. The words are counted once and the counts kept while the turns written since
+        cannot change what they decide (:class:`WordFrequencies`).
         """
         cap = self.policy.max_word_turns
         every = list(dict.fromkeys(word for query in queries for word in query.split()))
@@ -405,7 +410,11 @@ class ConversationRetriever:
         for query in queries:
             words = query.split()
             kept = {word for word in words if counts[word] <= cap}
-            said = any(counts[word] for word in kept)
+            said_words = sorted(  # stable: ties keep the message's order
+                (word for word in words if word in kept and counts[word]), key=counts.__getitem__
+            )
+            kept.difference_update(said_words[_RANKED_WORDS:])
+            said = bool(said_words)
             common = [word for word in words if word not in kept]
             if common and not said:
                 kept.add(min(common, key=lambda word: (counts[word], word)))
