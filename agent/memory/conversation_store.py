@@ -736,23 +736,11 @@ class SqliteConversationStore:
         asked = [_query_words(words) for words in queries]
         if limit < 1 or not any(asked):
             return found
-        rows = await conn.execute_fetchall(
-            "SELECT s.rowid, (SELECT max(seq) FROM conversation_turns AS t"
-            "  WHERE t.session_id = s.session_id) FROM conversation_sessions AS s"
-            " WHERE s.session_id = ?",
-            (session_id,),
-        )
-        session = next(iter(rows), None)
-        if session is None or session[1] is None:
+        every = list(dict.fromkeys(word for words in asked for word in words))
+        session = await self._session_block(conn, session_id, every, recent, old_word_turns)
+        if session is None:
             return found
-        base = int(session[0]) << 32
-        first_recent = max(int(session[1]) - recent + 1, 1)
-        old: dict[str, int] = {}
-        if first_recent > 1:
-            every = list(dict.fromkeys(word for words in asked for word in words))
-            old = await self._range_counts(
-                conn, every, base + 1, base + first_recent - 1, cap=old_word_turns
-            )
+        base, first_recent, old = session
         columns = "{speaker user_text assistant_text}"
         searched: list[int] = []
         params: list[Any] = []
@@ -772,24 +760,35 @@ class SqliteConversationStore:
             found[row[0]].append((_row_to_turn_text(row[1:]), float(row[7])))
         return found
 
-    async def _range_counts(
-        self, conn: aiosqlite.Connection, words: list[str], low: int, high: int, *, cap: int
-    ) -> dict[str, int]:
-        """Count the index rows in ``low..high`` that hold each word, up to ``cap + 1``.
+    async def _session_block(
+        self, conn: aiosqlite.Connection, session_id: str, words: list[str], recent: int, cap: int
+    ) -> tuple[int, int, dict[str, int]] | None:
+        """Return the session's block of index row ids (its base), the seq of the first of its
+        last ``recent`` turns, and in how many of the turns before that each word occurs, up to
+        ``cap + 1``; ``None`` for a session without turns.
 
-        ``words`` are lowercased words (:func:`_query_words`); one statement for all of them.
+        ``words`` are lowercased words (:func:`_query_words`); one statement for all of it.
         """
-        if not words:
-            return {}
         one = (
-            "(SELECT count(*) FROM (SELECT 1 FROM conversation_turns_fts"
-            " WHERE conversation_turns_fts MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?))"
+            ", (SELECT count(*) FROM (SELECT 1 FROM conversation_turns_fts"
+            "  WHERE conversation_turns_fts MATCH ?"
+            "  AND rowid BETWEEN s.base + 1 AND s.base + s.top - ? LIMIT ?))"
         )
         params: list[Any] = []
         for word in words:
-            params += [f'{{speaker user_text assistant_text}} : ("{word}")', low, high, cap + 1]
-        rows = await conn.execute_fetchall("SELECT " + ", ".join([one] * len(words)), params)
-        return dict(zip(words, (int(count) for count in next(iter(rows))), strict=True))
+            params += [f'{{speaker user_text assistant_text}} : ("{word}")', recent, cap + 1]
+        rows = await conn.execute_fetchall(
+            "SELECT s.base, s.top" + one * len(words) + " FROM"
+            " (SELECT rowid << 32 AS base, (SELECT max(seq) FROM conversation_turns"
+            "   WHERE session_id = ?) AS top FROM conversation_sessions WHERE session_id = ?) AS s",
+            [*params, session_id, session_id],
+        )
+        row = next(iter(rows), None)
+        if row is None or row[1] is None:
+            return None
+        base, top, *counts = row
+        first_recent = max(int(top) - recent + 1, 1)
+        return int(base), first_recent, dict(zip(words, map(int, counts), strict=True))
 
     async def word_counts(
         self, conn: aiosqlite.Connection, words: list[str], *, cap: int
