@@ -199,8 +199,9 @@ class RetrievalPolicy:
         neighbour_weight: the share of a hit's strength the turns next to it inherit (divided
             by the distance; the turns before it get 0.7 of that).
         neighbour_span: how many turns on each side of a hit inherit.
-        neighbour_hits: the strongest hits whose neighbours inherit (20 built twice the
-            neighbours for one question of 999 more in bench/memory_quality.py).
+        neighbour_hits: the strongest hits whose neighbours inherit (20 built twice as many
+            neighbours and found the evidence of one more question of 999 in
+            bench/memory_quality.py).
         max_word_turns: a word found in more turns than this (in the whole index) is left out
             of every search: it says little, and ranking by it would cost more and more as the
             history grows. 1,000 kept bench/memory_quality.py's recall of 2,000 to the
