@@ -38,7 +38,6 @@ __all__ = [
     "TurnText",
     "WordCounts",
     "match_query",
-    "turn_search_sql",
 ]
 
 _T = TypeVar("_T")
