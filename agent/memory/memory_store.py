@@ -205,12 +205,14 @@ class SqliteMemoryStore:
         chats' memories cost nothing. The score is BM25's (lower is better).
         """
         found: list[list[tuple[Memory, float]]] = [[] for _ in queries]
+        if limit < 1:
+            return found
         scope = "chat_" + str(chat_id).replace("-", "m")
         arms: list[str] = []
         params: list[Any] = []
         for index, words in enumerate(queries):
             query = match_query(words)
-            if not query or limit < 1:
+            if not query:
                 continue
             # ``index`` is a loop counter, never user text.
             arms.append(
