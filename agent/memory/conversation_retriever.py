@@ -25,7 +25,7 @@ long-term memories. Each candidate gets a score in [0, 1]::
   still pending, 0.5 for a summary covering one, or a goal among the memories.
 
 The cost is bounded whatever the history's length: each index returns at most ``k`` candidates
-(``ORDER BY rank LIMIT k`` inside FTS5, ``k`` set by the token budget only) and the neighbours are
+(BM25 order with ``LIMIT k``, ``k`` set by the token budget only) and the neighbours are
 one primary-key read. A session's turn searches (recent and older turns) are one statement, and so
 are their neighbours and the summary searches. Turns are read as plain texts (the store's
 ``TurnText``, no model) and scored as such; with a token budget, only the items a first fit of that
@@ -706,9 +706,9 @@ async def _search_summaries(
         # ``index`` is a loop counter, never user text.
         arms.append(
             f"SELECT {index}, s.summary_id, s.from_seq, s.to_seq, s.delta, hit.score FROM"  # noqa: S608
-            " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid, rank AS score"
-            "   FROM conversation_summaries_fts WHERE conversation_summaries_fts MATCH ?"
-            "   AND rank MATCH 'bm25(0.0, 1.0)' ORDER BY rank LIMIT ?) AS hit"
+            " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid,"
+            "   bm25(conversation_summaries_fts, 0.0, 1.0) AS score FROM conversation_summaries_fts"
+            "   WHERE conversation_summaries_fts MATCH ? ORDER BY score, hit_rowid LIMIT ?) AS hit"
             " ON s.summary_id = hit.hit_rowid"
             " WHERE s.summarizer = 'extractive' AND s.status = 'completed'"
         )

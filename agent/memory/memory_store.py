@@ -217,9 +217,9 @@ class SqliteMemoryStore:
             # ``index`` is a loop counter, never user text.
             arms.append(
                 f"SELECT {index} AS query, {_READ_COLUMNS}, hit.score AS score FROM memories"
-                " JOIN (SELECT rowid AS hit_rowid, rank AS score FROM memories_fts"
-                "       WHERE memories_fts MATCH ? AND rank MATCH 'bm25(0.0, 1.0, 1.0)'"
-                "       ORDER BY rank LIMIT ?) AS hit"
+                " JOIN (SELECT rowid AS hit_rowid, bm25(memories_fts, 0.0, 1.0, 1.0) AS score"
+                "       FROM memories_fts WHERE memories_fts MATCH ?"
+                "       ORDER BY score, hit_rowid LIMIT ?) AS hit"
                 " ON memories.rowid = hit.hit_rowid WHERE memories.status = 'active'"
             )
             params += [f'chat_key : "{scope}" AND {{key text}} : ({query})', limit]
