@@ -300,16 +300,6 @@ class Settings(BaseSettings):
         alias="AGENT_MEMORY_CONSOLIDATE_HOURS",
         description="Hours between memory consolidation runs (decay, archive, merge).",
     )
-    index_merge_interval: float = Field(
-        default=300.0,
-        gt=0,
-        alias="AGENT_INDEX_MERGE_INTERVAL",
-        description=(
-            "Seconds between runs of the job that merges the full-text indexes' segments"
-            " (every write adds one, and a search reads them all); the console runs one at"
-            " start."
-        ),
-    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO",
         alias="AGENT_LOG_LEVEL",

@@ -115,9 +115,8 @@ async def run_console(
     async with AsyncExitStack() as stack:
         stack.push_async_callback(lane.shutdown)
         await lane.hydrate()
-        # No scheduler runs upkeep in the terminal: consolidate and merge once per start.
+        # No scheduler runs upkeep in the terminal: consolidate once per start.
         await lane.consolidate_memories()
-        await lane.merge_search_indexes()
         concierge = await open_concierge(settings, stack)
         console = _Console(lane, concierge, stdout)
         scheduler = AsyncioScheduler()

@@ -128,9 +128,6 @@ async def run_telegram_bot(settings: Settings, stop: asyncio.Event) -> None:
         async def consolidate_memories(_: CallbackContext) -> None:  # type: ignore[type-arg]
             await lane.consolidate_memories()
 
-        async def merge_search_indexes(_: CallbackContext) -> None:  # type: ignore[type-arg]
-            await lane.merge_search_indexes()
-
         async def heal(_: CallbackContext) -> None:  # type: ignore[type-arg]
             await lane.rewrite_stale_checkpoints()
             await adapter.backlog.retry()
@@ -147,13 +144,6 @@ async def run_telegram_bot(settings: Settings, stop: asyncio.Event) -> None:
             interval=settings.memory_consolidate_hours * 3600.0,
             first=_CONSOLIDATION_DELAY,
             name="consolidate-memories",
-        )
-        # Searches read every segment of an index, and every write adds one (migration 0009).
-        job_queue.run_repeating(
-            merge_search_indexes,
-            interval=settings.index_merge_interval,
-            first=_CONSOLIDATION_DELAY,
-            name="merge-search-indexes",
         )
         intake = await _start_intake(settings, adapter, journal, stack, stop)
         if intake is None:

@@ -508,7 +508,6 @@ async def flat(
         began = time.perf_counter()
         await fill(lane, [(21, size)], texts, fold_last=_FOLD_LAST)
         filled[size] = time.perf_counter() - began
-        await lane.merge_search_indexes(steps=1_000)  # as the bot's job would have since
         await lane.hydrate()  # writes the checkpoint
         await lane.shutdown()
     # The sizes take turns, round by round: a machine that slows down for a while slows every
@@ -586,8 +585,7 @@ async def flat(
         f"Durability `full`. At each size: one private session bulk-filled through the store"
         f" (transactions of {_BATCH:,} turns; the real state fold and summary chain over its"
         f" last {_FOLD_LAST:,} turns, every turn of a shorter one: the state's lists are"
-        f" capped, so it is the state a longer fold leaves, in size), then the index-merge"
-        f" job run once, as the bot's would have since. Then {repeats} rounds;"
+        f" capped, so it is the state a longer fold leaves, in size). Then {repeats} rounds;"
         f" in each, every size in turn gets a cold start of a lane (`open_lane` + `hydrate`,"
         f" the checkpoint present; the OS page cache is warm, so this is a process restart, not"
         f" a machine boot), 2 untimed turns, then {window // repeats} timed `on_turn`, each"

@@ -104,7 +104,6 @@ async def _measure(
     await _fill(lane, CHAT, size, texts)
     await _fill(lane, OTHER_CHAT, 10_000, texts[::-1])
     filled = time.perf_counter() - started
-    await lane.merge_search_indexes(steps=1_000)  # as the bot's job would have since
     await lane.shutdown()
     lane = await open_lane(settings)
     try:
@@ -174,7 +173,7 @@ async def main(argv: list[str] | None = None) -> int:
         " budget; neighbours by primary key). Inside FTS5 the turn search keeps to the"
         " session's block of row ids (migration 0007), so other chats cost nothing, and ranks"
         f" all words over the session's last {RECENT_TURNS:,} turns and only rare words over"
-        " older ones (the index-merge job ran after the fill, as the bot's would have)."
+        " older ones (every write of an index also merges its segments, migration 0010)."
         " What FTS5 cannot bound is BM25's statistics: bm25() counts the documents of each"
         " query word by reading its whole posting list, in the whole index. So a word found in"
         " more than 1,000 turns of all chats (`max_word_turns`) leaves every search (function"

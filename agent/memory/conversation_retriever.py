@@ -612,26 +612,6 @@ class ConversationRetriever:
             await tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")  # noqa: S608
         self._frequencies.forget()  # words of the erased turns count no more
 
-    async def merge_step(self, tx: Any, pages: int) -> bool:
-        """Merge segments of each full-text index, writing at most about ``pages`` pages of
-        each; return whether there was anything to merge.
-
-        Every write transaction adds a segment to an index, and a search reads every segment
-        (migration 0009). FTS5 tells that a ``merge`` did work by two or more changes.
-        """
-        if pages < 1:
-            raise ValueError("pages must be >= 1")
-        merged = False
-        for table in SEARCH_INDEXES:
-            before = tx.total_changes
-            # The table names are this module's constants, never user text.
-            await tx.execute(
-                f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)",  # noqa: S608
-                (pages,),
-            )
-            merged = merged or tx.total_changes - before >= 2
-        return merged
-
 
 @lru_cache(maxsize=1024)
 def _name_words(speaker: str | None) -> frozenset[str]:

@@ -831,22 +831,6 @@ class ConversationLane:
             await self._memories.reload(self.db.reader)
         return report
 
-    async def merge_search_indexes(self, *, pages: int = 200, steps: int = 50) -> int:
-        """Merge the full-text indexes' segments, a step of ``pages`` pages per transaction
-        (the scheduled index-merge job); return the steps that merged something.
-
-        A search reads every segment of an index, and every write adds one (migration 0009).
-        Each step is its own short write, so turns wait for one step at most; ``steps`` bounds
-        one run, and the next run goes on where it stopped.
-        """
-        self._check_open()
-        merged = 0
-        while merged < steps and await self.db.write(
-            lambda tx: self.retriever.merge_step(tx, pages)
-        ):
-            merged += 1
-        return merged
-
     def _forget_live(self, session_id: str) -> None:
         if self.summary_worker is not None:
             self.summary_worker.forget(session_id)
