@@ -253,9 +253,10 @@ class ConversationStore(Protocol):
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words taken from a query at most: a longer text adds cost, not precision.
 _QUERY_WORDS = 24
-#: A turn search ranks every query word over the session's last this many turns ... (2,000
-#: scored up to 4x as many matches at 10,000 turns, for the same bench/memory_quality.py recall)
-RECENT_TURNS = 500
+#: A turn search ranks every query word over the session's last this many turns ... (bm25()
+#: scores every match: 500 cost 9% more per packet at 100,000 turns, 2,000 up to 4x the matches,
+#: for the same bench/memory_quality.py recall)
+RECENT_TURNS = 250
 #: One search of the turn search: the BM25 of FTS5's matches inside one session's block of index
 #: row ids, the best first (ties: the newer turn), with a LIMIT. Parameters: MATCH expression, low
 #: and high row id, limit. bm25() is a column sorted by SQLite, not FTS5's ``ORDER BY rank``:
