@@ -503,3 +503,18 @@ async def test_hot_queries_read_through_an_index(db, query):
             if detail.startswith("SCAN"):
                 assert "USING" in detail, f"full scan in {plan} for {statement}"
             assert "TEMP B-TREE" not in detail, f"sort in {plan} for {statement}"
+
+
+async def test_a_turn_search_keeps_the_newest_of_equally_good_matches(db):
+    """When more turns match a query equally well than the limit keeps, the newest are kept,
+    best first: the search's cut and its order agree ("ties: the newer turn")."""
+    await _new_session(db, "ses_a")
+    same = "We moored the kayak by the yellow boathouse."
+    await _append(db, *(_turn("ses_a", seq, user_text=same) for seq in range(1, 13)))
+    for seq in range(13, 16):  # committed apart: the index has segments of both ages
+        await _append(db, _turn("ses_a", seq, user_text=same))
+
+    [hits] = await store.search_turn_texts(db.reader, "ses_a", ["kayak"], limit=4)
+
+    assert [turn.seq for turn, _ in hits] == [15, 14, 13, 12]
+    assert len({score for _, score in hits}) == 1
