@@ -381,15 +381,19 @@ INSERT INTO conversation_summaries_fts (conversation_summaries_fts, rank) VALUES
 INSERT INTO memories_fts (memories_fts, rank) VALUES ('usermerge', 2);
 
 -- migration: 0010_merge_on_write
--- FTS5 merges an index's segments once a work unit of 64 pages has been written since it last
--- did, and a turn writes less than one page: an index kept up to 16 one-page segments
+-- The triggers that keep the indexes in step write to them inside a statement savepoint, and
+-- FTS5 writes its pending rows out as a new segment at each savepoint: every statement that
+-- writes an indexed row adds a segment (3,000 single-row inserts in one transaction left 14, one
+-- 3,000-row insert 1). FTS5 merges segments once a work unit of 64 pages has been written since
+-- it last did, and a turn writes less than one page: an index kept up to 16 one-page segments
 -- (crisismerge), and a search looked up each of its words in each (at 100 turns: 17 segments,
 -- the turn search 1.5 ms; merged into one, 0.4 ms). Every write of an indexed row now also
 -- merges at most 16 pages of a level that holds 2 or more segments (usermerge, migration 0009),
 -- in its transaction: an index keeps one segment per level, each level about twice the size of
 -- the one below (at 100,000 turns, 9 segments after 600 more turns where FTS5 alone left 22),
--- and the merge job of migration 0009 had nothing left to do. A delete writes only a tombstone and is merged with the
--- next write (an erase rewrites each index whole, 'optimize', in its transaction).
+-- and the merge job of migration 0009 had nothing left to do. A delete writes only a tombstone
+-- and is merged with the next write (an erase rewrites each index whole, 'optimize', in its
+-- transaction).
 CREATE TRIGGER conversation_turns_fts_merge_insert AFTER INSERT ON conversation_turns BEGIN
     INSERT INTO conversation_turns_fts (conversation_turns_fts, rank) VALUES ('merge', 16);
 END;

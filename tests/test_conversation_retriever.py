@@ -549,11 +549,11 @@ async def test_turn_search_ranks_inside_fts_then_reads_turns_by_key(db):
 
 
 async def test_every_write_merges_the_search_indexes_and_finds_the_same(lane):
-    """Every commit adds a segment to each full-text index it writes, and a search looks up each
-    word in every segment. FTS5 alone merged only after 64 pages of writes; each write now merges
-    a few pages too (migration 0010): after 120 turns, each its own commit, the turn index keeps
-    about one segment per level, /recall finds every turn it should, and FTS5's integrity check
-    passes."""
+    """Every statement that writes an indexed row adds a segment to that full-text index, and a
+    search looks up each word in every segment. FTS5 alone merged only after 64 pages of writes;
+    each write now merges a few pages too (migration 0010): after 120 turns, each its own commit,
+    the turn index keeps about one segment per level, /recall finds every turn it should, and
+    FTS5's integrity check passes."""
     engine = RecordingEngine()
     for n in range(120):
         text = filler(n) + (" My kayak is yellow." if n % 17 == 0 else "")
