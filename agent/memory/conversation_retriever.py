@@ -59,7 +59,7 @@ from agent.memory.conversation_store import (
     ConversationStore,
     SqliteConversationStore,
     TurnText,
-    match_query,
+    scoped_searches,
 )
 from agent.memory.memory_consolidator import DecayPolicy, decay_factor
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
@@ -677,24 +677,19 @@ async def _search_summaries(
     """
     found: list[list[_SummaryHit]] = [[] for _ in queries]
     scope = session_id.replace('"', '""')
-    arms: list[str] = []
-    params: list[Any] = []
-    for index, words in enumerate(queries):
-        query = match_query(words)
-        if not query:
-            continue
-        # ``index`` is a loop counter, never user text.
-        arms.append(
-            f"SELECT {index}, s.summary_id, s.from_seq, s.to_seq, s.delta, hit.score FROM"  # noqa: S608
-            " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid,"
-            "   bm25(conversation_summaries_fts, 0.0, 1.0) AS score FROM conversation_summaries_fts"
-            "   WHERE conversation_summaries_fts MATCH ? ORDER BY score, hit_rowid LIMIT ?) AS hit"
-            " ON s.summary_id = hit.hit_rowid"
-            " WHERE s.summarizer = 'extractive' AND s.status = 'completed'"
-        )
-        params += [f'session_id : "{scope}" AND delta : ({query})', limit]
-    if not arms:
+    sql, params = scoped_searches(
+        "SELECT ?, s.summary_id, s.from_seq, s.to_seq, s.delta, hit.score FROM"
+        " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid,"
+        "   bm25(conversation_summaries_fts, 0.0, 1.0) AS score FROM conversation_summaries_fts"
+        "   WHERE conversation_summaries_fts MATCH ? ORDER BY score, hit_rowid LIMIT ?) AS hit"
+        " ON s.summary_id = hit.hit_rowid"
+        " WHERE s.summarizer = 'extractive' AND s.status = 'completed'",
+        f'session_id : "{scope}" AND delta',
+        queries,
+        limit,
+    )
+    if not sql:
         return found
-    for row in await conn.execute_fetchall(" UNION ALL ".join(arms), params):
+    for row in await conn.execute_fetchall(sql, params):
         found[row[0]].append(_SummaryHit(row[1], row[2], row[3], row[4], float(row[5])))
     return found

@@ -305,6 +305,26 @@ def match_query(text: str) -> str:
     return " OR ".join(f'"{word}"' for word in _query_words(text))
 
 
+def scoped_searches(
+    arm: str, scope: str, queries: Sequence[str], limit: int
+) -> tuple[str, list[Any]]:
+    """Return one ``arm`` for each of ``queries`` that has a word to search for, joined by
+    ``UNION ALL``, and the statement's parameters (``""`` when no query has one).
+
+    ``arm`` is a ranked search whose parameters are the query's index (its first column), its
+    MATCH expression and ``limit``. The expression is ``scope`` (a scope term and a column
+    filter) applied to the query's quoted words (:func:`match_query`).
+    """
+    arms: list[str] = []
+    params: list[Any] = []
+    for index, words in enumerate(queries):
+        query = match_query(words)
+        if query:
+            arms.append(arm)
+            params += [index, f"{scope} : ({query})", limit]
+    return " UNION ALL ".join(arms), params
+
+
 def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
     return ConversationTurn(
         turn_id=row["turn_id"],

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import aiosqlite
 import orjson
 
-from agent.memory.conversation_store import match_query
+from agent.memory.conversation_store import scoped_searches
 from agent.memory.schemas import Memory, MemoryCandidate
 from agent.utils import ids
 from agent.utils.timestamps import from_db_time, to_db_time
@@ -200,7 +200,7 @@ class SqliteMemoryStore:
         """Return, for each of ``queries``, the chat's active memories that best match it
         (FTS5 BM25), best first; all the queries in one statement.
 
-        Each query is reduced to quoted words (:func:`match_query`), so FTS5 syntax in it is
+        Each query is reduced to quoted words (:func:`scoped_searches`), so FTS5 syntax in it is
         searched for, never parsed. The chat's key is part of the MATCH expression, so other
         chats' memories cost nothing. The score is BM25's (lower is better).
         """
@@ -208,25 +208,19 @@ class SqliteMemoryStore:
         if limit < 1:
             return found
         scope = "chat_" + str(chat_id).replace("-", "m")
-        arms: list[str] = []
-        params: list[Any] = []
-        for index, words in enumerate(queries):
-            query = match_query(words)
-            if not query:
-                continue
-            # ``index`` is a loop counter, never user text.
-            arms.append(
-                f"SELECT {index} AS query, {_READ_COLUMNS}, hit.score AS score FROM memories"
-                " JOIN (SELECT rowid AS hit_rowid, bm25(memories_fts, 0.0, 1.0, 1.0) AS score"
-                "       FROM memories_fts WHERE memories_fts MATCH ?"
-                "       ORDER BY score, hit_rowid LIMIT ?) AS hit"
-                " ON memories.rowid = hit.hit_rowid WHERE memories.status = 'active'"
-            )
-            params += [f'chat_key : "{scope}" AND {{key text}} : ({query})', limit]
-        if not arms:
+        sql, params = scoped_searches(
+            f"SELECT ? AS query, {_READ_COLUMNS}, hit.score AS score FROM memories"
+            " JOIN (SELECT rowid AS hit_rowid, bm25(memories_fts, 0.0, 1.0, 1.0) AS score"
+            "       FROM memories_fts WHERE memories_fts MATCH ?"
+            "       ORDER BY score, hit_rowid LIMIT ?) AS hit"
+            " ON memories.rowid = hit.hit_rowid WHERE memories.status = 'active'",
+            f'chat_key : "{scope}" AND {{key text}}',
+            queries,
+            limit,
+        )
+        if not sql:
             return found
-        sql = " UNION ALL ".join(arms) + " ORDER BY query, score, key"
-        for row in await conn.execute_fetchall(sql, params):
+        for row in await conn.execute_fetchall(sql + " ORDER BY query, score, key", params):
             found[row["query"]].append((_row_to_memory(row), float(row["score"])))
         return found
 
