@@ -9,8 +9,9 @@ of ``BENCHMARKS.md`` (the others are left as they are):
   file and directory), the floor of what ``on_turn`` must do durably (one SQLite commit with
   ``synchronous=FULL`` in WAL + one atomic 4 KB replace), and ``ConversationLane.on_turn`` with
   durability ``full`` and ``process``. Where the bar is missed, where the time goes.
-* **Flat in history**: ``on_turn`` and cold-start hydration of one session after 100 ... 100,000
-  turns (histories bulk-inserted through the store, the real state fold applied to every turn).
+* **Flat in history**: ``on_turn``, packet build with retrieval and cold-start hydration of one
+  session after 100 ... 100,000 turns (histories bulk-inserted through the store, the real state
+  fold applied to every turn), drawn in ``docs/flat_in_history.png``.
 * **Memory and disk**: resident memory of a fresh process that hydrates 10,000 sessions, database
   bytes per turn and checkpoint bytes per session against history length.
 
@@ -59,6 +60,7 @@ from bench.harness import machine as _machine
 from bench.harness import percentile as _p
 from bench.locomo_texts import DATA, FALLBACK_TEXTS, T0
 from bench.locomo_texts import utterances as _texts
+from bench.plots import Panel, save_line_panels
 
 _BATCH = 5000
 # The turns of a long session the bulk fill folds into its state (see fill()).
@@ -72,6 +74,8 @@ BAR_HYDRATE_MS = 20.0
 BAR_PACKET_MS = 5.0
 BAR_RSS_MB = 200.0
 BAR_CHECKPOINT = 1.2  # checkpoint bytes at the largest history within 1.2x of 100 turns
+
+PLOT = ROOT / "docs" / "flat_in_history.png"
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -607,6 +611,43 @@ async def flat(
     return out, results
 
 
+def _plot_flat(results: dict[int, dict[str, float]]) -> Path | None:
+    small = min(results)
+
+    def lines(*keys: tuple[str, str]) -> dict[str, list[tuple[float, float]]]:
+        return {label: [(size, got[key]) for size, got in results.items()] for label, key in keys}
+
+    def flat(key: str) -> tuple[str, float]:
+        return f"bar: p50 within {BAR_FLAT:g}x of {small:,} turns", BAR_FLAT * results[small][key]
+
+    return save_line_panels(
+        PLOT,
+        [
+            Panel(
+                "on_turn, durability full",
+                "ms",
+                lines(("p50", "turn50"), ("p99", "turn99")),
+                bars=(flat("turn50"),),
+            ),
+            Panel(
+                "Packet build with retrieval",
+                "ms",
+                lines(("p50", "packet50"), ("p99", "packet99")),
+                bars=(flat("packet50"), (f"bar: p50 < {BAR_PACKET_MS:g} ms", BAR_PACKET_MS)),
+            ),
+            Panel(
+                "Hydration of the session (cold start)",
+                "ms",
+                lines(("p50", "hyd50"), ("max", "hyd99")),
+                bars=(flat("hyd50"), (f"bar: max < {BAR_HYDRATE_MS:g} ms", BAR_HYDRATE_MS)),
+            ),
+        ],
+        xlabel="turns in the session",
+        log_x=True,
+        from_zero=True,
+    )
+
+
 # -- 3. memory and disk --------------------------------------------------------------------------
 
 
@@ -813,6 +854,9 @@ async def main(argv: list[str] | None = None) -> int:
         print("\n".join(history), file=sys.stderr)
         mem = await memory(workdir, texts, sessions, turns_each, flat_results)
     elapsed = time.perf_counter() - started
+    write = not (args.no_write or args.quick)  # the file shows full runs only
+    if write and (plot := _plot_flat(flat_results)) is not None:
+        history += ["", f"![cost against the session's history]({plot.relative_to(ROOT)})"]
     head = [
         f"`{command}` ({elapsed:.0f} s for the whole suite) on {machine}; the temporary"
         f" directory is next to the repository, on the same filesystem.",
@@ -825,7 +869,7 @@ async def main(argv: list[str] | None = None) -> int:
     ]
     for section in sections:
         print(section)
-        if not (args.no_write or args.quick):  # the file shows full runs only
+        if write:
             write_section(section)
     print(f"suite: {elapsed:.1f} s", file=sys.stderr)
     return 0

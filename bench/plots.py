@@ -11,11 +11,13 @@ from typing import NamedTuple
 
 
 class Panel(NamedTuple):
-    """One chart: a title, the y axis label and ``{line label: [(x, y), ...]}``."""
+    """One chart: a title, the y axis label, ``{line label: [(x, y), ...]}`` and up to three
+    bars a figure must stay under, ``(label, y)``, drawn as grey horizontal lines."""
 
     title: str
     ylabel: str
     series: dict[str, list[tuple[float, float]]]
+    bars: tuple[tuple[str, float], ...] = ()
 
 
 def save_line_panels(
@@ -25,12 +27,14 @@ def save_line_panels(
     xlabel: str,
     log_x: bool = False,
     log_y: bool = False,
+    from_zero: bool = False,
     highlight: str | None = None,
 ) -> Path | None:
     """Draw ``panels`` side by side into the PNG ``path``; ``None`` without matplotlib.
 
-    The line labelled ``highlight`` (ours, against the others) is drawn black and thicker. The
-    PNG carries no creation metadata, so the same figures give the same bytes.
+    The line labelled ``highlight`` (ours, against the others) is drawn black and thicker.
+    ``from_zero`` starts each linear y axis at 0, so that a flat line looks flat. The PNG
+    carries no creation metadata, so the same figures give the same bytes.
     """
     try:
         import matplotlib
@@ -47,6 +51,8 @@ def save_line_panels(
                 ax.plot(xs, ys, marker="o", label=label, color="black", linewidth=2.5, zorder=3)
             else:
                 ax.plot(xs, ys, marker="o", label=label)
+        for (label, y), style in zip(panel.bars, ("--", ":", "-."), strict=False):
+            ax.axhline(y, linestyle=style, color="grey", label=label)
         ax.set_title(panel.title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(panel.ylabel)
@@ -54,6 +60,8 @@ def save_line_panels(
             ax.set_xscale("log")
         if log_y:
             ax.set_yscale("log")
+        elif from_zero:
+            ax.set_ylim(bottom=0)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small")
     fig.tight_layout()
