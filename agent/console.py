@@ -27,9 +27,7 @@ _PROMPT = "you> "
 
 
 class _Console:
-    def __init__(
-        self, lane: ConversationLane, concierge: Concierge, output: TextIO
-    ) -> None:
+    def __init__(self, lane: ConversationLane, concierge: Concierge, output: TextIO) -> None:
         self.lane = lane
         self.concierge = concierge
         self.commands = CommandCenter(lane)
@@ -46,9 +44,7 @@ class _Console:
             await self._command(line)
             return
         result = await self.lane.on_turn(
-            InboundMessage(
-                chat_id=CONSOLE_CHAT_ID, text=line, chat_type="console", speaker="you"
-            ),
+            InboundMessage(chat_id=CONSOLE_CHAT_ID, text=line, chat_type="console", speaker="you"),
             self.concierge,
         )
         if self.reminders is not None:

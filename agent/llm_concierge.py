@@ -141,9 +141,7 @@ class OpenAICompatConcierge(ChatCompletionsClient):
             return offline if offline is not None else await self.fallback.reply(packet, message)
         return Reply(text=text, intent="llm", action_name=None)
 
-    def _prompt(
-        self, packet: ConversationContextPacket, message: InboundMessage
-    ) -> dict[str, Any]:
+    def _prompt(self, packet: ConversationContextPacket, message: InboundMessage) -> dict[str, Any]:
         system = f"{_INSTRUCTIONS}\n\nContext:\n{render_packet(packet)}"
         logger.debug("asking %s: system prompt of %d characters", self.model, len(system))
         return self._payload(system, message.text, _TEMPERATURE)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from agent.memory import (
     Reply,
     RetrievalPolicy,
     RetrievalWeights,
+    RetrievedItem,
     SessionState,
     SqliteConversationStore,
     SqliteMemoryStore,
@@ -66,6 +68,19 @@ def filler(n: int) -> str:
     """A deterministic, varied message with no rare word in it."""
     words = [FILLER_WORDS[(n * k + k) % len(FILLER_WORDS)] for k in (1, 3, 7)]
     return f"Message {n}: we talked about the {words[0]}, the {words[1]} and the {words[2]}."
+
+
+async def retrieve(
+    db: Database,
+    retriever: ConversationRetriever | None = None,
+    *,
+    chat_id: int = CHAT,
+    now: datetime = T0,
+    **query: Any,
+) -> list[RetrievedItem]:
+    """What ``retriever`` finds, read as the lane reads it: in the searcher's thread."""
+    search = (retriever or ConversationRetriever()).retrieve
+    return await db.read(partial(search, chat_id=chat_id, now=now, **query))
 
 
 async def bulk_session(
@@ -216,8 +231,8 @@ async def test_scores_order_by_relevance_recency_and_importance_as_configured(db
             weights=RetrievalWeights(**{**every, "open_loop": 0.0, **weights}),
             neighbour_span=0,
         )
-        items = await ConversationRetriever(policy=policy).retrieve(
-            db.reader, chat_id=CHAT, session_id=sid, text="canoe", now=T0, state=state
+        items = await retrieve(
+            db, ConversationRetriever(policy=policy), session_id=sid, text="canoe", state=state
         )
         return [item.ref for item in items]
 
@@ -225,9 +240,7 @@ async def test_scores_order_by_relevance_recency_and_importance_as_configured(db
     assert await order(recency=1.0) == ["turn:3", "turn:2", "turn:1"]
     assert (await order(importance=1.0))[0] == "turn:1"
     # Scores are in [0, 1] and best first.
-    items = await ConversationRetriever().retrieve(
-        db.reader, chat_id=CHAT, session_id=sid, text="canoe", now=T0, state=state
-    )
+    items = await retrieve(db, session_id=sid, text="canoe", state=state)
     scores = [item.score for item in items]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 <= score <= 1.0 for score in scores)
@@ -250,9 +263,7 @@ async def test_a_message_with_nothing_to_search_for_retrieves_by_the_active_topi
     retriever = ConversationRetriever()
 
     async def refs(text: str) -> list[str]:
-        items = await retriever.retrieve(
-            db.reader, chat_id=CHAT, session_id=sid, text=text, now=T0, state=state
-        )
+        items = await retrieve(db, retriever, session_id=sid, text=text, state=state)
         return [item.ref for item in items]
 
     assert (await refs("and then?"))[:1] == ["turn:1"]
@@ -297,9 +308,7 @@ async def test_summaries_are_candidates_where_the_turns_found_do_not_fill_the_se
     state = SessionState(session_id=sid, turn_count=len(texts))
 
     async def kinds(text: str) -> set[str]:
-        items = await retriever.retrieve(
-            db.reader, chat_id=CHAT, session_id=sid, text=text, now=T0, state=state
-        )
+        items = await retrieve(db, retriever, session_id=sid, text=text, state=state)
         return {item.kind for item in items}
 
     assert await kinds("when is the ferry to the island?") == {"turn", "summary"}  # 1 turn
@@ -316,12 +325,10 @@ async def test_a_long_message_is_searched_by_its_rarest_words(db):
     sid = await bulk_session(db, texts)
     state = SessionState(session_id=sid, turn_count=len(texts))
     searches: list[str] = []
-    await db.reader.set_trace_callback(searches.append)
-    items = await ConversationRetriever().retrieve(
-        db.reader, chat_id=CHAT, session_id=sid, text=" ".join(FILLER_WORDS[:12]) + " zeppelin",
-        now=T0, state=state,
-    )  # fmt: skip
-    await db.reader.set_trace_callback(None)
+    await db.read(lambda conn: conn.set_trace_callback(searches.append))
+    text = " ".join(FILLER_WORDS[:12]) + " zeppelin"
+    items = await retrieve(db, session_id=sid, text=text, state=state)
+    await db.read(lambda conn: conn.set_trace_callback(None))
 
     assert "turn:31" in [item.ref for item in items]
     (search,) = [sql for sql in searches if "SELECT hit.query" in sql]
@@ -340,10 +347,7 @@ async def test_the_reply_after_a_hit_and_the_named_speaker_rank_high(db):
         filler(6),
     ]
     sid = await bulk_session(db, texts, chat_type="group", speakers=("Bob", "Cleo"))
-    retriever = ConversationRetriever()
-    items = await retriever.retrieve(
-        db.reader, chat_id=CHAT, session_id=sid, text="What did Cleo plant?", now=T0
-    )
+    items = await retrieve(db, session_id=sid, text="What did Cleo plant?")
     refs = [item.ref for item in items]
     assert refs[:2] == ["turn:2", "turn:3"] or refs[:2] == ["turn:3", "turn:2"]
 
@@ -377,9 +381,9 @@ async def test_recall_uses_the_retriever(lane):
 
     reply = await CommandCenter(lane).run(CHAT, "recall", "yellow kayak name")
     items = await lane.recall(CHAT, "yellow kayak name")
-    direct = await lane.retriever.retrieve(
-        lane.db.reader,
-        chat_id=CHAT,
+    direct = await retrieve(
+        lane.db,
+        lane.retriever,
         session_id=lane.session_id_for_chat(CHAT),
         text="yellow kayak name",
         now=lane.now(),
@@ -523,10 +527,12 @@ async def test_memory_index_follows_updates_and_stays_per_chat(db):
     await promote(-1, sid_b, "Lisbon")
     await promote(1, sid_a, "Porto")
 
-    porto, lisbon = await store.search(db.reader, 1, ["Porto", "Lisbon"], limit=5)
+    porto, lisbon = await db.read(
+        partial(store.search, chat_id=1, queries=["Porto", "Lisbon"], limit=5)
+    )
     assert [m.text for m, _ in porto] == ["Porto"]
     assert lisbon == []
-    (other_chat,) = await store.search(db.reader, -1, ["Lisbon"], limit=5)
+    (other_chat,) = await db.read(partial(store.search, chat_id=-1, queries=["Lisbon"], limit=5))
     assert [m.chat_id for m, _ in other_chat] == [-1]
 
 
@@ -612,10 +618,9 @@ async def test_migration_0006_indexes_what_the_database_already_holds(db_path):
     async with Database(db_path, migrations=migrations[:5]) as db:
         await db.write(seed)
     async with Database(db_path) as db:
-        items = await ConversationRetriever().retrieve(
-            db.reader, chat_id=CHAT, session_id="ses_old", text="zanzibar", now=T0
-        )
-        memory = (await SqliteMemoryStore().search(db.reader, CHAT, ["zanzibar"], limit=5))[0][0][0]
+        items = await retrieve(db, session_id="ses_old", text="zanzibar")
+        search = partial(SqliteMemoryStore().search, chat_id=CHAT, queries=["zanzibar"], limit=5)
+        memory = (await db.read(search))[0][0][0]
 
     assert sorted(item.ref for item in items) == ["mem_old", "summary:1", "turn:1"]
     assert (memory.decay, memory.archived_at) == (1.0, None)

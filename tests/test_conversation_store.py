@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from functools import partial
 
 import pytest
 
@@ -514,7 +515,9 @@ async def test_a_turn_search_keeps_the_newest_of_equally_good_matches(db):
     for seq in range(13, 16):  # committed apart: the index has segments of both ages
         await _append(db, _turn("ses_a", seq, user_text=same))
 
-    [hits] = await store.search_turn_texts(db.reader, "ses_a", ["kayak"], limit=4)
+    [hits] = await db.read(
+        partial(store.search_turn_texts, session_id="ses_a", queries=["kayak"], limit=4)
+    )
 
     assert [turn.seq for turn, _ in hits] == [15, 14, 13, 12]
     assert len({score for _, score in hits}) == 1

@@ -315,3 +315,48 @@ async def test_reader_connection_is_query_only(items_db):
         await items_db.fetchall("DELETE FROM items RETURNING name")
     rows = await items_db.fetchall("SELECT name FROM items")
     assert [row["name"] for row in rows] == ["kept"]
+
+
+async def test_read_runs_the_whole_work_in_the_searchers_thread_on_one_snapshot(items_db, db_path):
+    """read() hands the work to the searcher's own thread at once and returns its result; the
+    work's statements see one snapshot: a row committed meanwhile by another connection shows
+    only in the next read."""
+    await items_db.write(_insert("ada"))
+
+    def work(conn: sqlite3.Connection) -> tuple[str, list[str], list[str]]:
+        before = [row["name"] for row in conn.execute("SELECT name FROM items ORDER BY name")]
+        with sqlite3.connect(db_path) as other:  # commits on leaving the block
+            other.execute("INSERT INTO items (name) VALUES ('bob')")
+        after = [row["name"] for row in conn.execute("SELECT name FROM items ORDER BY name")]
+        return threading.current_thread().name, before, after
+
+    thread, before, after = await items_db.read(work)
+
+    assert thread.startswith("agent-db-searcher")
+    assert before == after == ["ada"]
+    count = await items_db.read(lambda conn: conn.execute("SELECT count(*) FROM items").fetchone())
+    assert tuple(count) == (2,)
+
+
+async def test_a_failed_read_raises_storage_error_and_the_searcher_reads_on(items_db):
+    """A statement that fails (or writes: the searcher is query-only) raises StorageError; the
+    snapshot is ended all the same, so the next read sees what was committed since."""
+    with pytest.raises(StorageError, match="read failed: no such table: nowhere"):
+        await items_db.read(lambda conn: conn.execute("SELECT * FROM nowhere").fetchall())
+    with pytest.raises(StorageError, match="read failed: attempt to write a readonly database"):
+        await items_db.read(lambda conn: conn.execute("INSERT INTO items (name) VALUES ('x')"))
+    await items_db.write(_insert("kept"))
+    rows = await items_db.read(lambda conn: conn.execute("SELECT name FROM items").fetchall())
+    assert [row["name"] for row in rows] == ["kept"]
+
+
+async def test_read_on_a_closed_database_raises_runtime_error_with_a_fix(db_path):
+    """Like write(): a read of a database never opened or already closed says to open it."""
+    fix = r"Database is not open: call `await db\.open\(\)` first"
+    with pytest.raises(RuntimeError, match=fix):
+        await Database(db_path).read(lambda conn: None)
+    db = await Database(db_path).open()
+    await db.close()
+    with pytest.raises(RuntimeError, match=fix):
+        await db.read(lambda conn: None)
+    assert not [t for t in threading.enumerate() if t.name.startswith("agent-db-searcher")]

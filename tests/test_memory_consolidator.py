@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -140,7 +141,8 @@ async def test_consolidation_merges_near_identical_memories_with_their_sources(d
     )
     assert [tuple(row) for row in sources] == [("ses_a", 1), ("ses_b", 2)]
     # The index follows the merge: the survivor's text is found, the removed row is not.
-    hits = (await SqliteMemoryStore().search(db.reader, CHAT, ["beatles"], limit=5))[0]
+    search = partial(SqliteMemoryStore().search, chat_id=CHAT, queries=["beatles"], limit=5)
+    hits = (await db.read(search))[0]
     assert sorted(m.key for m, _ in hits) == ["dislikes:beatles", "likes:the beatles"]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from agent.db import Database
@@ -74,8 +75,8 @@ async def test_kept_counts_decide_as_fresh_counts_would_while_turns_are_written(
         burst = rng.choice((0, 1, 1, 2, CAP + 3))
         await log.say(*(" ".join(rng.sample(VOCABULARY, 2)) for _ in range(burst)))
         asked = rng.sample(VOCABULARY, rng.randint(1, len(VOCABULARY)))
-        kept = await frequencies.counts(db.reader, asked)
-        fresh = (await log.store.word_counts(db.reader, asked, cap=CAP)).counts
+        kept = await db.read(partial(frequencies.counts, words=asked))
+        fresh = (await db.read(partial(log.store.word_counts, words=asked, cap=CAP))).counts
         assert {w: _class(c) for w, c in kept.items()} == {w: _class(c) for w, c in fresh.items()}
     assert {_class(c) for c in kept.values()} == {"common"}  # the run got that far
 
@@ -88,20 +89,20 @@ async def test_a_common_word_is_counted_again_only_after_cap_more_turns(db):
     frequencies = WordFrequencies(log.store, cap=CAP)
     await log.say(*(["kayak trip"] * (CAP + 1)))
     statements: list[str] = []
-    await db.reader.set_trace_callback(statements.append)
+    await db.read(lambda conn: conn.set_trace_callback(statements.append))
 
     def counted(word: str) -> int:
         return sum(f'"{word}"' in sql for sql in statements)
 
     for turn in range(CAP + 1):
-        assert await frequencies.counts(db.reader, ["kayak", "walnut"]) == {
+        assert await db.read(partial(frequencies.counts, words=["kayak", "walnut"])) == {
             "kayak": CAP + 1,
             "walnut": 0,
         }
         await log.say(f"plain talk {turn}")
     assert counted("kayak") == 1  # the first packet's count; the rest kept it
     assert counted("walnut") == 1
-    await frequencies.counts(db.reader, ["kayak", "walnut"])
+    await db.read(partial(frequencies.counts, words=["kayak", "walnut"]))
     assert counted("kayak") == 2  # cap + 1 turns later
     assert counted("walnut") == 2
 
@@ -112,7 +113,7 @@ async def test_after_an_erasure_the_counts_are_forgotten(db):
     log = Log(db)
     frequencies = WordFrequencies(log.store, cap=CAP)
     await log.say(*(["harbour walk"] * (CAP + 3)))
-    assert await frequencies.counts(db.reader, ["harbour"]) == {"harbour": CAP + 1}
+    assert await db.read(partial(frequencies.counts, words=["harbour"])) == {"harbour": CAP + 1}
 
     async def erase(tx: Any) -> None:
         sql = "DELETE FROM conversation_sessions WHERE session_id = ?"
@@ -120,4 +121,4 @@ async def test_after_an_erasure_the_counts_are_forgotten(db):
 
     await db.write(erase)
     frequencies.forget()
-    assert await frequencies.counts(db.reader, ["harbour"]) == {"harbour": 0}
+    assert await db.read(partial(frequencies.counts, words=["harbour"])) == {"harbour": 0}

@@ -3,10 +3,11 @@
 :class:`Inspector` builds the memory lane from the bot's own settings
 (:func:`agent.runtime.open_lane`: same database, checkpoint directory, summary and retrieval
 settings) but never hydrates it or shuts it down: both write (session statuses, checkpoint
-files) and belong to the bot. Reads go through the database's reader connection, which in WAL
-mode never waits for a running bot; writes go through :meth:`agent.db.Database.write`, which
-takes the same lock as the bot's writes and gives up with
-:class:`~agent.errors.DatabaseLocked` after ``AGENT_DB_LOCK_TIMEOUT`` seconds.
+files) and belong to the bot. Reads go through the database's read-only connections (the
+reader, and the searcher for retrieval), which in WAL mode never wait for a running bot;
+writes go through :meth:`agent.db.Database.write`, which takes the same lock as the bot's
+writes and gives up with :class:`~agent.errors.DatabaseLocked` after
+``AGENT_DB_LOCK_TIMEOUT`` seconds.
 
 Sessions are named on the command line by their id or, for a chat's open session, by
 ``chat:<chat id>`` (:class:`~agent.cli.arguments.SessionRef`).
@@ -18,6 +19,7 @@ import argparse
 import asyncio
 import sqlite3
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Self
 
@@ -145,15 +147,17 @@ class Inspector:
         memories = await lane.memory_store.active_for_chats(
             reader, [chat], per_chat=_MEMORIES_PER_CHAT
         )
-        retrieved = await lane.retriever.for_packet(
-            reader,
-            chat_id=chat,
-            session_id=session.session_id,
-            text=recent[-1].user_text if recent else "",
-            now=now,
-            state=state,
-            recent_turns=lane.builder.recent_turns,
-            token_budget=lane.builder.token_budget,
+        retrieved = await lane.db.read(
+            partial(
+                lane.retriever.for_packet,
+                chat_id=chat,
+                session_id=session.session_id,
+                text=recent[-1].user_text if recent else "",
+                now=now,
+                state=state,
+                recent_turns=lane.builder.recent_turns,
+                token_budget=lane.builder.token_budget,
+            )
         )
         return lane.builder.build(
             state, recent, now=now, memories=memories[chat], retrieved=retrieved
@@ -168,12 +172,12 @@ class Inspector:
         query (what is searched is the words alone).
         """
         lane = self.lane
-        items = await lane.retriever.recall(
-            lane.db.reader,
+        recall = partial(
+            lane.retriever.recall,
             chat_id=session.chat_id,
             session_id=session.session_id,
             words=words,
             now=lane.now(),
             state=session.state,
         )
-        return items[:limit]
+        return (await lane.db.read(recall))[:limit]

@@ -25,14 +25,16 @@ long-term memories. Each candidate gets a score in [0, 1]::
   still pending, 0.5 for a summary covering one, or a goal among the memories.
 
 The cost is bounded whatever the history's length: each index returns at most ``k`` candidates
-(BM25 order with ``LIMIT k``, ``k`` set by the token budget only) and the neighbours are
-one primary-key read. A session's turn searches (recent and older turns) are one statement, and so
-are their neighbours and the summary searches. Turns are read as plain texts (the store's
-``TurnText``, no model) and scored as such; with a token budget, only the items a first fit of that
-budget could take are built (see :meth:`ConversationRetriever.retrieve`): a packet carries a few
-dozen of the few hundred candidates. FTS5's bm25() counts the documents of every phrase of its
-query by reading the phrase's whole posting list, so a session-id term in the MATCH cost a read of
-every turn of the session (profiled: 4.3 ms of 7.9 at 100,000 turns). Migration 0007 numbers the
+(BM25 order with ``LIMIT k``, ``k`` set by the token budget only) and the neighbours are one
+primary-key read. A session's turn searches (recent and older turns) are one statement, and so are
+their neighbours and the summary searches. The retriever is synchronous: a packet's statements, and
+the scoring between them, run in the database's searcher thread in one hand-over, on one snapshot
+(:meth:`Database.read <agent.db.database.Database.read>`). Turns are read as plain texts (the
+store's ``TurnText``, no model) and scored as such; with a token budget, only the items a first fit
+of that budget could take are built (see :meth:`ConversationRetriever.retrieve`): a packet carries
+a few dozen of the few hundred candidates. FTS5's bm25() counts the documents of every phrase of
+its query by reading the phrase's whole posting list, so a session-id term in the MATCH cost a read
+of every turn of the session (profiled: 4.3 ms of 7.9 at 100,000 turns). Migration 0007 numbers the
 turn index so that a session is one rowid range, and the turn search restricts with ``rowid
 BETWEEN`` instead: all query words over the session's last ``RECENT_TURNS`` turns, and over the
 older turns only the words found in at most ``OLD_WORD_TURNS`` of them (a fact said once long ago
@@ -48,6 +50,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import sqlite3
 from bisect import bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -287,9 +290,9 @@ class ConversationRetriever:
         wanted = token_budget // _TOKENS_PER_CANDIDATE
         return max(policy.candidates, min(wanted, policy.max_candidates))
 
-    async def retrieve(
+    def retrieve(
         self,
-        conn: Any,
+        conn: sqlite3.Connection,
         *,
         chat_id: int,
         session_id: str | None,
@@ -302,7 +305,8 @@ class ConversationRetriever:
         """Return the candidates for a new message, best first, scored as the module says.
 
         Args:
-            conn: any connection (normally ``db.reader``).
+            conn: a connection (normally the database's searcher: :meth:`Database.read
+                <agent.db.database.Database.read>`).
             chat_id: the chat (whose long-term memories are candidates).
             session_id: the session (whose turns and summaries are); ``None`` for a session
                 not in the database yet.
@@ -319,7 +323,7 @@ class ConversationRetriever:
         limit = self.candidate_limit(token_budget)
         message = " ".join(query_words(text))
         topics = " ".join(query_words(" ".join(_topic_names(state))))
-        (message, said), (topics, _) = await self._selective(conn, [message, topics])
+        (message, said), (topics, _) = self._selective(conn, [message, topics])
         queries = [
             (query, slot) for query, slot in ((message, "message"), (topics, "topics")) if query
         ]
@@ -330,7 +334,7 @@ class ConversationRetriever:
         session_queries = queries[:1] if said else queries
         candidates: dict[str, _Candidate] = {}
         if session_id is not None and session_queries:
-            hits = await self._turn_candidates(
+            hits = self._turn_candidates(
                 conn, candidates, session_id, session_queries, limit, before_seq, state
             )
             # A summary delta repeats turns in short: it is a candidate where the turns found
@@ -338,19 +342,17 @@ class ConversationRetriever:
             # fill better (bench/memory_quality.py: 2 points of recall at every budget) and
             # cost a third of the searches' time.
             if hits < limit:
-                await self._summary_candidates(
-                    conn, candidates, session_id, session_queries, limit
-                )
-        await self._memory_candidates(conn, candidates, chat_id, queries, limit, now)
+                self._summary_candidates(conn, candidates, session_id, session_queries, limit)
+        self._memory_candidates(conn, candidates, chat_id, queries, limit, now)
         if state is not None:
             last_seq = state.turn_count
         else:
             last_seq = max((c.seq or 0 for c in candidates.values()), default=0)
         return self._rank(candidates.values(), last_seq, state, token_budget)
 
-    async def _turn_candidates(
+    def _turn_candidates(
         self,
-        conn: Any,
+        conn: sqlite3.Connection,
         found: dict[str, _Candidate],
         session_id: str,
         queries: list[tuple[str, str]],
@@ -362,7 +364,7 @@ class ConversationRetriever:
         # turns at the end are matched too and dropped here: ask for that many more.
         slack = 0 if before_seq is None or state is None else max(state.turn_count - before_seq, 0)
         facts, loops = _fact_turns(state), _loop_turns(state)
-        results = await self.store.search_turn_texts(
+        results = self.store.search_turn_texts(
             conn, session_id, [query for query, _ in queries], limit + slack + 1
         )
         scored: list[tuple[str, dict[int, float], dict[int, float]]] = []
@@ -380,7 +382,7 @@ class ConversationRetriever:
             # carry the answer without sharing its words, so they inherit part of its strength.
             scored.append((slot, strength, self._spread(strength, before_seq)))
         missing = [seq for _, _, spread in scored for seq in spread if f"turn:{seq}" not in found]
-        for turn in await self.store.get_turn_texts(conn, session_id, missing):
+        for turn in self.store.get_turn_texts(conn, session_id, missing):
             self._add_turn(found, turn, facts, loops)
         for slot, strength, spread in scored:
             for seq, value in {**spread, **strength}.items():
@@ -390,7 +392,7 @@ class ConversationRetriever:
                     setattr(candidate, slot, max(getattr(candidate, slot), best))
         return len({seq for _, strength, _ in scored for seq in strength})
 
-    async def _selective(self, conn: Any, queries: list[str]) -> list[tuple[str, bool]]:
+    def _selective(self, conn: sqlite3.Connection, queries: list[str]) -> list[tuple[str, bool]]:
         """Leave out of each query the words found in more than ``max_word_turns`` turns;
         return each query with whether any word left was in a turn when counted.
 
@@ -406,7 +408,7 @@ class ConversationRetriever:
         """
         cap = self.policy.max_word_turns
         every = list(dict.fromkeys(word for query in queries for word in query.split()))
-        counts = await self._frequencies.counts(conn, every)
+        counts = self._frequencies.counts(conn, every)
         selective: list[tuple[str, bool]] = []
         for query in queries:
             words = query.split()
@@ -454,15 +456,15 @@ class ConversationRetriever:
             open_loop=1.0 if turn.seq in loops else 0.0,
         )
 
-    async def _summary_candidates(
+    def _summary_candidates(
         self,
-        conn: Any,
+        conn: sqlite3.Connection,
         found: dict[str, _Candidate],
         session_id: str,
         queries: list[tuple[str, str]],
         limit: int,
     ) -> None:
-        results = await _search_summaries(conn, session_id, [query for query, _ in queries], limit)
+        results = _search_summaries(conn, session_id, [query for query, _ in queries], limit)
         for (_, slot), hits in zip(queries, results, strict=True):
             for hit in hits:
                 ref = f"summary:{hit.summary_id}"
@@ -482,16 +484,16 @@ class ConversationRetriever:
                     )
                 setattr(candidate, slot, max(getattr(candidate, slot), -hit.bm25))
 
-    async def _memory_candidates(
+    def _memory_candidates(
         self,
-        conn: Any,
+        conn: sqlite3.Connection,
         found: dict[str, _Candidate],
         chat_id: int,
         queries: list[tuple[str, str]],
         limit: int,
         now: datetime,
     ) -> None:
-        results = await self.memory_store.search(
+        results = self.memory_store.search(
             conn, chat_id, [query for query, _ in queries], limit=limit
         )
         for (_, slot), hits in zip(queries, results, strict=True):
@@ -554,9 +556,9 @@ class ConversationRetriever:
             for score, c in ranked
         ]
 
-    async def for_packet(
+    def for_packet(
         self,
-        conn: Any,
+        conn: sqlite3.Connection,
         *,
         chat_id: int,
         session_id: str | None,
@@ -568,7 +570,7 @@ class ConversationRetriever:
     ) -> list[RetrievedItem]:
         """Return the candidates for a packet: the last ``recent_turns`` turns, which the
         packet carries verbatim anyway, are none of them; the budget sizes the set."""
-        return await self.retrieve(
+        return self.retrieve(
             conn,
             chat_id=chat_id,
             session_id=session_id,
@@ -579,9 +581,9 @@ class ConversationRetriever:
             token_budget=token_budget,
         )
 
-    async def recall(
+    def recall(
         self,
-        conn: Any,
+        conn: sqlite3.Connection,
         *,
         chat_id: int,
         session_id: str,
@@ -591,7 +593,7 @@ class ConversationRetriever:
     ) -> list[RetrievedItem]:
         """Return what ``/recall words`` finds, best first: the words alone (no topic query),
         over every turn of the session and the chat's memories."""
-        return await self.retrieve(
+        return self.retrieve(
             conn,
             chat_id=chat_id,
             session_id=session_id,
@@ -668,8 +670,8 @@ def _could_fit(ranked: list[_Ranked], budget: int) -> list[_Ranked]:
     return kept
 
 
-async def _search_summaries(
-    conn: Any, session_id: str, queries: Sequence[str], limit: int
+def _search_summaries(
+    conn: sqlite3.Connection, session_id: str, queries: Sequence[str], limit: int
 ) -> list[list[_SummaryHit]]:
     """BM25 over the session's extractive summary deltas (migration 0006), for each query.
 
@@ -690,6 +692,6 @@ async def _search_summaries(
     )
     if not sql:
         return found
-    for row in await conn.execute_fetchall(sql, params):
+    for row in conn.execute(sql, params):
         found[row[0]].append(_SummaryHit(row[1], row[2], row[3], row[4], float(row[5])))
     return found

@@ -103,7 +103,10 @@ class ConversationStore(Protocol):
 
     Called by :class:`agent.memory.lane.ConversationLane` (and the inspection tools) for every
     read and write of sessions and turns. ``tx`` is a connection inside an open write
-    transaction; ``conn`` any connection. Implementations never commit.
+    transaction; ``conn`` any connection. Implementations never commit. The reads of retrieval
+    (``search_turn_texts``, ``word_counts``, ``get_turn_texts``) are synchronous, on a
+    ``sqlite3`` connection: the retriever runs them in the database's searcher thread
+    (:meth:`agent.db.database.Database.read`).
     """
 
     async def create_session(
@@ -193,9 +196,9 @@ class ConversationStore(Protocol):
         """Yield every turn of a session in order (for rebuilds and exports)."""
         ...
 
-    async def search_turn_texts(
+    def search_turn_texts(
         self,
-        conn: Any,
+        conn: sqlite3.Connection,
         session_id: str,
         queries: Sequence[str],
         limit: int = 5,
@@ -212,7 +215,7 @@ class ConversationStore(Protocol):
         """
         ...
 
-    async def word_counts(self, conn: Any, words: list[str], *, cap: int) -> WordCounts:
+    def word_counts(self, conn: sqlite3.Connection, words: list[str], *, cap: int) -> WordCounts:
         """Return in how many turns (of all sessions) each word occurs, counting up to
         ``cap + 1``, and the turn log's high-water mark at that moment (see
         :class:`WordCounts`)."""
@@ -222,7 +225,9 @@ class ConversationStore(Protocol):
         """Return one turn of a session, or ``None``."""
         ...
 
-    async def get_turn_texts(self, conn: Any, session_id: str, seqs: list[int]) -> list[TurnText]:
+    def get_turn_texts(
+        self, conn: sqlite3.Connection, session_id: str, seqs: list[int]
+    ) -> list[TurnText]:
         """Return the turns of a session with these seqs (those that exist), in seq order, as
         retrieval reads them (the neighbours of its hits)."""
         ...
@@ -720,9 +725,9 @@ class SqliteConversationStore:
                 return
             after = rows[-1]["seq"]
 
-    async def search_turn_texts(
+    def search_turn_texts(
         self,
-        conn: aiosqlite.Connection,
+        conn: sqlite3.Connection,
         session_id: str,
         queries: Sequence[str],
         limit: int = 5,
@@ -759,7 +764,7 @@ class SqliteConversationStore:
         if limit < 1 or not any(asked):
             return found
         every = list(dict.fromkeys(word for words in asked for word in words))
-        session = await self._session_block(conn, session_id, every, recent, old_word_turns)
+        session = self._session_block(conn, session_id, every, recent, old_word_turns)
         if session is None:
             return found
         base, first_recent, old = session
@@ -778,12 +783,12 @@ class SqliteConversationStore:
                 query = " OR ".join(f'"{word}"' for word in chosen)
                 params += [f"{columns} : ({query})", low, high, limit]
         params += [session_id, base, limit]
-        for row in await conn.execute_fetchall(turn_search_sql(searched), params):
+        for row in conn.execute(turn_search_sql(searched), params):
             found[row[0]].append((_row_to_turn_text(row[1:]), float(row[7])))
         return found
 
-    async def _session_block(
-        self, conn: aiosqlite.Connection, session_id: str, words: list[str], recent: int, cap: int
+    def _session_block(
+        self, conn: sqlite3.Connection, session_id: str, words: list[str], recent: int, cap: int
     ) -> tuple[int, int, dict[str, int]] | None:
         """Return the session's block of index row ids (its base), the seq of the first of its
         last ``recent`` turns, and in how many of the turns before that each word occurs, up to
@@ -799,22 +804,19 @@ class SqliteConversationStore:
         params: list[Any] = []
         for word in words:
             params += [f'{{speaker user_text assistant_text}} : ("{word}")', recent, cap + 1]
-        rows = await conn.execute_fetchall(
+        row = conn.execute(
             "SELECT s.base, s.top" + one * len(words) + " FROM"
             " (SELECT rowid << 32 AS base, (SELECT max(seq) FROM conversation_turns"
             "   WHERE session_id = ?) AS top FROM conversation_sessions WHERE session_id = ?) AS s",
             [*params, session_id, session_id],
-        )
-        row = next(iter(rows), None)
+        ).fetchone()
         if row is None or row[1] is None:
             return None
         base, top, *counts = row
         first_recent = max(int(top) - recent + 1, 1)
         return int(base), first_recent, dict(zip(words, map(int, counts), strict=True))
 
-    async def word_counts(
-        self, conn: aiosqlite.Connection, words: list[str], *, cap: int
-    ) -> WordCounts:
+    def word_counts(self, conn: sqlite3.Connection, words: list[str], *, cap: int) -> WordCounts:
         """Return in how many turns (of all sessions) each word occurs, counting up to
         ``cap + 1``, and the turn log's high-water mark.
 
@@ -831,12 +833,11 @@ class SqliteConversationStore:
         params: list[Any] = []
         for _, query in asked:
             params += [f"{{speaker user_text assistant_text}} : ({query})", cap + 1]
-        rows = await conn.execute_fetchall(
+        high_water, *counts = conn.execute(
             ", ".join(["SELECT coalesce((SELECT max(rowid) FROM conversation_turns), 0)"]
                       + [one] * len(asked)),
             params,
-        )  # fmt: skip
-        high_water, *counts = tuple(next(iter(rows)))
+        ).fetchone()  # fmt: skip
         found = dict.fromkeys(words, 0)
         found.update((word, int(count)) for (word, _), count in zip(asked, counts, strict=True))
         return WordCounts(int(high_water), found)
@@ -847,8 +848,8 @@ class SqliteConversationStore:
         """Return one turn of a session, or ``None``."""
         return _first(await _select_turns(conn, "session_id = ? AND seq = ?", (session_id, seq)))
 
-    async def get_turn_texts(
-        self, conn: aiosqlite.Connection, session_id: str, seqs: list[int]
+    def get_turn_texts(
+        self, conn: sqlite3.Connection, session_id: str, seqs: list[int]
     ) -> list[TurnText]:
         """Return the turns of a session with these seqs (those that exist), in seq order.
 
@@ -857,7 +858,7 @@ class SqliteConversationStore:
         """
         if not seqs:
             return []
-        rows = await conn.execute_fetchall(
+        rows = conn.execute(
             f"SELECT {_TURN_TEXT_COLUMNS} FROM conversation_turns WHERE session_id = ?"
             " AND seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
             (session_id, orjson.dumps(sorted(set(seqs)))),

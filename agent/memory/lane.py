@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Protocol
 
 from agent.db import Database
@@ -629,33 +630,33 @@ class ConversationLane:
         live = self._sessions.for_chat(chat_id)
         if live is None or limit < 1:
             return []
-        items = await self.retriever.recall(
-            self.db.reader,
+        recall = partial(
+            self.retriever.recall,
             chat_id=chat_id,
             session_id=live.session.session_id,
             words=words,
             now=self._clock(),
             state=live.state,
         )
-        return items[:limit]
+        return (await self.db.read(recall))[:limit]
 
     async def _packet_for(
         self, live: LiveSession, text: str, *, is_new: bool
     ) -> ConversationContextPacket:
         # The raw turns the packet carries anyway are no candidates; a session not committed
         # yet has no turns to search, but its chat may have memories.
-        state = live.state
-        retrieved = await self.retriever.for_packet(
-            self.db.reader,
+        # One hand-over to the searcher's thread for every statement (Database.read).
+        retrieve = partial(
+            self.retriever.for_packet,
             chat_id=live.session.chat_id,
             session_id=None if is_new else live.session.session_id,
             text=text,
             now=self._clock(),
-            state=state,
+            state=live.state,
             recent_turns=self.builder.recent_turns,
             token_budget=self.builder.token_budget,
         )
-        return await self._packet(live, retrieved)
+        return await self._packet(live, await self.db.read(retrieve))
 
     async def _packet(
         self, live: LiveSession, retrieved: Sequence[RetrievedItem] = ()

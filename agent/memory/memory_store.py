@@ -34,7 +34,9 @@ class MemoryStore(Protocol):
     """**Protocol:** storage of long-term memories.
 
     Called by :func:`agent.memory.writer.write_if_worthy` inside a turn's transaction, and by
-    the lane when it loads a chat's memories into its packets.
+    the lane when it loads a chat's memories into its packets. ``search`` is synchronous, on a
+    ``sqlite3`` connection: the retriever runs it in the database's searcher thread
+    (:meth:`agent.db.database.Database.read`).
     """
 
     async def upsert(
@@ -57,8 +59,8 @@ class MemoryStore(Protocol):
         """Return the most important active memories of each chat."""
         ...
 
-    async def search(
-        self, conn: Any, chat_id: int, queries: Sequence[str], *, limit: int
+    def search(
+        self, conn: sqlite3.Connection, chat_id: int, queries: Sequence[str], *, limit: int
     ) -> list[list[tuple[Memory, float]]]:
         """Return, for each query, the chat's active memories that best match it (BM25, lower
         is better)."""
@@ -194,8 +196,8 @@ class SqliteMemoryStore:
             found[row["chat_id"]].append(_row_to_memory(row))
         return found
 
-    async def search(
-        self, conn: aiosqlite.Connection, chat_id: int, queries: Sequence[str], *, limit: int
+    def search(
+        self, conn: sqlite3.Connection, chat_id: int, queries: Sequence[str], *, limit: int
     ) -> list[list[tuple[Memory, float]]]:
         """Return, for each of ``queries``, the chat's active memories that best match it
         (FTS5 BM25), best first; all the queries in one statement.
@@ -220,7 +222,7 @@ class SqliteMemoryStore:
         )
         if not sql:
             return found
-        for row in await conn.execute_fetchall(sql + " ORDER BY query, score, key", params):
+        for row in conn.execute(sql + " ORDER BY query, score, key", params):
             found[row["query"]].append((_row_to_memory(row), float(row["score"])))
         return found
 

@@ -24,8 +24,8 @@ written meanwhile used up are counted in a second one.
 
 from __future__ import annotations
 
+import sqlite3
 from collections import OrderedDict
-from typing import Any
 
 from agent.memory.conversation_store import ConversationStore
 
@@ -53,30 +53,34 @@ class WordFrequencies:
         self._known: OrderedDict[str, tuple[int, int]] = OrderedDict()  # word -> (count, mark)
         self._mark = 0  # the high-water mark of the last count
 
-    async def counts(self, conn: Any, words: list[str]) -> dict[str, int]:
+    def counts(self, conn: sqlite3.Connection, words: list[str]) -> dict[str, int]:
         """Return each word's count, as good as a fresh one for telling apart words in at
-        most ``cap`` turns and in more (see the module docstring)."""
+        most ``cap`` turns and in more (see the module docstring).
+
+        Runs in the database's searcher thread (``conn``); :meth:`forget` may run meanwhile,
+        in the event loop's: this call keeps to the counts it started with.
+        """
         if not words:
             return {}
+        known = self._known
         for word in words:  # used now: the last to make room for others
-            if word in self._known:
-                self._known.move_to_end(word)
-        ask = [word for word in words if self._stale(word, self._mark)]
-        high_water = await self._count(conn, ask)
-        again = [word for word in words if word not in ask and self._stale(word, high_water)]
+            if word in known:
+                known.move_to_end(word)
+        ask = [word for word in words if self._stale(known.get(word), self._mark)]
+        high_water = self._count(conn, known, ask)
+        again = [word for word in words if word not in ask and self._stale(known[word], high_water)]
         if again:
-            await self._count(conn, again)
-        found = {word: self._known[word][0] for word in words}
-        while len(self._known) > self._size:
-            self._known.popitem(last=False)
+            self._count(conn, known, again)
+        found = {word: known[word][0] for word in words}
+        while len(known) > self._size:
+            known.popitem(last=False)
         return found
 
     def forget(self) -> None:
         """Forget every count (turns were erased: counts may have gone down)."""
-        self._known.clear()
+        self._known = OrderedDict()  # a new one: a count under way fills the old one
 
-    def _stale(self, word: str, mark: int) -> bool:
-        known = self._known.get(word)
+    def _stale(self, known: tuple[int, int] | None, mark: int) -> bool:
         if known is None:
             return True
         count, counted_at = known
@@ -87,10 +91,12 @@ class WordFrequencies:
             return since > self._cap
         return count + since > self._cap
 
-    async def _count(self, conn: Any, words: list[str]) -> int:
-        result = await self._store.word_counts(conn, words, cap=self._cap)
+    def _count(
+        self, conn: sqlite3.Connection, known: OrderedDict[str, tuple[int, int]], words: list[str]
+    ) -> int:
+        result = self._store.word_counts(conn, words, cap=self._cap)
         self._mark = result.high_water
         for word, count in result.counts.items():
-            self._known[word] = (count, result.high_water)
-            self._known.move_to_end(word)
+            known[word] = (count, result.high_water)
+            known.move_to_end(word)
         return result.high_water
