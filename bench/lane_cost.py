@@ -870,7 +870,7 @@ async def main(argv: list[str] | None = None) -> int:
     if write and (plot := _plot_flat(flat_results)) is not None:
         history += ["", f"![cost against the session's history]({plot.relative_to(ROOT)})"]
     head = [
-        f"`{command}` ({elapsed:.0f} s for the whole suite) on {machine}; the temporary"
+        f"`{command}` ({elapsed:.0f} s for this part) on {machine}; the temporary"
         f" directory is next to the repository, on the same filesystem.",
         "",
     ]
