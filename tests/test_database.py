@@ -56,9 +56,9 @@ async def items_db(db: Database) -> Database:
 
 
 @pytest.mark.parametrize(("durability", "synchronous"), [("full", 2), ("process", 1)])
-async def test_both_connections_get_the_project_pragmas(db_path, durability, synchronous):
+async def test_every_connection_gets_the_project_pragmas(db_path, durability, synchronous):
     """Writer and reader run in WAL with foreign keys, the durability's synchronous level and
-    the configured busy timeout."""
+    the configured busy timeout; the searcher (reads only) waits as long for a lock."""
     async with Database(db_path, durability=durability, busy_timeout_ms=1234) as db:
         pragmas = ("journal_mode", "foreign_keys", "synchronous", "busy_timeout")
 
@@ -67,9 +67,11 @@ async def test_both_connections_get_the_project_pragmas(db_path, durability, syn
 
         writer = await db.write(read_pragmas)
         reader = await read_pragmas(db.reader)
+        searcher = await db.read(lambda conn: tuple(conn.execute("PRAGMA busy_timeout").fetchone()))
     expected = [("wal",), (1,), (synchronous,), (1234,)]
     assert writer == expected
     assert reader == expected
+    assert searcher == (1234,)
 
 
 def test_unknown_durability_is_rejected(db_path):
