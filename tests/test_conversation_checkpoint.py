@@ -308,3 +308,15 @@ async def test_remove_temp_files_deletes_only_temp_files(writer):
 
     assert [p.name for p in writer.directory.iterdir()] == [f"{SID}.json"]
     assert writer.remove_temp_files() == 0
+
+
+async def test_the_checkpoint_directory_is_its_owners_alone(tmp_path):
+    """Checkpoints hold conversations: the directory is made 0700 (and an existing one that
+    others could list is made so), each file 0600."""
+    directory = tmp_path / "checkpoints"
+    writer = CheckpointWriter(directory)
+    writer.make_private()
+    assert directory.stat().st_mode & 0o777 == 0o700
+    directory.chmod(0o755)
+    writer.make_private()
+    assert directory.stat().st_mode & 0o777 == 0o700

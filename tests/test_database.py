@@ -362,3 +362,16 @@ async def test_read_on_a_closed_database_raises_runtime_error_with_a_fix(db_path
     with pytest.raises(RuntimeError, match=fix):
         await db.read(lambda conn: None)
     assert not [t for t in threading.enumerate() if t.name.startswith("agent-db-searcher")]
+
+
+async def test_the_database_and_its_log_files_are_readable_by_their_owner_only(tmp_path):
+    """Conversations are private: a new database, its -wal and -shm files are 0600; a file
+    other users could read (0644, as before) loses their permissions when it is opened."""
+    path = tmp_path / "memory.db"
+    async with Database(path) as db:
+        await db.write(lambda tx: tx.execute("CREATE TABLE t (x)"))
+        for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            assert name.stat().st_mode & 0o777 == 0o600, name
+    path.chmod(0o644)
+    async with Database(path):
+        assert path.stat().st_mode & 0o777 == 0o600

@@ -29,6 +29,7 @@ error line when that starts and one line when writes commit again, not one per w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
@@ -57,6 +58,8 @@ Work = Callable[[aiosqlite.Connection], Awaitable[T]]
 Read = Callable[[sqlite3.Connection], T]
 
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
+# The database holds conversations: created readable and writable by its owner only.
+_PRIVATE_FILE = 0o600
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 # The disk, not the write, is at fault: the same write may commit once the disk recovers.
 _UNWRITABLE_CODES = frozenset(
@@ -163,6 +166,7 @@ class Database:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            _make_private(self.path)
             self._writer = await self._connect()
             await self._enable_wal(self._writer)
             await migrate(self._writer, self._migrations)
@@ -444,6 +448,27 @@ def _in_snapshot(conn: sqlite3.Connection, work: Read[T]) -> T:
         return work(conn)
     finally:
         conn.execute("COMMIT")  # it only read: ends the snapshot
+
+
+def _make_private(path: Path) -> None:
+    """Create the database file readable by its owner only (``0600``), or take the group's and
+    others' permissions away from it.
+
+    SQLite creates the ``-wal`` and ``-shm`` files with the database file's permissions, so
+    they are private too; existing ones are made so as well. The file holds conversations: no
+    other local user may read them. A file we may not change is left as it is, with a warning.
+    """
+    with contextlib.suppress(OSError):  # SQLite says why a file cannot be opened, better
+        os.close(os.open(path, os.O_RDONLY | os.O_CREAT, _PRIVATE_FILE))
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            mode = name.stat().st_mode & 0o777
+            if mode & 0o077:
+                name.chmod(mode & ~0o077)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            logger.warning("%s stays readable by other users: %s", name, exc.strerror or exc)
 
 
 def _read_only_hint(path: Path) -> str:

@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 
 _SUFFIX = ".json"
 _TEMP_PREFIX = ".tmp-"
+# Conversations are private: the directory is its owner's alone (files are 0600 from mkstemp).
+_PRIVATE_DIRECTORY = 0o700
 
 
 class CheckpointWriter:
@@ -81,7 +83,7 @@ class CheckpointWriter:
         try:
             fd, temp_name = tempfile.mkstemp(prefix=prefix, dir=self.directory)
         except FileNotFoundError:  # the directory's first file, or it was removed
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.make_private()
             fd, temp_name = tempfile.mkstemp(prefix=prefix, dir=self.directory)
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -174,6 +176,19 @@ class CheckpointWriter:
         return sorted(
             path.stem for path in self.directory.glob(f"*{_SUFFIX}") if is_session_id(path.stem)
         )
+
+    def make_private(self) -> None:
+        """Create the directory readable by its owner only (``0700``), or make it so.
+
+        Checkpoints hold conversations: no other local user may list or read them (the files
+        themselves are ``0600``, as :func:`tempfile.mkstemp` makes them).
+
+        Raises:
+            OSError: the directory cannot be created or changed.
+        """
+        self.directory.mkdir(mode=_PRIVATE_DIRECTORY, parents=True, exist_ok=True)
+        if self.directory.stat().st_mode & 0o777 != _PRIVATE_DIRECTORY:
+            self.directory.chmod(_PRIVATE_DIRECTORY)
 
     def remove_temp_files(self) -> int:
         """Delete temporary files left by writes a crash interrupted; return how many."""
