@@ -415,3 +415,130 @@ END;
 CREATE TRIGGER memories_fts_merge_update AFTER UPDATE OF chat_id, key, text ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', 16);
 END;
+
+-- migration: 0011_memory_model_v2
+-- Long-term memory, version 2 (seed 003, Layer 3): a memory is a typed statement (kind) about a
+-- subject ('user', or someone or something in their life: 'sister Mia', 'cat Miso'), an
+-- attribute and a value (text), valid from valid_from until valid_until (NULL: still true).
+-- key names the memory's slot: the attribute for a one-value attribute of the user ('location':
+-- a new value supersedes the old one, which keeps its row as history with valid_until set), the
+-- attribute and the value for a many-value one ('plan:a trip to lisbon', 'likes:jazz': a new
+-- value is added beside the others), prefixed by the subject for others ('sister Mia/location').
+-- At most one row of a slot is current. origin 'noted' is a note the user asked for verbatim
+-- (/remember). The table is rebuilt (SQLite cannot drop the old UNIQUE (chat_id, key)); every
+-- row of version 1 is kept, current, with the slot keys of version 2 (a plan's value joins its
+-- key: version 1 kept one plan per chat).
+DROP TRIGGER memories_fts_insert;
+DROP TRIGGER memories_fts_delete;
+DROP TRIGGER memories_fts_update;
+DROP TRIGGER memories_fts_merge_insert;
+DROP TRIGGER memories_fts_merge_update;
+DROP TRIGGER memory_sources_orphan;
+DROP TABLE memories_fts;
+CREATE TABLE memories_v2 (
+    memory_id        TEXT PRIMARY KEY,
+    chat_id          INTEGER NOT NULL,
+    kind             TEXT NOT NULL CHECK (kind IN ('fact', 'preference', 'decision', 'goal',
+                                                   'constraint', 'entity', 'procedure')),
+    subject          TEXT NOT NULL DEFAULT 'user',
+    attribute        TEXT NOT NULL,
+    key              TEXT NOT NULL,
+    text             TEXT NOT NULL,
+    origin           TEXT NOT NULL DEFAULT 'said' CHECK (origin IN ('said', 'noted')),
+    confidence       REAL NOT NULL,
+    importance       REAL NOT NULL,
+    access_count     INTEGER NOT NULL DEFAULT 1,
+    status           TEXT NOT NULL DEFAULT 'candidate'
+                     CHECK (status IN ('candidate', 'active', 'archived')),
+    valid_from       TEXT NOT NULL,
+    valid_until      TEXT,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    last_accessed_at TEXT NOT NULL,
+    decay            REAL NOT NULL DEFAULT 1.0,
+    archived_at      TEXT,
+    chat_key         TEXT GENERATED ALWAYS AS
+                     ('chat_' || replace(CAST(chat_id AS TEXT), '-', 'm')) VIRTUAL
+);
+INSERT INTO memories_v2 (memory_id, chat_id, kind, subject, attribute, key, text, confidence,
+                         importance, access_count, status, valid_from, created_at, updated_at,
+                         last_accessed_at, decay, archived_at)
+SELECT memory_id, chat_id, kind, 'user',
+       CASE WHEN key LIKE 'likes:%' OR key LIKE 'dislikes:%' THEN substr(key, 1, instr(key, ':') - 1)
+            ELSE key END,
+       CASE WHEN key = 'plan' THEN 'plan:' || lower(text) ELSE key END,
+       text, confidence, importance, access_count, status, created_at, created_at, updated_at,
+       last_accessed_at, decay, archived_at
+FROM memories;
+CREATE TABLE memory_sources_v2 (
+    memory_id  TEXT NOT NULL REFERENCES memories_v2 (memory_id) ON DELETE CASCADE,
+    session_id TEXT NOT NULL REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (memory_id, session_id, seq)
+);
+INSERT INTO memory_sources_v2 (memory_id, session_id, seq)
+SELECT memory_id, session_id, seq FROM memory_sources;
+DROP TABLE memory_sources;
+DROP TABLE memories;
+ALTER TABLE memories_v2 RENAME TO memories;
+ALTER TABLE memory_sources_v2 RENAME TO memory_sources;
+CREATE UNIQUE INDEX memories_current ON memories (chat_id, key) WHERE valid_until IS NULL;
+CREATE INDEX memories_chat_active ON memories (chat_id, importance DESC)
+    WHERE status = 'active' AND valid_until IS NULL;
+CREATE INDEX memories_history ON memories (chat_id, key, valid_until);
+CREATE INDEX memory_sources_session ON memory_sources (session_id, seq);
+
+-- Relations between memories (seed 003): memory_id supersedes (replaced), contradicts (said the
+-- opposite of) or is related_to (is about the same someone) other_id. They go with either end.
+CREATE TABLE memory_relations (
+    memory_id  TEXT NOT NULL REFERENCES memories (memory_id) ON DELETE CASCADE,
+    relation   TEXT NOT NULL CHECK (relation IN ('supersedes', 'contradicts', 'related_to')),
+    other_id   TEXT NOT NULL REFERENCES memories (memory_id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (memory_id, relation, other_id)
+);
+CREATE INDEX memory_relations_other ON memory_relations (other_id);
+
+-- A memory whose last source is gone goes too (/forget, prune, an edit that no longer says it).
+CREATE TRIGGER memory_sources_orphan AFTER DELETE ON memory_sources
+    WHEN NOT EXISTS (SELECT 1 FROM memory_sources WHERE memory_id = old.memory_id) BEGIN
+    DELETE FROM memories WHERE memory_id = old.memory_id;
+END;
+-- Exact erasure: when the current value of a slot goes, the value it replaced (the one that
+-- ended last, if any is left) is current again: what the user said before still stands.
+CREATE TRIGGER memories_restore_previous AFTER DELETE ON memories
+    WHEN old.valid_until IS NULL BEGIN
+    UPDATE memories SET valid_until = NULL
+    WHERE memory_id = (SELECT memory_id FROM memories
+                       WHERE chat_id = old.chat_id AND key = old.key
+                       ORDER BY valid_until DESC, created_at DESC, memory_id DESC LIMIT 1);
+END;
+
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    chat_key,
+    subject,
+    attribute,
+    text,
+    content = 'memories',
+    content_rowid = 'rowid',
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '_'"
+);
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, chat_key, subject, attribute, text)
+    VALUES (new.rowid, new.chat_key, new.subject, new.attribute, new.text);
+    INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', 16);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, chat_key, subject, attribute, text)
+    VALUES ('delete', old.rowid, old.chat_key, old.subject, old.attribute, old.text);
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF chat_id, subject, attribute, text ON memories
+BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, chat_key, subject, attribute, text)
+    VALUES ('delete', old.rowid, old.chat_key, old.subject, old.attribute, old.text);
+    INSERT INTO memories_fts (rowid, chat_key, subject, attribute, text)
+    VALUES (new.rowid, new.chat_key, new.subject, new.attribute, new.text);
+    INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', 16);
+END;
+INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+INSERT INTO memories_fts (memories_fts, rank) VALUES ('usermerge', 2);

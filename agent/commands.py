@@ -11,7 +11,14 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from agent.memory import ConversationLane, ConversationTurn, RetrievedItem, render_packet
+from agent.memory import (
+    ConversationLane,
+    ConversationTurn,
+    Memory,
+    RetrievedItem,
+    describe_memory,
+    render_packet,
+)
 
 __all__ = ["COMMANDS", "CommandCenter", "CommandReply"]
 
@@ -24,6 +31,8 @@ COMMANDS: dict[str, str] = {
     "topics": "Topics and facts I keep for this conversation",
     "loops": "Open to-dos, pending questions and reminders",
     "recall": "Search this conversation: /recall hotel",
+    "facts": "What I remember about you: /facts all, /facts forget 2, /facts confirm 2",
+    "remember": "Keep a note for good: /remember my passport number ends in 42",
     "new": "Start a fresh conversation (what you told me about yourself stays)",
     "forget": "Erase this conversation everywhere (asks first)",
     "export": "Send this conversation's checkpoint file",
@@ -40,7 +49,8 @@ _HELP = (
     '- tell me things: "my name is Ada", "I\'m planning a trip to Lisbon in May"\n'
     '- ask: "what\'s my name?", "what do you know about me?", "what did we talk about?"\n'
     '- to-dos: "remind me to book the hotel", later "I booked the hotel"\n'
-    '- reminders: "remind me in 10 minutes to call mom"\n\nCommands:\n'
+    '- reminders: "remind me in 10 minutes to call mom"\n'
+    '- forget one thing: "forget that my sister lives in Porto", or /facts forget 2\n\nCommands:\n'
     + "\n".join(f"/{name} - {text}" for name, text in COMMANDS.items())
 )
 
@@ -97,6 +107,71 @@ def _recall_line(item: RetrievedItem) -> str:
     return f"- {label}{text} [{item.score:.2f}]"
 
 
+_FACTS_HINT = " Forget one with /facts forget N; /facts all shows earlier values too."
+_FACTS_USAGE = (
+    "Usage: /facts (what I remember about you), /facts all (with earlier values), "
+    "/facts forget N, /facts confirm N (N from the /facts list)."
+)
+_KIND_TITLES = {
+    "fact": "About you",
+    "entity": "People and pets",
+    "preference": "Likes and preferences",
+    "goal": "Plans and goals",
+    "decision": "Decisions",
+    "constraint": "Constraints",
+    "procedure": "Routines",
+}
+
+
+def _section(memory: Memory) -> str:
+    return memory.kind if memory.about_user else "entity"
+
+
+def _in_order(memories: list[Memory]) -> list[Memory]:
+    """The current memories in the order ``/facts`` numbers them (N of ``/facts forget N``)."""
+    order = list(_KIND_TITLES)
+    current = [m for m in memories if m.valid_until is None]
+    return sorted(current, key=lambda m: order.index(_section(m)))
+
+
+def _facts_listing(memories: list[Memory], *, history: bool) -> str:
+    current = _in_order(memories)
+    if not current:
+        return (
+            "I don't remember anything about you yet. Tell me, e.g. “my name is Ada”, or keep a "
+            "note with /remember."
+        )
+    lines: list[str] = []
+    for number, memory in enumerate(current, start=1):
+        section = _KIND_TITLES[_section(memory)]
+        if number == 1 or section != _KIND_TITLES[_section(current[number - 2])]:
+            lines.append(f"{section}:")
+        unconfirmed = (
+            f" (unconfirmed: /facts confirm {number})" if memory.status == "candidate" else ""
+        )
+        lines.append(f"{number}. {describe_memory(memory)}{unconfirmed}")
+        if history:
+            lines.extend(_earlier_lines(memory, memories))
+    return "What I remember about you:\n" + "\n".join(lines) + "\n\n" + _FACTS_HINT.strip()
+
+
+def _earlier_lines(memory: Memory, group: list[Memory]) -> list[str]:
+    earlier = [m for m in group if m.key == memory.key and m.valid_until is not None]
+    lines = []
+    for old in sorted(earlier, key=lambda m: m.valid_from, reverse=True):
+        until = old.valid_until or old.valid_from
+        if until <= old.valid_from:
+            lines.append(f"   was: {describe_memory(old)} (corrected)")
+        else:
+            span = f"{old.valid_from:%d %b %Y} to {until:%d %b %Y}"
+            lines.append(f"   was: {describe_memory(old)} ({span})")
+    return lines
+
+
+def _erased(memories: list[Memory]) -> str:
+    return "; ".join(describe_memory(m) for m in memories)
+
+
 class CommandCenter:
     """Runs commands against the memory lane for one chat at a time.
 
@@ -147,10 +222,12 @@ class CommandCenter:
 
     async def _cmd_topics(self, chat_id: int, args: str) -> CommandReply:
         packet = await self.lane.packet(chat_id)
-        if packet is None or not (packet.active_topics or packet.facts):
+        remembered = [m for m in packet.memories if m.valid_until is None] if packet else []
+        if packet is None or not (packet.active_topics or packet.facts or remembered):
             return CommandReply("No topics yet. Tell me about yourself or your plans.")
         lines = [f"- {topic.name}" for topic in packet.active_topics]
         lines += [f"- {fact.key}: {fact.value}" for fact in packet.facts]
+        lines += [f"- {describe_memory(memory)}" for memory in remembered]
         return CommandReply("What I keep for this conversation:\n" + "\n".join(lines))
 
     async def _cmd_loops(self, chat_id: int, args: str) -> CommandReply:
@@ -177,6 +254,44 @@ class CommandCenter:
             return CommandReply(f"Nothing in this conversation matches {_excerpt(args)!r}.")
         lines = [_recall_line(item) for item in items]
         return CommandReply("Best matches (score 0-1):\n" + "\n".join(lines))
+
+    async def _cmd_facts(self, chat_id: int, args: str) -> CommandReply:
+        words = args.split()
+        action = words[0].lower() if words else ""
+        if action in {"", "all"} and len(words) <= 1:
+            history = action == "all"
+            memories = await self.lane.facts(chat_id, history=history)
+            return CommandReply(_facts_listing(memories, history=history))
+        number = _count(words[1]) if len(words) == 2 else None
+        if action not in {"forget", "confirm"} or number is None:
+            return CommandReply(_FACTS_USAGE)
+        current = _in_order(await self.lane.facts(chat_id))
+        if not 1 <= number <= len(current):
+            return CommandReply(
+                f"There is no fact number {number}: /facts lists {len(current)}." + _FACTS_HINT
+            )
+        memory = current[number - 1]
+        if action == "confirm":
+            confirmed = await self.lane.confirm_memory(chat_id, memory.memory_id)
+            if confirmed is None:
+                return CommandReply("That fact changed meanwhile; see /facts.")
+            return CommandReply(f"Confirmed: {describe_memory(confirmed)}. I'll keep it for good.")
+        erased = await self.lane.forget_memories(chat_id, [memory.memory_id])
+        if not erased:
+            return CommandReply("That fact is already gone; see /facts.")
+        return CommandReply("Forgotten, with its history: " + _erased(erased) + ".")
+
+    async def _cmd_remember(self, chat_id: int, args: str) -> CommandReply:
+        if not args:
+            return CommandReply(
+                "Usage: /remember <text>, e.g. /remember my passport number ends in 42. "
+                "I keep it word for word until you /facts forget it."
+            )
+        try:
+            memory = await self.lane.remember(chat_id, args)
+        except ValueError as exc:
+            return CommandReply(f"I can't keep that note: {exc}.")
+        return CommandReply(f"I'll remember: {memory.text}")
 
     async def _cmd_new(self, chat_id: int, args: str) -> CommandReply:
         closed = await self.lane.new_session(chat_id)

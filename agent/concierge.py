@@ -31,15 +31,37 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from agent.memory.conversation_state_manager import LoopUpdate, merge_facts, update_open_loops
+from agent.memory.conversation_state_manager import (
+    PERSONAL_CHAT_TYPES,
+    LoopUpdate,
+    merge_facts,
+    update_open_loops,
+)
 from agent.memory.extraction import (
     ReminderRequest,
     is_reminder_request,
     normalize_text,
     parse_reminder,
 )
-from agent.memory.fact_extraction import extract_facts
-from agent.memory.schemas import ConversationContextPacket, Fact, InboundMessage, JobRef, Reply
+from agent.memory.fact_extraction import PEOPLE, PETS, extract_facts
+from agent.memory.memory_slots import (
+    USER,
+    describe_fact,
+    fact_key,
+    in_second_person,
+    parse_key,
+    role_and_name,
+    slot_of,
+)
+from agent.memory.schemas import (
+    ConversationContextPacket,
+    Fact,
+    InboundMessage,
+    JobRef,
+    Memory,
+    Reply,
+)
+from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
 
 __all__ = ["Concierge", "RuleBasedConcierge"]
@@ -118,7 +140,24 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
          "where you live"),
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
          "where you're from"),
-        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b", "plan", "about your plans"),
+        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b",
+         "plan:", "about your plans"),
+        (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
+        (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
+         "about decisions of yours"),
+        (r"\bwhat am i allergic to\b|\bwhat are my allergies\b|\bam i allergic\b",
+         "allergy:", "about allergies"),
+        (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
+         r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
+         "about your diet"),
+        (r"\bwhat (?:do i (?:dislike|hate)|don't i like)\b", "dislikes:", "what you don't like"),
+        (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
+        (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
+         r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),
+        (r"\bwhat pets? do i have\b|\bdo i have (?:any )?pets?\b|\bmy pets\b", "pet:",
+         "about any pets"),
+        (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
+         "about your family and friends"),
         (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b", "job workplace",
          "about your work"),
         (r"\bwhat do i do for (?:a )?(?:living|work)\b", "job", "your job"),
@@ -132,23 +171,43 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
     )
 )  # fmt: skip
 
-_FACT_PHRASES = {
-    "name": "your name is {v}",
-    "age": "you're {v}",
-    "location": "you live in {v}",
-    "hometown": "you're from {v}",
-    "plan": "you're planning {v}",
-    "job": "you work as {v}",
-    "workplace": "you work at {v}",
-    "birthday": "your birthday is {v}",
-    "likes": "you like {v}",
-    "dislikes": "you don't like {v}",
-    "favourite": "your favourite {item} is {v}",
-}
-_FIRST_PERSON = re.compile(r"\b(?:i'm|i've|i'll|i'd|myself|mine|my|me|i)\b", _F)
-_SECOND_PERSON = {
-    "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd", "myself": "yourself",
-    "mine": "yours", "my": "your", "me": "you", "i": "you",
+_WHO = rf"(?P<who>(?:{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
+# (question about someone, the attribute asked for; "" for who they are)
+_ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, _F), attribute)
+    for pattern, attribute in (
+        (rf"\bwhere (?:does|did) (?:my )?{_WHO} (?:live|stay|move)\b", "location"),
+        (rf"\bwhere(?:'s| is) (?:my )?{_WHO} (?:living|based)\b", "location"),
+        (rf"\bwhere (?:is|does) (?:my )?{_WHO} (?:from|come from)\b", "hometown"),
+        (rf"\bwhere does (?:my )?{_WHO} work\b", "workplace"),
+        (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
+        (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
+        (rf"\bhow old is (?:my )?{_WHO}\b", "age"),
+        (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
+        (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
+        (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", ""),
+        (rf"\bwhat(?:'s| is) my {_WHO} called\b", ""),
+        (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
+        (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
+    )
+)  # fmt: skip
+# (question about an earlier value, the attributes asked for)
+_ASK_PAST: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(pattern, _F), tuple(attributes.split()))
+    for pattern, attributes in (
+        (r"\bwhere (?:did i (?:use to |used to )?live|was i living|have i lived|did i live)\b"
+         r"|\bmy (?:old|previous|former|last) (?:home|address|city|place)\b", "location"),
+        (r"\bwhere did i (?:use to |used to )?work\b|\bwhat (?:did i (?:use to |used to )?do"
+         r"|was my (?:old |previous |former |last )?job)\b", "job workplace"),
+        (r"\bwhat (?:was|were) my (?:old|previous|former|last) (?P<attr>[^\W\d_]+)\b"
+         r"|\bwhat (?:was|were) my (?P<attr2>[^\W\d_]+) before\b", ""),
+    )
+)  # fmt: skip
+# Words for an attribute in a question about its history.
+_ATTRIBUTE_WORDS = {
+    "home": "location", "address": "location", "city": "location", "place": "location",
+    "work": "job", "profession": "job", "employer": "workplace", "company": "workplace",
+    "bday": "birthday", "diet": "diet",
 }  # fmt: skip
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 # A summary line: "#12 Ada: ..." or, tagged by the summarizer, "#12 Ada [decision]: ...".
@@ -191,10 +250,18 @@ class RuleBasedConcierge:
     Args:
         job_ids: makes the id of each reminder it schedules (default :func:`agent.utils.ids.job_id`;
             tests pass a counter).
+        promotion: the lane's promotion gate: the concierge says it noted a fact only when the
+            gate keeps it (the same rule, applied to the same reading of the message).
     """
 
-    def __init__(self, *, job_ids: Callable[[], str] = ids.job_id) -> None:
+    def __init__(
+        self,
+        *,
+        job_ids: Callable[[], str] = ids.job_id,
+        promotion: PromotionPolicy | None = None,
+    ) -> None:
         self._job_ids = job_ids
+        self._promotion = promotion or PromotionPolicy()
 
     async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
         """Answer ``message`` from ``packet`` and what the message itself says.
@@ -245,7 +312,12 @@ class RuleBasedConcierge:
             parts.append(_REMINDER_FORMS)
             intents.append("set_reminder")
         parts.extend(_todo_acks(reading.loops, intents))
-        parts.extend(_fact_acks(known, reading.new_facts, intents))
+        personal = message.chat_type in PERSONAL_CHAT_TYPES
+        parts.extend(
+            _fact_acks(
+                known, reading.new_facts, intents, kept=self._promotion.keeps, personal=personal
+            )
+        )
         answer = _question(packet, reading, jobs)
         if answer is not None:
             intents.append(answer[0])
@@ -263,7 +335,18 @@ class RuleBasedConcierge:
 
 
 def _remembered(packet: ConversationContextPacket) -> tuple[Fact, ...]:
-    return tuple(Fact(key=m.key, value=m.text, turn=0) for m in packet.memories)
+    # The chat's current long-term memories, as the facts the rules read.
+    return tuple(
+        Fact(key=fact_key(m.subject, m.attribute, m.text), value=m.text, turn=0)
+        for m in packet.memories
+        if m.valid_until is None
+    )
+
+
+def _past(packet: ConversationContextPacket) -> list[Memory]:
+    # Values the user replaced, most recently ended first.
+    past = [m for m in packet.memories if m.valid_until is not None]
+    return sorted(past, key=lambda m: m.valid_until or m.valid_from, reverse=True)
 
 
 def _main_intent(intents: Sequence[str]) -> str:
@@ -287,11 +370,6 @@ def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _you(text: str) -> str:
-    """Turn the user's words to the second person: "call my mom" -> "call your mom"."""
-    return _FIRST_PERSON.sub(lambda m: _SECOND_PERSON[m.group(0).lower()], text)
-
-
 def _when(due: datetime, now: datetime) -> str:
     due = _utc(due)
     short = due - now < timedelta(minutes=1) and due.second
@@ -308,11 +386,11 @@ def _reminder_set(reminder: ReminderRequest, now: datetime) -> str:
     when = _when(reminder.due_at, now)
     if not reminder.label:
         return f"I'll remind you {when}."
-    return f"I'll remind you {when} {reminder.link} {_you(reminder.label)}."
+    return f"I'll remind you {when} {reminder.link} {in_second_person(reminder.label)}."
 
 
 def _listing(items: Sequence[str]) -> str:
-    quoted = [_you(item) for item in items]
+    quoted = [in_second_person(item) for item in items]
     return quoted[0] if len(quoted) == 1 else "; ".join(quoted)
 
 
@@ -322,7 +400,7 @@ def _todo_acks(loops: LoopUpdate, intents: list[str]) -> list[str]:
         said.append(f"Great, I've ticked off: {_listing([lp.text for lp in loops.closed])}.")
         intents.append("close_todo")
     if loops.unmatched:
-        missing = ", ".join(f"“{_you(text)}”" for text in loops.unmatched)
+        missing = ", ".join(f"“{in_second_person(text)}”" for text in loops.unmatched)
         said.append(f"I couldn't find {missing} on your list. Ask “what is still open?” to see it.")
         intents.append("close_todo")
     if loops.opened:
@@ -335,34 +413,53 @@ def _todo_acks(loops: LoopUpdate, intents: list[str]) -> list[str]:
     return said
 
 
-def _describe(fact: Fact) -> str:
-    kind, _, item = fact.key.partition(":")
-    phrase = _FACT_PHRASES.get(kind, kind + ": {v}")
-    return phrase.format(v=_you(fact.value), item=item)
-
-
 def _sentence(phrase: str) -> str:
     return phrase[:1].upper() + phrase[1:] + "."
 
 
-def _fact_acks(known: Sequence[Fact], new: Sequence[Fact], intents: list[str]) -> list[str]:
+def _fact_acks(
+    known: Sequence[Fact],
+    new: Sequence[Fact],
+    intents: list[str],
+    *,
+    kept: Callable[[Fact], bool],
+    personal: bool,
+) -> list[str]:
+    # Say exactly what was kept: for good in a personal chat (long-term memory, across /new),
+    # for this conversation in a group; a hedge is kept unconfirmed, and said to be.
     if not new:
         return []
     intents.append("state_fact")
     said: list[str] = []
-    old_name = next((f.value for f in known if f.key == "name"), None)
-    others: list[str] = []
+    before = {slot_of(f.key): f for f in known}
+    old_name = before["name"].value if "name" in before else None
+    noted: list[str] = []
+    unsure: list[str] = []
     for fact in new:
+        if personal and not kept(fact):
+            unsure.append(describe_fact(fact))
+            continue
         if fact.key != "name":
-            others.append(_describe(fact))
+            previous = before.get(slot_of(fact.key))
+            phrase = describe_fact(fact)
+            if previous is not None and previous.value.casefold() != fact.value.casefold():
+                phrase += f" (before: {in_second_person(previous.value)})"
+            noted.append(phrase)
         elif old_name is None:
             said.append(f"Nice to meet you, {fact.value}.")
         elif old_name == fact.value:
             said.append(f"I know, {fact.value}: you told me before.")
         else:
             said.append(f"Got it: I'll call you {fact.value} from now on.")
-    if others:
-        said.append("Noted: " + " and ".join(others) + ".")
+    if noted:
+        corrected = any(f.mode == "corrected" for f in new)
+        head = "Corrected" if corrected else "Noted" if personal else "Noted for this conversation"
+        said.append(f"{head}: " + " and ".join(noted) + ".")
+    if unsure:
+        said.append(
+            "I've kept “" + "” and “".join(unsure) + "” as unconfirmed: say it plainly, or "
+            "confirm it with /facts, and I'll remember it for good."
+        )
     return [" ".join(said)]
 
 
@@ -370,6 +467,16 @@ def _question(
     packet: ConversationContextPacket, reading: _Reading, jobs: Sequence[JobRef]
 ) -> tuple[str, str] | None:
     text = reading.text
+    for pattern, attribute in _ASK_OTHER:
+        match = pattern.search(text)
+        if match is not None:
+            about = _about_other(reading, match.group("who"), attribute)
+            if about is not None:
+                return "ask_fact", about
+    for pattern, attributes in _ASK_PAST:
+        match = pattern.search(text)
+        if match is not None:
+            return "ask_fact", _earlier(packet, reading, match, attributes)
     if _ASK_NAME.search(text):
         name = next((f.value for f in reading.facts if f.key == "name"), None)
         if name is None:
@@ -394,10 +501,72 @@ def _question(
         found = [f for f in reading.facts if _key_matches(f.key, wanted)]
         if not found:
             return "ask_fact", f"You haven't told me {missing} yet."
-        return "ask_fact", " ".join(_sentence(_describe(f)) for f in found)
+        return "ask_fact", " ".join(_sentence(describe_fact(f)) for f in found)
     if _ASK_HELP.search(text):
         return "help", _HELP + _CAPABILITIES
     return None
+
+
+def _is_about(label: str, who: str) -> bool:
+    role, name = role_and_name(label)
+    return who in {role.casefold(), name.casefold(), label.casefold()}
+
+
+def _about_other(reading: _Reading, who: str, attribute: str) -> str | None:
+    """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
+    who = " ".join(who.casefold().split())
+    named = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).name in {"relative", "pet"} and _is_about(f.value, who)
+    ]
+    said = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).subject != USER
+        and _is_about(parse_key(f.key).subject, who)
+        and (not attribute or parse_key(f.key).name == attribute)
+    ]
+    found = (named if not attribute else []) + said
+    if found:
+        return " ".join(_sentence(describe_fact(f)) for f in found)
+    known_role = re.fullmatch(rf"(?:{PEOPLE}|{PETS})", who, _F) is not None
+    if not known_role and not named:
+        return None  # "who is there?": not someone the user told about
+    if named and attribute:
+        names = " and ".join(role_and_name(f.value)[1] or f.value for f in named)
+        return f"You haven't told me that about {names} yet."
+    return f"You haven't told me about your {who} yet."
+
+
+def _earlier(
+    packet: ConversationContextPacket,
+    reading: _Reading,
+    match: re.Match[str],
+    wanted: Sequence[str],
+) -> str:
+    """Answer what a value was before the user replaced it."""
+    if not wanted:
+        word = (match.group("attr") or match.group("attr2") or "").casefold()
+        wanted = (_ATTRIBUTE_WORDS.get(word, word),)
+    past = [m for m in _past(packet) if m.subject == USER and m.attribute in wanted]
+    now = [f for f in reading.facts if parse_key(f.key).name in wanted]
+    if not past:
+        if now:
+            current = " ".join(_sentence(describe_fact(f)) for f in now)
+            return f"I don't know of an earlier one: {current}"
+        return "You haven't told me about that yet."
+    lines = []
+    for memory in past:
+        fact = Fact(key=fact_key(USER, memory.attribute, memory.text), value=memory.text, turn=0)
+        until = memory.valid_until or memory.valid_from
+        if until <= memory.valid_from:  # corrected: it was never true
+            lines.append(f"You once told me {describe_fact(fact)}, then corrected it.")
+        else:
+            lines.append(f"Earlier you told me {describe_fact(fact)} (until {until:%d %B %Y}).")
+    if now:
+        lines.append("Now " + "; ".join(describe_fact(f) for f in now) + ".")
+    return " ".join(lines)
 
 
 def _key_matches(key: str, wanted: Sequence[str]) -> bool:
@@ -410,7 +579,7 @@ def _about_you(facts: Sequence[Fact]) -> str:
             "I don't know anything about you yet. Tell me, for example, “my name is Ada” or "
             "“I live in Lisbon”."
         )
-    lines = [_describe(fact) for fact in facts]
+    lines = [describe_fact(fact) for fact in facts]
     return "Here's what I know about you:\n" + "\n".join(f"• {_sentence(x)}" for x in lines)
 
 
@@ -421,7 +590,7 @@ def _open_items(
     loops = reading.loops.loops
     if loops:
         numbered = [
-            f"{n}. {_you(loop.text)}{_LOOP_KINDS.get(loop.kind, '')}"
+            f"{n}. {in_second_person(loop.text)}{_LOOP_KINDS.get(loop.kind, '')}"
             for n, loop in enumerate(loops, start=1)
         ]
         sections.append("Your list:\n" + "\n".join(numbered))
@@ -432,7 +601,7 @@ def _open_items(
     if scheduled:
         lines = []
         for ref in scheduled:
-            label = _you(ref.label or ref.job_id)
+            label = in_second_person(ref.label or ref.job_id)
             if ref.due_at is None:
                 lines.append(f"• {label}")
             elif _utc(ref.due_at) <= reading.now:

@@ -193,7 +193,8 @@ def test_show_prints_the_state_and_the_context_packet(memory):
     assert "check the train times" in text
     assert "Reminders and jobs (1)" in text
     assert "call mom" in text
-    assert "Facts (3)" in text
+    assert "Facts: none" in text  # a private chat's facts live in its long-term memory
+    assert "Long-term memory of the chat (3)" in text
     assert "Lisbon" in text
     assert "Context packet (about " in text
     assert f"Conversation {memory.private} ({len(PRIVATE_TALK)} turns)" in text
@@ -206,7 +207,7 @@ def test_show_prints_the_state_and_the_context_packet(memory):
 
     shown = json.loads(ok(cli(memory, "show", memory.private, "--json")))
     assert shown["session"]["session_id"] == memory.private
-    assert {f["key"] for f in shown["session"]["state"]["facts"]} == {"name", "plan", "likes:jazz"}
+    assert {m["attribute"] for m in shown["memories"]} == {"name", "plan", "likes"}
     assert shown["checkpoint"]["verdict"] == "matches"
     assert shown["packet"]["conversation_id"] == memory.private
     assert shown["packet"]["turn_count"] == len(PRIVATE_TALK)
@@ -448,9 +449,9 @@ def test_stats_counts_everything_the_memory_holds(memory):
     assert figures["turns"] == {"delivered": len(PRIVATE_TALK), "recorded": 4}
     assert figures["state"]["open_loops"] == 2
     assert figures["state"]["reminders"] == 1
-    assert figures["state"]["facts"] == 3
+    assert figures["state"]["facts"] == 0  # a private chat's facts are long-term memories
     assert figures["summaries"] == {"extractive completed": 1}
-    assert figures["memories"]["active"] >= 2
+    assert figures["memories"]["active"] == 3
     assert figures["bytes"]["checkpoint_files"] == 3
     assert figures["bytes"]["database"] == memory.db.stat().st_size
 

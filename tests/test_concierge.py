@@ -1,8 +1,9 @@
 """Tests of agent/concierge.py: the offline concierge's rules and replies.
 
-Pure: realistic packets are built the way the lane builds them (turns applied with
-ConversationStateManager, packets made by ConversationContextBuilder), with no database. Time
-comes from ``message.received_at`` only.
+Realistic packets are built the way the lane builds them (turns applied with
+ConversationStateManager, packets made by ConversationContextBuilder, what a personal chat says
+about itself promoted to long-term memory in a real SQLite file and carried by the packet).
+Time comes from ``message.received_at`` only.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from agent.memory import (
     Reply,
     ReplyEngine,
     SessionState,
+    SqliteMemoryStore,
+    memory_candidates,
+    write_if_worthy,
 )
 
 T0 = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
@@ -53,8 +57,11 @@ INTENTS = {
 class Chat:
     """A conversation with the concierge, its state moved the way the lane moves it."""
 
-    def __init__(self, concierge: RuleBasedConcierge | None = None) -> None:
+    def __init__(self, db, concierge: RuleBasedConcierge | None = None) -> None:
         counter = itertools.count(1)
+        self.db = db
+        self.store = SqliteMemoryStore()
+        self.memories = ()
         self.concierge = concierge or RuleBasedConcierge(job_ids=lambda: f"job_{next(counter)}")
         self.manager = ConversationStateManager(ExtractiveSummarizer(every_n=10, keep_raw=3))
         self.builder = ConversationContextBuilder()
@@ -63,7 +70,7 @@ class Chat:
         self.now = T0
 
     def packet(self) -> ConversationContextPacket:
-        return self.builder.build(self.state, self.turns, now=self.now)
+        return self.builder.build(self.state, self.turns, now=self.now, memories=self.memories)
 
     async def say(self, text: str, *, at: datetime | None = None) -> Reply:
         """Send one message; its reply and the state it leads to are recorded as a turn."""
@@ -84,12 +91,22 @@ class Chat:
         )
         self.state = self.manager.apply(self.state, turn)
         self.turns.append(turn)
+        # Long-term memory, as the lane keeps it for a personal chat.
+        candidates = memory_candidates(turn)
+        if candidates:
+            await self.db.write(
+                lambda tx: write_if_worthy(
+                    tx, self.store, 1, candidates, session_id=None, seq=turn.seq, now=self.now
+                )
+            )
+            found = await self.store.current_for_chats(self.db.reader, [1], per_chat=20, past=8)
+            self.memories = tuple(found[1])
         return reply
 
 
 @pytest.fixture
-def chat() -> Chat:
-    return Chat()
+def chat(db) -> Chat:
+    return Chat(db)
 
 
 # -- the protocol ----------------------------------------------------------------------------
@@ -308,9 +325,9 @@ async def test_a_reminder_request_returns_a_job_ref_due_after_the_delay(chat):
     assert chat.packet().open_loops == ()  # a timed reminder is no to-do
 
 
-async def test_the_default_job_ids_are_unique_and_prefixed():
+async def test_the_default_job_ids_are_unique_and_prefixed(db):
     """Without a factory the reminder ids come from agent.utils.ids.job_id()."""
-    chat = Chat(RuleBasedConcierge())
+    chat = Chat(db, RuleBasedConcierge())
     first = await chat.say("remind me in 1 hour to stretch")
     second = await chat.say("remind me in 1 hour to stretch")
     ids = [first.job_refs[0].job_id, second.job_refs[0].job_id]
@@ -438,9 +455,9 @@ async def test_a_greeting_uses_the_name_and_points_at_what_is_open(chat):
 # -- determinism and bad input --------------------------------------------------------------------
 
 
-async def test_the_same_packet_and_message_give_the_same_reply():
+async def test_the_same_packet_and_message_give_the_same_reply(db):
     """The reply is a function of the packet and the message (job ids aside)."""
-    chat = Chat()
+    chat = Chat(db)
     for text in ("my name is Ada", "remind me to book the hotel", "I live in Lisbon"):
         await chat.say(text)
     packet = chat.packet()

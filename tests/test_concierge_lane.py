@@ -154,7 +154,9 @@ async def test_a_restart_keeps_facts_todos_and_reminders(db_path, checkpoint_dir
         packet = await lane.packet(CHAT)
         assert packet is not None
         assert packet.session_status == "resuming"
-        assert [(f.key, f.value) for f in packet.facts] == [
+        # A private chat's facts live in its long-term memory, which the packet carries.
+        assert packet.facts == ()
+        assert [(m.attribute, m.text) for m in packet.memories] == [
             ("name", "Ada"),
             ("plan", "a trip to Lisbon in May"),
         ]

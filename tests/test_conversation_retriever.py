@@ -420,12 +420,13 @@ async def test_memories_decay_and_get_archived_by_consolidation(db_path, checkpo
             )
         }
         # Two half-lives: 0.25, plus 0.1 per access (stated, or retrieved into a packet).
-        # name: 1.0 * (0.25 + 0.1 * n) >= 0.35 stays; likes:jazz: 0.4 * (0.25 + 0.2) goes.
+        # name: 1.0 * (0.25 + 0.1 * n) >= 0.35 stays; likes:jazz, stated twice and retrieved
+        # into the second statement's packet: 0.4 * (0.25 + 0.3) goes.
         name, jazz = rows["name"], rows["likes:jazz"]
         assert name["status"] == "active"
         assert name["decay"] == pytest.approx(0.25 + 0.1 * name["access_count"])
-        assert jazz["access_count"] == 2
-        assert jazz["decay"] == pytest.approx(0.45)
+        assert jazz["access_count"] == 3
+        assert jazz["decay"] == pytest.approx(0.55)
         assert jazz["status"] == "archived"
         assert report.archived
         assert report.decayed == 2
@@ -515,7 +516,12 @@ async def test_memory_index_follows_updates_and_stays_per_chat(db):
 
     async def promote(chat_id: int, sid: str, text: str) -> None:
         candidate = MemoryCandidate(
-            kind="fact", key="location", text=text, confidence=0.9, importance=0.7
+            kind="fact",
+            attribute="location",
+            key="location",
+            text=text,
+            confidence=0.9,
+            importance=0.7,
         )
         await db.write(
             lambda tx: write_if_worthy(

@@ -103,8 +103,17 @@ def test_clean_value_trims_punctuation_emoji_please_and_length():
         ("I currently live in São Paulo with my cat", "location", "São Paulo"),
         ("I moved to Berlin last year", "location", "Berlin"),
         ("I'm from Porto", "hometown", "Porto"),
-        ("I'm planning a trip to Lisbon in May", "plan", "a trip to Lisbon in May"),
-        ("I plan to visit Rome", "plan", "to visit Rome"),
+        ("I'm planning a trip to Lisbon in May", "plan:a trip to lisbon in may",
+         "a trip to Lisbon in May"),
+        ("I plan to visit Rome", "plan:to visit rome", "to visit Rome"),
+        ("I'm allergic to peanuts", "allergy:peanuts", "peanuts"),
+        ("I'm vegetarian", "diet", "vegetarian"),
+        ("I've decided to learn Portuguese", "decision:to learn portuguese",
+         "to learn Portuguese"),
+        ("my goal is to run a marathon", "goal:to run a marathon", "to run a marathon"),
+        ("my brother works as a nurse", "brother/job", "a nurse"),
+        ("my mum loves gardening", "mum/likes:gardening", "gardening"),
+        ("I have a dog called Rex", "pet:dog rex", "dog Rex"),
         ("I work as a nurse", "job", "a nurse"),
         ("I work at Google", "workplace", "Google"),
         ("I like jazz", "likes:jazz", "jazz"),
@@ -489,17 +498,28 @@ CONVERSATION = [
 
 
 def test_state_manager_records_facts_and_open_loops_from_user_text():
-    """apply() keeps the facts stated (same key replaces) and only the loops still open; a
-    timed reminder opens no loop."""
+    """In a group, apply() keeps the facts stated (same key replaces) and only the loops still
+    open; a timed reminder opens no loop."""
     manager = ConversationStateManager()
-    state = SessionState(session_id=SID)
+    state = SessionState(session_id=SID, chat_type="group")
     for seq, text in enumerate(CONVERSATION, start=1):
         state = manager.apply(state, user_turn(seq, text))
 
     assert [(f.key, f.value, f.turn) for f in state.facts] == [
-        ("plan", "a trip to Lisbon in May", 2),
+        ("plan:a trip to lisbon in may", "a trip to Lisbon in May", 2),
         ("name", "Ada Lovelace", 7),
     ]
+    assert state.open_loops == (loop("loop-4-1", "call my mum", 4),)
+
+
+def test_a_personal_chat_keeps_its_facts_in_long_term_memory_not_in_the_state():
+    """In a private chat the facts go to long-term memory only (the one place they are kept,
+    updated and erased), so the state and its checkpoint hold none."""
+    manager = ConversationStateManager()
+    state = SessionState(session_id=SID, chat_type="private")
+    for seq, text in enumerate(CONVERSATION, start=1):
+        state = manager.apply(state, user_turn(seq, text))
+    assert state.facts == ()
     assert state.open_loops == (loop("loop-4-1", "call my mum", 4),)
 
 

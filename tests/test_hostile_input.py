@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from agent.commands import COMMANDS, CommandCenter
@@ -37,6 +38,7 @@ from agent.memory import (
     TurnResult,
     render_packet,
 )
+from agent.memory.lane import MAX_NOTE_CHARS
 from tests.hostile import (
     HISTORY_ARGUMENTS,
     INJECTIONS,
@@ -51,7 +53,10 @@ from tests.hostile import (
 #: Chat and update ids, unique across every example of every test here.
 _IDS = itertools.count(1)
 #: Every command but /new, which closes the conversation by design; /forget only asks.
-_READ_ONLY_COMMANDS = sorted(name for name in COMMANDS if name != "new")
+# /new closes the session and /remember keeps a note: both change what the chat holds.
+_READ_ONLY_COMMANDS = sorted(name for name in COMMANDS if name not in {"new", "remember"})
+# /facts forget N and /facts confirm N change long-term memory; any other /facts only reads.
+_FACTS_ACTION = re.compile(r"\s*(?:forget|confirm)\b", re.IGNORECASE)
 _BOT_ID = 777
 
 
@@ -179,9 +184,11 @@ async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(
 async def test_any_command_argument_gets_an_answer_and_changes_nothing(
     folding_lane: ConversationLane, checkpoint_dir: Path, name: str, args: str
 ) -> None:
-    """Every command but /new, with any text as its argument, answers with a non-empty text
-    and leaves every table (FTS5 shadow tables included) and every checkpoint file as they
-    were; so do a retrieval for that text and a /forget confirmation naming it."""
+    """Every command but /new and /remember (and /facts forget or confirm), with any text as its
+    argument, answers with a non-empty text and leaves every table (FTS5 shadow tables
+    included) and every checkpoint file as they were; so do a retrieval for that text and a
+    /forget confirmation naming it."""
+    assume(name != "facts" or not _FACTS_ACTION.match(args))
     lane = folding_lane
     chat = 1
     if lane.session_id_for_chat(chat) is None:
@@ -200,6 +207,24 @@ async def test_any_command_argument_gets_an_answer_and_changes_nothing(
     assert packet is not None
     assert await database_fingerprint(lane.db) == tables
     assert tree_fingerprint(checkpoint_dir) == files
+
+
+@given(args=texts(max_size=1200))
+async def test_remember_keeps_any_note_verbatim_or_says_why_not(
+    folding_lane: ConversationLane, args: str
+) -> None:
+    """/remember with any text either keeps it (blanks collapsed) as a note /facts then lists,
+    or refuses it with a clear reason (empty, too long); it never fails."""
+    lane = folding_lane
+    reply = await CommandCenter(lane).run(5, "remember", args)
+    note = " ".join(args.split())
+    notes = {m.text for m in await lane.facts(5) if m.attribute == "note"}
+    if note and len(note) <= MAX_NOTE_CHARS:
+        assert note in notes
+        assert reply.text.startswith("I'll remember")
+    else:
+        assert note not in notes
+        assert reply.text.startswith(("Usage", "I can't keep that note"))
 
 
 async def test_sql_fts_and_path_injections_get_clear_answers_and_touch_nothing_else(

@@ -26,8 +26,10 @@ def memory(**changes: object) -> Memory:
         memory_id="mem_1",
         chat_id=CHAT,
         kind="fact",
+        attribute="name",
         key="name",
         text="Ada",
+        valid_from=NOW,
         confidence=0.9,
         importance=1.0,
         access_count=1,
@@ -84,13 +86,18 @@ async def test_promotion_deduplicates_and_consolidation_decays(db):
     """A fact said twice is one memory; with an injected clock it decays, then is archived."""
     await make_session(db, "ses_a")
     likes = MemoryCandidate(
-        kind="preference", key="likes:jazz", text="jazz", confidence=0.7, importance=0.4
+        kind="preference",
+        attribute="likes",
+        key="likes:jazz",
+        text="jazz",
+        confidence=0.8,
+        importance=0.4,
     )
     await promote(db, likes, session_id="ses_a", seq=1, now=NOW)
     await promote(db, likes, session_id="ses_a", seq=5, now=NOW)
     (row,) = await rows(db)
     assert (row["status"], row["access_count"]) == ("active", 2)
-    assert row["confidence"] == pytest.approx(1 - 0.3 * 0.3)
+    assert row["confidence"] == pytest.approx(1 - 0.2 * 0.2)
 
     consolidator = MemoryConsolidator()
     soon = await db.write(lambda tx: consolidator.consolidate(tx, now=NOW + timedelta(days=20)))
@@ -115,11 +122,13 @@ async def test_consolidation_merges_near_identical_memories_with_their_sources(d
     await make_session(db, "ses_a", closed=True)  # an earlier session of the chat (/new)
     await make_session(db, "ses_b")
     first = MemoryCandidate(
-        kind="preference", key="likes:the beatles", text="the Beatles", confidence=0.8,
-        importance=0.4,
+        kind="preference", attribute="likes", key="likes:the beatles", text="the Beatles",
+        confidence=0.8, importance=0.4,
     )  # fmt: skip
     second = first.model_copy(update={"key": "likes:beatles", "text": "Beatles"})
-    other = first.model_copy(update={"key": "dislikes:beatles", "text": "the Beatles"})
+    other = first.model_copy(
+        update={"attribute": "dislikes", "key": "dislikes:the stones", "text": "the Stones"}
+    )
     await promote(db, first, session_id="ses_a", seq=1, now=NOW)
     await promote(db, second, session_id="ses_b", seq=2, now=NOW + timedelta(hours=1))
     await promote(db, other, session_id="ses_b", seq=3, now=NOW)
@@ -130,26 +139,28 @@ async def test_consolidation_merges_near_identical_memories_with_their_sources(d
 
     merged = await rows(db)
     assert [(m["key"], m["text"], m["access_count"]) for m in merged] == [
-        ("dislikes:beatles", "the Beatles", 1),  # another kind of key: not a duplicate
         ("likes:the beatles", "Beatles", 2),
+        ("likes:the stones", "the Stones", 1),  # a dislike (its slot is the like's): apart
     ]
-    assert merged[1]["confidence"] == pytest.approx(1 - 0.2 * 0.2)
+    assert merged[0]["confidence"] == pytest.approx(1 - 0.2 * 0.2)
     assert len(report.merged) == 1
     sources = await db.fetchall(
         "SELECT session_id, seq FROM memory_sources WHERE memory_id = ? ORDER BY seq",
-        (merged[1]["memory_id"],),
+        (merged[0]["memory_id"],),
     )
     assert [tuple(row) for row in sources] == [("ses_a", 1), ("ses_b", 2)]
     # The index follows the merge: the survivor's text is found, the removed row is not.
     search = partial(SqliteMemoryStore().search, chat_id=CHAT, queries=["beatles"], limit=5)
     hits = (await db.read(search))[0]
-    assert sorted(m.key for m, _ in hits) == ["dislikes:beatles", "likes:the beatles"]
+    assert sorted(m.key for m, _ in hits) == ["likes:the beatles"]
 
 
 async def test_a_young_memory_is_never_archived(db):
     """Below the threshold but younger than archive_after_days: kept, only decayed."""
     await make_session(db, "ses_a")
-    weak = MemoryCandidate(kind="fact", key="hobby", text="chess", confidence=0.9, importance=0.1)
+    weak = MemoryCandidate(
+        kind="fact", attribute="hobby", key="hobby", text="chess", confidence=0.9, importance=0.1
+    )
     await promote(db, weak, session_id="ses_a", seq=1, now=NOW)
     policy = DecayPolicy(archive_after_days=30)
     report = await db.write(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from agent.memory import (
-    Fact,
+    ConversationTurn,
     InboundMessage,
     MemoryCandidate,
     PromotionPolicy,
@@ -49,78 +49,86 @@ async def _rows(db, chat_id):
     ]
 
 
-def test_only_facts_of_the_turn_become_candidates_with_kinds():
-    """memory_candidates takes the facts a turn stated and classifies them."""
-    facts = (
-        Fact(key="name", value="Ada", turn=3),
-        Fact(key="plan", value="a trip to Lisbon", turn=3),
-        Fact(key="likes:jazz", value="jazz", turn=3),
-        Fact(key="location", value="Porto", turn=2),
+def _turn(text: str, seq: int = 1) -> ConversationTurn:
+    return ConversationTurn(
+        turn_id=f"trn_{seq:032x}", session_id="ses_a", seq=seq, user_text=text, created_at=NOW
     )
-    candidates = memory_candidates(facts, 3)
-    assert [(c.key, c.kind) for c in candidates] == [
-        ("name", "fact"),
-        ("plan", "goal"),
-        ("likes:jazz", "preference"),
+
+
+def _candidates(text: str, seq: int = 1) -> list[MemoryCandidate]:
+    return memory_candidates(_turn(text, seq))
+
+
+def test_the_facts_of_a_turn_become_typed_candidates():
+    """memory_candidates reads the turn's text and types each fact (seed 003's kinds), with
+    its subject and attribute."""
+    candidates = _candidates(
+        "My name is Ada. I'm planning a trip to Lisbon and I like jazz. My sister Mia lives in"
+        " Porto"
+    )
+    assert [(c.kind, c.subject, c.attribute, c.text) for c in candidates] == [
+        ("fact", "user", "name", "Ada"),
+        ("goal", "user", "plan", "a trip to Lisbon"),
+        ("preference", "user", "likes", "jazz"),
+        ("entity", "user", "relative", "sister Mia"),
+        ("fact", "sister Mia", "location", "Porto"),
     ]
     assert candidates[0].importance > candidates[2].importance
+    assert {c.confidence for c in candidates} == {PromotionPolicy().stated_confidence}
 
 
-async def test_a_confident_fact_is_promoted_at_once(db):
-    """A self-statement passes the gate the first time it is said."""
+async def test_a_plain_statement_is_promoted_at_once(db):
+    """A self-statement, even a preference, passes the gate the first time it is said."""
     await _make_session(db, "ses_a", 1)
-    active = await _promote(
-        db,
-        1,
-        memory_candidates((Fact(key="name", value="Ada", turn=1),), 1),
-        session_id="ses_a",
-        seq=1,
-    )
-    assert [m.text for m in active] == ["Ada"]
+    active = await _promote(db, 1, _candidates("I like jazz"), session_id="ses_a", seq=1)
+    assert [m.text for m in active] == ["jazz"]
     assert (await _rows(db, 1))[0]["status"] == "active"
 
 
-async def test_a_preference_needs_to_be_said_twice(db):
-    """Below the threshold a candidate is kept as evidence, not as a memory; a repeat promotes."""
+async def test_a_hedge_stays_a_candidate_until_said_plainly(db):
+    """A hedged statement is kept as an unconfirmed candidate; hedging again does not confirm
+    it, saying it plainly does (and reinforces the same row)."""
     await _make_session(db, "ses_a", 1)
-    candidates = memory_candidates((Fact(key="likes:jazz", value="jazz", turn=1),), 1)
-    assert await _promote(db, 1, candidates, session_id="ses_a", seq=1) == []
+    await _promote(db, 1, _candidates("I think I like jazz", 1), session_id="ses_a", seq=1)
+    await _promote(db, 1, _candidates("maybe I like Jazz", 2), session_id="ses_a", seq=2)
     assert (await _rows(db, 1))[0]["status"] == "candidate"
-    again = memory_candidates((Fact(key="likes:jazz", value="Jazz", turn=2),), 2)
-    active = await _promote(db, 1, again, session_id="ses_a", seq=2)
-    assert [m.key for m in active] == ["likes:jazz"]
-    row = (await _rows(db, 1))[0]
-    assert row["status"] == "active"
-    assert row["access_count"] == 2
-    assert abs(row["confidence"] - 0.91) < 1e-9
-
-
-async def test_the_same_fact_twice_is_one_memory_and_a_new_value_replaces_it(db):
-    """De-duplication is per chat and key: repeats reinforce, a changed value replaces."""
-    await _make_session(db, "ses_a", 1)
-    for seq, value in ((1, "Porto"), (2, "Porto"), (3, "Lisbon")):
-        await _promote(
-            db,
-            1,
-            memory_candidates((Fact(key="location", value=value, turn=seq),), seq),
-            session_id="ses_a",
-            seq=seq,
-        )
+    await _promote(db, 1, _candidates("I like jazz", 3), session_id="ses_a", seq=3)
     rows = await _rows(db, 1)
     assert len(rows) == 1
-    assert rows[0]["text"] == "Lisbon"
+    assert rows[0]["status"] == "active"
     assert rows[0]["access_count"] == 3
-    assert rows[0]["confidence"] == PromotionPolicy().fact_confidence
+
+
+async def test_a_hedge_never_overrules_an_active_memory(db):
+    """ "I think I live in Rome" does not replace a home said plainly."""
+    await _make_session(db, "ses_a", 1)
+    await _promote(db, 1, _candidates("I live in Porto", 1), session_id="ses_a", seq=1)
+    kept = await _promote(
+        db, 1, _candidates("I think I live in Rome", 2), session_id="ses_a", seq=2
+    )
+    assert kept == []
+    assert [(r["text"], r["status"]) for r in await _rows(db, 1)] == [("Porto", "active")]
+
+
+async def test_the_same_fact_twice_is_one_memory_and_a_new_value_supersedes_it(db):
+    """Repeats reinforce the current memory; a changed one-value attribute adds a new current
+    row and ends the old one, which stays as history."""
+    await _make_session(db, "ses_a", 1)
+    for seq, value in ((1, "Porto"), (2, "Porto"), (3, "Lisbon")):
+        await _promote(db, 1, _candidates(f"I live in {value}", seq), session_id="ses_a", seq=seq)
+    rows = await db.fetchall(
+        "SELECT text, access_count, valid_until IS NULL AS current FROM memories ORDER BY rowid"
+    )
+    assert [tuple(r) for r in rows] == [("Porto", 2, 0), ("Lisbon", 1, 1)]
 
 
 async def test_memories_never_cross_chats(db):
     """Two chats stating the same key keep two separate memories."""
     await _make_session(db, "ses_a", 1)
     await _make_session(db, "ses_b", 2)
-    fact = MemoryCandidate(kind="fact", key="name", text="Ada", confidence=0.9, importance=1.0)
-    await _promote(db, 1, [fact], session_id="ses_a", seq=1)
+    await _promote(db, 1, _candidates("my name is Ada"), session_id="ses_a", seq=1)
     store = SqliteMemoryStore()
-    found = await store.active_for_chats(db.reader, [1, 2], per_chat=10)
+    found = await store.current_for_chats(db.reader, [1, 2], per_chat=10, past=5)
     assert [m.text for m in found[1]] == ["Ada"]
     assert found[2] == []
 
@@ -129,10 +137,8 @@ async def test_deleting_a_session_removes_memories_only_it_stated(db):
     """A memory goes with its last source session; one also stated elsewhere stays."""
     await _make_session(db, "ses_a", 1, closed=True)
     await _make_session(db, "ses_b", 1)
-    name = MemoryCandidate(kind="fact", key="name", text="Ada", confidence=0.9, importance=1.0)
-    city = MemoryCandidate(kind="fact", key="location", text="Porto", confidence=0.9, importance=1)
-    await _promote(db, 1, [name, city], session_id="ses_a", seq=1)
-    await _promote(db, 1, [name], session_id="ses_b", seq=1)
+    await _promote(db, 1, _candidates("my name is Ada. I live in Porto"), session_id="ses_a", seq=1)
+    await _promote(db, 1, _candidates("my name is Ada"), session_id="ses_b", seq=1)
     await db.write(
         lambda tx: tx.execute("DELETE FROM conversation_sessions WHERE session_id = 'ses_a'")
     )

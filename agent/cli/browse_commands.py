@@ -16,6 +16,7 @@ from agent.memory import (
     CheckpointCheck,
     ConversationSession,
     ConversationTurn,
+    Memory,
     SessionState,
     SessionStatus,
     render_packet,
@@ -176,8 +177,16 @@ async def _show(inspector: Inspector, args: argparse.Namespace, out: Output) -> 
     session = await inspector.session(args.session)
     check = await inspector.audit.check(session)
     packet = await inspector.packet(session)
+    memories = await inspector.lane.facts(session.chat_id, history=True)
     if args.json:
-        out.json({"session": session, "checkpoint": _check_record(check), "packet": packet})
+        out.json(
+            {
+                "session": session,
+                "checkpoint": _check_record(check),
+                "packet": packet,
+                "memories": memories,
+            }
+        )
         return 0
     state, now = session.state, inspector.lane.now()
     written = check.snapshot.written_at if check.snapshot else None
@@ -199,7 +208,7 @@ async def _show(inspector: Inspector, args: argparse.Namespace, out: Output) -> 
             ("last intent", state.last_intent or "-"),
         ]
     )
-    for title, columns, rows in state_sections(state):
+    for title, columns, rows in [*state_sections(state), _memory_section(memories)]:
         out.line()
         if rows:
             out.line(f"{title} ({len(rows)})")
@@ -213,6 +222,17 @@ async def _show(inspector: Inspector, args: argparse.Namespace, out: Output) -> 
     out.line(f"\nContext packet (about {packet.token_estimate} of {budget} tokens, as /memory)")
     out.line(render_packet(packet))
     return 0
+
+
+def _memory_section(memories: list[Memory]) -> tuple[str, list[Column], list[list[str]]]:
+    """The chat's long-term memory: current values and their history (``/facts all``)."""
+    return (
+        "Long-term memory of the chat",
+        [Column("KIND"), Column("SUBJECT"), Column("ATTRIBUTE"), Column("VALUE", cut=True),
+         Column("STATUS"), Column("FROM"), Column("UNTIL")],
+        [[m.kind, m.subject, m.attribute, m.text, m.status, timestamp(m.valid_from),
+          timestamp(m.valid_until)] for m in memories],
+    )  # fmt: skip
 
 
 def _summary_line(state: SessionState) -> str:

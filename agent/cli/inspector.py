@@ -42,9 +42,6 @@ __all__ = ["Handler", "Inspector"]
 #: What a command runs: given the opened memory, its arguments and stdout; returns the exit code.
 Handler = Callable[["Inspector", argparse.Namespace, Output], Awaitable[int]]
 
-# Long-term memories of a chat a packet draws on (as the lane keeps them at hand).
-_MEMORIES_PER_CHAT = 20
-
 
 def _schema_version(path: Path) -> int:
     # Read-only and outside the migration runner: a file that is not the bot's database must
@@ -141,12 +138,10 @@ class Inspector:
         session's last message (the next one is not known yet).
         """
         lane = self.lane
-        state, reader, now = session.state, lane.db.reader, lane.now()
+        state, now = session.state, lane.now()
         recent = await self.recent(session)
         chat = session.chat_id
-        memories = await lane.memory_store.active_for_chats(
-            reader, [chat], per_chat=_MEMORIES_PER_CHAT
-        )
+        memories = await lane.chat_memories(chat)
         retrieved = await lane.db.read(
             partial(
                 lane.retriever.for_packet,
@@ -159,9 +154,7 @@ class Inspector:
                 token_budget=lane.builder.token_budget,
             )
         )
-        return lane.builder.build(
-            state, recent, now=now, memories=memories[chat], retrieved=retrieved
-        )
+        return lane.builder.build(state, recent, now=now, memories=memories, retrieved=retrieved)
 
     async def recall(
         self, session: ConversationSession, words: str, limit: int

@@ -1,7 +1,8 @@
 """The long-term memories packets carry, per chat, kept at hand for the chats that talk.
 
-Every packet carries its chat's most important active memories (besides the ones retrieval
-finds for the message). They are read from the database once per chat and kept, for the
+Every packet carries its chat's most important current memories and the values they most
+recently superseded (so that "where did I live before?" can be answered), besides the ones
+retrieval finds for the message. They are read from the database once per chat and kept, for the
 ``chats`` chats used last only: a bot with thousands of chats holds no memory objects for the
 quiet ones (20 memories of a chat are ~30 KB as pydantic objects).
 """
@@ -19,20 +20,23 @@ __all__ = ["ChatMemories"]
 
 
 class ChatMemories:
-    """The most important active memories of the recently used chats, most important first.
+    """The memories packets carry for the recently used chats: the most important current ones
+    first, then the most recently superseded.
 
     Args:
         store: where the memories are.
-        per_chat: memories a packet carries per chat.
+        per_chat: current memories a packet carries per chat.
+        past: superseded memories a packet carries per chat.
         chats: chats whose memories are kept; the least recently used others are dropped and
             read again when needed.
     """
 
-    def __init__(self, store: MemoryStore, *, per_chat: int, chats: int) -> None:
+    def __init__(self, store: MemoryStore, *, per_chat: int, past: int, chats: int) -> None:
         if chats < 1:
             raise ValueError("chats must be at least 1")
         self._store = store
         self._per_chat = per_chat
+        self._past = past
         self._chats = chats
         self._kept: OrderedDict[int, tuple[Memory, ...]] = OrderedDict()
 
@@ -47,23 +51,15 @@ class ChatMemories:
 
     async def load(self, conn: Any, chat_ids: Iterable[int]) -> None:
         """Read the memories of ``chat_ids`` again (they changed in the database)."""
-        found = await self._store.active_for_chats(conn, list(chat_ids), per_chat=self._per_chat)
+        found = await self._store.current_for_chats(
+            conn, list(chat_ids), per_chat=self._per_chat, past=self._past
+        )
         for chat_id, memories in found.items():
             self._keep(chat_id, tuple(memories))
 
     async def reload(self, conn: Any) -> None:
         """Read again the memories of every chat kept (after consolidation or erasure)."""
         await self.load(conn, list(self._kept))
-
-    def promoted(self, chat_id: int, memories: Iterable[Memory]) -> None:
-        """Merge memories a turn just wrote (new, or said again) into the chat's."""
-        kept = self._kept.get(chat_id)
-        if kept is None:  # not kept: read with them when next needed
-            return
-        by_key = {memory.key: memory for memory in kept}
-        by_key.update({memory.key: memory for memory in memories})
-        ranked = sorted(by_key.values(), key=lambda m: (-m.importance, m.key))
-        self._keep(chat_id, tuple(ranked[: self._per_chat]))
 
     def drop(self, chat_id: int) -> None:
         """Forget what is kept for a chat (its memories are read again when needed)."""

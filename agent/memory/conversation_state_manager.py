@@ -7,7 +7,9 @@ arguments (no clock, no randomness, no database).
 
 What the user says moves the state by rules shared with the offline concierge (so what it
 acknowledges is what the state records): facts they state about themselves
-(:func:`merge_facts`), to-dos they open and close (:func:`update_open_loops`). Reminders are
+(:func:`merge_facts`; in groups only: in a personal chat they go to long-term memory, the one
+place they are kept, updated and erased), to-dos they open and close
+(:func:`update_open_loops`). Reminders are
 not read from the text: the reply engine schedules them as job refs on the turn.
 
 The other rules of a turn (DESIGN.md section 4), each bounded, none reading the history:
@@ -52,6 +54,7 @@ from agent.memory.extraction import (
     split_clauses,
 )
 from agent.memory.fact_extraction import extract_facts
+from agent.memory.memory_slots import slot_of
 from agent.memory.schemas import (
     ChatType,
     ConversationTurn,
@@ -71,6 +74,7 @@ __all__ = [
     "MAX_CLOSED_LOOPS",
     "MAX_FACTS",
     "MAX_OPEN_LOOPS",
+    "PERSONAL_CHAT_TYPES",
     "ConversationStateManager",
     "LoopUpdate",
     "merge_facts",
@@ -89,17 +93,13 @@ MAX_CLOSED_LOOPS = 10
 MAX_CLARIFICATIONS = 5
 #: Chat types whose sessions track participants, proposals and decisions.
 GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})
+#: Chats that are one person: what they say about themselves goes to long-term memory (the
+#: one place it is kept, updated and erased), not to the session state's facts.
+PERSONAL_CHAT_TYPES = frozenset({"private", "console"})
 # Reply intents that mean the bot did not handle the message.
 _UNHANDLED_INTENTS = frozenset({"unknown"})
 # Loops a later answer or "never mind" can close (to-dos and promises need a closer).
 _ASKED_KINDS = frozenset({"question", "request"})
-
-
-def _opposite(key: str) -> str | None:
-    kind, sep, item = key.partition(":")
-    if not sep or kind not in {"likes", "dislikes"}:
-        return None
-    return f"{'dislikes' if kind == 'likes' else 'likes'}:{item}"
 
 
 def merge_facts(
@@ -107,21 +107,20 @@ def merge_facts(
 ) -> tuple[Fact, ...]:
     """Return ``existing`` updated with ``new``: a key restated replaces the old fact.
 
-    Liking and disliking the same item replace each other. The newest fact comes last; beyond
-    ``limit`` the oldest are dropped, so the set stays bounded however long the chat runs.
+    Facts of one slot replace each other (:func:`~agent.memory.memory_slots.slot_of`: liking and
+    disliking the same item too). The newest fact comes last; beyond ``limit`` the oldest are
+    dropped, so the set stays bounded however long the chat runs.
 
     Args:
         existing: the facts before, oldest first.
         new: the facts just stated.
         limit: the most facts kept.
     """
-    merged = {fact.key: fact for fact in existing}
+    merged = {slot_of(fact.key): fact for fact in existing}
     for fact in new:
-        merged.pop(fact.key, None)
-        opposite = _opposite(fact.key)
-        if opposite is not None:
-            merged.pop(opposite, None)
-        merged[fact.key] = fact
+        slot = slot_of(fact.key)
+        merged.pop(slot, None)
+        merged[slot] = fact
     return tuple(merged.values())[-limit:] if limit > 0 else ()
 
 
@@ -372,7 +371,9 @@ class ConversationStateManager:
         group = state.chat_type in GROUP_CHAT_TYPES
         owner = _speaker(turn) if group else None
         clauses = split_clauses(turn.user_text) if turn.user_text.strip() else ()
-        facts = merge_facts(state.facts, extract_facts(turn.user_text, turn=seq))
+        facts = state.facts
+        if state.chat_type not in PERSONAL_CHAT_TYPES:
+            facts = merge_facts(facts, extract_facts(turn.user_text, turn=seq))
         todos = update_open_loops(state.open_loops, turn.user_text, seq=seq)
         todo_loops = todos.loops
         if owner is not None:  # in a group, a to-do belongs to whoever said it

@@ -35,10 +35,14 @@ from agent.memory.checkpoint_audit import CheckpointAudit
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
-from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_state_manager import (
+    PERSONAL_CHAT_TYPES,
+    ConversationStateManager,
+)
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
 from agent.memory.live_sessions import DEFAULT_RESIDENT, LiveSession, LiveSessions
 from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolidator
+from agent.memory.memory_slots import USER, attribute_of, fact_key
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
     ConversationCheckpointSnapshot,
@@ -48,6 +52,7 @@ from agent.memory.schemas import (
     InboundMessage,
     JobRef,
     Memory,
+    MemoryCandidate,
     Reply,
     RetrievedItem,
     SessionState,
@@ -67,15 +72,17 @@ from agent.memory.writer import (
 from agent.utils import ids
 from agent.utils.tokens import estimate_tokens
 
-__all__ = ["ConversationLane", "HydrationReport", "ReplyEngine", "TurnResult"]
+__all__ = ["MAX_NOTE_CHARS", "ConversationLane", "HydrationReport", "ReplyEngine", "TurnResult"]
 
 logger = logging.getLogger(__name__)
 
 # Checkpoint files written at once at start and stop (each is a thread doing an fsync).
 _CHECKPOINT_CONCURRENCY = 16
-# Long-term memories of a chat kept at hand for its packets.
+# Long-term memories of a chat kept at hand for its packets: current, and recently superseded.
 _MEMORIES_PER_CHAT = 20
-_PERSONAL_CHATS = frozenset({"private", "console"})
+_PAST_MEMORIES_PER_CHAT = 8
+#: The longest note ``/remember`` keeps.
+MAX_NOTE_CHARS = 1000
 
 
 class ReplyEngine(Protocol):
@@ -181,7 +188,10 @@ class ConversationLane:
         self._clock = clock
         # Long-term memories per chat, most important first (what packets carry).
         self._memories = ChatMemories(
-            self.memory_store, per_chat=_MEMORIES_PER_CHAT, chats=resident_sessions
+            self.memory_store,
+            per_chat=_MEMORIES_PER_CHAT,
+            past=_PAST_MEMORIES_PER_CHAT,
+            chats=resident_sessions,
         )
         self._chat_locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._sessions = LiveSessions(
@@ -216,6 +226,10 @@ class ConversationLane:
             raise RuntimeError("ConversationLane.hydrate() was already called")
         self._hydrated = True
         report = HydrationReport()
+        try:
+            self.checkpoints.make_private()
+        except OSError as exc:  # I5: the log has every turn; the files are rewritten later
+            logger.error("checkpoint directory %s unusable: %s", self.checkpoints.directory, exc)
         self.checkpoints.remove_temp_files()
         now = self._clock()
         await self.db.write(lambda tx: self.store.set_status(tx, "resuming", now=now))
@@ -416,8 +430,8 @@ class ConversationLane:
         # Long-term memory is per chat and read from private talk only: in a group, "my name
         # is" speaks for one member, not for the chat.
         candidates = (
-            memory_candidates(state.facts, turn.seq, self.promotion)
-            if session.chat_type in _PERSONAL_CHATS
+            memory_candidates(turn, self.promotion)
+            if session.chat_type in PERSONAL_CHAT_TYPES
             else []
         )
         promoted: list[Memory] = []
@@ -464,8 +478,8 @@ class ConversationLane:
             return TurnResult(turn=known, packet=None, duplicate=True)
         if is_new:
             self._sessions.add(live)
-        if promoted:
-            self._memories.promoted(session.chat_id, promoted)
+        if promoted:  # what the turn superseded or added: read the chat's memories again
+            await self._memories.load(self.db.reader, [session.chat_id])
         live.state = state
         live.recent.append(turn)
         await self._save_checkpoint(live)
@@ -661,7 +675,7 @@ class ConversationLane:
     async def _packet(
         self, live: LiveSession, retrieved: Sequence[RetrievedItem] = ()
     ) -> ConversationContextPacket:
-        memories = await self._memories.of(self.db.reader, live.session.chat_id)
+        memories = await self.chat_memories(live.session.chat_id)
         packet = self.builder.build(
             live.state, live.recent, now=self._clock(), memories=memories, retrieved=retrieved
         )
@@ -831,6 +845,99 @@ class ConversationLane:
         if report.archived or report.merged or report.decayed:
             await self._memories.reload(self.db.reader)
         return report
+
+    # -- long-term memory ------------------------------------------------------------------
+
+    async def chat_memories(self, chat_id: int) -> tuple[Memory, ...]:
+        """Return the long-term memories the chat's packets carry: the most important current
+        ones, then the most recently superseded."""
+        return await self._memories.of(self.db.reader, chat_id)
+
+    async def facts(self, chat_id: int, *, history: bool = False) -> list[Memory]:
+        """Return what the chat's long-term memory keeps (``/facts``), by kind then age.
+
+        Args:
+            chat_id: the chat.
+            history: include the values that were superseded (``valid_until`` set).
+        """
+        return await self.memory_store.listing(self.db.reader, chat_id, history=history)
+
+    async def facts_as_of(self, chat_id: int, moment: datetime) -> list[Memory]:
+        """Return the chat's memories that were true at ``moment``."""
+        return await self.memory_store.as_of(self.db.reader, chat_id, moment)
+
+    async def remember(self, chat_id: int, text: str) -> Memory:
+        """Keep ``text`` verbatim as a note the user stated (``/remember``; seed 003's manual
+        promotion): active at once, and no session's erasure takes it (only ``/facts
+        forget``).
+
+        Raises:
+            ValueError: ``text`` is empty or longer than :data:`MAX_NOTE_CHARS`.
+        """
+        note = " ".join(text.split())
+        if not note or len(note) > MAX_NOTE_CHARS:
+            raise ValueError(f"a note holds 1 to {MAX_NOTE_CHARS} characters, this one {len(note)}")
+        candidate = MemoryCandidate(
+            kind=attribute_of("note").kind,
+            attribute="note",
+            key=fact_key(USER, "note", note),
+            text=note,
+            origin="noted",
+            confidence=1.0,
+            importance=attribute_of("note").importance,
+        )
+        now = self._clock()
+        threshold = self.promotion.threshold
+
+        async def record(tx: Any) -> Memory:
+            memory = await self.memory_store.record(
+                tx, chat_id, candidate, source=None, threshold=threshold, now=now
+            )
+            assert memory is not None  # noqa: S101 (confidence 1.0 always passes the gate)
+            return memory
+
+        memory = await self.db.write(record)
+        await self._memories.load(self.db.reader, [chat_id])
+        return memory
+
+    async def confirm_memory(self, chat_id: int, memory_id: str) -> Memory | None:
+        """Make an unconfirmed memory of the chat active (``/facts confirm N``).
+
+        Returns:
+            The memory, or ``None`` if the chat has no such current memory.
+        """
+        threshold = self.promotion.threshold
+        memory = await self.db.write(
+            lambda tx: self.memory_store.confirm(tx, chat_id, memory_id, confidence=threshold)
+        )
+        if memory is not None:
+            await self._memories.load(self.db.reader, [chat_id])
+        return memory
+
+    async def forget_memories(self, chat_id: int, memory_ids: Sequence[str]) -> list[Memory]:
+        """Erase memories of the chat at once, with their history, relations and what was
+        said about them (``/facts forget N``, "forget that ...").
+
+        The rows go from the tables and the full-text index (rewritten whole, as for
+        ``/forget``), and the write-ahead log is emptied into the database file, whose freed
+        pages hold zeros. Personal chats keep no facts in session states or checkpoints (they
+        live in long-term memory only), so nothing else holds them.
+
+        Returns:
+            The current memories erased (empty if none matched).
+        """
+
+        async def erase(tx: Any) -> list[Memory]:
+            erased = await self.memory_store.forget(tx, chat_id, memory_ids)
+            if erased:
+                await self.retriever.purge(tx)
+            return erased
+
+        erased = await self.db.write(erase)
+        if erased:
+            self._memories.drop(chat_id)
+            await self._truncate_wal()
+        return erased
 
     def _forget_live(self, session_id: str) -> None:
         if self.summary_worker is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agent.memory.memory_slots import fact_key
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import Memory
 
@@ -100,13 +101,15 @@ def _normalized(text: str) -> str:
 
 
 def _signatures(memory: Memory) -> list[tuple[str, ...]]:
-    # Two memories of a chat are duplicates when they fill the same slot (near-identical keys)
-    # or say the same thing under the same kind of key ("likes:x" twice); "likes:cats" and
-    # "dislikes:cats" share their text, not their key kind, and stay apart.
-    prefix = memory.key.partition(":")[0] if ":" in memory.key else ""
-    signatures: list[tuple[str, ...]] = [("key", memory.kind, _normalized(memory.key))]
+    # Two memories of a chat are duplicates when they say the same of the same subject:
+    # near-identical keys ("likes:the beatles", "likes:beatles"), or the same text under the
+    # same many-value attribute; "likes:cats" and "dislikes:cats" share their text, not their
+    # attribute, and stay apart (they never are both current: one supersedes the other).
+    key = fact_key(memory.subject, memory.attribute, memory.text)
+    signatures: list[tuple[str, ...]] = [("key", memory.kind, _normalized(key))]
     text = _normalized(memory.text)
-    if prefix and text:
+    if ":" in key and text:
+        prefix = f"{memory.subject}/{memory.attribute}"
         signatures.append(("text", memory.kind, _normalized(prefix), text))
     return signatures
 

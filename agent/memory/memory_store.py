@@ -1,8 +1,13 @@
-"""Long-term memory storage: one row per chat and key, with the sessions that stated it.
+"""Long-term memory storage (model version 2): typed statements with temporal validity.
 
 :class:`MemoryStore` is the protocol the lane depends on; :class:`SqliteMemoryStore` implements
-it on the tables of migration 0004. As in the conversation store, write methods take the
-transaction connection and never commit.
+it on the tables of migration 0011. A memory fills a *slot* (:mod:`agent.memory.memory_slots`):
+a new value of a one-value attribute supersedes the current one, which keeps its row as history
+(``valid_until`` set, a ``supersedes`` relation from the new one); values of a many-value
+attribute sit side by side. Each memory records the turns that stated it
+(``memory_sources``): a memory whose every source is erased goes, and the value it had replaced
+is current again (the triggers of migration 0011). As in the conversation store, write methods
+take the transaction connection and never commit.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import aiosqlite
 import orjson
 
 from agent.memory.conversation_store import scoped_searches
+from agent.memory.memory_slots import USER, slot_of
 from agent.memory.schemas import Memory, MemoryCandidate
 from agent.utils import ids
 from agent.utils.timestamps import from_db_time, to_db_time
@@ -23,47 +29,74 @@ from agent.utils.timestamps import from_db_time, to_db_time
 __all__ = ["MemoryStore", "SqliteMemoryStore"]
 
 _COLUMNS = (
-    "memory_id, chat_id, kind, key, text, confidence, importance, access_count, status,"
-    " created_at, updated_at, last_accessed_at"
+    "memory_id, chat_id, kind, subject, attribute, key, text, origin, confidence, importance,"
+    " access_count, status, valid_from, valid_until, created_at, updated_at, last_accessed_at"
 )
-# What a read returns: the inserted columns plus those consolidation maintains (0006).
+# What a read returns: the inserted columns plus those consolidation maintains.
 _READ_COLUMNS = _COLUMNS + ", decay, archived_at"
+_CURRENT = "valid_until IS NULL"
 
 
 class MemoryStore(Protocol):
     """**Protocol:** storage of long-term memories.
 
-    Called by :func:`agent.memory.writer.write_if_worthy` inside a turn's transaction, and by
-    the lane when it loads a chat's memories into its packets. ``search`` is synchronous, on a
-    ``sqlite3`` connection: the retriever runs it in the database's searcher thread
+    Called by :func:`agent.memory.writer.write_if_worthy` inside a turn's transaction, by the
+    lane when it loads a chat's memories into its packets and for the memory commands
+    (``/facts``, ``/remember``). ``search`` is synchronous, on a ``sqlite3`` connection: the
+    retriever runs it in the database's searcher thread
     (:meth:`agent.db.database.Database.read`).
     """
 
-    async def upsert(
+    async def record(
         self,
         tx: Any,
         chat_id: int,
         candidate: MemoryCandidate,
         *,
-        session_id: str,
-        seq: int,
+        source: tuple[str, int] | None,
         threshold: float,
         now: datetime,
-    ) -> Memory:
-        """Insert a candidate or reinforce the chat's memory with the same key; return it."""
+    ) -> Memory | None:
+        """Record what a turn said: reinforce, supersede or add; return the memory it made.
+
+        ``source`` is the ``(session_id, seq)`` of the turn (``None`` for a note the user asked
+        for). ``None`` is returned when a candidate below ``threshold`` would have replaced a
+        current active memory (a hedge does not overrule what was said plainly).
+        """
         ...
 
-    async def active_for_chats(
-        self, conn: Any, chat_ids: Sequence[int], *, per_chat: int
+    async def current_for_chats(
+        self, conn: Any, chat_ids: Sequence[int], *, per_chat: int, past: int
     ) -> dict[int, list[Memory]]:
-        """Return the most important active memories of each chat."""
+        """Return each chat's most important current active memories, then its ``past`` most
+        recently superseded ones."""
+        ...
+
+    async def listing(self, conn: Any, chat_id: int, *, history: bool) -> list[Memory]:
+        """Return what the chat keeps, not archived: current memories (with ``history``, the
+        superseded ones too), by kind then age."""
+        ...
+
+    async def as_of(self, conn: Any, chat_id: int, moment: datetime) -> list[Memory]:
+        """Return the chat's active memories that were true at ``moment``."""
+        ...
+
+    async def confirm(
+        self, tx: Any, chat_id: int, memory_id: str, *, confidence: float
+    ) -> Memory | None:
+        """Make a current memory of the chat active, with at least ``confidence``."""
+        ...
+
+    async def forget(self, tx: Any, chat_id: int, memory_ids: Sequence[str]) -> list[Memory]:
+        """Erase memories of a chat with their history, relations and the memories about
+        them (an entity's facts); return the current ones erased."""
         ...
 
     def search(
         self, conn: sqlite3.Connection, chat_id: int, queries: Sequence[str], *, limit: int
     ) -> list[list[tuple[Memory, float]]]:
-        """Return, for each query, the chat's active memories that best match it (BM25, lower
-        is better)."""
+        """Return, for each query, the chat's current active memories that best match it
+        (BM25, lower is better)."""
         ...
 
     async def touch(self, tx: Any, memory_ids: Sequence[str], *, now: datetime) -> None:
@@ -71,7 +104,7 @@ class MemoryStore(Protocol):
         ...
 
     async def unarchived(self, conn: Any) -> list[Memory]:
-        """Return every memory not archived (for consolidation), by chat."""
+        """Return every current memory not archived (for consolidation), by chat."""
         ...
 
     async def set_decay(
@@ -95,12 +128,17 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
         memory_id=row["memory_id"],
         chat_id=row["chat_id"],
         kind=row["kind"],
+        subject=row["subject"],
+        attribute=row["attribute"],
         key=row["key"],
         text=row["text"],
+        origin=row["origin"],
         confidence=row["confidence"],
         importance=row["importance"],
         access_count=row["access_count"],
         status=row["status"],
+        valid_from=from_db_time(row["valid_from"]),
+        valid_until=from_db_time(row["valid_until"]),
         created_at=from_db_time(row["created_at"]),
         updated_at=from_db_time(row["updated_at"]),
         last_accessed_at=from_db_time(row["last_accessed_at"]),
@@ -109,98 +147,241 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
     )
 
 
-# The confidence after a candidate meets the memory with its key: the same text again is
-# independent evidence (1 - (1-a)(1-b)); a different text replaces the old one outright.
-_NEW_CONFIDENCE = (
-    "CASE WHEN lower(memories.text) = lower(excluded.text)"
-    " THEN 1.0 - (1.0 - memories.confidence) * (1.0 - excluded.confidence)"
-    " ELSE excluded.confidence END"
-)
-
-
 class SqliteMemoryStore:
     """The :class:`MemoryStore` on SQLite."""
 
-    async def upsert(
+    async def record(
         self,
         tx: aiosqlite.Connection,
         chat_id: int,
         candidate: MemoryCandidate,
         *,
-        session_id: str,
-        seq: int,
+        source: tuple[str, int] | None,
+        threshold: float,
+        now: datetime,
+    ) -> Memory | None:
+        """Record what a turn said: reinforce, supersede or add; return the memory it made.
+
+        - The same value said again is more evidence for the current memory
+          (``1 - (1-a)(1-b)``), fresher, and ``active`` once said with a confidence that
+          reaches ``threshold`` (a plain statement, not one more hedge).
+        - Another value of the slot supersedes the current one: that one ends now
+          (``valid_until``) and stays as history; a *correction* ends it where it began (it was
+          never true) and the new value takes its start. The new row records the relation:
+          ``contradicts`` when it is the other side of a like/dislike, ``supersedes`` else.
+        - A candidate below the threshold never replaces an active memory (``None``).
+        - A fact about someone (``sister Mia/location``) is ``related_to`` the memory that
+          names them (``relative:sister mia``).
+        """
+        stamp = to_db_time(now)
+        slot = slot_of(candidate.key)
+        rows = await tx.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND key = ? AND {_CURRENT}",
+            (chat_id, slot),
+        )
+        current = next((_row_to_memory(row) for row in rows), None)
+        if (
+            current is not None
+            and current.attribute == candidate.attribute
+            and current.text.casefold() == candidate.text.casefold()
+        ):
+            memory = await self._reinforce(tx, current, candidate, threshold=threshold, now=now)
+        elif (
+            current is not None
+            and current.status == "active"
+            and (candidate.confidence < threshold)
+        ):
+            return None
+        else:
+            valid_from = now
+            if current is not None:
+                ended = current.valid_from if candidate.correction else now
+                valid_from = current.valid_from if candidate.correction else now
+                await tx.execute(
+                    "UPDATE memories SET valid_until = ?, updated_at = ? WHERE memory_id = ?",
+                    (to_db_time(ended), stamp, current.memory_id),
+                )
+            status = "active" if candidate.confidence >= threshold else "candidate"
+            inserted = await tx.execute_fetchall(
+                f"INSERT INTO memories ({_COLUMNS}) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL, ?, ?, ?)"
+                f" RETURNING {_READ_COLUMNS}",
+                (
+                    ids.memory_id(),
+                    chat_id,
+                    candidate.kind,
+                    candidate.subject,
+                    candidate.attribute,
+                    slot,
+                    candidate.text,
+                    candidate.origin,
+                    candidate.confidence,
+                    candidate.importance,
+                    status,
+                    to_db_time(valid_from),
+                    stamp,
+                    stamp,
+                    stamp,
+                ),
+            )
+            memory = _row_to_memory(next(iter(inserted)))
+            if current is not None:
+                opposite = current.attribute != candidate.attribute
+                relation = "contradicts" if opposite else "supersedes"
+                await self._relate(tx, memory.memory_id, relation, current.memory_id, stamp)
+            if candidate.subject != USER:
+                await self._relate_to_entity(tx, memory, stamp)
+        if source is not None:
+            await tx.execute(
+                "INSERT INTO memory_sources (memory_id, session_id, seq) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (memory.memory_id, *source),
+            )
+        return memory
+
+    async def _reinforce(
+        self,
+        tx: aiosqlite.Connection,
+        current: Memory,
+        candidate: MemoryCandidate,
+        *,
         threshold: float,
         now: datetime,
     ) -> Memory:
-        """Insert a candidate or reinforce the chat's memory with the same key; return it.
-
-        The memory is ``active`` once its confidence reaches ``threshold``, ``candidate``
-        before; the turn that said it is recorded as one of its sources.
-        """
-        stamp = to_db_time(now)
+        confidence = 1.0 - (1.0 - current.confidence) * (1.0 - candidate.confidence)
+        # Confirmed by being said plainly, never by hedges adding up.
+        active = candidate.confidence >= threshold or current.status == "active"
         rows = await tx.execute_fetchall(
-            f"INSERT INTO memories ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, 1,"
-            " CASE WHEN ? >= ? THEN 'active' ELSE 'candidate' END, ?, ?, ?)"
-            " ON CONFLICT (chat_id, key) DO UPDATE SET"
-            f" status = CASE WHEN {_NEW_CONFIDENCE} >= ? THEN 'active' ELSE memories.status END,"
-            # Said again: fresh (decay 1), and back from the archive once it is active again.
-            f" archived_at = CASE WHEN {_NEW_CONFIDENCE} >= ? THEN NULL"
-            " ELSE memories.archived_at END, decay = 1.0,"
-            f" confidence = {_NEW_CONFIDENCE},"
-            " text = excluded.text, kind = excluded.kind,"
-            " importance = max(memories.importance, excluded.importance),"
-            " access_count = memories.access_count + 1,"
-            " updated_at = excluded.updated_at, last_accessed_at = excluded.last_accessed_at"
-            f" RETURNING {_READ_COLUMNS}",
+            "UPDATE memories SET confidence = ?, status = ?, archived_at = ?, decay = 1.0,"
+            " importance = max(importance, ?), access_count = access_count + 1,"
+            " text = ?, updated_at = ?, last_accessed_at = ?"
+            f" WHERE memory_id = ? RETURNING {_READ_COLUMNS}",
             (
-                ids.memory_id(),
-                chat_id,
-                candidate.kind,
-                candidate.key,
-                candidate.text,
-                candidate.confidence,
+                confidence,
+                # Said again: back from the archive once it is active.
+                "active" if active else current.status,
+                None if active else to_db_time(current.archived_at),
                 candidate.importance,
-                candidate.confidence,
-                threshold,
-                stamp,
-                stamp,
-                stamp,
-                threshold,
-                threshold,
+                candidate.text,
+                to_db_time(now),
+                to_db_time(now),
+                current.memory_id,
             ),
         )
-        memory = _row_to_memory(next(iter(rows)))
-        await tx.execute(
-            "INSERT INTO memory_sources (memory_id, session_id, seq) VALUES (?, ?, ?)"
-            " ON CONFLICT DO NOTHING",
-            (memory.memory_id, session_id, seq),
-        )
-        return memory
+        return _row_to_memory(next(iter(rows)))
 
-    async def active_for_chats(
-        self, conn: aiosqlite.Connection, chat_ids: Sequence[int], *, per_chat: int
+    async def _relate(
+        self, tx: aiosqlite.Connection, memory_id: str, relation: str, other_id: str, stamp: str
+    ) -> None:
+        await tx.execute(
+            "INSERT INTO memory_relations (memory_id, relation, other_id, created_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (memory_id, relation, other_id, stamp),
+        )
+
+    async def _relate_to_entity(self, tx: aiosqlite.Connection, memory: Memory, stamp: str) -> None:
+        rows = await tx.execute_fetchall(
+            "SELECT memory_id FROM memories WHERE chat_id = ? AND kind = 'entity'"
+            f" AND lower(text) = lower(?) AND {_CURRENT}",
+            (memory.chat_id, memory.subject),
+        )
+        for row in rows:
+            await self._relate(tx, memory.memory_id, "related_to", row["memory_id"], stamp)
+
+    async def current_for_chats(
+        self, conn: aiosqlite.Connection, chat_ids: Sequence[int], *, per_chat: int, past: int
     ) -> dict[int, list[Memory]]:
-        """Return the most important active memories of each chat (one query)."""
+        """Return each chat's most important current active memories, then its ``past`` most
+        recently superseded ones (one query; what the chat's packets carry)."""
         found: dict[int, list[Memory]] = {chat_id: [] for chat_id in chat_ids}
         if not chat_ids:
             return found
         rows = await conn.execute_fetchall(
             f"SELECT {_READ_COLUMNS} FROM (SELECT *, row_number() OVER ("
-            "   PARTITION BY chat_id ORDER BY importance * decay DESC, updated_at DESC) AS rank"
+            "   PARTITION BY chat_id, valid_until IS NULL"
+            "   ORDER BY importance * decay DESC, valid_until DESC, updated_at DESC) AS rank"
             "  FROM memories WHERE status = 'active'"
             "  AND chat_id IN (SELECT value FROM json_each(?)))"
-            " WHERE rank <= ? ORDER BY chat_id, rank",
-            (orjson.dumps(list(chat_ids)), per_chat),
+            " WHERE rank <= CASE WHEN valid_until IS NULL THEN ? ELSE ? END"
+            " ORDER BY chat_id, valid_until IS NOT NULL, rank",
+            (orjson.dumps(list(chat_ids)), per_chat, past),
         )
         for row in rows:
             found[row["chat_id"]].append(_row_to_memory(row))
         return found
 
+    async def listing(
+        self, conn: aiosqlite.Connection, chat_id: int, *, history: bool
+    ) -> list[Memory]:
+        """Return what the chat keeps, not archived: current memories (with ``history``, the
+        superseded ones too), by kind, then oldest first."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND status != 'archived'"
+            + ("" if history else f" AND {_CURRENT}")
+            + " ORDER BY kind, valid_from, created_at, memory_id",
+            (chat_id,),
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    async def as_of(
+        self, conn: aiosqlite.Connection, chat_id: int, moment: datetime
+    ) -> list[Memory]:
+        """Return the chat's active memories that were true at ``moment`` (valid from it or
+        before, and not yet ended at it), oldest first."""
+        stamp = to_db_time(moment)
+        rows = await conn.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND status = 'active'"
+            " AND valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
+            " ORDER BY valid_from, memory_id",
+            (chat_id, stamp, stamp),
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    async def confirm(
+        self, tx: aiosqlite.Connection, chat_id: int, memory_id: str, *, confidence: float
+    ) -> Memory | None:
+        """Make a current memory of the chat active (the user confirmed it), with at least
+        ``confidence``; ``None`` if the chat has no such current memory."""
+        rows = await tx.execute_fetchall(
+            "UPDATE memories SET status = 'active', archived_at = NULL, decay = 1.0,"
+            " confidence = max(confidence, ?)"
+            f" WHERE chat_id = ? AND memory_id = ? AND {_CURRENT} RETURNING {_READ_COLUMNS}",
+            (confidence, chat_id, memory_id),
+        )
+        return next((_row_to_memory(row) for row in rows), None)
+
+    async def forget(
+        self, tx: aiosqlite.Connection, chat_id: int, memory_ids: Sequence[str]
+    ) -> list[Memory]:
+        """Erase memories with their slot's history and relations; return the current ones.
+
+        Forgetting someone (an entity memory: ``relative: sister Mia``) forgets what was said
+        about them too. Nothing is restored: the whole slot goes. Other chats' memories are
+        never touched, whatever ids are passed.
+        """
+        ids_json = orjson.dumps(list(memory_ids))
+        rows = await tx.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND (key IN ("
+            "  SELECT key FROM memories WHERE chat_id = ? AND memory_id IN"
+            "  (SELECT value FROM json_each(?))) OR lower(subject) IN ("
+            "  SELECT lower(text) FROM memories WHERE chat_id = ? AND kind = 'entity'"
+            "  AND memory_id IN (SELECT value FROM json_each(?))))",
+            (chat_id, chat_id, ids_json, chat_id, ids_json),
+        )
+        erased = [_row_to_memory(row) for row in rows]
+        if not erased:
+            return []
+        await tx.execute(
+            "DELETE FROM memories WHERE memory_id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps([memory.memory_id for memory in erased]),),
+        )
+        return [memory for memory in erased if memory.valid_until is None]
+
     def search(
         self, conn: sqlite3.Connection, chat_id: int, queries: Sequence[str], *, limit: int
     ) -> list[list[tuple[Memory, float]]]:
-        """Return, for each of ``queries``, the chat's active memories that best match it
-        (FTS5 BM25), best first; all the queries in one statement.
+        """Return, for each of ``queries``, the chat's current active memories that best match
+        it (FTS5 BM25), best first; all the queries in one statement.
 
         Each query is reduced to quoted words (:func:`scoped_searches`), so FTS5 syntax in it is
         searched for, never parsed. The chat's key is part of the MATCH expression, so other
@@ -212,11 +393,12 @@ class SqliteMemoryStore:
         scope = "chat_" + str(chat_id).replace("-", "m")
         sql, params = scoped_searches(
             f"SELECT ? AS query, {_READ_COLUMNS}, hit.score AS score FROM memories"
-            " JOIN (SELECT rowid AS hit_rowid, bm25(memories_fts, 0.0, 1.0, 1.0) AS score"
+            " JOIN (SELECT rowid AS hit_rowid, bm25(memories_fts, 0.0, 1.0, 1.0, 1.0) AS score"
             "       FROM memories_fts WHERE memories_fts MATCH ?"
             "       ORDER BY score, hit_rowid LIMIT ?) AS hit"
-            " ON memories.rowid = hit.hit_rowid WHERE memories.status = 'active'",
-            f'chat_key : "{scope}" AND {{key text}}',
+            " ON memories.rowid = hit.hit_rowid"
+            f" WHERE memories.status = 'active' AND memories.{_CURRENT}",
+            f'chat_key : "{scope}" AND {{subject attribute text}}',
             queries,
             limit,
         )
@@ -239,9 +421,10 @@ class SqliteMemoryStore:
         )
 
     async def unarchived(self, conn: aiosqlite.Connection) -> list[Memory]:
-        """Return every memory not archived, by chat then key (for consolidation)."""
+        """Return every current memory not archived, by chat then key (for consolidation)."""
         rows = await conn.execute_fetchall(
-            f"SELECT {_READ_COLUMNS} FROM memories WHERE status != 'archived' ORDER BY chat_id, key"
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE status != 'archived' AND {_CURRENT}"
+            " ORDER BY chat_id, key"
         )
         return [_row_to_memory(row) for row in rows]
 
@@ -271,6 +454,7 @@ class SqliteMemoryStore:
         The survivor's row takes the values of ``survivor`` (text, confidence, importance,
         access count, status, last access). The duplicates' sources are re-pointed first, so
         a ``/forget`` of any session that stated one of them still finds the merged memory.
+        A duplicate is ended before it goes, so the value it had replaced stays history.
         """
         await tx.execute(
             "UPDATE memories SET text = ?, kind = ?, confidence = ?, importance = ?,"
@@ -295,5 +479,8 @@ class SqliteMemoryStore:
                 " SELECT ?, session_id, seq FROM memory_sources WHERE memory_id = ?"
                 " ON CONFLICT DO NOTHING",
                 (survivor.memory_id, memory_id),
+            )
+            await tx.execute(
+                "UPDATE memories SET valid_until = updated_at WHERE memory_id = ?", (memory_id,)
             )
             await tx.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))

@@ -72,8 +72,14 @@ Stance = Literal["support", "oppose", "neutral"]
 ProposalStatus = Literal["active", "accepted", "rejected", "modified"]
 ChatType = Literal["private", "group", "supergroup", "channel", "console"]
 JobStatus = Literal["scheduled", "done", "cancelled"]
-MemoryKind = Literal["fact", "preference", "decision", "goal", "constraint", "entity"]
+#: Seed 003's seven kinds of long-term memory.
+MemoryKind = Literal["fact", "preference", "decision", "goal", "constraint", "entity", "procedure"]
 MemoryStatus = Literal["candidate", "active", "archived"]
+#: ``said`` in conversation; ``noted``: a note the user asked for verbatim (``/remember``).
+MemoryOrigin = Literal["said", "noted"]
+#: How a fact was said: plainly, hedged ("I think I like jazz"), or as a correction of what was
+#: said before ("sorry, my birthday is actually on May 14").
+FactMode = Literal["stated", "hedged", "corrected"]
 #: Where a retrieved item comes from: an older turn, a summary delta, a long-term memory.
 RetrievedKind = Literal["turn", "summary", "memory"]
 #: What a line of a summary records: a decision, a fact, an open question or a key sentence.
@@ -173,25 +179,38 @@ class ConversationTurn(_Value):
 
 
 class Fact(_Value):
-    """Something the user told about themselves or their plans, e.g. ``name`` = ``Ada``.
+    """Something the user told about themselves or someone in their life: ``name`` = ``Ada``.
 
-    ``key`` is a stable slot (``name``, ``plan``, ``likes``...): a later fact with the same key
-    replaces the earlier one; ``turn`` is the seq of the turn that stated it.
+    ``key`` says what it is about (:mod:`agent.memory.memory_slots`: ``name``, ``plan:a trip to
+    lisbon``, ``sister Mia/location``): a later fact with the same key replaces the earlier
+    one; ``turn`` is the seq of the turn that stated it; ``mode`` how it was said.
     """
 
     key: str
     value: str
     turn: int
+    mode: FactMode = "stated"
 
 
 class Memory(_Value):
-    """A long-term memory of a chat: outlives its sessions (``/new``), not ``/forget``."""
+    """A long-term memory of a chat: outlives its sessions (``/new``), not ``/forget``.
+
+    A typed statement (seed 003): ``subject`` (``user``, or someone in their life such as
+    ``sister Mia``) has ``attribute`` = ``text``, from ``valid_from`` until ``valid_until``
+    (``None``: still true). ``key`` is its slot (:mod:`agent.memory.memory_slots`): at most one
+    memory of a slot is current, the others are its history.
+    """
 
     memory_id: str
     chat_id: int
     kind: MemoryKind
+    subject: str = "user"
+    attribute: str
     key: str
     text: str
+    origin: MemoryOrigin = "said"
+    valid_from: datetime
+    valid_until: datetime | None = None
     confidence: float = Field(ge=0, le=1)
     importance: float = Field(ge=0, le=1)
     access_count: int = 1
@@ -204,13 +223,26 @@ class Memory(_Value):
     )
     archived_at: datetime | None = None
 
+    @property
+    def about_user(self) -> bool:
+        """Whether the memory is about the user (not someone or something in their life)."""
+        return self.subject == "user"
+
 
 class MemoryCandidate(_Value):
-    """Something a turn said that may deserve long-term memory (see ``write_if_worthy``)."""
+    """Something a turn said that may deserve long-term memory (see ``write_if_worthy``).
+
+    ``key`` is the fact's key (:mod:`agent.memory.memory_slots`); ``correction``: it corrects
+    the current value (which was never true) rather than replacing it from now on.
+    """
 
     kind: MemoryKind
+    subject: str = "user"
+    attribute: str
     key: str
     text: str
+    origin: MemoryOrigin = "said"
+    correction: bool = False
     confidence: float = Field(ge=0, le=1)
     importance: float = Field(ge=0, le=1)
 

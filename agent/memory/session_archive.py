@@ -24,7 +24,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.errors import ArchiveError
-from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_state_manager import (
+    PERSONAL_CHAT_TYPES,
+    ConversationStateManager,
+)
 from agent.memory.conversation_store import ConversationStore
 from agent.memory.memory_store import MemoryStore
 from agent.memory.schemas import (
@@ -47,7 +50,6 @@ __all__ = ["export_session", "import_session", "parse_archive"]
 
 # The chat types whose facts become long-term memories: the lane promotes from private talk
 # only (in a group, "my name is" speaks for one member, not for the chat).
-_PERSONAL_CHATS = frozenset({"private", "console"})
 
 
 async def export_session(
@@ -149,12 +151,12 @@ async def import_session(
     state = SessionState(session_id=sid, chat_type=exported.chat_type)
     for turn in archive.turns:
         state = await _replay(tx, exported, state, turn, store, states, summary_store)
-        if exported.chat_type in _PERSONAL_CHATS:
+        if exported.chat_type in PERSONAL_CHAT_TYPES:
             await write_if_worthy(
                 tx,
                 memory_store,
                 exported.chat_id,
-                memory_candidates(state.facts, turn.seq, promotion),
+                memory_candidates(turn, promotion),
                 session_id=sid,
                 seq=turn.seq,
                 now=turn.created_at,

@@ -2,8 +2,8 @@
 
 :func:`write_conversation_turn` appends a turn with the state it leads to;
 :func:`write_if_worthy` is the promotion gate of long-term memory (PRD-014 phase 3): of what a
-turn said, only candidates whose confidence passes the threshold become active memories, the
-same thing said twice is one memory with more evidence, and nothing else is kept;
+turn said, candidates whose confidence passes the threshold become active memories, the others
+wait as unconfirmed candidates, and the same thing said twice is one memory with more evidence;
 :func:`write_summary_version` adds the summary version a turn's fold made to the chain.
 """
 
@@ -15,13 +15,14 @@ from datetime import datetime
 from typing import Any
 
 from agent.memory.conversation_store import ConversationStore
+from agent.memory.fact_extraction import extract_facts
+from agent.memory.memory_slots import attribute_of, parse_key
 from agent.memory.memory_store import MemoryStore
 from agent.memory.schemas import (
     ConversationTurn,
     Fact,
     Memory,
     MemoryCandidate,
-    MemoryKind,
     SessionState,
     SummaryVersion,
 )
@@ -40,51 +41,44 @@ __all__ = [
 class PromotionPolicy:
     """How facts become memory candidates and when candidates become memories.
 
-    A self-statement ("my name is Ada") is confident at once; a preference ("I like jazz")
-    needs to be said twice (0.7, then 1 - 0.3 * 0.3 = 0.91) to pass the default threshold.
+    What the user says plainly about themselves ("my name is Ada", "I like jazz") passes the
+    gate at once: it is what a person expects a bot to keep, and the concierge says it noted
+    it. A hedge ("I think I like jazz", "maybe I'll move to Porto") stays a *candidate*: it is
+    listed as unconfirmed in ``/facts``, never overrules an active memory, and becomes active
+    when said plainly or confirmed (``/facts confirm N``).
     """
 
     threshold: float = 0.75
-    fact_confidence: float = 0.9
-    goal_confidence: float = 0.8
-    preference_confidence: float = 0.7
+    stated_confidence: float = 0.9
+    hedged_confidence: float = 0.5
 
+    def confidence(self, fact: Fact) -> float:
+        """Return the confidence a fact earns by how it was said."""
+        return self.hedged_confidence if fact.mode == "hedged" else self.stated_confidence
 
-_GOAL_KEYS = frozenset({"plan"})
-_PREFERENCE_PREFIXES = ("likes:", "dislikes:", "favourite:")
-# How much a memory matters when the packet has room for only a few.
-_IMPORTANCE: dict[str, float] = {"name": 1.0, "plan": 0.8, "location": 0.7, "job": 0.7}
-
-
-def _kind(key: str) -> MemoryKind:
-    if key in _GOAL_KEYS:
-        return "goal"
-    if key.startswith(_PREFERENCE_PREFIXES):
-        return "preference"
-    return "fact"
+    def keeps(self, fact: Fact) -> bool:
+        """Whether the fact becomes an active memory as soon as it is said."""
+        return self.confidence(fact) >= self.threshold
 
 
 def memory_candidates(
-    facts: Sequence[Fact], seq: int, policy: PromotionPolicy = PromotionPolicy()
+    turn: ConversationTurn, policy: PromotionPolicy = PromotionPolicy()
 ) -> list[MemoryCandidate]:
-    """Return the memory candidates of the facts a turn (``seq``) stated."""
-    confidence = {
-        "fact": policy.fact_confidence,
-        "goal": policy.goal_confidence,
-        "preference": policy.preference_confidence,
-    }
+    """Return the memory candidates of the facts a turn's message states."""
     candidates = []
-    for fact in facts:
-        if fact.turn != seq:
-            continue
-        kind = _kind(fact.key)
+    for fact in extract_facts(turn.user_text, turn=turn.seq):
+        parts = parse_key(fact.key)
+        attribute = attribute_of(parts.attribute)
         candidates.append(
             MemoryCandidate(
-                kind=kind,
+                kind=attribute.kind,
+                subject=parts.subject,
+                attribute=parts.attribute,
                 key=fact.key,
                 text=fact.value,
-                confidence=confidence.get(kind, policy.fact_confidence),
-                importance=_IMPORTANCE.get(fact.key, 0.5 if kind == "fact" else 0.4),
+                confidence=policy.confidence(fact),
+                importance=attribute.importance,
+                correction=fact.mode == "corrected",
             )
         )
     return candidates
@@ -96,37 +90,37 @@ async def write_if_worthy(
     chat_id: int,
     candidates: Sequence[MemoryCandidate],
     *,
-    session_id: str,
+    session_id: str | None,
     seq: int,
     now: datetime,
     policy: PromotionPolicy = PromotionPolicy(),
 ) -> list[Memory]:
-    """Record candidates as evidence; return the chat's memories that are active after it.
+    """Record candidates as evidence; return the memories they made or reinforced.
 
     Args:
         tx: a connection inside the turn's write transaction.
         store: the memory storage.
         chat_id: whose memory (memories never cross chats).
         candidates: what the turn said.
-        session_id: the turn's session (its source, for ``/forget``).
+        session_id: the turn's session (its source, for ``/forget``); ``None`` for a note the
+            user asked for (``/remember``), which no session erasure takes away.
         seq: the turn's position in its session.
         now: the time of the turn.
         policy: the promotion gate.
     """
-    active = []
+    written = []
     for candidate in candidates:
-        memory = await store.upsert(
+        memory = await store.record(
             tx,
             chat_id,
             candidate,
-            session_id=session_id,
-            seq=seq,
+            source=None if session_id is None else (session_id, seq),
             threshold=policy.threshold,
             now=now,
         )
-        if memory.status == "active":
-            active.append(memory)
-    return active
+        if memory is not None:
+            written.append(memory)
+    return written
 
 
 async def write_conversation_turn(
