@@ -415,3 +415,9 @@ END;
 CREATE TRIGGER memories_fts_merge_update AFTER UPDATE OF chat_id, key, text ON memories BEGIN
     INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', 16);
 END;
+
+-- migration: 0011_turn_control
+-- A session command (/new, /resume, /clear) is recorded as a bot-side turn whose control record
+-- (SessionControl JSON: the to-dos and commitments it carried, or that it cleared) the state
+-- fold reads like the rest of the turn (I6). NULL on every other turn.
+ALTER TABLE conversation_turns ADD COLUMN control TEXT;
