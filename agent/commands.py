@@ -277,6 +277,11 @@ class CommandCenter:
         )
 
     async def _cmd_clear(self, chat_id: int, args: str) -> CommandReply:
+        if args:  # a stray word must not clear by accident
+            return CommandReply(
+                "Usage: /clear, with nothing after it: it takes this conversation's history "
+                "out of my context (it stays on file)."
+            )
         cleared = await self.lane.clear_session(chat_id)
         if cleared is None:
             return CommandReply("Nothing to clear: this chat has no conversation yet.")
