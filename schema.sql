@@ -542,3 +542,9 @@ BEGIN
 END;
 INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
 INSERT INTO memories_fts (memories_fts, rank) VALUES ('usermerge', 2);
+
+-- migration: 0012_turn_control
+-- A session command (/new, /resume, /clear) is recorded as a bot-side turn whose control record
+-- (SessionControl JSON: the to-dos and commitments it carried, or that it cleared) the state
+-- fold reads like the rest of the turn (I6). NULL on every other turn.
+ALTER TABLE conversation_turns ADD COLUMN control TEXT;

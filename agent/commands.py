@@ -10,12 +10,18 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime
 
+from agent.errors import SessionNotFound
 from agent.memory import (
+    ChatSession,
     ConversationLane,
     ConversationTurn,
+    JobRef,
     Memory,
+    OpenLoop,
     RetrievedItem,
+    SessionSwitch,
     describe_memory,
     render_packet,
 )
@@ -34,12 +40,18 @@ COMMANDS: dict[str, str] = {
     "facts": "What I remember about you: /facts all, /facts forget 2, /facts confirm 2",
     "remember": "Keep a note for good: /remember my passport number ends in 42",
     "new": "Start a fresh conversation (what you told me about yourself stays)",
+    "sessions": "This chat's conversations, numbered",
+    "resume": "Go back to an earlier conversation: /resume 2",
+    "clear": "Take this conversation's history out of my context (kept on file)",
+    "save": "When this conversation was last saved",
     "forget": "Erase this conversation everywhere (asks first)",
     "export": "Send this conversation's checkpoint file",
     "stats": "Numbers about this conversation",
 }
 
 _HISTORY_DEFAULT = 10
+_SESSIONS_SHOWN = 20
+_FIRST_WORDS = 60
 _HISTORY_MAX = 50
 _RECALL_HITS = 5
 _EXCERPT = 200
@@ -98,6 +110,41 @@ def _turn_lines(turn: ConversationTurn) -> list[str]:
 
 
 _LOOP_LABELS = {"commitment": "promised", "request": "asked for", "question": "unanswered"}
+
+
+def _loop_line(loop: OpenLoop) -> str:
+    return f"- {_LOOP_LABELS.get(loop.kind, 'to do')}: {loop.text}"
+
+
+def _job_line(job: JobRef) -> str:
+    due = f" at {job.due_at:%Y-%m-%d %H:%M} UTC" if job.due_at else ""
+    return f"- reminder: {job.label or job.job_id}{due}"
+
+
+def _time(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+def _carried(switch: SessionSwitch) -> str:
+    lines = [_loop_line(lp) for lp in switch.loops] + [_job_line(job) for job in switch.jobs]
+    if not lines:
+        return ""
+    return "\nCarried over (still open, reminders still fire on time):\n" + "\n".join(lines)
+
+
+def _reminders(count: int) -> str:
+    return "1 reminder" if count == 1 else f"{count} reminders"
+
+
+def _session_line(entry: ChatSession) -> str:
+    words = _excerpt(entry.first_words)
+    if len(words) > _FIRST_WORDS:
+        words = words[: _FIRST_WORDS - 1] + "…"
+    mark = " (current)" if entry.current else ""
+    return (
+        f"{entry.number}.{mark} started {_time(entry.started)}, {entry.turns} turns, "
+        f"last active {_time(entry.last_active)}" + (f': "{words}"' if words else "")
+    )
 
 
 def _recall_line(item: RetrievedItem) -> str:
@@ -234,13 +281,9 @@ class CommandCenter:
         packet = await self.lane.packet(chat_id)
         if packet is None:
             return CommandReply("Nothing open.")
-        lines = [f"- {_LOOP_LABELS.get(lp.kind, 'to do')}: {lp.text}" for lp in packet.open_loops]
+        lines = [_loop_line(lp) for lp in packet.open_loops]
         lines += [f"- waiting for your answer: {c.question}" for c in packet.pending_clarifications]
-        lines += [
-            f"- reminder: {job.label or job.job_id}"
-            + (f" at {job.due_at:%Y-%m-%d %H:%M} UTC" if job.due_at else "")
-            for job in packet.active_job_refs
-        ]
+        lines += [_job_line(job) for job in packet.active_job_refs]
         if not lines:
             return CommandReply("Nothing open: no to-dos, questions or reminders.")
         return CommandReply("Still open:\n" + "\n".join(lines))
@@ -294,27 +337,123 @@ class CommandCenter:
         return CommandReply(f"I'll remember: {memory.text}")
 
     async def _cmd_new(self, chat_id: int, args: str) -> CommandReply:
-        closed = await self.lane.new_session(chat_id)
-        if closed is None:
+        switch = await self.lane.new_session(chat_id)
+        if switch is None:
             return CommandReply("This is already a fresh conversation.")
-        return CommandReply("Started a fresh conversation. The previous one is kept on file.")
+        return CommandReply(
+            "Started a fresh conversation. The previous one is kept on file (/sessions lists it)."
+            + _carried(switch)
+        )
+
+    async def _cmd_sessions(self, chat_id: int, args: str) -> CommandReply:
+        sessions = await self.lane.chat_sessions(chat_id)
+        if not sessions:
+            return CommandReply("No conversations yet. Say something!")
+        shown = sessions[-_SESSIONS_SHOWN:]
+        older = len(sessions) - len(shown)
+        note = f"\n(and {older} older ones: /resume takes their numbers too)" if older else ""
+        current = next((entry.number for entry in sessions if entry.current), None)
+        hint = "" if current is None else f" You are in conversation {current}."
+        return CommandReply(
+            "This chat's conversations, oldest first (/resume N goes back to one)."
+            + hint
+            + "\n"
+            + "\n".join(_session_line(entry) for entry in shown)
+            + note
+        )
+
+    async def _cmd_resume(self, chat_id: int, args: str) -> CommandReply:
+        number = _count(args) if args else None
+        if number is None:
+            return CommandReply(
+                "Usage: /resume N, where N is a conversation's number in /sessions, e.g. /resume 1."
+            )
+        sessions = await self.lane.chat_sessions(chat_id)
+        entry = next((e for e in sessions if e.number == number), None)
+        if entry is None:
+            have = f"numbers 1 to {len(sessions)}" if sessions else "no conversations yet"
+            return CommandReply(f"There is no conversation {number}: this chat has {have}.")
+        if entry.current:
+            return CommandReply(f"Conversation {number} is already the current one.")
+        try:
+            switch = await self.lane.resume_session(chat_id, entry.session_id)
+        except SessionNotFound:
+            return CommandReply(f"Conversation {number} is no longer on file; see /sessions.")
+        return CommandReply(
+            f"Back to conversation {number} (started {_time(entry.started)}, {entry.turns} "
+            "turns): it goes on where it stopped."
+            + ("" if switch.closed is None else " The one you were in is kept on file.")
+            + _carried(switch)
+        )
+
+    async def _cmd_clear(self, chat_id: int, args: str) -> CommandReply:
+        if args:  # a stray word must not clear by accident
+            return CommandReply(
+                "Usage: /clear, with nothing after it: it takes this conversation's history "
+                "out of my context (it stays on file)."
+            )
+        cleared = await self.lane.clear_session(chat_id)
+        if cleared is None:
+            return CommandReply("Nothing to clear: this chat has no conversation yet.")
+        if cleared == 0:
+            return CommandReply("Nothing to clear: nothing was said since the last /clear.")
+        return CommandReply(
+            f"Cleared {cleared} turns from my context: I go on from here without them. They stay "
+            "on file (/recall searches them, /history shows them); your open to-dos, reminders "
+            "and what you told me about yourself stay too."
+        )
+
+    async def _cmd_save(self, chat_id: int, args: str) -> CommandReply:
+        report = await self.lane.save_report(chat_id)
+        if report is None:
+            return CommandReply("Nothing to save yet: this chat has no open conversation.")
+        commit = (
+            "no message yet"
+            if report.last_commit is None
+            else f"{report.last_commit:%Y-%m-%d %H:%M:%S} UTC (turn {report.turns})"
+        )
+        checkpoint = (
+            "not written (the disk refused it; it is written again as soon as it can be)"
+            if report.checkpoint_written is None
+            else f"{report.checkpoint_written:%Y-%m-%d %H:%M:%S} UTC ({report.session_id}.json)"
+        )
+        return CommandReply(
+            "Everything is saved as it happens: each message is committed to the database "
+            "before I answer, and the checkpoint file is written right after.\n"
+            f"Last commit: {commit}\nLast checkpoint: {checkpoint}"
+        )
 
     async def _cmd_forget(self, chat_id: int, args: str) -> CommandReply:
         sid = self.lane.session_id_for_chat(chat_id)
         if sid is None:
             return CommandReply("There is nothing to forget in this chat.")
+        jobs = self.lane.chat_jobs(chat_id)
+        cancels = (
+            f" It also cancels {_reminders(len(jobs))}:\n" + "\n".join(map(_job_line, jobs))
+            if jobs
+            else ""
+        )
         return CommandReply(
             "Erase this conversation everywhere (messages, summaries, checkpoint)? "
-            "This cannot be undone.",
+            "This cannot be undone." + cancels,
             confirm_forget=sid,
         )
 
     async def confirm_forget(self, chat_id: int, session_id: str) -> CommandReply:
-        """Erase ``session_id`` if it is still the chat's conversation (the confirmed /forget)."""
+        """Erase ``session_id`` if it is still the chat's conversation (the confirmed /forget).
+
+        Its reminders go with it: they never fire (the reply lists them).
+        """
         if self.lane.session_id_for_chat(chat_id) != session_id:
             return CommandReply("That conversation is no longer current; nothing was erased.")
+        jobs = self.lane.chat_jobs(chat_id)
         await self.lane.forget_session(session_id)
-        return CommandReply("Done: I have forgotten this conversation.")
+        cancelled = (
+            f"\nCancelled {_reminders(len(jobs))}:\n" + "\n".join(map(_job_line, jobs))
+            if jobs
+            else ""
+        )
+        return CommandReply("Done: I have forgotten this conversation." + cancelled)
 
     async def _cmd_export(self, chat_id: int, args: str) -> CommandReply:
         sid = self.lane.session_id_for_chat(chat_id)

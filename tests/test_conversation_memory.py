@@ -633,7 +633,9 @@ async def test_new_session_closes_and_next_message_opens_a_new_one(db_path, chec
     async with running_lane(db_path, checkpoint_dir) as (lane, _):
         assert await lane.new_session(CHAT_A) is None  # nothing to close yet
         old = await lane.on_turn(msg(CHAT_A, "old topic secret", 1), engine)
-        closed = await lane.new_session(CHAT_A)
+        switch = await lane.new_session(CHAT_A)
+        assert switch is not None
+        closed = switch.closed
 
         assert closed == old.turn.session_id
         assert lane.session_id_for_chat(CHAT_A) is None

@@ -52,8 +52,9 @@ from tests.hostile import (
 
 #: Chat and update ids, unique across every example of every test here.
 _IDS = itertools.count(1)
-#: Every command but /new, which closes the conversation by design; /forget only asks.
-# /new closes the session and /remember keeps a note: both change what the chat holds.
+#: Every command but /new, which closes the conversation by design; /forget only asks, and
+#: /clear with no argument is left out (it clears by design; with any words it only answers).
+#: /remember keeps a note: it changes what the chat holds.
 _READ_ONLY_COMMANDS = sorted(name for name in COMMANDS if name not in {"new", "remember"})
 # /facts forget N and /facts confirm N change long-term memory; any other /facts only reads.
 _FACTS_ACTION = re.compile(r"\s*(?:forget|confirm)\b", re.IGNORECASE)
@@ -184,10 +185,11 @@ async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(
 async def test_any_command_argument_gets_an_answer_and_changes_nothing(
     folding_lane: ConversationLane, checkpoint_dir: Path, name: str, args: str
 ) -> None:
-    """Every command but /new and /remember (and /facts forget or confirm), with any text as its
-    argument, answers with a non-empty text and leaves every table (FTS5 shadow tables
-    included) and every checkpoint file as they were; so do a retrieval for that text and a
-    /forget confirmation naming it."""
+    """Every command but /new and /remember (and /facts forget or confirm, /clear alone), with
+    any text as its argument, answers with a non-empty text and leaves every table (FTS5 shadow
+    tables included) and every checkpoint file as they were; so do a retrieval for that text
+    and a /forget confirmation naming it."""
+    assume(name != "clear" or args.strip())
     assume(name != "facts" or not _FACTS_ACTION.match(args))
     lane = folding_lane
     chat = 1

@@ -82,9 +82,12 @@ from agent.memory.inbound_journal import (
     JournalEntry,
 )
 from agent.memory.lane import (
+    ChatSession,
     ConversationLane,
     HydrationReport,
     ReplyEngine,
+    SaveReport,
+    SessionSwitch,
     TurnResult,
 )
 from agent.memory.live_sessions import LiveSession, LiveSessions
@@ -142,6 +145,7 @@ from agent.memory.schemas import (
     RetrievedItem,
     RetrievedKind,
     SessionArchive,
+    SessionControl,
     SessionState,
     SessionStatus,
     Stance,
@@ -186,6 +190,7 @@ __all__ = [
     "ARCHIVE_SCHEMA_VERSION",
     "CHECKPOINT_SCHEMA_VERSION",
     "ChatMemories",
+    "ChatSession",
     "ChatType",
     "CheckpointAudit",
     "CheckpointCheck",
@@ -243,9 +248,12 @@ __all__ = [
     "RetrievalWeights",
     "RetrievedItem",
     "RetrievedKind",
+    "SaveReport",
     "SessionArchive",
+    "SessionControl",
     "SessionState",
     "SessionStatus",
+    "SessionSwitch",
     "SlotRule",
     "SqliteConversationStore",
     "SqliteMemoryStore",

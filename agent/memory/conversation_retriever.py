@@ -300,6 +300,7 @@ class ConversationRetriever:
         now: datetime,
         state: SessionState | None = None,
         before_seq: int | None = None,
+        after_seq: int = 0,
         token_budget: int | None = None,
     ) -> list[RetrievedItem]:
         """Return the candidates for a new message, best first, scored as the module says.
@@ -315,6 +316,8 @@ class ConversationRetriever:
             state: the session's state (topics, open loops, facts); ``None``: none.
             before_seq: only turns with a smaller seq are candidates (the raw turns the packet
                 carries anyway are left out); ``None``: every turn.
+            after_seq: only turns, and summaries of turns, after this seq are candidates (those
+                up to a ``/clear`` are left out of packets).
             token_budget: the budget the items will fill (``None``: no budget). It sizes the
                 candidate set, and the candidates that a first fit of it, best first, could
                 never take are left out (see :func:`_could_fit`): the packet is the same
@@ -343,6 +346,12 @@ class ConversationRetriever:
             # cost a third of the searches' time.
             if hits < limit:
                 self._summary_candidates(conn, candidates, session_id, session_queries, limit)
+        if after_seq:
+            candidates = {
+                ref: c
+                for ref, c in candidates.items()
+                if c.kind == "memory" or (c.seq or 0) > after_seq
+            }
         self._memory_candidates(conn, candidates, chat_id, queries, limit, now)
         if state is not None:
             last_seq = state.turn_count
@@ -578,6 +587,7 @@ class ConversationRetriever:
             now=now,
             state=state,
             before_seq=state.turn_count - recent_turns + 1,
+            after_seq=state.cleared_through,
             token_budget=token_budget,
         )
 

@@ -32,7 +32,13 @@ The other rules of a turn (DESIGN.md section 4), each bounded, none reading the 
   decision id, or ``topic:<name>``): :func:`~agent.memory.entity_resolution.resolve_entities`;
 - in **group chats** (``state.chat_type`` ``group`` or ``supergroup``): participants,
   proposals with reactions and decisions
-  (:class:`~agent.memory.deliberation.DeliberationTracker`).
+  (:class:`~agent.memory.deliberation.DeliberationTracker`);
+- **session commands** recorded on a bot-side turn (:class:`~agent.memory.schemas.
+  SessionControl`): a ``carry`` turn replaces the session's to-dos, commitments and jobs with
+  the chat's (the loops get the ids ``loop-<seq>-<n>`` of the carry turn); a ``clear`` turn
+  empties what the packet shows of the turns before it (topics, facts, clarifications,
+  references, group deliberation, unanswered questions, the summaries: a new, empty summary
+  version) and keeps the to-dos, commitments and jobs.
 """
 
 from __future__ import annotations
@@ -63,12 +69,14 @@ from agent.memory.schemas import (
     OpenLoop,
     PendingClarification,
     ResponseType,
+    SessionControl,
     SessionState,
     SessionStatus,
 )
 from agent.memory.topic_tracker import TopicTracker, key_phrases
 
 __all__ = [
+    "CARRIED_LOOP_KINDS",
     "GROUP_CHAT_TYPES",
     "MAX_CLARIFICATIONS",
     "MAX_CLOSED_LOOPS",
@@ -96,6 +104,9 @@ GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})
 #: Chats that are one person: what they say about themselves goes to long-term memory (the
 #: one place it is kept, updated and erased), not to the session state's facts.
 PERSONAL_CHAT_TYPES = frozenset({"private", "console"})
+#: Open loops that belong to the chat, not the session: ``/new`` and ``/resume`` carry them
+#: (unanswered questions and requests stay with the conversation that asked them).
+CARRIED_LOOP_KINDS = frozenset({"todo", "commitment"})
 # Reply intents that mean the bot did not handle the message.
 _UNHANDLED_INTENTS = frozenset({"unknown"})
 # Loops a later answer or "never mind" can close (to-dos and promises need a closer).
@@ -326,6 +337,55 @@ def _speaker(turn: ConversationTurn) -> str | None:
     return None if turn.user_id is None else f"user {turn.user_id}"
 
 
+def _carried(state: SessionState, control: SessionControl, seq: int) -> SessionState:
+    """Return ``state`` with the chat's to-dos, commitments and jobs a carry turn brings.
+
+    The jobs come in as the turn's ``job_refs`` (the fold adds them); the loops get ids of the
+    carry turn, so that none collides with a loop the session opens later.
+    """
+    kept = tuple(lp for lp in state.open_loops if lp.kind not in CARRIED_LOOP_KINDS)
+    carried = tuple(
+        lp.model_copy(
+            update={"loop_id": f"loop-{seq}-{n}", "opened_turn": seq, "closed_turn": None}
+        )
+        for n, lp in enumerate(control.loops, start=1)
+    )
+    return state.model_copy(
+        update={"open_loops": (*kept, *carried)[-MAX_OPEN_LOOPS:], "active_job_refs": ()}
+    )
+
+
+def _cleared(state: SessionState, turn: ConversationTurn) -> SessionState:
+    """Return the state after a ``clear`` turn: what the packet shows of earlier turns is gone.
+
+    The rolling summary restarts empty as a new version of the chain (its latest extractive
+    version stays the state's summary), covering everything up to the clear.
+    """
+    return state.model_copy(
+        update={
+            "status": "active",
+            "turn_count": turn.seq,
+            "last_intent": turn.intent,
+            "last_response_type": "none",
+            "active_topics": (),
+            "pending_clarifications": (),
+            "facts": (),
+            "open_loops": tuple(lp for lp in state.open_loops if lp.kind in CARRIED_LOOP_KINDS),
+            "resolved_entities": {},
+            "participants": (),
+            "proposals": (),
+            "decisions": (),
+            "rolling_summary": "",
+            "summary_buffer": (),
+            "summary_items": (),
+            "last_summary_delta": "",
+            "summary_version": state.summary_version + 1,
+            "summarized_through": turn.seq,
+            "cleared_through": turn.seq,
+        }
+    )
+
+
 class ConversationStateManager:
     """Moves session states forward, one turn at a time.
 
@@ -366,6 +426,10 @@ class ConversationStateManager:
                 f"turn {turn.turn_id} has seq {turn.seq}; session {state.session_id} expects "
                 f"{state.turn_count + 1}"
             )
+        if turn.control is not None and turn.control.kind == "clear":
+            return _cleared(state, turn)
+        if turn.control is not None:  # carry: the chat's open items replace the session's
+            state = _carried(state, turn.control, turn.seq)
         summary = self.summarizer.fold(state, turn)
         seq = turn.seq
         group = state.chat_type in GROUP_CHAT_TYPES

@@ -25,6 +25,7 @@ from agent.memory.schemas import (
     ConversationSession,
     ConversationTurn,
     JobRef,
+    SessionControl,
     SessionState,
     SessionStatus,
     dump_json,
@@ -45,7 +46,7 @@ _T = TypeVar("_T")
 _TURN_COLUMNS = (
     "turn_id, session_id, seq, user_text, assistant_text, intent, action_name, job_refs,"
     " created_at, status, bot_id, update_id, user_id, speaker, message_id, reply_message_id,"
-    " delivered_at"
+    " delivered_at, control"
 )
 _SESSION_COLUMNS = (
     "session_id, chat_id, chat_type, user_id, title, status, state, turn_count, last_seq,"
@@ -164,6 +165,14 @@ class ConversationStore(Protocol):
 
     async def close_session(self, tx: Any, session_id: str, *, now: datetime) -> None:
         """Close a session so that its chat's next message opens a new one."""
+        ...
+
+    async def reopen_session(self, tx: Any, session_id: str, *, now: datetime) -> bool:
+        """Make a closed session its chat's open one again; ``False`` if it is not closed."""
+        ...
+
+    async def first_words(self, conn: Any, session_ids: Sequence[str]) -> dict[str, str]:
+        """Return the first user message of each of ``session_ids`` that has one."""
         ...
 
     async def append_turn(self, tx: Any, turn: ConversationTurn) -> bool:
@@ -349,6 +358,9 @@ def _row_to_turn(row: sqlite3.Row) -> ConversationTurn:
         message_id=row["message_id"],
         reply_message_id=row["reply_message_id"],
         delivered_at=from_db_time(row["delivered_at"]),
+        control=None
+        if row["control"] is None
+        else SessionControl.model_validate_json(row["control"]),
     )
 
 
@@ -599,6 +611,41 @@ class SqliteConversationStore:
             (to_db_time(now), to_db_time(now), session_id),
         )
 
+    async def reopen_session(
+        self, tx: aiosqlite.Connection, session_id: str, *, now: datetime
+    ) -> bool:
+        """Make a closed session its chat's open one again (``/resume``).
+
+        The chat's open session must be closed first (in the same transaction): a chat has one.
+
+        Returns:
+            Whether the session was closed and is now open.
+
+        Raises:
+            StorageError: the chat still has another open session.
+        """
+        try:
+            cursor = await tx.execute(
+                "UPDATE conversation_sessions SET closed_at = NULL, updated_at = ?"
+                " WHERE session_id = ? AND closed_at IS NOT NULL",
+                (to_db_time(now), session_id),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"reopen_session failed for session {session_id}: {exc}") from exc
+        return cursor.rowcount == 1
+
+    async def first_words(
+        self, conn: aiosqlite.Connection, session_ids: Sequence[str]
+    ) -> dict[str, str]:
+        """Return the first user message of each of ``session_ids`` that has one (one query)."""
+        rows = await conn.execute_fetchall(
+            "SELECT s.value AS session_id, (SELECT t.user_text FROM conversation_turns AS t"
+            "  WHERE t.session_id = s.value AND t.user_text != '' ORDER BY t.seq LIMIT 1)"
+            " AS user_text FROM json_each(?) AS s",
+            (orjson.dumps(list(session_ids)),),
+        )
+        return {row["session_id"]: row["user_text"] for row in rows if row["user_text"]}
+
     async def append_turn(self, tx: aiosqlite.Connection, turn: ConversationTurn) -> bool:
         """Append a turn; return ``False`` (and change nothing) if its update is known.
 
@@ -609,7 +656,7 @@ class SqliteConversationStore:
             # I3: a redelivered update is a no-op, not an error (STYLE.md rule 9).
             cursor = await tx.execute(
                 f"INSERT INTO conversation_turns ({_TURN_COLUMNS})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (bot_id, update_id) WHERE update_id IS NOT NULL DO NOTHING",
                 (
                     turn.turn_id,
@@ -629,6 +676,7 @@ class SqliteConversationStore:
                     turn.message_id,
                     turn.reply_message_id,
                     to_db_time(turn.delivered_at),
+                    None if turn.control is None else dump_json(turn.control),
                 ),
             )
         except sqlite3.Error as exc:

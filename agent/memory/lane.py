@@ -36,6 +36,7 @@ from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
 from agent.memory.conversation_state_manager import (
+    CARRIED_LOOP_KINDS,
     PERSONAL_CHAT_TYPES,
     ConversationStateManager,
 )
@@ -53,8 +54,10 @@ from agent.memory.schemas import (
     JobRef,
     Memory,
     MemoryCandidate,
+    OpenLoop,
     Reply,
     RetrievedItem,
+    SessionControl,
     SessionState,
     SummaryVersion,
     dump_json,
@@ -72,7 +75,16 @@ from agent.memory.writer import (
 from agent.utils import ids
 from agent.utils.tokens import estimate_tokens
 
-__all__ = ["MAX_NOTE_CHARS", "ConversationLane", "HydrationReport", "ReplyEngine", "TurnResult"]
+__all__ = [
+    "MAX_NOTE_CHARS",
+    "ChatSession",
+    "ConversationLane",
+    "HydrationReport",
+    "ReplyEngine",
+    "SaveReport",
+    "SessionSwitch",
+    "TurnResult",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +145,89 @@ class HydrationReport:
     rebuilt: dict[str, str] = field(default_factory=dict)
     orphans_removed: list[str] = field(default_factory=list)
     undelivered: list[ConversationTurn] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSwitch:
+    """What :meth:`ConversationLane.new_session` or :meth:`ConversationLane.resume_session` did.
+
+    Attributes:
+        closed: the session closed (``None``: the chat had none open).
+        opened: the session open now (``None``: the chat's next message opens a fresh one).
+        loops: the open to-dos and commitments carried into ``opened``.
+        jobs: the scheduled reminders carried into ``opened``.
+    """
+
+    closed: str | None
+    opened: str | None = None
+    loops: tuple[OpenLoop, ...] = ()
+    jobs: tuple[JobRef, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSession:
+    """One session of a chat as ``/sessions`` lists it.
+
+    Attributes:
+        number: its place among the chat's sessions, oldest first, from 1.
+        session_id: its id.
+        started: when it was opened.
+        last_active: its last turn (or when it was closed).
+        turns: how many turns it has.
+        first_words: its first user message ("" if none).
+        current: whether it is the chat's open session.
+    """
+
+    number: int
+    session_id: str
+    started: datetime
+    last_active: datetime
+    turns: int
+    first_words: str
+    current: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SaveReport:
+    """Where a chat's open session stands on disk (``/save``).
+
+    Attributes:
+        session_id: the session.
+        turns: the turns committed.
+        last_commit: when the last of them was committed (``None``: none yet).
+        checkpoint_written: when its checkpoint file was last written (``None``: not written).
+    """
+
+    session_id: str
+    turns: int
+    last_commit: datetime | None
+    checkpoint_written: datetime | None
+
+
+def _chat_items(state: SessionState) -> tuple[tuple[OpenLoop, ...], tuple[JobRef, ...]]:
+    """Return what of a session belongs to its chat: open to-dos and commitments, and jobs."""
+    loops = tuple(lp for lp in state.open_loops if lp.kind in CARRIED_LOOP_KINDS)
+    return loops, state.active_job_refs
+
+
+def _same_items(state: SessionState, loops: Sequence[OpenLoop], jobs: Sequence[JobRef]) -> bool:
+    """Whether a session already has exactly these to-dos, commitments and jobs."""
+    mine, my_jobs = _chat_items(state)
+
+    def said(items: Sequence[OpenLoop]) -> list[tuple[str, str, str | None]]:
+        return [(lp.kind, lp.text, lp.owner) for lp in items]
+
+    return said(mine) == said(loops) and tuple(my_jobs) == tuple(jobs)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _carry_text(loops: Sequence[OpenLoop], jobs: Sequence[JobRef]) -> str:
+    parts = [_plural(len(loops), "open to-do")] if loops else []
+    parts += [_plural(len(jobs), "reminder")] if jobs else []
+    return "Carried into this conversation: " + (" and ".join(parts) or "nothing open") + "."
 
 
 class ConversationLane:
@@ -404,8 +499,14 @@ class ConversationLane:
         message: InboundMessage,
         reply: Reply,
         packet: ConversationContextPacket | None,
+        *,
+        control: SessionControl | None = None,
+        prelude: Callable[[Any], Awaitable[object]] | None = None,
     ) -> TurnResult:
         # Runs under the chat's lock: commit the turn and its state, then the checkpoint.
+        # A session command's turn (control) records its reply without delivering it (the
+        # command answered), and ``prelude`` runs first in its transaction (closing and
+        # reopening sessions commit with the turn that carries the chat's open items).
         now = self._clock()
         turn = ConversationTurn(
             turn_id=ids.turn_id(),
@@ -417,12 +518,13 @@ class ConversationLane:
             action_name=reply.action_name,
             job_refs=reply.job_refs,
             created_at=now,
-            status="answered" if reply.text else "recorded",
+            status="answered" if reply.text and control is None else "recorded",
             bot_id=message.bot_id,
             update_id=message.update_id,
             user_id=message.user_id,
             speaker=message.speaker,
             message_id=message.message_id,
+            control=control,
         )
         before = live.state
         state = self.states.apply(before, turn)
@@ -445,6 +547,8 @@ class ConversationLane:
                 known = await self.store.turn_for_update(tx, message.bot_id, message.update_id)
                 if known is not None:
                     return known
+            if prelude is not None:
+                await prelude(tx)
             if is_new:
                 await self.store.create_session(
                     tx,
@@ -483,7 +587,9 @@ class ConversationLane:
         live.state = state
         live.recent.append(turn)
         await self._save_checkpoint(live)
-        if self.summary_worker is not None and state.summary_version != before.summary_version:
+        folded = state.summary_version != before.summary_version
+        # A /clear's version is empty and summarises nothing the packet shows.
+        if self.summary_worker is not None and folded and control is None:
             self.summary_worker.schedule(session.session_id)  # after the commit, never inside
         return TurnResult(turn=turn, packet=packet)
 
@@ -676,13 +782,16 @@ class ConversationLane:
         self, live: LiveSession, retrieved: Sequence[RetrievedItem] = ()
     ) -> ConversationContextPacket:
         memories = await self.chat_memories(live.session.chat_id)
+        cleared = live.state.cleared_through
+        # /clear: the turns up to it stay in the log, not in the packet (the state says where).
+        recent = [turn for turn in live.recent if turn.seq > cleared]
         packet = self.builder.build(
-            live.state, live.recent, now=self._clock(), memories=memories, retrieved=retrieved
+            live.state, recent, now=self._clock(), memories=memories, retrieved=retrieved
         )
         if self.summary_worker is None:
             return packet
         # The model's summary rides along, not in the state (I6), when the budget has room.
-        text = self.summary_worker.latest_text(live.session.session_id)
+        text = self.summary_worker.latest_text(live.session.session_id, after_seq=cleared)
         tokens = packet.token_estimate + estimate_tokens(text)
         if not text or tokens > self.builder.token_budget:
             return packet
@@ -762,22 +871,228 @@ class ConversationLane:
 
     # -- managing sessions -----------------------------------------------------------------
 
-    async def new_session(self, chat_id: int) -> str | None:
-        """Close the chat's open session; its next message opens a fresh one.
+    async def new_session(self, chat_id: int) -> SessionSwitch | None:
+        """Close the chat's open session; its open to-dos and reminders go on in a fresh one.
+
+        The chat's open to-dos and commitments and its scheduled reminders belong to the chat,
+        not the session: when there are any, the fresh session opens at once with a bot-side
+        first turn that carries them (a ``carry`` :class:`~agent.memory.schemas.SessionControl`
+        and the jobs as its job refs), committed in the transaction that closes the old
+        session, so a crash loses or doubles none of them, and the fresh session's state is
+        the fold of its own log (I6). Otherwise the chat's next message opens it.
 
         Returns:
-            The id of the session closed, or ``None`` if the chat had none.
+            What was closed and carried, or ``None`` if the chat had no open session.
         """
+        self._check_open()
         async with self._chat_locks[chat_id]:
-            session = await self.store.open_session_for_chat(self.db.reader, chat_id)
-            if session is None:
+            self._check_open()
+            live = await self._open_live(chat_id)
+            if live is None:
                 return None
+            old = live.session.session_id
+            loops, jobs = _chat_items(live.state)
             now = self._clock()
-            await self.db.write(
-                lambda tx: self.store.close_session(tx, session.session_id, now=now)
+            if not loops and not jobs:
+                await self.db.write(lambda tx: self.store.close_session(tx, old, now=now))
+                self._forget_live(old)
+                return SessionSwitch(closed=old)
+            sid = ids.session_id()
+            fresh = self._sessions.new(
+                live.session.model_copy(
+                    update={
+                        "session_id": sid,
+                        "created_at": now,
+                        "updated_at": now,
+                        "closed_at": None,
+                        "turn_count": 0,
+                        "last_seq": 0,
+                        "status": "active",
+                        "state": SessionState(session_id=sid, chat_type=live.session.chat_type),
+                    }
+                )
             )
-            self._forget_live(session.session_id)
-            return session.session_id
+            await self._carry(fresh, True, old, loops, jobs, now=now)
+            self._forget_live(old)
+            return SessionSwitch(closed=old, opened=sid, loops=loops, jobs=jobs)
+
+    async def resume_session(self, chat_id: int, session_id: str) -> SessionSwitch:
+        """Make an earlier session of the chat its open one again (``/resume``).
+
+        The open session (if any) is closed; the earlier one comes back with its state, turns
+        and summaries as they were, except that the chat's open to-dos, commitments and
+        reminders are those of the session just closed (a ``carry`` turn records them when
+        they differ from what the earlier session had: it may list some since done or carried
+        on). So resuming neither loses nor doubles them. All of it commits in one transaction.
+
+        Args:
+            chat_id: the chat.
+            session_id: one of its closed sessions.
+
+        Returns:
+            What was closed, reopened and carried.
+
+        Raises:
+            SessionNotFound: the chat has no closed session with this id.
+        """
+        self._check_open()
+        async with self._chat_locks[chat_id]:
+            self._check_open()
+            target = await self.store.get_session(self.db.reader, session_id)
+            if target is None or target.chat_id != chat_id or target.closed_at is None:
+                raise SessionNotFound(f"chat {chat_id} has no closed session {session_id}")
+            current = await self._open_live(chat_id)
+            old = None if current is None else current.session.session_id
+            loops, jobs = ((), ()) if current is None else _chat_items(current.state)
+            recent = await self.store.recent_turns(
+                self.db.reader, session_id, self.builder.recent_turns
+            )
+            live = self._sessions.new(target.model_copy(update={"closed_at": None}), recent)
+            now = self._clock()
+
+            async def switch(tx: Any) -> None:
+                if old is not None:
+                    await self.store.close_session(tx, old, now=now)
+                if not await self.store.reopen_session(tx, session_id, now=now):
+                    raise SessionNotFound(f"session {session_id} was reopened meanwhile")
+
+            if _same_items(live.state, loops, jobs):
+                await self.db.write(switch)
+                self._sessions.add(live)
+                await self._save_checkpoint(live)
+            else:
+                await self._carry(live, False, old, loops, jobs, now=now, prelude=switch)
+            if old is not None:
+                self._forget_live(old)
+            if self.summary_worker is not None:
+                await self.summary_worker.initialize([session_id])
+            return SessionSwitch(closed=old, opened=session_id, loops=loops, jobs=jobs)
+
+    async def _carry(
+        self,
+        live: LiveSession,
+        is_new: bool,
+        carried_from: str | None,
+        loops: tuple[OpenLoop, ...],
+        jobs: tuple[JobRef, ...],
+        *,
+        now: datetime,
+        prelude: Callable[[Any], Awaitable[object]] | None = None,
+    ) -> None:
+        # Under the chat's lock: the carry turn, after ``prelude`` (or closing the session the
+        # items come from) in its transaction; then the session is the chat's.
+        session = live.session
+
+        async def close(tx: Any) -> None:
+            if carried_from is not None:
+                await self.store.close_session(tx, carried_from, now=now)
+
+        message = InboundMessage(
+            chat_id=session.chat_id,
+            text="",
+            chat_type=session.chat_type,
+            user_id=session.user_id,
+        )
+        reply = Reply(text=_carry_text(loops, jobs), intent="session_carried", job_refs=jobs)
+        control = SessionControl(kind="carry", carried_from=carried_from, loops=loops)
+        await self._commit_turn(
+            live, is_new, message, reply, None, control=control, prelude=prelude or close
+        )
+        self._sessions.add(live)
+
+    async def clear_session(self, chat_id: int) -> int | None:
+        """Take the open session's turns so far out of its context packet (``/clear``).
+
+        A bot-side ``clear`` turn records it (the state fold reads it, I6): the turns stay in
+        the log and ``/recall`` finds them; the open to-dos, commitments and reminders stay.
+
+        Returns:
+            How many turns left the packet (0: none since the last clear), or ``None`` if the
+            chat has no open session.
+        """
+        self._check_open()
+        async with self._chat_locks[chat_id]:
+            self._check_open()
+            live = await self._open_live(chat_id)
+            if live is None:
+                return None
+            cleared = live.state.turn_count - live.state.cleared_through
+            if cleared == 0:
+                return 0
+            message = InboundMessage(
+                chat_id=chat_id, text="", chat_type=live.session.chat_type, user_id=None
+            )
+            reply = Reply(
+                text="Cleared: the earlier turns stay on file; /recall finds them.",
+                intent="session_cleared",
+            )
+            await self._commit_turn(
+                live, False, message, reply, None, control=SessionControl(kind="clear")
+            )
+            return cleared
+
+    async def chat_sessions(self, chat_id: int) -> list[ChatSession]:
+        """Return the chat's sessions, oldest first, numbered from 1 (``/sessions``)."""
+        rows = await self.store.list_sessions(self.db.reader, limit=None, chat_id=chat_id)
+        rows.sort(key=lambda row: (row.created_at, row.session_id))
+        words = await self.store.first_words(self.db.reader, [row.session_id for row in rows])
+        return [
+            ChatSession(
+                number=number,
+                session_id=row.session_id,
+                started=row.created_at,
+                last_active=row.updated_at,
+                turns=row.turn_count,
+                first_words=words.get(row.session_id, ""),
+                current=row.closed_at is None,
+            )
+            for number, row in enumerate(rows, start=1)
+        ]
+
+    def chat_jobs(self, chat_id: int) -> tuple[JobRef, ...]:
+        """Return the active jobs (reminders) of the chat's open session."""
+        live = self._sessions.for_chat(chat_id)
+        return () if live is None else live.state.active_job_refs
+
+    async def save_report(self, chat_id: int) -> SaveReport | None:
+        """Say when the chat's open session was last committed and checkpointed (``/save``).
+
+        Every turn is committed before its reply is sent and its checkpoint written right
+        after; a checkpoint whose write failed is written again now. ``None``: no open session.
+        """
+        self._check_open()
+        sid = self._sessions.session_id_for_chat(chat_id)
+        if sid is None:
+            return None
+        await self._rewrite_checkpoint(sid)
+        live = self._sessions.get(sid)
+        if live is None:
+            return None
+        try:
+            snapshot = await self.checkpoints.load(sid)
+        except CheckpointError:
+            snapshot = None
+        return SaveReport(
+            session_id=sid,
+            turns=live.state.turn_count,
+            last_commit=live.recent[-1].created_at if live.recent else None,
+            checkpoint_written=None if snapshot is None else snapshot.written_at,
+        )
+
+    async def _open_live(self, chat_id: int) -> LiveSession | None:
+        # The chat's open session, held (it may have been opened by another process).
+        live = self._sessions.for_chat(chat_id)
+        if live is not None:
+            return live
+        session = await self.store.open_session_for_chat(self.db.reader, chat_id)
+        if session is None:
+            return None
+        recent = await self.store.recent_turns(
+            self.db.reader, session.session_id, self.builder.recent_turns
+        )
+        live = self._sessions.new(session, recent)
+        self._sessions.add(live)
+        return live
 
     async def forget_session(self, session_id: str) -> bool:
         """Erase a session everywhere, with the long-term memories that came only from it.

@@ -41,6 +41,8 @@ __all__ = [
     "RetrievedItem",
     "RetrievedKind",
     "SessionArchive",
+    "SessionControl",
+    "SessionControlKind",
     "SessionState",
     "SessionStatus",
     "Stance",
@@ -87,6 +89,8 @@ SummaryItemKind = Literal["decision", "fact", "question", "key"]
 #: ``processing`` only while a model writes the summary (extractive ones are written whole).
 SummaryStatus = Literal["processing", "completed", "failed"]
 SummarizerKind = Literal["extractive", "llm"]
+#: What a session command recorded on a turn did: carried the chat's open items, or cleared.
+SessionControlKind = Literal["carry", "clear"]
 
 
 def utc_now() -> datetime:
@@ -147,6 +151,25 @@ class JobRef(_Value):
     status: JobStatus = "scheduled"
 
 
+class SessionControl(_Value):
+    """A session command (``/new``, ``/resume``, ``/clear``) as a bot-side turn records it.
+
+    The state fold reads it like the rest of the turn (I6), so a session's state stays a
+    function of its own log:
+
+    - ``carry``: the chat's open to-dos and commitments (``loops``, as they stood in session
+      ``carried_from``) and its scheduled reminders (the turn's ``job_refs``) become the
+      session's, in place of those it had (``/new`` into a fresh session; ``/resume`` into an
+      earlier one, whose own may be stale);
+    - ``clear``: the turns so far leave the context packet (they stay in the log and ``/recall``
+      finds them); the open to-dos, commitments and reminders stay.
+    """
+
+    kind: SessionControlKind
+    carried_from: str | None = None
+    loops: tuple[OpenLoop, ...] = ()
+
+
 class Reply(_Value):
     """What the reply engine answers: the text plus what the lane records on the turn."""
 
@@ -176,6 +199,7 @@ class ConversationTurn(_Value):
     message_id: int | None = None
     reply_message_id: int | None = None
     delivered_at: datetime | None = None
+    control: SessionControl | None = None
 
 
 class Fact(_Value):
@@ -400,6 +424,9 @@ class SessionState(_Value):
     last_intent: str | None = None
     last_response_type: ResponseType = "none"
     turn_count: int = 0
+    cleared_through: int = Field(
+        default=0, description="The seq of the last /clear: turns up to it leave the packet."
+    )
 
     def log_view(self) -> dict[str, object]:
         """Return the part of the state derived from the turn log (all but ``status``)."""

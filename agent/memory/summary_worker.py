@@ -133,7 +133,8 @@ class SummaryWorker:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
         self._attempted: dict[str, int] = {}
-        self._latest: dict[str, str] = {}
+        # Per session: the last turn its newest completed model summary covers, and the text.
+        self._latest: dict[str, tuple[int, str]] = {}
 
     async def initialize(self, session_ids: Sequence[str] = ()) -> None:
         """Fail runs a stop or crash cut short, open the model, load the latest summaries.
@@ -154,7 +155,7 @@ class SummaryWorker:
                 await self.model.initialize()
                 self._initialized = True
         found = await self.store.latest_llm(self.db.reader, list(session_ids))
-        self._latest.update({sid: entry.text for sid, entry in found.items()})
+        self._latest.update({sid: (entry.to_seq, entry.text) for sid, entry in found.items()})
 
     def schedule(self, session_id: str) -> None:
         """Summarise the session's latest extractive version in the background.
@@ -182,9 +183,16 @@ class SummaryWorker:
                 exc_info=task.exception(),
             )
 
-    def latest_text(self, session_id: str) -> str:
-        """Return the session's newest completed model summary ("" if it has none)."""
-        return self._latest.get(session_id, "")
+    def latest_text(self, session_id: str, *, after_seq: int = 0) -> str:
+        """Return the session's newest completed model summary ("" if it has none).
+
+        Args:
+            session_id: the session.
+            after_seq: "" unless the summary covers a turn after this seq (one made before a
+                ``/clear`` at ``after_seq`` summarises what the packet no longer shows).
+        """
+        to_seq, text = self._latest.get(session_id, (0, ""))
+        return text if to_seq > after_seq else ""
 
     def forget(self, session_id: str) -> None:
         """Drop what is held of a session (closed or erased); cancel its run, if any."""
@@ -260,7 +268,7 @@ class SummaryWorker:
         if len(text) > self.max_chars:
             text = text[: self.max_chars - 1].rstrip() + "…"
         if await self._finish(entry, started, text=text):
-            self._latest[session_id] = text
+            self._latest[session_id] = (entry.to_seq, text)
             logger.debug("model summary of session %s version %d done", session_id, entry.version)
 
     async def _request(self, parent: SummaryVersion) -> SummaryRequest:
