@@ -14,13 +14,21 @@ What it understands (each reply names its ``intent``):
   ``close_todo``; "what is still open?": ``list_open``;
 - timed reminders ("remind me in 10 minutes to call mom"): ``set_reminder``, with a
   ``schedule_reminder`` job ref that the adapter schedules after the turn is committed;
+- promises ("I'll send you the report"): ``note_commitment``; an open question settled by a
+  statement or dropped by "never mind": ``close_question``; a question it cannot answer or a
+  request it cannot do, kept on the list: ``kept_open``; in a group, a proposal, vote or
+  decision said to it: ``deliberation``;
 - "what did we talk about?": ``recap``; "what did we decide?": ``list_decisions`` (a group's
   decisions and the proposals still open); greetings and thanks: ``smalltalk``; ``help``;
-  anything else: ``unknown``, said honestly, with what it can do.
+- anything else, where no rule acted: ``unknown`` (``reminder_unreadable`` for a reminder
+  whose time it cannot read), said honestly in at most 200 characters with one example and a
+  pointer to /help. The state manager then changes nothing (it reads the turn's intent), so
+  the bot never says it did not understand while acting on the message.
 
-Facts and to-dos in the current message are not in the packet yet (the state manager records
-them from the committed turn), so the concierge reads the message with the same rules
-(:mod:`agent.memory.extraction`) and answers from both. It never touches the database.
+Facts, to-dos and loops in the current message are not in the packet yet (the state manager
+records them from the committed turn), so the concierge reads the message with the same rules
+(:mod:`agent.memory.extraction`, and the state's loop rules on a preview of the turn) and
+answers from both. It never touches the database.
 """
 
 from __future__ import annotations
