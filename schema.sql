@@ -548,3 +548,69 @@ INSERT INTO memories_fts (memories_fts, rank) VALUES ('usermerge', 2);
 -- (SessionControl JSON: the to-dos and commitments it carried, or that it cleared) the state
 -- fold reads like the rest of the turn (I6). NULL on every other turn.
 ALTER TABLE conversation_turns ADD COLUMN control TEXT;
+
+-- migration: 0013_help_replies_unindexed
+-- A reply that is help or an error text (the turn's intent is one of HELP_OR_ERROR_INTENTS in
+-- agent/memory/dialogue_acts.py: 'unknown', 'reminder_unreadable', 'help') is not conversation:
+-- it is never retrieved. The turn index reads such a turn's assistant_text as NULL, so a search
+-- for a word of the help text ("hotel") finds only what people said; the user's own words of
+-- that turn stay searchable. The view and the triggers of 0007 are replaced (the update trigger
+-- also follows a change of intent), and the index is rebuilt so that the replies indexed
+-- before are gone from it.
+DROP TRIGGER conversation_turns_fts_insert;
+DROP TRIGGER conversation_turns_fts_delete;
+DROP TRIGGER conversation_turns_fts_update;
+DROP TRIGGER conversation_turns_fts_merge_update;
+DROP VIEW conversation_turns_search;
+CREATE VIEW conversation_turns_search AS
+    SELECT (s.rowid << 32) + t.seq AS search_rowid, t.session_id AS session_id,
+           t.speaker AS speaker, t.user_text AS user_text,
+           CASE WHEN t.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+                ELSE t.assistant_text END AS assistant_text
+    FROM conversation_turns AS t JOIN conversation_sessions AS s USING (session_id);
+CREATE TRIGGER conversation_turns_fts_insert AFTER INSERT ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts (rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (
+        ((SELECT rowid FROM conversation_sessions WHERE session_id = new.session_id) << 32)
+            + new.seq,
+        new.session_id, new.speaker, new.user_text,
+        CASE WHEN new.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+             ELSE new.assistant_text END);
+END;
+CREATE TRIGGER conversation_turns_fts_delete AFTER DELETE ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts
+        (conversation_turns_fts, rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (
+        'delete',
+        ((SELECT rowid FROM conversation_sessions WHERE session_id = old.session_id) << 32)
+            + old.seq,
+        old.session_id, old.speaker, old.user_text,
+        CASE WHEN old.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+             ELSE old.assistant_text END);
+END;
+CREATE TRIGGER conversation_turns_fts_update
+    AFTER UPDATE OF session_id, seq, speaker, user_text, assistant_text, intent
+    ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts
+        (conversation_turns_fts, rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (
+        'delete',
+        ((SELECT rowid FROM conversation_sessions WHERE session_id = old.session_id) << 32)
+            + old.seq,
+        old.session_id, old.speaker, old.user_text,
+        CASE WHEN old.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+             ELSE old.assistant_text END);
+    INSERT INTO conversation_turns_fts (rowid, session_id, speaker, user_text, assistant_text)
+    VALUES (
+        ((SELECT rowid FROM conversation_sessions WHERE session_id = new.session_id) << 32)
+            + new.seq,
+        new.session_id, new.speaker, new.user_text,
+        CASE WHEN new.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+             ELSE new.assistant_text END);
+END;
+CREATE TRIGGER conversation_turns_fts_merge_update
+    AFTER UPDATE OF session_id, speaker, user_text, assistant_text, intent
+    ON conversation_turns BEGIN
+    INSERT INTO conversation_turns_fts (conversation_turns_fts, rank) VALUES ('merge', 16);
+END;
+INSERT INTO conversation_turns_fts (conversation_turns_fts) VALUES ('rebuild');

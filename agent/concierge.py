@@ -14,13 +14,21 @@ What it understands (each reply names its ``intent``):
   ``close_todo``; "what is still open?": ``list_open``;
 - timed reminders ("remind me in 10 minutes to call mom"): ``set_reminder``, with a
   ``schedule_reminder`` job ref that the adapter schedules after the turn is committed;
+- promises ("I'll send you the report"): ``note_commitment``; an open question settled by a
+  statement or dropped by "never mind": ``close_question``; a question it cannot answer or a
+  request it cannot do, kept on the list: ``kept_open``; in a group, a proposal, vote or
+  decision said to it: ``deliberation``;
 - "what did we talk about?": ``recap``; "what did we decide?": ``list_decisions`` (a group's
   decisions and the proposals still open); greetings and thanks: ``smalltalk``; ``help``;
-  anything else: ``unknown``, said honestly, with what it can do.
+- anything else, where no rule acted: ``unknown`` (``reminder_unreadable`` for a reminder
+  whose time it cannot read), said honestly in at most 200 characters with one example and a
+  pointer to /help. The state manager then changes nothing (it reads the turn's intent), so
+  the bot never says it did not understand while acting on the message.
 
-Facts and to-dos in the current message are not in the packet yet (the state manager records
-them from the committed turn), so the concierge reads the message with the same rules
-(:mod:`agent.memory.extraction`) and answers from both. It never touches the database.
+Facts, to-dos and loops in the current message are not in the packet yet (the state manager
+records them from the committed turn), so the concierge reads the message with the same rules
+(:mod:`agent.memory.extraction`, and the state's loop rules on a preview of the turn) and
+answers from both. It never touches the database.
 """
 
 from __future__ import annotations
@@ -32,16 +40,23 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from agent.memory.conversation_state_manager import (
+    GROUP_CHAT_TYPES,
     PERSONAL_CHAT_TYPES,
     LoopUpdate,
+    loop_owner,
     merge_facts,
+    update_dialogue_loops,
     update_open_loops,
 )
+from agent.memory.deliberation import is_deliberation_move
+from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS, is_dismissal, read_acts
 from agent.memory.extraction import (
+    Clause,
     ReminderRequest,
     is_reminder_request,
     normalize_text,
     parse_reminder,
+    split_clauses,
 )
 from agent.memory.fact_extraction import PEOPLE, PETS, extract_facts
 from agent.memory.memory_slots import (
@@ -55,10 +70,12 @@ from agent.memory.memory_slots import (
 )
 from agent.memory.schemas import (
     ConversationContextPacket,
+    ConversationTurn,
     Fact,
     InboundMessage,
     JobRef,
     Memory,
+    OpenLoop,
     Reply,
 )
 from agent.memory.writer import PromotionPolicy
@@ -83,11 +100,19 @@ _CAPABILITIES = (
     "(times in UTC)"
 )
 _HELP = "I'm your offline concierge: no AI model, just rules I follow reliably. I can:\n"
-_NO_TEXT = "I can only read text for now. Say “help” to see what I can do."
-_REMINDER_FORMS = (
-    "I couldn't read the time of that reminder. Say “remind me in 10 minutes to …”, “remind me "
-    "to … in 2 hours” or “remind me at 18:30 to …” (UTC, up to a year ahead)."
+# What a message not understood gets: at most 200 characters, one example, a pointer to /help.
+_UNKNOWN = (
+    "Sorry, I didn't understand that, so I noted nothing. Try “remind me in 10 minutes to call "
+    "mom”, or send /help to see what I can do."
 )
+_NO_TEXT = "I can only read text for now. Try “my name is Ada”, or send /help to see what I can do."
+_UNKNOWN_COMMAND = "I don't know the command {}. Send /help to see the commands I know."
+_REMINDER_FORMS = (
+    "I couldn't read the time of that reminder. Try “remind me in 10 minutes to call mom” "
+    "(times in UTC, up to a year ahead), or see /help."
+)
+# Reply intents that change the state, first: the reply is named after its side effect.
+_SIDE_EFFECTS = ("set_reminder", "close_todo", "add_todo", "close_question", "note_commitment")
 
 _F = re.IGNORECASE
 _ASK_NAME = re.compile(
@@ -281,7 +306,7 @@ class RuleBasedConcierge:
     def _answer(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
         text = normalize_text(message.text or "")
         if not text:
-            return Reply(text=_NO_TEXT, intent="unknown")
+            return Reply(text=_NO_TEXT, intent="unknown")  # nothing to read: not understood
         seq = packet.turn_count + 1
         now = _utc(message.received_at)
         new_facts = extract_facts(text, turn=seq)
@@ -310,7 +335,7 @@ class RuleBasedConcierge:
             intents.append("set_reminder")
         elif is_reminder_request(text):
             parts.append(_REMINDER_FORMS)
-            intents.append("set_reminder")
+            intents.append("reminder_unreadable")
         parts.extend(_todo_acks(reading.loops, intents))
         personal = message.chat_type in PERSONAL_CHAT_TYPES
         parts.extend(
@@ -318,12 +343,14 @@ class RuleBasedConcierge:
                 known, reading.new_facts, intents, kept=self._promotion.keeps, personal=personal
             )
         )
+        clauses = split_clauses(message.text)
+        parts.extend(_dialogue_acks(packet, message, reading, clauses, intents))
         answer = _question(packet, reading, jobs)
         if answer is not None:
             intents.append(answer[0])
             parts.append(answer[1])
         if not parts:
-            intent, said = _smalltalk(packet, reading)
+            intent, said = _unanswered(packet, message, reading, clauses)
             intents.append(intent)
             parts.append(said)
         return Reply(
@@ -350,9 +377,18 @@ def _past(packet: ConversationContextPacket) -> list[Memory]:
 
 
 def _main_intent(intents: Sequence[str]) -> str:
+    # A reply is marked as help or an error (not understood, never summarised) only when all of
+    # it is: if any rule acted, the message was understood and the turn is named after that.
+    understood = [i for i in intents if i not in HELP_OR_ERROR_INTENTS]
+    if not understood:
+        return intents[0]
+    if "reminder_unreadable" in intents:
+        # The offline reply carries the reminder's error: a model must not answer it instead
+        # (set_reminder is delegated to the offline rules).
+        understood.append("set_reminder")
     # Side effects first (a reply that changes the state is named after the change), then the
     # question answered, then the facts acknowledged.
-    ranked = sorted(intents, key=lambda i: ("set_reminder", "close_todo", "add_todo", i).index(i))
+    ranked = sorted(understood, key=lambda i: (*_SIDE_EFFECTS, i).index(i))
     questions = [i for i in ranked if i != "state_fact"]
     return questions[0] if questions else ranked[0]
 
@@ -411,6 +447,89 @@ def _todo_acks(loops: LoopUpdate, intents: list[str]) -> list[str]:
         said.append(f"That's already on your list: {again}.")
         intents.append("add_todo")
     return said
+
+
+def _dialogue_preview(
+    packet: ConversationContextPacket,
+    message: InboundMessage,
+    reading: _Reading,
+    clauses: Sequence[Clause],
+    intent: str,
+) -> tuple[tuple[OpenLoop, ...], tuple[OpenLoop, ...]]:
+    """Return the loops the state's dialogue rules will open and close for this message if
+    the reply has ``intent``: the very rule the state manager applies to the committed turn,
+    so what the reply says is what the state records."""
+    seq = packet.turn_count + 1
+    turn = ConversationTurn(
+        turn_id="preview",
+        session_id=packet.conversation_id,
+        seq=seq,
+        user_text=message.text,
+        assistant_text="…",
+        intent=intent,
+        created_at=reading.now,
+        user_id=message.user_id,
+        speaker=message.speaker,
+    )
+    owner = loop_owner(turn, message.chat_type)
+    loops, closed = update_dialogue_loops(reading.loops.loops, turn, clauses, owner=owner)
+    opened = tuple(lp for lp in loops if lp.opened_turn == seq and lp.kind != "todo")
+    return opened, closed
+
+
+def _quoted(loops: Sequence[OpenLoop]) -> str:
+    return "; ".join(f"“{lp.text}”" for lp in loops)
+
+
+def _dialogue_acks(
+    packet: ConversationContextPacket,
+    message: InboundMessage,
+    reading: _Reading,
+    clauses: Sequence[Clause],
+    intents: list[str],
+) -> list[str]:
+    """Acknowledge the promises the message makes and the open questions it settles."""
+    # As if the reply kept things open: asking a question again does not answer it (it would,
+    # with a reply that answers it); a statement that covers it or "never mind" does.
+    opened, closed = _dialogue_preview(packet, message, reading, clauses, "kept_open")
+    said: list[str] = []
+    if closed:
+        said.append(f"OK, that's off your list: {_quoted(closed)}.")
+        intents.append("close_question")
+    promised = [lp for lp in opened if lp.kind == "commitment"]  # opened whatever the reply
+    if promised:
+        said.append(f"Noted your promise: {_quoted(promised)}. Tell me when it's done.")
+        intents.append("note_commitment")
+    elif read_acts(clauses).commitments and not reading.loops.opened:
+        said.append("You promised that already: it's on your list.")
+        intents.append("note_commitment")
+    return said
+
+
+def _unanswered(
+    packet: ConversationContextPacket,
+    message: InboundMessage,
+    reading: _Reading,
+    clauses: Sequence[Clause],
+) -> tuple[str, str]:
+    """Answer a message no rule acted on: small talk, a group's move, a question kept open,
+    or, honestly and briefly, "I didn't understand" (then the turn changes no state)."""
+    talk = _smalltalk(packet, reading)
+    if talk is not None:
+        return talk
+    if message.chat_type in GROUP_CHAT_TYPES and is_deliberation_move(message.text, clauses):
+        return "deliberation", "Noted for the group. Ask “what did we decide?” to see where we are."
+    acts = read_acts(clauses)
+    if acts.questions or acts.requests:
+        verb = "answer" if acts.questions else "do"
+        kept, _ = _dialogue_preview(packet, message, reading, clauses, "kept_open")
+        if not kept:
+            return "kept_open", f"I still can't {verb} that offline: it stays on your list."
+        return "kept_open", (
+            f"I can't {verb} that offline, so I've kept it on your list: {_quoted(kept)}. "
+            "Ask “what is still open?” to see it."
+        )
+    return "unknown", _UNKNOWN
 
 
 def _sentence(phrase: str) -> str:
@@ -692,11 +811,11 @@ def _name(reading: _Reading) -> str:
     return f" {name}" if name else ""
 
 
-def _smalltalk(packet: ConversationContextPacket, reading: _Reading) -> tuple[str, str]:
+def _smalltalk(packet: ConversationContextPacket, reading: _Reading) -> tuple[str, str] | None:
     text, name = reading.text, _name(reading)
     if text.startswith("/"):
-        command = text.split()[0]
-        return "unknown", f"I don't know the command {command}. " + _HELP + _CAPABILITIES
+        command = _first_sentence(text.split()[0], 40)
+        return "unknown", _UNKNOWN_COMMAND.format(command)
     if _GREETING.search(text):
         said = f"Hi{name}!"
         count = len(reading.loops.loops) + len(packet.active_job_refs)
@@ -714,7 +833,6 @@ def _smalltalk(packet: ConversationContextPacket, reading: _Reading) -> tuple[st
         return "smalltalk", f"You're welcome{name.replace(' ', ', ', 1)}!"
     if _BYE.search(text):
         return "smalltalk", f"Bye{name.replace(' ', ', ', 1)}! I'll remember all this next time."
-    return "unknown", (
-        "Sorry, I didn't understand that. I'm an offline assistant that follows simple rules, "
-        "so I only understand a few kinds of messages. I can:\n" + _CAPABILITIES
-    )
+    if is_dismissal(text):  # nothing of theirs left to drop (else _dialogue_acks said so)
+        return "smalltalk", "OK, never mind."
+    return None

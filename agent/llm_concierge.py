@@ -39,8 +39,11 @@ __all__ = ["DEFAULT_DELEGATE_INTENTS", "OpenAICompatConcierge"]
 
 logger = logging.getLogger(__name__)
 
-#: Intents the offline rules own: their replies carry side effects (jobs, open loops).
-DEFAULT_DELEGATE_INTENTS: frozenset[str] = frozenset({"set_reminder", "add_todo", "close_todo"})
+#: Intents the offline rules own: their replies carry side effects (jobs, open loops), or say
+#: that a reminder could not be set (a model must not claim it was).
+DEFAULT_DELEGATE_INTENTS: frozenset[str] = frozenset(
+    {"set_reminder", "add_todo", "close_todo", "reminder_unreadable"}
+)
 
 _INSTRUCTIONS = (
     "You are a helpful Telegram assistant with memory of this conversation. "

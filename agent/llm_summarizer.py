@@ -24,7 +24,7 @@ import httpx
 
 from agent.errors import SummarizerError
 from agent.llm_client import ChatCompletionsClient, describe
-from agent.memory import SummaryRequest
+from agent.memory import SummaryRequest, is_help_or_error
 
 __all__ = ["OpenAICompatSummarizer"]
 
@@ -53,7 +53,7 @@ def _prompt(request: SummaryRequest) -> str:
     for turn in request.turns:
         if turn.user_text.strip():
             lines.append(f"#{turn.seq} {turn.speaker or 'user'}: {turn.user_text[:_TURN_CHARS]}")
-        if turn.assistant_text:
+        if turn.assistant_text and not is_help_or_error(turn.intent):  # not conversation
             lines.append(f"#{turn.seq} assistant: {turn.assistant_text[:_TURN_CHARS]}")
     return "\n".join(lines)
 

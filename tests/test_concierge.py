@@ -35,6 +35,7 @@ from agent.memory import (
     memory_candidates,
     write_if_worthy,
 )
+from agent.memory.dialogue_acts import NOT_UNDERSTOOD_INTENTS
 
 T0 = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2
@@ -51,6 +52,11 @@ INTENTS = {
     "smalltalk",
     "help",
     "unknown",
+    "reminder_unreadable",
+    "note_commitment",
+    "close_question",
+    "kept_open",
+    "deliberation",
 }
 
 
@@ -354,12 +360,15 @@ async def test_the_reminder_time_is_said_plainly_in_utc(chat, text, at, said):
 
 
 async def test_an_unreadable_reminder_time_is_explained_and_schedules_nothing(chat):
-    """An ambiguous time ("at 6": morning or evening?) gets the forms it understands."""
+    """An ambiguous time ("at 6": morning or evening?) gets, in at most 200 characters, a form
+    it understands and a pointer to /help; the turn is marked not understood."""
     reply = await chat.say("remind me at 6 to cook")
     assert reply.job_refs == ()
     assert reply.action_name is None
-    assert reply.intent == "set_reminder"
-    assert "remind me at 18:30 to" in reply.text
+    assert reply.intent == "reminder_unreadable"
+    assert "remind me in 10 minutes to call mom" in reply.text
+    assert "/help" in reply.text
+    assert len(reply.text) <= 200
 
 
 async def test_now_is_the_message_time_never_the_clock(chat):
@@ -376,7 +385,7 @@ async def test_recap_tells_the_summary_and_the_last_turns(chat):
     """A recap draws on the rolling summary, the summarised turns and the raw ones, in order."""
     await chat.say("my name is Ada")
     for n in range(11):
-        await chat.say(f"the weather report number {n} says rain")
+        await chat.say(f"I'll check the weather report number {n}")
     packet = chat.packet()
     assert packet.rolling_session_summary  # folded after turn 10
     reply = await chat.say("what did we talk about?")
@@ -386,9 +395,9 @@ async def test_recap_tells_the_summary_and_the_last_turns(chat):
     lines = said.splitlines()
     assert lines[0] == "Here's what we talked about:"
     assert lines[1] == "• you told me: name: Ada"  # the summary keeps the fact
-    assert (
-        lines[-1]
-        == "• you: the weather report number 10 says rain → Sorry, I didn't understand that."
+    assert lines[-1] == (
+        "• you: I'll check the weather report number 10 → Noted your promise: “check the weather"
+        " report number 10”."
     )
     assert len(lines) == 13
 
@@ -396,12 +405,12 @@ async def test_recap_tells_the_summary_and_the_last_turns(chat):
 async def test_a_long_recap_keeps_the_newest_exchanges(chat):
     """Beyond twelve exchanges the recap says how many it shows and keeps the newest."""
     for n in range(30):
-        await chat.say(f"note {n}")
+        await chat.say(f"I'll write note {n}")
     said, _, topics = (await chat.say("recap please")).text.partition("\n\nTopics: ")
     lines = said.splitlines()
     assert lines[0].startswith("Here's what we talked about (the last 12 of ")
-    assert lines[-1].startswith("• you: note 29 → ")
-    assert topics == "note."
+    assert lines[-1].startswith("• you: I'll write note 29 → ")
+    assert topics == "write note."
 
 
 async def test_a_recap_of_nothing_says_so(chat):
@@ -420,8 +429,8 @@ async def test_a_recap_of_nothing_says_so(chat):
         ("help", "help", "I'm your offline concierge"),
         ("/start", "help", "I'm your offline concierge"),
         ("what can you do?", "help", "I'm your offline concierge"),
-        ("/frobnicate now", "unknown", "I don't know the command /frobnicate."),
-        ("the weather is nice", "unknown", "Sorry, I didn't understand that."),
+        ("/frobnicate now", "unknown", "I don't know the command /frobnicate. Send /help"),
+        ("the weather is nice", "unknown", "Sorry, I didn't understand that"),
         ("", "unknown", "I can only read text for now."),
         ("\u200b\u200f", "unknown", "I can only read text for now."),
     ],
@@ -433,12 +442,18 @@ async def test_small_talk_help_and_what_it_does_not_understand(chat, text, inten
     assert reply.text.startswith(start)
 
 
-async def test_not_understanding_lists_what_it_can_do(chat):
-    """The honest fallback shows every capability with an example."""
-    reply = await chat.say("purple monkey dishwasher")
-    for example in ("my name is Ada", "what's my name?", "remind me to book the hotel",
-                    "remind me in 10 minutes to call mom"):  # fmt: skip
-        assert example in reply.text
+@pytest.mark.parametrize(
+    "text",
+    ["purple monkey dishwasher", "the weather is nice", "", "/frobnicate " + "x" * 4000,
+     "/" + "y" * 4000, "remind me at 6 to cook", "ok so the thing with the stuff"],
+)  # fmt: skip
+async def test_not_understanding_is_short_with_one_example_and_a_pointer_to_help(chat, text):
+    """What it does not understand gets at most 200 characters: an example and /help."""
+    reply = await chat.say(text)
+    assert reply.intent in {"unknown", "reminder_unreadable"}
+    assert len(reply.text) <= 200
+    assert "/help" in reply.text
+    assert reply.text.count("“") <= 1  # one example, not the capability list
 
 
 async def test_a_greeting_uses_the_name_and_points_at_what_is_open(chat):
@@ -554,3 +569,221 @@ async def test_the_open_list_marks_promises_and_unanswered_asks(chat):
         "Your list:\n1. book the hotel\n2. send you the budget (you promised)\n"
         "3. check the train times to Porto (asked)"
     )
+
+
+# -- honest understanding: a message not understood changes nothing ----------------------------
+
+# What the state holds that a message could move (everything but the turn's bookkeeping).
+MOVABLE = (
+    "facts", "open_loops", "closed_loops", "pending_clarifications", "active_topics",
+    "active_job_refs", "resolved_entities", "participants", "proposals", "decisions",
+    "summary_items",
+)  # fmt: skip
+
+
+def movable(state: SessionState) -> dict[str, object]:
+    return state.model_dump(include=set(MOVABLE))
+
+
+async def busy_chat(db) -> Chat:
+    """A chat with a fact, a to-do, a promise, an open question and a pending clarification."""
+    chat = Chat(db)
+    await chat.say("my name is Ada")
+    await chat.say("remind me to book the hotel")
+    await chat.say("I'll send you the itinerary tomorrow")
+    await chat.say("when does the museum open on sundays?")
+    asked = ConversationTurn(
+        turn_id=f"trn_{99:032x}",
+        session_id=SID,
+        seq=chat.state.turn_count + 1,
+        user_text="book me a table",
+        assistant_text="Which restaurant do you mean?",
+        intent="llm",
+        created_at=chat.now,
+    )
+    chat.state = chat.manager.apply(chat.state, asked)
+    chat.turns.append(asked)
+    assert chat.state.pending_clarifications
+    assert {lp.kind for lp in chat.state.open_loops} == {"todo", "commitment", "question"}
+    return chat
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "purple monkey dishwasher",
+        "the weather is nice",
+        "ok so the thing with the stuff",
+        "I'll be late, the trains are a mess",  # a state, not a promise
+        "blorp",
+        "remind me at 6 to cook",  # a reminder whose time it cannot read
+        "/frobnicate now",
+        "\u200b",
+        "lol",
+    ],
+)
+async def test_a_message_not_understood_changes_no_state_and_gets_a_short_reply(db, text):
+    """ "I didn't understand" opens and closes no loop, answers no clarification, states no
+    fact, moves no topic, and is at most 200 characters with an example and /help."""
+    chat = await busy_chat(db)
+    before = chat.state
+
+    reply = await chat.say(text)
+
+    assert reply.intent in NOT_UNDERSTOOD_INTENTS
+    assert len(reply.text) <= 200
+    assert "/help" in reply.text
+    assert movable(chat.state) == movable(before)
+    assert chat.state.status == "awaiting_clarification"
+    assert chat.state.turn_count == before.turn_count + 1
+
+
+# Messages of every kind, for the rule that binds them all.
+EVERY_KIND = [
+    "never mind", "forget it", "I'll send you the itinerary tomorrow", "I promise to call Bob",
+    "let me check the flight times", "can you check the train times to Porto?",
+    "when does the museum open on sundays?", "what's my name?", "I booked the hotel",
+    "I sent the itinerary", "done 1", "my name is Bea", "I live in Porto", "hello",
+    "thanks", "what is still open?", "help", "the sky is purple", "what?", "nvm",
+    "scratch that", "the museum opens at ten on sundays, a friend says", "blah blah",
+    "remind me in 5 minutes to stretch", "remind me at 6 to cook", "I'll be late",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", EVERY_KIND)
+async def test_the_reply_never_says_it_did_not_understand_while_the_state_changes(db, text):
+    """Whatever the message, a reply that says it did not understand leaves the state as it
+    was, and a message that moved the state is answered as understood."""
+    chat = await busy_chat(db)
+    before = chat.state
+
+    reply = await chat.say(text)
+
+    said_not_understood = "didn't understand" in reply.text or "couldn't read" in reply.text
+    assert said_not_understood is (reply.intent in NOT_UNDERSTOOD_INTENTS)
+    if said_not_understood:
+        assert movable(chat.state) == movable(before)
+    else:  # understood: at least the pending clarification is answered
+        assert chat.state.pending_clarifications == ()
+
+
+@pytest.mark.parametrize("text", ["never mind", "forget it", "nvm", "scratch that"])
+async def test_never_mind_drops_the_newest_open_question_and_says_which(db, text):
+    """A dismissal is understood: it drops the newest open question or request, names it,
+    and answers the pending clarification."""
+    chat = await busy_chat(db)
+
+    reply = await chat.say(text)
+
+    assert reply.intent == "close_question"
+    assert "“when does the museum open on sundays?”" in reply.text
+    assert [lp.kind for lp in chat.state.open_loops] == ["todo", "commitment"]
+    assert chat.state.pending_clarifications == ()
+    assert chat.state.status == "active"
+
+
+async def test_never_mind_with_only_a_clarification_pending_answers_it(db):
+    """With only a clarification pending, "never mind" is understood: it closes it."""
+    chat = Chat(db)
+    asked = ConversationTurn(
+        turn_id=f"trn_{1:032x}",
+        session_id=SID,
+        seq=1,
+        user_text="book me a table",
+        assistant_text="Which restaurant do you mean?",
+        intent="llm",
+        created_at=chat.now,
+    )
+    chat.state = chat.manager.apply(chat.state, asked)
+    chat.turns.append(asked)
+
+    reply = await chat.say("never mind")
+
+    assert reply == Reply(text="OK, never mind.", intent="smalltalk")
+    assert chat.state.pending_clarifications == ()
+    assert chat.state.status == "active"
+
+
+@pytest.mark.parametrize(
+    ("text", "promise"),
+    [
+        ("I'll send you the budget on Friday", "send you the budget on Friday"),
+        ("I promise to call Bob tonight", "call Bob tonight"),
+        ("let me check the ferry times", "check the ferry times"),
+        ("ok. I will definitely book the table", "book the table"),
+    ],
+)
+async def test_a_promise_is_acknowledged_and_kept_as_a_loop(chat, text, promise):
+    """A promise is understood: the reply names it and the state keeps it as a commitment."""
+    reply = await chat.say(text)
+
+    assert reply.intent == "note_commitment"
+    assert f"Noted your promise: “{promise}”." in reply.text
+    assert [(lp.kind, lp.text) for lp in chat.state.open_loops] == [("commitment", promise)]
+    again = await chat.say(text)
+    assert again.text == "You promised that already: it's on your list."
+    assert len(chat.state.open_loops) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "kept"),
+    [
+        ("when does the ferry to Porto leave?", "question", "when does the ferry to Porto leave?"),
+        ("which museum has the best tiles?", "question", "which museum has the best tiles?"),
+        ("can you check the ferry times?", "request", "check the ferry times"),
+        ("could you book a table for two?", "request", "book a table for two"),
+    ],
+)
+async def test_what_it_cannot_answer_is_said_and_kept_open(chat, text, kind, kept):
+    """A question it cannot answer or a request it cannot do is understood as such: the reply
+    says so and names what it keeps open, and the state keeps exactly that."""
+    reply = await chat.say(text)
+
+    assert reply.intent == "kept_open"
+    assert f"so I've kept it on your list: “{kept}”" in reply.text
+    assert [(lp.kind, lp.text) for lp in chat.state.open_loops] == [(kind, kept)]
+    assert chat.state.pending_clarifications == ()  # the reply asks nothing back
+    again = await chat.say(text)
+    assert again.intent == "kept_open"
+    assert "stays on your list" in again.text
+    assert len(chat.state.open_loops) == 1
+
+
+async def test_a_statement_that_answers_an_open_question_is_understood(db):
+    """A later statement covering an open question closes it, and the reply says so."""
+    chat = Chat(db)
+    await chat.say("what's the best neighbourhood for hotels in Lisbon?")
+    reply = await chat.say("a friend says the best hotels in Lisbon are in the Alfama area")
+
+    assert reply.intent == "close_question"
+    assert reply.text.startswith("OK, that's off your list:")
+    assert chat.state.open_loops == ()
+
+
+async def test_a_group_decision_addressed_to_the_bot_is_understood_and_recorded():
+    """In a group, a decision, proposal or vote said to the bot is acknowledged and recorded."""
+    concierge = RuleBasedConcierge()
+    manager = ConversationStateManager()
+    state = SessionState(session_id=SID, chat_type="group")
+    for seq, text in enumerate(["I propose we use Postgres", "+1", "let's go with Postgres"], 1):
+        message = InboundMessage(
+            chat_id=-1, text=text, chat_type="group", user_id=seq, speaker=f"P{seq}"
+        )
+        packet = ConversationContextBuilder().build(state, [], now=T0)
+        reply = await concierge.reply(packet, message)
+        assert reply.intent == "deliberation", text
+        state = manager.apply(
+            state,
+            ConversationTurn(
+                turn_id=f"trn_{seq:032x}",
+                session_id=SID,
+                seq=seq,
+                user_text=text,
+                assistant_text=reply.text,
+                intent=reply.intent,
+                created_at=T0,
+                user_id=seq,
+                speaker=f"P{seq}",
+            ),
+        )
+    assert [d.outcome for d in state.decisions] == ["Postgres"]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from agent.commands import CommandCenter
+from agent.concierge import RuleBasedConcierge
 from agent.db import Database, load_schema_text, parse_migrations
 from agent.memory import (
     CheckpointWriter,
@@ -42,6 +43,7 @@ from agent.memory import (
 )
 from agent.memory.conversation_retriever import SEARCH_INDEXES
 from agent.memory.conversation_store import turn_search_sql
+from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.utils import ids
 from tests.clock import T0, Clock
 from tests.hostile import every_table_text
@@ -601,13 +603,12 @@ async def test_migration_0006_indexes_what_the_database_already_holds(db_path):
             tx, session_id="ses_old", chat_id=CHAT, chat_type="private", user_id=None,
             title=None, now=T0,
         )  # fmt: skip
-        await store.append_turn(
-            tx,
-            ConversationTurn(
-                turn_id="trn_old", session_id="ses_old", seq=1, user_text="The Zanzibar trip.",
-                created_at=T0, status="recorded",
-            ),
-        )  # fmt: skip
+        # A turn as a 0005 database holds it (the store writes the columns of today's schema).
+        await tx.execute(
+            "INSERT INTO conversation_turns (turn_id, session_id, seq, user_text, created_at,"
+            " status) VALUES ('trn_old', 'ses_old', 1, 'The Zanzibar trip.', ?, 'recorded')",
+            (stamp,),
+        )
         await tx.execute(
             "INSERT INTO conversation_summaries (session_id, version, from_seq, to_seq,"
             " summarizer, status, text, delta, created_at) VALUES ('ses_old', 1, 1, 1,"
@@ -646,3 +647,72 @@ async def test_memory_command_shows_what_retrieval_adds_for_the_last_message(lan
     assert "#1 user" in reply.text
     assert "The kayak is yellow." in reply.text
     assert "tokens" in reply.text
+
+
+async def test_help_and_error_replies_are_never_recalled_retrieved_or_summarised(lane):
+    """A reply that is help or an error text ("I didn't understand", the help list, an
+    unreadable reminder time) is not conversation: /recall never finds it, a packet never
+    retrieves it and no summary holds it; the user's own words of such a turn stay findable."""
+    concierge = RuleBasedConcierge()
+    said = [
+        "I'm planning a trip to Lisbon in May",
+        "help",  # the help text names "book the hotel" and "call mom"
+        "purple monkey dishwasher",
+        "what can you do?",
+        "remind me at 6 to call mom",
+        "the zebra crossing blorp",
+        *(filler(n) for n in range(7, 16)),
+        "remind me to book the hotel",
+        "can you tell me about the hotel?",
+    ]
+    for text in said:
+        await lane.on_turn(InboundMessage(chat_id=CHAT, text=text), concierge)
+    help_text = "keep your to-do list"
+    unknown_text = "I didn't understand"
+    mom_text = "I couldn't read the time"
+
+    recall = (await CommandCenter(lane).run(CHAT, "recall", "hotel call mom zebra")).text
+    assert "zebra crossing blorp" in recall  # the user's words of a turn not understood
+    for words in ("hotel", "call mom", "understand", "offline concierge", "zebra", "help"):
+        items = await lane.recall(CHAT, words, 20)
+        packet = await lane.context(CHAT, words)
+        assert packet is not None
+        for text in [*(i.text for i in items), *(i.text for i in packet.retrieved), recall]:
+            for reply in (help_text, unknown_text, mom_text):
+                assert reply not in text, (words, text)
+
+    packet = await lane.context(CHAT, "hotel")
+    assert packet is not None
+    assert packet.rolling_session_summary  # folded after turn 10
+    summaries = [packet.rolling_session_summary, *packet.recent_turn_summaries]
+    chain = (await every_table_text(lane.db))["conversation_summaries"]
+    for text in [*summaries, chain]:
+        for reply in (help_text, unknown_text, mom_text, "offline concierge"):
+            assert reply.lower() not in text.lower(), text
+    assert "[open question]" not in packet.rolling_session_summary  # "what can you do?" answered
+
+
+class IntentEngine:
+    """Answers every message with a reply naming a rare word, under a fixed intent."""
+
+    def __init__(self, intent: str) -> None:
+        self.intent = intent
+
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        return Reply(text="Try the quokka command.", intent=self.intent)
+
+
+@pytest.mark.parametrize("intent", [*sorted(HELP_OR_ERROR_INTENTS), "llm", None])
+async def test_the_turn_index_leaves_out_exactly_the_help_and_error_replies(lane, intent):
+    """The turn index (schema.sql) and the retrieval read skip the reply of every intent of
+    HELP_OR_ERROR_INTENTS, and only those: a conversational reply is found by its words."""
+    await lane.on_turn(
+        InboundMessage(chat_id=CHAT, text="tell me about wombats"), IntentEngine(intent)
+    )
+
+    found = await lane.recall(CHAT, "quokka")
+    by_user_words = await lane.recall(CHAT, "wombats")
+
+    assert (found == []) is (intent in HELP_OR_ERROR_INTENTS)
+    assert [item.seq for item in by_user_words] == [1]
+    assert ("quokka" in by_user_words[0].text) is (intent not in HELP_OR_ERROR_INTENTS)

@@ -224,6 +224,9 @@ def say(
     return manager.apply(state, nxt.model_copy(update={"intent": intent, **fields}))
 
 
+KEPT = "I can't do that offline, so I've kept it on your list."
+
+
 def talk_through(lines: Iterable[tuple[str, str | None, str | None]]) -> SessionState:
     manager = ConversationStateManager()
     state = SessionState(session_id=SID)
@@ -260,8 +263,8 @@ def test_a_commitment_opens_a_loop_until_it_is_done():
         manager,
         SessionState(session_id=SID),
         "I'll send you the budget spreadsheet tomorrow",
-        "Sorry, I didn't understand that.",
-        "unknown",
+        "Noted your promise: “send you the budget spreadsheet tomorrow”.",
+        "note_commitment",
     )
     (loop,) = state.open_loops
     assert (loop.kind, loop.text, loop.opened_turn) == (
@@ -279,14 +282,14 @@ def test_a_commitment_opens_a_loop_until_it_is_done():
 
 
 def test_a_request_the_bot_did_not_handle_stays_open_until_dropped():
-    """A request answered ``unknown`` opens a ``request`` loop; one the bot handled
-    opens nothing; "never mind" closes the newest request."""
+    """A request the bot kept open (intent ``kept_open``) opens a ``request`` loop; one the
+    bot handled opens nothing; "never mind" closes the newest request."""
     manager = ConversationStateManager()
     state = say(
         manager, SessionState(session_id=SID), "can you tell me my name?", "Ada.", "ask_fact"
     )
     assert state.open_loops == ()
-    state = say(manager, state, "can you check the train times to Porto?", "Sorry...", "unknown")
+    state = say(manager, state, "can you check the train times to Porto?", KEPT, "kept_open")
     (loop,) = state.open_loops
     assert (loop.kind, loop.text) == ("request", "check the train times to Porto")
 
@@ -297,11 +300,11 @@ def test_a_request_the_bot_did_not_handle_stays_open_until_dropped():
 
 
 def test_an_unanswered_question_becomes_a_loop_closed_when_answered():
-    """A question the bot answers ``unknown`` opens a ``question`` loop; it closes when asked
-    again and answered, or when a later statement covers what it asked about."""
+    """A question the bot kept open (intent ``kept_open``) opens a ``question`` loop; it closes
+    when asked again and answered, or when a later statement covers what it asked about."""
     question = "what's the best neighbourhood for hotels in Lisbon?"
     manager = ConversationStateManager()
-    state = say(manager, SessionState(session_id=SID), question, "Sorry, I can't.", "unknown")
+    state = say(manager, SessionState(session_id=SID), question, KEPT, "kept_open")
     (loop,) = state.open_loops
     assert (loop.kind, loop.text, loop.opened_turn) == ("question", question, 1)
     answered_at_once = say(manager, SessionState(session_id=SID), question, "Alfama.", "llm")
@@ -458,8 +461,8 @@ MIXED = [
     ("Hi, I'm Ada", "Hi Ada! What can I do for you?", "smalltalk"),
     ("I'm planning a trip to Lisbon in May", "Noted.", "state_fact"),
     ("remind me to book the hotel {n}", "Added to your list.", "add_todo"),
-    ("can you check the train times to Porto {n}?", "Sorry, I didn't understand.", "unknown"),
-    ("I'll send you the budget spreadsheet {n}", "Sorry, I didn't understand.", "unknown"),
+    ("can you check the train times to Porto {n}?", "I can't do that offline.", "kept_open"),
+    ("I'll send you the budget spreadsheet {n}", "Noted your promise.", "note_commitment"),
     ("what's the best area for hotels near {n}?", "Which part of the trip do you mean?", "llm"),
     ("the first week, near the river", "Got it.", "llm"),
     ("I booked the hotel {n}", "Ticked off.", "close_todo"),
@@ -584,3 +587,35 @@ async def test_hydration_marks_resuming_and_the_next_turn_decides_the_status(
         assert rebuilt.log_view() == session.state.log_view()
     finally:
         await lane.shutdown()
+
+
+@pytest.mark.parametrize("intent", ["unknown", "reminder_unreadable"])
+def test_a_turn_not_understood_moves_nothing_but_its_bookkeeping(intent):
+    """A turn whose recorded intent says "not understood" opens and closes no loop (even a
+    promise or "never mind" in it), states no fact, answers no clarification and tracks no
+    topic: the state is what it was, but for the turn count, last intent and response type.
+    The rule reads the turn as stored, so the rebuilt state agrees (I6)."""
+    manager = ConversationStateManager()
+    state = talk_through(
+        [
+            ("remind me to book the hotel", "Added to your list.", "add_todo"),
+            ("what's the best area for hotels in Lisbon?", KEPT, "kept_open"),
+            ("book me a table", "Which restaurant do you mean?", "llm"),
+        ]
+    )
+    sorry = "Sorry, I didn't understand that. Try “my name is Ada”, or /help."
+    for text in (
+        "never mind, I'll send you the itinerary tomorrow",
+        "my name is Bea and I booked the hotel",
+        "can you check the trains? the gardening tomatoes are red",
+    ):
+        after = say(manager, state, text, sorry, intent)
+        bookkeeping = {"turn_count", "last_intent", "last_response_type", "summary_buffer"}
+        assert after.model_dump(exclude=bookkeeping) == state.model_dump(exclude=bookkeeping)
+        assert (after.turn_count, after.last_intent, after.last_response_type) == (
+            4,
+            intent,
+            "text",
+        )
+        assert after.summary_buffer[-1].startswith(f"#4 user: {text[:20]}")
+        assert "understand" not in after.summary_buffer[-1]  # the error text is not summarised

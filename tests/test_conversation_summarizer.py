@@ -22,7 +22,11 @@ HEADER = re.compile(r"^\[(digest of )?turns (\d+)-(\d+)\]$")
 
 
 def turn(
-    seq: int, user: str | None = None, answer: str | None = "Ok.", speaker: str | None = None
+    seq: int,
+    user: str | None = None,
+    answer: str | None = "Ok.",
+    speaker: str | None = None,
+    intent: str | None = None,
 ) -> ConversationTurn:
     return ConversationTurn(
         turn_id=f"trn_{seq:032x}",
@@ -30,6 +34,7 @@ def turn(
         seq=seq,
         user_text=user if user is not None else f"Point {seq} matters. Detail {seq} follows.",
         assistant_text=answer,
+        intent=intent,
         speaker=speaker,
         created_at=T0,
     )
@@ -136,7 +141,8 @@ def test_items_are_decisions_facts_open_questions_and_key_sentences():
         "The launch party needs a venue near the station. ok"
     )
 
-    items = summarizer.items(turn(4, said, answer="I don't know yet.", speaker="Ada"))
+    kept = "I can't answer that offline, so I've kept it on your list."
+    items = summarizer.items(turn(4, said, answer=kept, speaker="Ada", intent="kept_open"))
 
     assert [(i.kind, i.text) for i in items] == [
         ("decision", "We agreed to ship on Friday"),
@@ -148,17 +154,26 @@ def test_items_are_decisions_facts_open_questions_and_key_sentences():
 
 
 def test_an_answered_question_is_no_open_question():
-    """A question the bot answered is not open; one it did not answer (no reply, a question
-    back, "I don't know") is."""
+    """A question is open by the state's rules: no reply, a reply that kept it open, or one
+    that asks back. An answer is an answer even with a "?" or "don't know" in it; a turn
+    answered with help or an error text offers nothing at all (its reply is not conversation,
+    and a message not understood changes no state)."""
     summarizer = ExtractiveSummarizer()
     question = "When does the train to Lisbon leave?"
-
-    kinds = [
-        [i.kind for i in summarizer.items(turn(1, question, answer=answer))]
-        for answer in ("At nine.", None, "Which train?", "Sorry, I didn't understand that.")
+    replies = [
+        ("At nine.", "llm", []),
+        (None, None, ["question"]),
+        ("Which train do you mean?", "llm", ["question"]),
+        ("I can't answer that offline, so I've kept it on your list.", "kept_open", ["question"]),
+        ("I don't know that, sorry.", "llm", []),
+        ("At nine. Ask “what is still open?” to see your list.", "ask_fact", []),
+        ("Sorry, I didn't understand that. Try “what's my name?” or /help.", "unknown", []),
+        ("I'm your offline concierge. I answer “what's my name?”", "help", []),
     ]
 
-    assert kinds == [[], ["question"], ["question"], ["question"]]
+    for answer, intent, kinds in replies:
+        items = summarizer.items(turn(1, question, answer=answer, intent=intent))
+        assert [i.kind for i in items] == kinds, answer
 
 
 def test_decision_patterns():
@@ -409,3 +424,14 @@ def test_summarizer_rejects_bad_settings(options, message):
     """Settings out of range are a ValueError that says which."""
     with pytest.raises(ValueError, match=message):
         ExtractiveSummarizer(**options)
+
+
+@pytest.mark.parametrize("intent", ["unknown", "reminder_unreadable", "help"])
+def test_a_help_or_error_reply_is_not_in_the_line(intent):
+    """A turn answered with help or an error text keeps the user's words in its line, never
+    the reply."""
+    line = ExtractiveSummarizer().line(
+        turn(5, "blorp the frobs", answer="Sorry, I didn't understand that.", intent=intent)
+    )
+
+    assert line == "#5 user: blorp the frobs"

@@ -657,6 +657,47 @@ def test_reminder_log_lines_name_the_job_not_the_message_that_set_it(api, chats,
 # -- 8. the terminal -------------------------------------------------------------------------
 
 
+def test_console_a_message_not_understood_changes_nothing_and_gets_a_short_reply(launch):
+    """Through the terminal, in a fresh data directory: messages the bot does not understand
+    get a reply of at most 200 characters with an example and /help, and change nothing
+    (/loops is the same before and after); a promise and "never mind" are understood."""
+    bot = launch(token=None, args=("--console",), stdin=subprocess.PIPE)
+    lines = [
+        "remind me to book the hotel",
+        "I'll send you the itinerary tomorrow",
+        "when does the ferry to Porto leave?",
+        "/loops",
+        "purple monkey dishwasher",
+        "the sky is made of jam, whatever",
+        "remind me at 6 to cook",
+        "/loops",
+        "never mind",
+        "/loops",
+        "help",
+        "/recall hotel itinerary",
+    ]
+    assert bot.communicate("\n".join(lines) + "\n") == 0, bot.stderr
+    replies = bot.stdout.split("you> bot> ")[1:]
+    assert len(replies) == len(lines)
+    before, after, dismissed = replies[3], replies[7], replies[9]
+    assert "to do: book the hotel" in before
+    assert "promised: send you the itinerary tomorrow" in before
+    assert "ferry to Porto" in before
+    assert after == before
+    for reply in replies[4:7]:
+        said = reply.removesuffix("\nyou> ").strip()
+        assert "didn't understand" in said or "couldn't read the time" in said
+        assert len(said) <= 200
+        assert "/help" in said
+    assert "ferry to Porto" in replies[8]  # "never mind" names what it dropped
+    assert "ferry to Porto" not in dismissed
+    assert "promised: send you the itinerary tomorrow" in dismissed
+    assert "offline concierge" in replies[10]
+    assert "offline concierge" not in replies[11]  # the help text is never recalled
+    assert "didn't understand" not in replies[11]
+    assert "Traceback" not in bot.stderr
+
+
 def test_console_through_a_pipe_remembers_across_runs(launch, tmp_path):
     """``run_bot.py --console`` answers lines from a pipe on stdout, without a token, and a
     second run on the same files still knows what the first was told."""

@@ -29,6 +29,7 @@ from agent.memory.conversation_retriever import (
 from agent.memory.conversation_state_manager import (
     ConversationStateManager,
     LoopUpdate,
+    loop_owner,
     merge_facts,
     update_clarifications,
     update_dialogue_loops,
@@ -49,11 +50,13 @@ from agent.memory.conversation_summarizer import (
 from agent.memory.deliberation import (
     DeliberationTracker,
     DeliberationUpdate,
+    is_deliberation_move,
 )
 from agent.memory.dialogue_acts import (
     DialogueActs,
     bot_question,
     is_dismissal,
+    is_help_or_error,
     question_stems,
     read_acts,
 )
@@ -291,9 +294,12 @@ __all__ = [
     "fact_key",
     "import_session",
     "in_second_person",
+    "is_deliberation_move",
     "is_dismissal",
+    "is_help_or_error",
     "is_reminder_request",
     "key_phrases",
+    "loop_owner",
     "match_loop",
     "match_query",
     "memory_candidates",

@@ -12,17 +12,24 @@ place they are kept, updated and erased), to-dos they open and close
 (:func:`update_open_loops`). Reminders are
 not read from the text: the reply engine schedules them as job refs on the turn.
 
+A message the reply engine did not understand (its turn's intent is one of
+:data:`~agent.memory.dialogue_acts.NOT_UNDERSTOOD_INTENTS`, e.g. ``unknown``) changes nothing
+but the turn count and the last intent and response type: no loop opens or closes, no fact,
+topic or clarification moves, and the summary keeps only the user's words. The reply said it
+did not understand, so the state must not act as if it had; the rule reads the intent recorded
+on the turn, so the fold of the log agrees (I6).
+
 The other rules of a turn (DESIGN.md section 4), each bounded, none reading the history:
 
 - **topics**: key phrases of what people say, decayed each turn and boosted when mentioned
   (:class:`~agent.memory.topic_tracker.TopicTracker`);
 - **open loops** beyond to-dos (:func:`update_dialogue_loops`): commitments ("I'll send you
   the report"), requests ("can you check X?") the bot did not handle, and user questions its
-  reply did not answer (intent ``unknown``). A loop is closed by a closer ("I sent the report",
-  "done 2"), a question by a later statement or handled re-ask that covers it, the newest
-  question or request by "never mind". A closed loop leaves ``open_loops`` with its
-  ``closed_turn`` set and stays in ``closed_loops`` (the last :data:`MAX_CLOSED_LOOPS`) for
-  audit;
+  reply did not answer (it kept them open: intent ``kept_open``). A loop is closed by a closer
+  ("I sent the report", "done 2"), a question by a later statement or handled re-ask that
+  covers it, the newest question or request by "never mind". A closed loop leaves
+  ``open_loops`` with its ``closed_turn`` set and stays in ``closed_loops`` (the last
+  :data:`MAX_CLOSED_LOOPS`) for audit;
 - **pending clarifications** (:func:`update_clarifications`): the bot's reply asked the user
   something; the next message of that user answers it. While one is pending the status is
   ``awaiting_clarification`` and the turn's response type ``clarification``; otherwise the
@@ -49,7 +56,14 @@ from functools import lru_cache
 
 from agent.memory.conversation_summarizer import ExtractiveSummarizer, Summarizer
 from agent.memory.deliberation import DeliberationTracker
-from agent.memory.dialogue_acts import bot_question, is_dismissal, question_stems, read_acts
+from agent.memory.dialogue_acts import (
+    KEPT_OPEN_INTENTS,
+    NOT_UNDERSTOOD_INTENTS,
+    bot_question,
+    is_dismissal,
+    question_stems,
+    read_acts,
+)
 from agent.memory.entity_resolution import resolve_entities
 from agent.memory.extraction import (
     Clause,
@@ -85,6 +99,7 @@ __all__ = [
     "PERSONAL_CHAT_TYPES",
     "ConversationStateManager",
     "LoopUpdate",
+    "loop_owner",
     "merge_facts",
     "update_clarifications",
     "update_dialogue_loops",
@@ -107,8 +122,6 @@ PERSONAL_CHAT_TYPES = frozenset({"private", "console"})
 #: Open loops that belong to the chat, not the session: ``/new`` and ``/resume`` carry them
 #: (unanswered questions and requests stay with the conversation that asked them).
 CARRIED_LOOP_KINDS = frozenset({"todo", "commitment"})
-# Reply intents that mean the bot did not handle the message.
-_UNHANDLED_INTENTS = frozenset({"unknown"})
 # Loops a later answer or "never mind" can close (to-dos and promises need a closer).
 _ASKED_KINDS = frozenset({"question", "request"})
 
@@ -199,8 +212,8 @@ def update_open_loops(
 
 
 def _handled(turn: ConversationTurn) -> bool:
-    """Whether the bot answered the message (not silent, not "I didn't understand")."""
-    return bool(turn.assistant_text) and turn.intent not in _UNHANDLED_INTENTS
+    """Whether the bot answered the message (not silent, not "I've kept your question open")."""
+    return bool(turn.assistant_text) and turn.intent not in KEPT_OPEN_INTENTS
 
 
 @lru_cache(maxsize=4096)  # pure; the open loops' texts are compared again every turn
@@ -229,7 +242,7 @@ def update_dialogue_loops(
     statement of the message (or the bot's handled reply) covers most of its subject words;
     "never mind" drops the newest question or request (of ``owner``, in a group). Then the
     message opens a ``commitment`` for each promise, a ``request`` for each ask the bot did not
-    handle, and a ``question`` for each question it answered with intent ``unknown``; one with
+    handle, and a ``question`` for each question it kept open (intent ``kept_open``); one with
     the words of a loop already open is not opened twice. New ids are ``loop-<seq>-<n>`` from
     ``n = first_n``.
 
@@ -386,6 +399,11 @@ def _cleared(state: SessionState, turn: ConversationTurn) -> SessionState:
     )
 
 
+def loop_owner(turn: ConversationTurn, chat_type: ChatType) -> str | None:
+    """Return who owns the loops ``turn`` opens: its speaker in a group, nobody in private."""
+    return _speaker(turn) if chat_type in GROUP_CHAT_TYPES else None
+
+
 class ConversationStateManager:
     """Moves session states forward, one turn at a time.
 
@@ -414,7 +432,9 @@ class ConversationStateManager:
         deliberation come from ``turn.user_text`` and its speaker; clarifications and answered
         questions from the reply (``assistant_text`` and ``intent``); job refs from
         ``turn.job_refs``; the summary from the summarizer. Nothing else is read, and the cost
-        does not depend on the history's length (every part of the state is bounded).
+        does not depend on the history's length (every part of the state is bounded). A turn
+        whose intent says the message was not understood moves only the turn count, the last
+        intent and response type, and the summary.
 
         Raises:
             ValueError: the turn belongs to another session or is not the next one.
@@ -432,8 +452,22 @@ class ConversationStateManager:
             state = _carried(state, turn.control, turn.seq)
         summary = self.summarizer.fold(state, turn)
         seq = turn.seq
+        if turn.intent in NOT_UNDERSTOOD_INTENTS:
+            # The reply said it did not understand: nothing of the message acts.
+            still: SessionStatus = (
+                "awaiting_clarification" if state.pending_clarifications else "active"
+            )
+            return state.model_copy(
+                update={
+                    "status": still,
+                    "turn_count": seq,
+                    "last_intent": turn.intent,
+                    "last_response_type": _response_type(turn),
+                    **summary.as_update(),
+                }
+            )
         group = state.chat_type in GROUP_CHAT_TYPES
-        owner = _speaker(turn) if group else None
+        owner = loop_owner(turn, state.chat_type)
         clauses = split_clauses(turn.user_text) if turn.user_text.strip() else ()
         facts = state.facts
         if state.chat_type not in PERSONAL_CHAT_TYPES:

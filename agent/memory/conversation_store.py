@@ -20,6 +20,7 @@ import aiosqlite
 import orjson
 
 from agent.errors import StorageError
+from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.schemas import (
     ChatType,
     ConversationSession,
@@ -55,8 +56,13 @@ _SESSION_COLUMNS = (
 # Sessions read per page at hydration.
 _SESSION_PAGE = 256
 # What retrieval reads of a turn (a TurnText): no ids, no delivery columns, no JSON to parse.
+# Help and error replies are never retrieved (the turn index leaves them out too: migration
+# 0011): a retrieved turn carries them as no reply.
+_UNRETRIEVED_INTENTS = ", ".join(f"'{intent}'" for intent in sorted(HELP_OR_ERROR_INTENTS))
 _TURN_TEXT_COLUMNS = (
-    "seq, speaker, created_at, user_text, assistant_text, json_array_length(job_refs) > 0"
+    "seq, speaker, created_at, user_text,"
+    f" CASE WHEN intent IN ({_UNRETRIEVED_INTENTS}) THEN NULL ELSE assistant_text END,"
+    " json_array_length(job_refs) > 0"
 )
 # Rows read per page when collecting recent turns up to a token limit.
 _PAGE = 32
@@ -73,7 +79,7 @@ class TurnText(NamedTuple):
         speaker: who said it (``None``: the user of a private chat).
         created_at: when it was recorded.
         user_text: what was said.
-        assistant_text: the bot's answer, if any.
+        assistant_text: the bot's answer, if any (``None`` for a help or error text).
         has_jobs: whether the turn carries job references.
     """
 

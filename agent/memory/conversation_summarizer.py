@@ -10,10 +10,14 @@ How a session's summary moves, turn by turn (:meth:`ExtractiveSummarizer.fold`):
   sentence of the answer: the packet's "recent turns, compressed") and its *summary items* to
   ``summary_items``: the **decisions** ("we agreed...", "let's go with...", ``[DECISION]``),
   the **facts** the user stated about themselves (:func:`~agent.memory.fact_extraction.
-  extract_facts`), the **open questions** (asked and not answered: no reply, or a reply that
-  asks back or does not know), and its best **key sentences** (those with the most content
+  extract_facts`), the **open questions** (asked and not answered: no reply, a reply that says
+  it kept them open, or one that asks back: the rules by which the state opens a question loop
+  or a clarification), and its best **key sentences** (those with the most content
   words; only what the people in the chat said, never the bot's own answers). A message is
-  read up to Telegram's 4,096 characters, so a turn costs a few milliseconds at most.
+  read up to Telegram's 4,096 characters, so a turn costs a few milliseconds at most. A turn
+  whose reply is help or an error text (``HELP_OR_ERROR_INTENTS``: "I didn't understand",
+  the help text) adds only the user's words to its line, and no items: the reply is not
+  conversation, and a message not understood changes no state.
 * Every ``every_n`` turns the turns not yet summarised, all but the last ``keep_raw`` (which
   the packet carries verbatim), are folded into a *delta*: every decision, fact and open
   question of those turns, then the key sentences ranked by topic weight (the state's
@@ -45,6 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS, KEPT_OPEN_INTENTS, bot_question
 from agent.memory.extraction import content_stems, split_clauses
 from agent.memory.fact_extraction import extract_facts
 from agent.memory.schemas import (
@@ -72,12 +77,6 @@ _DECISION = re.compile(
 _DECISION_WORDS = ("decision", "decided", "agreed", "go with", "settled")
 # The part of a message read for summary items: Telegram's longest message.
 _SCAN_CHARS = 4096
-# An answer that leaves the user's question open: it asks back, or it does not know.
-_UNANSWERED = re.compile(
-    r"\?|\b(?:don't|do not|didn't|did not|can't|cannot)\s+(?:know|understand|tell|say)\b"
-    r"|\bnot sure\b|\bno idea\b",
-    _F,
-)
 # Characters a speaker name may not bring into a summary line (they delimit its parts).
 _WHO_JUNK = re.compile(r"[\s:\[\]#]+")
 _TAGS: dict[SummaryItemKind, str] = {
@@ -312,17 +311,24 @@ class ExtractiveSummarizer:
     # -- one turn --------------------------------------------------------------------------
 
     def line(self, turn: ConversationTurn) -> str:
-        """Return the one-line form of a turn, e.g. ``#7 Ada: I moved to Lisbon. -> Noted.``."""
+        """Return the one-line form of a turn, e.g. ``#7 Ada: I moved to Lisbon. -> Noted.``;
+        a help or error reply is left out (``#8 Ada: blorp``)."""
         who = turn.speaker or "user"
         said = _first_sentence(turn.user_text, self.line_chars)
-        if turn.assistant_text:
+        if turn.assistant_text and turn.intent not in HELP_OR_ERROR_INTENTS:
             said += " -> " + _first_sentence(turn.assistant_text, self.line_chars // 2)
         return f"#{turn.seq} {who}: {said}"
 
     def items(self, turn: ConversationTurn) -> tuple[SummaryItem, ...]:
         """Return what ``turn`` said that a summary may keep: decisions, facts, open
         questions and its best key sentences, at most ``items_per_turn``, decisions first.
+
+        A question is open when the bot did not answer it: no reply, a reply that kept it open
+        (``KEPT_OPEN_INTENTS``) or one that asks back (the state's pending clarification). A
+        turn answered with help or an error text offers nothing.
         """
+        if turn.intent in HELP_OR_ERROR_INTENTS:
+            return ()
         who = _who(turn)
         found: dict[SummaryItemKind, list[SummaryItem]] = {kind: [] for kind in _PRIORITY}
 
@@ -339,7 +345,13 @@ class ExtractiveSummarizer:
             if detail and label not in {"likes", "dislikes"}:
                 label = f"{label} {detail}"
             add("fact", f"{label}: {fact.value}")
-        unanswered = not turn.assistant_text or bool(_UNANSWERED.search(turn.assistant_text))
+        # The state's rules, not words of the reply: an answer that happens to contain "?"
+        # or "don't know" ("I don't know your name yet") still answered.
+        unanswered = (
+            not turn.assistant_text
+            or turn.intent in KEPT_OPEN_INTENTS
+            or bot_question(turn.assistant_text, turn.intent, turn.user_text) is not None
+        )
         keys: list[tuple[int, int, str]] = []
         for n, clause in enumerate(split_clauses(said)):
             # An item keeps its first item_chars: only they are read for words (a 4096-char

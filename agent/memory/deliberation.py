@@ -50,6 +50,7 @@ __all__ = [
     "REACTION_WINDOW",
     "DeliberationTracker",
     "DeliberationUpdate",
+    "is_deliberation_move",
 ]
 
 #: The most participants a session keeps (the least recently heard leaves first).
@@ -224,6 +225,18 @@ def _read_move(text: str, clauses: Sequence[Clause]) -> _Move:
         if opinion is None and not clause.question and _OPINION.match(clause.text):
             opinion = clean_value(clause.text, _TEXT_CHARS)
     return _Move(_read_reaction(text, clauses), decision, rejection, proposal, opinion)
+
+
+def is_deliberation_move(text: str, clauses: Sequence[Clause]) -> bool:
+    """Tell whether a group message proposes, reacts, decides or states a position: a move
+    :meth:`DeliberationTracker.apply` records (the offline concierge acknowledges it).
+
+    Args:
+        text: the message.
+        clauses: ``text`` cut into clauses.
+    """
+    move = _read_move(normalize_text(text), clauses)
+    return any((move.reaction, move.decision, move.rejection, move.proposal, move.opinion))
 
 
 @dataclass(frozen=True, slots=True)

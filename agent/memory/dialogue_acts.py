@@ -11,6 +11,9 @@ The rules the state manager uses to open the open loops that are not to-dos (tho
   intent says it asks one (:data:`CLARIFY_INTENTS`);
 - a dismissal: "never mind", "forget it" (the user drops their last question or request).
 
+And the reply intents that mark a turn: not understood (:data:`NOT_UNDERSTOOD_INTENTS`), help
+or error texts (:data:`HELP_OR_ERROR_INTENTS`), questions kept open (:data:`KEPT_OPEN_INTENTS`).
+
 All pure functions of their arguments, with patterns compiled once and anchored to a clause's
 start, so a 4096-character message is read in linear time.
 """
@@ -26,9 +29,13 @@ from agent.memory.extraction import Clause, clean_value, content_stems, normaliz
 
 __all__ = [
     "CLARIFY_INTENTS",
+    "HELP_OR_ERROR_INTENTS",
+    "KEPT_OPEN_INTENTS",
+    "NOT_UNDERSTOOD_INTENTS",
     "DialogueActs",
     "bot_question",
     "is_dismissal",
+    "is_help_or_error",
     "question_stems",
     "read_acts",
 ]
@@ -37,6 +44,17 @@ __all__ = [
 CLARIFY_INTENTS = frozenset(
     {"clarify", "clarification", "ask_clarification", "need_clarification", "needs_clarification"}
 )
+#: Reply intents that say the engine did not understand the message ("Sorry, I didn't
+#: understand", "I couldn't read the time of that reminder", "I can only read text"): nothing
+#: of the message acted, so its turn changes no state (the rule is read from the turn's
+#: recorded intent, so the fold of the log agrees: I6).
+NOT_UNDERSTOOD_INTENTS = frozenset({"unknown", "reminder_unreadable"})
+#: Reply intents whose text is help or an error message, not conversation: such a reply is
+#: never retrieved, summarised or promoted.
+HELP_OR_ERROR_INTENTS = NOT_UNDERSTOOD_INTENTS | {"help"}
+#: Reply intents that say the bot could not answer the message's questions or do its requests
+#: and keeps them open (the state opens a ``question`` or ``request`` loop for each).
+KEPT_OPEN_INTENTS = frozenset({"kept_open"})
 _F = re.IGNORECASE
 _QUESTION_CHARS = 200
 
@@ -146,6 +164,12 @@ def read_acts(clauses: Sequence[Clause]) -> DialogueActs:
         if value and not _NOT_COMMITTED.match(value) and value not in commitments:
             commitments.append(value)
     return DialogueActs(tuple(commitments), tuple(requests), tuple(questions))
+
+
+def is_help_or_error(intent: str | None) -> bool:
+    """Tell whether a reply with ``intent`` is help or an error text (never retrieved,
+    summarised or promoted): :data:`HELP_OR_ERROR_INTENTS`."""
+    return intent in HELP_OR_ERROR_INTENTS
 
 
 def is_dismissal(text: str) -> bool:

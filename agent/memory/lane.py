@@ -41,6 +41,7 @@ from agent.memory.conversation_state_manager import (
     ConversationStateManager,
 )
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
+from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.live_sessions import DEFAULT_RESIDENT, LiveSession, LiveSessions
 from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolidator
 from agent.memory.memory_slots import USER, attribute_of, fact_key
@@ -530,10 +531,11 @@ class ConversationLane:
         state = self.states.apply(before, turn)
         session = live.session
         # Long-term memory is per chat and read from private talk only: in a group, "my name
-        # is" speaks for one member, not for the chat.
+        # is" speaks for one member, not for the chat. A turn answered with help or an error
+        # text ("I didn't understand") promotes nothing: the reply said nothing was noted.
         candidates = (
             memory_candidates(turn, self.promotion)
-            if session.chat_type in PERSONAL_CHAT_TYPES
+            if session.chat_type in PERSONAL_CHAT_TYPES and turn.intent not in HELP_OR_ERROR_INTENTS
             else []
         )
         promoted: list[Memory] = []
