@@ -37,6 +37,7 @@ from agent.memory.conversation_state_manager import (
 from agent.memory.conversation_store import (
     ConversationStore,
     SqliteConversationStore,
+    TurnEdit,
     TurnText,
     WordCounts,
     match_query,
@@ -83,6 +84,7 @@ from agent.memory.inbound_journal import (
 )
 from agent.memory.lane import (
     ConversationLane,
+    EditOutcome,
     HydrationReport,
     ReplyEngine,
     TurnResult,
@@ -196,6 +198,7 @@ __all__ = [
     "DeliberationTracker",
     "DeliberationUpdate",
     "DialogueActs",
+    "EditOutcome",
     "ExtractiveSummarizer",
     "Fact",
     "HydrationReport",
@@ -249,6 +252,7 @@ __all__ = [
     "SummaryWorker",
     "Topic",
     "TopicTracker",
+    "TurnEdit",
     "TurnResult",
     "TurnStatus",
     "TurnText",

@@ -53,6 +53,11 @@ class MemoryStore(Protocol):
         """Insert a candidate or reinforce the chat's memory with the same key; return it."""
         ...
 
+    async def remove_sources(self, tx: Any, session_id: str, seq: int) -> int:
+        """Drop one turn as a source of the memories it stated (the turn was edited); a memory
+        left with no source goes with it. Return how many memories lost the source."""
+        ...
+
     async def active_for_chats(
         self, conn: Any, chat_ids: Sequence[int], *, per_chat: int
     ) -> dict[int, list[Memory]]:
@@ -176,6 +181,18 @@ class SqliteMemoryStore:
             (memory.memory_id, session_id, seq),
         )
         return memory
+
+    async def remove_sources(self, tx: aiosqlite.Connection, session_id: str, seq: int) -> int:
+        """Drop one turn as a source of the memories it stated; return how many lost it.
+
+        Called when the turn's message was edited: what it said before is no evidence any
+        more. A memory left with no source is deleted by the ``memory_sources_orphan``
+        trigger (as after ``/forget``); one that another turn also stated stays.
+        """
+        cursor = await tx.execute(
+            "DELETE FROM memory_sources WHERE session_id = ? AND seq = ?", (session_id, seq)
+        )
+        return cursor.rowcount
 
     async def active_for_chats(
         self, conn: aiosqlite.Connection, chat_ids: Sequence[int], *, per_chat: int
