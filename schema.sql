@@ -614,3 +614,28 @@ CREATE TRIGGER conversation_turns_fts_merge_update
     INSERT INTO conversation_turns_fts (conversation_turns_fts, rank) VALUES ('merge', 16);
 END;
 INSERT INTO conversation_turns_fts (conversation_turns_fts) VALUES ('rebuild');
+
+-- migration: 0014_turn_edits
+-- Edited messages (Telegram edited_message, DESIGN.md section 3). An edit replaces its turn's
+-- user_text: the turn log stays what the user's messages say now, and the session state, a fold
+-- of it (I6), is folded again. The text an edit replaced is kept here, one row per edit, oldest
+-- first by rowid. update_id is the edit's own update (not the message's): a redelivered edit
+-- changes nothing (I3). Rows go with their turn (the cascade of /forget and prune), and what is
+-- deleted is zeroed like every row (secure_delete).
+CREATE TABLE turn_edits (
+    session_id    TEXT NOT NULL,
+    seq           INTEGER NOT NULL,
+    edited_at     TEXT NOT NULL,
+    previous_text TEXT NOT NULL,
+    bot_id        INTEGER NOT NULL DEFAULT 0,
+    update_id     INTEGER,
+    FOREIGN KEY (session_id, seq)
+        REFERENCES conversation_turns (session_id, seq) ON DELETE CASCADE
+);
+CREATE INDEX turn_edits_turn ON turn_edits (session_id, seq);
+CREATE UNIQUE INDEX turn_edits_update
+    ON turn_edits (bot_id, update_id) WHERE update_id IS NOT NULL;
+-- The turn of an edited message: the chat's sessions, then the message id in each.
+CREATE INDEX conversation_sessions_chat ON conversation_sessions (chat_id);
+CREATE INDEX conversation_turns_message
+    ON conversation_turns (session_id, message_id) WHERE message_id IS NOT NULL;

@@ -7,6 +7,7 @@ Flow of one update (DESIGN.md section 3):
    python-telegram-bot's ``Application.process_update``, which runs one of the handlers below;
 3. a message handler calls :meth:`ConversationLane.on_turn` (the reply is committed there),
    sends the reply, and records its message id (:meth:`ConversationLane.mark_delivered`);
+   an edited message goes to :meth:`ConversationLane.on_edit` instead, and gets no reply;
 4. the journal entry is marked done.
 
 At start-up, replies committed but never sent are sent first, then journaled updates that were
@@ -60,6 +61,7 @@ from agent.reminders import Reminders
 from agent.storage_backlog import APOLOGY, REFUSALS, StorageBacklog
 from agent.telegram_payloads import (
     describe,
+    edit_from_update,
     inbound_from_update,
     split_message,
     update_from_entry,
@@ -153,6 +155,9 @@ class TelegramAdapter:
 
     def _install_handlers(self) -> None:
         app = self.application
+        # First: a command handler would take an edited command (PTB's default filters
+        # include edits), and an edit never runs a command.
+        app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, self._on_edit))
         app.add_handler(CommandHandler(list(COMMANDS), self._on_command))
         app.add_handler(
             CallbackQueryHandler(self._on_forget_confirmed, pattern=f"^{_FORGET_PREFIX}")
@@ -315,6 +320,15 @@ class TelegramAdapter:
             self.reminders.schedule_from_turn(message.chat_id, result.turn)
         if result.needs_delivery:
             await self._deliver(message.chat_id, result.turn)
+
+    async def _on_edit(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        # An edit updates its turn quietly: no reply, no refusal (a stranger was refused once
+        # already, at their message).
+        if not self._is_allowed(update):
+            return
+        edit = edit_from_update(update, bot_id=context.bot.id)
+        if edit is not None:
+            await self.lane.on_edit(edit)
 
     async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if not self._is_allowed(update):

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "chat_key",
     "describe",
+    "edit_from_update",
     "entry_from_json",
     "entry_from_update",
     "inbound_from_update",
@@ -154,6 +155,45 @@ def inbound_from_update(
         message_id=_storable(message.message_id),
         wants_reply=wants_reply,
         received_at=message.date,
+    )
+
+
+def _is_command(message: Message) -> bool:
+    """Whether a message is a command (a ``bot_command`` entity at its start), as
+    python-telegram-bot's ``filters.COMMAND`` decides."""
+    return any(e.type == MessageEntity.BOT_COMMAND and e.offset == 0 for e in message.entities)
+
+
+def edit_from_update(update: Update, *, bot_id: int) -> InboundMessage | None:
+    """Return the lane's view of an edited message (text or caption), else ``None``.
+
+    The result names the edited message (``message_id``), the edit's own update
+    (``update_id``, its idempotency key), the new text and the time of the edit
+    (``received_at``: Telegram's ``edit_date``). It never wants a reply: an edit is recorded
+    quietly. ``None`` for what is not an edited message with text, and for a message edited
+    into a command: an edit never runs a command, and the turn keeps the text it had.
+    """
+    message = update.edited_message
+    if message is None or message.chat is None or _is_command(message):
+        return None
+    text = message.text or message.caption
+    chat_id = _storable(message.chat.id)
+    message_id = _storable(message.message_id)
+    if not text or chat_id is None or message_id is None:
+        return None
+    user = message.from_user
+    return InboundMessage(
+        chat_id=chat_id,
+        text=text,
+        chat_type=_CHAT_TYPES.get(message.chat.type, "private"),
+        user_id=_storable(user.id) if user is not None else None,
+        speaker=user.full_name if user is not None else None,
+        chat_title=message.chat.title,
+        update_id=_storable(update.update_id),
+        bot_id=bot_id,
+        message_id=message_id,
+        wants_reply=False,
+        received_at=message.edit_date or message.date,
     )
 
 

@@ -319,8 +319,11 @@ class FakeBotApi:
             self._next_user_mid[chat_id] = max(self._next_user_mid[chat_id], message_id + 1)
             msg: JsonDict = {"message_id": message_id, "date": int(time.time()), "chat": chat}
             msg.update({"sender_chat": chat} if channel_post else {"from": user})
-            if edited:
-                msg["edit_date"] = msg["date"]
+            if edited:  # an edit keeps the message's date and adds the edit's
+                original = self._messages.get((chat_id, message_id))
+                if original is not None:
+                    msg["date"] = original["date"]
+                msg["edit_date"] = int(time.time())
             if isinstance(reply_to_message, int):
                 reply_to_message = self._lookup(chat_id, reply_to_message)
             if reply_to_message is not None:

@@ -19,6 +19,9 @@ undelivered are "sent" the same way before anything else (I4).
 Update ids are fresh and increasing from ``--start-update``. Like Telegram, the worker first
 redelivers the updates a previous run attempted but never acknowledged, and it now and then
 resends an update that was already acknowledged, which must come back as the same turn (I3).
+Some updates are edits (``--edit-rate``) of a message of the chat already acknowledged, handed
+to :meth:`ConversationLane.on_edit`; their log lines carry ``edit_of`` (the edited message)
+and ``outcome``; a resent edit must come back as ``duplicate``.
 ``--text-bytes`` pads messages to that size, so that checkpoint files get large and a kill
 lands inside a checkpoint write more often. Nothing of ``agent`` is patched or faked.
 
@@ -65,6 +68,7 @@ class Update:
     update_id: int
     chat_id: int
     size: int
+    edit_of: int | None = None  # an edit of this message (the update id that sent it)
 
 
 def crash_settings(db: Path, checkpoints: Path) -> Settings:
@@ -91,6 +95,8 @@ def message_text(update: Update) -> str:
     """Return the text of an update: a function of the update alone, so a resend is equal."""
     words = " ".join(_WORDS[(update.update_id + i) % len(_WORDS)] for i in range(3))
     head = f"Update {update.update_id} in chat {update.chat_id}: {words}. "
+    if update.edit_of is not None:
+        head = f"Edit {update.update_id} of {update.edit_of} in chat {update.chat_id}: {words}. "
     if update.size <= len(head):
         return head
     filler = f"pad{update.update_id} "
@@ -114,8 +120,8 @@ def inbound(update: Update) -> InboundMessage:
         speaker=f"user{update.update_id % 3}" if group else "ada",
         chat_title=f"group {update.chat_id}" if group else None,
         update_id=update.update_id,
-        message_id=update.update_id,
-        wants_reply=not group or update.update_id % 3 != 0,
+        message_id=update.update_id if update.edit_of is None else update.edit_of,
+        wants_reply=update.edit_of is None and (not group or update.update_id % 3 != 0),
     )
 
 
@@ -158,8 +164,24 @@ class AckLog:
                 "update_id": update.update_id,
                 "chat_id": update.chat_id,
                 "size": update.size,
+                "edit_of": update.edit_of,
             },
             sync=False,
+        )
+
+    def ack_edit(self, update: Update, outcome: str) -> None:
+        """Record, durably, what the lane said it did with an edit."""
+        self._write(
+            {
+                "ev": "ack",
+                "update_id": update.update_id,
+                "chat_id": update.chat_id,
+                "size": update.size,
+                "edit_of": update.edit_of,
+                "outcome": outcome,
+                "dup": outcome == "duplicate",
+            },
+            sync=True,
         )
 
     def ack(self, update: Update, session_id: str, seq: int, *, dup: bool) -> None:
@@ -203,7 +225,7 @@ def unacknowledged(records: list[dict[str, Any]]) -> list[Update]:
     for r in records:
         uid = int(r["update_id"])
         if r["ev"] == "attempt" and uid not in acked and uid not in pending:
-            pending[uid] = Update(uid, int(r["chat_id"]), int(r["size"]))
+            pending[uid] = Update(uid, int(r["chat_id"]), int(r["size"]), r.get("edit_of"))
     return list(pending.values())
 
 
@@ -219,11 +241,12 @@ class Worker:
         self.text_bytes = args.text_bytes
         self.redeliver_rate = args.redeliver_rate
         self.new_session_rate = args.new_session_rate
+        self.edit_rate = args.edit_rate
         self.remaining = args.count if args.count > 0 else None
         self.next_update = args.start_update
         records = read_log(args.log)
         self.acked: list[Update] = [
-            Update(int(r["update_id"]), int(r["chat_id"]), int(r["size"]))
+            Update(int(r["update_id"]), int(r["chat_id"]), int(r["size"]), r.get("edit_of"))
             for r in records
             if r["ev"] == "ack"
         ]
@@ -251,19 +274,36 @@ class Worker:
             elif self.rng.random() < self.new_session_rate:
                 await self.lane.new_session(chat_id)
                 continue
+            elif self.rng.random() < self.edit_rate and (target := self._message_of(chat_id)):
+                update = Update(self.next_update, chat_id, 0, edit_of=target.update_id)
+                self.next_update += 1
             else:
                 update = Update(self.next_update, chat_id, self._size())
                 self.next_update += 1
             self.log.attempt(update)
+            if update.edit_of is not None:
+                self.log.ack_edit(update, await self.lane.on_edit(inbound(update)))
+                self._acknowledged(update)
+                if self.remaining is not None:
+                    self.remaining -= 1
+                continue
             result = await self.lane.on_turn(inbound(update), self.engine)
             self.log.ack(update, result.turn.session_id, result.turn.seq, dup=result.duplicate)
-            if update.update_id not in self.acked_ids:
-                self.acked.append(update)
-                self.acked_ids.add(update.update_id)
+            self._acknowledged(update)
             if result.needs_delivery:  # "sent" now; step 3 records the Telegram message id
                 await self.lane.mark_delivered(result.turn, reply_message_id(result.turn))
             if self.remaining is not None:
                 self.remaining -= 1
+
+    def _acknowledged(self, update: Update) -> None:
+        if update.update_id not in self.acked_ids:
+            self.acked.append(update)
+            self.acked_ids.add(update.update_id)
+
+    def _message_of(self, chat_id: int) -> Update | None:
+        """Return an acknowledged message of the chat to edit (``None``: it has none yet)."""
+        messages = [u for u in self.acked if u.chat_id == chat_id and u.edit_of is None]
+        return self.rng.choice(messages) if messages else None
 
     def _size(self) -> int:
         if self.text_bytes <= 0:
@@ -299,6 +339,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--redeliver-rate", type=float, default=0.08)
     parser.add_argument("--new-session-rate", type=float, default=0.04)
+    parser.add_argument("--edit-rate", type=float, default=0.1)
     return parser.parse_args(argv)
 
 

@@ -4,7 +4,9 @@ A fake Telegram Bot API (:class:`tests.fake_bot_api.FakeBotApi`) serves an endle
 messages over four private chats and two groups: a fifth of the private messages set a
 reminder due in one to three seconds, the groups address the bot now and then (by mention, so
 some turns are recorded without a reply), and every tenth turn of a session folds a summary
-delta. Like Telegram, the fake keeps every update queued until a ``getUpdates`` call with a
+delta; now and then a user edits one of their earlier messages (an ``edited_message``, which
+changes the turn, never adds one). Like Telegram, the fake keeps every update queued until a
+``getUpdates`` call with a
 higher offset confirms it. The real entry point runs in a subprocess on one database and
 checkpoint directory, and each run is killed with SIGKILL at a moment chosen at random:
 
@@ -62,7 +64,7 @@ from agent.runtime import open_lane
 from tests.bot_harness import POLL_TIMEOUT, is_reminder
 from tests.fake_bot_api import FakeBotApi, SentCall
 from tests.fake_llm_api import FakeLLMApi
-from tests.test_lane_crash import Verified, check_summary_chain, state_at
+from tests.test_lane_crash import Verified, check_summary_chain, edit_count, last_edit, state_at
 
 RUN_BOT = Path(__file__).resolve().parent.parent / "run_bot.py"
 TOKEN = "123456:ABCDEFGHIJKLMNOPQRSTUVWXYZabc"  # noqa: S105 - the fake's test token
@@ -74,6 +76,8 @@ GROUP_MEMBERS = (201, 202, 203)
 BOT_USERNAME = "memory_test_bot"
 # Share of the private messages that set a reminder, due in 1 to 3 seconds.
 REMINDER_SHARE = 0.2
+# Share of the stream that edits an earlier message of its chat.
+EDIT_SHARE = 0.1
 # Most messages queued per run (the summary anchor queues 10 to 16, to reach a fold).
 BURST = 6
 # Where a kill is aimed (see Cycle), with its weight.
@@ -138,6 +142,7 @@ class Message:
     chat_type: str
     wants_reply: bool
     reminder_delay: int = 0  # seconds until the reminder it sets is due (0: it sets none)
+    edit_of: int | None = None  # an edit: the index of the message it edits
 
 
 @dataclass
@@ -169,6 +174,7 @@ class CrashStats:
     dup_sends: int = 0  # replies sent more than once (a kill between send and record)
     reminders: int = 0  # reminders fired (one turn each)
     dup_reminders: int = 0  # reminder messages sent again (a kill between send and record)
+    edits: int = 0  # edited messages applied to their turns
 
     def render(self) -> str:
         """Return the counters as one line."""
@@ -181,10 +187,19 @@ class CrashStats:
 
 def make_stream(rng: random.Random) -> Iterator[Message]:
     """Yield the messages, without end: four private chats (a fifth of their messages set a
-    reminder) and two groups where the bot is addressed now and then."""
+    reminder) and two groups where the bot is addressed now and then; a tenth are edits of an
+    earlier message of their chat (by its sender, answered by nobody)."""
     names = {101: "Ada", 102: "Grace", 103: "Linus", 104: "Barbara"}
+    sent: defaultdict[int, list[Message]] = defaultdict(list)
     for index in itertools.count(1):
         chat_id = rng.choice((*PRIVATE_CHATS, *GROUPS))
+        if sent[chat_id] and rng.random() < EDIT_SHARE:
+            target = rng.choice(sent[chat_id])
+            text = f"edit {index}: {target.text.split(' (')[0]}, corrected"
+            yield Message(
+                index, chat_id, target.user_id, text, target.chat_type, False, edit_of=target.index
+            )
+            continue
         if chat_id in GROUPS:
             user_id = rng.choice(GROUP_MEMBERS)
             addressed = rng.random() < 0.5
@@ -192,20 +207,26 @@ def make_stream(rng: random.Random) -> Iterator[Message]:
                 text = f"@{BOT_USERNAME} what do you know about me? ({index})"
             else:
                 text = rng.choice(_GROUP_TEXTS).format(i=index)
-            yield Message(index, chat_id, user_id, text, "group", addressed)
+            message = Message(index, chat_id, user_id, text, "group", addressed)
         elif rng.random() < REMINDER_SHARE:
             delay = rng.randint(1, 3)
             text = f"remind me in {delay} seconds to water plant {index}"
-            yield Message(index, chat_id, chat_id, text, "private", True, delay)
+            message = Message(index, chat_id, chat_id, text, "private", True, delay)
         else:
             text = rng.choice(_PRIVATE_TEXTS).format(i=index, name=names[chat_id])
-            yield Message(index, chat_id, chat_id, text, "private", True)
+            message = Message(index, chat_id, chat_id, text, "private", True)
+        sent[chat_id].append(message)
+        yield message
 
 
 def push(api: FakeBotApi, message: Message, pushed: list[Pushed]) -> None:
-    """Queue one message at the fake, as Telegram would deliver it."""
-    # Message ids count up per chat, like Telegram's: 1, 2, ...
-    message_id = 1 + sum(p.message.chat_id == message.chat_id for p in pushed)
+    """Queue one message (or edit) at the fake, as Telegram would deliver it."""
+    if message.edit_of is not None:  # the edited message keeps its id
+        message_id = next(p.message_id for p in pushed if p.message.index == message.edit_of)
+    else:  # message ids count up per chat, like Telegram's: 1, 2, ...
+        message_id = 1 + sum(
+            p.message.chat_id == message.chat_id and p.message.edit_of is None for p in pushed
+        )
     at = time.time()
     update_id = api.push_message(
         message.chat_id,
@@ -215,6 +236,7 @@ def push(api: FakeBotApi, message: Message, pushed: list[Pushed]) -> None:
         chat_type=message.chat_type,
         chat_title="Crash team" if message.chat_type == "group" else None,
         message_id=message_id,
+        edited=message.edit_of is not None,
     )
     pushed.append(Pushed(message, update_id, message_id, at))
 
@@ -535,15 +557,23 @@ async def check_states_match_log(bot: BotProcess, verified: Verified) -> None:
                 continue
             snapshot = CheckpointWriter.parse(data, session_id=path.stem)
             expected = await state_at(lane, snapshot.session_id, snapshot.turn_count, verified)
-            assert snapshot.state.log_view() == expected.log_view(), (
-                f"I6: {path.name} at turn {snapshot.turn_count} is not the log's state there"
-            )
+            if snapshot.state.log_view() != expected.log_view():
+                # A kill between an edit's commit and its checkpoint: one edit behind.
+                unedit = await last_edit(lane, snapshot.session_id)
+                assert unedit is not None, f"I6: {path.name} is not the log's state at its turn"
+                before = await state_at(
+                    lane, snapshot.session_id, snapshot.turn_count, verified, unedit=unedit
+                )
+                assert snapshot.state.log_view() == before.log_view(), (
+                    f"I6: {path.name} at turn {snapshot.turn_count} is neither the log's state"
+                    " there nor the state before its last edit"
+                )
             verified.files[path.name] = data
         for session in await lane.store.list_sessions(lane.db.reader, limit=None, open_only=True):
             sid = session.session_id
             state = await state_at(lane, sid, session.turn_count, verified)
             assert session.state.log_view() == state.log_view(), f"I6: {sid} state != its log"
-            verified.folds[sid] = (session.turn_count, state)
+            verified.folds[sid] = (session.turn_count, await edit_count(lane, sid), state)
     finally:
         await lane.db.close()
         guard.close()
@@ -552,8 +582,14 @@ async def check_states_match_log(bot: BotProcess, verified: Verified) -> None:
 def check_final(api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: CrashStats) -> None:
     """After the last clean run: every delivered update is exactly one turn (I1, I3), every
     reply was sent and recorded as delivered (I2, I4), duplicates are rare, each chat's turns
-    are in the order of its updates, and no model summary is left half done."""
+    are in the order of its updates, and no model summary is left half done. Every edit was
+    applied once, in order: each turn has its message's last text, its edit history the texts
+    before."""
     by_update = {p.update_id: p for p in pushed}
+    edits = {p.update_id for p in pushed if p.message.edit_of is not None}
+    said: defaultdict[tuple[int, int], list[str]] = defaultdict(list)
+    for p in pushed:  # the texts of each message, in the order they were sent
+        said[p.message.chat_id, p.message_id].append(p.message.text)
     confirmed = api.confirmed_update_ids
     assert confirmed == set(by_update), "the fake still holds unconfirmed updates"
     conn = read_only(bot.db_path)
@@ -567,6 +603,11 @@ def check_final(api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: C
             " ORDER BY t.session_id, t.seq"
         ).fetchall()
         (sessions,) = conn.execute("SELECT COUNT(*) FROM conversation_sessions").fetchone()
+        history = conn.execute(
+            "SELECT s.chat_id, t.message_id, e.update_id, e.previous_text FROM turn_edits AS e"
+            " JOIN conversation_turns AS t USING (session_id, seq)"
+            " JOIN conversation_sessions AS s USING (session_id) ORDER BY e.rowid"
+        ).fetchall()
         pending = conn.execute(
             "SELECT update_id FROM inbound_updates WHERE status != 'done'"
         ).fetchall()
@@ -576,10 +617,18 @@ def check_final(api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: C
     finally:
         conn.close()
     counts = Counter(row["update_id"] for row in rows)
-    assert set(counts) == confirmed, (
-        f"I1: confirmed updates without a turn: {sorted(confirmed - set(counts))}; "
+    assert set(counts) == confirmed - edits, (
+        f"I1: confirmed updates without a turn: {sorted(confirmed - edits - set(counts))}; "
         f"turns of unknown updates: {sorted(set(counts) - confirmed)}"
     )
+    applied = [row["update_id"] for row in history]
+    assert sorted(applied) == sorted(edits), "I1, I3: an edit lost or applied twice"
+    stats.edits = len(applied)
+    previous: defaultdict[tuple[int, int], list[str]] = defaultdict(list)
+    for row in history:
+        previous[row["chat_id"], row["message_id"]].append(row["previous_text"])
+    for key, before in previous.items():
+        assert before == said[key][:-1], f"message {key}: edit history out of order"
     assert max(counts.values()) == 1, "I3: an update has more than one turn"
     assert sessions == len({p.message.chat_id for p in pushed}), "one session per chat"
     assert not pending, f"journal entries never processed: {[r[0] for r in pending]}"
@@ -592,7 +641,8 @@ def check_final(api: FakeBotApi, bot: BotProcess, pushed: list[Pushed], stats: C
     for row in rows:
         sent_for_turn = sends.pop((row["chat_id"], row["message_id"]), [])
         message = by_update[row["update_id"]].message
-        assert row["user_text"] == message.text, f"update {row['update_id']}: wrong text"
+        final = said[row["chat_id"], row["message_id"]][-1]  # its last edit's, if any
+        assert row["user_text"] == final, f"update {row['update_id']}: wrong text"
         if not message.wants_reply:
             assert row["assistant_text"] is None, f"unaddressed {message} was answered"
             assert row["status"] == "recorded"
@@ -958,6 +1008,8 @@ async def test_kill_9_torture_loses_nothing(
             check_reminders(api, bot, pushed, stats)
             await check_checkpoints_match_log(bot)
             assert stats.reminders > 0, "no reminder fired: the reminder checks are vacuous"
+            if KILLS >= 20:  # (~70 messages, a tenth of them edits)
+                assert stats.edits > 0, "no edit was sent: the edit checks are vacuous"
         except Exception as exc:  # any failure: add the seed and what the kills hit
             if bot.running():
                 bot.kill()

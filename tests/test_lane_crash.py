@@ -5,7 +5,9 @@ directory and acknowledgment log, lets it stream turns, and kills it with SIGKIL
 moment: during start-up and hydration, in the middle of the turn stream, or the instant a
 checkpoint temp file is seen (with large messages, so checkpoint writes take a while). After
 each kill a fresh lane is opened in this process and the invariants of DESIGN.md section 3 are
-checked before and after ``hydrate()``.
+checked before and after ``hydrate()``. Some updates are edits of earlier messages
+(:meth:`ConversationLane.on_edit`): the checks hold with them too, and each edit is applied
+exactly once, in order, with the text it replaced kept.
 
 The random choices come from ``random.Random(seed)``; the seed is in every failure message and
 ``CRASH_SEED=<seed>`` replays the same choices (the timing of the kills still varies).
@@ -66,6 +68,8 @@ class CrashStats:
     clean_exits: int = 0  # workers that ran out of --count and shut down before the kill
     acks: int = 0  # acknowledgments in the log (resends included)
     dup_acks: int = 0  # ... that the lane answered as a duplicate (I3)
+    edit_acks: int = 0  # acknowledgments of edits (resends included)
+    edits_applied: int = 0  # edits in the turn log's edit history
     torn_temp_files: int = 0  # checkpoint temp files a kill left behind, seen before hydrate
     checkpoints_behind: int = 0  # checkpoints behind the log before hydrate (kill after COMMIT)
     # updates committed whose acknowledgment a kill prevented (killed after COMMIT)
@@ -97,15 +101,19 @@ class Paths:
 class Verified:
     """What earlier cycles already checked; the turn log is append-only, so it stays true.
 
+    Edits change turns after the fact: a fold is kept with the session's edit count and used
+    only while the count is the same; edited turns are checked at every restart.
+
     Attributes:
         texts: updates whose turn text was compared with the message sent.
         files: checkpoint file name -> content already checked against the log.
-        folds: session id -> (seq, state folded from its log up to seq), to fold on from.
+        folds: session id -> (seq, edits, state folded from its log up to seq with that many
+            edits), to fold on from.
     """
 
     texts: set[int] = field(default_factory=set)
     files: dict[str, bytes] = field(default_factory=dict)
-    folds: dict[str, tuple[int, SessionState]] = field(default_factory=dict)
+    folds: dict[str, tuple[int, int, SessionState]] = field(default_factory=dict)
 
 
 # -- the checker ------------------------------------------------------------------------------
@@ -121,23 +129,51 @@ async def _turns_between(
             yield turn
 
 
+async def edit_count(lane: ConversationLane, session_id: str) -> int:
+    """Return how many edits the session's turns have had."""
+    (count,) = await lane.db.fetchone(
+        "SELECT COUNT(*) FROM turn_edits WHERE session_id = ?", (session_id,)
+    ) or (0,)
+    return int(count)
+
+
 async def state_at(
-    lane: ConversationLane, session_id: str, seq: int, verified: Verified
+    lane: ConversationLane,
+    session_id: str,
+    seq: int,
+    verified: Verified,
+    *,
+    unedit: tuple[int, str] | None = None,
 ) -> SessionState:
     """Fold a session's turn log up to ``seq``: the state a checkpoint at ``seq`` must hold.
 
     Folds on from the last state this test rebuilt for the session when that is not past
-    ``seq`` (the same fold, :meth:`ConversationStateManager.apply`, turn by turn).
+    ``seq`` and no edit came since (the same fold, :meth:`ConversationStateManager.apply`,
+    turn by turn). ``unedit`` = (seq, text) folds with that turn's text as it was before its
+    last edit, from the start.
     """
     session = await lane.store.get_session(lane.db.reader, session_id)
     assert session is not None, f"no session {session_id}"
     start = SessionState(session_id=session_id, chat_type=session.chat_type)
-    done, state = verified.folds.get(session_id, (0, start))
-    if done > seq:
+    edits = await edit_count(lane, session_id)
+    done, then, state = verified.folds.get(session_id, (0, edits, start))
+    if done > seq or then != edits or unedit is not None:
         done, state = 0, start
     async for turn in _turns_between(lane, session_id, done, seq):
+        if unedit is not None and turn.seq == unedit[0]:
+            turn = turn.model_copy(update={"user_text": unedit[1]})
         state = lane.states.apply(state, turn)
     return state
+
+
+async def last_edit(lane: ConversationLane, session_id: str) -> tuple[int, str] | None:
+    """Return (seq, text it replaced) of the session's latest edit, or ``None``."""
+    row = await lane.db.fetchone(
+        "SELECT seq, previous_text FROM turn_edits WHERE session_id = ?"
+        " ORDER BY rowid DESC LIMIT 1",
+        (session_id,),
+    )
+    return None if row is None else (int(row[0]), str(row[1]))
 
 
 def temp_files(paths: Paths) -> list[Path]:
@@ -170,9 +206,21 @@ async def check_checkpoints_before_hydrate(
         if verified.files.get(path.name) == data:
             continue
         expected = await state_at(lane, snapshot.session_id, snapshot.turn_count, verified)
-        assert snapshot.state.log_view() == expected.log_view(), (
-            f"{path.name} at turn {snapshot.turn_count} is not the log's state at that turn"
-        )
+        if snapshot.state.log_view() != expected.log_view():
+            # A kill between an edit's commit and its checkpoint leaves the file one edit
+            # behind, at the same turn: the log's state without that edit.
+            unedit = await last_edit(lane, snapshot.session_id)
+            assert unedit is not None, f"{path.name} is not the log's state at its turn"
+            assert snapshot.turn_count == session.turn_count, (
+                f"{path.name} at turn {snapshot.turn_count} is not the log's state at that turn"
+            )
+            before = await state_at(
+                lane, snapshot.session_id, snapshot.turn_count, verified, unedit=unedit
+            )
+            assert snapshot.state.log_view() == before.log_view(), (
+                f"{path.name} is neither the log's state nor the state before its last edit"
+            )
+            stats.checkpoints_behind += 1
         log_tail = await lane.db.fetchall(
             "SELECT seq, turn_id FROM conversation_turns WHERE session_id = ? AND seq <= ?"
             " AND seq > ? ORDER BY seq",
@@ -201,7 +249,15 @@ async def check_turn_log(
         "SELECT update_id, session_id, seq FROM conversation_turns WHERE bot_id = 0"
     )
     by_update = {row["update_id"]: (row["session_id"], row["seq"]) for row in rows}
-    acks = [r for r in records if r["ev"] == "ack"]
+    await check_edits(lane, records, stats)
+    edited = {
+        row[0]
+        for row in await lane.db.fetchall(
+            "SELECT DISTINCT t.update_id FROM turn_edits JOIN conversation_turns AS t"
+            " USING (session_id, seq)"
+        )
+    }
+    acks = [r for r in records if r["ev"] == "ack" and r.get("edit_of") is None]
     for ack in acks:
         told = (ack["session_id"], ack["seq"])
         assert ack["update_id"] in by_update, f"acknowledged update lost: {ack}"
@@ -218,12 +274,16 @@ async def check_turn_log(
             (json.dumps(sorted(fresh)),),
         )
         for row in texts:
+            if row["update_id"] in edited:
+                continue  # check_edits compares it with its edits
             ack = fresh[row["update_id"]]
             update = Update(ack["update_id"], ack["chat_id"], ack["size"])
             assert row["user_text"] == message_text(update), f"wrong text for update {ack}"
         verified.texts.update(fresh)
     acked = {a["update_id"] for a in acks}
-    attempted = {r["update_id"] for r in records if r["ev"] == "attempt"}
+    attempted = {
+        r["update_id"] for r in records if r["ev"] == "attempt" and r.get("edit_of") is None
+    }
     stats.committed_unacked |= (attempted - acked) & by_update.keys()
     stats.acks = len(acks)
     stats.dup_acks = sum(1 for a in acks if a["dup"])
@@ -237,6 +297,48 @@ async def check_turn_log(
         assert row["turn_count"] == row["last_seq"] == row["n"] == row["top"], (
             f"session {row['session_id']}: counters {tuple(row)} do not match its turn log"
         )
+
+
+async def check_edits(
+    lane: ConversationLane, records: list[dict[str, Any]], stats: CrashStats
+) -> None:
+    """I2 and I3 for edits: every acknowledged edit is in its turn's edit history, applied once
+    (one ``edited`` acknowledgment at most per edit update), and each edited turn's history
+    is its message's texts in order: the original, then each edit's but the last, whose text
+    the turn has."""
+    acks = [r for r in records if r["ev"] == "ack" and r.get("edit_of") is not None]
+    stats.edit_acks = len(acks)
+    assert all(a["outcome"] in ("edited", "duplicate") for a in acks), (
+        f"an edit of an acknowledged message was not applied: {[a['outcome'] for a in acks]}"
+    )
+    applied = [a["update_id"] for a in acks if a["outcome"] == "edited"]
+    assert len(applied) == len(set(applied)), "an edit was applied twice (I3)"
+    rows = await lane.db.fetchall(
+        "SELECT t.update_id AS message, t.user_text, e.update_id AS edit, e.previous_text"
+        " FROM turn_edits AS e JOIN conversation_turns AS t USING (session_id, seq)"
+        " ORDER BY e.rowid"
+    )
+    stats.edits_applied = len(rows)
+    in_history = {row["edit"] for row in rows}
+    lost = {a["update_id"] for a in acks} - in_history
+    assert not lost, f"acknowledged edits not in the edit history: {sorted(lost)}"
+    sent = {
+        int(r["update_id"]): Update(
+            int(r["update_id"]), int(r["chat_id"]), int(r["size"]), r.get("edit_of")
+        )
+        for r in records
+        if r["ev"] == "attempt"
+    }
+    histories: dict[int, list[Any]] = {}
+    for row in rows:
+        histories.setdefault(row["message"], []).append(row)
+    for message, history in histories.items():
+        texts = [message_text(sent[message])]
+        texts += [message_text(sent[row["edit"]]) for row in history]
+        assert [row["previous_text"] for row in history] == texts[:-1], (
+            f"the edit history of message {message} is not its texts in order"
+        )
+        assert history[-1]["user_text"] == texts[-1], f"message {message} lost its last edit"
 
 
 async def check_summary_chain(lane: ConversationLane) -> None:
@@ -291,7 +393,7 @@ async def check_after_hydrate(lane: ConversationLane, paths: Paths, verified: Ve
         rebuilt = await lane.rebuild_state(sid)
         assert snapshot.state.log_view() == rebuilt.log_view(), f"{sid}: checkpoint != log"
         assert session.state.log_view() == rebuilt.log_view(), f"{sid}: sessions row != log"
-        verified.folds[sid] = (session.turn_count, rebuilt)
+        verified.folds[sid] = (session.turn_count, await edit_count(lane, sid), rebuilt)
     for sid in lane.checkpoints.session_ids():
         snapshot = await lane.checkpoints.load(sid)
         session = await lane.store.get_session(lane.db.reader, sid)
@@ -473,6 +575,7 @@ async def test_sigkill_at_any_moment_loses_no_acknowledged_turn(tmp_path: Path) 
         # Not vacuous: the kills hit a lane that was doing real work.
         assert stats.killed_mid_stream >= KILLS // 2, "too few kills landed mid-stream"
         assert stats.dup_acks > 0, "no resend was answered as a duplicate (I3 unexercised)"
+        assert stats.edits_applied > 0, "no edit reached the turn log (edits unexercised)"
         if CRASH_MODE is None:  # (checkpoint-only kills come early, after a few turns)
             assert stats.acks > 4 * KILLS, "too few turns acknowledged"
         if KILLS >= 50:

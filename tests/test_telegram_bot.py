@@ -428,6 +428,47 @@ def test_group_records_everything_and_answers_only_when_addressed(
     bot.stop()
 
 
+def test_an_edited_message_corrects_what_the_bot_remembers(api, chats, polling_bot, tmp_path):
+    """An edited message (Telegram ``edited_message``) replaces its turn's text quietly: no
+    reply; the bot answers from the new text, the old one is the turn's edit history and in no
+    memory; an edit of a message that is no turn (a command, one sent before the bot ran) and
+    an edit in a group change nothing the user did not change, and nothing is answered."""
+    chat, group = 4101, -4102
+    bot = polling_bot()
+    _, name_id = chats.send(chat, "my name is Ada")
+    assert "Ada" in (chats.ask(chat, "what's my name?").text or "")
+    sent = len(api.sent_messages(chat))
+    chats.send(chat, "my name is Grace", edited=True, message_id=name_id)
+    _, command_id = chats.send(chat, "/history 1")
+    chats.wait_for_message(chat, "The last 1 turns", after=sent)
+    chats.send(chat, "/history 9", edited=True, message_id=command_id)  # never runs
+    chats.send(chat, "my name is Hedy", edited=True, message_id=999)  # before the bot ran
+    answer = chats.ask(chat, "what's my name?").text or ""
+    assert "Grace" in answer
+    assert "Ada" not in answer
+    group_id = chats.send(group, "we meet at 9", chat_type="group", user_id=41)[1]
+    chats.send(
+        group, "we meet at 10", chat_type="group", user_id=41, edited=True, message_id=group_id
+    )
+
+    api.wait_for(lambda a: set(chats.update_ids) <= a.confirmed_update_ids, 30, "unconfirmed")
+    bot.stop()  # lets every queued update finish
+    assert len(chats.answers_to(chat, name_id)) == 1  # the message's answer; none to its edit
+    assert not [c for c in api.sent_messages(chat) if "The last 9 turns" in (c.text or "")]
+    assert api.sent_messages(group) == []
+    db = tmp_path / "memory.db"
+    texts = [text for text, *_ in _turn_texts(db, chat)]
+    assert texts == ["my name is Grace", "what's my name?", "what's my name?"]
+    assert [text for text, *_ in _turn_texts(db, group)] == ["we meet at 10"]
+    assert db_rows(db, "SELECT previous_text FROM turn_edits ORDER BY rowid") == [
+        ("my name is Ada",),
+        ("we meet at 9",),
+    ]
+    assert db_rows(db, "SELECT text FROM memories WHERE chat_id = ?", (chat,)) == [("Grace",)]
+    assert db_rows(db, "SELECT DISTINCT status FROM inbound_updates") == [("done",)]
+    assert not _error_lines(bot.stderr, " ERROR ", " CRITICAL "), bot.stderr
+
+
 # -- 4. bad updates --------------------------------------------------------------------------
 
 
@@ -485,13 +526,13 @@ def test_bad_updates_are_answered_or_ignored_and_the_bot_stays_up(
     assert "/help" in frobnicate
     assert "Usage: /history" in ask("/history abc")
     assert "at most 50" in ask("/history 99999999999")
-    assert "Ada" in ask("what's my name?")  # the caption counted, the edit did not
+    assert "Eve" in ask("what's my name?")  # the caption counted, and so did its edit
 
     updates = {*chats.update_ids, join}
     api.wait_for(lambda a: updates <= a.confirmed_update_ids, 30, "updates not confirmed")
     assert api.sent_messages(channel) == []
     assert api.sent_messages(group) == []
-    assert chats.answers_to(chat, photo_id) == [answer]  # the edit got no second answer
+    assert chats.answers_to(chat, photo_id) == [answer]  # the edit got no answer of its own
     assert not [c for c in api.sent_messages(chat) if "The last 5 turns" in (c.text or "")]
     assert bot.alive
     bot.stop()  # lets every queued update finish

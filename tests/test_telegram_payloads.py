@@ -24,6 +24,7 @@ from agent.telegram_payloads import (
     MAX_MESSAGE_CHARS,
     chat_key,
     describe,
+    edit_from_update,
     entry_from_json,
     entry_from_update,
     inbound_from_update,
@@ -251,6 +252,90 @@ def test_updates_that_are_not_new_text_are_no_turn(bot: Bot, kinds: dict[str, An
     assert inbound(update(bot, **kinds)) is None
 
 
+# -- edit_from_update -------------------------------------------------------------------------
+
+
+def test_an_edited_text_becomes_an_edit_of_its_message(bot: Bot) -> None:
+    """An ``edited_message`` names the edited message, its own update (the edit's key), the
+    new text and the time of the edit; it never wants a reply."""
+    edited = message("my name is Grace", message_id=5, edit_date=DATE + 90)
+    edit = edit_from_update(update(bot, update_id=11, edited_message=edited), bot_id=BOT_ID)
+    assert edit == InboundMessage(
+        chat_id=42,
+        text="my name is Grace",
+        chat_type="private",
+        user_id=42,
+        speaker="Ada Lovelace",
+        chat_title=None,
+        update_id=11,
+        bot_id=BOT_ID,
+        message_id=5,
+        wants_reply=False,
+        received_at=dt.datetime.fromtimestamp(DATE + 90, dt.UTC),
+    )
+
+
+def test_an_edited_caption_becomes_an_edit_with_the_new_caption(bot: Bot) -> None:
+    """A photo whose caption was edited is an edit with the new caption as its text; in a
+    group it is the member's edit, still without a reply."""
+    photo = [{"file_id": "p", "file_unique_id": "u", "width": 1, "height": 1}]
+    edited = message(
+        None, chat=GROUP, sender=BOB, photo=photo, caption="the new caption", edit_date=DATE + 5
+    )
+    edit = edit_from_update(update(bot, edited_message=edited), bot_id=BOT_ID)
+    assert edit is not None
+    assert (edit.text, edit.chat_id, edit.chat_type, edit.speaker) == (
+        "the new caption",
+        -100,
+        "group",
+        "Bob",
+    )
+    assert edit.wants_reply is False
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        pytest.param({"message": message("a new message")}, id="new-message"),
+        pytest.param(
+            {
+                "edited_message": message(
+                    "/history 5",
+                    edit_date=DATE + 5,
+                    entities=[{"type": "bot_command", "offset": 0, "length": 8}],
+                )
+            },
+            id="edited-into-a-command",
+        ),
+        pytest.param(
+            {
+                "edited_message": message(
+                    None,
+                    photo=[{"file_id": "p", "file_unique_id": "u", "width": 1, "height": 1}],
+                    edit_date=DATE + 5,
+                )
+            },
+            id="caption-removed",
+        ),
+        pytest.param(
+            {
+                "edited_channel_post": message(
+                    "news, corrected",
+                    chat={"id": -200, "type": "channel", "title": "News"},
+                    sender=None,
+                    edit_date=DATE + 5,
+                )
+            },
+            id="edited-channel-post",
+        ),
+    ],
+)
+def test_what_is_no_edited_text_is_no_edit(bot: Bot, kinds: dict[str, Any]) -> None:
+    """A new message, a message edited into a command (an edit never runs one), an edit that
+    leaves no text, and an edited channel post are no edit of a turn."""
+    assert edit_from_update(update(bot, **kinds), bot_id=BOT_ID) is None
+
+
 # -- chat_key and the journal round trip ------------------------------------------------------
 
 
@@ -449,6 +534,15 @@ def test_readable_updates_become_a_valid_message_or_none_and_round_trip(
     assert (entry.update_id, entry.chat_id) == (data["update_id"], chat_key(upd))
     rebuilt = update_from_entry(entry, bot)
     assert rebuilt.to_dict() == upd.to_dict()
+
+    edit = edit_from_update(upd, bot_id=BOT_ID)
+    assert edit_from_update(rebuilt, bot_id=BOT_ID) == edit
+    if edit is not None:  # only edited messages are edits, with their new text or caption
+        raw = data["edited_message"]
+        assert edit.text == (raw.get("text") or raw.get("caption"))
+        assert (edit.message_id, edit.update_id) == (raw["message_id"], data["update_id"])
+        assert not edit.wants_reply
+        assert InboundMessage.model_validate_json(edit.model_dump_json()) == edit
 
     msg = inbound(upd)
     assert inbound(rebuilt) == msg

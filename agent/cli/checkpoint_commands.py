@@ -103,11 +103,21 @@ async def _up_to(
 
 
 async def _fold_differs(inspector: Inspector, session: ConversationSession) -> bool:
-    lane, state = inspector.lane, session.state
-    turns = lane.store.iter_turns(lane.db.reader, session.session_id)
-    rebuilt = await lane.states.rebuild(
-        session.session_id, _up_to(turns, state.turn_count), chat_type=session.chat_type
-    )
+    lane, reader = inspector.lane, inspector.lane.db.reader
+    # The row and its turns from one snapshot: an edited message changes a past turn and the
+    # state in one commit, which a fold read across two snapshots would take for a mismatch.
+    await reader.execute("BEGIN")
+    try:
+        row = await lane.store.get_session(reader, session.session_id)
+        if row is None:
+            return False  # erased meanwhile
+        state = row.state
+        turns = lane.store.iter_turns(reader, session.session_id)
+        rebuilt = await lane.states.rebuild(
+            session.session_id, _up_to(turns, state.turn_count), chat_type=session.chat_type
+        )
+    finally:
+        await reader.execute("COMMIT")
     return rebuilt.log_view() != state.log_view()
 
 

@@ -38,6 +38,7 @@ from agent.memory.conversation_state_manager import (
 from agent.memory.conversation_store import (
     ConversationStore,
     SqliteConversationStore,
+    TurnEdit,
     TurnText,
     WordCounts,
     match_query,
@@ -87,6 +88,7 @@ from agent.memory.inbound_journal import (
 from agent.memory.lane import (
     ChatSession,
     ConversationLane,
+    EditOutcome,
     HydrationReport,
     ReplyEngine,
     SaveReport,
@@ -216,6 +218,7 @@ __all__ = [
     "DeliberationTracker",
     "DeliberationUpdate",
     "DialogueActs",
+    "EditOutcome",
     "ExtractiveSummarizer",
     "Fact",
     "HydrationReport",
@@ -274,6 +277,7 @@ __all__ = [
     "SummaryWorker",
     "Topic",
     "TopicTracker",
+    "TurnEdit",
     "TurnResult",
     "TurnStatus",
     "TurnText",

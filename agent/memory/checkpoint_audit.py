@@ -50,9 +50,12 @@ _SETTLE_SECONDS = 2.0
 _SETTLE_STEP = 0.1
 # The verdicts a bot at work shows for an instant: its file trails its commit (a new session's
 # file is missing until then), a row read before a commit trails the file written after it, an
-# erased session's file outlives its row. A torn or different file is never a write in flight:
-# checkpoint writes are atomic.
-_TRANSIENT: frozenset[CheckpointVerdict] = frozenset({"behind", "ahead", "missing", "orphan"})
+# erased session's file outlives its row, and an edited message changes the state at the same
+# turn (the file differs until it is rewritten). A torn file is never a write in flight:
+# checkpoint writes are atomic. A file that still differs once the check settles is reported.
+_TRANSIENT: frozenset[CheckpointVerdict] = frozenset(
+    {"behind", "ahead", "missing", "orphan", "differs"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +162,11 @@ class CheckpointAudit:
     ) -> list[CheckpointCheck]:
         """Check the checkpoint of every session, and every file without a session.
 
-        A file behind, ahead, missing or orphaned may be a write in flight: it is looked at
-        again, every tenth of a second for up to ``settle`` seconds. Once the database's turn
-        or the file's has moved, the check says *writing*; once it matches, *matches*; a session
-        erased meanwhile is left out. What is still wrong after that (and at once, a corrupt or
-        different file) is reported as it is.
+        A file behind, ahead, missing, orphaned or different (after an edited message) may be a
+        write in flight: it is looked at again, every tenth of a second for up to ``settle``
+        seconds. Once the database's turn or the file's has moved, the check says *writing*;
+        once it matches, *matches*; a session erased meanwhile is left out. What is still wrong
+        after that (and at once, a corrupt file) is reported as it is.
 
         Args:
             conn: any connection (normally ``db.reader``).

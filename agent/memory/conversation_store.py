@@ -37,6 +37,7 @@ from agent.utils.tokens import estimate_tokens
 __all__ = [
     "ConversationStore",
     "SqliteConversationStore",
+    "TurnEdit",
     "TurnText",
     "WordCounts",
     "match_query",
@@ -89,6 +90,20 @@ class TurnText(NamedTuple):
     user_text: str
     assistant_text: str | None
     has_jobs: bool
+
+
+class TurnEdit(NamedTuple):
+    """One edit of a turn's message: the text it replaced (a row of ``turn_edits``).
+
+    Attributes:
+        edited_at: when the user edited the message (Telegram's ``edit_date``).
+        previous_text: the turn's text before the edit.
+        update_id: the Telegram update that carried the edit, if any.
+    """
+
+    edited_at: datetime
+    previous_text: str
+    update_id: int | None
 
 
 class WordCounts(NamedTuple):
@@ -189,6 +204,37 @@ class ConversationStore(Protocol):
         self, conn: Any, bot_id: int, update_id: int
     ) -> ConversationTurn | None:
         """Return the turn recorded for a Telegram update, or ``None``."""
+        ...
+
+    async def turn_for_message(
+        self, conn: Any, bot_id: int, chat_id: int, message_id: int
+    ) -> ConversationTurn | None:
+        """Return the turn of a chat's Telegram message (in any of its sessions), or ``None``."""
+        ...
+
+    async def edit_known(self, conn: Any, bot_id: int, update_id: int) -> bool:
+        """Return whether the edit a Telegram update carries was recorded already."""
+        ...
+
+    async def edit_turn(
+        self,
+        tx: Any,
+        session_id: str,
+        seq: int,
+        *,
+        text: str,
+        previous_text: str,
+        edited_at: datetime,
+        bot_id: int,
+        update_id: int | None,
+    ) -> bool:
+        """Replace a turn's user text, keeping ``previous_text`` as its edit history; return
+        ``False`` (and change nothing) if the edit's update is known or the turn is not as
+        ``previous_text`` says."""
+        ...
+
+    async def turn_edits(self, conn: Any, session_id: str, seq: int) -> list[TurnEdit]:
+        """Return the edit history of a turn, oldest edit first."""
         ...
 
     async def recent_turns(self, conn: Any, session_id: str, limit: int) -> list[ConversationTurn]:
@@ -696,6 +742,88 @@ class SqliteConversationStore:
         return _first(
             await _select_turns(conn, "bot_id = ? AND update_id = ?", (bot_id, update_id))
         )
+
+    async def turn_for_message(
+        self, conn: aiosqlite.Connection, bot_id: int, chat_id: int, message_id: int
+    ) -> ConversationTurn | None:
+        """Return the turn of a chat's Telegram message (in any of its sessions), or ``None``.
+
+        Through the chat's sessions (``conversation_sessions_chat``), then the message in each
+        (``conversation_turns_message``): the cost grows with the chat's sessions, not turns.
+        """
+        return _first(
+            await _select_turns(
+                conn,
+                "bot_id = ? AND message_id = ? AND session_id IN"
+                " (SELECT session_id FROM conversation_sessions WHERE chat_id = ?)"
+                " ORDER BY created_at DESC LIMIT 1",
+                (bot_id, message_id, chat_id),
+            )
+        )
+
+    async def edit_known(self, conn: aiosqlite.Connection, bot_id: int, update_id: int) -> bool:
+        """Return whether the edit a Telegram update carries was recorded already."""
+        rows = await conn.execute_fetchall(
+            "SELECT 1 FROM turn_edits WHERE bot_id = ? AND update_id = ?", (bot_id, update_id)
+        )
+        return bool(rows)
+
+    async def edit_turn(
+        self,
+        tx: aiosqlite.Connection,
+        session_id: str,
+        seq: int,
+        *,
+        text: str,
+        previous_text: str,
+        edited_at: datetime,
+        bot_id: int,
+        update_id: int | None,
+    ) -> bool:
+        """Replace a turn's user text, keeping ``previous_text`` as its edit history.
+
+        The full-text index follows the new text (its update trigger); the history row is
+        not indexed: a search finds what the message says now.
+
+        Returns:
+            ``False``, with nothing changed, if the edit's update was recorded already (I3) or
+            the turn's text is no longer ``previous_text`` (it is gone, or changed meanwhile).
+
+        Raises:
+            StorageError: the writes failed.
+        """
+        try:
+            rows = await tx.execute_fetchall(
+                "INSERT INTO turn_edits"
+                " (session_id, seq, edited_at, previous_text, bot_id, update_id)"
+                " SELECT session_id, seq, ?, user_text, ?, ? FROM conversation_turns"
+                " WHERE session_id = ? AND seq = ? AND user_text = ?"
+                " ON CONFLICT DO NOTHING RETURNING 1",
+                (to_db_time(edited_at), bot_id, update_id, session_id, seq, previous_text),
+            )
+            if not rows:
+                return False
+            await tx.execute(
+                "UPDATE conversation_turns SET user_text = ? WHERE session_id = ? AND seq = ?",
+                (text, session_id, seq),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"edit_turn failed for session {session_id} turn {seq}") from exc
+        return True
+
+    async def turn_edits(
+        self, conn: aiosqlite.Connection, session_id: str, seq: int
+    ) -> list[TurnEdit]:
+        """Return the edit history of a turn, oldest edit first."""
+        rows = await conn.execute_fetchall(
+            "SELECT edited_at, previous_text, update_id FROM turn_edits"
+            " WHERE session_id = ? AND seq = ? ORDER BY rowid",
+            (session_id, seq),
+        )
+        return [
+            TurnEdit(from_db_time(row["edited_at"]), row["previous_text"], row["update_id"])
+            for row in rows
+        ]
 
     async def recent_turns(
         self, conn: aiosqlite.Connection, session_id: str, limit: int

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from agent.db import Database
 from agent.errors import CheckpointError, SessionNotFound, StorageError
@@ -40,7 +40,11 @@ from agent.memory.conversation_state_manager import (
     PERSONAL_CHAT_TYPES,
     ConversationStateManager,
 )
-from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
+from agent.memory.conversation_store import (
+    ConversationStore,
+    SqliteConversationStore,
+    TurnEdit,
+)
 from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.live_sessions import DEFAULT_RESIDENT, LiveSession, LiveSessions
 from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolidator
@@ -80,6 +84,7 @@ __all__ = [
     "MAX_NOTE_CHARS",
     "ChatSession",
     "ConversationLane",
+    "EditOutcome",
     "HydrationReport",
     "ReplyEngine",
     "SaveReport",
@@ -96,6 +101,14 @@ _MEMORIES_PER_CHAT = 20
 _PAST_MEMORIES_PER_CHAT = 8
 #: The longest note ``/remember`` keeps.
 MAX_NOTE_CHARS = 1000
+# Statuses that record the process's lifecycle, not the fold: an edit leaves them as they are.
+_LIFECYCLE = frozenset({"resuming", "paused", "shutdown_clean"})
+
+#: What :meth:`ConversationLane.on_edit` did with an edited message: ``edited`` (the turn
+#: has the new text and the state follows), ``unchanged`` (same text: nothing to do),
+#: ``unknown`` (the message is no turn: never one, or erased), ``duplicate`` (the edit's
+#: update was applied already, I3).
+EditOutcome = Literal["edited", "unchanged", "unknown", "duplicate"]
 
 
 class ReplyEngine(Protocol):
@@ -492,6 +505,159 @@ class ConversationLane:
                 job_refs=(job.model_copy(update={"status": "done"}),),
             )
             return await self._commit_turn(live, False, message, reply, None)
+
+    async def on_edit(self, message: InboundMessage) -> EditOutcome:
+        """Apply an edited message to its turn: new text, old text kept, state folded again.
+
+        ``message`` is the edit: ``message_id`` names the edited message, ``update_id`` the
+        edit's own update (the idempotency key: a redelivered edit changes nothing, I3),
+        ``text`` the message's new text and ``received_at`` when it was edited. The turn may be
+        in any session of the chat, open or closed; a message that is no turn (never one, or
+        erased by ``/forget``) is left alone. No reply engine runs: the turn keeps its answer.
+
+        In one transaction: the turn's text is replaced and the replaced text added to its edit
+        history; the session state becomes the fold of the turn log with the new text (I6),
+        the summary versions that fold made again get their new text; the turn stops being a
+        source of the long-term memories it stated (a memory it alone stated goes) and, in a
+        private chat, what the new text states is promoted as a new turn's would be. Then the
+        checkpoint file is rewritten.
+
+        Re-folding reads the session's whole turn log (the state before the edited turn is kept
+        nowhere): an edit costs a rebuild of its session, which edits, rare, can afford.
+
+        Returns:
+            What was done (:data:`EditOutcome`).
+
+        Raises:
+            StorageError: the edit could not be committed (nothing of it was written).
+        """
+        self._check_open()
+        if message.message_id is None:
+            return "unknown"
+        async with self._chat_locks[message.chat_id]:
+            self._check_open()
+            reader = self.db.reader
+            if message.update_id is not None and await self.store.edit_known(
+                reader, message.bot_id, message.update_id
+            ):
+                return "duplicate"
+            turn = await self.store.turn_for_message(
+                reader, message.bot_id, message.chat_id, message.message_id
+            )
+            if turn is None:
+                logger.debug("edit of message %s, which is no turn: ignored", message.message_id)
+                return "unknown"
+            if turn.user_text == message.text:
+                logger.debug("edit of turn %s leaves its text as it was", turn.seq)
+                return "unchanged"
+            return await self._commit_edit(turn, message)
+
+    async def _commit_edit(self, turn: ConversationTurn, message: InboundMessage) -> EditOutcome:
+        # Runs under the chat's lock: no turn of the chat is committed meanwhile.
+        sid = turn.session_id
+        session = await self.store.get_session(self.db.reader, sid)
+        if session is None:
+            return "unknown"
+        live = self._sessions.get(sid)
+        current = live.state if live is not None else session.state
+        edited = turn.model_copy(update={"user_text": message.text})
+        state, folds = await self._refold(session, edited)
+        if current.status in _LIFECYCLE:
+            state = state.model_copy(update={"status": current.status})
+        candidates = (
+            memory_candidates(edited, self.promotion)
+            if session.chat_type in PERSONAL_CHAT_TYPES and turn.intent not in HELP_OR_ERROR_INTENTS
+            else []
+        )
+        now = self._clock()
+
+        async def commit(tx: Any) -> EditOutcome:
+            # The session may have moved on in another process (erased, or written to).
+            row = await self.store.get_session(tx, sid)
+            if row is None or row.turn_count != state.turn_count:
+                return "unknown"
+            if not await self.store.edit_turn(
+                tx,
+                sid,
+                turn.seq,
+                text=message.text,
+                previous_text=turn.user_text,
+                edited_at=message.received_at,
+                bot_id=message.bot_id,
+                update_id=message.update_id,
+            ):
+                return "duplicate"
+            await self.store.save_state(tx, state, last_seq=state.turn_count, now=now)
+            for fold in folds:  # I6: the chain's texts are those of the fold of the log
+                await self.summary_store.revise_extractive(
+                    tx,
+                    sid,
+                    version=fold.summary_version,
+                    text=fold.rolling_summary,
+                    delta=fold.last_summary_delta,
+                )
+            # What the message said before is no evidence any more; what it says now is.
+            await self.memory_store.remove_sources(tx, sid, turn.seq)
+            if candidates:
+                await write_if_worthy(
+                    tx,
+                    self.memory_store,
+                    session.chat_id,
+                    candidates,
+                    session_id=sid,
+                    seq=turn.seq,
+                    now=now,
+                    policy=self.promotion,
+                )
+            return "edited"
+
+        outcome = await self.db.write(commit)
+        if outcome != "edited":
+            return outcome
+        logger.debug("turn %s of session %s edited", turn.seq, sid)
+        self._memories.drop(session.chat_id)  # reloaded, corrected, at the next packet
+        if live is None:
+            # A closed session (or one not loaded): its file is written from the database.
+            audit = CheckpointAudit(
+                self.checkpoints, self.store, recent_turns=self.builder.recent_turns
+            )
+            try:
+                await audit.repair(self.db, sid)
+            except CheckpointError as exc:
+                logger.warning("checkpoint of session %s not rewritten after an edit: %s", sid, exc)
+            return outcome
+        live.state = state
+        for index, kept in enumerate(live.recent):
+            if kept.seq == turn.seq:
+                live.recent[index] = edited
+        await self._save_checkpoint(live)
+        if self.summary_worker is not None and folds:
+            # The model summaries of the versions folded again were of the old text.
+            self.summary_worker.forget(sid)
+            self.summary_worker.schedule(sid)
+        return outcome
+
+    async def _refold(
+        self, session: ConversationSession, edited: ConversationTurn
+    ) -> tuple[SessionState, list[SessionState]]:
+        """Fold a session's turn log with ``edited`` in place of its turn.
+
+        Returns:
+            The state after the last turn, and the state after each fold of the summary made
+            at or after the edited turn (those whose chain rows change).
+        """
+        state = SessionState(session_id=session.session_id, chat_type=session.chat_type)
+        folds: list[SessionState] = []
+        async for turn in self.store.iter_turns(self.db.reader, session.session_id):
+            after = self.states.apply(state, edited if turn.seq == edited.seq else turn)
+            if turn.seq >= edited.seq and after.summary_version != state.summary_version:
+                folds.append(after)
+            state = after
+        return state, folds
+
+    async def edit_history(self, session_id: str, seq: int) -> list[TurnEdit]:
+        """Return the texts a turn's message had before its edits, oldest first."""
+        return await self.store.turn_edits(self.db.reader, session_id, seq)
 
     async def _commit_turn(
         self,

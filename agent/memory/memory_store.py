@@ -65,6 +65,11 @@ class MemoryStore(Protocol):
         """
         ...
 
+    async def remove_sources(self, tx: Any, session_id: str, seq: int) -> int:
+        """Drop one turn as a source of the memories it stated (the turn was edited); a memory
+        left with no source goes with it. Return how many memories lost the source."""
+        ...
+
     async def current_for_chats(
         self, conn: Any, chat_ids: Sequence[int], *, per_chat: int, past: int
     ) -> dict[int, list[Memory]]:
@@ -287,6 +292,19 @@ class SqliteMemoryStore:
         )
         for row in rows:
             await self._relate(tx, memory.memory_id, "related_to", row["memory_id"], stamp)
+
+    async def remove_sources(self, tx: aiosqlite.Connection, session_id: str, seq: int) -> int:
+        """Drop one turn as a source of the memories it stated; return how many lost it.
+
+        Called when the turn's message was edited: what it said before is no evidence any
+        more. A memory left with no source is deleted by the ``memory_sources_orphan``
+        trigger (as after ``/forget``), and the value it had superseded is current again;
+        one that another turn also stated stays.
+        """
+        cursor = await tx.execute(
+            "DELETE FROM memory_sources WHERE session_id = ? AND seq = ?", (session_id, seq)
+        )
+        return cursor.rowcount
 
     async def current_for_chats(
         self, conn: aiosqlite.Connection, chat_ids: Sequence[int], *, per_chat: int, past: int

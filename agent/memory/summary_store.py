@@ -72,6 +72,13 @@ class SummaryStore(Protocol):
         """Add extractive version ``version`` on top of the previous one; apply retention."""
         ...
 
+    async def revise_extractive(
+        self, tx: Any, session_id: str, *, version: int, text: str, delta: str
+    ) -> bool:
+        """Give extractive version ``version`` the text and delta of a fold made again (a turn
+        of its range or before was edited); drop the model summaries of that version."""
+        ...
+
     async def latest(
         self,
         conn: Any,
@@ -203,6 +210,39 @@ class SqliteSummaryStore:
                 f"append_extractive failed for session {session_id} version {version}: {exc}"
             ) from exc
         return _row_to_summary(next(iter(rows)))
+
+    async def revise_extractive(
+        self, tx: aiosqlite.Connection, session_id: str, *, version: int, text: str, delta: str
+    ) -> bool:
+        """Give extractive version ``version`` the text and delta of a fold made again.
+
+        An edited turn changes the fold of its own version and the rolling summary of every
+        later one; the version numbers and turn ranges stay (folds come every ``n`` turns,
+        whatever the text). The model summaries of the version summarised the old text: they
+        are deleted, and the worker summarises the latest version again.
+
+        Returns:
+            Whether the version is still in the chain (retention may have pruned it).
+
+        Raises:
+            StorageError: the writes failed.
+        """
+        try:
+            cursor = await tx.execute(
+                "UPDATE conversation_summaries SET text = ?, delta = ?"
+                " WHERE session_id = ? AND version = ? AND summarizer = 'extractive'",
+                (text, delta, session_id, version),
+            )
+            await tx.execute(
+                "DELETE FROM conversation_summaries"
+                " WHERE session_id = ? AND version = ? AND summarizer = 'llm'",
+                (session_id, version),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"revise_extractive failed for session {session_id} version {version}: {exc}"
+            ) from exc
+        return cursor.rowcount == 1
 
     async def latest(
         self,
