@@ -65,7 +65,6 @@ from agent.memory.writer import (
     write_summary_version,
 )
 from agent.utils import ids
-from agent.utils.tokens import estimate_tokens
 
 __all__ = ["ConversationLane", "HydrationReport", "ReplyEngine", "TurnResult"]
 
@@ -662,17 +661,17 @@ class ConversationLane:
         self, live: LiveSession, retrieved: Sequence[RetrievedItem] = ()
     ) -> ConversationContextPacket:
         memories = await self._memories.of(self.db.reader, live.session.chat_id)
-        packet = self.builder.build(
-            live.state, live.recent, now=self._clock(), memories=memories, retrieved=retrieved
-        )
-        if self.summary_worker is None:
-            return packet
         # The model's summary rides along, not in the state (I6), when the budget has room.
-        text = self.summary_worker.latest_text(live.session.session_id)
-        tokens = packet.token_estimate + estimate_tokens(text)
-        if not text or tokens > self.builder.token_budget:
-            return packet
-        return packet.model_copy(update={"llm_session_summary": text, "token_estimate": tokens})
+        worker = self.summary_worker
+        llm_summary = "" if worker is None else worker.latest_text(live.session.session_id)
+        return self.builder.build(
+            live.state,
+            live.recent,
+            now=self._clock(),
+            memories=memories,
+            retrieved=retrieved,
+            llm_summary=llm_summary,
+        )
 
     def now(self) -> datetime:
         """Return the current time by the lane's clock."""
