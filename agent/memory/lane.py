@@ -41,6 +41,7 @@ from agent.memory.live_sessions import DEFAULT_RESIDENT, LiveSession, LiveSessio
 from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolidator
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
+    CheckpointTurn,
     ConversationCheckpointSnapshot,
     ConversationContextPacket,
     ConversationSession,
@@ -200,7 +201,7 @@ class ConversationLane:
 
         The PRD-014 start-up sequence: the state and last turns of each open session come from
         the database (through indexes: the cost does not depend on the history's length); a
-        checkpoint that is missing, unreadable, of another version, or not at the database's
+        checkpoint that is missing, unreadable, of an unknown version, or not at the database's
         turn is rewritten from the database with a warning (I5). Checkpoint files of sessions
         the database no longer has are deleted (an erasure a crash interrupted). Sessions are
         read a page at a time and all but the most recently active are held packed
@@ -517,22 +518,21 @@ class ConversationLane:
         )
 
     def _snapshot(
-        self, live: LiveSession, summary_delta: str | None = None
+        self, live: LiveSession, pending_summary_delta: str = ""
     ) -> ConversationCheckpointSnapshot:
         state = live.state
         return ConversationCheckpointSnapshot(
             session_id=state.session_id,
             chat_id=live.session.chat_id,
-            turn_count=state.turn_count,
             state=state,
-            recent_turns=tuple(live.recent),
-            summary_delta=state.last_summary_delta if summary_delta is None else summary_delta,
+            recent_turns=tuple(CheckpointTurn.of(turn) for turn in live.recent),
+            pending_summary_delta=pending_summary_delta,
             written_at=self._clock(),
         )
 
-    async def _save_checkpoint(self, live: LiveSession, summary_delta: str | None = None) -> None:
+    async def _save_checkpoint(self, live: LiveSession, pending_summary_delta: str = "") -> None:
         state = live.state
-        snapshot = self._snapshot(live, summary_delta)
+        snapshot = self._snapshot(live, pending_summary_delta)
         try:
             await self.checkpoints.write(snapshot)
         except CheckpointError as exc:
@@ -842,8 +842,8 @@ class ConversationLane:
         """Finish the turns in flight, mark sessions ``shutdown_clean``, checkpoint, close.
 
         The PRD-014 stop sequence. Idempotent. The pending summary delta (the turns not yet
-        folded into the rolling summary) goes into each checkpoint's ``summary_delta``; the
-        state itself stays the fold of the turn log (I6).
+        folded into the rolling summary) goes into each checkpoint's
+        ``pending_summary_delta``; the state itself stays the fold of the turn log (I6).
         """
         if self._closed:
             return
