@@ -220,7 +220,10 @@ class Settings(BaseSettings):
         default=2000,
         ge=100,
         alias="AGENT_PACKET_TOKEN_BUDGET",
-        description="Most tokens (4 characters each) a context packet may hold.",
+        description=(
+            "Most tokens (4 characters each) of the context packet as the reply engine"
+            " receives it (its rendered text)."
+        ),
     )
     retrieval_weight_message: float = Field(
         default=1.0,

@@ -14,7 +14,8 @@ copied into this repository), and for each conversation:
 2. **Asks each question at 1,000, 2,000 and 4,000 tokens.** A lane with that packet budget is
    opened over the same database and ``ConversationLane.context(chat, question)`` builds the
    packet a reply to the question would get: the same retrieval path as ``on_turn``, without
-   recording the question. The bench asserts ``packet.token_estimate <= budget``.
+   recording the question. The bench asserts that the rendered packet (the text a reply engine
+   receives) is within the budget: ``estimate_tokens(render_packet(packet)) <= budget``.
 3. **Scores it.** *Evidence recall (all)*: share of questions whose evidence utterances are all
    in the packet verbatim (a recent turn or a retrieved turn; a summary line does not count);
    *(any)*: at least one is. *Answer recall*: share whose answer string (case-folded,
@@ -22,8 +23,9 @@ copied into this repository), and for each conversation:
    conversation) is reported apart, evidence only.
 4. **Computes two baselines** from the same database and the same costing: the *last-N
    window* (the newest turns that fill the budget, verbatim) and *BM25 + last 3* (the last three
-   turns, then the session's turns in plain FTS5 BM25 order for the question's words, each
-   costed as the packet costs a retrieved turn, until the budget is full).
+   turns, then the session's turns in plain FTS5 BM25 order for the question's words, rendered
+   as the packet renders a retrieved turn, until the budget is full), each costed as one text
+   of newline-separated lines, as the packet is.
 
 Evidence ids are repaired where the intent is clear: ``"D8:6; D9:17"`` is split in two,
 ``"D:11:26"`` read as ``D11:26``; ids naming no utterance (``"D"``, or ``D10:19`` in a session
@@ -64,7 +66,7 @@ from agent.memory import (  # noqa: E402
     render_turn,
 )
 from agent.runtime import open_lane  # noqa: E402
-from agent.utils.tokens import estimate_tokens  # noqa: E402
+from agent.utils.tokens import estimate_tokens, tokens_for_chars  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
 BUDGETS = (1000, 2000, 4000)
@@ -250,14 +252,18 @@ async def _feed(
     return seq_of
 
 
+def _line(turn: ConversationTurn) -> str:
+    return f"{turn.speaker}: {turn.user_text}"
+
+
 def _last_n(turns_newest_first: list[ConversationTurn], budget: int) -> list[ConversationTurn]:
-    """The newest turns whose verbatim text fits the budget (costed as the packet's raw turns)."""
-    chosen, used = [], 0
+    """The newest turns whose lines, as one text, fit the budget (costed as the packet is)."""
+    chosen: list[ConversationTurn] = []
+    chars = -1  # n lines joined by newlines: their lengths plus n - 1
     for turn in turns_newest_first:
-        cost = estimate_tokens(turn.user_text) + estimate_tokens(turn.assistant_text)
-        if used + cost > budget:
+        chars += len(_line(turn)) + 1
+        if tokens_for_chars(chars) > budget:
             break
-        used += cost
         chosen.append(turn)
     return chosen
 
@@ -284,20 +290,20 @@ async def _bm25_order(lane: ConversationLane, session_id: str, question: str) ->
 def _bm25_packet(
     order: list[int], turns: dict[int, ConversationTurn], last: list[ConversationTurn], budget: int
 ) -> tuple[set[int], str, int]:
-    used = sum(estimate_tokens(t.user_text) + estimate_tokens(t.assistant_text) for t in last)
     seqs = {t.seq for t in last}
-    texts = [f"{t.speaker}: {t.user_text}" for t in last]
+    texts = [_line(t) for t in last]
+    chars = len("\n".join(texts))
     for seq in order:
         if seq in seqs:
             continue
         text = render_turn(turns[seq])
-        cost = estimate_tokens(text)
-        if used + cost > budget:
+        cost = len(text) + (1 if texts else 0)
+        if tokens_for_chars(chars + cost) > budget:
             continue
-        used += cost
+        chars += cost
         seqs.add(seq)
         texts.append(text)
-    return seqs, _norm("\n".join(texts)), used
+    return seqs, _norm("\n".join(texts)), tokens_for_chars(chars)
 
 
 def _packet_seqs(packet: ConversationContextPacket) -> set[int]:
@@ -343,16 +349,19 @@ async def _run_sample(
             newest_first = sorted(turns.values(), key=lambda t: -t.seq)
             window = _last_n(newest_first, budget)
             window_seqs = {t.seq for t in window}
-            window_text = _norm("\n".join(f"{t.speaker}: {t.user_text}" for t in window))
-            window_tokens = sum(estimate_tokens(t.user_text) for t in window)
+            window_lines = "\n".join(_line(t) for t in window)
+            window_text, window_tokens = _norm(window_lines), estimate_tokens(window_lines)
             last3 = newest_first[:3]
             for q in conversation.questions:
                 part = "5" if q.category == 5 else "1-4"
                 packet = await lane.context(chat_id, q.text)
-                if packet is None or packet.token_estimate > budget:
-                    # The goal includes this: the packet is never over budget.
+                rendered = "" if packet is None else render_packet(packet)
+                if packet is None or packet.token_estimate != estimate_tokens(rendered):
+                    raise AssertionError(f"packet estimate is not its text's: {packet}")
+                if packet.token_estimate > budget:
+                    # The goal includes this: the text an engine receives is never over budget.
                     raise AssertionError(f"packet over budget {budget}: {packet}")
-                text = _norm(render_packet(packet))
+                text = _norm(rendered)
                 results.tallies[budget, "packet", part].add(
                     q, _packet_seqs(packet), text, packet.token_estimate
                 )
@@ -383,10 +392,11 @@ def _table(results: Results, conversations: list[Conversation], seconds: float) 
         " (`ConversationLane.context`, the retrieval path of `on_turn`). Evidence recall"
         " *all*: every evidence utterance of the question is in the packet verbatim; *any*: at"
         " least one is. Answer string: the answer occurs in the rendered packet. Tokens: mean"
-        " token estimate (4 characters per token); the packet never exceeds the budget (the"
-        " bench checks it). Baselines: the newest turns that fill the budget (*last-N*), and"
-        " the last 3 turns plus the session's turns in plain FTS5 BM25 order for the question"
-        " (*BM25 + last 3*), costed like the packet's turns.",
+        " token estimate (4 characters per token) of the text a reply engine receives, headers"
+        " and newlines included; the packet's never exceeds the budget (the bench checks it)."
+        " Baselines: the newest turns that fill the budget (*last-N*), and the last 3 turns"
+        " plus the session's turns in plain FTS5 BM25 order for the question (*BM25 + last 3*),"
+        " costed like the packet: their lines as one text.",
         "",
         "Categories 1-4 (multi-hop, temporal, open-domain, single-hop):",
         "",

@@ -13,6 +13,7 @@ import pytest
 from agent.errors import CheckpointCorrupt, CheckpointError
 from agent.memory import (
     CHECKPOINT_SCHEMA_VERSION,
+    CheckpointTurn,
     CheckpointWriter,
     ConversationCheckpointSnapshot,
     ConversationTurn,
@@ -46,10 +47,8 @@ def snapshot(session_id: str = SID, turn_count: int = 2) -> ConversationCheckpoi
     return ConversationCheckpointSnapshot(
         session_id=session_id,
         chat_id=42,
-        turn_count=turn_count,
         state=state,
-        recent_turns=turns,
-        summary_delta="",
+        recent_turns=tuple(CheckpointTurn.of(turn) for turn in turns),
         written_at=T0,
     )
 
@@ -237,17 +236,30 @@ def _with(**changes: object) -> bytes:
         pytest.param(b"  \n\t ", r"is empty", id="whitespace"),
         pytest.param(_valid_bytes()[:40], r"is not valid JSON \(truncated or garbled\)", id="cut"),
         pytest.param(b"\x00\xff\xfe garbage \x89", r"is not valid JSON", id="garbage"),
-        pytest.param(_with(schema_version=999), r"has schema version 999, expected 1", id="v999"),
-        pytest.param(b"[1, 2, 3]", r"has schema version None, expected 1", id="not-an-object"),
         pytest.param(
-            orjson.dumps({"schema_version": 1}),
+            _with(schema_version=999),
+            r"has schema version 999, newer than this program reads \(2\): written by a newer"
+            r" version of the bot",
+            id="v999",
+        ),
+        pytest.param(_with(schema_version=0), r"has schema version 0, expected 2", id="v0"),
+        pytest.param(_with(schema_version="2"), r"has schema version '2', expected 2", id="v-str"),
+        pytest.param(_with(schema_version=None), r"has schema version None, expected 2", id="v?"),
+        pytest.param(b"[1, 2, 3]", r"is not a snapshot \(not a JSON object\)", id="not-an-object"),
+        pytest.param(
+            orjson.dumps({"schema_version": CHECKPOINT_SCHEMA_VERSION}),
             r"is not a valid snapshot \(session_id: Field required\)",
             id="missing-fields",
         ),
         pytest.param(
-            _with(turn_count="many"),
-            r"is not a valid snapshot \(turn_count: .*integer",
+            _with(chat_id="many"),
+            r"is not a valid snapshot \(chat_id: .*integer",
             id="wrong-type",
+        ),
+        pytest.param(
+            _with(turn_count=2),
+            r"is not a valid snapshot \(turn_count: Extra inputs are not permitted\)",
+            id="v1-field-in-v2",
         ),
         pytest.param(
             _with(surprise=True),
@@ -261,6 +273,209 @@ def test_parse_errors_are_checkpoint_corrupt_with_a_reason(data, reason):
     """Every bad file is CheckpointCorrupt naming the file and what is wrong, never a TypeError."""
     with pytest.raises(CheckpointCorrupt, match=rf"^{SID}\.json {reason}"):
         CheckpointWriter.parse(data, session_id=SID, name=f"{SID}.json")
+
+
+# -- version 1 files ---------------------------------------------------------------------------
+
+#: A checkpoint file exactly as version 1 wrote it (the bot before checkpoint version 2, at a
+#: clean shutdown after two turns, with ExtractiveSummarizer(keep_raw=1)). Its fields said
+#: things twice (``turn_count``, ``summary_delta``), and turn 1 says ``answered`` though its
+#: reply was recorded as delivered before turn 2 was written.
+V1_SID = "ses_01a21348b6ab7f77b85196ced15ce9b3"
+V1_FILE = """\
+{
+  "chat_id": 42,
+  "recent_turns": [
+    {
+      "action_name": null,
+      "assistant_text": "Nice to meet you, Ada.",
+      "bot_id": 0,
+      "created_at": "2025-03-01T12:01:00Z",
+      "delivered_at": null,
+      "intent": "state_fact",
+      "job_refs": [],
+      "message_id": 101,
+      "reply_message_id": null,
+      "seq": 1,
+      "session_id": "ses_01a21348b6ab7f77b85196ced15ce9b3",
+      "speaker": null,
+      "status": "answered",
+      "turn_id": "trn_01a21348b6ac7e01856f5883355d0d0c",
+      "update_id": 1,
+      "user_id": 7,
+      "user_text": "my name is Ada"
+    },
+    {
+      "action_name": "add_todo",
+      "assistant_text": "Added to your list: book the hotel.",
+      "bot_id": 0,
+      "created_at": "2025-03-01T12:02:00Z",
+      "delivered_at": null,
+      "intent": "add_todo",
+      "job_refs": [],
+      "message_id": 102,
+      "reply_message_id": null,
+      "seq": 2,
+      "session_id": "ses_01a21348b6ab7f77b85196ced15ce9b3",
+      "speaker": null,
+      "status": "answered",
+      "turn_id": "trn_01a21348b6b278eea5f4059fba8575f3",
+      "update_id": 2,
+      "user_id": 7,
+      "user_text": "remind me to book the hotel"
+    }
+  ],
+  "schema_version": 1,
+  "session_id": "ses_01a21348b6ab7f77b85196ced15ce9b3",
+  "state": {
+    "active_job_refs": [],
+    "active_topics": [
+      {
+        "last_turn": 2,
+        "name": "hotel",
+        "weight": 1.0
+      },
+      {
+        "last_turn": 1,
+        "name": "ada",
+        "weight": 0.85
+      }
+    ],
+    "chat_type": "private",
+    "closed_loops": [],
+    "decisions": [],
+    "facts": [
+      {
+        "key": "name",
+        "turn": 1,
+        "value": "Ada"
+      }
+    ],
+    "last_intent": "add_todo",
+    "last_response_type": "action",
+    "last_summary_delta": "",
+    "open_loops": [
+      {
+        "closed_turn": null,
+        "kind": "todo",
+        "loop_id": "loop-2-1",
+        "opened_turn": 2,
+        "owner": null,
+        "text": "book the hotel"
+      }
+    ],
+    "participants": [],
+    "pending_clarifications": [],
+    "proposals": [],
+    "resolved_entities": {
+      "it": "loop-2-1",
+      "that": "loop-2-1",
+      "that task": "loop-2-1",
+      "the task": "loop-2-1",
+      "this task": "loop-2-1"
+    },
+    "rolling_summary": "",
+    "session_id": "ses_01a21348b6ab7f77b85196ced15ce9b3",
+    "status": "shutdown_clean",
+    "summarized_through": 0,
+    "summary_buffer": [
+      "#1 user: my name is Ada -> Nice to meet you, Ada.",
+      "#2 user: remind me to book the hotel -> Added to your list: book the hotel."
+    ],
+    "summary_items": [
+      {
+        "kind": "fact",
+        "seq": 1,
+        "text": "name: Ada",
+        "who": "user"
+      },
+      {
+        "kind": "key",
+        "seq": 2,
+        "text": "remind me to book the hotel",
+        "who": "user"
+      }
+    ],
+    "summary_version": 0,
+    "turn_count": 2
+  },
+  "summary_delta": "[turns 1-1]\\n#1 user [fact]: name: Ada",
+  "turn_count": 2,
+  "written_at": "2025-03-01T12:02:00Z"
+}"""
+
+
+def test_a_version_1_file_loads_in_the_current_format():
+    """A version 1 file parses into a current snapshot: the state as it was, the turn count
+    once, the shutdown's pending delta kept, the turns' text without a delivery claim."""
+    v1 = orjson.loads(V1_FILE)
+
+    snapshot = CheckpointWriter.parse(V1_FILE.encode(), session_id=V1_SID, name="v1.json")
+
+    assert snapshot.schema_version == CHECKPOINT_SCHEMA_VERSION == 2
+    # The state as it was (fields added since then take their defaults).
+    assert snapshot.state == SessionState.model_validate(v1["state"])
+    assert set(v1["state"]) <= set(snapshot.state.model_dump(mode="json"))
+    assert snapshot.turn_count == v1["turn_count"] == 2
+    assert snapshot.pending_summary_delta == v1["summary_delta"]
+    assert snapshot.pending_summary_delta == "[turns 1-1]\n#1 user [fact]: name: Ada"
+    assert list(snapshot.recent_turns) == [
+        CheckpointTurn.model_validate(
+            {
+                k: v
+                for k, v in turn.items()
+                if k not in ("status", "reply_message_id", "delivered_at")
+            }
+        )
+        for turn in v1["recent_turns"]
+    ]
+    assert (snapshot.chat_id, snapshot.written_at) == (42, datetime(2025, 3, 1, 12, 2, tzinfo=UTC))
+
+
+async def test_a_version_1_file_is_rewritten_with_each_field_once(writer):
+    """Written back, a migrated version 1 file says each thing once and nothing of delivery."""
+    snapshot = CheckpointWriter.parse(V1_FILE.encode(), session_id=V1_SID)
+
+    path = await writer.write(snapshot)
+
+    document = orjson.loads(path.read_bytes())
+    assert set(document) == {
+        "chat_id",
+        "pending_summary_delta",
+        "recent_turns",
+        "schema_version",
+        "session_id",
+        "state",
+        "written_at",
+    }
+    assert document["schema_version"] == 2
+    delivery = {"status", "reply_message_id", "delivered_at"}
+    assert not any(delivery & set(turn) for turn in document["recent_turns"])
+    assert await writer.load(V1_SID) == snapshot
+
+
+def test_a_version_1_delta_equal_to_the_last_fold_is_not_pending():
+    """In a version 1 file written after a turn, ``summary_delta`` repeated the state's last
+    delta: migrated, nothing is pending."""
+    document = orjson.loads(V1_FILE)
+    delta = "[turns 1-1]\n#1 user [fact]: name: Ada"
+    document["state"].update(status="active", last_summary_delta=delta)
+    document["summary_delta"] = delta
+
+    snapshot = CheckpointWriter.parse(orjson.dumps(document), session_id=V1_SID)
+
+    assert snapshot.state.last_summary_delta == delta
+    assert snapshot.pending_summary_delta == ""
+
+
+def test_a_version_1_file_with_two_turn_counts_is_corrupt():
+    """A version 1 file whose two turn counts disagree (edited by hand) is reported, not
+    guessed at."""
+    document = orjson.loads(V1_FILE)
+    document["turn_count"] = 3
+
+    with pytest.raises(CheckpointCorrupt, match=r"^v1\.json says turn 3 beside a state at turn 2$"):
+        CheckpointWriter.parse(orjson.dumps(document), session_id=V1_SID, name="v1.json")
 
 
 async def test_load_reports_a_corrupt_file(writer):

@@ -22,6 +22,8 @@ import pytest
 from agent.db import Database
 from agent.errors import ReplyEngineError
 from agent.memory import (
+    CheckpointAudit,
+    CheckpointTurn,
     CheckpointWriter,
     ConversationCheckpointSnapshot,
     ConversationContextBuilder,
@@ -185,8 +187,36 @@ async def test_on_turn_appends_turn_to_log_state_and_checkpoint(lane, engine):
     snapshot = await lane.checkpoints.load(turn.session_id)
     assert snapshot is not None
     assert snapshot.turn_count == 1
-    assert snapshot.recent_turns == (turn,)
+    assert snapshot.recent_turns == (CheckpointTurn.of(turn),)
     assert snapshot.state == session.state
+    assert snapshot.pending_summary_delta == ""
+
+
+async def test_checkpoint_claims_no_delivery_the_database_may_not_have(lane, engine):
+    """The file is written before the reply is sent, and delivery is recorded after it: the
+    file keeps what was said and leaves the delivery to the database, so that it never says
+    "answered" of a reply the database knows was delivered (nor the reverse). A repair from
+    the database writes the very same turns."""
+    first = await lane.on_turn(msg(CHAT_A, "first", update_id=1), engine)
+    await lane.mark_delivered(first.turn, 9001)
+    second = await lane.on_turn(msg(CHAT_A, "second", update_id=2), engine)
+    sid = second.turn.session_id
+    path = lane.checkpoints.path_for(sid)
+
+    written = orjson.loads(path.read_bytes())["recent_turns"]
+
+    assert [row[2] for row in await log_rows(lane.db, sid)] == ["delivered", "answered"]
+    assert [(t["seq"], t["user_text"], t["message_id"]) for t in written] == [
+        (1, "first", None),
+        (2, "second", None),
+    ]
+    delivery = {"status", "reply_message_id", "delivered_at"}
+    assert not any(delivery & set(turn) for turn in written)
+    await lane.mark_delivered(second.turn, 9002)
+    audit = CheckpointAudit(lane.checkpoints, lane.store, recent_turns=3)
+    assert (await audit.check(await lane.store.get_session(lane.db.reader, sid))).ok
+    assert await audit.repair(lane.db, sid)
+    assert orjson.loads(path.read_bytes())["recent_turns"] == written
 
 
 async def test_engine_failure_writes_nothing_and_the_chat_recovers(lane, engine):
@@ -264,11 +294,6 @@ async def test_packet_holds_last_three_raw_turns_and_rolling_summary(db_path, ch
     async with running_lane(db_path, checkpoint_dir, **options) as (lane, _):
         await talk(lane, CHAT_A, 25, CountingEngine())
         packet = await lane.packet(CHAT_A)
-        session = await lane.store.get_session(lane.db.reader, lane.session_id_for_chat(CHAT_A))
-        assert session is not None
-        # What the state alone costs (topics, references): the packet of its bare state.
-        bare = session.state.model_copy(update={"rolling_summary": "", "summary_buffer": ()})
-        state_tokens = lane.builder.build(bare, [], now=T0).token_estimate
 
     assert packet is not None
     assert packet.turn_count == 25
@@ -291,16 +316,8 @@ async def test_packet_holds_last_three_raw_turns_and_rolling_summary(db_path, ch
         assert f"Message {n} from chat {CHAT_A}." in rendered
         # The whole transcript is never injected: only the raw turns keep their details.
         assert (f"Detail {n} of chat" in rendered) == (n >= 23)
-    expected_tokens = (
-        sum(
-            estimate_tokens(t.user_text) + estimate_tokens(t.assistant_text)
-            for t in packet.recent_turns
-        )
-        + sum(estimate_tokens(line) for line in packet.recent_turn_summaries)
-        + sum(estimate_tokens(line) for line in summary_lines)
-        + state_tokens
-    )
-    assert packet.token_estimate == expected_tokens
+    # The budget counts the text the engine receives.
+    assert packet.token_estimate == estimate_tokens(rendered)
     assert 0 < packet.token_estimate <= 2000
 
 
@@ -314,7 +331,7 @@ async def test_checkpoint_round_trip_through_the_lane(lane, engine, checkpoint_d
 
     snapshot = await lane.checkpoints.load(sid)
     assert snapshot is not None
-    assert snapshot.recent_turns == tuple(turns[-3:])
+    assert snapshot.recent_turns == tuple(CheckpointTurn.of(t) for t in turns[-3:])
     path = await lane.checkpoints.write(snapshot)
     again = await CheckpointWriter(checkpoint_dir).load(sid)
 
@@ -400,7 +417,7 @@ async def test_hydrate_lists_answered_but_undelivered_turns(db_path, checkpoint_
 # -- shutdown ------------------------------------------------------------------------------------
 
 
-async def test_shutdown_marks_clean_and_writes_summary_delta(db_path, checkpoint_dir):
+async def test_shutdown_marks_clean_and_writes_the_pending_summary_delta(db_path, checkpoint_dir):
     """Shutdown sets ``shutdown_clean`` in db and checkpoint, with the pending summary delta."""
     async with running_lane(db_path, checkpoint_dir) as (lane, _):
         await talk(lane, CHAT_A, 7, CountingEngine())
@@ -418,7 +435,7 @@ async def test_shutdown_marks_clean_and_writes_summary_delta(db_path, checkpoint
     assert snapshot.turn_count == 7
     # Seven turns, no fold yet (every 10): the delta is all but the three raw turns.
     assert len(snapshot.state.summary_buffer) == 7
-    delta = snapshot.summary_delta.splitlines()
+    delta = snapshot.pending_summary_delta.splitlines()
     assert delta[0] == "[turns 1-4]"
     assert {line.split()[0] for line in delta[1:]} == {"#1", "#2", "#3", "#4"}
     assert snapshot.state.rolling_summary == ""
@@ -785,9 +802,8 @@ def _ahead(h: History) -> None:
     state = ConversationStateManager().apply(snapshot.state, turn)
     ahead = snapshot.model_copy(
         update={
-            "turn_count": 13,
             "state": state,
-            "recent_turns": (*snapshot.recent_turns[1:], turn),
+            "recent_turns": (*snapshot.recent_turns[1:], CheckpointTurn.of(turn)),
         }
     )
     h.path_a.write_bytes(dump_json(ahead, indent=True))
@@ -813,7 +829,11 @@ def _tampered(h: History) -> None:
         pytest.param(_truncate, "is unusable", id="truncated"),
         pytest.param(_garbage, "not valid JSON", id="garbage"),
         pytest.param(_empty, "is empty", id="empty"),
-        pytest.param(_wrong_version, "schema version 999", id="wrong-schema-version"),
+        pytest.param(
+            _wrong_version,
+            "schema version 999, newer than this program reads (2)",
+            id="wrong-schema-version",
+        ),
         pytest.param(_behind, "is behind the log (turn 5 of 12)", id="stale-behind"),
         pytest.param(_ahead, "is ahead of the log (turn 13 of 12)", id="ahead-of-log"),
         pytest.param(_other_session, "holds session", id="other-session-renamed"),
@@ -850,7 +870,7 @@ async def test_hydrate_rebuilds_a_bad_checkpoint_from_the_log(
         assert snapshot is not None
         assert snapshot.turn_count == 12
         assert snapshot.state.log_view() == rebuilt.log_view()
-        assert snapshot.recent_turns == tuple(recent)
+        assert snapshot.recent_turns == tuple(CheckpointTurn.of(t) for t in recent)
         # Nothing lost: every turn is in the log and the next one follows it.
         texts = [t.user_text async for t in lane.store.iter_turns(lane.db.reader, history.sid_a)]
         assert texts == [text_of(CHAT_A, n) for n in range(1, 13)]
@@ -872,6 +892,33 @@ async def test_hydrate_keeps_a_good_checkpoint_without_warning(db_path, checkpoi
         assert (report.sessions, report.rebuilt, report.orphans_removed) == (2, {}, [])
         assert lane_records(caplog, logging.WARNING) == []
         assert history.path_a.read_bytes() == a_before
+
+
+async def test_hydrate_keeps_a_version_1_checkpoint_at_the_logs_turn(
+    db_path, checkpoint_dir, caplog
+):
+    """A checkpoint file version 1 wrote, at the log's turn, is migrated as it is read and
+    matches: no rebuild, no warning; the shutdown's pending delta is kept."""
+    history = await write_history(db_path, checkpoint_dir)
+    document = orjson.loads(history.path_a.read_bytes())
+    pending = document.pop("pending_summary_delta")
+    # As version 1 wrote it: the count twice, the delta beside the state's, each turn's
+    # delivery as it stood before the reply was sent.
+    document.update(schema_version=1, turn_count=12, summary_delta=pending)
+    for turn in document["recent_turns"]:
+        turn.update(status="answered", reply_message_id=None, delivered_at=None)
+    history.path_a.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+    caplog.set_level(logging.WARNING, logger=LANE_LOGGER)
+
+    async with running_lane(db_path, checkpoint_dir) as (lane, report):
+        assert (report.sessions, report.rebuilt) == (2, {})
+        assert lane_records(caplog, logging.WARNING) == []
+        snapshot = await lane.checkpoints.load(history.sid_a)
+
+    assert snapshot is not None
+    assert (snapshot.schema_version, snapshot.turn_count) == (2, 12)
+    assert pending.startswith("[turns 8-9]\n")
+    assert snapshot.pending_summary_delta == pending
 
 
 async def test_hydrate_removes_temp_files_of_an_interrupted_write(db_path, checkpoint_dir):

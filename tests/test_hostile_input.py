@@ -26,6 +26,7 @@ from agent.commands import COMMANDS, CommandCenter
 from agent.concierge import RuleBasedConcierge
 from agent.db import Database
 from agent.memory import (
+    CheckpointTurn,
     CheckpointWriter,
     ConversationContextPacket,
     ConversationLane,
@@ -139,7 +140,7 @@ async def test_any_text_reads_back_equal_and_the_checkpoint_matches_the_log(
     assert snapshot.state == session.state
     assert snapshot.state.log_view() == (await lane.rebuild_state(sid)).log_view()
     recent = await lane.store.recent_turns(reader, sid, len(snapshot.recent_turns))
-    assert snapshot.recent_turns == tuple(recent)
+    assert snapshot.recent_turns == tuple(CheckpointTurn.of(turn) for turn in recent)
 
 
 async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(

@@ -23,7 +23,6 @@ from agent.memory.conversation_retriever import (
     RetrievalPolicy,
     RetrievalWeights,
     query_words,
-    render_memory,
     render_turn,
 )
 from agent.memory.conversation_state_manager import (
@@ -111,6 +110,7 @@ from agent.memory.memory_slots import (
     fact_key,
     in_second_person,
     parse_key,
+    render_memory,
     role_and_name,
     slot_of,
 )
@@ -126,6 +126,7 @@ from agent.memory.schemas import (
     ARCHIVE_SCHEMA_VERSION,
     CHECKPOINT_SCHEMA_VERSION,
     ChatType,
+    CheckpointTurn,
     ConversationCheckpointSnapshot,
     ConversationContextPacket,
     ConversationSession,
@@ -199,6 +200,7 @@ __all__ = [
     "ChatType",
     "CheckpointAudit",
     "CheckpointCheck",
+    "CheckpointTurn",
     "CheckpointVerdict",
     "CheckpointWriter",
     "Clause",

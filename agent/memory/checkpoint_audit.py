@@ -6,7 +6,7 @@ for any session, open or closed, at any time, for tools such as ``agent-memory v
 
 * a checkpoint *matches* when it parses, is at the database's turn and holds the state the
   database holds (all but the status, which records the process's lifecycle);
-* it is *missing*, *corrupt* (unreadable, not a snapshot, of another version), *behind* or
+* it is *missing*, *corrupt* (unreadable, not a snapshot, of an unknown version), *behind* or
   *ahead* of the database's turn, or it *differs* from the database's state; a file whose
   session the database does not have is an *orphan*.
 
@@ -31,6 +31,7 @@ from agent.errors import CheckpointError
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_store import ConversationStore
 from agent.memory.schemas import (
+    CheckpointTurn,
     ConversationCheckpointSnapshot,
     ConversationSession,
     ConversationTurn,
@@ -97,14 +98,11 @@ def session_snapshot(
         recent: its latest turns, oldest first, as many as the bot's packets carry.
         now: the time the snapshot records as written.
     """
-    state = session.state
     return ConversationCheckpointSnapshot(
         session_id=session.session_id,
         chat_id=session.chat_id,
-        turn_count=state.turn_count,
-        state=state,
-        recent_turns=tuple(recent),
-        summary_delta=state.last_summary_delta,
+        state=session.state,
+        recent_turns=tuple(CheckpointTurn.of(turn) for turn in recent),
         written_at=now,
     )
 

@@ -16,6 +16,7 @@ import logging
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 _SUFFIX = ".json"
 _TEMP_PREFIX = ".tmp-"
+# What version 1 wrote of a turn's delivery: the state at commit, before the reply was sent.
+_V1_DELIVERY_FIELDS = ("status", "reply_message_id", "delivered_at")
 # Conversations are private: the directory is its owner's alone (files are 0600 from mkstemp).
 _PRIVATE_DIRECTORY = 0o700
 
@@ -111,8 +114,9 @@ class CheckpointWriter:
         """Read and validate a session's checkpoint; ``None`` if there is none.
 
         Raises:
-            CheckpointCorrupt: the file is empty, truncated, not JSON, of another schema
-                version, or for another session.
+            CheckpointCorrupt: the file is empty, truncated, not JSON, of an unknown schema
+                version (one newer than this program's is said to be), or for another
+                session.
             CheckpointError: the file exists but cannot be read.
         """
         path = self.path_for(session_id)
@@ -130,7 +134,7 @@ class CheckpointWriter:
     def parse(
         data: bytes, *, session_id: str | None = None, name: str = "checkpoint"
     ) -> ConversationCheckpointSnapshot:
-        """Validate checkpoint bytes into a snapshot.
+        """Validate checkpoint bytes into a snapshot; a version 1 file is migrated.
 
         Raises:
             CheckpointCorrupt: as for :meth:`load`.
@@ -141,11 +145,9 @@ class CheckpointWriter:
             document = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise CheckpointCorrupt(f"{name} is not valid JSON (truncated or garbled)") from exc
-        version = document.get("schema_version") if isinstance(document, dict) else None
-        if version != CHECKPOINT_SCHEMA_VERSION:
-            raise CheckpointCorrupt(
-                f"{name} has schema version {version!r}, expected {CHECKPOINT_SCHEMA_VERSION}"
-            )
+        if not isinstance(document, dict):
+            raise CheckpointCorrupt(f"{name} is not a snapshot (not a JSON object)")
+        document = _current(document, name)
         try:
             snapshot = ConversationCheckpointSnapshot.model_validate(document)
         except ValidationError as exc:
@@ -202,3 +204,59 @@ class CheckpointWriter:
         if removed:
             logger.info("removed %d unfinished checkpoint temp files", removed)
         return removed
+
+
+def _current(document: dict[str, Any], name: str) -> dict[str, Any]:
+    """Return a checkpoint document in the current format, migrating an older one.
+
+    Raises:
+        CheckpointCorrupt: the version is unknown: newer than this program's, or not one.
+    """
+    version = document.get("schema_version")
+    if version == CHECKPOINT_SCHEMA_VERSION:
+        return document
+    if version == 1:
+        return _from_v1(document, name)
+    if type(version) is int and version > CHECKPOINT_SCHEMA_VERSION:
+        raise CheckpointCorrupt(
+            f"{name} has schema version {version}, newer than this program reads "
+            f"({CHECKPOINT_SCHEMA_VERSION}): written by a newer version of the bot"
+        )
+    raise CheckpointCorrupt(
+        f"{name} has schema version {version!r}, expected {CHECKPOINT_SCHEMA_VERSION}"
+    )
+
+
+def _from_v1(document: dict[str, Any], name: str) -> dict[str, Any]:
+    """Migrate a version 1 document, which said things twice, to version 2.
+
+    Version 1 wrote ``turn_count`` beside ``state.turn_count`` (always equal), and
+    ``summary_delta`` beside ``state.last_summary_delta``: equal to it, but at a clean
+    shutdown the pending delta of the turns not yet folded, which version 2 keeps as
+    ``pending_summary_delta``. Its recent turns carried their delivery as it stood when the
+    file was written (before the reply was sent), which version 2 leaves to the database.
+
+    Raises:
+        CheckpointCorrupt: the two turn counts differ (the file was edited by hand).
+    """
+    migrated = {**document, "schema_version": 2}
+    state = migrated.get("state")
+    state = state if isinstance(state, dict) else {}
+    turn_count = migrated.pop("turn_count", None)
+    if turn_count != state.get("turn_count", 0):
+        raise CheckpointCorrupt(
+            f"{name} says turn {turn_count!r} beside a state at turn {state.get('turn_count', 0)!r}"
+        )
+    delta = migrated.pop("summary_delta", "")
+    migrated["pending_summary_delta"] = (
+        "" if delta == state.get("last_summary_delta", "") else delta
+    )
+    turns = migrated.get("recent_turns")
+    if isinstance(turns, list):
+        migrated["recent_turns"] = [
+            {key: value for key, value in turn.items() if key not in _V1_DELIVERY_FIELDS}
+            if isinstance(turn, dict)
+            else turn
+            for turn in turns
+        ]
+    return migrated

@@ -6,8 +6,11 @@ deltas and memories), never from the whole transcript, so building it does not g
 history. It is filled by priority under a token budget: open loops and clarifications first
 (with the rest of the state within ``state_share`` of the budget), then the last raw turns, then
 the retrieved items by score, then the chat's other long-term memories, then the summaries of
-older turns. Its ``token_estimate`` never exceeds the budget unless the open loops and
-clarifications alone do.
+older turns, and last a model's summary if one fits. The budget counts the text the reply
+engine receives: :func:`render_packet`'s, headers and newlines included. Each part is costed as
+that text spells it while the packet is filled (no trial renders), so the packet's
+``token_estimate`` is the estimate of its rendered text and never exceeds the budget; when not
+even the open loops and clarifications all fit, the newest of them that fit are carried.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from agent.memory.memory_slots import render_memory
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationTurn,
@@ -26,18 +30,35 @@ from agent.memory.schemas import (
     Memory,
     OpenLoop,
     Participant,
+    PendingClarification,
     Proposal,
     RetrievedItem,
     SessionState,
     Topic,
 )
-from agent.utils.tokens import estimate_tokens
+from agent.utils.tokens import CHARS_PER_TOKEN, tokens_for_chars
 
 __all__ = ["ConversationContextBuilder", "render_packet"]
 
 
-def _turn_tokens(turn: ConversationTurn) -> int:
-    return estimate_tokens(turn.user_text) + estimate_tokens(turn.assistant_text)
+# The headers render_packet writes above each section (paid by a section's first line).
+_LOOPS = "Open loops:"
+_CLARIFICATIONS = "Waiting for the user to answer:"
+_REMEMBERED = "Remembered from earlier conversations:"
+_RELEVANT_MEMORIES = "Relevant memories:"
+_EARLIER = "Relevant earlier in this conversation:"
+_SUMMARY = "Summary of earlier conversation:"
+_LLM_SUMMARY = "The same, as a model summarised it:"
+_COMPRESSED = "Recent turns, compressed:"
+_TURNS = "Last turns, verbatim:"
+_TOPICS = "Active topics: "
+_REFERENCES = "What the references point to:"
+
+_T = TypeVar("_T")
+
+
+def _title(conversation_id: str, turn_count: int) -> str:
+    return f"Conversation {conversation_id} ({turn_count} turns)"
 
 
 _LOOP_KINDS = {"commitment": " (promised)", "request": " (asked for)", "question": " (unanswered)"}
@@ -46,6 +67,29 @@ _LOOP_KINDS = {"commitment": " (promised)", "request": " (asked for)", "question
 def _loop_line(loop: OpenLoop) -> str:
     owner = f"{loop.owner}: " if loop.owner else ""
     return f"- {owner}{loop.text}{_LOOP_KINDS.get(loop.kind, '')}"
+
+
+def _clarification_line(clarification: PendingClarification) -> str:
+    return f"- {clarification.question}"
+
+
+def _job_line(job: JobRef) -> str:
+    return f"- {job.label or job.job_id}"
+
+
+def _fact_line(fact: Fact) -> str:
+    return f"- {fact.key}: {fact.value}"
+
+
+def _memory_line(memory: Memory) -> str:
+    return f"- {render_memory(memory)}"
+
+
+def _turn_lines(turn: ConversationTurn) -> list[str]:
+    lines = [f"{turn.speaker or 'user'}: {turn.user_text}"]
+    if turn.assistant_text:
+        lines.append(f"assistant: {turn.assistant_text}")
+    return lines
 
 
 def _decision_line(decision: Decision) -> str:
@@ -70,7 +114,13 @@ def _participant_line(person: Participant) -> str:
 
 
 def _topic_lines(topics: Sequence[Topic]) -> list[str]:
-    return ["Active topics: " + ", ".join(topic.name for topic in topics)] if topics else []
+    return [_TOPICS + ", ".join(topic.name for topic in topics)] if topics else []
+
+
+def _entity_line(phrases: Sequence[str], target: str, labels: dict[str, str]) -> str:
+    label = labels.get(target, target.removeprefix("topic:"))
+    quoted = ", ".join(f'"{phrase}"' for phrase in phrases)
+    return f"- {quoted} = {label} ({target})"
 
 
 def _entity_lines(entities: dict[str, str], labels: dict[str, str]) -> list[str]:
@@ -78,11 +128,9 @@ def _entity_lines(entities: dict[str, str], labels: dict[str, str]) -> list[str]
         return []
     by_target: dict[str, list[str]] = {}
     for phrase, target in sorted(entities.items()):
-        by_target.setdefault(target, []).append(f'"{phrase}"')
-    lines = ["What the references point to:"]
-    for target, phrases in sorted(by_target.items()):
-        label = labels.get(target, target.removeprefix("topic:"))
-        lines.append(f"- {', '.join(phrases)} = {label} ({target})")
+        by_target.setdefault(target, []).append(phrase)
+    lines = [_REFERENCES]
+    lines.extend(_entity_line(by_target[target], target, labels) for target in sorted(by_target))
     return lines
 
 
@@ -102,10 +150,20 @@ def _labels(
 
 #: The kinds of state a packet carries one line each, with the header above their lines.
 _LISTED: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "jobs": ("Scheduled jobs:", _job_line),
+    "facts": ("What the user told about themselves:", _fact_line),
     "decisions": ("Decisions:", _decision_line),
     "proposals": ("Proposals:", _proposal_line),
     "participants": ("Participants:", _participant_line),
 }
+
+
+def _listed_lines(name: str, items: Sequence[Any]) -> list[str]:
+    """Render one kind of :data:`_LISTED`: its header and a line per item (none if empty)."""
+    if not items:
+        return []
+    header, line = _LISTED[name]
+    return [header, *(line(item) for item in items)]
 
 
 def _state_lines(
@@ -119,19 +177,69 @@ def _state_lines(
     jobs: Sequence[JobRef],
 ) -> list[str]:
     """Render topics, references and a group's deliberation (bounded: costed at priority 1)."""
-    lines: list[str] = []
-    for name, items in (
-        ("decisions", decisions),
-        ("proposals", proposals),
-        ("participants", participants),
-    ):
-        if items:
-            header, line = _LISTED[name]
-            lines.append(header)
-            lines.extend(line(item) for item in items)
-    lines.extend(_topic_lines(topics))
-    lines.extend(_entity_lines(entities, _labels(loops, jobs, proposals, decisions)))
+    lines = _listed_lines("decisions", decisions)
+    lines += _listed_lines("proposals", proposals)
+    lines += _listed_lines("participants", participants)
+    lines += _topic_lines(topics)
+    lines += _entity_lines(entities, _labels(loops, jobs, proposals, decisions))
     return lines
+
+
+def _chars(lines: Sequence[str]) -> int:
+    """What ``lines`` add to the rendered text: each line and its newline."""
+    return sum(len(line) + 1 for line in lines)
+
+
+@dataclass(slots=True)
+class _Room:
+    """The characters of rendered text a packet may still take, counted as it is filled.
+
+    :func:`render_packet` joins the packet's lines with newlines, so a line costs its length
+    plus one, and a section's header is paid once, by the section's first line. The text of
+    lines costing ``used`` in all is ``used - 1`` characters long: the estimate of the text
+    the engine receives is known exactly without rendering it.
+    """
+
+    limit: int
+    used: int = 0
+    opened: set[str] = field(default_factory=set)
+
+    def take(self, chars: int) -> bool:
+        """Take ``chars`` if they fit; return whether they did."""
+        if self.used + chars > self.limit:
+            return False
+        self.used += chars
+        return True
+
+    def take_line(self, header: str, line: str) -> bool:
+        """Take ``line`` under ``header`` (the header too, if its section is new) if it fits.
+
+        A ``line`` may hold newlines (a turn and its answer): it costs its length plus one.
+        """
+        cost = len(line) + 1 if header in self.opened else len(line) + len(header) + 2
+        if self.used + cost > self.limit:
+            return False
+        self.used += cost
+        self.opened.add(header)
+        return True
+
+
+def _take(
+    room: _Room,
+    header: str,
+    line: Callable[[_T], str],
+    items: Sequence[_T],
+    *,
+    newest_first: bool = True,
+) -> tuple[_T, ...]:
+    """Take the items whose lines fit in ``room`` (first fit), the newest first or in order.
+
+    Returns:
+        The items taken, in their order in ``items``.
+    """
+    order = range(len(items) - 1, -1, -1) if newest_first else range(len(items))
+    taken = [n for n in order if room.take_line(header, line(items[n]))]
+    return tuple(items[n] for n in sorted(taken))
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,94 +253,79 @@ class _KnownState:
     participants: tuple[Participant, ...] = ()
     topics: tuple[Topic, ...] = ()
     entities: dict[str, str] = field(default_factory=dict)
-    tokens: int = 0
+    chars: int = 0
 
 
-def _item_tokens(name: str, item: Any) -> int:
-    """What one item of a kind whose cost is the sum of its items' adds (its line)."""
-    if name == "jobs":
-        return estimate_tokens(item.label or item.job_id)
-    if name == "facts":
-        return estimate_tokens(f"{item.key}: {item.value}")
-    return estimate_tokens(_LISTED[name][1](item))
-
-
-def _lines_tokens(lines: list[str]) -> int:
-    return sum(estimate_tokens(line) for line in lines)
-
-
-def _fit_state(state: SessionState, room: int) -> _KnownState:
-    """Choose the state a packet carries within ``room`` tokens, kind by kind.
+def _fit_state(state: SessionState, loops: Sequence[OpenLoop], room: _Room) -> _KnownState:
+    """Choose the state a packet carries within ``room``, kind by kind.
 
     Jobs first, then facts, decisions, proposals (newest first), participants, topics (in the
-    state's order) and references; each kind takes what still fits, in its order. The cost is
-    the sum of each kind's lines (as :func:`render_packet` writes them), so a trial costs the
-    one kind it changes: an item's line, plus the kind's header with its first item (the
-    topics share one line and the references depend on what else was taken: those two are
-    costed whole).
+    state's order) and references; each kind takes what still fits, in its order, costed as
+    :func:`render_packet` writes it (a kind's header is paid by its first item; a topic adds
+    its name to the one topics line, a reference its phrase to its target's line). The
+    references' labels depend on what else was taken, ``loops`` (the open loops the packet
+    carries) included.
     """
-    chosen: dict[str, tuple[Any, ...]] = {}
-    used = 0
-    kinds: list[tuple[str, Sequence[Any], bool]] = [
-        ("jobs", state.active_job_refs, True),
-        ("facts", state.facts, True),
-        ("decisions", state.decisions, True),
-        ("proposals", state.proposals, True),
-        ("participants", state.participants, False),
-    ]
-    for name, items, newest_first in kinds:
-        taken: list[Any] = []
-        header = estimate_tokens(_LISTED[name][0]) if name in _LISTED else 0
-        for item in reversed(items) if newest_first else items:
-            cost = _item_tokens(name, item) + (0 if taken else header)
-            if used + cost <= room:
-                used += cost
-                taken.append(item)
-        chosen[name] = tuple(reversed(taken)) if newest_first else tuple(taken)
-    topics: tuple[Topic, ...] = ()
+    jobs = _take(room, *_LISTED["jobs"], state.active_job_refs)
+    facts = _take(room, *_LISTED["facts"], state.facts)
+    decisions = _take(room, *_LISTED["decisions"], state.decisions)
+    proposals = _take(room, *_LISTED["proposals"], state.proposals)
+    participants = _take(room, *_LISTED["participants"], state.participants, newest_first=False)
+    topics: list[Topic] = []
     for topic in state.active_topics:
-        cost = _lines_tokens(_topic_lines((*topics, topic))) - _lines_tokens(_topic_lines(topics))
-        if used + cost <= room:
-            used += cost
-            topics = (*topics, topic)
-    labels = _labels(state.open_loops, chosen["jobs"], chosen["proposals"], chosen["decisions"])
+        # The first topic opens the line ("Active topics: a"); each next one adds ", b".
+        if room.take(len(topic.name) + (len(_TOPICS) + 1 if not topics else 2)):
+            topics.append(topic)
+    labels = _labels(loops, jobs, proposals, decisions)
     entities: dict[str, str] = {}
     for phrase, target in sorted(state.resolved_entities.items()):
-        trial = {**entities, phrase: target}
-        cost = _lines_tokens(_entity_lines(trial, labels))
-        cost -= _lines_tokens(_entity_lines(entities, labels))
-        if used + cost <= room:
-            used += cost
-            entities = trial
+        if target in entities.values():  # one more phrase on its target's line: ', "it"'
+            fits = room.take(len(phrase) + 4)
+        else:
+            fits = room.take_line(_REFERENCES, _entity_line((phrase,), target, labels))
+        if fits:
+            entities[phrase] = target
     return _KnownState(
-        jobs=chosen["jobs"],
-        facts=chosen["facts"],
-        decisions=chosen["decisions"],
-        proposals=chosen["proposals"],
-        participants=chosen["participants"],
-        topics=topics,
+        jobs=jobs,
+        facts=facts,
+        decisions=decisions,
+        proposals=proposals,
+        participants=participants,
+        topics=tuple(topics),
         entities=entities,
-        tokens=used,
+        chars=room.used,
     )
+
+
+# The smallest budget: room for the title line every packet starts with (about 60 characters
+# for our session ids) and a little more.
+_MIN_TOKEN_BUDGET = 32
 
 
 class ConversationContextBuilder:
     """Builds packets under a token budget.
 
     Args:
-        token_budget: the most tokens a packet may hold (its ``token_estimate`` never exceeds it
-            unless the open loops and clarifications alone do).
+        token_budget: the most tokens a packet may hold, counted on the text
+            :func:`render_packet` makes of it (what a reply engine receives): its
+            ``token_estimate`` is that text's estimate and never exceeds the budget. At least
+            32 (the title line is always there).
         recent_turns: how many of the latest raw turns the packet carries verbatim.
         state_share: the share of the budget priority 1 may take for the state beyond the open
             loops and clarifications (jobs, facts, decisions, participants, topics...): the
             newest of each kind first, the rest left out of the packet.
+
+    Raises:
+        ValueError: a setting out of range.
     """
 
     def __init__(
         self, *, token_budget: int = 2000, recent_turns: int = 3, state_share: float = 0.25
     ) -> None:
-        if token_budget < 1 or recent_turns < 0:
-            raise ValueError("token_budget must be positive and recent_turns not negative")
+        if token_budget < _MIN_TOKEN_BUDGET or recent_turns < 0:
+            raise ValueError(
+                f"token_budget must be at least {_MIN_TOKEN_BUDGET} and recent_turns not negative"
+            )
         if not 0 <= state_share <= 1:
             raise ValueError("state_share must be between 0 and 1")
         self.token_budget = token_budget
@@ -247,8 +340,12 @@ class ConversationContextBuilder:
         now: datetime,
         memories: Sequence[Memory] = (),
         retrieved: Sequence[RetrievedItem] = (),
+        llm_summary: str = "",
     ) -> ConversationContextPacket:
         """Return the packet for the next turn of a session.
+
+        Every part is costed as :func:`render_packet` writes it (its line, its newline, its
+        section's header once), while the packet is filled: nothing is rendered twice.
 
         Args:
             state: the session's current state.
@@ -257,80 +354,93 @@ class ConversationContextBuilder:
             memories: the chat's long-term memories, most important first.
             retrieved: what the retriever found for the new message, best first (see
                 :class:`~agent.memory.conversation_retriever.ConversationRetriever`).
+            llm_summary: a model's summary of the session, carried last, when it fits (see
+                :attr:`ConversationContextPacket.llm_session_summary`).
         """
-        # Priority 1: what is still open is always carried; then what the state knows (jobs,
-        # facts, decisions, proposals, participants, topics, references) while priority 1 stays
-        # within ``state_share`` of the budget, so a long group chat's state cannot crowd out
-        # the turns.
-        used = sum(estimate_tokens(loop.text) for loop in state.open_loops)
-        used += sum(estimate_tokens(c.question) for c in state.pending_clarifications)
-        known_state = _fit_state(state, max(int(self.token_budget * self.state_share) - used, 0))
-        used += known_state.tokens
+        # The rendered text is at most token_budget * 4 characters: its lines cost one more.
+        room = _Room(self.token_budget * CHARS_PER_TOKEN + 1)
+        # The title is always there (the minimum budget leaves room for it and more).
+        room.used = _chars([_title(state.session_id, state.turn_count)])
+        # Priority 1: what is still open (the newest first if not all fits); then what the
+        # state knows (jobs, facts, decisions, proposals, participants, topics, references)
+        # while priority 1 stays within ``state_share`` of the budget, so a long group chat's
+        # state cannot crowd out the turns.
+        asked = _take(room, _CLARIFICATIONS, _clarification_line, state.pending_clarifications)
+        loops = _take(room, _LOOPS, _loop_line, state.open_loops)
+        share = int(self.token_budget * self.state_share) * CHARS_PER_TOKEN
+        known_state = _fit_state(state, loops, _Room(max(share - room.used, 0)))
+        room.used += known_state.chars
         # Priority 2: the last raw turns, newest first, as long as they fit.
         turns: list[ConversationTurn] = []
         newest = list(recent)[-self.recent_turns :] if self.recent_turns else []
         for turn in reversed(newest):
-            cost = _turn_tokens(turn)
-            if used + cost > self.token_budget:
+            if not room.take_line(_TURNS, "\n".join(_turn_lines(turn))):
                 break
-            used += cost
             turns.append(turn)
         turns.reverse()
         # Priority 3: retrieved items, best first; one that does not fit leaves room for the
         # next (first fit), and nothing already carried verbatim comes twice. A retrieved
-        # memory the chat's list has also goes into ``memories`` (what engines read), once.
+        # memory the chat's list has also goes into ``memories`` (what engines read, and what
+        # render_packet shows it as), once.
         known = {memory.memory_id: memory for memory in memories}
         carried = {f"turn:{turn.seq}" for turn in turns}
         chosen: list[RetrievedItem] = []
         kept: list[Memory] = []
         for item in retrieved:
-            cost = estimate_tokens(item.text)
-            if item.ref in carried or used + cost > self.token_budget:
+            if item.ref in carried:
                 continue
-            used += cost
+            memory = known.get(item.ref) if item.kind == "memory" else None
+            if memory is not None:
+                fits = room.take_line(_REMEMBERED, _memory_line(memory))
+            elif item.kind == "memory":
+                fits = room.take_line(_RELEVANT_MEMORIES, f"- {item.text}")
+            else:
+                fits = room.take_line(_EARLIER, item.text)
+            if not fits:
+                continue
             carried.add(item.ref)
             chosen.append(item)
-            if item.kind == "memory" and item.ref in known:
-                kept.append(known[item.ref])
+            if memory is not None:
+                kept.append(memory)
         # Then the chat's long-term memories not retrieved, most important first.
         for memory in memories:
             if memory.memory_id in carried:
                 continue
-            cost = estimate_tokens(f"{memory.key}: {memory.text}")
-            if used + cost > self.token_budget:
+            if not room.take_line(_REMEMBERED, _memory_line(memory)):
                 break
-            used += cost
             kept.append(memory)
         # Priority 4: the compressed lines of turns not yet in the rolling summary, newest
         # first. The buffer ends with the latest turn, so its last lines are the raw turns.
         unsummarized = state.summary_buffer[: max(len(state.summary_buffer) - len(turns), 0)]
         lines: list[str] = []
         for line in reversed(unsummarized):
-            cost = estimate_tokens(line)
-            if used + cost > self.token_budget:
+            if not room.take_line(_COMPRESSED, line):
                 break
-            used += cost
             lines.append(line)
         lines.reverse()
-        # Priority 5: the rolling summary, its newest lines first.
+        # Priority 5: the rolling summary, its newest lines first (blank lines left out).
         summary_lines: list[str] = []
         for line in reversed(state.rolling_summary.splitlines()):
-            cost = estimate_tokens(line)
-            if used + cost > self.token_budget:
+            if not line:
+                continue
+            if not room.take_line(_SUMMARY, line):
                 break
-            used += cost
             summary_lines.append(line)
         summary_lines.reverse()
+        # Last, a model's summary (not state: I6), whole or not at all.
+        if not (llm_summary and room.take_line(_LLM_SUMMARY, llm_summary)):
+            llm_summary = ""
         return ConversationContextPacket(
             conversation_id=state.session_id,
             session_status=state.status,
             recent_turns=tuple(turns),
             recent_turn_summaries=tuple(lines),
             rolling_session_summary="\n".join(summary_lines),
+            llm_session_summary=llm_summary,
             active_topics=known_state.topics,
             active_job_refs=known_state.jobs,
-            pending_clarifications=state.pending_clarifications,
-            open_loops=state.open_loops,
+            pending_clarifications=asked,
+            open_loops=loops,
             facts=known_state.facts,
             memories=tuple(kept),
             retrieved=tuple(chosen),
@@ -341,7 +451,7 @@ class ConversationContextBuilder:
             last_response_type=state.last_response_type,
             turn_count=state.turn_count,
             context_compiled_at=now,
-            token_estimate=used,
+            token_estimate=tokens_for_chars(room.used - 1),
         )
 
 
@@ -350,27 +460,30 @@ def _retrieved_lines(items: Sequence[RetrievedItem]) -> list[str]:
     lines: list[str] = []
     memories = [item for item in items if item.kind == "memory"]
     if memories:
-        lines.append("Relevant memories:")
+        lines.append(_RELEVANT_MEMORIES)
         lines.extend(f"- {item.text}" for item in memories)
     earlier = sorted(
         (item for item in items if item.kind != "memory"),
         key=lambda item: (item.seq or 0, item.kind != "summary", item.ref),
     )
     if earlier:
-        lines.append("Relevant earlier in this conversation:")
+        lines.append(_EARLIER)
         lines.extend(item.text for item in earlier)
     return lines
 
 
 def render_packet(packet: ConversationContextPacket) -> str:
-    """Render a packet as plain text: for a model's system prompt and for ``/memory``."""
-    parts: list[str] = [f"Conversation {packet.conversation_id} ({packet.turn_count} turns)"]
+    """Render a packet as plain text: for a model's system prompt and for ``/memory``.
+
+    A packet the builder made renders to a text whose estimate is its ``token_estimate``.
+    """
+    parts: list[str] = [_title(packet.conversation_id, packet.turn_count)]
     if packet.open_loops:
-        parts.append("Open loops:")
+        parts.append(_LOOPS)
         parts.extend(_loop_line(loop) for loop in packet.open_loops)
     if packet.pending_clarifications:
-        parts.append("Waiting for the user to answer:")
-        parts.extend(f"- {c.question}" for c in packet.pending_clarifications)
+        parts.append(_CLARIFICATIONS)
+        parts.extend(_clarification_line(c) for c in packet.pending_clarifications)
     parts.extend(
         _state_lines(
             topics=packet.active_topics,
@@ -382,30 +495,24 @@ def render_packet(packet: ConversationContextPacket) -> str:
             jobs=packet.active_job_refs,
         )
     )
-    if packet.facts:
-        parts.append("What the user told about themselves:")
-        parts.extend(f"- {fact.key}: {fact.value}" for fact in packet.facts)
+    parts.extend(_listed_lines("facts", packet.facts))
     if packet.memories:
-        parts.append("Remembered from earlier conversations:")
-        parts.extend(f"- {memory.key}: {memory.text}" for memory in packet.memories)
+        parts.append(_REMEMBERED)
+        parts.extend(_memory_line(memory) for memory in packet.memories)
     shown = {memory.memory_id for memory in packet.memories}
     parts.extend(_retrieved_lines([i for i in packet.retrieved if i.ref not in shown]))
-    if packet.active_job_refs:
-        parts.append("Scheduled jobs:")
-        parts.extend(f"- {ref.label or ref.job_id}" for ref in packet.active_job_refs)
+    parts.extend(_listed_lines("jobs", packet.active_job_refs))
     if packet.rolling_session_summary:
-        parts.append("Summary of earlier conversation:")
+        parts.append(_SUMMARY)
         parts.append(packet.rolling_session_summary)
     if packet.llm_session_summary:
-        parts.append("The same, as a model summarised it:")
+        parts.append(_LLM_SUMMARY)
         parts.append(packet.llm_session_summary)
     if packet.recent_turn_summaries:
-        parts.append("Recent turns, compressed:")
+        parts.append(_COMPRESSED)
         parts.extend(packet.recent_turn_summaries)
     if packet.recent_turns:
-        parts.append("Last turns, verbatim:")
+        parts.append(_TURNS)
         for turn in packet.recent_turns:
-            parts.append(f"{turn.speaker or 'user'}: {turn.user_text}")
-            if turn.assistant_text:
-                parts.append(f"assistant: {turn.assistant_text}")
+            parts.extend(_turn_lines(turn))
     return "\n".join(parts)

@@ -65,10 +65,10 @@ from agent.memory.conversation_store import (
     scoped_searches,
 )
 from agent.memory.memory_consolidator import DecayPolicy, decay_factor
+from agent.memory.memory_slots import render_memory
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
     ConversationTurn,
-    Memory,
     RetrievedItem,
     RetrievedKind,
     SessionState,
@@ -82,7 +82,6 @@ __all__ = [
     "RetrievalPolicy",
     "RetrievalWeights",
     "query_words",
-    "render_memory",
     "render_turn",
 ]
 
@@ -154,11 +153,6 @@ def render_turn(turn: ConversationTurn | TurnText) -> str:
     if turn.assistant_text:
         text += f"\n  bot: {turn.assistant_text}"
     return text
-
-
-def render_memory(memory: Memory) -> str:
-    """Return a memory as a packet shows it: ``key: text``."""
-    return f"{memory.key}: {memory.text}"
 
 
 @dataclass(frozen=True, slots=True)

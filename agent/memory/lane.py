@@ -51,6 +51,7 @@ from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolid
 from agent.memory.memory_slots import USER, attribute_of, fact_key
 from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
+    CheckpointTurn,
     ConversationCheckpointSnapshot,
     ConversationContextPacket,
     ConversationSession,
@@ -78,7 +79,6 @@ from agent.memory.writer import (
     write_summary_version,
 )
 from agent.utils import ids
-from agent.utils.tokens import estimate_tokens
 
 __all__ = [
     "MAX_NOTE_CHARS",
@@ -320,7 +320,7 @@ class ConversationLane:
 
         The PRD-014 start-up sequence: the state and last turns of each open session come from
         the database (through indexes: the cost does not depend on the history's length); a
-        checkpoint that is missing, unreadable, of another version, or not at the database's
+        checkpoint that is missing, unreadable, of an unknown version, or not at the database's
         turn is rewritten from the database with a warning (I5). Checkpoint files of sessions
         the database no longer has are deleted (an erasure a crash interrupted). Sessions are
         read a page at a time and all but the most recently active are held packed
@@ -806,22 +806,21 @@ class ConversationLane:
         )
 
     def _snapshot(
-        self, live: LiveSession, summary_delta: str | None = None
+        self, live: LiveSession, pending_summary_delta: str = ""
     ) -> ConversationCheckpointSnapshot:
         state = live.state
         return ConversationCheckpointSnapshot(
             session_id=state.session_id,
             chat_id=live.session.chat_id,
-            turn_count=state.turn_count,
             state=state,
-            recent_turns=tuple(live.recent),
-            summary_delta=state.last_summary_delta if summary_delta is None else summary_delta,
+            recent_turns=tuple(CheckpointTurn.of(turn) for turn in live.recent),
+            pending_summary_delta=pending_summary_delta,
             written_at=self._clock(),
         )
 
-    async def _save_checkpoint(self, live: LiveSession, summary_delta: str | None = None) -> None:
+    async def _save_checkpoint(self, live: LiveSession, pending_summary_delta: str = "") -> None:
         state = live.state
-        snapshot = self._snapshot(live, summary_delta)
+        snapshot = self._snapshot(live, pending_summary_delta)
         try:
             await self.checkpoints.write(snapshot)
         except CheckpointError as exc:
@@ -953,17 +952,18 @@ class ConversationLane:
         cleared = live.state.cleared_through
         # /clear: the turns up to it stay in the log, not in the packet (the state says where).
         recent = [turn for turn in live.recent if turn.seq > cleared]
-        packet = self.builder.build(
-            live.state, recent, now=self._clock(), memories=memories, retrieved=retrieved
-        )
-        if self.summary_worker is None:
-            return packet
         # The model's summary rides along, not in the state (I6), when the budget has room.
-        text = self.summary_worker.latest_text(live.session.session_id, after_seq=cleared)
-        tokens = packet.token_estimate + estimate_tokens(text)
-        if not text or tokens > self.builder.token_budget:
-            return packet
-        return packet.model_copy(update={"llm_session_summary": text, "token_estimate": tokens})
+        worker = self.summary_worker
+        session_id = live.session.session_id
+        llm_summary = "" if worker is None else worker.latest_text(session_id, after_seq=cleared)
+        return self.builder.build(
+            live.state,
+            recent,
+            now=self._clock(),
+            memories=memories,
+            retrieved=retrieved,
+            llm_summary=llm_summary,
+        )
 
     def now(self) -> datetime:
         """Return the current time by the lane's clock."""
@@ -1433,8 +1433,8 @@ class ConversationLane:
         """Finish the turns in flight, mark sessions ``shutdown_clean``, checkpoint, close.
 
         The PRD-014 stop sequence. Idempotent. The pending summary delta (the turns not yet
-        folded into the rolling summary) goes into each checkpoint's ``summary_delta``; the
-        state itself stays the fold of the turn log (I6).
+        folded into the rolling summary) goes into each checkpoint's
+        ``pending_summary_delta``; the state itself stays the fold of the turn log (I6).
         """
         if self._closed:
             return

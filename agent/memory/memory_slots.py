@@ -33,6 +33,7 @@ __all__ = [
     "fact_key",
     "in_second_person",
     "parse_key",
+    "render_memory",
     "role_and_name",
     "slot_of",
 ]
@@ -186,3 +187,17 @@ def describe_memory(memory: Memory) -> str:
     """Say a long-term memory to the user (as :func:`describe_fact`)."""
     key = fact_key(memory.subject, memory.attribute, memory.text)
     return describe_fact(Fact(key=key, value=memory.text, turn=0))
+
+
+def render_memory(memory: Memory) -> str:
+    """Return a memory as a packet shows it to a reply engine: ``location: Porto``,
+    ``sister Mia, location: Porto``; a superseded value says until when it held, an unconfirmed
+    one says so."""
+    attribute = memory.attribute.replace(":", " ")
+    about = attribute if memory.about_user else f"{memory.subject}, {attribute}"
+    line = f"{about}: {memory.text}"
+    if memory.valid_until is not None:
+        line += f" (until {memory.valid_until:%Y-%m-%d})"
+    if memory.status == "candidate":
+        line += " (unconfirmed)"
+    return line

@@ -17,6 +17,7 @@ __all__ = [
     "ARCHIVE_SCHEMA_VERSION",
     "CHECKPOINT_SCHEMA_VERSION",
     "ChatType",
+    "CheckpointTurn",
     "ConversationCheckpointSnapshot",
     "ConversationContextPacket",
     "ConversationSession",
@@ -57,8 +58,10 @@ __all__ = [
     "utc_now",
 ]
 
-#: Version of the checkpoint file format; a file of another version is rebuilt from the log.
-CHECKPOINT_SCHEMA_VERSION = 1
+#: Version of the checkpoint file format. Version 1 files are migrated when read
+#: (:meth:`~agent.memory.conversation_checkpoint.CheckpointWriter.parse`); a file of an unknown
+#: version is reported as such and rebuilt from the log.
+CHECKPOINT_SCHEMA_VERSION = 2
 #: Version of the session export format (``agent-memory export`` / ``import``).
 ARCHIVE_SCHEMA_VERSION = 1
 
@@ -408,12 +411,19 @@ class SessionState(_Value):
     rolling_summary: str = ""
     summary_buffer: tuple[str, ...] = Field(
         default=(),
-        description="Compressed lines of the turns not yet folded into the rolling summary.",
+        description=(
+            "One line per turn not yet folded into the rolling summary (its first sentence and"
+            " its answer's): the packet's compressed turns. Not derivable from summary_items."
+        ),
     )
     last_summary_delta: str = ""
     summary_items: tuple[SummaryItem, ...] = Field(
         default=(),
-        description="What the turns not yet folded said that the next summary delta may keep.",
+        description=(
+            "What the turns not yet folded said that the next summary delta may keep"
+            " (decisions, facts, open questions, key sentences, any sentence of a turn): not"
+            " derivable from summary_buffer."
+        ),
     )
     summary_version: int = Field(
         default=0, description="Folds so far: the version of the rolling summary in the chain."
@@ -526,21 +536,59 @@ class ConversationContextPacket(_Value):
     token_estimate: int = 0
 
 
+class CheckpointTurn(_Value):
+    """A turn as a checkpoint file holds it: what was said, not whether the reply reached Telegram.
+
+    The file is written when the turn is committed, before the reply is sent; the delivery
+    (status, reply message id, time) is recorded in the database afterwards. The file leaves
+    it out, so it never claims a delivery state the database does not have.
+    """
+
+    turn_id: str
+    session_id: str
+    seq: int = Field(ge=1)
+    user_text: str
+    assistant_text: str | None = None
+    intent: str | None = None
+    action_name: str | None = None
+    job_refs: tuple[JobRef, ...] = ()
+    created_at: datetime
+    bot_id: int = 0
+    update_id: int | None = None
+    user_id: int | None = None
+    speaker: str | None = None
+    message_id: int | None = None
+    control: SessionControl | None = None
+
+    @classmethod
+    def of(cls, turn: ConversationTurn) -> CheckpointTurn:
+        """Return ``turn`` without the fields its delivery sets (step 3, after the file)."""
+        return cls.model_validate(turn.model_dump(include=set(cls.model_fields)))
+
+
 class ConversationCheckpointSnapshot(_Value):
     """The full restorable state of one session, written as ``<session_id>.json``.
 
-    ``turn_count`` is the log position the snapshot reflects: a snapshot whose count is below
-    the database's is behind and is rebuilt at startup (I5).
+    Each thing is said once: the log position the snapshot reflects is ``state.turn_count``
+    (:attr:`turn_count`; a snapshot below the database's is behind and is rebuilt at startup,
+    I5), the last fold's delta is ``state.last_summary_delta``, and ``pending_summary_delta``
+    is what a fold of the turns not yet summarised would add (written at a clean shutdown,
+    empty otherwise; it is not state, I6). ``recent_turns`` carry no delivery state (see
+    :class:`CheckpointTurn`).
     """
 
     schema_version: int = CHECKPOINT_SCHEMA_VERSION
     session_id: str
     chat_id: int
-    turn_count: int
     state: SessionState
-    recent_turns: tuple[ConversationTurn, ...] = ()
-    summary_delta: str = ""
+    recent_turns: tuple[CheckpointTurn, ...] = ()
+    pending_summary_delta: str = ""
     written_at: datetime
+
+    @property
+    def turn_count(self) -> int:
+        """The turn of the log the snapshot reflects (the state's turn count)."""
+        return self.state.turn_count
 
 
 class SessionArchive(_Value):

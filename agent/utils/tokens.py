@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["CHARS_PER_TOKEN", "estimate_tokens"]
+__all__ = ["CHARS_PER_TOKEN", "estimate_tokens", "tokens_for_chars"]
 
 #: The usual rule of thumb for English text with GPT-style tokenisers.
 CHARS_PER_TOKEN = 4
 
 
+def tokens_for_chars(chars: int) -> int:
+    """Estimate the tokens of a text of ``chars`` characters: one per four, rounded up."""
+    return -(-max(chars, 0) // CHARS_PER_TOKEN)
+
+
 def estimate_tokens(text: str | None) -> int:
     """Estimate the tokens of ``text``: one per four characters, rounded up."""
-    if not text:
-        return 0
-    return -(-len(text) // CHARS_PER_TOKEN)
+    return tokens_for_chars(len(text)) if text else 0
