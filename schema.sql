@@ -554,7 +554,8 @@ ALTER TABLE conversation_turns ADD COLUMN control TEXT;
 -- agent/memory/dialogue_acts.py: 'unknown', 'reminder_unreadable', 'help') is not conversation:
 -- it is never retrieved. The turn index reads such a turn's assistant_text as NULL, so a search
 -- for a word of the help text ("hotel") finds only what people said; the user's own words of
--- that turn stay searchable. The view and the triggers of 0007 are replaced (the update trigger
+-- that turn stay searchable. A request to forget a long-term memory ('forget_memory',
+-- MEMORY_ERASURE_INTENTS) names what it erases: neither its words nor its reply are indexed. The view and the triggers of 0007 are replaced (the update trigger
 -- also follows a change of intent), and the index is rebuilt so that the replies indexed
 -- before are gone from it.
 DROP TRIGGER conversation_turns_fts_insert;
@@ -564,8 +565,9 @@ DROP TRIGGER conversation_turns_fts_merge_update;
 DROP VIEW conversation_turns_search;
 CREATE VIEW conversation_turns_search AS
     SELECT (s.rowid << 32) + t.seq AS search_rowid, t.session_id AS session_id,
-           t.speaker AS speaker, t.user_text AS user_text,
-           CASE WHEN t.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+           t.speaker AS speaker,
+           CASE WHEN t.intent = 'forget_memory' THEN NULL ELSE t.user_text END AS user_text,
+           CASE WHEN t.intent IN ('unknown', 'reminder_unreadable', 'help', 'forget_memory') THEN NULL
                 ELSE t.assistant_text END AS assistant_text
     FROM conversation_turns AS t JOIN conversation_sessions AS s USING (session_id);
 CREATE TRIGGER conversation_turns_fts_insert AFTER INSERT ON conversation_turns BEGIN
@@ -573,8 +575,9 @@ CREATE TRIGGER conversation_turns_fts_insert AFTER INSERT ON conversation_turns 
     VALUES (
         ((SELECT rowid FROM conversation_sessions WHERE session_id = new.session_id) << 32)
             + new.seq,
-        new.session_id, new.speaker, new.user_text,
-        CASE WHEN new.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+        new.session_id, new.speaker,
+        CASE WHEN new.intent = 'forget_memory' THEN NULL ELSE new.user_text END,
+        CASE WHEN new.intent IN ('unknown', 'reminder_unreadable', 'help', 'forget_memory') THEN NULL
              ELSE new.assistant_text END);
 END;
 CREATE TRIGGER conversation_turns_fts_delete AFTER DELETE ON conversation_turns BEGIN
@@ -584,8 +587,9 @@ CREATE TRIGGER conversation_turns_fts_delete AFTER DELETE ON conversation_turns 
         'delete',
         ((SELECT rowid FROM conversation_sessions WHERE session_id = old.session_id) << 32)
             + old.seq,
-        old.session_id, old.speaker, old.user_text,
-        CASE WHEN old.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+        old.session_id, old.speaker,
+        CASE WHEN old.intent = 'forget_memory' THEN NULL ELSE old.user_text END,
+        CASE WHEN old.intent IN ('unknown', 'reminder_unreadable', 'help', 'forget_memory') THEN NULL
              ELSE old.assistant_text END);
 END;
 CREATE TRIGGER conversation_turns_fts_update
@@ -597,15 +601,17 @@ CREATE TRIGGER conversation_turns_fts_update
         'delete',
         ((SELECT rowid FROM conversation_sessions WHERE session_id = old.session_id) << 32)
             + old.seq,
-        old.session_id, old.speaker, old.user_text,
-        CASE WHEN old.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+        old.session_id, old.speaker,
+        CASE WHEN old.intent = 'forget_memory' THEN NULL ELSE old.user_text END,
+        CASE WHEN old.intent IN ('unknown', 'reminder_unreadable', 'help', 'forget_memory') THEN NULL
              ELSE old.assistant_text END);
     INSERT INTO conversation_turns_fts (rowid, session_id, speaker, user_text, assistant_text)
     VALUES (
         ((SELECT rowid FROM conversation_sessions WHERE session_id = new.session_id) << 32)
             + new.seq,
-        new.session_id, new.speaker, new.user_text,
-        CASE WHEN new.intent IN ('unknown', 'reminder_unreadable', 'help') THEN NULL
+        new.session_id, new.speaker,
+        CASE WHEN new.intent = 'forget_memory' THEN NULL ELSE new.user_text END,
+        CASE WHEN new.intent IN ('unknown', 'reminder_unreadable', 'help', 'forget_memory') THEN NULL
              ELSE new.assistant_text END);
 END;
 CREATE TRIGGER conversation_turns_fts_merge_update

@@ -62,6 +62,7 @@ from agent.memory.fact_extraction import PEOPLE, PETS, extract_facts
 from agent.memory.memory_slots import (
     USER,
     describe_fact,
+    describe_memory,
     fact_key,
     in_second_person,
     parse_key,
@@ -228,6 +229,46 @@ _ASK_PAST: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
          r"|\bwhat (?:was|were) my (?P<attr2>[^\W\d_]+) before\b", ""),
     )
 )  # fmt: skip
+# "forget that my sister lives in Porto", "please forget my sister", "delete my birthday"
+_FORGET = re.compile(
+    r"^(?:@\w+[,:]?\s+)?(?:please\s+|(?:can|could|would) you(?: please)?\s+)?"
+    r"(?:forget|erase|delete|remove)\s+"
+    r"(?:(?:the fact )?that\s+|about\s+|what i (?:said|told you) about\s+)?(?P<what>.+?)"
+    r"[\s.!?]*$",
+    _F,
+)
+# What "forget ..." says that is no memory: a pronoun ("forget it": never mind), the list
+# (to-dos and reminders have their own words).
+_NOT_FORGETTABLE = re.compile(
+    r"(?:it|that|this|them|about it)|.*\b(?:list|to-?dos?|tasks?|reminders?)\b.*", _F
+)
+# "forget everything": more than one memory at a time is a command, with a confirmation.
+_FORGET_ALL = re.compile(
+    r"(?:everything|all|all of (?:it|this)|it all|this conversation|the conversation|our "
+    r"conversation|(?:everything|all) (?:about me|you know|i (?:said|told you)))",
+    _F,
+)
+_HOW_TO_FORGET = (
+    "To erase this whole conversation, send /forget (I'll ask first). To erase one thing I "
+    "remember, say “forget that …” or use /facts forget N."
+)
+# Words of a request to forget that name no memory, and words that name an attribute.
+_FORGET_FILLER = frozenset(
+    "my i i'm me the a an that about what where when who is are was were do does did i've of "
+    "to in at on you your please".split()
+)
+_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+_ATTRIBUTE_WORDS_OF = {
+    "live": "location", "lives": "location", "living": "location", "home": "location",
+    "address": "location", "work": "job workplace", "works": "job workplace",
+    "job": "job", "birthday": "birthday", "name": "name", "age": "age", "old": "age",
+    "plan": "plan", "plans": "plan", "like": "likes", "likes": "likes",
+}  # fmt: skip
+_FORGET_IN_GROUP = (
+    "I keep no long-term memory about anyone in a group, so there is nothing of that kind to "
+    "forget. /forget erases this group's conversation."
+)
+
 # Words for an attribute in a question about its history.
 _ATTRIBUTE_WORDS = {
     "home": "location", "address": "location", "city": "location", "place": "location",
@@ -307,6 +348,11 @@ class RuleBasedConcierge:
         text = normalize_text(message.text or "")
         if not text:
             return Reply(text=_NO_TEXT, intent="unknown")  # nothing to read: not understood
+        forget = _FORGET.match(text)
+        if forget is not None and _FORGET_ALL.fullmatch(forget.group("what")):
+            return Reply(text=_HOW_TO_FORGET, intent="forget_memory")
+        if forget is not None and not _NOT_FORGETTABLE.fullmatch(forget.group("what")):
+            return _forget(packet, message, forget.group("what"))
         seq = packet.turn_count + 1
         now = _utc(message.received_at)
         new_facts = extract_facts(text, turn=seq)
@@ -359,6 +405,75 @@ class RuleBasedConcierge:
             action_name=_action(reading.loops, jobs),
             job_refs=jobs,
         )
+
+
+def _forget(packet: ConversationContextPacket, message: InboundMessage, what: str) -> Reply:
+    """Erase what "forget that ..." names of the chat's current memories, and say what.
+
+    The memories are matched by what the words state (a fact: "my sister lives in Porto" is
+    the sister's home, if it is Porto), else by their words ("forget my sister", "forget where
+    I live"). Nothing is erased unless something matches; the reply says which it is.
+    """
+    if message.chat_type not in PERSONAL_CHAT_TYPES:
+        return Reply(text=_FORGET_IN_GROUP, intent="forget_memory")
+    current = [m for m in packet.memories if m.valid_until is None]
+    matched = _matching_memories(current, what)
+    if not matched:
+        said = _first_sentence(what, 80)
+        return Reply(
+            text=f"I don't remember anything like “{said}”, so I erased nothing. "
+            "/facts lists what I remember.",
+            intent="forget_memory",
+        )
+    erased = "; ".join(describe_memory(m) for m in matched)
+    return Reply(
+        text=f"Done, I've forgotten: {erased}.",
+        intent="forget_memory",
+        action_name="forget_memory",
+        forget_memories=tuple(m.memory_id for m in matched),
+    )
+
+
+def _matching_memories(memories: Sequence[Memory], what: str) -> list[Memory]:
+    stated = extract_facts(what, turn=0)
+    if stated:
+        wanted = [parse_key(f.key) for f in stated]
+        values = {f.value.casefold() for f in stated}
+        return [
+            m
+            for m in memories
+            if m.text.casefold() in values
+            and any(
+                w.attribute == m.attribute and _same_subject(w.subject, m.subject) for w in wanted
+            )
+        ]
+    words = [w for w in _WORDS.findall(what.casefold()) if w not in _FORGET_FILLER]
+    if not words:
+        return []
+
+    def words_of(memory: Memory) -> set[str]:
+        attributes = memory.attribute.replace(":", " ")
+        return set(_WORDS.findall(f"{memory.subject} {attributes} {memory.text}".casefold()))
+
+    found = []
+    for memory in memories:
+        kept = words_of(memory)
+        if all(
+            word in kept
+            or word.rstrip("s") in kept
+            or any(a in kept for a in _ATTRIBUTE_WORDS_OF.get(word, "").split())
+            for word in words
+        ):
+            found.append(memory)
+    return found
+
+
+def _same_subject(said: str, kept: str) -> bool:
+    # "my sister" is "sister Mia" when that is who the memory is about.
+    if said.casefold() == kept.casefold():
+        return True
+    role, _ = role_and_name(kept)
+    return said.casefold() == role.casefold()
 
 
 def _remembered(packet: ConversationContextPacket) -> tuple[Fact, ...]:
@@ -561,8 +676,10 @@ def _fact_acks(
         if fact.key != "name":
             previous = before.get(slot_of(fact.key))
             phrase = describe_fact(fact)
+            # "updated", not the old value: a reply that repeated it would keep it on file in
+            # this conversation after its own was erased.
             if previous is not None and previous.value.casefold() != fact.value.casefold():
-                phrase += f" (before: {in_second_person(previous.value)})"
+                phrase += " (updated)"
             noted.append(phrase)
         elif old_name is None:
             said.append(f"Nice to meet you, {fact.value}.")

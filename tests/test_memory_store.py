@@ -254,3 +254,27 @@ async def test_the_v2_migration_keeps_every_memory_of_version_1(db_path):
         assert [m.memory_id for m, _ in hits] == ["m2"]
         await db.write(lambda tx: tx.execute("DELETE FROM conversation_sessions"))
         assert await lane.facts(7) == []
+
+
+async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(lane):
+    """ "Forget that my sister lives in Porto" erases that memory at once (no confirmation
+    round) and names it; words that match nothing erase nothing and say so; the request
+    promotes nothing, moves no session state, and its words are never retrieved."""
+    chat = Chat(lane)
+    await chat.say("my sister Mia lives in Porto")
+    await chat.say("I have a cat called Miso")
+    await chat.say("I live in Berlin")
+    assert "erased nothing" in await chat.say("forget that my sister lives in Lisbon")
+    assert "Porto" in await chat.say("where does my sister live?")
+    reply = await chat.say("forget that my sister lives in Porto")
+    assert reply == "Done, I've forgotten: your sister Mia lives in Porto."
+    assert "Porto" not in await chat.say("where does my sister live?")
+    assert "Porto" not in {m.text for m in await lane.facts(CHAT, history=True)}
+    hits = await lane.db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'porto'")
+    assert hits == []
+    assert [item for item in await lane.recall(CHAT, "forget") if item.kind == "turn"] == []
+    assert "Miso" in await chat.say("forget my cat")
+    assert "Berlin" in await chat.say("please forget where I live")
+    assert await chat.current() == {"relative:sister mia": "sister Mia"}
+    assert "/forget" in await chat.say("forget everything")
+    assert await chat.current() == {"relative:sister mia": "sister Mia"}

@@ -768,3 +768,34 @@ def test_console_through_a_pipe_remembers_across_runs(launch, tmp_path):
     assert "Traceback" not in second.stderr
     sessions = db_rows(tmp_path / "memory.db", "SELECT count(*) FROM conversation_sessions")
     assert sessions == [(1,)]
+
+
+def test_forget_in_plain_words_in_a_private_chat_and_a_group(api, chats, polling_bot, tmp_path):
+    """In a private chat, "forget that ..." erases the matching long-term memory at once and
+    says what it erased; in a group, where nothing about a person is kept long-term, it says
+    so and erases nothing; /facts shows the result."""
+    private, group = 1201, -1202
+    bot = polling_bot()
+    chats.ask(private, "my sister Mia lives in Porto")
+    chats.ask(private, "I have a dog called Rex")
+    reply = chats.ask(private, "forget that my sister lives in Porto").text
+    assert reply == "Done, I've forgotten: your sister Mia lives in Porto."
+    facts = chats.ask(private, "/facts").text
+    assert "Porto" not in facts
+    assert "your dog is called Rex" in facts
+    rows = db_rows(
+        tmp_path / "memory.db", "SELECT text FROM memories WHERE chat_id = ?", (private,)
+    )
+    assert ("Porto",) not in rows
+
+    said = chats.ask(
+        group,
+        f"@{BOT_USERNAME} forget that my sister lives in Porto",
+        user_id=31,
+        first_name="Ada",
+        chat_type="group",
+        chat_title="Trip planning",
+    ).text
+    assert "no long-term memory" in said
+    assert "your dog is called Rex" in chats.ask(private, "/facts").text
+    bot.stop()

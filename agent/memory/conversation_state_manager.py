@@ -58,6 +58,7 @@ from agent.memory.conversation_summarizer import ExtractiveSummarizer, Summarize
 from agent.memory.deliberation import DeliberationTracker
 from agent.memory.dialogue_acts import (
     KEPT_OPEN_INTENTS,
+    MEMORY_ERASURE_INTENTS,
     NOT_UNDERSTOOD_INTENTS,
     bot_question,
     is_dismissal,
@@ -452,8 +453,9 @@ class ConversationStateManager:
             state = _carried(state, turn.control, turn.seq)
         summary = self.summarizer.fold(state, turn)
         seq = turn.seq
-        if turn.intent in NOT_UNDERSTOOD_INTENTS:
-            # The reply said it did not understand: nothing of the message acts.
+        if turn.intent in NOT_UNDERSTOOD_INTENTS or turn.intent in MEMORY_ERASURE_INTENTS:
+            # The reply said it did not understand, or the message asked to forget a long-term
+            # memory (it acts there, not on the session): nothing of the message acts here.
             still: SessionStatus = (
                 "awaiting_clarification" if state.pending_clarifications else "active"
             )

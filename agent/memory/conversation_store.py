@@ -20,7 +20,7 @@ import aiosqlite
 import orjson
 
 from agent.errors import StorageError
-from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS
+from agent.memory.dialogue_acts import MEMORY_ERASURE_INTENTS, UNRETRIEVED_REPLY_INTENTS
 from agent.memory.schemas import (
     ChatType,
     ConversationSession,
@@ -57,11 +57,14 @@ _SESSION_COLUMNS = (
 # Sessions read per page at hydration.
 _SESSION_PAGE = 256
 # What retrieval reads of a turn (a TurnText): no ids, no delivery columns, no JSON to parse.
-# Help and error replies are never retrieved (the turn index leaves them out too: migration
-# 0011): a retrieved turn carries them as no reply.
-_UNRETRIEVED_INTENTS = ", ".join(f"'{intent}'" for intent in sorted(HELP_OR_ERROR_INTENTS))
+# Help and error replies, and erasure requests, are never retrieved (the turn index leaves
+# them out too: migration 0013): a retrieved turn carries them as no reply, an erasure request
+# as no words either.
+_UNRETRIEVED_INTENTS = ", ".join(f"'{intent}'" for intent in sorted(UNRETRIEVED_REPLY_INTENTS))
+_ERASURE_INTENTS = ", ".join(f"'{intent}'" for intent in sorted(MEMORY_ERASURE_INTENTS))
 _TURN_TEXT_COLUMNS = (
-    "seq, speaker, created_at, user_text,"
+    f"seq, speaker, created_at,"
+    f" CASE WHEN intent IN ({_ERASURE_INTENTS}) THEN '' ELSE user_text END,"
     f" CASE WHEN intent IN ({_UNRETRIEVED_INTENTS}) THEN NULL ELSE assistant_text END,"
     " json_array_length(job_refs) > 0"
 )

@@ -49,7 +49,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS, KEPT_OPEN_INTENTS, bot_question
+from agent.memory.dialogue_acts import (
+    HELP_OR_ERROR_INTENTS,
+    KEPT_OPEN_INTENTS,
+    MEMORY_ERASURE_INTENTS,
+    UNRETRIEVED_REPLY_INTENTS,
+    bot_question,
+)
 from agent.memory.extraction import content_stems, split_clauses
 from agent.memory.fact_extraction import extract_facts
 from agent.memory.schemas import (
@@ -312,8 +318,11 @@ class ExtractiveSummarizer:
 
     def line(self, turn: ConversationTurn) -> str:
         """Return the one-line form of a turn, e.g. ``#7 Ada: I moved to Lisbon. -> Noted.``;
-        a help or error reply is left out (``#8 Ada: blorp``)."""
+        a help or error reply is left out (``#8 Ada: blorp``), and a request to forget a
+        memory keeps none of its words."""
         who = turn.speaker or "user"
+        if turn.intent in MEMORY_ERASURE_INTENTS:  # it names what was erased: not its words
+            return f"#{turn.seq} {who}: (asked me to forget something)"
         said = _first_sentence(turn.user_text, self.line_chars)
         if turn.assistant_text and turn.intent not in HELP_OR_ERROR_INTENTS:
             said += " -> " + _first_sentence(turn.assistant_text, self.line_chars // 2)
@@ -327,7 +336,7 @@ class ExtractiveSummarizer:
         (``KEPT_OPEN_INTENTS``) or one that asks back (the state's pending clarification). A
         turn answered with help or an error text offers nothing.
         """
-        if turn.intent in HELP_OR_ERROR_INTENTS:
+        if turn.intent in UNRETRIEVED_REPLY_INTENTS:
             return ()
         who = _who(turn)
         found: dict[SummaryItemKind, list[SummaryItem]] = {kind: [] for kind in _PRIORITY}

@@ -31,7 +31,9 @@ __all__ = [
     "CLARIFY_INTENTS",
     "HELP_OR_ERROR_INTENTS",
     "KEPT_OPEN_INTENTS",
+    "MEMORY_ERASURE_INTENTS",
     "NOT_UNDERSTOOD_INTENTS",
+    "UNRETRIEVED_REPLY_INTENTS",
     "DialogueActs",
     "bot_question",
     "is_dismissal",
@@ -52,6 +54,14 @@ NOT_UNDERSTOOD_INTENTS = frozenset({"unknown", "reminder_unreadable"})
 #: Reply intents whose text is help or an error message, not conversation: such a reply is
 #: never retrieved, summarised or promoted.
 HELP_OR_ERROR_INTENTS = NOT_UNDERSTOOD_INTENTS | {"help"}
+#: Reply intents of a request to forget a long-term memory ("forget that my sister lives in
+#: Porto"): the request acts on long-term memory only, so its turn moves no session state, and
+#: neither its words nor its reply (which names what was erased) are ever retrieved,
+#: summarised or promoted.
+MEMORY_ERASURE_INTENTS = frozenset({"forget_memory"})
+#: Reply intents whose reply is never retrieved or summarised: help and error texts, and the
+#: replies to erasure requests.
+UNRETRIEVED_REPLY_INTENTS = HELP_OR_ERROR_INTENTS | MEMORY_ERASURE_INTENTS
 #: Reply intents that say the bot could not answer the message's questions or do its requests
 #: and keeps them open (the state opens a ``question`` or ``request`` loop for each).
 KEPT_OPEN_INTENTS = frozenset({"kept_open"})

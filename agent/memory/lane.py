@@ -45,7 +45,7 @@ from agent.memory.conversation_store import (
     SqliteConversationStore,
     TurnEdit,
 )
-from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS
+from agent.memory.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.live_sessions import DEFAULT_RESIDENT, LiveSession, LiveSessions
 from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolidator
 from agent.memory.memory_slots import USER, attribute_of, fact_key
@@ -566,7 +566,8 @@ class ConversationLane:
             state = state.model_copy(update={"status": current.status})
         candidates = (
             memory_candidates(edited, self.promotion)
-            if session.chat_type in PERSONAL_CHAT_TYPES and turn.intent not in HELP_OR_ERROR_INTENTS
+            if session.chat_type in PERSONAL_CHAT_TYPES
+            and turn.intent not in UNRETRIEVED_REPLY_INTENTS
             else []
         )
         now = self._clock()
@@ -698,13 +699,17 @@ class ConversationLane:
         session = live.session
         # Long-term memory is per chat and read from private talk only: in a group, "my name
         # is" speaks for one member, not for the chat. A turn answered with help or an error
-        # text ("I didn't understand") promotes nothing: the reply said nothing was noted.
+        # text ("I didn't understand") promotes nothing: the reply said nothing was noted; nor
+        # does a request to forget ("forget that my sister lives in Porto"), which erases.
+        personal = session.chat_type in PERSONAL_CHAT_TYPES
         candidates = (
             memory_candidates(turn, self.promotion)
-            if session.chat_type in PERSONAL_CHAT_TYPES and turn.intent not in HELP_OR_ERROR_INTENTS
+            if personal and turn.intent not in UNRETRIEVED_REPLY_INTENTS
             else []
         )
+        forget = reply.forget_memories if personal else ()
         promoted: list[Memory] = []
+        erased: list[Memory] = []
         # Seed 003: a memory retrieved into the packet the engine answered with was accessed.
         accessed = [i.ref for i in packet.retrieved if i.kind == "memory"] if packet else []
 
@@ -741,6 +746,8 @@ class ConversationLane:
                     now=now,
                     policy=self.promotion,
                 )
+            if forget:  # erased at once, in the transaction of the turn that asked
+                erased[:] = await self._erase_memories(tx, session.chat_id, forget)
             if accessed:
                 await self.memory_store.touch(tx, accessed, now=now)
             return None
@@ -750,8 +757,10 @@ class ConversationLane:
             return TurnResult(turn=known, packet=None, duplicate=True)
         if is_new:
             self._sessions.add(live)
-        if promoted:  # what the turn superseded or added: read the chat's memories again
+        if promoted or erased:  # superseded, added or erased: read the chat's memories again
             await self._memories.load(self.db.reader, [session.chat_id])
+        if erased:
+            await self._truncate_wal()
         live.state = state
         live.recent.append(turn)
         await self._save_checkpoint(live)
@@ -1410,16 +1419,19 @@ class ConversationLane:
             The current memories erased (empty if none matched).
         """
 
-        async def erase(tx: Any) -> list[Memory]:
-            erased = await self.memory_store.forget(tx, chat_id, memory_ids)
-            if erased:
-                await self.retriever.purge(tx)
-            return erased
-
-        erased = await self.db.write(erase)
+        erased = await self.db.write(lambda tx: self._erase_memories(tx, chat_id, memory_ids))
         if erased:
             self._memories.drop(chat_id)
             await self._truncate_wal()
+        return erased
+
+    async def _erase_memories(
+        self, tx: Any, chat_id: int, memory_ids: Sequence[str]
+    ) -> list[Memory]:
+        # The rows, then the full-text indexes rewritten whole: no tombstone keeps the text.
+        erased = await self.memory_store.forget(tx, chat_id, memory_ids)
+        if erased:
+            await self.retriever.purge(tx)
         return erased
 
     def _forget_live(self, session_id: str) -> None:

@@ -174,12 +174,17 @@ class SessionControl(_Value):
 
 
 class Reply(_Value):
-    """What the reply engine answers: the text plus what the lane records on the turn."""
+    """What the reply engine answers: the text plus what the lane records on the turn.
+
+    ``forget_memories`` are ids of the chat's long-term memories the user asked to forget
+    ("forget that my sister lives in Porto"): the lane erases them in the turn's transaction.
+    """
 
     text: str | None = None
     intent: str | None = None
     action_name: str | None = None
     job_refs: tuple[JobRef, ...] = ()
+    forget_memories: tuple[str, ...] = ()
 
 
 class ConversationTurn(_Value):
