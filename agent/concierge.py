@@ -786,7 +786,11 @@ def _earlier(
         word = (match.group("attr") or match.group("attr2") or "").casefold()
         wanted = (_ATTRIBUTE_WORDS.get(word, word),)
     past = [m for m in _past(packet) if m.subject == USER and m.attribute in wanted]
-    now = [f for f in reading.facts if parse_key(f.key).name in wanted]
+    now = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).subject == USER and parse_key(f.key).name in wanted
+    ]
     if not past:
         if now:
             current = " ".join(_sentence(describe_fact(f)) for f in now)
@@ -815,7 +819,9 @@ def _about_you(facts: Sequence[Fact]) -> str:
             "I don't know anything about you yet. Tell me, for example, “my name is Ada” or "
             "“I live in Lisbon”."
         )
-    lines = [describe_fact(fact) for fact in facts]
+    # Yourself first, then the people and pets in your life.
+    ordered = sorted(facts, key=lambda f: parse_key(f.key).subject != USER)
+    lines = [describe_fact(fact) for fact in ordered]
     return "Here's what I know about you:\n" + "\n".join(f"• {_sentence(x)}" for x in lines)
 
 
