@@ -125,3 +125,53 @@ def test_sessions_resume_clear_and_save_across_restarts(launch):
     memory, save = replies(out)[1:3]
     assert "hiking" not in memory
     assert "(turn 4)" in save  # the message and the /clear of the second run
+
+
+def test_facts_remember_and_forget_in_plain_words_across_restarts(launch):
+    """Long-term memory in the terminal: what is noted stays across /new and a restart, a new
+    home keeps the old one as history, /remember keeps a note, "forget that ..." erases at once
+    and names what it erased, /facts forget N by number; the next run still agrees."""
+    out = run_console(
+        launch,
+        [
+            "my name is Ada",
+            "I live in Berlin",
+            "my sister Mia lives in Porto",
+            "I'm planning a trip to Lisbon in May",
+            "I'm also planning a dinner party on Friday",
+            "/new",
+            "I moved to Munich",
+        ],
+    )
+    assert "Noted: you live in Munich (updated)." in replies(out)
+    out = run_console(
+        launch,
+        [
+            "where did I live before?",
+            "what are my plans?",
+            "where does my sister live?",
+            "/remember the spare key is under the blue pot",
+            "forget that my sister lives in Porto",
+            "forget that my brother lives in Rome",
+            "/facts all",
+        ],
+    )
+    before, plans, sister, note, erased, nothing, listing = replies(out)[1:8]
+    assert "Berlin" in before
+    assert "Munich" in before
+    assert "Lisbon" in plans
+    assert "dinner party" in plans
+    assert "Porto" in sister
+    assert note == "I'll remember: the spare key is under the blue pot"
+    assert erased == "Done, I've forgotten: your sister Mia lives in Porto."
+    assert "erased nothing" in nothing
+    assert "was: you live in Berlin" in listing
+    assert "Porto" not in listing
+    number = next(x for x in listing.splitlines() if "dinner party" in x).split(".")[0]
+
+    out = run_console(launch, [f"/facts forget {number}", "what do you know about me?"])
+    forgotten, about = replies(out)[1:3]
+    assert "dinner party" in forgotten
+    assert "dinner party" not in about
+    for kept in ("Ada", "Munich", "Lisbon", "spare key"):
+        assert kept in about, kept
