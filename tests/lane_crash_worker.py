@@ -241,6 +241,7 @@ class Worker:
         self.text_bytes = args.text_bytes
         self.redeliver_rate = args.redeliver_rate
         self.new_session_rate = args.new_session_rate
+        self.resume_rate = args.resume_rate
         self.edit_rate = args.edit_rate
         self.remaining = args.count if args.count > 0 else None
         self.next_update = args.start_update
@@ -274,6 +275,9 @@ class Worker:
             elif self.rng.random() < self.new_session_rate:
                 await self.lane.new_session(chat_id)
                 continue
+            elif self.rng.random() < self.resume_rate:
+                await self._resume_earlier(chat_id)
+                continue
             elif self.rng.random() < self.edit_rate and (target := self._message_of(chat_id)):
                 update = Update(self.next_update, chat_id, 0, edit_of=target.update_id)
                 self.next_update += 1
@@ -294,6 +298,13 @@ class Worker:
                 await self.lane.mark_delivered(result.turn, reply_message_id(result.turn))
             if self.remaining is not None:
                 self.remaining -= 1
+
+    async def _resume_earlier(self, chat_id: int) -> None:
+        # /resume of a random earlier session of the chat (it takes the chat's open items).
+        current = self.lane.session_id_for_chat(chat_id)
+        earlier = [s for s in await self.lane.chat_sessions(chat_id) if s.session_id != current]
+        if earlier:
+            await self.lane.resume_session(chat_id, self.rng.choice(earlier).session_id)
 
     def _acknowledged(self, update: Update) -> None:
         if update.update_id not in self.acked_ids:
@@ -339,6 +350,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--redeliver-rate", type=float, default=0.08)
     parser.add_argument("--new-session-rate", type=float, default=0.04)
+    parser.add_argument("--resume-rate", type=float, default=0.02)
     parser.add_argument("--edit-rate", type=float, default=0.1)
     return parser.parse_args(argv)
 
