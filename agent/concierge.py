@@ -7,9 +7,14 @@ session as it stood before this message) and the message itself, with the messag
 
 What it understands (each reply names its ``intent``):
 
-- facts the user states ("my name is Ada", "I'm planning a trip to Lisbon in May"):
-  ``state_fact``; questions about them ("what's my name?"): ``ask_fact``; "what do you know
-  about me?": ``list_facts``;
+- facts the user states about themselves and the people and pets in their life ("my name is
+  Ada", "I'm planning a trip to Lisbon in May", "my sister Mia lives in Porto"):
+  ``state_fact``, saying "Noted" only for what long-term memory keeps for good (a hedge is
+  kept unconfirmed, and the reply says so); questions about them, their history and several
+  values ("what's my name?", "where did I live before?", "what are my plans?", "where does my
+  sister live?"): ``ask_fact``; "what do you know about me?": ``list_facts``;
+- "forget that my sister lives in Porto": ``forget_memory``, with the ids of the long-term
+  memories it names on the reply (the lane erases them in the turn's transaction);
 - to-dos ("remind me to book the hotel"): ``add_todo``; done ("I booked the hotel", "done 1"):
   ``close_todo``; "what is still open?": ``list_open``;
 - timed reminders ("remind me in 10 minutes to call mom"): ``set_reminder``, with a
@@ -25,8 +30,8 @@ What it understands (each reply names its ``intent``):
   pointer to /help. The state manager then changes nothing (it reads the turn's intent), so
   the bot never says it did not understand while acting on the message.
 
-Facts, to-dos and loops in the current message are not in the packet yet (the state manager
-records them from the committed turn), so the concierge reads the message with the same rules
+Facts, to-dos and loops in the current message are not in the packet yet (the lane records
+them from the committed turn), so the concierge reads the message with the same rules
 (:mod:`agent.memory.extraction`, and the state's loop rules on a preview of the turn) and
 answers from both. It never touches the database.
 """

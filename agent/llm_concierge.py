@@ -39,10 +39,11 @@ __all__ = ["DEFAULT_DELEGATE_INTENTS", "OpenAICompatConcierge"]
 
 logger = logging.getLogger(__name__)
 
-#: Intents the offline rules own: their replies carry side effects (jobs, open loops), or say
-#: that a reminder could not be set (a model must not claim it was).
+#: Intents the offline rules own: their replies carry side effects (jobs, open loops, the
+#: erasure of long-term memories), or say that a reminder could not be set (a model must not
+#: claim it was).
 DEFAULT_DELEGATE_INTENTS: frozenset[str] = frozenset(
-    {"set_reminder", "add_todo", "close_todo", "reminder_unreadable"}
+    {"set_reminder", "add_todo", "close_todo", "reminder_unreadable", "forget_memory"}
 )
 
 _INSTRUCTIONS = (

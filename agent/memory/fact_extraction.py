@@ -91,7 +91,7 @@ _HEDGE = re.compile(
     _F,
 )
 _CORRECTION = re.compile(
-    r"\b(?:actually|sorry|correction|i meant|i mean|oops|my mistake|my bad|scratch that"
+    r"\b(?:actually|correction|i meant|i mean|oops|my mistake|my bad|scratch that"
     r"|i misspoke|i was wrong)\b|^no\b",
     _F,
 )
