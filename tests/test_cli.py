@@ -617,3 +617,31 @@ def test_console_scripts_and_run_bot_start_the_right_programs(tmp_path):
     )  # fmt: skip
     assert bot_help.returncode == 0
     assert "--console" in bot_help.stdout
+
+
+def test_memories_lists_a_chats_long_term_memory_now_with_history_and_at_a_time(memory):
+    """`memories CHAT_ID` lists what the bot keeps about the chat's user (as /facts), --all
+    with superseded values, --at what was true at a time; a bad time is a usage error."""
+    listed = json.loads(ok(cli(memory, "memories", str(PRIVATE_CHAT), "--json")))
+    assert {(m["attribute"], m["text"]) for m in listed} == {
+        ("name", "Ada"),
+        ("plan", "a trip to Lisbon in May"),
+        ("likes", "jazz"),
+    }
+    assert all(m["valid_until"] is None for m in listed)
+    start = min(m["valid_from"] for m in listed)
+    assert (
+        json.loads(ok(cli(memory, "memories", str(PRIVATE_CHAT), "--at", "2000-01-01", "--json")))
+        == []
+    )
+    then = json.loads(ok(cli(memory, "memories", str(PRIVATE_CHAT), "--at", start, "--json")))
+    assert [m["text"] for m in then] == ["Ada"]
+    text = ok(cli(memory, "memories", str(PRIVATE_CHAT), "--all"))
+    assert "a trip to Lisbon in May" in text
+    assert (
+        ok(cli(memory, "memories", str(GROUP_CHAT)))
+        == f"chat {GROUP_CHAT} has no long-term memories\n"
+    )
+    bad = cli(memory, "memories", str(PRIVATE_CHAT), "--at", "yesterday")
+    assert bad.returncode == 2
+    assert "expected a time" in bad.stderr

@@ -278,3 +278,27 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
     assert "/forget" in await chat.say("forget everything")
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
+
+
+async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to_them(lane):
+    """ "I don't like jazz" ends "I like jazz" with a contradicts relation (one slot, the later
+    wins, the earlier is history); a fact about someone is related_to the memory naming them;
+    erasing the dislike's conversation brings the like back."""
+    chat = Chat(lane)
+    await chat.say("I like jazz")
+    await chat.command("new")
+    await chat.say("I don't like jazz")
+    await chat.say("my sister Mia lives in Porto")
+    current = {m.attribute: m for m in await lane.facts(CHAT)}
+    assert "likes" not in current
+    relations = {
+        (r["relation"], r["memory_id"], r["other_id"])
+        for r in await lane.db.fetchall("SELECT * FROM memory_relations")
+    }
+    history = await lane.facts(CHAT, history=True)
+    like = next(m for m in history if m.attribute == "likes")
+    assert ("contradicts", current["dislikes"].memory_id, like.memory_id) in relations
+    assert ("related_to", current["location"].memory_id, current["relative"].memory_id) in relations
+    assert "don't like jazz" in await chat.say("what do you know about me?")
+    await chat.forget_conversation()
+    assert {m.attribute for m in await lane.facts(CHAT)} == {"likes"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from agent.utils.ids import is_session_id
 
@@ -19,6 +20,7 @@ __all__ = [
     "SessionRef",
     "add_json",
     "add_session",
+    "moment",
     "positive",
     "session_ref",
 ]
@@ -105,6 +107,17 @@ def positive(text: str) -> int:
     if not text.isdecimal() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, not {text[:20]!r}")
     return int(text)
+
+
+def moment(text: str) -> datetime:
+    """Parse an ISO 8601 time (an argparse ``type``); one without a zone is UTC."""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a time such as 2026-03-01 or 2026-03-01T09:30, not {text[:30]!r}"
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
 def add_session(parser: argparse.ArgumentParser) -> None:

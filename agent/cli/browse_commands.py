@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any, get_args
 
-from agent.cli.arguments import Commands, add_json, add_session, positive
+from agent.cli.arguments import Commands, add_json, add_session, moment, positive
 from agent.cli.inspector import Inspector
 from agent.cli.render import Column, Output, ago, excerpt, timestamp
 from agent.memory import (
@@ -297,6 +297,24 @@ async def _recall(inspector: Inspector, args: argparse.Namespace, out: Output) -
     return 0
 
 
+async def _memories(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
+    lane = inspector.lane
+    if args.at is not None:
+        memories = await lane.facts_as_of(args.chat_id, args.at)
+    else:
+        memories = await lane.facts(args.chat_id, history=args.all)
+    if args.json:
+        out.json(memories)
+        return 0
+    if not memories:
+        when = f" at {timestamp(args.at)}" if args.at is not None else ""
+        out.line(f"chat {args.chat_id} has no long-term memories{when}")
+        return 0
+    _, columns, rows = _memory_section(memories)
+    out.table(columns, rows)
+    return 0
+
+
 def register(commands: Commands) -> None:
     """Add the reading commands to the program's subcommands."""
     sessions = commands.add(
@@ -340,6 +358,20 @@ def register(commands: Commands) -> None:
         "--grep", nargs="+", metavar="WORD", help="only turns containing every WORD (any case)"
     )
     add_json(history)
+
+    memories = commands.add(
+        "memories",
+        _memories,
+        summary="a chat's long-term memories, now, with history, or at a time",
+        description="List what the bot keeps about a chat's user (as /facts): kind, subject, "
+        "attribute, value, status and validity. --all adds the superseded values; --at shows "
+        "what was true at a time (ISO 8601, UTC unless it says otherwise).",
+    )
+    memories.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat")
+    when = memories.add_mutually_exclusive_group()
+    when.add_argument("--all", action="store_true", help="with the superseded values")
+    when.add_argument("--at", type=moment, metavar="TIME", help="what was true at TIME")
+    add_json(memories)
 
     recall = commands.add(
         "recall",
