@@ -442,7 +442,8 @@ def _table(results: Results, conversations: list[Conversation], seconds: float) 
         f" utterance); {no_evidence} questions left without evidence are not counted for"
         " evidence recall. The packet also carries the session state (topics, participants,"
         " summaries) within the same budget; the baselines carry turns only. Data: LoCoMo"
-        " (Maharana et al., ACL 2024), CC BY-NC 4.0, read from `../shared/data/`.",
+        " (Maharana et al., ACL 2024), CC BY-NC 4.0, read in place from a local copy (`--data`;"
+        " never shipped with the code: its licence is non-commercial).",
         "",
     ]
     return "\n".join(lines)

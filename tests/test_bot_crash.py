@@ -33,7 +33,7 @@ everything the fake saw sent.
 The random choices come from ``random.Random(seed)``; the seed is in every failure message and
 ``CRASH_SEED=<seed>`` replays the same choices (the timing of the kills still varies).
 ``CRASH_KILLS`` sets how many SIGKILLs must land on a running bot (default 20, for CI); the
-long run of the README's "Kill -9 torture" prints its figures with ``-s``::
+long run of docs/RELIABILITY.md's "Kill -9 torture" prints its figures with ``-s``::
 
     CRASH_KILLS=1000 python -m pytest -q -s -m crash tests/test_bot_crash.py -k torture
 """
