@@ -42,7 +42,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
 from agent.memory.conversation_state_manager import (
     GROUP_CHAT_TYPES,
@@ -87,7 +86,7 @@ from agent.memory.schemas import (
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
 
-__all__ = ["Concierge", "RuleBasedConcierge"]
+__all__ = ["RuleBasedConcierge"]
 
 # Telegram caps a message at 4096 characters; stay clear of it.
 _MAX_REPLY_CHARS = 4000
@@ -286,21 +285,6 @@ _SUMMARY_LINE = re.compile(
     r"#\d+ (?P<who>[^:\n\[]{1,80}?)(?: \[(?P<tag>[a-z ]{1,20})\])?: (?P<said>.*)"
 )
 _RECAP_VERBS = {"decision": " decided", "fact": " told me", "open question": " asked"}
-
-
-class Concierge(Protocol):
-    """**Protocol:** the engine that answers a message: rule-based, or a model.
-
-    Called by :meth:`agent.memory.ConversationLane.on_turn` (so by the Telegram adapter and the
-    terminal mode) once for every message that wants a reply, with the session's packet as it
-    stood *before* the message. The reply's text, intent, action name and job refs are recorded
-    on the turn. It sees the packet, never the database. Any
-    :class:`~agent.memory.ReplyEngine` is a ``Concierge`` and the other way round.
-    """
-
-    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
-        """Return the reply to ``message``; ``Reply(text=None)`` to stay silent."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,8 @@ from contextlib import AsyncExitStack
 from typing import TextIO
 
 from agent.commands import CommandCenter
-from agent.concierge import Concierge
 from agent.config import Settings
-from agent.memory import ConversationLane, InboundMessage, JobRef
+from agent.memory import ConversationLane, InboundMessage, JobRef, ReplyEngine
 from agent.reminders import AsyncioScheduler, Reminders
 from agent.runtime import open_concierge, open_lane
 
@@ -27,7 +26,7 @@ _PROMPT = "you> "
 
 
 class _Console:
-    def __init__(self, lane: ConversationLane, concierge: Concierge, output: TextIO) -> None:
+    def __init__(self, lane: ConversationLane, concierge: ReplyEngine, output: TextIO) -> None:
         self.lane = lane
         self.concierge = concierge
         self.commands = CommandCenter(lane)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from datetime import datetime
 
-from agent.concierge import Concierge, RuleBasedConcierge
+from agent.concierge import RuleBasedConcierge
 from agent.config import Settings
 from agent.db import Database
 from agent.memory import (
@@ -19,6 +19,7 @@ from agent.memory import (
     DecayPolicy,
     ExtractiveSummarizer,
     MemoryConsolidator,
+    ReplyEngine,
     RetrievalPolicy,
     RetrievalWeights,
     SqliteSummaryStore,
@@ -112,7 +113,7 @@ async def open_lane(
     )
 
 
-async def open_concierge(settings: Settings, stack: AsyncExitStack) -> Concierge:
+async def open_concierge(settings: Settings, stack: AsyncExitStack) -> ReplyEngine:
     """Return the reply engine the settings ask for; its clean-up goes on ``stack``.
 
     Without an LLM endpoint (the default) that is the offline :class:`RuleBasedConcierge`;

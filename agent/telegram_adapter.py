@@ -52,10 +52,9 @@ from telegram.ext import (
 from agent.bot_api_retry import retry_bot_api
 from agent.chat_dispatcher import ChatDispatcher
 from agent.commands import COMMANDS, CommandCenter, CommandReply
-from agent.concierge import Concierge
 from agent.failure_streak import FailureStreak
 from agent.logging_setup import bind
-from agent.memory import ConversationLane, ConversationTurn, JobRef
+from agent.memory import ConversationLane, ConversationTurn, JobRef, ReplyEngine
 from agent.memory.inbound_journal import InboundJournal, JournalEntry
 from agent.reminders import Reminders
 from agent.storage_backlog import APOLOGY, REFUSALS, StorageBacklog
@@ -121,7 +120,7 @@ class TelegramAdapter:
         self,
         application: Application,  # type: ignore[type-arg]
         lane: ConversationLane,
-        concierge: Concierge,
+        concierge: ReplyEngine,
         journal: InboundJournal,
         *,
         allowed_user_ids: frozenset[int] = frozenset(),

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import agent.concierge
-from agent.concierge import Concierge, RuleBasedConcierge
+from agent.concierge import RuleBasedConcierge
 from agent.memory import (
     ConversationContextBuilder,
     ConversationContextPacket,
@@ -118,12 +118,13 @@ def chat(db) -> Chat:
 # -- the protocol ----------------------------------------------------------------------------
 
 
-def test_concierge_protocol_has_the_reply_engine_signature():
-    """Concierge.reply is ReplyEngine.reply: either is accepted where the other is expected."""
-    assert inspect.signature(Concierge.reply) == inspect.signature(ReplyEngine.reply)
+def test_the_rule_based_concierge_is_a_reply_engine():
+    """There is one reply-engine protocol (ReplyEngine, the lane's); the offline concierge
+    implements it with the same signature."""
     assert inspect.iscoroutinefunction(RuleBasedConcierge.reply)
-    assert inspect.signature(RuleBasedConcierge.reply) == inspect.signature(Concierge.reply)
-    assert Concierge.__doc__.startswith("**Protocol:**")
+    assert inspect.signature(RuleBasedConcierge.reply) == inspect.signature(ReplyEngine.reply)
+    assert ReplyEngine.__doc__.startswith("**Protocol:**")
+    assert not hasattr(agent.concierge, "Concierge")
 
 
 def test_the_concierge_never_imports_the_database_or_telegram():

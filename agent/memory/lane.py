@@ -112,10 +112,12 @@ EditOutcome = Literal["edited", "unchanged", "unknown", "duplicate"]
 
 
 class ReplyEngine(Protocol):
-    """**Protocol:** the engine that answers a message (the concierge).
+    """**Protocol:** the engine that answers a message: the rule-based concierge, or a model.
 
-    Called by :meth:`ConversationLane.on_turn` once per turn that wants a reply, with the
-    session's packet as it stands *before* the turn. It must not touch the database.
+    Called by :meth:`ConversationLane.on_turn` (so by the Telegram adapter and the terminal
+    mode) once for every message that wants a reply, with the session's packet as it stood
+    *before* the message. The reply's text, intent, action name, job refs and the memories it
+    asks to forget are recorded with the turn. It sees the packet, never the database.
     """
 
     async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
