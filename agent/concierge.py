@@ -57,6 +57,7 @@ from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS, is_dismissal, read
 from agent.memory.extraction import (
     Clause,
     ReminderRequest,
+    content_stems,
     is_reminder_request,
     normalize_text,
     parse_reminder,
@@ -256,18 +257,20 @@ _HOW_TO_FORGET = (
     "To erase this whole conversation, send /forget (I'll ask first). To erase one thing I "
     "remember, say “forget that …” or use /facts forget N."
 )
-# Words of a request to forget that name no memory, and words that name an attribute.
-_FORGET_FILLER = frozenset(
-    "my i i'm me the a an that about what where when who is are was were do does did i've of "
-    "to in at on you your please".split()
-)
-_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-_ATTRIBUTE_WORDS_OF = {
-    "live": "location", "lives": "location", "living": "location", "home": "location",
-    "address": "location", "work": "job workplace", "works": "job workplace",
-    "job": "job", "birthday": "birthday", "name": "name", "age": "age", "old": "age",
-    "plan": "plan", "plans": "plan", "like": "likes", "likes": "likes",
-}  # fmt: skip
+# Words of a request to forget that name no memory, and words that name an attribute (as the
+# stems the loop rules read words with: one tokeniser, one stop-word list).
+_FORGET_FILLER = content_stems("where what about who when which how")
+_ATTRIBUTE_STEMS: dict[str, frozenset[str]] = {
+    stem: content_stems(attributes)
+    for words, attributes in (
+        ("live lives living home address", "location"),
+        ("work works job", "job workplace"),
+        ("plan plans", "plan"),
+        ("like likes", "likes"),
+        ("old", "age"),
+    )
+    for stem in content_stems(words)
+}
 _FORGET_IN_GROUP = (
     "I keep no long-term memory about anyone in a group, so there is nothing of that kind to "
     "forget. /forget erases this group's conversation."
@@ -436,21 +439,19 @@ def _matching_memories(memories: Sequence[Memory], what: str) -> list[Memory]:
                 w.attribute == m.attribute and _same_subject(w.subject, m.subject) for w in wanted
             )
         ]
-    words = [w for w in _WORDS.findall(what.casefold()) if w not in _FORGET_FILLER]
+    words = content_stems(what) - _FORGET_FILLER
     if not words:
         return []
 
-    def words_of(memory: Memory) -> set[str]:
+    def stems_of(memory: Memory) -> frozenset[str]:
         attributes = memory.attribute.replace(":", " ")
-        return set(_WORDS.findall(f"{memory.subject} {attributes} {memory.text}".casefold()))
+        return content_stems(f"{memory.subject} {attributes} {memory.text}")
 
     found = []
     for memory in memories:
-        kept = words_of(memory)
+        kept = stems_of(memory)
         if all(
-            word in kept
-            or word.rstrip("s") in kept
-            or any(a in kept for a in _ATTRIBUTE_WORDS_OF.get(word, "").split())
+            word in kept or bool(_ATTRIBUTE_STEMS.get(word, frozenset()) & kept)
             for word in words
         ):
             found.append(memory)
