@@ -447,7 +447,7 @@ class CommandCenter:
         if self.lane.session_id_for_chat(chat_id) != session_id:
             return CommandReply("That conversation is no longer current; nothing was erased.")
         jobs = self.lane.chat_jobs(chat_id)
-        await self.lane.forget_session(session_id)
+        await self.lane.forget_conversation(session_id)
         cancelled = (
             f"\nCancelled {_reminders(len(jobs))}:\n" + "\n".join(map(_job_line, jobs))
             if jobs

@@ -372,10 +372,8 @@ class TelegramAdapter:
             return
         chat_id = query.message.chat.id
         session_id = query.data[len(_FORGET_PREFIX) :]
-        if self.lane.session_id_for_chat(chat_id) == session_id:
-            # The journal first: the erasure then empties the write-ahead log of both at once.
-            # A stale or forged button erases neither.
-            await self.journal.forget_chat(chat_id)
+        # Erases the conversation and the chat's journal entries; a stale or forged button
+        # erases nothing.
         reply = await self.commands.confirm_forget(chat_id, session_id)
         await query.answer()
         await self._notify(chat_id, reply.text)

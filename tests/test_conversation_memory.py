@@ -33,8 +33,10 @@ from agent.memory import (
     ConversationTurn,
     ExtractiveSummarizer,
     HydrationReport,
+    InboundJournal,
     InboundMessage,
     JobRef,
+    JournalEntry,
     Reply,
     render_packet,
 )
@@ -673,6 +675,38 @@ async def test_new_session_closes_and_next_message_opens_a_new_one(db_path, chec
     async with running_lane(db_path, checkpoint_dir) as (lane, report):
         assert report.sessions == 1
         assert lane.session_id_for_chat(CHAT_A) == new.turn.session_id
+
+
+async def test_forget_conversation_erases_the_chats_journal_entries_of_every_bot(lane, engine):
+    """Erasing a chat's open conversation (/forget, agent-memory forget) erases its journal
+    entries first, whatever bot journaled them, except the never-tried ones (the request
+    itself); another chat's stay; a closed conversation leaves the journal as it is."""
+    await talk(lane, CHAT_A, 2, engine)
+    await talk(lane, CHAT_B, 1, engine)
+    for bot_id in (1, 2):
+        journal = InboundJournal(lane.db, bot_id)
+        await journal.record(
+            [
+                JournalEntry(update_id=10, chat_id=CHAT_A, payload='{"text": "secret"}'),
+                JournalEntry(update_id=11, chat_id=CHAT_B, payload='{"text": "other"}'),
+                JournalEntry(update_id=12, chat_id=CHAT_A, payload='{"text": "/forget"}'),
+            ]
+        )
+        await journal.mark_done(10)
+        await journal.mark_done(11)
+    sid_a = lane.session_id_for_chat(CHAT_A)
+    assert sid_a is not None
+
+    assert await lane.forget_conversation(sid_a) == 2
+
+    rows = await lane.db.fetchall("SELECT bot_id, update_id FROM inbound_updates ORDER BY 1, 2")
+    assert [tuple(r) for r in rows] == [(1, 11), (1, 12), (2, 11), (2, 12)]
+    assert await lane.store.get_session(lane.db.reader, sid_a) is None
+    assert await lane.forget_conversation(sid_a) is None
+    await lane.new_session(CHAT_B)
+    closed = await lane.store.list_sessions(lane.db.reader, limit=None, chat_id=CHAT_B)
+    assert await lane.forget_conversation(closed[0].session_id) == 0
+    assert len(await lane.db.fetchall("SELECT * FROM inbound_updates")) == 4
 
 
 async def test_forget_session_erases_rows_turns_and_checkpoint(lane, engine):

@@ -17,7 +17,6 @@ from datetime import timedelta
 from agent.cli.arguments import CommandError, Commands, add_json, add_session
 from agent.cli.inspector import Inspector
 from agent.cli.render import Column, Output, ago
-from agent.memory import InboundJournal
 
 __all__ = ["register"]
 
@@ -39,13 +38,8 @@ async def _forget(inspector: Inspector, args: argparse.Namespace, out: Output) -
     if not await _confirm(question, args):
         out.line("nothing erased")
         return 0
-    journal_entries = 0
-    if session.closed_at is None:
-        # As /forget of the chat's conversation: the chat's journal entries go too, first, so
-        # that the session's erasure (which ends by emptying the WAL) takes their text with it.
-        for bot_id in await InboundJournal.bots_of_chat(lane.db, session.chat_id):
-            journal_entries += await InboundJournal(lane.db, bot_id).forget_chat(session.chat_id)
-    await lane.forget_session(sid)
+    # As /forget of the chat's conversation: its journal entries go too when it is open.
+    journal_entries = await lane.forget_conversation(sid) or 0
     out.line(
         f"forgot session {sid} of chat {session.chat_id}: {session.turn_count} turns, their "
         f"summaries and memories, the checkpoint file and {journal_entries} journal entries"
