@@ -88,6 +88,72 @@ def test_memory_and_db_never_import_telegram_http_or_the_scheduler():
     assert {name: found for name, found in offending.items() if found} == {}
 
 
+def _full_imports(path: Path) -> set[str]:
+    """Dotted names of the modules a file imports (``from x.y import z`` gives ``x.y``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+# The transport: the only modules that speak Telegram (python-telegram-bot).
+_TRANSPORT = {
+    "agent/bot_api_retry.py",
+    "agent/bot_launcher.py",
+    "agent/reminders.py",
+    "agent/telegram_adapter.py",
+    "agent/telegram_bot.py",
+    "agent/telegram_payloads.py",
+    "agent/update_poller.py",
+    "agent/webhook_server.py",
+}
+# Reply engines: a packet in, a Reply out.
+_ENGINES = (
+    "agent/concierge.py",
+    "agent/llm_concierge.py",
+    "agent/llm_client.py",
+    "agent/llm_summarizer.py",
+)
+
+
+def test_only_the_transport_imports_telegram():
+    """python-telegram-bot is imported by the transport modules only: the memory, the
+    commands, the engines, the console and the CLI work without it."""
+    importers = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "agent").rglob("*.py")
+        if "telegram" in _imported_modules(path)
+    }
+    assert "agent/telegram_adapter.py" in importers  # the walker sees real imports
+    assert importers <= _TRANSPORT, sorted(importers - _TRANSPORT)
+
+
+def test_reply_engines_never_import_the_database_and_memory_never_the_transport():
+    """Reply engines see a packet, never the database (no agent.db, no SQLite, no store); the
+    memory lane never imports the transport, the commands or the console (they call it)."""
+    for engine in _ENGINES:
+        found = _full_imports(ROOT / engine)
+        reached = {
+            name
+            for name in found
+            if name.startswith("agent.db")
+            or name in {"sqlite3", "aiosqlite"}
+            or name.endswith("_store")
+        }
+        assert reached == set(), (engine, sorted(reached))
+    transport = {
+        "agent." + Path(name).stem
+        for name in _TRANSPORT | {"agent/commands.py", "agent/console.py"}
+    }
+    assert "agent.memory.schemas" in _full_imports(ROOT / "agent/memory/lane.py")  # it sees
+    for path in sorted((ROOT / "agent/memory").rglob("*.py")):
+        found = _full_imports(path)
+        assert not found & transport, (path.name, sorted(found & transport))
+
+
 _CHECK_INSTALLED = textwrap.dedent(
     """
     import asyncio, sys
