@@ -468,8 +468,14 @@ def _same_subject(said: str, kept: str) -> bool:
 
 def _remembered(packet: ConversationContextPacket) -> tuple[Fact, ...]:
     # The chat's current long-term memories, as the facts the rules read.
+    # An unconfirmed one (said with a hedge) is read as hedged: answers say so.
     return tuple(
-        Fact(key=fact_key(m.subject, m.attribute, m.text), value=m.text, turn=0)
+        Fact(
+            key=fact_key(m.subject, m.attribute, m.text),
+            value=m.text,
+            turn=0,
+            mode="hedged" if m.status == "candidate" else "stated",
+        )
         for m in packet.memories
         if m.valid_until is None
     )
@@ -727,7 +733,7 @@ def _question(
         found = [f for f in reading.facts if _key_matches(f.key, wanted)]
         if not found:
             return "ask_fact", f"You haven't told me {missing} yet."
-        return "ask_fact", " ".join(_sentence(describe_fact(f)) for f in found)
+        return "ask_fact", " ".join(_answer_line(f) for f in found)
     if _ASK_HELP.search(text):
         return "help", _HELP + _CAPABILITIES
     return None
@@ -811,8 +817,13 @@ def _about_you(facts: Sequence[Fact]) -> str:
         )
     # Yourself first, then the people and pets in your life.
     ordered = sorted(facts, key=lambda f: parse_key(f.key).subject != USER)
-    lines = [describe_fact(fact) for fact in ordered]
-    return "Here's what I know about you:\n" + "\n".join(f"• {_sentence(x)}" for x in lines)
+    return "Here's what I know about you:\n" + "\n".join(f"• {_answer_line(f)}" for f in ordered)
+
+
+def _answer_line(fact: Fact) -> str:
+    # A fact in an answer; an unconfirmed one says so.
+    said = describe_fact(fact)
+    return _sentence(said + " (unconfirmed)" if fact.mode == "hedged" else said)
 
 
 def _open_items(

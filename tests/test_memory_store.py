@@ -151,12 +151,14 @@ async def test_what_the_bot_says_it_noted_survives_new(lane):
     await chat.command("new")
     assert "ramen" in await chat.say("what's my favourite food?")
     assert "peanuts" in await chat.say("what am I allergic to?")
+    assert "You like opera (unconfirmed)." in await chat.say("what do I like?")
     listing = await chat.command("facts")
     line = next(x for x in listing.splitlines() if "opera" in x)
     assert "unconfirmed" in line
     number = line.split(".")[0]
     assert "Confirmed" in await chat.command("facts", f"confirm {number}")
     assert "unconfirmed" not in await chat.command("facts")
+    assert "You like opera." in await chat.say("what do I like?")
 
 
 async def test_facts_forget_erases_a_memory_its_history_and_index_rows(lane):

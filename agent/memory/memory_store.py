@@ -73,8 +73,8 @@ class MemoryStore(Protocol):
     async def current_for_chats(
         self, conn: Any, chat_ids: Sequence[int], *, per_chat: int, past: int
     ) -> dict[int, list[Memory]]:
-        """Return each chat's most important current active memories, then its ``past`` most
-        recently superseded ones."""
+        """Return each chat's most important current memories (active, then unconfirmed), then
+        its ``past`` most recently superseded ones."""
         ...
 
     async def listing(self, conn: Any, chat_id: int, *, history: bool) -> list[Memory]:
@@ -309,16 +309,19 @@ class SqliteMemoryStore:
     async def current_for_chats(
         self, conn: aiosqlite.Connection, chat_ids: Sequence[int], *, per_chat: int, past: int
     ) -> dict[int, list[Memory]]:
-        """Return each chat's most important current active memories, then its ``past`` most
-        recently superseded ones (one query; what the chat's packets carry)."""
+        """Return each chat's most important current memories (active ones first, then the
+        unconfirmed), then its ``past`` most recently superseded active ones (one query; what
+        the chat's packets carry)."""
         found: dict[int, list[Memory]] = {chat_id: [] for chat_id in chat_ids}
         if not chat_ids:
             return found
         rows = await conn.execute_fetchall(
             f"SELECT {_READ_COLUMNS} FROM (SELECT *, row_number() OVER ("
             "   PARTITION BY chat_id, valid_until IS NULL"
-            "   ORDER BY importance * decay DESC, valid_until DESC, updated_at DESC) AS rank"
-            "  FROM memories WHERE status = 'active'"
+            "   ORDER BY status != 'active', importance * decay DESC, valid_until DESC,"
+            "   updated_at DESC) AS rank"
+            "  FROM memories WHERE (status = 'active'"
+            f"   OR (status = 'candidate' AND {_CURRENT}))"
             "  AND chat_id IN (SELECT value FROM json_each(?)))"
             " WHERE rank <= CASE WHEN valid_until IS NULL THEN ? ELSE ? END"
             " ORDER BY chat_id, valid_until IS NOT NULL, rank",
