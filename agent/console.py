@@ -12,11 +12,11 @@ import sys
 from contextlib import AsyncExitStack
 from typing import TextIO
 
-from agent.commands import CommandCenter
+from agent.app.wiring import open_concierge, open_lane
+from agent.chat.commands import CommandCenter
+from agent.chat.reminders import AsyncioScheduler, Reminders
 from agent.config import Settings
 from agent.memory import ConversationLane, InboundMessage, JobRef, ReplyEngine
-from agent.reminders import AsyncioScheduler, Reminders
-from agent.runtime import open_concierge, open_lane
 
 __all__ = ["CONSOLE_CHAT_ID", "run_console"]
 

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agent.app.wiring import open_lane
 from agent.config import Settings
 from agent.memory import InboundMessage
-from agent.runtime import open_lane
 from bench.harness import lane_settings
 from bench.lane_cost import TrivialEngine, fill
 

@@ -39,6 +39,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from agent.app.wiring import open_lane
 from agent.config import Settings
 from agent.memory import (
     ConversationContextPacket,
@@ -51,7 +52,6 @@ from agent.memory import (
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.schemas import dump_json
 from agent.memory.writer import write_summary_version
-from agent.runtime import open_lane
 from agent.utils import ids
 from bench.benchmarks_file import write_section
 from bench.harness import ROOT, temporary_workdir

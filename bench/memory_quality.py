@@ -4,7 +4,7 @@ Run ``python bench/memory_quality.py [--quick]`` from the repository root. It re
 conversations from ``../shared/data/locomo-dev.json`` (CC BY-NC 4.0; read in place, never
 copied into this repository), and for each conversation:
 
-1. **Feeds it through the real turn path.** A lane is opened with ``agent.runtime.open_lane``
+1. **Feeds it through the real turn path.** A lane is opened with ``agent.app.wiring.open_lane``
    on a temporary SQLite file, and every utterance goes through ``ConversationLane.on_turn``.
    One LoCoMo sample is one session of one group chat: both speakers are group members whose
    utterances are user messages (speaker name and user id kept), and the bot listens without
@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks_file import write_section  # noqa: E402
 
+from agent.app.wiring import open_lane  # noqa: E402
 from agent.config import Settings, load_settings  # noqa: E402
 from agent.memory import (  # noqa: E402
     ConversationContextPacket,
@@ -65,7 +66,6 @@ from agent.memory import (  # noqa: E402
     render_packet,
     render_turn,
 )
-from agent.runtime import open_lane  # noqa: E402
 from agent.utils.tokens import estimate_tokens, tokens_for_chars  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"

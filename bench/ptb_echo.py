@@ -16,7 +16,7 @@ import os
 from telegram import ReplyParameters, Update
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
-from agent.telegram_bot import CONNECTION_POOL_SIZE
+from agent.telegram.bot import CONNECTION_POOL_SIZE
 
 
 async def _echo(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

@@ -3,7 +3,7 @@
 Run ``python bench/retrieval_cost.py [--sizes 100,1000,10000,100000]`` from the repository root.
 For each size it bulk-inserts that many turns into one session of a fresh SQLite file (through
 the store, in transactions of 5,000), plus 10,000 turns of another chat, opens a lane
-(``agent.runtime.open_lane``, default settings), and times ``ConversationLane.context(chat,
+(``agent.app.wiring.open_lane``, default settings), and times ``ConversationLane.context(chat,
 question)`` (retrieval and packet) for questions whose words occur throughout the history.
 
 The turn texts are LoCoMo utterances (``../shared/data/locomo-dev.json``, read in place; CC
@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT))
 from benchmarks_file import write_section  # noqa: E402
 from locomo_texts import DATA, FALLBACK_TEXTS, T0  # noqa: E402
 
+from agent.app.wiring import open_lane  # noqa: E402
 from agent.config import load_settings  # noqa: E402
 from agent.memory import ConversationTurn, SessionState, SqliteConversationStore  # noqa: E402
 from agent.memory.conversation_store import RECENT_TURNS, turn_search_sql  # noqa: E402
-from agent.runtime import open_lane  # noqa: E402
 from agent.utils import ids  # noqa: E402
 
 CHAT, OTHER_CHAT = 1, 2

@@ -1,7 +1,7 @@
 """The child program of the lane crash test (``tests/test_lane_crash.py``): turns, forever.
 
 It opens the memory lane the way production does (explicit :class:`agent.config.Settings`,
-:func:`agent.runtime.open_lane`, ``hydrate()``), then streams turns of several chats through
+:func:`agent.app.wiring.open_lane`, ``hydrate()``), then streams turns of several chats through
 :meth:`ConversationLane.on_turn` as fast as it can, until it is killed (or ``--count`` turns
 were acknowledged, then it shuts the lane down cleanly).
 
@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.app.wiring import open_lane
 from agent.config import Settings
 from agent.memory import (
     ConversationContextPacket,
@@ -51,7 +52,6 @@ from agent.memory import (
     JobRef,
     Reply,
 )
-from agent.runtime import open_lane
 
 # Small summary folds so that rolling summaries change often under the crash.
 SUMMARIZE_EVERY = 4

@@ -1,4 +1,4 @@
-"""Tests of agent/bot_api_retry.py: Telegram's retry rules, with a real ``telegram.Bot`` against
+"""Tests of agent/telegram/retry.py: Telegram's retry rules, with a real ``telegram.Bot`` against
 the fake Bot API over HTTP (the ``api`` and ``bot`` fixtures of conftest.py)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from telegram import Bot, Message
 from telegram.error import BadRequest, Forbidden, InvalidToken
 
-from agent.bot_api_retry import retry_bot_api
-from agent.failure_streak import FailureStreak
+from agent.telegram.retry import retry_bot_api
+from agent.utils.failure_streak import FailureStreak
 
 CHAT = 77
 LOGGER = "tests.bot_api_retry"

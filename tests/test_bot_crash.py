@@ -57,10 +57,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.app.wiring import open_lane
 from agent.config import Settings
 from agent.errors import CheckpointError
 from agent.memory import CheckpointWriter, ConversationLane
-from agent.runtime import open_lane
 from tests.bot_harness import POLL_TIMEOUT, is_reminder
 from tests.fake_bot_api import FakeBotApi, SentCall
 from tests.fake_llm_api import FakeLLMApi
@@ -110,10 +110,10 @@ FINAL_TIMEOUT = 60.0
 _HYDRATED = "agent.memory.lane: hydrated"
 _CONNECTED = "Application started"
 _UP = f"bot @{BOT_USERNAME} is up"
-_INTAKE_STOPPED = "agent.telegram_bot: shutting down"
+_INTAKE_STOPPED = "agent.telegram.bot: shutting down"
 _LANE_CLOSED = "memory lane shut down cleanly"
 _BATCH = "Getting updates:"
-_JOURNALED = "agent.update_poller: journaled"
+_JOURNALED = "agent.telegram.poller: journaled"
 _TEMP_GLOB = ".tmp-*"  # checkpoint temp files (CheckpointWriter writes, then renames them)
 
 _PRIVATE_TEXTS = (

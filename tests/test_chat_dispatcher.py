@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from agent.chat_dispatcher import ChatDispatcher
+from agent.chat.dispatcher import ChatDispatcher
 
 # Only a guard against hangs: every wait below ends as soon as its event happens.
 HANG = 10.0
@@ -100,7 +100,7 @@ async def test_a_failing_item_is_logged_and_its_chat_goes_on(
         handled.append((key, item))
 
     dispatcher: ChatDispatcher[str, int] = ChatDispatcher(handle)
-    with caplog.at_level(logging.ERROR, logger="agent.chat_dispatcher"):
+    with caplog.at_level(logging.ERROR, logger="agent.chat.dispatcher"):
         for item in range(3):
             dispatcher.submit("a", item)
         dispatcher.submit("b", 7)

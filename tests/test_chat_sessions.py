@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.concierge import RuleBasedConcierge
 from agent.db import Database
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.errors import SessionNotFound
 from agent.memory import (
     CheckpointAudit,

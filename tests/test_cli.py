@@ -1,9 +1,9 @@
 """Tests of the inspection CLI (issue 7): ``python -m agent`` run as a subprocess.
 
 Every test drives the real program (``sys.executable -m agent ...``) against a database and
-checkpoint directory that the real memory lane wrote (:func:`agent.runtime.open_lane`, the
-offline :class:`~agent.concierge.RuleBasedConcierge`), and checks what it prints and its exit
-code. Two tests run it beside another process: one holding the database's write lock, one
+checkpoint directory that the real memory lane wrote (:func:`agent.app.wiring.open_lane`, the
+offline :class:`~agent.engines.rule_based.RuleBasedConcierge`), and checks what it prints and its
+exit code. Two tests run it beside another process: one holding the database's write lock, one
 streaming turns through a real lane (``tests/lane_crash_worker.py``).
 """
 
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.concierge import RuleBasedConcierge
+from agent.app.wiring import open_lane
 from agent.config import Settings
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import CheckpointWriter, InboundMessage, SessionArchive
-from agent.runtime import open_lane
 from tests.lane_crash_worker import crash_settings, read_log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -598,7 +598,7 @@ def test_console_scripts_and_run_bot_start_the_right_programs(tmp_path):
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
         "scripts"
     ]
-    assert scripts == {"agent-bot": "agent.bot_launcher:main", "agent-memory": "agent.cli:main"}
+    assert scripts == {"agent-bot": "agent.app.launcher:main", "agent-memory": "agent.cli:main"}
     for target in scripts.values():
         module, _, name = target.partition(":")
         assert callable(getattr(import_module(module), name))

@@ -1,4 +1,4 @@
-"""Tests of agent/concierge.py: the offline concierge's rules and replies.
+"""Tests of agent/engines/rule_based.py: the offline concierge's rules and replies.
 
 Realistic packets are built the way the lane builds them (turns applied with
 ConversationStateManager, packets made by ConversationContextBuilder, what a personal chat says
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import agent.concierge
-from agent.concierge import RuleBasedConcierge
+import agent.engines.rule_based
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     ConversationContextBuilder,
     ConversationContextPacket,
@@ -35,7 +35,7 @@ from agent.memory import (
     memory_candidates,
     write_if_worthy,
 )
-from agent.memory.dialogue_acts import NOT_UNDERSTOOD_INTENTS
+from agent.memory.rules.dialogue_acts import NOT_UNDERSTOOD_INTENTS
 
 T0 = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2
@@ -124,12 +124,12 @@ def test_the_rule_based_concierge_is_a_reply_engine():
     assert inspect.iscoroutinefunction(RuleBasedConcierge.reply)
     assert inspect.signature(RuleBasedConcierge.reply) == inspect.signature(ReplyEngine.reply)
     assert ReplyEngine.__doc__.startswith("**Protocol:**")
-    assert not hasattr(agent.concierge, "Concierge")
+    assert not hasattr(agent.engines.rule_based, "Concierge")
 
 
 def test_the_concierge_never_imports_the_database_or_telegram():
     """The concierge sees a packet, never the database (DESIGN.md section 2)."""
-    tree = ast.parse(Path(agent.concierge.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(agent.engines.rule_based.__file__).read_text(encoding="utf-8"))
     imported = {
         node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
     } | {

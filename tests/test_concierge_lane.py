@@ -7,8 +7,8 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from agent.concierge import RuleBasedConcierge
 from agent.db import Database
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, TurnResult
 
 CHAT = 4242

@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 import pytest
 
+from agent.chat.erasure import forget_everywhere
+from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Database
 from agent.errors import ReplyEngineError
 from agent.memory import (
@@ -33,10 +35,8 @@ from agent.memory import (
     ConversationTurn,
     ExtractiveSummarizer,
     HydrationReport,
-    InboundJournal,
     InboundMessage,
     JobRef,
-    JournalEntry,
     Reply,
     render_packet,
 )
@@ -697,15 +697,15 @@ async def test_forget_conversation_erases_the_chats_journal_entries_of_every_bot
     sid_a = lane.session_id_for_chat(CHAT_A)
     assert sid_a is not None
 
-    assert await lane.forget_conversation(sid_a) == 2
+    assert await forget_everywhere(lane, lane.db, sid_a) == 2
 
     rows = await lane.db.fetchall("SELECT bot_id, update_id FROM inbound_updates ORDER BY 1, 2")
     assert [tuple(r) for r in rows] == [(1, 11), (1, 12), (2, 11), (2, 12)]
     assert await lane.store.get_session(lane.db.reader, sid_a) is None
-    assert await lane.forget_conversation(sid_a) is None
+    assert await forget_everywhere(lane, lane.db, sid_a) is None
     await lane.new_session(CHAT_B)
     closed = await lane.store.list_sessions(lane.db.reader, limit=None, chat_id=CHAT_B)
-    assert await lane.forget_conversation(closed[0].session_id) == 0
+    assert await forget_everywhere(lane, lane.db, closed[0].session_id) == 0
     assert len(await lane.db.fetchall("SELECT * FROM inbound_updates")) == 4
 
 

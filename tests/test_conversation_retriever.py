@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from agent.commands import CommandCenter
-from agent.concierge import RuleBasedConcierge
+from agent.chat.commands import CommandCenter
 from agent.db import Database, load_schema_text, parse_migrations
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     CheckpointWriter,
     ConversationContextBuilder,
@@ -43,7 +43,7 @@ from agent.memory import (
 )
 from agent.memory.conversation_retriever import SEARCH_INDEXES
 from agent.memory.conversation_store import turn_search_sql
-from agent.memory.dialogue_acts import HELP_OR_ERROR_INTENTS
+from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.utils import ids
 from tests.clock import T0, Clock
 from tests.hostile import every_table_text

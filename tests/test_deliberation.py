@@ -21,7 +21,7 @@ from agent.memory import (
     render_packet,
     split_clauses,
 )
-from agent.memory.deliberation import (
+from agent.memory.rules.deliberation import (
     MAX_CONTRIBUTIONS,
     MAX_DECISIONS,
     MAX_PARTICIPANTS,

@@ -25,10 +25,10 @@ from typing import Any, ClassVar
 
 import pytest
 
+from agent.chat.storage_backlog import APOLOGY
 from agent.db import Database
 from agent.errors import DatabaseUnwritable
 from agent.memory import CheckpointWriter, ConversationLane, InboundMessage
-from agent.storage_backlog import APOLOGY
 from tests.bot_harness import ANSWER_TIMEOUT, BotProcess, db_rows
 
 LANE_LOGGER = "agent.memory.lane"

@@ -1,4 +1,4 @@
-"""Tests of the rules that read one utterance (agent/memory/extraction.py, fact_extraction.py)
+"""Tests of the rules that read one utterance (agent/memory/rules/extraction.py, fact_extraction.py)
 and of how the state manager records what they read (facts, open loops; I6).
 
 All pure: no database, no clock (``now`` is passed in).
@@ -18,7 +18,7 @@ from agent.memory.conversation_state_manager import (
     merge_facts,
     update_open_loops,
 )
-from agent.memory.extraction import (
+from agent.memory.rules.extraction import (
     Closer,
     clean_value,
     content_stems,
@@ -30,7 +30,7 @@ from agent.memory.extraction import (
     parse_reminder,
     split_clauses,
 )
-from agent.memory.fact_extraction import extract_facts
+from agent.memory.rules.fact_extraction import extract_facts
 
 NOW = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

@@ -1,4 +1,4 @@
-"""Tests of agent/failure_streak.py: an outage of any length is two lines above DEBUG."""
+"""Tests of agent/utils/failure_streak.py: an outage of any length is two lines above DEBUG."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from agent.failure_streak import FailureStreak
+from agent.utils.failure_streak import FailureStreak
 
 LOGGER = "tests.failure_streak"
 

@@ -22,9 +22,10 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from agent.commands import COMMANDS, CommandCenter
-from agent.concierge import RuleBasedConcierge
+from agent.chat.commands import COMMANDS, CommandCenter
+from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Database
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     CheckpointTurn,
     CheckpointWriter,
@@ -32,9 +33,7 @@ from agent.memory import (
     ConversationLane,
     ConversationStateManager,
     ExtractiveSummarizer,
-    InboundJournal,
     InboundMessage,
-    JournalEntry,
     Reply,
     TurnResult,
     render_packet,

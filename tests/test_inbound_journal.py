@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Database
-from agent.memory.inbound_journal import InboundJournal, JournalEntry
 from tests.clock import T0, Clock
 
 BOT = 777

@@ -33,9 +33,9 @@ from typing import Any
 
 import pytest
 
+from agent.app.wiring import open_lane
 from agent.errors import CheckpointError
 from agent.memory import CheckpointWriter, ConversationLane, ConversationTurn, SessionState
-from agent.runtime import open_lane
 from tests.lane_crash_worker import (
     REPLY_MESSAGE_BASE,
     Update,

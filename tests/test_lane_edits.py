@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.concierge import RuleBasedConcierge
 from agent.db import Database
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     CheckpointAudit,
     CheckpointWriter,

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent.llm_concierge import OpenAICompatConcierge
+from agent.engines.llm import OpenAICompatConcierge
 from agent.memory import (
     ConversationContextBuilder,
     ConversationContextPacket,
@@ -26,7 +26,7 @@ from tests.fake_llm_api import Answer, FakeLLMApi, completion
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 API_KEY = "sk-test-secret-4242"
-LOGGER = "agent.llm_concierge"
+LOGGER = "agent.engines.llm"
 
 
 class FixedEngine:

@@ -3,7 +3,7 @@
 :class:`~tests.fake_llm_api.FakeLLMApi` serves chat completions over real HTTP and answers the
 messages that name someone with a fault: it hangs (never answers in time), answers 500, or
 drops the connection. The tests drive a real :class:`~agent.memory.ConversationLane` with the
-:class:`~agent.llm_concierge.OpenAICompatConcierge` the settings build, and the real bot
+:class:`~agent.engines.llm.OpenAICompatConcierge` the settings build, and the real bot
 (``run_bot.py`` in a subprocess) against the fake Bot API. The unit rules of the concierge
 (retries, ``Retry-After``, malformed answers) are in ``test_llm_concierge.py``.
 """
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.app.wiring import open_concierge
 from agent.config import Settings
-from agent.llm_concierge import OpenAICompatConcierge
+from agent.engines.llm import OpenAICompatConcierge
 from agent.memory import ConversationLane, InboundMessage
-from agent.runtime import open_concierge
 from tests.bot_harness import ANSWER_TIMEOUT, db_rows
 from tests.fake_llm_api import Answer, FakeLLMApi
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent.engines.llm_summarizer import OpenAICompatSummarizer
 from agent.errors import SummarizerError
-from agent.llm_summarizer import OpenAICompatSummarizer
 from agent.memory import ConversationTurn, SummaryRequest
 from tests.fake_llm_api import Answer, FakeLLMApi, completion
 

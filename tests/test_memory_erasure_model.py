@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from agent.commands import CommandCenter
-from agent.concierge import RuleBasedConcierge
+from agent.chat.commands import CommandCenter
 from agent.db import Database
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, fact_key, slot_of
 from tests.hostile import every_table_text, files_containing
 

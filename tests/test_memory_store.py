@@ -7,9 +7,9 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from agent.commands import CommandCenter
-from agent.concierge import RuleBasedConcierge
+from agent.chat.commands import CommandCenter
 from agent.db import Database, load_schema_text, parse_migrations
+from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import CheckpointWriter, ConversationLane, InboundMessage
 
 CHAT = 77

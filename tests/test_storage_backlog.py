@@ -1,4 +1,4 @@
-"""Tests of agent/storage_backlog.py: what waits while the database refuses writes.
+"""Tests of agent/chat/storage_backlog.py: what waits while the database refuses writes.
 
 A real journal in a real SQLite file; the database refuses writes through SQLite's own page
 limit (see :func:`tests.test_disk_faults.let_the_file_grow`).
@@ -6,9 +6,9 @@ limit (see :func:`tests.test_disk_faults.let_the_file_grow`).
 
 from __future__ import annotations
 
+from agent.chat.inbound_journal import InboundJournal, JournalEntry
+from agent.chat.storage_backlog import StorageBacklog
 from agent.db import Database
-from agent.memory.inbound_journal import InboundJournal, JournalEntry
-from agent.storage_backlog import StorageBacklog
 from tests.test_disk_faults import BIG, let_the_file_grow
 
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from agent.app.wiring import open_lane as runtime_lane
 from agent.config import Settings
 from agent.db import Database
+from agent.engines.llm_summarizer import OpenAICompatSummarizer
 from agent.errors import StorageError
-from agent.llm_summarizer import OpenAICompatSummarizer
 from agent.memory import (
     CheckpointWriter,
     ConversationContextBuilder,
@@ -39,7 +40,6 @@ from agent.memory import (
     write_conversation_turn,
     write_summary_version,
 )
-from agent.runtime import open_lane as runtime_lane
 from tests.fake_llm_api import Answer, FakeLLMApi, completion
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

@@ -18,9 +18,9 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Time
 from telegram.request import BaseRequest, RequestData
 from telegram.warnings import PTBDeprecationWarning
 
-from agent.memory.inbound_journal import JournalEntry
+from agent.chat.inbound_journal import JournalEntry
 from agent.memory.schemas import InboundMessage
-from agent.telegram_payloads import (
+from agent.telegram.payloads import (
     MAX_MESSAGE_CHARS,
     chat_key,
     describe,

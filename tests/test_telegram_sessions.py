@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from agent.commands import COMMANDS
+from agent.chat.commands import COMMANDS
 from tests.bot_harness import BOT_USERNAME, db_rows
 
 

@@ -17,9 +17,9 @@ import pytest
 from telegram import Bot
 from telegram.error import InvalidToken
 
+from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Database
-from agent.memory.inbound_journal import InboundJournal, JournalEntry
-from agent.update_poller import UpdatePoller
+from agent.telegram.poller import UpdatePoller
 from tests.fake_bot_api import ApiError, FakeBotApi
 
 TOKEN = "123456:ABC-fake"  # noqa: S105 - the fake's test token

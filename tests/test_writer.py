@@ -147,7 +147,7 @@ async def test_deleting_a_session_removes_memories_only_it_stated(db):
 
 async def test_new_session_keeps_long_term_facts_and_forget_removes_them(lane):
     """/new keeps what the user told about themselves; /forget of its only session erases it."""
-    from agent.concierge import RuleBasedConcierge
+    from agent.engines.rule_based import RuleBasedConcierge
 
     concierge = RuleBasedConcierge()
     first = await lane.on_turn(InboundMessage(chat_id=5, text="my name is Ada"), concierge)
@@ -164,7 +164,7 @@ async def test_new_session_keeps_long_term_facts_and_forget_removes_them(lane):
 
 async def test_group_talk_promotes_nothing(lane):
     """In a group, "my name is" speaks for one member: nothing goes to the chat's memory."""
-    from agent.concierge import RuleBasedConcierge
+    from agent.engines.rule_based import RuleBasedConcierge
 
     message = InboundMessage(chat_id=-7, chat_type="group", text="my name is Bob", user_id=3)
     await lane.on_turn(message, RuleBasedConcierge())

@@ -14,6 +14,7 @@ import asyncio
 import sys
 from datetime import timedelta
 
+from agent.chat.erasure import forget_everywhere
 from agent.cli.arguments import CommandError, Commands, add_json, add_session
 from agent.cli.inspector import Inspector
 from agent.cli.render import Column, Output, ago
@@ -39,7 +40,7 @@ async def _forget(inspector: Inspector, args: argparse.Namespace, out: Output) -
         out.line("nothing erased")
         return 0
     # As /forget of the chat's conversation: its journal entries go too when it is open.
-    journal_entries = await lane.forget_conversation(sid) or 0
+    journal_entries = await forget_everywhere(lane, lane.db, sid) or 0
     out.line(
         f"forgot session {sid} of chat {session.chat_id}: {session.turn_count} turns, their "
         f"summaries and memories, the checkpoint file and {journal_entries} journal entries"

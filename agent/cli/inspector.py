@@ -1,7 +1,7 @@
 """The memory a command inspects: the bot's database and checkpoints, opened as the bot does.
 
 :class:`Inspector` builds the memory lane from the bot's own settings
-(:func:`agent.runtime.open_lane`: same database, checkpoint directory, summary and retrieval
+(:func:`agent.app.wiring.open_lane`: same database, checkpoint directory, summary and retrieval
 settings) but never hydrates it or shuts it down: both write (session statuses, checkpoint
 files) and belong to the bot. Reads go through the database's read-only connections (the
 reader, and the searcher for retrieval), which in WAL mode never wait for a running bot;
@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Self
 
+from agent.app.wiring import open_lane
 from agent.cli.arguments import SessionRef
 from agent.cli.render import Output
 from agent.config import Settings
@@ -35,7 +36,6 @@ from agent.memory import (
     ConversationTurn,
     RetrievedItem,
 )
-from agent.runtime import open_lane
 
 __all__ = ["Handler", "Inspector"]
 

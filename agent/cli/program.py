@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from agent import __version__
+from agent.app.logging_setup import configure_logging
 from agent.cli import (
     browse_commands,
     checkpoint_commands,
@@ -29,7 +30,6 @@ from agent.cli.inspector import Handler, Inspector
 from agent.cli.render import Output
 from agent.config import Settings, load_settings
 from agent.errors import AgentError
-from agent.logging_setup import configure_logging
 
 __all__ = ["EXIT_ERROR", "build_parser", "main"]
 

@@ -4,13 +4,6 @@ Nothing in this package imports Telegram, HTTP clients or the scheduler: the ada
 never the other way round (DESIGN.md section 2).
 """
 
-from agent.memory.chat_memories import ChatMemories
-from agent.memory.checkpoint_audit import (
-    CheckpointAudit,
-    CheckpointCheck,
-    CheckpointVerdict,
-    session_snapshot,
-)
 from agent.memory.conversation_checkpoint import (
     CheckpointWriter,
 )
@@ -47,12 +40,62 @@ from agent.memory.conversation_summarizer import (
     Summarizer,
     SummaryFold,
 )
-from agent.memory.deliberation import (
+from agent.memory.lane import (
+    ChatSession,
+    ConversationLane,
+    EditOutcome,
+    HydrationReport,
+    ReplyEngine,
+    SaveReport,
+    SessionSwitch,
+    TurnResult,
+)
+from agent.memory.live_sessions import LiveSession, LiveSessions
+from agent.memory.longterm.chat_memories import ChatMemories
+from agent.memory.longterm.memory_consolidator import (
+    ConsolidationReport,
+    DecayPolicy,
+    MemoryConsolidator,
+    decay_factor,
+)
+from agent.memory.longterm.memory_slots import (
+    KeyParts,
+    SlotRule,
+    attribute_of,
+    describe_fact,
+    describe_memory,
+    fact_key,
+    in_second_person,
+    parse_key,
+    render_memory,
+    role_and_name,
+    slot_of,
+)
+from agent.memory.longterm.memory_store import (
+    MemoryStore,
+    SqliteMemoryStore,
+)
+from agent.memory.ops.checkpoint_audit import (
+    CheckpointAudit,
+    CheckpointCheck,
+    CheckpointVerdict,
+    session_snapshot,
+)
+from agent.memory.ops.memory_statistics import (
+    MemoryStatistics,
+    read_statistics,
+)
+from agent.memory.ops.session_archive import (
+    export_session,
+    import_session,
+    parse_archive,
+)
+from agent.memory.rules.deliberation import (
     DeliberationTracker,
     DeliberationUpdate,
     is_deliberation_move,
 )
-from agent.memory.dialogue_acts import (
+from agent.memory.rules.dialogue_acts import (
     DialogueActs,
     bot_question,
     is_dismissal,
@@ -60,10 +103,10 @@ from agent.memory.dialogue_acts import (
     question_stems,
     read_acts,
 )
-from agent.memory.entity_resolution import (
+from agent.memory.rules.entity_resolution import (
     resolve_entities,
 )
-from agent.memory.extraction import (
+from agent.memory.rules.extraction import (
     Clause,
     Closer,
     ReminderRequest,
@@ -77,50 +120,12 @@ from agent.memory.extraction import (
     parse_reminder,
     split_clauses,
 )
-from agent.memory.fact_extraction import (
+from agent.memory.rules.fact_extraction import (
     extract_facts,
 )
-from agent.memory.inbound_journal import (
-    InboundJournal,
-    JournalEntry,
-)
-from agent.memory.lane import (
-    ChatSession,
-    ConversationLane,
-    EditOutcome,
-    HydrationReport,
-    ReplyEngine,
-    SaveReport,
-    SessionSwitch,
-    TurnResult,
-)
-from agent.memory.live_sessions import LiveSession, LiveSessions
-from agent.memory.memory_consolidator import (
-    ConsolidationReport,
-    DecayPolicy,
-    MemoryConsolidator,
-    decay_factor,
-)
-from agent.memory.memory_slots import (
-    KeyParts,
-    SlotRule,
-    attribute_of,
-    describe_fact,
-    describe_memory,
-    fact_key,
-    in_second_person,
-    parse_key,
-    render_memory,
-    role_and_name,
-    slot_of,
-)
-from agent.memory.memory_statistics import (
-    MemoryStatistics,
-    read_statistics,
-)
-from agent.memory.memory_store import (
-    MemoryStore,
-    SqliteMemoryStore,
+from agent.memory.rules.topic_tracker import (
+    TopicTracker,
+    key_phrases,
 )
 from agent.memory.schemas import (
     ARCHIVE_SCHEMA_VERSION,
@@ -165,11 +170,6 @@ from agent.memory.schemas import (
     dump_json,
     utc_now,
 )
-from agent.memory.session_archive import (
-    export_session,
-    import_session,
-    parse_archive,
-)
 from agent.memory.summary_store import (
     SqliteSummaryStore,
     SummaryStore,
@@ -178,10 +178,6 @@ from agent.memory.summary_worker import (
     ModelSummarizer,
     SummaryRequest,
     SummaryWorker,
-)
-from agent.memory.topic_tracker import (
-    TopicTracker,
-    key_phrases,
 )
 from agent.memory.word_frequencies import WordFrequencies
 from agent.memory.writer import (
@@ -224,11 +220,9 @@ __all__ = [
     "ExtractiveSummarizer",
     "Fact",
     "HydrationReport",
-    "InboundJournal",
     "InboundMessage",
     "JobRef",
     "JobStatus",
-    "JournalEntry",
     "KeyParts",
     "LiveSession",
     "LiveSessions",

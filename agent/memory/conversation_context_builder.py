@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from agent.memory.memory_slots import render_memory
+from agent.memory.longterm.memory_slots import render_memory
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationTurn,

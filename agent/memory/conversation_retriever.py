@@ -64,9 +64,9 @@ from agent.memory.conversation_store import (
     TurnText,
     scoped_searches,
 )
-from agent.memory.memory_consolidator import DecayPolicy, decay_factor
-from agent.memory.memory_slots import render_memory
-from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
+from agent.memory.longterm.memory_consolidator import DecayPolicy, decay_factor
+from agent.memory.longterm.memory_slots import render_memory
+from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import (
     ConversationTurn,
     RetrievedItem,

@@ -13,7 +13,7 @@ place they are kept, updated and erased), to-dos they open and close
 not read from the text: the reply engine schedules them as job refs on the turn.
 
 A message the reply engine did not understand (its turn's intent is one of
-:data:`~agent.memory.dialogue_acts.NOT_UNDERSTOOD_INTENTS`, e.g. ``unknown``) changes nothing
+:data:`~agent.memory.rules.dialogue_acts.NOT_UNDERSTOOD_INTENTS`, e.g. ``unknown``) changes nothing
 but the turn count and the last intent and response type: no loop opens or closes, no fact,
 topic or clarification moves, and the summary keeps only the user's words. The reply said it
 did not understand, so the state must not act as if it had; the rule reads the intent recorded
@@ -22,7 +22,7 @@ on the turn, so the fold of the log agrees (I6).
 The other rules of a turn (DESIGN.md section 4), each bounded, none reading the history:
 
 - **topics**: key phrases of what people say, decayed each turn and boosted when mentioned
-  (:class:`~agent.memory.topic_tracker.TopicTracker`);
+  (:class:`~agent.memory.rules.topic_tracker.TopicTracker`);
 - **open loops** beyond to-dos (:func:`update_dialogue_loops`): commitments ("I'll send you
   the report"), requests ("can you check X?") the bot did not handle, and user questions its
   reply did not answer (it kept them open: intent ``kept_open``). A loop is closed by a closer
@@ -36,10 +36,10 @@ The other rules of a turn (DESIGN.md section 4), each bounded, none reading the 
   status is ``active``. Start-up marks sessions ``resuming`` (lifecycle, outside the fold);
   the next turn's ``apply`` sets the status again from the state;
 - **resolved entities** ("that task", "the reminder", "it" -> a job, loop, proposal or
-  decision id, or ``topic:<name>``): :func:`~agent.memory.entity_resolution.resolve_entities`;
+  decision id, or ``topic:<name>``): :func:`~agent.memory.rules.entity_resolution.resolve_entities`;
 - in **group chats** (``state.chat_type`` ``group`` or ``supergroup``): participants,
   proposals with reactions and decisions
-  (:class:`~agent.memory.deliberation.DeliberationTracker`);
+  (:class:`~agent.memory.rules.deliberation.DeliberationTracker`);
 - **session commands** recorded on a bot-side turn (:class:`~agent.memory.schemas.
   SessionControl`): a ``carry`` turn replaces the session's to-dos, commitments and jobs with
   the chat's (the loops get the ids ``loop-<seq>-<n>`` of the carry turn); a ``clear`` turn
@@ -55,8 +55,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from agent.memory.conversation_summarizer import ExtractiveSummarizer, Summarizer
-from agent.memory.deliberation import DeliberationTracker
-from agent.memory.dialogue_acts import (
+from agent.memory.longterm.memory_slots import slot_of
+from agent.memory.rules.deliberation import DeliberationTracker
+from agent.memory.rules.dialogue_acts import (
     KEPT_OPEN_INTENTS,
     MEMORY_ERASURE_INTENTS,
     NOT_UNDERSTOOD_INTENTS,
@@ -65,8 +66,8 @@ from agent.memory.dialogue_acts import (
     question_stems,
     read_acts,
 )
-from agent.memory.entity_resolution import resolve_entities
-from agent.memory.extraction import (
+from agent.memory.rules.entity_resolution import resolve_entities
+from agent.memory.rules.extraction import (
     Clause,
     content_stems,
     extract_closers,
@@ -74,8 +75,8 @@ from agent.memory.extraction import (
     match_loop,
     split_clauses,
 )
-from agent.memory.fact_extraction import extract_facts
-from agent.memory.memory_slots import slot_of
+from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.topic_tracker import TopicTracker, key_phrases
 from agent.memory.schemas import (
     ChatType,
     ConversationTurn,
@@ -88,7 +89,6 @@ from agent.memory.schemas import (
     SessionState,
     SessionStatus,
 )
-from agent.memory.topic_tracker import TopicTracker, key_phrases
 
 __all__ = [
     "CARRIED_LOOP_KINDS",
@@ -132,8 +132,9 @@ def merge_facts(
 ) -> tuple[Fact, ...]:
     """Return ``existing`` updated with ``new``: a key restated replaces the old fact.
 
-    Facts of one slot replace each other (:func:`~agent.memory.memory_slots.slot_of`: liking and
-    disliking the same item too). The newest fact comes last; beyond ``limit`` the oldest are
+    Facts of one slot replace each other (:func:`~agent.memory.longterm.memory_slots.slot_of`:
+    liking and disliking the same item too). The newest fact comes last; beyond ``limit`` the oldest
+    are
     dropped, so the set stays bounded however long the chat runs.
 
     Args:
@@ -305,7 +306,7 @@ def update_clarifications(
 
     Any message of the person asked (``owner``; anyone for ``asked_of=None``) answers what was
     asked of them; a turn without a user message (a reminder firing) answers nothing. The reply
-    asks when :func:`~agent.memory.dialogue_acts.bot_question` finds a question in it.
+    asks when :func:`~agent.memory.rules.dialogue_acts.bot_question` finds a question in it.
 
     Returns:
         The pending clarifications (at most :data:`MAX_CLARIFICATIONS`, newest last) and the

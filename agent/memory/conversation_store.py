@@ -20,7 +20,7 @@ import aiosqlite
 import orjson
 
 from agent.errors import StorageError
-from agent.memory.dialogue_acts import MEMORY_ERASURE_INTENTS, UNRETRIEVED_REPLY_INTENTS
+from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS, UNRETRIEVED_REPLY_INTENTS
 from agent.memory.schemas import (
     ChatType,
     ConversationSession,

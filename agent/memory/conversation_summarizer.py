@@ -9,7 +9,7 @@ How a session's summary moves, turn by turn (:meth:`ExtractiveSummarizer.fold`):
 * Each turn adds one short line to ``summary_buffer`` (its first sentence and the first
   sentence of the answer: the packet's "recent turns, compressed") and its *summary items* to
   ``summary_items``: the **decisions** ("we agreed...", "let's go with...", ``[DECISION]``),
-  the **facts** the user stated about themselves (:func:`~agent.memory.fact_extraction.
+  the **facts** the user stated about themselves (:func:`~agent.memory.rules.fact_extraction.
   extract_facts`), the **open questions** (asked and not answered: no reply, a reply that says
   it kept them open, or one that asks back: the rules by which the state opens a question loop
   or a clarification), and its best **key sentences** (those with the most content
@@ -49,15 +49,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agent.memory.dialogue_acts import (
+from agent.memory.rules.dialogue_acts import (
     HELP_OR_ERROR_INTENTS,
     KEPT_OPEN_INTENTS,
     MEMORY_ERASURE_INTENTS,
     UNRETRIEVED_REPLY_INTENTS,
     bot_question,
 )
-from agent.memory.extraction import content_stems, split_clauses
-from agent.memory.fact_extraction import extract_facts
+from agent.memory.rules.extraction import content_stems, split_clauses
+from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import (
     ConversationTurn,
     SessionState,

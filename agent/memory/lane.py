@@ -30,8 +30,6 @@ from typing import Any, Literal, Protocol
 
 from agent.db import Database
 from agent.errors import CheckpointError, SessionNotFound, StorageError
-from agent.memory.chat_memories import ChatMemories
-from agent.memory.checkpoint_audit import CheckpointAudit
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
@@ -45,12 +43,13 @@ from agent.memory.conversation_store import (
     SqliteConversationStore,
     TurnEdit,
 )
-from agent.memory.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
-from agent.memory.inbound_journal import InboundJournal
 from agent.memory.live_sessions import DEFAULT_RESIDENT, LiveSession, LiveSessions
-from agent.memory.memory_consolidator import ConsolidationReport, MemoryConsolidator
-from agent.memory.memory_slots import USER, attribute_of, fact_key
-from agent.memory.memory_store import MemoryStore, SqliteMemoryStore
+from agent.memory.longterm.chat_memories import ChatMemories
+from agent.memory.longterm.memory_consolidator import ConsolidationReport, MemoryConsolidator
+from agent.memory.longterm.memory_slots import USER, attribute_of, fact_key
+from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
+from agent.memory.ops.checkpoint_audit import CheckpointAudit
+from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.schemas import (
     CheckpointTurn,
     ConversationCheckpointSnapshot,
@@ -1274,27 +1273,9 @@ class ConversationLane:
         self._sessions.add(live)
         return live
 
-    async def forget_conversation(self, session_id: str) -> int | None:
-        """Erase a conversation everywhere (``/forget``, ``agent-memory forget``).
-
-        When it is its chat's open conversation, the chat's inbound journal entries go first
-        (of every bot: their payloads hold the same text; the entry of the request itself and
-        messages not yet tried stay, see :meth:`InboundJournal.forget_chat`); then the session,
-        as :meth:`forget_session` erases it, which ends by emptying the write-ahead log of
-        both.
-
-        Returns:
-            How many journal entries were erased, or ``None`` if there is no such session.
-        """
-        session = await self.store.get_session(self.db.reader, session_id)
-        if session is None:
-            return None
-        entries = 0
-        if session.closed_at is None:
-            for bot_id in await InboundJournal.bots_of_chat(self.db, session.chat_id):
-                entries += await InboundJournal(self.db, bot_id).forget_chat(session.chat_id)
-        await self.forget_session(session_id)
-        return entries
+    async def session(self, session_id: str) -> ConversationSession | None:
+        """The session row of ``session_id`` (open or closed), or ``None``."""
+        return await self.store.get_session(self.db.reader, session_id)
 
     async def forget_session(self, session_id: str) -> bool:
         """Erase a session everywhere, with the long-term memories that came only from it.

@@ -213,8 +213,8 @@ class ConversationTurn(_Value):
 class Fact(_Value):
     """Something the user told about themselves or someone in their life: ``name`` = ``Ada``.
 
-    ``key`` says what it is about (:mod:`agent.memory.memory_slots`: ``name``, ``plan:a trip to
-    lisbon``, ``sister Mia/location``): a later fact with the same key replaces the earlier
+    ``key`` says what it is about (:mod:`agent.memory.longterm.memory_slots`: ``name``, ``plan:a
+    trip to lisbon``, ``sister Mia/location``): a later fact with the same key replaces the earlier
     one; ``turn`` is the seq of the turn that stated it; ``mode`` how it was said.
     """
 
@@ -229,8 +229,8 @@ class Memory(_Value):
 
     A typed statement (seed 003): ``subject`` (``user``, or someone in their life such as
     ``sister Mia``) has ``attribute`` = ``text``, from ``valid_from`` until ``valid_until``
-    (``None``: still true). ``key`` is its slot (:mod:`agent.memory.memory_slots`): at most one
-    memory of a slot is current, the others are its history.
+    (``None``: still true). ``key`` is its slot (:mod:`agent.memory.longterm.memory_slots`): at most
+    one memory of a slot is current, the others are its history.
     """
 
     memory_id: str
@@ -264,8 +264,8 @@ class Memory(_Value):
 class MemoryCandidate(_Value):
     """Something a turn said that may deserve long-term memory (see ``write_if_worthy``).
 
-    ``key`` is the fact's key (:mod:`agent.memory.memory_slots`); ``correction``: it corrects
-    the current value (which was never true) rather than replacing it from now on.
+    ``key`` is the fact's key (:mod:`agent.memory.longterm.memory_slots`); ``correction``: it
+    corrects the current value (which was never true) rather than replacing it from now on.
     """
 
     kind: MemoryKind

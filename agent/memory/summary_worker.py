@@ -3,8 +3,8 @@
 The extractive summarizer (:mod:`agent.memory.conversation_summarizer`) is the default and the
 fall-back: it runs inside every turn, deterministically, and its versions are the session
 state's rolling summary. A model (any :class:`ModelSummarizer`, e.g.
-:class:`agent.llm_summarizer.OpenAICompatSummarizer`) may *also* summarise each new extractive
-version, after the turn that made it was committed, as seed 004 does:
+:class:`agent.engines.llm_summarizer.OpenAICompatSummarizer`) may *also* summarise each new
+extractive version, after the turn that made it was committed, as seed 004 does:
 
 1. take the session's latest completed extractive version (the *parent*);
 2. insert a ``processing`` row for it (same version and turn range, ``parent_summary_id`` =

@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from agent.memory.conversation_store import ConversationStore
-from agent.memory.fact_extraction import extract_facts
-from agent.memory.memory_slots import attribute_of, parse_key
-from agent.memory.memory_store import MemoryStore
+from agent.memory.longterm.memory_slots import attribute_of, parse_key
+from agent.memory.longterm.memory_store import MemoryStore
+from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import (
     ConversationTurn,
     Fact,

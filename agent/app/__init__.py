@@ -1,0 +1,1 @@
+"""The application: the only place that builds objects (settings -> lane, engine, transport)."""

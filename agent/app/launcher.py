@@ -1,0 +1,83 @@
+"""Start the bot: settings -> memory lane -> Telegram (polling or webhook) or the terminal.
+
+    agent-bot                    # Telegram, TELEGRAM_BOT_TOKEN from the environment or .env
+    agent-bot --console          # chat in the terminal, no Telegram account needed
+
+``python run_bot.py [--console]`` is the same program, from a source checkout.
+
+Exit codes: 0 after a clean stop, 2 for a configuration problem (one line on stderr saying
+what to set), 1 for any other failure. SIGTERM or SIGINT stops gracefully; a second one exits
+at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from agent.app.logging_setup import configure_logging
+from agent.config import Settings, load_settings
+from agent.errors import AgentError, ConfigError
+
+__all__ = ["main"]
+
+logger = logging.getLogger(__name__)
+
+
+def _install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            logger.warning("second signal: exiting at once")
+            os._exit(128 + signum)
+        logger.info("signal %s: shutting down gracefully", signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signum)
+
+
+async def _run(settings: Settings, console: bool) -> None:
+    stop = asyncio.Event()
+    _install_signal_handlers(stop)
+    if console:
+        from agent.console import run_console
+
+        await run_console(settings, stop)
+    else:
+        from agent.telegram.bot import run_telegram_bot
+
+        await run_telegram_bot(settings, stop)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the bot; return the process exit code."""
+    parser = argparse.ArgumentParser(description="A Telegram bot that never forgets.")
+    parser.add_argument(
+        "--console", action="store_true", help="chat in the terminal instead of Telegram"
+    )
+    args = parser.parse_args(argv)
+    # Opt in to python-telegram-bot's timedelta durations (RetryAfter.retry_after).
+    os.environ.setdefault("PTB_TIMEDELTA", "true")
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # The terminal is the chat: only warnings there, unless a level was asked for.
+    quiet = args.console and "log_level" not in settings.model_fields_set
+    configure_logging("WARNING" if quiet else settings.log_level, settings.secrets)
+    try:
+        asyncio.run(_run(settings, args.console))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except AgentError as exc:
+        logger.error("stopped: %s", exc)
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""Reply engines: a packet and a message in, a Reply out; never the database."""

@@ -1,0 +1,203 @@
+"""What a long-term memory is about: its subject, attribute and slot (memory model, version 2).
+
+A fact's ``key`` (on the session state, from :mod:`agent.memory.rules.fact_extraction`) names what
+it is about in one string: ``[<subject>/]<attribute>[:<item>]``.
+
+- ``subject`` is left out for the user; for someone or something in their life it is the
+  entity's label as said, e.g. ``sister Mia/location``.
+- A *one-value* attribute (``name``, ``location``, ``job``...) holds one value at a time: a new
+  value supersedes the old one. ``favourite:<thing>`` is one-value per thing.
+- A *many-value* attribute (``plan``, ``likes``, ``relative``, ``pet``, ``note``...) adds each
+  value beside the others: the key carries the value itself as its item (``plan:a trip to
+  lisbon``), so two plans are two keys.
+
+The *slot* of a memory is its key, except that liking and disliking one thing share a slot
+(``likes:jazz``): "I don't like jazz" supersedes "I like jazz", and the relation between the
+two is ``contradicts``. At most one memory of a slot is current; the others are its history.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent.memory.schemas import Fact, Memory, MemoryKind
+
+__all__ = [
+    "USER",
+    "KeyParts",
+    "SlotRule",
+    "attribute_of",
+    "describe_fact",
+    "describe_memory",
+    "fact_key",
+    "in_second_person",
+    "parse_key",
+    "render_memory",
+    "role_and_name",
+    "slot_of",
+]
+
+#: The subject of what the user says about themselves.
+USER = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRule:
+    """How one attribute of a memory behaves.
+
+    Attributes:
+        kind: the memory's kind (seed 003's seven).
+        many: several values at once (added), or one (superseded).
+        importance: how much it matters when a packet has room for only a few memories.
+        you: how the bot says it of the user (``{v}`` is the value, ``{item}`` the qualifier).
+        other: how the bot says it of someone else (``{s}`` is the subject).
+    """
+
+    kind: MemoryKind
+    many: bool
+    importance: float
+    you: str
+    other: str
+
+
+_ATTRIBUTES: dict[str, SlotRule] = {
+    "name": SlotRule("fact", False, 1.0, "your name is {v}", "{s}'s name is {v}"),
+    "age": SlotRule("fact", False, 0.5, "you're {v}", "{s} is {v}"),
+    "location": SlotRule("fact", False, 0.7, "you live in {v}", "{s} lives in {v}"),
+    "hometown": SlotRule("fact", False, 0.5, "you're from {v}", "{s} is from {v}"),
+    "job": SlotRule("fact", False, 0.7, "you work as {v}", "{s} works as {v}"),
+    "workplace": SlotRule("fact", False, 0.6, "you work at {v}", "{s} works at {v}"),
+    "birthday": SlotRule("fact", False, 0.6, "your birthday is {v}", "{s}'s birthday is {v}"),
+    "favourite": SlotRule(
+        "preference", False, 0.5, "your favourite {item} is {v}", "{s}'s favourite {item} is {v}"
+    ),
+    "diet": SlotRule("constraint", False, 0.7, "you're {v}", "{s} is {v}"),
+    "plan": SlotRule("goal", True, 0.8, "you're planning {v}", "{s} is planning {v}"),
+    "goal": SlotRule("goal", True, 0.7, "your goal is {v}", "{s}'s goal is {v}"),
+    "decision": SlotRule("decision", True, 0.7, "you decided {v}", "{s} decided {v}"),
+    "likes": SlotRule("preference", True, 0.4, "you like {v}", "{s} likes {v}"),
+    "dislikes": SlotRule("preference", True, 0.4, "you don't like {v}", "{s} doesn't like {v}"),
+    "allergy": SlotRule(
+        "constraint", True, 0.8, "you're allergic to {v}", "{s} is allergic to {v}"
+    ),
+    "avoid": SlotRule("constraint", True, 0.6, "you don't {v}", "{s} doesn't {v}"),
+    "routine": SlotRule("procedure", True, 0.5, "your routine: {v}", "{s}'s routine: {v}"),
+    "relative": SlotRule("entity", True, 0.7, "your {v}", "{s}'s {v}"),
+    "pet": SlotRule("entity", True, 0.6, "your {v}", "{s}'s {v}"),
+    "note": SlotRule("fact", True, 0.6, "{v}", "{s}: {v}"),
+}
+# One slot for the two sides of one thing: the later one supersedes (contradicts) the other.
+_SHARED_SLOT = {"dislikes": "likes"}
+_DEFAULT = SlotRule("fact", False, 0.5, "{attr}: {v}", "{s}'s {attr}: {v}")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyParts:
+    """A key taken apart: ``subject`` (:data:`USER` for the user), ``attribute`` (with a
+    favourite's thing: ``favourite:food``), and ``item`` (a favourite's thing, or a many-value
+    attribute's value in lower case; empty otherwise)."""
+
+    subject: str
+    attribute: str
+    item: str
+
+    @property
+    def name(self) -> str:
+        """Return the attribute's name without a favourite's thing: ``favourite``."""
+        return self.attribute.partition(":")[0]
+
+
+def attribute_of(name: str) -> SlotRule:
+    """Return how attribute ``name`` (``favourite:food`` counts as ``favourite``) behaves."""
+    return _ATTRIBUTES.get(name.partition(":")[0], _DEFAULT)
+
+
+def parse_key(key: str) -> KeyParts:
+    """Take a fact's key apart (see the module docstring)."""
+    subject, slash, rest = key.partition("/")
+    if not slash or ":" in subject:  # a subject is a label, never an attribute or a value
+        subject, rest = USER, key
+    head, colon, item = rest.partition(":")
+    if not colon:
+        return KeyParts(subject, rest, "")
+    if attribute_of(head).many:
+        return KeyParts(subject, head, item)
+    return KeyParts(subject, rest, item)
+
+
+def fact_key(subject: str, attribute: str, value: str) -> str:
+    """Return the key of a fact: ``subject`` says ``attribute`` is ``value``."""
+    rest = attribute
+    if attribute_of(attribute).many:
+        rest = f"{attribute}:{' '.join(value.casefold().split())}"
+    return rest if subject == USER else f"{subject}/{rest}"
+
+
+def slot_of(key: str) -> str:
+    """Return the slot of a fact's key: the key, one for both sides of a like/dislike."""
+    parts = parse_key(key)
+    shared = _SHARED_SLOT.get(parts.attribute)
+    if shared is None:
+        return key
+    rest = f"{shared}:{parts.item}"
+    return rest if parts.subject == USER else f"{parts.subject}/{rest}"
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i'm|i've|i'll|i'd|myself|mine|my|me|i)\b", re.IGNORECASE)
+_SECOND_PERSON = {
+    "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd", "myself": "yourself",
+    "mine": "yours", "my": "your", "me": "you", "i": "you",
+}  # fmt: skip
+
+
+def in_second_person(text: str) -> str:
+    """Turn the user's words to the second person: "call my mom" -> "call your mom"."""
+    return _FIRST_PERSON.sub(lambda m: _SECOND_PERSON[m.group(0).lower()], text)
+
+
+def role_and_name(label: str) -> tuple[str, str]:
+    """Split an entity's label: "sister Mia" -> ("sister", "Mia"); "sister" -> ("sister", "")."""
+    words = label.split()
+    for n, word in enumerate(words):
+        if word[:1].isupper():
+            return " ".join(words[:n]), " ".join(words[n:])
+    return label, ""
+
+
+def describe_fact(fact: Fact) -> str:
+    """Say a fact to the user, in the second person: "you live in Porto", "your sister Mia
+    lives in Porto", "your cat is called Miso"."""
+    parts = parse_key(fact.key)
+    attribute = attribute_of(parts.attribute)
+    if parts.name in {"relative", "pet"}:
+        role, name = role_and_name(fact.value)
+        phrase = f"your {role} is called {name}" if name else f"you have a {role}"
+        return phrase if parts.subject == USER else f"{phrase} ({parts.subject})"
+    item = parts.item if parts.name == "favourite" else ""
+    value = in_second_person(fact.value)
+    if parts.subject == USER:
+        return attribute.you.format(v=value, item=item, attr=parts.attribute)
+    return attribute.other.format(
+        s=f"your {parts.subject}", v=value, item=item, attr=parts.attribute
+    )
+
+
+def describe_memory(memory: Memory) -> str:
+    """Say a long-term memory to the user (as :func:`describe_fact`)."""
+    key = fact_key(memory.subject, memory.attribute, memory.text)
+    return describe_fact(Fact(key=key, value=memory.text, turn=0))
+
+
+def render_memory(memory: Memory) -> str:
+    """Return a memory as a packet shows it to a reply engine: ``location: Porto``,
+    ``sister Mia, location: Porto``; a superseded value says until when it held, an unconfirmed
+    one says so."""
+    attribute = memory.attribute.replace(":", " ")
+    about = attribute if memory.about_user else f"{memory.subject}, {attribute}"
+    line = f"{about}: {memory.text}"
+    if memory.valid_until is not None:
+        line += f" (until {memory.valid_until:%Y-%m-%d})"
+    if memory.status == "candidate":
+        line += " (unconfirmed)"
+    return line

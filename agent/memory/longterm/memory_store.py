@@ -1,0 +1,508 @@
+"""Long-term memory storage (model version 2): typed statements with temporal validity.
+
+:class:`MemoryStore` is the protocol the lane depends on; :class:`SqliteMemoryStore` implements
+it on the tables of migration 0011. A memory fills a *slot*
+(:mod:`agent.memory.longterm.memory_slots`): a new value of a one-value attribute supersedes the
+current one, which keeps its row as history
+(``valid_until`` set, a ``supersedes`` relation from the new one); values of a many-value
+attribute sit side by side. Each memory records the turns that stated it
+(``memory_sources``): a memory whose every source is erased goes, and the value it had replaced
+is current again (the triggers of migration 0011). As in the conversation store, write methods
+take the transaction connection and never commit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import aiosqlite
+import orjson
+
+from agent.memory.conversation_store import scoped_searches
+from agent.memory.longterm.memory_slots import USER, slot_of
+from agent.memory.schemas import Memory, MemoryCandidate
+from agent.utils import ids
+from agent.utils.timestamps import from_db_time, to_db_time
+
+__all__ = ["MemoryStore", "SqliteMemoryStore"]
+
+_COLUMNS = (
+    "memory_id, chat_id, kind, subject, attribute, key, text, origin, confidence, importance,"
+    " access_count, status, valid_from, valid_until, created_at, updated_at, last_accessed_at"
+)
+# What a read returns: the inserted columns plus those consolidation maintains.
+_READ_COLUMNS = _COLUMNS + ", decay, archived_at"
+_CURRENT = "valid_until IS NULL"
+
+
+class MemoryStore(Protocol):
+    """**Protocol:** storage of long-term memories.
+
+    Called by :func:`agent.memory.writer.write_if_worthy` inside a turn's transaction, by the
+    lane when it loads a chat's memories into its packets and for the memory commands
+    (``/facts``, ``/remember``). ``search`` is synchronous, on a ``sqlite3`` connection: the
+    retriever runs it in the database's searcher thread
+    (:meth:`agent.db.database.Database.read`).
+    """
+
+    async def record(
+        self,
+        tx: Any,
+        chat_id: int,
+        candidate: MemoryCandidate,
+        *,
+        source: tuple[str, int] | None,
+        threshold: float,
+        now: datetime,
+    ) -> Memory | None:
+        """Record what a turn said: reinforce, supersede or add; return the memory it made.
+
+        ``source`` is the ``(session_id, seq)`` of the turn (``None`` for a note the user asked
+        for). ``None`` is returned when a candidate below ``threshold`` would have replaced a
+        current active memory (a hedge does not overrule what was said plainly).
+        """
+        ...
+
+    async def remove_sources(self, tx: Any, session_id: str, seq: int) -> int:
+        """Drop one turn as a source of the memories it stated (the turn was edited); a memory
+        left with no source goes with it. Return how many memories lost the source."""
+        ...
+
+    async def current_for_chats(
+        self, conn: Any, chat_ids: Sequence[int], *, per_chat: int, past: int
+    ) -> dict[int, list[Memory]]:
+        """Return each chat's most important current memories (active, then unconfirmed), then
+        its ``past`` most recently superseded ones."""
+        ...
+
+    async def listing(self, conn: Any, chat_id: int, *, history: bool) -> list[Memory]:
+        """Return what the chat keeps, not archived: current memories (with ``history``, the
+        superseded ones too), by kind then age."""
+        ...
+
+    async def as_of(self, conn: Any, chat_id: int, moment: datetime) -> list[Memory]:
+        """Return the chat's active memories that were true at ``moment``."""
+        ...
+
+    async def confirm(
+        self, tx: Any, chat_id: int, memory_id: str, *, confidence: float
+    ) -> Memory | None:
+        """Make a current memory of the chat active, with at least ``confidence``."""
+        ...
+
+    async def forget(self, tx: Any, chat_id: int, memory_ids: Sequence[str]) -> list[Memory]:
+        """Erase memories of a chat with their history, relations and the memories about
+        them (an entity's facts); return the current ones erased."""
+        ...
+
+    def search(
+        self, conn: sqlite3.Connection, chat_id: int, queries: Sequence[str], *, limit: int
+    ) -> list[list[tuple[Memory, float]]]:
+        """Return, for each query, the chat's current active memories that best match it
+        (BM25, lower is better)."""
+        ...
+
+    async def touch(self, tx: Any, memory_ids: Sequence[str], *, now: datetime) -> None:
+        """Record that memories were retrieved into a packet (access count and time)."""
+        ...
+
+    async def unarchived(self, conn: Any) -> list[Memory]:
+        """Return every current memory not archived (for consolidation), by chat."""
+        ...
+
+    async def set_decay(
+        self,
+        tx: Any,
+        decays: Sequence[tuple[str, float]],
+        *,
+        archive: Sequence[str],
+        now: datetime,
+    ) -> None:
+        """Store new decay factors, and archive the memories in ``archive``."""
+        ...
+
+    async def merge(self, tx: Any, survivor: Memory, duplicates: Sequence[str]) -> None:
+        """Replace ``duplicates`` by ``survivor`` (its new values), keeping their sources."""
+        ...
+
+
+def _row_to_memory(row: sqlite3.Row) -> Memory:
+    return Memory(
+        memory_id=row["memory_id"],
+        chat_id=row["chat_id"],
+        kind=row["kind"],
+        subject=row["subject"],
+        attribute=row["attribute"],
+        key=row["key"],
+        text=row["text"],
+        origin=row["origin"],
+        confidence=row["confidence"],
+        importance=row["importance"],
+        access_count=row["access_count"],
+        status=row["status"],
+        valid_from=from_db_time(row["valid_from"]),
+        valid_until=from_db_time(row["valid_until"]),
+        created_at=from_db_time(row["created_at"]),
+        updated_at=from_db_time(row["updated_at"]),
+        last_accessed_at=from_db_time(row["last_accessed_at"]),
+        decay=row["decay"],
+        archived_at=from_db_time(row["archived_at"]),
+    )
+
+
+class SqliteMemoryStore:
+    """The :class:`MemoryStore` on SQLite."""
+
+    async def record(
+        self,
+        tx: aiosqlite.Connection,
+        chat_id: int,
+        candidate: MemoryCandidate,
+        *,
+        source: tuple[str, int] | None,
+        threshold: float,
+        now: datetime,
+    ) -> Memory | None:
+        """Record what a turn said: reinforce, supersede or add; return the memory it made.
+
+        - The same value said again is more evidence for the current memory
+          (``1 - (1-a)(1-b)``), fresher, and ``active`` once said with a confidence that
+          reaches ``threshold`` (a plain statement, not one more hedge).
+        - Another value of the slot supersedes the current one: that one ends now
+          (``valid_until``) and stays as history; a *correction* ends it where it began (it was
+          never true) and the new value takes its start. The new row records the relation:
+          ``contradicts`` when it is the other side of a like/dislike, ``supersedes`` else.
+        - A candidate below the threshold never replaces an active memory (``None``).
+        - A fact about someone (``sister Mia/location``) is ``related_to`` the memory that
+          names them (``relative:sister mia``).
+        """
+        stamp = to_db_time(now)
+        slot = slot_of(candidate.key)
+        rows = await tx.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND key = ? AND {_CURRENT}",
+            (chat_id, slot),
+        )
+        current = next((_row_to_memory(row) for row in rows), None)
+        if (
+            current is not None
+            and current.attribute == candidate.attribute
+            and current.text.casefold() == candidate.text.casefold()
+        ):
+            memory = await self._reinforce(tx, current, candidate, threshold=threshold, now=now)
+        elif (
+            current is not None
+            and current.status == "active"
+            and (candidate.confidence < threshold)
+        ):
+            return None
+        else:
+            valid_from = now
+            if current is not None:
+                ended = current.valid_from if candidate.correction else now
+                valid_from = current.valid_from if candidate.correction else now
+                await tx.execute(
+                    "UPDATE memories SET valid_until = ?, updated_at = ? WHERE memory_id = ?",
+                    (to_db_time(ended), stamp, current.memory_id),
+                )
+            status = "active" if candidate.confidence >= threshold else "candidate"
+            inserted = await tx.execute_fetchall(
+                f"INSERT INTO memories ({_COLUMNS}) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL, ?, ?, ?)"
+                f" RETURNING {_READ_COLUMNS}",
+                (
+                    ids.memory_id(),
+                    chat_id,
+                    candidate.kind,
+                    candidate.subject,
+                    candidate.attribute,
+                    slot,
+                    candidate.text,
+                    candidate.origin,
+                    candidate.confidence,
+                    candidate.importance,
+                    status,
+                    to_db_time(valid_from),
+                    stamp,
+                    stamp,
+                    stamp,
+                ),
+            )
+            memory = _row_to_memory(next(iter(inserted)))
+            if current is not None:
+                opposite = current.attribute != candidate.attribute
+                relation = "contradicts" if opposite else "supersedes"
+                await self._relate(tx, memory.memory_id, relation, current.memory_id, stamp)
+            if candidate.subject != USER:
+                await self._relate_to_entity(tx, memory, stamp)
+        if source is not None:
+            await tx.execute(
+                "INSERT INTO memory_sources (memory_id, session_id, seq) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (memory.memory_id, *source),
+            )
+        return memory
+
+    async def _reinforce(
+        self,
+        tx: aiosqlite.Connection,
+        current: Memory,
+        candidate: MemoryCandidate,
+        *,
+        threshold: float,
+        now: datetime,
+    ) -> Memory:
+        confidence = 1.0 - (1.0 - current.confidence) * (1.0 - candidate.confidence)
+        # Confirmed by being said plainly, never by hedges adding up.
+        active = candidate.confidence >= threshold or current.status == "active"
+        rows = await tx.execute_fetchall(
+            "UPDATE memories SET confidence = ?, status = ?, archived_at = ?, decay = 1.0,"
+            " importance = max(importance, ?), access_count = access_count + 1,"
+            " text = ?, updated_at = ?, last_accessed_at = ?"
+            f" WHERE memory_id = ? RETURNING {_READ_COLUMNS}",
+            (
+                confidence,
+                # Said again: back from the archive once it is active.
+                "active" if active else current.status,
+                None if active else to_db_time(current.archived_at),
+                candidate.importance,
+                candidate.text,
+                to_db_time(now),
+                to_db_time(now),
+                current.memory_id,
+            ),
+        )
+        return _row_to_memory(next(iter(rows)))
+
+    async def _relate(
+        self, tx: aiosqlite.Connection, memory_id: str, relation: str, other_id: str, stamp: str
+    ) -> None:
+        await tx.execute(
+            "INSERT INTO memory_relations (memory_id, relation, other_id, created_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (memory_id, relation, other_id, stamp),
+        )
+
+    async def _relate_to_entity(self, tx: aiosqlite.Connection, memory: Memory, stamp: str) -> None:
+        rows = await tx.execute_fetchall(
+            "SELECT memory_id FROM memories WHERE chat_id = ? AND kind = 'entity'"
+            f" AND lower(text) = lower(?) AND {_CURRENT}",
+            (memory.chat_id, memory.subject),
+        )
+        for row in rows:
+            await self._relate(tx, memory.memory_id, "related_to", row["memory_id"], stamp)
+
+    async def remove_sources(self, tx: aiosqlite.Connection, session_id: str, seq: int) -> int:
+        """Drop one turn as a source of the memories it stated; return how many lost it.
+
+        Called when the turn's message was edited: what it said before is no evidence any
+        more. A memory left with no source is deleted by the ``memory_sources_orphan``
+        trigger (as after ``/forget``), and the value it had superseded is current again;
+        one that another turn also stated stays.
+        """
+        cursor = await tx.execute(
+            "DELETE FROM memory_sources WHERE session_id = ? AND seq = ?", (session_id, seq)
+        )
+        return cursor.rowcount
+
+    async def current_for_chats(
+        self, conn: aiosqlite.Connection, chat_ids: Sequence[int], *, per_chat: int, past: int
+    ) -> dict[int, list[Memory]]:
+        """Return each chat's most important current memories (active ones first, then the
+        unconfirmed), then its ``past`` most recently superseded active ones (one query; what
+        the chat's packets carry)."""
+        found: dict[int, list[Memory]] = {chat_id: [] for chat_id in chat_ids}
+        if not chat_ids:
+            return found
+        rows = await conn.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM (SELECT *, row_number() OVER ("
+            "   PARTITION BY chat_id, valid_until IS NULL"
+            "   ORDER BY status != 'active', importance * decay DESC, valid_until DESC,"
+            "   updated_at DESC) AS rank"
+            "  FROM memories WHERE (status = 'active'"
+            f"   OR (status = 'candidate' AND {_CURRENT}))"
+            "  AND chat_id IN (SELECT value FROM json_each(?)))"
+            " WHERE rank <= CASE WHEN valid_until IS NULL THEN ? ELSE ? END"
+            " ORDER BY chat_id, valid_until IS NOT NULL, rank",
+            (orjson.dumps(list(chat_ids)), per_chat, past),
+        )
+        for row in rows:
+            found[row["chat_id"]].append(_row_to_memory(row))
+        return found
+
+    async def listing(
+        self, conn: aiosqlite.Connection, chat_id: int, *, history: bool
+    ) -> list[Memory]:
+        """Return what the chat keeps, not archived: current memories (with ``history``, the
+        superseded ones too), by kind, then oldest first."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND status != 'archived'"
+            + ("" if history else f" AND {_CURRENT}")
+            + " ORDER BY kind, valid_from, created_at, memory_id",
+            (chat_id,),
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    async def as_of(
+        self, conn: aiosqlite.Connection, chat_id: int, moment: datetime
+    ) -> list[Memory]:
+        """Return the chat's active memories that were true at ``moment`` (valid from it or
+        before, and not yet ended at it), oldest first."""
+        stamp = to_db_time(moment)
+        rows = await conn.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND status = 'active'"
+            " AND valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
+            " ORDER BY valid_from, memory_id",
+            (chat_id, stamp, stamp),
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    async def confirm(
+        self, tx: aiosqlite.Connection, chat_id: int, memory_id: str, *, confidence: float
+    ) -> Memory | None:
+        """Make a current memory of the chat active (the user confirmed it), with at least
+        ``confidence``; ``None`` if the chat has no such current memory."""
+        rows = await tx.execute_fetchall(
+            "UPDATE memories SET status = 'active', archived_at = NULL, decay = 1.0,"
+            " confidence = max(confidence, ?)"
+            f" WHERE chat_id = ? AND memory_id = ? AND {_CURRENT} RETURNING {_READ_COLUMNS}",
+            (confidence, chat_id, memory_id),
+        )
+        return next((_row_to_memory(row) for row in rows), None)
+
+    async def forget(
+        self, tx: aiosqlite.Connection, chat_id: int, memory_ids: Sequence[str]
+    ) -> list[Memory]:
+        """Erase memories with their slot's history and relations; return the current ones.
+
+        Forgetting someone (an entity memory: ``relative: sister Mia``) forgets what was said
+        about them too. Nothing is restored: the whole slot goes. Other chats' memories are
+        never touched, whatever ids are passed.
+        """
+        ids_json = orjson.dumps(list(memory_ids))
+        rows = await tx.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND (key IN ("
+            "  SELECT key FROM memories WHERE chat_id = ? AND memory_id IN"
+            "  (SELECT value FROM json_each(?))) OR lower(subject) IN ("
+            "  SELECT lower(text) FROM memories WHERE chat_id = ? AND kind = 'entity'"
+            "  AND memory_id IN (SELECT value FROM json_each(?))))",
+            (chat_id, chat_id, ids_json, chat_id, ids_json),
+        )
+        erased = [_row_to_memory(row) for row in rows]
+        if not erased:
+            return []
+        await tx.execute(
+            "DELETE FROM memories WHERE memory_id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps([memory.memory_id for memory in erased]),),
+        )
+        return [memory for memory in erased if memory.valid_until is None]
+
+    def search(
+        self, conn: sqlite3.Connection, chat_id: int, queries: Sequence[str], *, limit: int
+    ) -> list[list[tuple[Memory, float]]]:
+        """Return, for each of ``queries``, the chat's current active memories that best match
+        it (FTS5 BM25), best first; all the queries in one statement.
+
+        Each query is reduced to quoted words (:func:`scoped_searches`), so FTS5 syntax in it is
+        searched for, never parsed. The chat's key is part of the MATCH expression, so other
+        chats' memories cost nothing. The score is BM25's (lower is better).
+        """
+        found: list[list[tuple[Memory, float]]] = [[] for _ in queries]
+        if limit < 1:
+            return found
+        scope = "chat_" + str(chat_id).replace("-", "m")
+        sql, params = scoped_searches(
+            f"SELECT ? AS query, {_READ_COLUMNS}, hit.score AS score FROM memories"
+            " JOIN (SELECT rowid AS hit_rowid, bm25(memories_fts, 0.0, 1.0, 1.0, 1.0) AS score"
+            "       FROM memories_fts WHERE memories_fts MATCH ?"
+            "       ORDER BY score, hit_rowid LIMIT ?) AS hit"
+            " ON memories.rowid = hit.hit_rowid"
+            f" WHERE memories.status = 'active' AND memories.{_CURRENT}",
+            f'chat_key : "{scope}" AND {{subject attribute text}}',
+            queries,
+            limit,
+        )
+        if not sql:
+            return found
+        for row in conn.execute(sql + " ORDER BY query, score, key", params):
+            found[row["query"]].append((_row_to_memory(row), float(row["score"])))
+        return found
+
+    async def touch(
+        self, tx: aiosqlite.Connection, memory_ids: Sequence[str], *, now: datetime
+    ) -> None:
+        """Record that memories were retrieved into a packet: one more access, fresh decay."""
+        if not memory_ids:
+            return
+        await tx.execute(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?,"
+            " decay = 1.0 WHERE memory_id IN (SELECT value FROM json_each(?))",
+            (to_db_time(now), orjson.dumps(list(memory_ids))),
+        )
+
+    async def unarchived(self, conn: aiosqlite.Connection) -> list[Memory]:
+        """Return every current memory not archived, by chat then key (for consolidation)."""
+        rows = await conn.execute_fetchall(
+            f"SELECT {_READ_COLUMNS} FROM memories WHERE status != 'archived' AND {_CURRENT}"
+            " ORDER BY chat_id, key"
+        )
+        return [_row_to_memory(row) for row in rows]
+
+    async def set_decay(
+        self,
+        tx: aiosqlite.Connection,
+        decays: Sequence[tuple[str, float]],
+        *,
+        archive: Sequence[str],
+        now: datetime,
+    ) -> None:
+        """Store new decay factors (``(memory_id, decay)``), and archive those in ``archive``."""
+        await tx.executemany(
+            "UPDATE memories SET decay = ? WHERE memory_id = ?",
+            [(decay, memory_id) for memory_id, decay in decays],
+        )
+        await tx.executemany(
+            "UPDATE memories SET status = 'archived', archived_at = ? WHERE memory_id = ?",
+            [(to_db_time(now), memory_id) for memory_id in archive],
+        )
+
+    async def merge(
+        self, tx: aiosqlite.Connection, survivor: Memory, duplicates: Sequence[str]
+    ) -> None:
+        """Fold ``duplicates`` into ``survivor``: their sources become its, then they go.
+
+        The survivor's row takes the values of ``survivor`` (text, confidence, importance,
+        access count, status, last access). The duplicates' sources are re-pointed first, so
+        a ``/forget`` of any session that stated one of them still finds the merged memory.
+        A duplicate is ended before it goes, so the value it had replaced stays history.
+        """
+        await tx.execute(
+            "UPDATE memories SET text = ?, kind = ?, confidence = ?, importance = ?,"
+            " access_count = ?, status = ?, decay = ?, updated_at = ?, last_accessed_at = ?"
+            " WHERE memory_id = ?",
+            (
+                survivor.text,
+                survivor.kind,
+                survivor.confidence,
+                survivor.importance,
+                survivor.access_count,
+                survivor.status,
+                survivor.decay,
+                to_db_time(survivor.updated_at),
+                to_db_time(survivor.last_accessed_at),
+                survivor.memory_id,
+            ),
+        )
+        for memory_id in duplicates:
+            await tx.execute(
+                "INSERT INTO memory_sources (memory_id, session_id, seq)"
+                " SELECT ?, session_id, seq FROM memory_sources WHERE memory_id = ?"
+                " ON CONFLICT DO NOTHING",
+                (survivor.memory_id, memory_id),
+            )
+            await tx.execute(
+                "UPDATE memories SET valid_until = updated_at WHERE memory_id = ?", (memory_id,)
+            )
+            await tx.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))

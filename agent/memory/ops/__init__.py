@@ -1,0 +1,1 @@
+"""Operator tools over the memory: checkpoint audit and repair, archives, statistics."""

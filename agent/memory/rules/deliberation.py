@@ -1,0 +1,454 @@
+"""Group deliberation: who said what, proposals with reactions, and decisions (seed 000).
+
+In a group chat every message moves the deliberation by rules, never by a model:
+
+- its speaker's :class:`Participant` counts it; a proposal, reaction, decision or opinion ("I
+  think we should...") becomes their ``last_position`` and (but a reaction) one of their
+  ``key_contributions``;
+- a **proposal** ("I propose ...", "how about ...", "what if we ...", "let's consider ...",
+  ``[PROPOSAL]``) opens an ``active`` :class:`Proposal`; a counter-proposal on the same subject
+  (sharing at least half the words of the smaller) marks the earlier one ``modified``;
+- a **reaction** ("+1", "agree", "sounds good"; "I disagree", "no way", "-1"; "not sure")
+  from someone other than the proposer records their stance on the active proposal it names
+  (the one sharing most words with it) or, naming none, on the latest one of the last
+  :data:`REACTION_WINDOW` turns; one stance per participant, the latest wins. A proposal
+  opposed by at least two and by a strict majority of the other participants is ``rejected``;
+- a **decision** ("we agreed on ...", "let's go with ...", "we decided ...", "final decision:
+  ...", ``[DECISION]``) records a :class:`Decision`; the active proposal it settles becomes
+  ``accepted`` (the same words, one holding the other or sharing half of them) or ``modified``
+  (a variant: some words shared). "We decided against ...", "let's not ...", ``[REJECTED]``
+  record a decision against the proposal and reject it. A decision that says nothing
+  ("we agreed!") settles the latest active proposal.
+
+Everything is bounded (participants, their contributions, proposals, reactions, decisions) and
+a pure function of the state and the turn (I6): ids are made from the turn's seq.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agent.memory.rules.extraction import Clause, clean_value, content_stems, normalize_text
+from agent.memory.rules.topic_tracker import STOP_WORDS, key_phrases
+from agent.memory.schemas import (
+    ConversationTurn,
+    Decision,
+    Participant,
+    Proposal,
+    Reaction,
+    Stance,
+)
+
+__all__ = [
+    "MAX_CONTRIBUTIONS",
+    "MAX_DECISIONS",
+    "MAX_PARTICIPANTS",
+    "MAX_PROPOSALS",
+    "REACTION_WINDOW",
+    "DeliberationTracker",
+    "DeliberationUpdate",
+    "is_deliberation_move",
+]
+
+#: The most participants a session keeps (the least recently heard leaves first).
+MAX_PARTICIPANTS = 20
+#: The most key contributions kept per participant (the newest).
+MAX_CONTRIBUTIONS = 3
+#: The most proposals kept (settled ones leave before active ones, oldest first).
+MAX_PROPOSALS = 10
+#: The most decisions kept (the newest).
+MAX_DECISIONS = 10
+#: A reaction or an empty decision naming no proposal refers to one made this many turns ago.
+REACTION_WINDOW = 20
+_MAX_REACTIONS = MAX_PARTICIPANTS
+_TEXT_CHARS = 160
+_F = re.IGNORECASE
+
+_FILLERS = (
+    r"(?:(?:ok(?:ay)?|well|so|hmm+|honestly|tbh|yeah|great|cool|good|alright|right)[,!.\s]+)*"
+)
+_REJECTIONS = tuple(
+    re.compile(pattern, _F)
+    for pattern in (
+        r"\bwe(?:'ve|\s+have)?\s+(?:all\s+)?(?:agreed|decided)\s+(?:against|not\s+to)\s+(?P<v>.*)",
+        rf"^{_FILLERS}let'?s\s+(?:not|drop|scrap|skip|forget(?:\s+about)?)\s+(?P<v>.*)",
+        r"\[rejected\]\s*[:-]?\s*(?P<v>.*)",
+    )
+)
+_DECISIONS = tuple(
+    re.compile(pattern, _F)
+    for pattern in (
+        r"\bwe(?:'ve|\s+have)?\s+(?:all\s+|just\s+|finally\s+)?(?:agreed|decided|concluded"
+        r"|settled)(?:\s+(?:on|upon|to|that))?\s*[:,-]?\s*(?P<v>.*)",
+        r"\bconsensus\s+(?:is|was|reached)(?:\s+(?:on|that))?\s*[:,-]?\s*(?P<v>.*)",
+        r"\b(?:let'?s|we(?:'ll|\s+will))\s+go\s+with\s+(?P<v>.*)",
+        r"\bfinal\s+(?:decision|answer)\s*(?:is\b|:|-)?\s*(?P<v>.*)",
+        r"\[(?:decision|consensus)\]\s*[:-]?\s*(?P<v>.*)",
+        r"\b(?:it'?s|it\s+is|that'?s)\s+(?:decided|settled)\s*[:,-]?\s*(?P<v>.*)",
+        r"^decided\s*[:-]\s*(?P<v>.*)",
+    )
+)
+_PROPOSALS = tuple(
+    re.compile(pattern, _F)
+    for pattern in (
+        r"\bi\s+(?:propose|suggest)\s+(?:that\s+)?(?P<v>.+)",
+        r"\bmy\s+(?:suggestion|proposal)\s+(?:is\s+)?[:-]?\s*(?:that\s+|to\s+)?(?P<v>.+)",
+        r"\bwhat\s+if\s+(?P<v>we\s+.+)",
+        r"\bhow\s+about\s+(?P<v>.+)",
+        r"\bwhy\s+don'?t\s+we\s+(?P<v>.+)",
+        r"\blet'?s\s+consider\s+(?P<v>.+)",
+        r"\bshall\s+we\s+(?P<v>.+)",
+        r"\[proposal\]\s*[:-]?\s*(?P<v>.+)",
+    )
+)
+# Every decision, rejection and proposal pattern holds one of these words: one search tells
+# whether a clause is worth the eighteen patterns.
+_CUES = re.compile(
+    r"agreed|decided|conclu|settled|consensus|go\s+with|final|\[|propos|suggest|what\s+if"
+    r"|how\s+about|don'?t\s+we|consider|shall\s+we|let'?s",
+    _F,
+)
+_OPPOSE = re.compile(
+    rf"^{_FILLERS}(?:-1(?!\d)|\U0001f44e|i\s+(?:disagree|object|don'?t\s+agree|do\s+not\s+agree"
+    r"|(?:am|'m)\s+against|don'?t\s+like\s+(?:it|that|this|the\s+idea)|(?:am|'m)\s+not\s+"
+    r"(?:convinced|a\s+fan|sure\s+about\s+(?:it|that|this)))|disagree\b|no\s+way\b|nope\b"
+    r"|(?:that|this|it)\s+won'?t\s+work|won'?t\s+work|bad\s+idea|not\s+a\s+good\s+idea"
+    r"|against\b|veto\b)",
+    _F,
+)
+_SUPPORT = re.compile(
+    rf"^{_FILLERS}(?:\+1(?!\d)|\U0001f44d|i\s+(?:agree|support|second|like\s+(?:it|that|this"
+    r"|the\s+idea)|(?:am|'m)\s+in\b)|agreed?\b|seconded\b|sounds\s+(?:good|great|fine|perfect"
+    r"|like\s+a\s+plan)|(?:great|good|nice)\s+idea|let'?s\s+do\s+(?:it|that|this)\b"
+    r"|(?:that\s+|it\s+)?works\s+for\s+me|count\s+me\s+in|love\s+(?:it|that)|same\s+here"
+    r"|makes\s+sense|fine\s+by\s+me|deal\b)",
+    _F,
+)
+_NEUTRAL = re.compile(
+    rf"^{_FILLERS}(?:not\s+sure\b|no\s+opinion|i\s+don'?t\s+mind|either\s+way|on\s+the\s+fence"
+    r"|no\s+strong\s+(?:opinion|feelings))",
+    _F,
+)
+# One-word answers count as reactions only in a short message ("yes!", not "yes, but ...").
+_SHORT_SUPPORT = re.compile(r"^(?:yes|yep|yeah|yup|sure|absolutely|definitely|exactly)\b", _F)
+_SHORT_OPPOSE = re.compile(r"^(?:no|nah)\b", _F)
+_SHORT_WORDS = 5
+_OPINION = re.compile(
+    r"^(?:i\s+(?:think|believe|feel|guess|reckon|prefer)|in\s+my\s+(?:opinion|view)|imo\b"
+    r"|i'?d\s+rather|we\s+(?:should|shouldn'?t|need\s+to|must|could))\b",
+    _F,
+)
+_TRAILING = re.compile(r"\s+(?:instead|then|maybe|perhaps)$", _F)
+_NOISE_STEMS = content_stems(" ".join(sorted(STOP_WORDS))) | frozenset({"we", "us", "our"})
+_STANCE_WORDS = {"support": "supports", "oppose": "opposes", "neutral": "is undecided on"}
+
+
+@lru_cache(maxsize=4096)  # pure; proposals are compared again on every message
+def _stems(text: str) -> frozenset[str]:
+    """The words that tell what a proposal or decision is about (digits count: "at 3")."""
+    return content_stems(text) - _NOISE_STEMS
+
+
+def _cut(value: str) -> str:
+    return _TRAILING.sub("", clean_value(value, 200))
+
+
+def _share_half(a: frozenset[str], b: frozenset[str]) -> bool:
+    common = len(a & b)
+    return common > 0 and 2 * common >= min(len(a), len(b))
+
+
+def _matches(said: frozenset[str], proposal: frozenset[str]) -> bool:
+    common = len(said & proposal)
+    if not common:
+        return False
+    return said <= proposal or proposal <= said or 2 * common >= len(said | proposal)
+
+
+@dataclass(frozen=True, slots=True)
+class _Move:
+    """What one message does in the deliberation."""
+
+    reaction: Stance | None = None
+    decision: str | None = None
+    rejection: str | None = None
+    proposal: str | None = None
+    opinion: str | None = None
+
+
+def _read_reaction(text: str, clauses: Sequence[Clause]) -> Stance | None:
+    first = clauses[0].text if clauses else ""
+    for candidate in (text, first):
+        if _OPPOSE.match(candidate):
+            return "oppose"
+        if _SUPPORT.match(candidate):
+            return "support"
+        if _NEUTRAL.match(candidate):
+            return "neutral"
+    if len(text.split()) <= _SHORT_WORDS:
+        if _SHORT_SUPPORT.match(text):
+            return "support"
+        if _SHORT_OPPOSE.match(text):
+            return "oppose"
+    return None
+
+
+def _first(patterns: Sequence[re.Pattern[str]], clause: Clause) -> str | None:
+    for pattern in patterns:
+        match = pattern.search(clause.text)
+        if match is not None:
+            return _cut(match.group("v"))
+    return None
+
+
+def _read_move(text: str, clauses: Sequence[Clause]) -> _Move:
+    decision = rejection = proposal = opinion = None
+    for clause in clauses:
+        if _CUES.search(clause.text) is None:
+            if opinion is None and not clause.question and _OPINION.match(clause.text):
+                opinion = clean_value(clause.text, _TEXT_CHARS)
+            continue
+        if not clause.question and decision is None and rejection is None:
+            rejection = _first(_REJECTIONS, clause)
+            if rejection is None:
+                decision = _first(_DECISIONS, clause)
+            if decision is not None or rejection is not None:
+                continue
+        if proposal is None:
+            found = _first(_PROPOSALS, clause)
+            if found and _stems(found):
+                proposal = found
+                continue
+        if opinion is None and not clause.question and _OPINION.match(clause.text):
+            opinion = clean_value(clause.text, _TEXT_CHARS)
+    return _Move(_read_reaction(text, clauses), decision, rejection, proposal, opinion)
+
+
+def is_deliberation_move(text: str, clauses: Sequence[Clause]) -> bool:
+    """Tell whether a group message proposes, reacts, decides or states a position: a move
+    :meth:`DeliberationTracker.apply` records (the offline concierge acknowledges it).
+
+    Args:
+        text: the message.
+        clauses: ``text`` cut into clauses.
+    """
+    move = _read_move(normalize_text(text), clauses)
+    return any((move.reaction, move.decision, move.rejection, move.proposal, move.opinion))
+
+
+@dataclass(frozen=True, slots=True)
+class DeliberationUpdate:
+    """The deliberation state after one group message, and what the message touched.
+
+    Attributes:
+        participants: every participant kept, in order of first message.
+        proposals: the proposals kept, oldest first.
+        decisions: the decisions kept, oldest first.
+        proposal_id: the proposal the message opened or reacted to, if any.
+        decision_id: the decision it recorded, if any.
+    """
+
+    participants: tuple[Participant, ...]
+    proposals: tuple[Proposal, ...]
+    decisions: tuple[Decision, ...]
+    proposal_id: str | None = None
+    decision_id: str | None = None
+
+
+def _speaker(turn: ConversationTurn) -> tuple[str, str] | None:
+    if turn.user_id is not None:
+        return f"user:{turn.user_id}", turn.speaker or f"user {turn.user_id}"
+    if turn.speaker:
+        return f"name:{turn.speaker}", turn.speaker
+    return None
+
+
+def _topic(text: str) -> str:
+    phrases = key_phrases(text)
+    return max(phrases, key=lambda p: len(p.split()), default="")
+
+
+class DeliberationTracker:
+    """Moves a group's participants, proposals and decisions forward by one message."""
+
+    def apply(
+        self,
+        participants: Sequence[Participant],
+        proposals: Sequence[Proposal],
+        decisions: Sequence[Decision],
+        turn: ConversationTurn,
+        clauses: Sequence[Clause],
+    ) -> DeliberationUpdate:
+        """Return the deliberation after ``turn`` (a message of a group chat).
+
+        Args:
+            participants: the participants before the turn.
+            proposals: the proposals before it.
+            decisions: the decisions before it.
+            turn: the message; its speaker is ``turn.speaker`` / ``turn.user_id``.
+            clauses: ``turn.user_text`` cut into clauses (read once by the caller).
+        """
+        who = _speaker(turn)
+        text = normalize_text(turn.user_text)
+        if who is None or not text:
+            return DeliberationUpdate(tuple(participants), tuple(proposals), tuple(decisions))
+        pid, name = who
+        seq = turn.seq
+        move = _read_move(text, clauses)
+        people = {p.participant_id: p for p in participants}
+        person = people.get(pid) or Participant(participant_id=pid, name=name)
+        person = person.model_copy(
+            update={"name": name, "message_count": person.message_count + 1, "last_turn": seq}
+        )
+        people[pid] = person
+        props = list(proposals)
+        decided = list(decisions)
+        touched: str | None = None
+        decision_id: str | None = None
+        position: str | None = None
+        contribution: str | None = None
+
+        if move.reaction is not None:
+            index = self._reaction_target(props, name, _stems(text), seq)
+            if index is not None:
+                props[index] = self._react(props[index], name, move.reaction, seq, people)
+                touched = props[index].proposal_id
+                position = f"{_STANCE_WORDS[move.reaction]}: {props[index].text}"
+        settled = move.decision if move.decision is not None else move.rejection
+        if settled is not None:
+            record = self._decide(props, name, settled, seq, rejected=move.rejection is not None)
+            if record is not None:
+                decided.append(record)
+                decision_id = record.decision_id
+                touched = record.proposal_id or touched
+                verb = "decided against" if move.rejection is not None else "decided"
+                position = contribution = f"{verb}: {record.outcome}"
+        if move.proposal is not None:
+            proposal = Proposal(
+                proposal_id=f"proposal-{seq}", proposer=name, text=move.proposal, proposed_turn=seq
+            )
+            said = _stems(proposal.text)
+            for i, other in enumerate(props):
+                if other.status == "active" and _share_half(said, _stems(other.text)):
+                    props[i] = other.model_copy(update={"status": "modified", "resolved_turn": seq})
+            props.append(proposal)
+            touched = proposal.proposal_id
+            position = contribution = f"proposes: {proposal.text}"
+        if position is None and move.opinion is not None:
+            position = contribution = move.opinion
+        if position is not None:
+            update: dict[str, object] = {"last_position": clean_value(position, _TEXT_CHARS)}
+            if contribution is not None:
+                kept = (*person.key_contributions, clean_value(contribution, _TEXT_CHARS))
+                update["key_contributions"] = kept[-MAX_CONTRIBUTIONS:]
+            people[pid] = people[pid].model_copy(update=update)
+        return DeliberationUpdate(
+            participants=_bounded_people(people),
+            proposals=_bounded_proposals(props),
+            decisions=tuple(decided[-MAX_DECISIONS:]),
+            proposal_id=touched,
+            decision_id=decision_id,
+        )
+
+    @staticmethod
+    def _reaction_target(
+        proposals: Sequence[Proposal], reactor: str, said: frozenset[str], seq: int
+    ) -> int | None:
+        best: tuple[int, int] | None = None  # (shared words, index)
+        latest: int | None = None
+        for i, proposal in enumerate(proposals):
+            if proposal.status != "active" or proposal.proposer == reactor:
+                continue
+            if seq - proposal.proposed_turn <= REACTION_WINDOW:
+                latest = i
+            shared = len(said & _stems(proposal.text))
+            if shared and (best is None or shared >= best[0]):
+                best = (shared, i)
+        return best[1] if best is not None else latest
+
+    @staticmethod
+    def _react(
+        proposal: Proposal,
+        reactor: str,
+        stance: Stance,
+        seq: int,
+        people: dict[str, Participant],
+    ) -> Proposal:
+        reactions = [r for r in proposal.reactions if r.participant != reactor]
+        reactions.append(Reaction(participant=reactor, stance=stance, turn=seq))
+        reactions = reactions[-_MAX_REACTIONS:]
+        update: dict[str, object] = {"reactions": tuple(reactions)}
+        opposed = sum(1 for r in reactions if r.stance == "oppose")
+        others = sum(1 for p in people.values() if p.name != proposal.proposer)
+        if opposed >= 2 and 2 * opposed > others:
+            update.update(status="rejected", resolved_turn=seq)
+        return proposal.model_copy(update=update)
+
+    @staticmethod
+    def _decide(
+        proposals: list[Proposal], by: str, outcome: str, seq: int, *, rejected: bool
+    ) -> Decision | None:
+        said = _stems(outcome)
+        best: tuple[bool, int, int] | None = None  # (matches, shared words, index)
+        latest: int | None = None
+        for i, proposal in enumerate(proposals):
+            if proposal.status != "active":
+                continue
+            if seq - proposal.proposed_turn <= REACTION_WINDOW:
+                latest = i
+            wanted = _stems(proposal.text)
+            shared = len(said & wanted)
+            if not shared:
+                continue
+            key = (_matches(said, wanted), shared, i)
+            if best is None or key >= best:
+                best = key
+        index = best[2] if best is not None else (latest if not said else None)
+        if index is None and not outcome:
+            return None
+        proposal_id: str | None = None
+        supporters = [by]
+        if index is not None:
+            proposal = proposals[index]
+            status = "rejected" if rejected else "accepted"
+            if not rejected and best is not None and not best[0]:
+                status = "modified"
+            proposals[index] = proposal.model_copy(update={"status": status, "resolved_turn": seq})
+            proposal_id = proposal.proposal_id
+            outcome = outcome or proposal.text
+            if not rejected:
+                backers = [r.participant for r in proposal.reactions if r.stance == "support"]
+                supporters = [proposal.proposer, *backers, by]
+        text = f"not {outcome}" if rejected else outcome
+        return Decision(
+            decision_id=f"decision-{seq}",
+            outcome=clean_value(text, 200),
+            topic=_topic(outcome),
+            decided_by=by,
+            decided_turn=seq,
+            supporters=tuple(dict.fromkeys(supporters)),
+            proposal_id=proposal_id,
+        )
+
+
+def _bounded_people(people: dict[str, Participant]) -> tuple[Participant, ...]:
+    kept = list(people.values())
+    if len(kept) > MAX_PARTICIPANTS:
+        # The least recently heard leave; ties (impossible: one speaker per turn) by id.
+        gone = sorted(kept, key=lambda p: (p.last_turn, p.participant_id))
+        leaving = {p.participant_id for p in gone[: len(kept) - MAX_PARTICIPANTS]}
+        kept = [p for p in kept if p.participant_id not in leaving]
+    return tuple(kept)
+
+
+def _bounded_proposals(proposals: list[Proposal]) -> tuple[Proposal, ...]:
+    excess = len(proposals) - MAX_PROPOSALS
+    if excess <= 0:
+        return tuple(proposals)
+    settled = [p.proposal_id for p in proposals if p.status != "active"]
+    active = [p.proposal_id for p in proposals if p.status == "active"]
+    leaving = set((settled + active)[:excess])
+    return tuple(p for p in proposals if p.proposal_id not in leaving)

@@ -1,0 +1,476 @@
+"""Reading one utterance by rules: its clauses, to-dos opened and closed, timed reminders.
+
+Everything here is a pure function of its arguments: no clock (``now`` is passed in), no
+randomness, no I/O. The state manager folds it over the turn log and must get the live state
+back (I6); the offline concierge uses the very same rules, so what it acknowledges is what the
+state records. Facts ("my name is Ada") are read by :mod:`agent.memory.rules.fact_extraction`.
+
+Text is normalised first (NFKC, zero-width and bidi marks dropped, curly quotes straightened)
+and cut into clauses at sentence ends. Patterns are anchored or bounded, with no nested
+unbounded quantifiers, so a hostile message of Telegram's 4096 characters is read in well
+under a second (tests/test_extraction.py feeds it the worst cases found).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+
+from agent.memory.schemas import OpenLoop
+
+__all__ = [
+    "MAX_REMINDER_DELAY",
+    "Clause",
+    "Closer",
+    "ReminderRequest",
+    "clean_value",
+    "content_stems",
+    "extract_closers",
+    "extract_openers",
+    "is_reminder_request",
+    "match_loop",
+    "normalize_text",
+    "parse_reminder",
+    "split_clauses",
+]
+
+#: The furthest ahead a reminder may be set.
+MAX_REMINDER_DELAY = timedelta(days=366)
+
+_VALUE_CHARS = 200
+_F = re.IGNORECASE
+
+# -- normalisation and clauses -----------------------------------------------------------------
+
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"'})
+_BLANKS = re.compile(r"[^\S\n]+")
+# A period ends a clause only before a space or the end, so "18.30" and "1.5 hours" survive; the
+# lookbehind starts a run of dots only once (linear on "......x").
+_CLAUSE_END = re.compile(r"[!?;\n]+|(?<!\.)(?<![ap]\.m)(?<![AP]\.M)\.+(?=\s|$)")
+_FILLER = re.compile(
+    r"(?:(?:ok(?:ay)?|so|well|also|and|oh|hey|hi|hello|btw|by the way|actually|please|just"
+    r"|um+|uh+|alright|right|anyway)\b[\s,!:-]*)+",
+    _F,
+)
+# "... and I need to X": a second statement in one sentence.
+_AND_I = re.compile(
+    r",?\s+(?:and|but|also|plus|then)\s+(?=i\s|i'(?:ve|ll|m)\s|remind me\b|don't let me\b)", _F
+)
+_SUBCLAUSE = re.compile(
+    r",?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|my|call me)\b)|,\s+(?=(?:i|i'm|i've|my)\b)", _F
+)
+
+
+# The rules read a turn's text several times (facts, loops, summary items, topics) and the
+# open loops' texts on every turn: the pure readings of a text are cached (``_TEXTS`` recent
+# texts; a message is at most 4,096 characters, so at most ~3 MB in all).
+_TEXTS = 256
+
+
+@lru_cache(maxsize=_TEXTS)
+def normalize_text(text: str) -> str:
+    """Return ``text`` in the form the rules read: NFKC, no invisible marks, plain quotes.
+
+    Args:
+        text: raw user text (any length, any script).
+
+    Returns:
+        The text with runs of blanks collapsed to one space (newlines kept) and stripped.
+    """
+    text = unicodedata.normalize("NFKC", text)
+    text = _INVISIBLE.sub("", text).translate(_QUOTES)
+    return _BLANKS.sub(" ", text).strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One statement of an utterance.
+
+    Attributes:
+        text: the statement, normalised, without leading fillers ("ok so", "hi,").
+        question: it ended with a question mark.
+    """
+
+    text: str
+    question: bool
+
+
+@lru_cache(maxsize=_TEXTS)
+def split_clauses(text: str, *, statements: bool = False) -> tuple[Clause, ...]:
+    """Cut ``text`` into clauses at sentence ends, then before "and I ...".
+
+    Args:
+        text: raw user text.
+        statements: also cut before "and my ..." and ", I ..." (each fact its own clause).
+
+    Returns:
+        The non-empty clauses, in order.
+    """
+    text = normalize_text(text)
+    sentences: list[Clause] = []
+    start = 0
+    for end in _CLAUSE_END.finditer(text):
+        sentences.append(Clause(text[start : end.start()], "?" in end.group()))
+        start = end.end()
+    sentences.append(Clause(text[start:], False))
+    splitter = _SUBCLAUSE if statements else _AND_I
+    return tuple(
+        Clause(part, sentence.question)
+        for sentence in sentences
+        for part in map(_strip_filler, splitter.split(sentence.text))
+        if part
+    )
+
+
+def _strip_filler(text: str) -> str:
+    text = text.strip(" ,:-\"'")
+    match = _FILLER.match(text)
+    return text[match.end() :].strip() if match else text
+
+
+def clean_value(value: str, limit: int = _VALUE_CHARS) -> str:
+    """Trim a captured value: trailing punctuation and emoji, quotes, "please"; cap its length."""
+    # A loop, not a regex: "[\W_]+$" is quadratic on a long run of symbols.
+    end = len(value)
+    while end and not (value[end - 1].isalnum() or value[end - 1] in ")]'\""):
+        end -= 1
+    value = value[:end].strip().strip("\"'")
+    for tail in (" please", " pls", " thanks", " thank you"):
+        if value.lower().endswith(tail):
+            value = value[: -len(tail)].rstrip(" ,")
+    if len(value) > limit:
+        value = value[: limit - 1].rstrip() + "…"
+    return value
+
+
+# -- to-dos: openers, closers, matching ----------------------------------------------------------
+
+_REMIND_TODO = re.compile(r"\bremind me\s+(?:to|about)\s+(?P<v>.+)", _F)
+_NO_FORGET = re.compile(
+    r"\b(?:don't|do not|dont)\s+(?:let me\s+)?forget\s+(?:to\s+|about\s+)?(?P<v>.+)", _F
+)
+_OPENERS = (
+    re.compile(
+        r"^i(?:\s+(?:really|still|also|just|definitely))?\s+(?:need to|have to|must|'ve got to"
+        r"|have got to|gotta|got to)\s+(?P<v>.+)",
+        _F,
+    ),
+    re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),
+    re.compile(r"^add\s+(?P<v>.+?)\s+to\s+my\s+(?:[\w-]+\s+)?list$", _F),
+)
+_EXPLICIT_CLOSERS = (
+    re.compile(
+        r"^(?:done|finished|completed|ticked off|tick off|check off|checked off)\b\s*"
+        r"(?:[:#-]\s*|with\s+)?(?P<v>.+)",
+        _F,
+    ),
+    re.compile(
+        r"^(?P<v>.+?)\s+(?:is|are)\s+(?:(?:now|all|already)\s+)?(?:done|finished|sorted|complete"
+        r"|completed|taken care of|booked|handled)$",
+        _F,
+    ),
+    re.compile(
+        r"^i(?:'ve|\s+have)?(?:\s+(?:just|already|finally|now|also))?\s+(?:done|did|finished"
+        r"|completed|managed to)\s+(?P<v>.+)",
+        _F,
+    ),
+)
+_IRREGULAR_PAST = (
+    "bought|paid|sent|made|wrote|written|got|took|taken|sold|told|found|gave|given|went|ate|read"
+    "|put|set|met|brought|spoke|left|fed|hung|sat|won|cut|rang|drank|drove|ran|threw|swept"
+)
+_PAST_CLOSER = re.compile(
+    r"^i(?:'ve|\s+have)?(?:\s+(?:just|already|finally|now|also))?\s+"
+    rf"(?P<verb>{_IRREGULAR_PAST}|[^\W\d_]{{2,}}ed)\s+(?P<v>.+)",
+    _F,
+)
+# Past tenses that say nothing was done ("I wanted to book...", "I need..." ends in -ed too).
+_NOT_DONE = frozenset(
+    """wanted needed tried planned hoped intended failed decided started used attempted wished
+    liked loved hated considered forgot missed postponed delayed agreed offered promised
+    expected preferred asked wondered pretended refused learned learnt""".split()
+)
+_NEGATION = re.compile(r"(?:not|never|n't|no)\b", _F)
+
+
+@dataclass(frozen=True, slots=True)
+class Closer:
+    """A statement that something is done.
+
+    Attributes:
+        text: what is done, e.g. ``booked the hotel`` or ``2`` (the second to-do).
+        explicit: said as a completion ("done: X", "X is done", "I did X"), not merely in the
+            past tense ("I booked the hotel"): worth a reply when it matches no open loop.
+    """
+
+    text: str
+    explicit: bool
+
+
+def _reminder_clause(clause: Clause) -> bool:
+    return _match_reminder(clause.text) is not None
+
+
+def extract_openers(text: str) -> tuple[str, ...]:
+    """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
+
+    Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X",
+    "todo: X", "add X to my list". A reminder with a time ("remind me in 10 minutes to X") opens
+    no to-do: it becomes a job. "I need to X?" (a question) opens nothing; "can you remind me to
+    X?" does.
+    """
+    found: list[str] = []
+    for clause in split_clauses(text):
+        if _reminder_clause(clause):
+            continue
+        match = _REMIND_TODO.search(clause.text) or _NO_FORGET.search(clause.text)
+        if match is None and not clause.question:
+            match = next((m for p in _OPENERS if (m := p.match(clause.text))), None)
+        if match is None:
+            continue
+        value = clean_value(match.group("v"))
+        if value and value.casefold() not in {v.casefold() for v in found}:
+            found.append(value)
+    return tuple(found)
+
+
+def extract_closers(text: str) -> tuple[Closer, ...]:
+    """Return what ``text`` says is done: "I booked the hotel", "done: X", "X is done", "I did X".
+
+    Each closer is matched against the open loops by :func:`match_loop`; "done 2" names the
+    second open loop. Questions and negations close nothing ("did I book it?", "I did not").
+    """
+    found: list[Closer] = []
+    for clause in split_clauses(text):
+        if clause.question:
+            continue
+        closer: Closer | None = None
+        for pattern in _EXPLICIT_CLOSERS:
+            match = pattern.match(clause.text)
+            if match:
+                closer = Closer(match.group("v"), explicit=True)
+                break
+        if closer is None:
+            match = _PAST_CLOSER.match(clause.text)
+            verb = match.group("verb").lower() if match else ""
+            # "need", "feed", "proceed" end in -ed and are present tense.
+            if match and verb not in _NOT_DONE and not verb.endswith("eed"):
+                rest = match.group("v")
+                if not rest.lower().startswith("to "):
+                    closer = Closer(f"{match.group('verb')} {rest}", explicit=False)
+        if closer is None or _NEGATION.match(closer.text):
+            continue
+        value = clean_value(closer.text)
+        if value:
+            found.append(Closer(value, closer.explicit))
+    return tuple(found)
+
+
+_STOP_WORDS = frozenset(
+    """i me my mine myself you your the a an to for of in on at by with and or it its this that
+    these those is are was were be been being do does did done doing have has had just already
+    finally also now today please some all up off so then there here too very really still
+    can could will would should must need needs have got get gets finished completed complete
+    sorted ticked tick check checked""".split()
+)
+_IRREGULAR_STEMS = {
+    "bought": "buy", "paid": "pay", "sent": "send", "made": "make", "wrote": "write",
+    "written": "write", "took": "take", "taken": "take", "sold": "sell", "told": "tell",
+    "found": "find", "gave": "give", "given": "give", "went": "go", "ate": "eat", "met": "meet",
+    "brought": "bring", "spoke": "speak", "left": "leave", "fed": "feed", "hung": "hang",
+    "won": "win", "rang": "ring", "drank": "drink", "drove": "drive", "ran": "run",
+    "threw": "throw", "swept": "sweep", "mum": "mom", "mother": "mom",
+}  # fmt: skip
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _stem(word: str) -> str:
+    word = _IRREGULAR_STEMS.get(word, word)
+    if len(word) > 4 and word.endswith(("ies", "ied")):
+        word = word[:-3] + "y"
+    elif len(word) >= 6 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) >= 5 and word.endswith("ed"):
+        word = word[:-2]
+    elif len(word) >= 4 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]  # stopped -> stop
+    if len(word) >= 4 and word.endswith("e"):
+        word = word[:-1]  # bake / baked / baking -> bak
+    return word
+
+
+@lru_cache(maxsize=_TEXTS)
+def content_stems(text: str) -> frozenset[str]:
+    """Return the stems of the content words of ``text`` (``booked the hotel`` -> book, hotel)."""
+    words = _TOKEN.findall(normalize_text(text).casefold())
+    return frozenset(_stem(w) for w in words if w not in _STOP_WORDS)
+
+
+def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
+    """Return the open loop ``closer`` refers to, or ``None``.
+
+    A number ``n`` names the n-th loop. Otherwise the content-word stems must agree: one set
+    holds the other ("booked the hotel" ~ "book the hotel"; "the hotel is done" ~ "book the
+    hotel") or they share at least 60% (Jaccard). "I booked a flight to Lisbon" does not close
+    "book the hotel in Lisbon". Ties go to the oldest loop.
+    """
+    if closer.strip().isdecimal():
+        index = int(closer.strip()) - 1
+        return loops[index] if 0 <= index < len(loops) else None
+    said = content_stems(closer)
+    if not said:
+        return None
+    best: tuple[float, OpenLoop] | None = None
+    for loop in loops:
+        wanted = content_stems(loop.text)
+        common = len(said & wanted)
+        if not common:
+            continue
+        jaccard = common / len(said | wanted)
+        if not (said <= wanted or wanted <= said or jaccard >= 0.6):
+            continue
+        if best is None or jaccard > best[0]:
+            best = (jaccard, loop)
+    return best[1] if best else None
+
+
+# -- timed reminders ---------------------------------------------------------------------------
+
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+    "thirty": 30, "forty": 40, "forty-five": 45, "fifty": 50, "sixty": 60, "ninety": 90,
+    "half a": 0.5, "half an": 0.5, "a couple of": 2, "a few": 3,
+}  # fmt: skip
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# A digit amount may touch its unit ("10min"); a word amount is followed by a space.
+_NUM = (
+    r"\d{1,9}(?:[.,]\d{1,3})?\s*"
+    r"|(?:half an?|a couple of|a few|[a-z]+(?:-[a-z]+)?)\s+"
+)
+_UNIT = r"s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?"
+_MERIDIEM = r"[ap]\.?m\.?"
+_WHEN = (
+    rf"in\s+(?:{_NUM})(?:{_UNIT})\b"
+    rf"|at\s+(?:\d{{1,2}}(?:[:.h]\d{{2}})?\s*(?:{_MERIDIEM})?|noon|midday|midnight)"
+    r"(?:\s*utc)?"
+)
+_REMIND = r"(?:please\s+)?(?:remind me|set (?:a |an )?reminder(?: for me)?)"
+_LINK = r"(?P<link>to|about|that|for)"
+_REMINDER_FORMS = (
+    re.compile(rf"\b{_REMIND}\s+(?P<when>{_WHEN})\s*,?\s*(?:{_LINK}\s+(?P<label>.+))?$", _F),
+    re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{_WHEN})$", _F),
+    re.compile(rf"^(?P<when>{_WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
+)
+_DELAY = re.compile(rf"in\s+(?P<n>{_NUM})(?P<u>{_UNIT})", _F)
+_CLOCK = re.compile(
+    rf"at\s+(?:(?P<h>\d{{1,2}})(?:[:.h](?P<m>\d{{2}}))?\s*(?P<ap>{_MERIDIEM})?"
+    r"|(?P<word>noon|midday|midnight))",
+    _F,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReminderRequest:
+    """A request for a reminder at a time: "remind me in 10 minutes to call mom".
+
+    Attributes:
+        label: what to remind of (``call mom``); empty when the user gave nothing.
+        due_at: when, in UTC.
+        link: the word before the label as the user said it: ``to``, ``about`` or ``that``.
+    """
+
+    label: str
+    due_at: datetime
+    link: str = "to"
+
+
+def _match_reminder(clause: str) -> re.Match[str] | None:
+    clause = clean_value(clause, len(clause) + 1)
+    for pattern in _REMINDER_FORMS:
+        match = pattern.search(clause)
+        if match is not None:
+            return match
+    return None
+
+
+def _delay(when: str) -> timedelta | None:
+    match = _DELAY.match(when)
+    if match is None:
+        return None
+    raw = " ".join(match.group("n").lower().replace(",", ".").split())
+    amount = _NUMBER_WORDS.get(raw)
+    if amount is None:
+        if not raw[0].isdigit():
+            return None
+        amount = float(raw)
+    unit = match.group("u").lower()
+    seconds = amount * _UNIT_SECONDS["m" if unit.startswith("mi") else unit[0]]
+    if not 0 < seconds <= MAX_REMINDER_DELAY.total_seconds():
+        return None
+    return timedelta(seconds=seconds)
+
+
+def _clock_time(when: str, now: datetime) -> datetime | None:
+    match = _CLOCK.match(when)
+    if match is None:
+        return None
+    if match.group("word"):
+        hour, minute = (0, 0) if match.group("word").lower() == "midnight" else (12, 0)
+    else:
+        hour, minute = int(match.group("h")), int(match.group("m") or 0)
+        meridiem = (match.group("ap") or "").lower().replace(".", "")
+        if not meridiem and match.group("m") is None:
+            return None  # "at 6" could be morning or evening
+        if meridiem:
+            if not 1 <= hour <= 12:
+                return None
+            hour = hour % 12 + (12 if meridiem == "pm" else 0)
+        if hour > 23 or minute > 59:
+            return None
+    due = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    return due if due > now else due + timedelta(days=1)  # the next occurrence
+
+
+def _as_utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def is_reminder_request(text: str) -> bool:
+    """Tell whether ``text`` asks for a reminder at a time, valid or not ("in 0 minutes")."""
+    return any(_match_reminder(clause.text) for clause in split_clauses(text))
+
+
+def parse_reminder(text: str, now: datetime) -> ReminderRequest | None:
+    """Return the first timed reminder ``text`` asks for, or ``None``.
+
+    Forms: "remind me in 10 minutes to call mom", "remind me to call mom in 2 hours", "in 30
+    seconds remind me to stretch", "remind me at 18:30 to ..." (UTC, the next occurrence),
+    "at 6pm", "at noon". Delays run from one second to 366 days; "at 6" (no minutes, no am/pm)
+    is ambiguous and refused.
+
+    Args:
+        text: one user message.
+        now: the time the message was received (a naive time is taken as UTC).
+    """
+    now = _as_utc(now)
+    for clause in split_clauses(text):
+        match = _match_reminder(clause.text)
+        if match is None:
+            continue
+        when = match.group("when")
+        delay = _delay(when)
+        due = now + delay if delay is not None else _clock_time(when, now)
+        if due is None:
+            return None
+        label = clean_value(match.group("label") or "")
+        link = (match.group("link") or "to").lower()
+        return ReminderRequest(label=label, due_at=due, link="to" if link == "for" else link)
+    return None

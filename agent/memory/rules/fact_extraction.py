@@ -1,0 +1,316 @@
+"""Reading the facts a user states about themselves and the people and pets in their life:
+"my name is Ada", "I live in Lisbon", "my sister Mia lives in Porto", "I have a cat called Miso".
+
+A pure function of the text (no clock, no I/O), shared by the state manager (group sessions
+record the facts on their state; I6: the same turns give the same facts), the promotion gate of
+long-term memory, and the offline concierge, which acknowledges them. Keys follow
+:mod:`agent.memory.longterm.memory_slots`. Text handling (normalisation, clauses, value cleaning) is
+:mod:`agent.memory.rules.extraction`'s.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agent.memory.longterm.memory_slots import USER, fact_key
+from agent.memory.rules.extraction import Clause, clean_value, split_clauses
+from agent.memory.schemas import Fact, FactMode
+
+__all__ = ["PEOPLE", "PETS", "extract_facts"]
+
+_F = re.IGNORECASE
+
+_WORD = r"[^\W\d_]+(?:['-][^\W\d_]+)*"
+_NAME = re.compile(rf"({_WORD})(?:\s+({_WORD}))?(?:\s+({_WORD}))?")
+# Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
+_NOT_NAMES = frozenset(
+    """a an the not no so very too just really also still now here there back later tomorrow
+    today tonight maybe sometime soon again anytime whenever when if please home ok okay sorry
+    fine good great well tired done ready sure busy bored sick hungry thirsty happy sad glad
+    afraid excited new old in at on from with going about all alone lost late early up out off
+    sleepy cold hot free interested curious confused worried scared angry stressed exhausted
+    right wrong bad better worse alright awake asleep away around into over under working
+    trying looking thinking planning hoping moving leaving coming staying living crazy anything
+    whatever something sometimes back""".split()
+)
+_NAME_STOP = frozenset(
+    """and but or from here btw by the i my so because who when if please later now tomorrow
+    today instead anytime at on in thanks ok okay""".split()
+)
+_AFTER_NAME = re.compile(r"(?:,|from\b|here\b|and\b|by the way\b|btw\b|$)", _F)
+_ADV = r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally))?"
+_PLACE_STOP = re.compile(
+    r"\s+(?:with|for|since|near|now|currently|and|but|at|on|in|because|as|where|which|last|this"
+    r"|next|ago|recently)\b|,\s",
+    _F,
+)
+_PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas)\b", _F)
+_PRONOUN_OBJECT = re.compile(r"(?:it|that|this|them|you|him|her|those|these|me)\b", _F)
+
+#: Who someone is to the user ("my sister Mia"), and which animals are pets ("my cat Miso").
+PEOPLE = (
+    "best friend|friend|girlfriend|boyfriend|partner|wife|husband|fiancee|fiancée|fiance|fiancé"
+    "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
+    "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
+    "|grandma|granny|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
+    "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist"
+)
+PETS = (
+    "cat|kitten|dog|puppy|parrot|budgie|hamster|rabbit|bunny|guinea pig|fish|goldfish|horse"
+    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse"
+)
+_WHO = rf"(?P<rel>{PEOPLE}|{PETS})"
+_PET = re.compile(rf"(?:{PETS})$", _F)
+# Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
+_CALLED = r"(?:'s name is|s' name is| is called| is named| called| named|,)?"
+_ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
+# What is said of someone: (predicate, attribute, how the value is read).
+_OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
+    (re.compile(pattern, _F), attribute, kind)
+    for pattern, attribute, kind in (
+        (r"(?:lives|is living|is based|resides|has moved|moved|relocated)\s+(?:in|to)\s+",
+         "location", "place"),
+        (r"(?:is|comes) from\s+", "hometown", "place"),
+        (r"works as\s+", "job", "short"),
+        (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
+        (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
+        (r"is (?=\d{1,3}(?:\s*(?:years?\s+old|yo))?$)", "age", "raw"),
+        (r"is allergic to\s+", "allergy", "short"),
+        (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
+        (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
+    )
+)  # fmt: skip
+_ENTITY = re.compile(rf"\bmy {_WHO}\b", _F)
+_HAVE_ENTITY = re.compile(rf"\bi (?:have|'ve got|have got) (?:an?|one|two|three) {_WHO}\b", _F)
+# How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
+_HEDGE = re.compile(
+    r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
+    r"|possibly|might)\b",
+    _F,
+)
+_CORRECTION = re.compile(
+    r"\b(?:actually|correction|i meant|i mean|oops|my mistake|my bad|scratch that"
+    r"|i misspoke|i was wrong)\b|^no\b",
+    _F,
+)
+
+_LIVE = r"(?:live|reside|'m living|am living|'m based|am based|'m staying|am staying)"
+_WORK = r"(?:work|'m working|am working)"
+_DISLIKE = r"(?:(?:don't|do not|dont)\s+(?:like|love|enjoy)|hate|dislike|can't stand|cannot stand)"
+
+
+@dataclass(frozen=True, slots=True)
+class _FactRule:
+    key: str
+    pattern: re.Pattern[str]
+    kind: str  # how the value is read: name, strict_name, place, short, phrase, raw
+    in_questions: bool
+
+
+def _rule(key: str, pattern: str, kind: str, *, in_questions: bool = False) -> _FactRule:
+    return _FactRule(key, re.compile(pattern, _F), kind, in_questions)
+
+
+# The first rule that reads a clause wins; order matters ("I'm from X" is no name).
+_FACT_RULES: tuple[_FactRule, ...] = (
+    _rule("name", r"\bmy name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
+    _rule("name", r"\bcall me\s+(?P<v>.+)", "name", in_questions=True),
+    _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
+    _rule(
+        "diet",
+        r"^(?:i'm|i am|im)(?:\s+an?)?\s+(?P<v>(?:vegetarian|vegan|pescatarian|"
+        r"gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher|halal))\b",
+        "raw",
+    ),
+    _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
+    _rule("location", rf"\bi{_ADV}\s+{_LIVE}\s+in\s+(?P<v>.+)", "place"),
+    _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
+    _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
+    _rule("plan", rf"\bi(?:'m|\s+am){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
+    _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
+    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+)", "short"),
+    _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
+    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?P<v>.+)", "place"),
+    _rule(
+        "favourite",
+        r"\bmy (?:favou?rite|fav)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)\s+(?P<v>.+)",
+        "short",
+    ),
+    _rule(
+        "birthday",
+        r"\bmy (?:birthday|bday|date of birth) is\s+(?:actually\s+|really\s+)?"
+        r"(?:on\s+)?(?P<v>.+)",
+        "short",
+    ),
+    _rule("birthday", r"\bi was born on\s+(?P<v>.+)", "short"),
+    _rule("allergy", rf"\bi(?:'m|\s+am){_ADV}\s+allergic\s+to\s+(?P<v>.+)", "short"),
+    _rule(
+        "avoid",
+        rf"\bi{_ADV}\s+(?:can't|cannot|can not|don't|do not|never)\s+"
+        r"(?P<v>(?:eat|drink)\s+.+)",
+        "short",
+    ),
+    _rule(
+        "decision", rf"\bi(?:'ve|\s+have)?{_ADV}\s+decided\s+(?P<v>(?:to|that|on)\s+.+)", "phrase"
+    ),
+    _rule("goal", r"\bmy (?:main |big )?goal is\s+(?P<v>.+)", "phrase"),
+    _rule(
+        "routine",
+        r"^(?P<v>every\s+(?:morning|evening|night|day|week|weekend|monday|tuesday|"
+        r"wednesday|thursday|friday|saturday|sunday)\s+i\s+.+)",
+        "phrase",
+    ),
+    _rule("dislikes", rf"\bi{_ADV}\s+{_DISLIKE}\s+(?P<v>.+)", "short"),
+    _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "short"),
+)
+
+
+def _name_value(raw: str, *, strict: bool) -> str | None:
+    match = _NAME.match(raw)
+    if match is None:
+        return None
+    words: list[str] = []
+    for word in (w for w in match.groups() if w):
+        if word.lower() in _NAME_STOP or (strict and not word[0].isupper()):
+            break
+        words.append(word)
+    if not words or words[0].lower() in _NOT_NAMES or len(words[0]) > 40:
+        return None
+    # After "I'm X" only the name may follow ("I'm Ada, from Lisbon"; not "I'm Planning a trip").
+    rest = raw[match.end(len(words)) :].lstrip()
+    gerund = len(words[0]) >= 6 and words[0].lower().endswith("ing")
+    if strict and (gerund or not _AFTER_NAME.match(rest)):
+        return None
+    name = " ".join(words)
+    return name.title() if name.islower() else name
+
+
+def _cut(value: str, stop: re.Pattern[str], words: int | None) -> str:
+    match = stop.search(value)
+    if match:
+        value = value[: match.start()]
+    if words is not None:
+        value = " ".join(value.split()[:words])
+    return clean_value(value, 80)
+
+
+def _fact_value(kind: str, raw: str) -> str | None:
+    if kind == "name":
+        return _name_value(raw, strict=False)
+    if kind == "strict_name":
+        return _name_value(raw, strict=True)
+    if kind == "place":
+        value = _cut(raw, _PLACE_STOP, 5)
+    elif kind == "short":
+        value = _cut(raw, _PHRASE_STOP, 8)
+    elif kind == "phrase":
+        value = _cut(raw, _PHRASE_STOP, 16)
+    else:
+        value = clean_value(raw, 80)
+    return value or None
+
+
+@lru_cache(maxsize=256)  # the state rules, the gate and the summarizer all read each text
+def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
+    """Return the facts the user states in ``text``, in the order stated.
+
+    About the user, keys are ``name``, ``age``, ``location``, ``hometown``, ``job``,
+    ``workplace``, ``birthday``, ``diet``, ``favourite:<thing>`` (one value each) and ``plan``,
+    ``goal``, ``decision``, ``likes``, ``dislikes``, ``allergy``, ``avoid``, ``routine``,
+    ``relative``, ``pet`` (many values: the value is part of the key). About someone else the
+    key starts with who they are: ``sister Mia/location``; naming them ("my sister Mia", "I
+    have a cat called Miso") is a ``relative`` or ``pet`` fact. Questions state nothing ("do I
+    like jazz?"), except "call me X". "I'm X" is a name only when X is capitalised and nothing
+    but the name follows ("I'm Ada", not "I'm tired" or "I'm Planning a trip"). A fact in a
+    hedged clause ("I think ...") is ``hedged``; in a message that corrects ("sorry, my
+    birthday is actually on May 14") it is ``corrected``.
+
+    Args:
+        text: one user message.
+        turn: the seq of the turn that states them (recorded on each fact).
+
+    Returns:
+        The facts, at most one per key (the last stated wins).
+    """
+    found: dict[str, Fact] = {}
+    correcting = _CORRECTION.search(text) is not None
+    for clause in split_clauses(text, statements=True):
+        if clause.question:
+            facts = _read_user_fact(clause, questions_only=True)
+        else:
+            facts = _read_entity_facts(clause.text) or _read_user_fact(clause)
+        mode: FactMode = "stated"
+        if _HEDGE.search(clause.text):
+            mode = "hedged"
+        elif correcting:
+            mode = "corrected"
+        for key, value in facts:
+            found.pop(key, None)
+            found[key] = Fact(key=key, value=value, turn=turn, mode=mode)
+    return tuple(found.values())
+
+
+def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tuple[str, str]]:
+    # One fact per clause: the first rule that reads it.
+    for rule in _FACT_RULES:
+        if questions_only and not rule.in_questions:
+            continue
+        match = rule.pattern.search(clause.text)
+        if match is None:
+            continue
+        attribute = rule.key
+        if attribute in {"likes", "dislikes"} and _PRONOUN_OBJECT.match(match.group("v")):
+            continue
+        value = _fact_value(rule.kind, match.group("v"))
+        if value is None:
+            continue
+        if attribute == "favourite":
+            attribute = f"favourite:{' '.join(match.group('k').casefold().split())}"
+        return [(fact_key(USER, attribute, value), value)]
+    return []
+
+
+def _read_entity_facts(text: str) -> list[tuple[str, str]]:
+    """Read "my sister Mia lives in Porto", "my cat's name is Miso", "I have a dog called Rex".
+
+    Returns the fact that names someone (``relative`` or ``pet``), when a name is given, and
+    the fact said about them; nothing when the clause is not about someone of the user's.
+    """
+    match = _ENTITY.search(text) or _HAVE_ENTITY.search(text)
+    if match is None:
+        return []
+    role = " ".join(match.group("rel").casefold().split())
+    rest = text[match.end() :]
+    called = re.match(_CALLED, rest, _F)
+    after = rest[called.end() :] if called else rest
+    name_match = _ENTITY_NAME.match(after)
+    name = None
+    if name_match is not None:
+        words = [w for w in name_match.groups() if w]
+        first = words[0].casefold() if words else ""
+        if first and first not in _NOT_NAMES and first not in _NAME_STOP:
+            name = " ".join(words)
+            after = after[name_match.end() :]
+    elif called is not None and called.group().strip(" ,"):
+        # "my cat is called miso": a name in lower case after an explicit "called".
+        plain = _NAME.match(after.strip())
+        if plain is not None:
+            name = plain.group(1).title()
+            after = after.strip()[plain.end() :]
+    subject = f"{role} {name}" if name else role
+    facts: list[tuple[str, str]] = []
+    if name is not None:
+        attribute = "pet" if _PET.match(role) else "relative"
+        facts.append((fact_key(USER, attribute, subject), subject))
+    said = after.lstrip(" ,")
+    for predicate, attribute, kind in _OTHER_PREDICATES:
+        found = predicate.match(said)
+        if found is None:
+            continue
+        value = _fact_value(kind, said[found.end() :])
+        if value is not None and not _PRONOUN_OBJECT.fullmatch(value):
+            facts.append((fact_key(subject, attribute, value), value))
+        break
+    return facts

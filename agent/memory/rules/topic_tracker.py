@@ -1,0 +1,160 @@
+"""Active topics: the key phrases of what people say, weighted by how recently they said them.
+
+No NLP model: a phrase is a run of content words (at most three) between stop words, digits and
+punctuation, so "I'm planning a trip to Lisbon, the hotel booking is next" gives ``trip``,
+``lisbon``, ``hotel booking``. On every turn each topic's weight is multiplied by ``decay`` and
+each phrase the turn mentions gains ``boost``; the ``max_topics`` heaviest stay. Ties go to the
+topic mentioned last, then to the name, so the same turns always give the same topics (I6).
+Only what people say counts (``user_text``), never the bot's own replies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from agent.memory.rules.extraction import normalize_text
+from agent.memory.schemas import Topic
+
+__all__ = ["MAX_PHRASES_PER_TURN", "STOP_WORDS", "TopicTracker", "key_phrases"]
+
+# Function words, pronouns, auxiliaries, very common verbs and adjectives, fillers, reactions,
+# time words and the bot's own vocabulary: words that never name a subject on their own.
+#: Words that never name a topic on their own (also what deliberation matching ignores).
+STOP_WORDS = frozenset(
+    """a about above after again against ago all almost along already also although always am
+    among an and another any anybody anyone anything anyway anyways anywhere are around as ask
+    asked asking at away back bad be became because become been before being below best better
+    between both bring but by call can cannot could did do does doing done down during each
+    either else enough even ever every everybody everyone everything exactly few find fine first
+    for from further get gets getting give given go goes going gone good got gotta great had
+    has have having he her here hers herself hey hi him himself his how however i if in into is
+    it its itself just keep kind know known last later least less let like likely little lot
+    lots made make makes making many may maybe me mean might mine more most much must my myself
+    need needs never new next nice no nobody none nor not nothing now of off often oh ok okay old
+    on once one only or other others otherwise our ours ourselves out over own perhaps please
+    pretty put quite rather really right said same say says see seem seems she should since so
+    some somebody someone something sometimes soon sorry still such sure take tell than thank
+    thanks that the their theirs them themselves then there these they thing things think this
+    those though through thus to today together tomorrow tonight too toward towards try trying
+    two under until up upon us use used very via want wanted wants was way we well were what
+    whatever when whenever where whether which while who whom whose why will with within without
+    would yeah yes yesterday yet you your yours yourself yourselves hello hmm lol yep yup nope
+    cool awesome agree agreed disagree propose proposal suggest suggestion idea ideas sounds
+    sound works work let's i'm i've i'll i'd you're you've you'll you'd he's she's it's we're
+    we've we'll we'd they're they've they'll they'd that's there's here's what's where's who's
+    how's don't doesn't didn't can't won't wouldn't shouldn't couldn't isn't aren't wasn't
+    weren't haven't hasn't hadn't ain't y'all gonna wanna remind reminder reminders remember list
+    todo to-do help bit stuff dear guys folks everybody's instead also actually basically
+    probably definitely absolutely totally seriously literally soon tho thx ty pls plz btw imo
+    fyi three four five six seven eight nine ten second third big small large long short high
+    low early late different whole true real own sure happy glad planning thinking looking
+    coming doing making taking going wondering hoping meet met follow follows told tells means
+    happen happens happened start started stay staying leave leaving check checked send sent
+    buy bought pay paid book booked needed moved called asks name names number numbers near
+    nearby behind beside besides across inside outside beyond onto per except""".split()
+)
+_WORD_OR_BREAK = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*|[^\s]")
+_MAX_PHRASE_WORDS = 3
+#: Phrases read from one message at most (a long message does not flood the topics).
+MAX_PHRASES_PER_TURN = 6
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if (len(word) > 5 and word.endswith("oes")) or (
+        len(word) > 4 and word.endswith(("ches", "shes", "xes", "sses"))
+    ):
+        return word[:-2]  # tomatoes, matches, dishes, boxes, classes (not shoes)
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _phrases(words: list[str]) -> str | None:
+    if not words:
+        return None
+    run = words[-_MAX_PHRASE_WORDS:]  # the head noun of an English phrase comes last
+    run[-1] = _singular(run[-1])
+    return " ".join(run)
+
+
+def key_phrases(text: str, *, limit: int = MAX_PHRASES_PER_TURN) -> tuple[str, ...]:
+    """Return the key phrases of ``text``, casefolded, in order of first mention.
+
+    Args:
+        text: what someone said (any length, any script).
+        limit: the most phrases returned (the first ones).
+
+    Returns:
+        Distinct phrases of one to three content words, e.g. ``("trip", "lisbon")`` for
+        "I'm planning a trip to Lisbon".
+    """
+    found: list[str] = []
+    run: list[str] = []
+    for match in _WORD_OR_BREAK.finditer(normalize_text(text).casefold()):
+        word = match.group()
+        if word.endswith("'s"):
+            word = word[:-2]
+        if len(word) >= 2 and word[0].isalpha() and word not in STOP_WORDS:
+            run.append(word)
+            continue
+        phrase = _phrases(run)
+        run = []
+        if phrase is not None and phrase not in found:
+            found.append(phrase)
+            if len(found) >= limit:
+                return tuple(found)
+    phrase = _phrases(run)
+    if phrase is not None and phrase not in found and len(found) < limit:
+        found.append(phrase)
+    return tuple(found)
+
+
+class TopicTracker:
+    """Keeps the active topics of a session: decayed each turn, boosted when mentioned.
+
+    Args:
+        decay: each topic's weight is multiplied by this on every turn (0 < decay < 1).
+        boost: what a mention adds to a topic's weight (a new topic starts at it).
+        max_topics: the most topics kept (the heaviest).
+        min_weight: a topic lighter than this is dropped (talk has long moved on).
+    """
+
+    def __init__(
+        self,
+        *,
+        decay: float = 0.85,
+        boost: float = 1.0,
+        max_topics: int = 8,
+        min_weight: float = 0.05,
+    ) -> None:
+        if not 0 < decay < 1 or boost <= 0 or max_topics < 0 or min_weight < 0:
+            raise ValueError(
+                "decay must be between 0 and 1, boost positive, max_topics and min_weight not "
+                "negative"
+            )
+        self.decay = decay
+        self.boost = boost
+        self.max_topics = max_topics
+        self.min_weight = min_weight
+
+    def update(
+        self, topics: Sequence[Topic], mentioned: Iterable[str], *, seq: int
+    ) -> tuple[Topic, ...]:
+        """Return the topics after turn ``seq``, which mentioned the phrases ``mentioned``.
+
+        Weights are rounded to four decimals, so that a state read back from its JSON is equal
+        to the live one and the checkpoint file stays readable.
+        """
+        weights = {t.name: (t.weight * self.decay, t.last_turn) for t in topics}
+        for name in mentioned:
+            weight, _ = weights.get(name, (0.0, seq))
+            weights[name] = (weight + self.boost, seq)
+        ranked = sorted(weights.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+        return tuple(
+            Topic(name=name, weight=round(weight, 4), last_turn=last)
+            for name, (weight, last) in ranked[: self.max_topics]
+            if weight >= self.min_weight
+        )

@@ -1,0 +1,1 @@
+"""Telegram: the only package that imports python-telegram-bot."""
