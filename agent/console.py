@@ -12,10 +12,11 @@ import sys
 from contextlib import AsyncExitStack
 from typing import TextIO
 
-from agent.app.wiring import open_concierge, open_lane
+from agent.app.wiring import build_lane, open_concierge, open_database
 from agent.chat.commands import CommandCenter
 from agent.chat.reminders import AsyncioScheduler, Reminders
 from agent.config import Settings
+from agent.db import Database
 from agent.memory import ConversationLane, InboundMessage, JobRef, ReplyEngine
 
 __all__ = ["CONSOLE_CHAT_ID", "run_console"]
@@ -26,10 +27,12 @@ _PROMPT = "you> "
 
 
 class _Console:
-    def __init__(self, lane: ConversationLane, concierge: ReplyEngine, output: TextIO) -> None:
+    def __init__(
+        self, lane: ConversationLane, db: Database, concierge: ReplyEngine, output: TextIO
+    ) -> None:
         self.lane = lane
         self.concierge = concierge
-        self.commands = CommandCenter(lane)
+        self.commands = CommandCenter(lane, db)
         self.output = output
         self.reminders: Reminders | None = None
         self._forget_pending: str | None = None
@@ -106,14 +109,15 @@ async def run_console(
     stdout: TextIO = sys.stdout,
 ) -> None:
     """Chat on ``stdin``/``stdout`` until end of input or ``stop`` is set."""
-    lane = await open_lane(settings)
+    db = await open_database(settings)
+    lane = build_lane(settings, db)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(lane.shutdown)
         await lane.hydrate()
         # No scheduler runs upkeep in the terminal: consolidate once per start.
         await lane.consolidate_memories()
         concierge = await open_concierge(settings, stack)
-        console = _Console(lane, concierge, stdout)
+        console = _Console(lane, db, concierge, stdout)
         scheduler = AsyncioScheduler()
         stack.push_async_callback(scheduler.shutdown)
         console.reminders = Reminders(lane, scheduler, console.job_due)

@@ -47,9 +47,9 @@ from agent.memory import (
     InboundMessage,
     Reply,
     SessionState,
-    SqliteConversationStore,
 )
 from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.schemas import dump_json
 from agent.memory.writer import write_summary_version
 from agent.utils import ids

@@ -56,16 +56,16 @@ from benchmarks_file import write_section  # noqa: E402
 
 from agent.app.wiring import open_lane  # noqa: E402
 from agent.config import Settings, load_settings  # noqa: E402
-from agent.memory import (  # noqa: E402
+from agent.memory import (
     ConversationContextPacket,
     ConversationLane,
     ConversationTurn,
     InboundMessage,
     Reply,
-    match_query,
     render_packet,
-    render_turn,
 )
+from agent.memory.conversation_retriever import render_turn
+from agent.memory.conversation_store import match_query
 from agent.utils.tokens import estimate_tokens, tokens_for_chars  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"

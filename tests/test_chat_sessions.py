@@ -16,13 +16,13 @@ from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.errors import SessionNotFound
 from agent.memory import (
-    CheckpointAudit,
     CheckpointWriter,
     ConversationLane,
     InboundMessage,
     TurnResult,
     render_packet,
 )
+from agent.memory.ops.checkpoint_audit import CheckpointAudit
 
 CHAT = 5151
 SLIDES = "send you the slides tomorrow"

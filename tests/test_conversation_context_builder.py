@@ -19,24 +19,24 @@ from hypothesis import strategies as st
 from agent.db import Database
 from agent.memory import (
     CheckpointWriter,
-    ConversationContextBuilder,
     ConversationLane,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     InboundMessage,
     JobRef,
     OpenLoop,
-    PendingClarification,
     SessionState,
     render_packet,
-    render_turn,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_retriever import render_turn
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.schemas import (
     Decision,
     Fact,
     Memory,
     Participant,
+    PendingClarification,
     Proposal,
     Reaction,
     RetrievedItem,

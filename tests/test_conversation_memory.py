@@ -24,23 +24,21 @@ from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Database
 from agent.errors import ReplyEngineError
 from agent.memory import (
-    CheckpointAudit,
-    CheckpointTurn,
     CheckpointWriter,
-    ConversationCheckpointSnapshot,
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationLane,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     HydrationReport,
     InboundMessage,
     JobRef,
     Reply,
     render_packet,
 )
-from agent.memory.schemas import dump_json
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.ops.checkpoint_audit import CheckpointAudit
+from agent.memory.schemas import CheckpointTurn, ConversationCheckpointSnapshot, dump_json
 from agent.utils.tokens import estimate_tokens
 from tests.clock import T0, Clock
 

@@ -20,30 +20,29 @@ from agent.db import Database, load_schema_text, parse_migrations
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     CheckpointWriter,
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationLane,
-    ConversationRetriever,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
-    Fact,
     InboundMessage,
-    MemoryCandidate,
     Reply,
-    RetrievalPolicy,
-    RetrievalWeights,
     RetrievedItem,
     SessionState,
-    SqliteConversationStore,
-    SqliteMemoryStore,
-    Topic,
     render_packet,
-    write_if_worthy,
 )
-from agent.memory.conversation_retriever import SEARCH_INDEXES
-from agent.memory.conversation_store import turn_search_sql
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_retriever import (
+    SEARCH_INDEXES,
+    ConversationRetriever,
+    RetrievalPolicy,
+    RetrievalWeights,
+)
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_store import SqliteConversationStore, turn_search_sql
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.longterm.memory_store import SqliteMemoryStore
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
+from agent.memory.schemas import Fact, MemoryCandidate, Topic
+from agent.memory.writer import write_if_worthy
 from agent.utils import ids
 from tests.clock import T0, Clock
 from tests.hostile import every_table_text

@@ -10,26 +10,25 @@ import pytest
 from agent.db import Database
 from agent.memory import (
     CheckpointWriter,
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationLane,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     InboundMessage,
     JobRef,
     OpenLoop,
-    PendingClarification,
     Reply,
     SessionState,
-    TopicTracker,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_state_manager import (
     MAX_CLARIFICATIONS,
     MAX_CLOSED_LOOPS,
     MAX_OPEN_LOOPS,
+    ConversationStateManager,
 )
-from agent.memory.schemas import dump_json
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.rules.topic_tracker import TopicTracker
+from agent.memory.schemas import PendingClarification, dump_json
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

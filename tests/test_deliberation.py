@@ -9,26 +9,25 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent.memory import (
-    ConversationContextBuilder,
     ConversationContextPacket,
-    ConversationStateManager,
     ConversationTurn,
-    DeliberationTracker,
     InboundMessage,
-    Reaction,
     Reply,
     SessionState,
     render_packet,
-    split_clauses,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.rules.deliberation import (
     MAX_CONTRIBUTIONS,
     MAX_DECISIONS,
     MAX_PARTICIPANTS,
     MAX_PROPOSALS,
     REACTION_WINDOW,
+    DeliberationTracker,
 )
-from agent.memory.schemas import dump_json
+from agent.memory.rules.extraction import split_clauses
+from agent.memory.schemas import Reaction, dump_json
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

@@ -11,10 +11,11 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from agent.memory import ConversationStateManager, ConversationTurn, Fact, OpenLoop, SessionState
+from agent.memory import ConversationTurn, OpenLoop, SessionState
 from agent.memory.conversation_state_manager import (
     MAX_FACTS,
     MAX_OPEN_LOOPS,
+    ConversationStateManager,
     merge_facts,
     update_open_loops,
 )
@@ -31,6 +32,7 @@ from agent.memory.rules.extraction import (
     split_clauses,
 )
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.schemas import Fact
 
 NOW = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

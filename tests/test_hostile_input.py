@@ -27,18 +27,18 @@ from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
-    CheckpointTurn,
     CheckpointWriter,
     ConversationContextPacket,
     ConversationLane,
-    ConversationStateManager,
-    ExtractiveSummarizer,
     InboundMessage,
     Reply,
     TurnResult,
     render_packet,
 )
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.lane import MAX_NOTE_CHARS
+from agent.memory.schemas import CheckpointTurn
 from tests.hostile import (
     HISTORY_ARGUMENTS,
     INJECTIONS,

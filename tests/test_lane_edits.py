@@ -18,15 +18,10 @@ import pytest
 
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import (
-    CheckpointAudit,
-    CheckpointWriter,
-    ConversationLane,
-    ConversationStateManager,
-    ExtractiveSummarizer,
-    InboundMessage,
-    TurnResult,
-)
+from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, TurnResult
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.ops.checkpoint_audit import CheckpointAudit
 
 CHAT = 4242
 GROUP = -5151

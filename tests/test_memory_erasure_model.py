@@ -25,7 +25,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from agent.chat.commands import CommandCenter
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, fact_key, slot_of
+from agent.memory import CheckpointWriter, ConversationLane, InboundMessage
+from agent.memory.longterm.memory_slots import fact_key, slot_of
 from tests.hostile import every_table_text, files_containing
 
 CHAT = 31

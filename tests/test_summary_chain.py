@@ -24,22 +24,21 @@ from agent.engines.llm_summarizer import OpenAICompatSummarizer
 from agent.errors import StorageError
 from agent.memory import (
     CheckpointWriter,
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationLane,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     InboundMessage,
     Reply,
     SessionState,
-    SqliteConversationStore,
-    SqliteSummaryStore,
-    SummaryVersion,
-    SummaryWorker,
-    write_conversation_turn,
-    write_summary_version,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_store import SqliteConversationStore
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.schemas import SummaryVersion
+from agent.memory.summary_store import SqliteSummaryStore
+from agent.memory.summary_worker import SummaryWorker
+from agent.memory.writer import write_conversation_turn, write_summary_version
 from tests.fake_llm_api import Answer, FakeLLMApi, completion
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agent.memory import (
-    ConversationTurn,
-    InboundMessage,
-    MemoryCandidate,
-    PromotionPolicy,
-    SqliteMemoryStore,
-    memory_candidates,
-    write_if_worthy,
-)
+from agent.memory import ConversationTurn, InboundMessage
+from agent.memory.longterm.memory_store import SqliteMemoryStore
+from agent.memory.schemas import MemoryCandidate
+from agent.memory.writer import PromotionPolicy, memory_candidates, write_if_worthy
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

@@ -10,24 +10,28 @@ from datetime import datetime
 from agent.config import Settings
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import (
-    CheckpointWriter,
-    ConversationContextBuilder,
-    ConversationLane,
+from agent.memory import CheckpointWriter, ConversationLane, ReplyEngine
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_retriever import (
     ConversationRetriever,
-    ConversationStateManager,
-    DecayPolicy,
-    ExtractiveSummarizer,
-    MemoryConsolidator,
-    ReplyEngine,
     RetrievalPolicy,
     RetrievalWeights,
-    SqliteSummaryStore,
-    SummaryWorker,
-    utc_now,
 )
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.longterm.memory_consolidator import DecayPolicy, MemoryConsolidator
+from agent.memory.schemas import utc_now
+from agent.memory.summary_store import SqliteSummaryStore
+from agent.memory.summary_worker import SummaryWorker
 
-__all__ = ["decay_policy", "open_concierge", "open_lane", "retrieval_policy"]
+__all__ = [
+    "build_lane",
+    "decay_policy",
+    "open_concierge",
+    "open_database",
+    "open_lane",
+    "retrieval_policy",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +62,17 @@ def retrieval_policy(settings: Settings) -> RetrievalPolicy:
     )
 
 
+async def open_database(settings: Settings) -> Database:
+    """Open the database the settings name (creating and migrating it).
+
+    Raises:
+        StorageError: the database cannot be opened or migrated.
+    """
+    return await Database(
+        settings.db_path, durability=settings.durability, lock_timeout=settings.lock_timeout
+    ).open()
+
+
 async def open_lane(
     settings: Settings, *, clock: Callable[[], datetime] = utc_now
 ) -> ConversationLane:
@@ -70,9 +85,18 @@ async def open_lane(
     Raises:
         StorageError: the database cannot be opened or migrated.
     """
-    db = await Database(
-        settings.db_path, durability=settings.durability, lock_timeout=settings.lock_timeout
-    ).open()
+    return build_lane(settings, await open_database(settings), clock=clock)
+
+
+def build_lane(
+    settings: Settings, db: Database, *, clock: Callable[[], datetime] = utc_now
+) -> ConversationLane:
+    """Build the lane the settings describe over ``db`` (an open database it then owns).
+
+    For callers that use the database beside the lane (the inbound journal of the Telegram
+    bot and of ``/forget``): they open it with :func:`open_database` and keep it; the lane
+    closes it in :meth:`ConversationLane.shutdown`.
+    """
     summarizer = ExtractiveSummarizer(
         every_n=settings.summarize_every,
         keep_raw=settings.recent_turns,

@@ -131,7 +131,7 @@ class TelegramAdapter:
         self.lane = lane
         self.concierge = concierge
         self.journal = journal
-        self.commands = CommandCenter(lane)
+        self.commands = CommandCenter(lane, journal.db)
         self.dispatcher: ChatDispatcher[int, _Work] = ChatDispatcher(
             self._handle, max_concurrent=max_concurrent_chats
         )

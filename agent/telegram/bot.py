@@ -24,7 +24,7 @@ from telegram import Update
 from telegram.error import InvalidToken
 from telegram.ext import Application, ApplicationBuilder, CallbackContext
 
-from agent.app.wiring import open_concierge, open_lane
+from agent.app.wiring import build_lane, open_concierge, open_database
 from agent.chat.inbound_journal import InboundJournal
 from agent.chat.reminders import Reminders
 from agent.config import Settings
@@ -95,7 +95,8 @@ async def _serve(settings: Settings, stop: asyncio.Event) -> None:
     application = _build_application(settings)
     if settings.webhook_url and settings.webhook_secret is None:
         raise ConfigError("AGENT_WEBHOOK_SECRET must be set in webhook mode (AGENT_WEBHOOK_URL)")
-    lane = await open_lane(settings)
+    db = await open_database(settings)
+    lane = build_lane(settings, db)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(lane.shutdown)
         await lane.hydrate()
@@ -104,7 +105,7 @@ async def _serve(settings: Settings, stop: asyncio.Event) -> None:
         if not await _until_answered(application.initialize, settings, stop):  # getMe
             return
         bot = application.bot
-        journal = InboundJournal(lane.db, bot.id)
+        journal = InboundJournal(db, bot.id)
         adapter = TelegramAdapter(
             application,
             lane,
