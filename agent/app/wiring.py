@@ -31,6 +31,8 @@ __all__ = [
     "open_database",
     "open_lane",
     "retrieval_policy",
+    "state_manager",
+    "summary_store",
 ]
 
 logger = logging.getLogger(__name__)
@@ -60,6 +62,22 @@ def retrieval_policy(settings: Settings) -> RetrievalPolicy:
         min_score=settings.retrieval_min_score,
         decay=decay_policy(settings),
     )
+
+
+def state_manager(settings: Settings) -> ConversationStateManager:
+    """Return the state rules with the extractive summarizer the settings describe."""
+    return ConversationStateManager(
+        ExtractiveSummarizer(
+            every_n=settings.summarize_every,
+            keep_raw=settings.recent_turns,
+            max_summary_chars=settings.summary_max_chars,
+        )
+    )
+
+
+def summary_store(settings: Settings) -> SqliteSummaryStore:
+    """Return the summary chain's store, keeping as many versions as the settings say."""
+    return SqliteSummaryStore(retention=settings.summary_retention)
 
 
 async def open_database(settings: Settings) -> Database:
@@ -97,12 +115,7 @@ def build_lane(
     bot and of ``/forget``): they open it with :func:`open_database` and keep it; the lane
     closes it in :meth:`ConversationLane.shutdown`.
     """
-    summarizer = ExtractiveSummarizer(
-        every_n=settings.summarize_every,
-        keep_raw=settings.recent_turns,
-        max_summary_chars=settings.summary_max_chars,
-    )
-    summary_store = SqliteSummaryStore(retention=settings.summary_retention)
+    summaries = summary_store(settings)
     worker = None
     if settings.llm_summarizer and settings.llm_base_url and settings.llm_model:
         from agent.engines.llm_summarizer import (
@@ -116,7 +129,7 @@ def build_lane(
             timeout=settings.llm_timeout,
         )
         worker = SummaryWorker(
-            db, model, store=summary_store, max_chars=settings.summary_max_chars, clock=clock
+            db, model, store=summaries, max_chars=settings.summary_max_chars, clock=clock
         )
     elif settings.llm_summarizer:
         logger.warning(
@@ -126,11 +139,11 @@ def build_lane(
     return ConversationLane(
         db,
         CheckpointWriter(settings.checkpoint_dir, fsync=settings.durability == "full"),
-        state_manager=ConversationStateManager(summarizer),
+        state_manager=state_manager(settings),
         builder=ConversationContextBuilder(
             token_budget=settings.packet_token_budget, recent_turns=settings.recent_turns
         ),
-        summary_store=summary_store,
+        summary_store=summaries,
         summary_worker=worker,
         retriever=ConversationRetriever(policy=retrieval_policy(settings)),
         consolidator=MemoryConsolidator(policy=decay_policy(settings)),
