@@ -728,10 +728,10 @@ async def check_checkpoints_match_log(bot: BotProcess) -> None:
         assert sessions, "no open session at the end"
         for session in sessions:
             sid = session.session_id
-            snapshot = await lane.checkpoints.load(sid)
+            snapshot = await lane.inspector.checkpoint(sid)
             assert snapshot is not None, f"I5: open session {sid} has no checkpoint"
             assert snapshot.turn_count == session.turn_count, f"I5: {sid} checkpoint not at log"
-            rebuilt = await lane.rebuild_state(sid)
+            rebuilt = await lane.inspector.rebuild_state(sid)
             assert snapshot.state.log_view() == rebuilt.log_view(), f"I6: {sid} checkpoint != log"
     finally:
         await lane.db.close()

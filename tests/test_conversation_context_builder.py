@@ -683,7 +683,7 @@ async def test_lane_packets_of_locomo_questions_stay_within_the_budget(
         try:
             await lane.hydrate()
             for question in questions:
-                packet = await lane.context(chat_id, question)
+                packet = await lane.inspector.context(chat_id, question)
                 assert packet is not None
                 assert packet.retrieved or budget < 1000  # the budget is used, not left empty
                 assert_counts_the_rendered_text(packet, budget)

@@ -122,7 +122,7 @@ class Verified:
 async def _turns_between(
     lane: ConversationLane, session_id: str, after: int, upto: int
 ) -> AsyncIterator[ConversationTurn]:
-    async for turn in lane.store.iter_turns(lane.db.reader, session_id):
+    async for turn in lane.inspector.turns(session_id):
         if turn.seq > upto:
             return
         if turn.seq > after:
@@ -152,7 +152,7 @@ async def state_at(
     turn by turn). ``unedit`` = (seq, text) folds with that turn's text as it was before its
     last edit, from the start.
     """
-    session = await lane.store.get_session(lane.db.reader, session_id)
+    session = await lane.inspector.session(session_id)
     assert session is not None, f"no session {session_id}"
     start = SessionState(session_id=session_id, chat_type=session.chat_type)
     edits = await edit_count(lane, session_id)
@@ -195,7 +195,7 @@ async def check_checkpoints_before_hydrate(
             snapshot = CheckpointWriter.parse(data, session_id=path.stem, name=path.name)
         except CheckpointError as exc:
             raise AssertionError(f"a kill left an unparseable checkpoint (I5): {exc}") from exc
-        session = await lane.store.get_session(lane.db.reader, snapshot.session_id)
+        session = await lane.inspector.session(snapshot.session_id)
         assert session is not None, f"{path.name}: checkpoint of a session the database lacks"
         assert snapshot.turn_count <= session.turn_count, (
             f"{path.name} is ahead of the database: turn {snapshot.turn_count} of "
@@ -385,18 +385,18 @@ async def check_after_hydrate(lane: ConversationLane, paths: Paths, verified: Ve
     assert len(sessions) <= CHATS, f"{len(sessions)} open sessions for {CHATS} chats"
     for session in sessions:
         sid = session.session_id
-        snapshot = await lane.checkpoints.load(sid)
+        snapshot = await lane.inspector.checkpoint(sid)
         assert snapshot is not None, f"open session {sid} has no checkpoint after hydrate"
         assert snapshot.turn_count == session.turn_count == session.state.turn_count, (
             f"{sid}: checkpoint at turn {snapshot.turn_count}, database at {session.turn_count}"
         )
-        rebuilt = await lane.rebuild_state(sid)
+        rebuilt = await lane.inspector.rebuild_state(sid)
         assert snapshot.state.log_view() == rebuilt.log_view(), f"{sid}: checkpoint != log"
         assert session.state.log_view() == rebuilt.log_view(), f"{sid}: sessions row != log"
         verified.folds[sid] = (session.turn_count, await edit_count(lane, sid), rebuilt)
-    for sid in lane.checkpoints.session_ids():
-        snapshot = await lane.checkpoints.load(sid)
-        session = await lane.store.get_session(lane.db.reader, sid)
+    for sid in lane.inspector.checkpoint_ids():
+        snapshot = await lane.inspector.checkpoint(sid)
+        session = await lane.inspector.session(sid)
         assert snapshot is not None
         assert session is not None, f"orphan checkpoint {sid} survived hydrate"
         assert snapshot.turn_count <= session.turn_count, f"checkpoint {sid} ahead of the log"

@@ -123,7 +123,7 @@ class LongTermMemory(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def facts_forget(self, data: st.DataObject) -> None:
-        current = self._run(self.lane.facts(CHAT))
+        current = self._run(self.lane.inspector.facts(CHAT))
         if not current:
             return
         number = data.draw(st.integers(1, len(current)))
@@ -146,7 +146,7 @@ class LongTermMemory(RuleBasedStateMachine):
     def the_bots_facts_are_the_models(self) -> None:
         if not hasattr(self, "lane"):
             return
-        remembered = {m.key: m.text for m in self._run(self.lane.facts(CHAT))}
+        remembered = {m.key: m.text for m in self._run(self.lane.inspector.facts(CHAT))}
         assert remembered == self._expected()
 
     def _expected(self) -> dict[str, str]:

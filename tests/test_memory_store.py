@@ -47,10 +47,10 @@ class Chat:
         await self.lane.forget_session(sid)
 
     async def current(self) -> dict[str, str]:
-        return {m.key: m.text for m in await self.lane.facts(self.chat_id)}
+        return {m.key: m.text for m in await self.lane.inspector.facts(self.chat_id)}
 
 
-async def test_forget_of_a_session_restores_the_value_it_superseded(lane):
+async def test_forget_of_a_session_restores_the_value_it_superseded(lane, db):
     """The privacy defect of issue 16: a name said only in the erased session goes, and the
     name said before it is current again."""
     chat = Chat(lane)
@@ -61,9 +61,9 @@ async def test_forget_of_a_session_restores_the_value_it_superseded(lane):
     await chat.forget_conversation()
     assert (await chat.current())["name"] == "Ada"
     assert "Your name is Ada." in await chat.say("what's my name?")
-    rows = await lane.db.fetchall("SELECT text FROM memories")
+    rows = await db.fetchall("SELECT text FROM memories")
     assert "Grace" not in {row["text"] for row in rows}
-    hits = await lane.db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'grace'")
+    hits = await db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'grace'")
     assert hits == []
 
 
@@ -77,7 +77,7 @@ async def test_a_memory_said_in_two_sessions_survives_forgetting_one(lane):
     assert (await chat.current())["location"] == "Lisbon"
 
 
-async def test_a_new_home_supersedes_the_old_one_which_stays_as_history(lane):
+async def test_a_new_home_supersedes_the_old_one_which_stays_as_history(lane, db):
     """One-value attributes are superseded: the old value gets valid_until and a supersedes
     relation, answers "where did I live before?", and was true at an earlier time."""
     chat = Chat(lane)
@@ -88,14 +88,14 @@ async def test_a_new_home_supersedes_the_old_one_which_stays_as_history(lane):
     before = await chat.say("where did I live before?")
     assert "Berlin" in before
     assert "Munich" in before
-    history = await lane.facts(CHAT, history=True)
+    history = await lane.inspector.facts(CHAT, history=True)
     old = next(m for m in history if m.text == "Berlin")
     new = next(m for m in history if m.text == "Munich")
     assert old.valid_until is not None
     assert new.valid_until is None
-    relations = await lane.db.fetchall("SELECT memory_id, relation, other_id FROM memory_relations")
+    relations = await db.fetchall("SELECT memory_id, relation, other_id FROM memory_relations")
     assert [tuple(r) for r in relations] == [(new.memory_id, "supersedes", old.memory_id)]
-    then = await lane.facts_as_of(CHAT, old.valid_from)
+    then = await lane.inspector.facts_as_of(CHAT, old.valid_from)
     assert [m.text for m in then if m.attribute == "location"] == ["Berlin"]
 
 
@@ -133,12 +133,12 @@ async def test_a_correction_supersedes_as_if_the_old_value_was_never_true(lane):
     await chat.say("my birthday is on May 4")
     reply = await chat.say("sorry, my birthday is actually on May 14")
     assert reply.startswith("Corrected")
-    history = await lane.facts(CHAT, history=True)
+    history = await lane.inspector.facts(CHAT, history=True)
     old = next(m for m in history if m.text == "May 4")
     new = next(m for m in history if m.text == "May 14")
     assert old.valid_until == old.valid_from
     assert new.valid_from == old.valid_from
-    assert [m.text for m in await lane.facts_as_of(CHAT, new.valid_from)] == ["May 14"]
+    assert [m.text for m in await lane.inspector.facts_as_of(CHAT, new.valid_from)] == ["May 14"]
 
 
 async def test_what_the_bot_says_it_noted_survives_new(lane):
@@ -161,7 +161,7 @@ async def test_what_the_bot_says_it_noted_survives_new(lane):
     assert "You like opera." in await chat.say("what do I like?")
 
 
-async def test_facts_forget_erases_a_memory_its_history_and_index_rows(lane):
+async def test_facts_forget_erases_a_memory_its_history_and_index_rows(lane, db):
     """/facts forget N removes the memory, its history and relations from the tables and the
     full-text index, and says what it erased."""
     chat = Chat(lane)
@@ -173,11 +173,11 @@ async def test_facts_forget_erases_a_memory_its_history_and_index_rows(lane):
     reply = await chat.command("facts", "forget " + line.split(".")[0])
     assert "Munich" in reply
     assert "location" not in await chat.current()
-    texts = {r["text"] for r in await lane.db.fetchall("SELECT text FROM memories")}
+    texts = {r["text"] for r in await db.fetchall("SELECT text FROM memories")}
     assert texts == {"Ada"}
-    assert await lane.db.fetchall("SELECT * FROM memory_relations") == []
+    assert await db.fetchall("SELECT * FROM memory_relations") == []
     for word in ("berlin", "munich"):
-        rows = await lane.db.fetchall(
+        rows = await db.fetchall(
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (word,)
         )
         assert rows == []
@@ -240,7 +240,7 @@ async def test_the_v2_migration_keeps_every_memory_of_version_1(db_path):
 
     async with Database(db_path) as db:
         lane = ConversationLane(db, CheckpointWriter(db_path.parent / "checkpoints"))
-        memories = {m.memory_id: m for m in await lane.facts(7)}
+        memories = {m.memory_id: m for m in await lane.inspector.facts(7)}
         assert {k: (m.attribute, m.key, m.text) for k, m in memories.items()} == {
             "m1": ("name", "name", "Ada"),
             "m2": ("plan", "plan:a trip to lisbon", "a trip to Lisbon"),
@@ -255,10 +255,10 @@ async def test_the_v2_migration_keeps_every_memory_of_version_1(db_path):
         )
         assert [m.memory_id for m, _ in hits] == ["m2"]
         await db.write(lambda tx: tx.execute("DELETE FROM conversation_sessions"))
-        assert await lane.facts(7) == []
+        assert await lane.inspector.facts(7) == []
 
 
-async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(lane):
+async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(lane, db):
     """ "Forget that my sister lives in Porto" erases that memory at once (no confirmation
     round) and names it; words that match nothing erase nothing and say so; the request
     promotes nothing, moves no session state, and its words are never retrieved."""
@@ -271,10 +271,11 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     reply = await chat.say("forget that my sister lives in Porto")
     assert reply == "Done, I've forgotten: your sister Mia lives in Porto."
     assert "Porto" not in await chat.say("where does my sister live?")
-    assert "Porto" not in {m.text for m in await lane.facts(CHAT, history=True)}
-    hits = await lane.db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'porto'")
+    assert "Porto" not in {m.text for m in await lane.inspector.facts(CHAT, history=True)}
+    hits = await db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'porto'")
     assert hits == []
-    assert [item for item in await lane.recall(CHAT, "forget") if item.kind == "turn"] == []
+    found = await lane.inspector.recall(CHAT, "forget")
+    assert [item for item in found if item.kind == "turn"] == []
     assert "Miso" in await chat.say("forget my cat")
     assert "Berlin" in await chat.say("please forget where I live")
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
@@ -282,7 +283,7 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
 
 
-async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to_them(lane):
+async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to_them(lane, db):
     """ "I don't like jazz" ends "I like jazz" with a contradicts relation (one slot, the later
     wins, the earlier is history); a fact about someone is related_to the memory naming them;
     erasing the dislike's conversation brings the like back."""
@@ -291,16 +292,16 @@ async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to
     await chat.command("new")
     await chat.say("I don't like jazz")
     await chat.say("my sister Mia lives in Porto")
-    current = {m.attribute: m for m in await lane.facts(CHAT)}
+    current = {m.attribute: m for m in await lane.inspector.facts(CHAT)}
     assert "likes" not in current
     relations = {
         (r["relation"], r["memory_id"], r["other_id"])
-        for r in await lane.db.fetchall("SELECT * FROM memory_relations")
+        for r in await db.fetchall("SELECT * FROM memory_relations")
     }
-    history = await lane.facts(CHAT, history=True)
+    history = await lane.inspector.facts(CHAT, history=True)
     like = next(m for m in history if m.attribute == "likes")
     assert ("contradicts", current["dislikes"].memory_id, like.memory_id) in relations
     assert ("related_to", current["location"].memory_id, current["relative"].memory_id) in relations
     assert "don't like jazz" in await chat.say("what do you know about me?")
     await chat.forget_conversation()
-    assert {m.attribute for m in await lane.facts(CHAT)} == {"likes"}
+    assert {m.attribute for m in await lane.inspector.facts(CHAT)} == {"likes"}

@@ -125,14 +125,14 @@ def extractive(chain: list[SummaryVersion]) -> list[SummaryVersion]:
 async def assert_chain_matches_state(lane: ConversationLane, sid: str) -> SummaryVersion:
     """I6 for the chain: the latest extractive version is the state's summary, and the state
     is the one the turn log rebuilds."""
-    session = await lane.store.get_session(lane.db.reader, sid)
+    session = await lane.inspector.session(sid)
     assert session is not None
     latest = await lane.summary_store.latest(lane.db.reader, sid)
     assert latest is not None
     state = session.state
     assert latest.text == state.rolling_summary
     assert (latest.version, latest.to_seq) == (state.summary_version, state.summarized_through)
-    rebuilt = await lane.rebuild_state(sid)
+    rebuilt = await lane.inspector.rebuild_state(sid)
     assert rebuilt.log_view() == state.log_view()
     return latest
 
@@ -222,7 +222,7 @@ async def test_the_lane_writes_the_chain_with_its_turns(tmp_path):
     to anywhere."""
     async with open_lane(tmp_path, retention=10) as lane:
         sid = await talk(lane, 1, 301)
-        chain = await lane.summary_history(sid)
+        chain = await lane.inspector.summary_history(sid)
         latest = await assert_chain_matches_state(lane, sid)
     async with Database(tmp_path / "reference.db", durability="process") as db:
         reference = await SqliteSummaryStore().history(
@@ -299,7 +299,7 @@ async def test_the_chain_row_commits_with_its_turn(tmp_path, monkeypatch):
 
         with pytest.raises(StorageError, match="injected"):
             await lane.on_turn(message(10), NotedEngine())
-        session = await lane.store.get_session(lane.db.reader, sid)
+        session = await lane.inspector.session(sid)
         assert session is not None
         assert session.turn_count == 9
         assert await rows(lane, sid) == []
@@ -340,7 +340,7 @@ async def test_a_crash_between_commit_and_checkpoint_cannot_desync(tmp_path, mon
         assert report.rebuilt[sid].startswith("is behind the log")
         latest = await assert_chain_matches_state(restarted, sid)
         assert (latest.version, latest.to_seq) == (1, 7)
-        snapshot = await restarted.checkpoints.load(sid)
+        snapshot = await restarted.inspector.checkpoint(sid)
         assert snapshot is not None
         assert snapshot.state.rolling_summary == latest.text
     finally:
@@ -355,7 +355,7 @@ async def test_forget_and_prune_remove_the_chain(tmp_path):
         async with open_lane(tmp_path, model=model) as lane:
             sid = await talk(lane, 1, 25)
             assert lane.summary_worker is not None
-            await lane.summary_worker.wait_idle()
+            await lane.inspector.wait_summaries()
             kinds = {row["summarizer"] for row in await rows(lane, sid)}
             assert kinds == {"extractive", "llm"}
 
@@ -385,9 +385,9 @@ async def fold_with_model(
     async with open_lane(tmp_path, every_n=4, model=model) as lane:
         sid = await talk(lane, 1, 5)
         assert lane.summary_worker is not None
-        await lane.summary_worker.wait_idle()
-        chain = await lane.summary_history(sid)
-        packet = await lane.packet(CHAT)
+        await lane.inspector.wait_summaries()
+        chain = await lane.inspector.summary_history(sid)
+        packet = await lane.inspector.packet(CHAT)
         latest = await assert_chain_matches_state(lane, sid)
     return chain, packet, latest
 
@@ -479,7 +479,7 @@ async def test_llm_summaries_never_run_twice_at_once_for_a_session(tmp_path):
             assert refused is None
 
             await worker.wait_idle()
-            chain = await lane.summary_history(sid)
+            chain = await lane.inspector.summary_history(sid)
 
     llm = [(e.version, e.status, e.text) for e in chain if e.summarizer == "llm"]
     assert llm == [(1, "completed", "first"), (3, "completed", "second")]
@@ -503,8 +503,8 @@ async def test_a_run_cut_short_by_a_restart_is_marked_failed(tmp_path):
             entry = await lane.summary_store.get(lane.db.reader, started.summary_id)
             assert lane.summary_worker is not None
             await talk(lane, 5, 9)  # the next version runs normally
-            await lane.summary_worker.wait_idle()
-            chain = await lane.summary_history(sid)
+            await lane.inspector.wait_summaries()
+            chain = await lane.inspector.summary_history(sid)
 
     assert entry is not None
     assert (entry.status, entry.error) == (
@@ -567,8 +567,8 @@ async def test_the_settings_turn_the_llm_summarizer_on(tmp_path):
                 await lane.hydrate()
                 sid = await talk(lane, 1, 17)
                 if lane.summary_worker is not None:
-                    await lane.summary_worker.wait_idle()
-                chain = await lane.summary_history(sid)
+                    await lane.inspector.wait_summaries()
+                chain = await lane.inspector.summary_history(sid)
             finally:
                 await lane.shutdown()
             assert (lane.summary_worker is not None) == flag

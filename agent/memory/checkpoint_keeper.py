@@ -23,7 +23,8 @@ from agent.memory.schemas import CheckpointTurn, ConversationCheckpointSnapshot
 
 __all__ = ["CheckpointKeeper", "bounded_gather"]
 
-logger = logging.getLogger(__name__)
+# The lane's parts log as the lane: operators and tests follow one logger name.
+logger = logging.getLogger("agent.memory.lane")
 
 # Checkpoint files written at once at start and stop (each is a thread doing an fsync).
 _CHECKPOINT_CONCURRENCY = 16

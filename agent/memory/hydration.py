@@ -17,7 +17,8 @@ from agent.memory.schemas import ConversationTurn
 
 __all__ = ["HydrationReport", "hydrate"]
 
-logger = logging.getLogger(__name__)
+# The lane's parts log as the lane: operators and tests follow one logger name.
+logger = logging.getLogger("agent.memory.lane")
 
 
 @dataclass(slots=True)

@@ -39,7 +39,8 @@ from agent.memory.writer import PromotionPolicy
 
 __all__ = ["LaneParts"]
 
-logger = logging.getLogger(__name__)
+# The lane's parts log as the lane: operators and tests follow one logger name.
+logger = logging.getLogger("agent.memory.lane")
 
 # Long-term memories of a chat kept at hand for its packets: current, and recently superseded.
 _MEMORIES_PER_CHAT = 20

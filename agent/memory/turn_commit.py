@@ -41,7 +41,8 @@ from agent.utils import ids
 
 __all__ = ["TurnCommitter", "TurnResult"]
 
-logger = logging.getLogger(__name__)
+# The lane's parts log as the lane: operators and tests follow one logger name.
+logger = logging.getLogger("agent.memory.lane")
 
 
 @dataclass(frozen=True, slots=True)

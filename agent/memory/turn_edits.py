@@ -26,7 +26,8 @@ from agent.memory.writer import memory_candidates, write_if_worthy
 
 __all__ = ["EditOutcome", "TurnEditor"]
 
-logger = logging.getLogger(__name__)
+# The lane's parts log as the lane: operators and tests follow one logger name.
+logger = logging.getLogger("agent.memory.lane")
 
 #: What :meth:`ConversationLane.on_edit` did with an edited message: ``edited`` (the turn
 #: has the new text and the state follows), ``unchanged`` (same text: nothing to do),
