@@ -22,7 +22,6 @@ from agent.memory import (
     TurnResult,
     render_packet,
 )
-from agent.memory.ops.checkpoint_audit import CheckpointAudit
 
 CHAT = 5151
 SLIDES = "send you the slides tomorrow"
@@ -68,8 +67,7 @@ async def assert_state_is_the_fold_of_its_log(lane: ConversationLane, session_id
     session = await lane.inspector.session(session_id)
     assert session is not None
     assert session.state.log_view() == rebuilt.log_view()
-    audit = CheckpointAudit(lane.checkpoints, lane.store, recent_turns=lane.inspector.recent_turns)
-    check = await audit.check(session)
+    check = await lane.inspector.check(session)
     assert check.verdict == "matches", check.detail
 
 

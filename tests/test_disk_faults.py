@@ -172,7 +172,8 @@ async def test_a_turn_the_full_database_refuses_is_not_half_kept_and_the_chat_go
     the log, the state or the checkpoint; one error line for all of them. Once it has room, the
     chat goes on at the next turn number, and a restart finds nothing to repair (I5, I6)."""
     caplog.set_level(logging.DEBUG, logger="agent")
-    lane = ConversationLane(await Database(db_path).open(), CheckpointWriter(checkpoint_dir))
+    db = await Database(db_path).open()
+    lane = ConversationLane(db, CheckpointWriter(checkpoint_dir))
     await lane.hydrate()
     for n in (1, 2):
         await lane.on_turn(message(CHAT_A, n), engine)
@@ -180,14 +181,14 @@ async def test_a_turn_the_full_database_refuses_is_not_half_kept_and_the_chat_go
     assert sid is not None
     before = lane.inspector.checkpoint_path(sid).read_bytes()
 
-    await let_the_file_grow(lane.db, 0)
+    await let_the_file_grow(db, 0)
     for n in (3, 4, 5):
         with pytest.raises(DatabaseUnwritable, match="database or disk is full"):
             await lane.on_turn(message(CHAT_A, n, BIG), engine)
     with pytest.raises(DatabaseUnwritable):  # a new chat's first turn: no session left behind
         await lane.on_turn(message(CHAT_B, 1, BIG), engine)
 
-    assert await seqs(lane.db, sid) == [1, 2]
+    assert await seqs(db, sid) == [1, 2]
     assert (await lane.inspector.packet(CHAT_A)).turn_count == 2
     assert lane.session_id_for_chat(CHAT_B) is None
     assert lane.inspector.checkpoint_path(sid).read_bytes() == before
@@ -196,11 +197,11 @@ async def test_a_turn_the_full_database_refuses_is_not_half_kept_and_the_chat_go
     assert str(db_path) in error
     assert "Traceback" not in caplog.text
 
-    await let_the_file_grow(lane.db, None)
+    await let_the_file_grow(db, None)
     result = await lane.on_turn(message(CHAT_A, 3, BIG), engine)
     await lane.on_turn(message(CHAT_B, 1), engine)
     assert (result.turn.seq, result.duplicate) == (3, False)
-    assert await seqs(lane.db, sid) == [1, 2, 3]
+    assert await seqs(db, sid) == [1, 2, 3]
     [recovered] = records(caplog, DB_LOGGER, logging.WARNING)
     assert "accepts writes again" in recovered
     await lane.shutdown()
