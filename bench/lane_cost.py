@@ -50,8 +50,8 @@ from agent.memory import (
     SessionState,
 )
 from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_store import SqliteConversationStore
-from agent.memory.lane_parts import LaneParts
 from agent.memory.schemas import dump_json
 from agent.memory.writer import write_summary_version
 from agent.utils import ids
@@ -325,15 +325,18 @@ def _time_sync(fn: Callable[[], None], n: int) -> list[float]:
 def _instrument(db: Database) -> Iterator[dict[str, float]]:
     """Wrap the steps of ``on_turn`` to add up where it spends time, while the block runs.
 
-    The database's writes are wrapped on ``db`` (the instance the timed lane was built on);
-    the checkpoint writer, the duplicate check and the packet build are the lane's parts,
-    reached through their classes for the block's length (only the timed lane runs then).
+    The database's writes and reads (a turn's only ``read`` is its retrieval) are wrapped on
+    ``db``, the instance the timed lane was built on; the checkpoint writer, the duplicate
+    check and the packet's assembly through their classes for the block's length (only the
+    timed lane runs then).
     """
     spans: dict[str, float] = defaultdict(float)
     undo: list[Callable[[], None]] = []
 
     def wrap(owner: Any, name: str, label: str) -> None:
-        original = owner.__dict__[name]
+        original = getattr(owner, name)
+        # A class gets its own function back; an instance loses the attribute it was given.
+        restore = owner.__dict__[name] if isinstance(owner, type) else None
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
             began = time.perf_counter()
@@ -343,7 +346,11 @@ def _instrument(db: Database) -> Iterator[dict[str, float]]:
                 spans[label] += time.perf_counter() - began
 
         setattr(owner, name, timed)
-        undo.append(lambda: setattr(owner, name, original))
+        undo.append(
+            (lambda: setattr(owner, name, restore))
+            if restore is not None
+            else (lambda: delattr(owner, name))
+        )
 
     original_write = db.write
 
@@ -362,9 +369,20 @@ def _instrument(db: Database) -> Iterator[dict[str, float]]:
             spans["db: write() total"] += time.perf_counter() - began
 
     db.write = write  # type: ignore[method-assign]
-    undo.append(lambda: setattr(db, "write", original_write))
+    undo.append(lambda: delattr(db, "write"))
+    wrap(db, "read", "packet build with retrieval")
+    build = ConversationContextBuilder.build
+
+    def timed_build(*args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return build(*args, **kwargs)
+        finally:
+            spans["packet build with retrieval"] += time.perf_counter() - began
+
+    ConversationContextBuilder.build = timed_build  # type: ignore[method-assign]
+    undo.append(lambda: setattr(ConversationContextBuilder, "build", build))
     wrap(CheckpointWriter, "write", "checkpoint: serialise + atomic replace")
-    wrap(LaneParts, "packet_for", "packet build with retrieval")
     wrap(SqliteConversationStore, "turn_for_update", "duplicate check (turn_for_update, both)")
     try:
         yield spans

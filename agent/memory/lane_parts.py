@@ -10,7 +10,7 @@ lane and reads through :class:`~agent.memory.inspector.MemoryInspector`.
 Besides the collaborators it holds the few things every part needs alike: the open sessions
 (:class:`~agent.memory.live_sessions.LiveSessions`), each chat's long-term memories at hand,
 one lock per chat (turns of one chat run one after another), the clock, and how a packet is
-built from a live session. Tested through the lane: ``tests/test_lane.py``.
+built from a live session. Tested by ``tests/test_lane_parts.py`` and ``tests/test_lane.py``.
 """
 
 from __future__ import annotations
