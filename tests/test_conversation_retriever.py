@@ -17,6 +17,7 @@ import pytest
 
 from agent.chat.commands import CommandCenter
 from agent.db import Database, load_schema_text, parse_migrations
+from agent.db.search import SEARCH_INDEXES
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     CheckpointWriter,
@@ -41,9 +42,8 @@ from agent.memory import (
     render_packet,
     write_if_worthy,
 )
-from agent.db.search import SEARCH_INDEXES
-from agent.memory.turn_search import turn_search_sql
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
+from agent.memory.turn_search import turn_search_sql
 from agent.utils import ids
 from tests.clock import T0, Clock
 from tests.hostile import every_table_text

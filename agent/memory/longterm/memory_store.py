@@ -7,8 +7,8 @@ current one, which keeps its row as history
 (``valid_until`` set, a ``supersedes`` relation from the new one); values of a many-value
 attribute sit side by side. Each memory records the turns that stated it
 (``memory_sources``): a memory whose every source is erased goes, and the value it had replaced
-is current again (the triggers of migration 0011). As in the conversation store, write methods
-take the transaction connection and never commit.
+is current again (the triggers of migration 0011). Write methods take the
+:class:`~agent.db.Transaction` and never commit. Contract: ``tests/test_store_conformance.py``.
 """
 
 from __future__ import annotations
@@ -42,10 +42,9 @@ class MemoryStore(Protocol):
 
     Called by :func:`agent.memory.writer.write_if_worthy` inside a turn's transaction, by the
     lane when it loads a chat's memories into its packets and for the memory commands
-    (``/facts``, ``/remember``). ``tx`` is the open write transaction; ``conn`` the write
-    transaction or the database's reader. ``search`` is synchronous, on a
-    :class:`~agent.db.Snapshot`: the retriever runs it in the database's searcher thread
-    (:meth:`agent.db.Database.read`). ``tests/test_store_conformance.py`` is the contract.
+    (``/facts``, ``/remember``). ``tx`` is the write transaction; ``conn`` it or the reader.
+    ``search`` is synchronous, on a :class:`~agent.db.Snapshot`: the retriever runs it in the
+    database's searcher thread (:meth:`agent.db.Database.read`).
     """
 
     async def record(
@@ -401,11 +400,10 @@ class SqliteMemoryStore:
         self, conn: Snapshot, chat_id: int, queries: Sequence[str], *, limit: int
     ) -> list[list[tuple[Memory, float]]]:
         """Return, for each of ``queries``, the chat's current active memories that best match
-        it (FTS5 BM25), best first; all the queries in one statement.
+        it (FTS5 BM25, lower is better), best first; all the queries in one statement.
 
         Each query is reduced to quoted words (:func:`scoped_searches`), so FTS5 syntax in it is
-        searched for, never parsed. The chat's key is part of the MATCH expression, so other
-        chats' memories cost nothing. The score is BM25's (lower is better).
+        searched for, never parsed. The chat's key is in the MATCH: other chats cost nothing.
         """
         found: list[list[tuple[Memory, float]]] = [[] for _ in queries]
         if limit < 1:
