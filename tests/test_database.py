@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.db import Database
+from agent.db import Database, Snapshot
 from agent.errors import DatabaseLocked, StorageError
 
 
@@ -327,7 +327,7 @@ async def test_read_runs_the_whole_work_in_the_searchers_thread_on_one_snapshot(
     only in the next read."""
     await items_db.write(_insert("ada"))
 
-    def work(conn: sqlite3.Connection) -> tuple[str, list[str], list[str]]:
+    def work(conn: Snapshot) -> tuple[str, list[str], list[str]]:
         before = [row["name"] for row in conn.fetchall("SELECT name FROM items ORDER BY name")]
         with sqlite3.connect(db_path) as other:  # commits on leaving the block
             other.execute("INSERT INTO items (name) VALUES ('bob')")

@@ -115,7 +115,7 @@ def query_words(text: str) -> list[str]:
     """Return the content words of ``text``, lowercased, in order, without repeats.
 
     Function words are dropped; what remains is searched for word by word (see
-    :func:`agent.memory.conversation_store.match_query`), so no FTS5 syntax survives.
+    :func:`agent.db.search.match_query`), so no FTS5 syntax survives.
     """
     words = (word.lower() for word in _WORD.findall(text))
     # Years and other long numbers are content; "3" or "10" alone are not.
