@@ -35,7 +35,7 @@ from locomo_texts import DATA, FALLBACK_TEXTS, T0  # noqa: E402
 from agent.app.wiring import open_lane  # noqa: E402
 from agent.config import load_settings  # noqa: E402
 from agent.memory import ConversationTurn, SessionState, SqliteConversationStore  # noqa: E402
-from agent.memory.conversation_store import RECENT_TURNS, turn_search_sql  # noqa: E402
+from agent.memory.turn_search import RECENT_TURNS, turn_search_sql  # noqa: E402
 from agent.utils import ids  # noqa: E402
 
 CHAT, OTHER_CHAT = 1, 2

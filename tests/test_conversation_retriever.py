@@ -17,6 +17,7 @@ import pytest
 
 from agent.chat.commands import CommandCenter
 from agent.db import Database, load_schema_text, parse_migrations
+from agent.db.search import SEARCH_INDEXES
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     CheckpointWriter,
@@ -41,9 +42,8 @@ from agent.memory import (
     render_packet,
     write_if_worthy,
 )
-from agent.memory.conversation_retriever import SEARCH_INDEXES
-from agent.memory.conversation_store import turn_search_sql
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
+from agent.memory.turn_search import turn_search_sql
 from agent.utils import ids
 from tests.clock import T0, Clock
 from tests.hostile import every_table_text
@@ -327,10 +327,10 @@ async def test_a_long_message_is_searched_by_its_rarest_words(db):
     sid = await bulk_session(db, texts)
     state = SessionState(session_id=sid, turn_count=len(texts))
     searches: list[str] = []
-    await db.read(lambda conn: conn.set_trace_callback(searches.append))
+    await db.read(lambda conn: conn.connection.set_trace_callback(searches.append))
     text = " ".join(FILLER_WORDS[:12]) + " zeppelin"
     items = await retrieve(db, session_id=sid, text=text, state=state)
-    await db.read(lambda conn: conn.set_trace_callback(None))
+    await db.read(lambda conn: conn.connection.set_trace_callback(None))
 
     assert "turn:31" in [item.ref for item in items]
     (search,) = [sql for sql in searches if "SELECT hit.query" in sql]

@@ -294,7 +294,9 @@ class ConversationLane:
         self.promotion = promotion or PromotionPolicy()
         self.summary_store: SummaryStore = summary_store or SqliteSummaryStore()
         self.summary_worker = summary_worker
-        self.retriever = retriever or ConversationRetriever(self.store, self.memory_store)
+        self.retriever = retriever or ConversationRetriever(
+            self.store, self.memory_store, summary_store=self.summary_store
+        )
         self.consolidator = consolidator or MemoryConsolidator(self.memory_store)
         self._clock = clock
         # Long-term memories per chat, most important first (what packets carry).
