@@ -36,11 +36,8 @@ from agent.app.wiring import build_lane, open_database  # noqa: E402
 from agent.config import load_settings  # noqa: E402
 from agent.db import Database  # noqa: E402
 from agent.memory import ConversationTurn, SessionState  # noqa: E402
-from agent.memory.conversation_store import (  # noqa: E402
-    RECENT_TURNS,
-    SqliteConversationStore,
-    turn_search_sql,
-)
+from agent.memory.conversation_store import SqliteConversationStore  # noqa: E402
+from agent.memory.turn_search import RECENT_TURNS, turn_search_sql  # noqa: E402
 from agent.utils import ids  # noqa: E402
 
 CHAT, OTHER_CHAT = 1, 2

@@ -17,6 +17,7 @@ import pytest
 
 from agent.chat.commands import CommandCenter
 from agent.db import Database, load_schema_text, parse_migrations
+from agent.db.search import SEARCH_INDEXES
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     CheckpointWriter,
@@ -31,17 +32,17 @@ from agent.memory import (
 )
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import (
-    SEARCH_INDEXES,
     ConversationRetriever,
     RetrievalPolicy,
     RetrievalWeights,
 )
 from agent.memory.conversation_state_manager import ConversationStateManager
-from agent.memory.conversation_store import SqliteConversationStore, turn_search_sql
+from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.longterm.memory_store import SqliteMemoryStore
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.schemas import Fact, MemoryCandidate, Topic
+from agent.memory.turn_search import turn_search_sql
 from agent.memory.writer import write_if_worthy
 from agent.utils import ids
 from tests.clock import T0, Clock
@@ -326,10 +327,10 @@ async def test_a_long_message_is_searched_by_its_rarest_words(db):
     sid = await bulk_session(db, texts)
     state = SessionState(session_id=sid, turn_count=len(texts))
     searches: list[str] = []
-    await db.read(lambda conn: conn.set_trace_callback(searches.append))
+    await db.read(lambda conn: conn.connection.set_trace_callback(searches.append))
     text = " ".join(FILLER_WORDS[:12]) + " zeppelin"
     items = await retrieve(db, session_id=sid, text=text, state=state)
-    await db.read(lambda conn: conn.set_trace_callback(None))
+    await db.read(lambda conn: conn.connection.set_trace_callback(None))
 
     assert "turn:31" in [item.ref for item in items]
     (search,) = [sql for sql in searches if "SELECT hit.query" in sql]

@@ -491,11 +491,11 @@ async def test_hot_queries_read_through_an_index(db, query):
     """The queries every turn or start-up runs use an index: no full table scan and no sort of
     the whole table, so their cost does not grow with the history."""
     statements: list[str] = []
-    await db.reader.set_trace_callback(statements.append)
+    await db.reader.connection.set_trace_callback(statements.append)
     try:
         await HOT_QUERIES[query](db.reader)
     finally:
-        await db.reader.set_trace_callback(None)
+        await db.reader.connection.set_trace_callback(None)
     assert statements, "the store method ran no SQL"
 
     for statement in statements:

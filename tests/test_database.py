@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.db import Database
+from agent.db import Database, Snapshot
 from agent.errors import DatabaseLocked, StorageError
 
 
@@ -18,8 +18,10 @@ def _insert(name: str):
     """Return a piece of write work that inserts ``name`` and returns its rowid."""
 
     async def work(tx):
-        cursor = await tx.execute("INSERT INTO items (name) VALUES (?)", (name,))
-        return cursor.lastrowid
+        [(rowid,)] = await tx.fetchall(
+            "INSERT INTO items (name) VALUES (?) RETURNING id", (name,)
+        )
+        return rowid
 
     return work
 
@@ -63,11 +65,11 @@ async def test_every_connection_gets_the_project_pragmas(db_path, durability, sy
         pragmas = ("journal_mode", "foreign_keys", "synchronous", "busy_timeout")
 
         async def read_pragmas(conn):
-            return [tuple(next(iter(await conn.execute_fetchall(f"PRAGMA {p}")))) for p in pragmas]
+            return [tuple(next(iter(await conn.fetchall(f"PRAGMA {p}")))) for p in pragmas]
 
         writer = await db.write(read_pragmas)
         reader = await read_pragmas(db.reader)
-        searcher = await db.read(lambda conn: tuple(conn.execute("PRAGMA busy_timeout").fetchone()))
+        searcher = await db.read(lambda conn: tuple(conn.fetchone("PRAGMA busy_timeout")))
     expected = [("wal",), (1,), (synchronous,), (1234,)]
     assert writer == expected
     assert reader == expected
@@ -101,10 +103,10 @@ async def test_write_returns_the_result_after_commit_and_readers_see_it(items_db
     seen_during_work: list[object] = []
 
     async def work(tx):
-        cursor = await tx.execute("INSERT INTO items (name) VALUES ('ada')")
+        [(rowid,)] = await tx.fetchall("INSERT INTO items (name) VALUES ('ada') RETURNING id")
         seen_during_work.append(await items_db.fetchone("SELECT name FROM items"))
         seen_during_work.append(_names_on_disk(db_path))
-        return ("rowid", cursor.lastrowid)
+        return ("rowid", rowid)
 
     result = await items_db.write(work)
 
@@ -325,18 +327,18 @@ async def test_read_runs_the_whole_work_in_the_searchers_thread_on_one_snapshot(
     only in the next read."""
     await items_db.write(_insert("ada"))
 
-    def work(conn: sqlite3.Connection) -> tuple[str, list[str], list[str]]:
-        before = [row["name"] for row in conn.execute("SELECT name FROM items ORDER BY name")]
+    def work(conn: Snapshot) -> tuple[str, list[str], list[str]]:
+        before = [row["name"] for row in conn.fetchall("SELECT name FROM items ORDER BY name")]
         with sqlite3.connect(db_path) as other:  # commits on leaving the block
             other.execute("INSERT INTO items (name) VALUES ('bob')")
-        after = [row["name"] for row in conn.execute("SELECT name FROM items ORDER BY name")]
+        after = [row["name"] for row in conn.fetchall("SELECT name FROM items ORDER BY name")]
         return threading.current_thread().name, before, after
 
     thread, before, after = await items_db.read(work)
 
     assert thread.startswith("agent-db-searcher")
     assert before == after == ["ada"]
-    count = await items_db.read(lambda conn: conn.execute("SELECT count(*) FROM items").fetchone())
+    count = await items_db.read(lambda conn: conn.fetchone("SELECT count(*) FROM items"))
     assert tuple(count) == (2,)
 
 
@@ -344,11 +346,11 @@ async def test_a_failed_read_raises_storage_error_and_the_searcher_reads_on(item
     """A statement that fails (or writes: the searcher is query-only) raises StorageError; the
     snapshot is ended all the same, so the next read sees what was committed since."""
     with pytest.raises(StorageError, match="read failed: no such table: nowhere"):
-        await items_db.read(lambda conn: conn.execute("SELECT * FROM nowhere").fetchall())
+        await items_db.read(lambda conn: conn.fetchall("SELECT * FROM nowhere"))
     with pytest.raises(StorageError, match="read failed: attempt to write a readonly database"):
-        await items_db.read(lambda conn: conn.execute("INSERT INTO items (name) VALUES ('x')"))
+        await items_db.read(lambda conn: conn.fetchall("INSERT INTO items (name) VALUES ('x')"))
     await items_db.write(_insert("kept"))
-    rows = await items_db.read(lambda conn: conn.execute("SELECT name FROM items").fetchall())
+    rows = await items_db.read(lambda conn: conn.fetchall("SELECT name FROM items"))
     assert [row["name"] for row in rows] == ["kept"]
 
 

@@ -61,7 +61,7 @@ async def let_the_file_grow(db: Database, pages: int | None) -> None:
     ``max_page_count``: past it SQLite reports SQLITE_FULL, as on a full disk."""
 
     async def limit(tx: Any) -> None:
-        [(count,)] = await tx.execute_fetchall("PRAGMA page_count")
+        [(count,)] = await tx.fetchall("PRAGMA page_count")
         limit = 4294967294 if pages is None else count + pages
         await tx.execute(f"PRAGMA max_page_count = {limit}")
 

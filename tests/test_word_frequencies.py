@@ -87,7 +87,7 @@ async def test_a_common_word_is_counted_again_only_after_cap_more_turns(db):
     frequencies = WordFrequencies(log.store, cap=CAP)
     await log.say(*(["kayak trip"] * (CAP + 1)))
     statements: list[str] = []
-    await db.read(lambda conn: conn.set_trace_callback(statements.append))
+    await db.read(lambda conn: conn.connection.set_trace_callback(statements.append))
 
     def counted(word: str) -> int:
         return sum(f'"{word}"' in sql for sql in statements)

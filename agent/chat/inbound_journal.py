@@ -16,9 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import aiosqlite
-
-from agent.db import Database
+from agent.db import Database, Transaction
 from agent.memory.schemas import utc_now
 from agent.utils.timestamps import to_db_time
 
@@ -68,10 +66,10 @@ class InboundJournal:
             return []
         now = to_db_time(self._clock())
 
-        async def insert(tx: aiosqlite.Connection) -> set[int]:
+        async def insert(tx: Transaction) -> set[int]:
             fresh: set[int] = set()
             for entry in entries:
-                rows = await tx.execute_fetchall(
+                rows = await tx.fetchall(
                     "INSERT INTO inbound_updates"
                     " (bot_id, update_id, chat_id, payload, received_at)"
                     " VALUES (?, ?, ?, ?, ?) ON CONFLICT (bot_id, update_id) DO NOTHING"
@@ -123,8 +121,8 @@ class InboundJournal:
         """Count a failed processing; return ``True`` if the update is now given up."""
         now = to_db_time(self._clock())
 
-        async def count(tx: aiosqlite.Connection) -> bool:
-            rows = await tx.execute_fetchall(
+        async def count(tx: Transaction) -> bool:
+            rows = await tx.fetchall(
                 "UPDATE inbound_updates SET attempts = attempts + 1, error = ?,"
                 " status = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE status END,"
                 " processed_at = ? WHERE bot_id = ? AND update_id = ? RETURNING status",
@@ -156,13 +154,12 @@ class InboundJournal:
         and messages sent after it.
         """
 
-        async def delete(tx: aiosqlite.Connection) -> int:
-            cursor = await tx.execute(
+        async def delete(tx: Transaction) -> int:
+            return await tx.execute(
                 "DELETE FROM inbound_updates WHERE bot_id = ? AND chat_id = ?"
                 " AND (status != 'pending' OR attempts > 0)",
                 (self.bot_id, chat_id),
             )
-            return cursor.rowcount
 
         return await self.db.write(delete)
 
@@ -170,12 +167,11 @@ class InboundJournal:
         """Delete processed entries older than ``older_than``; return how many."""
         cutoff = to_db_time(self._clock() - older_than)
 
-        async def delete(tx: aiosqlite.Connection) -> int:
-            cursor = await tx.execute(
+        async def delete(tx: Transaction) -> int:
+            return await tx.execute(
                 "DELETE FROM inbound_updates WHERE bot_id = ? AND status != 'pending'"
                 " AND received_at < ?",
                 (self.bot_id, cutoff),
             )
-            return cursor.rowcount
 
         return await self.db.write(delete)

@@ -42,6 +42,13 @@ from typing import Any, Literal, Self, TypeVar
 import aiosqlite
 
 from agent.db.migrations import Migration, migrate
+from agent.db.sqlite_faults import (
+    is_busy,
+    read_only_hint,
+    storage_error,
+    translate_write_error,
+)
+from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
 
 __all__ = ["Database", "Durability", "Read", "Work"]
@@ -52,39 +59,14 @@ logger = logging.getLogger(__name__)
 #: is checkpointed (``synchronous=NORMAL``), survives a crash of the process, not of the machine.
 Durability = Literal["full", "process"]
 T = TypeVar("T")
-#: A piece of write work: called with the writer connection inside an open transaction.
-Work = Callable[[aiosqlite.Connection], Awaitable[T]]
-#: A read of several statements: called with the searcher connection, in its thread.
-Read = Callable[[sqlite3.Connection], T]
+#: A piece of write work: called with the write transaction, open.
+Work = Callable[[Transaction], Awaitable[T]]
+#: A read of several statements: called with a snapshot, in the searcher's thread.
+Read = Callable[[Snapshot], T]
 
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
 # The database holds conversations: created readable and writable by its owner only.
 _PRIVATE_FILE = 0o600
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-# The disk, not the write, is at fault: the same write may commit once the disk recovers.
-_UNWRITABLE_CODES = frozenset(
-    {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
-)
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in _BUSY_CODES
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-def _is_unwritable(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in _UNWRITABLE_CODES
-
-
-def _storage_error(message: str, exc: sqlite3.Error) -> StorageError:
-    error = (DatabaseUnwritable if _is_unwritable(exc) else StorageError)(f"{message}: {exc}")
-    error.__cause__ = exc
-    return error
-
-
 @dataclass(slots=True)
 class _Pending:
     work: Work[Any]
@@ -128,6 +110,7 @@ class Database:
         self._migrations = migrations
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._reader_tx: SqliteTransaction | None = None
         self._searcher: sqlite3.Connection | None = None
         self._search_thread: ThreadPoolExecutor | None = None
         self._queue: list[_Pending] = []
@@ -172,6 +155,7 @@ class Database:
             await migrate(self._writer, self._migrations)
             self._reader = await self._connect()
             await self._reader.execute("PRAGMA query_only = ON")
+            self._reader_tx = SqliteTransaction(self._reader)
             self._search_thread = ThreadPoolExecutor(1, thread_name_prefix="agent-db-searcher")
             loop = asyncio.get_running_loop()
             self._searcher = await loop.run_in_executor(self._search_thread, self._connect_searcher)
@@ -179,7 +163,7 @@ class Database:
             # A connection left open keeps its non-daemon thread: the process would hang at exit.
             await self.close()
             if isinstance(exc, sqlite3.Error):
-                hint = _read_only_hint(self.path)
+                hint = read_only_hint(self.path)
                 raise StorageError(f"cannot open database {self.path}: {exc}{hint}") from exc
             raise
         self._closing = False
@@ -225,6 +209,7 @@ class Database:
             if conn is not None:
                 await conn.close()
         self._reader = self._writer = None
+        self._reader_tx = None
         searcher, thread = self._searcher, self._search_thread
         self._searcher = self._search_thread = None
         if thread is not None:
@@ -235,26 +220,26 @@ class Database:
     # -- reads ---------------------------------------------------------------------------------
 
     @property
-    def reader(self) -> aiosqlite.Connection:
-        """The read-only connection: sees committed data only."""
-        if self._reader is None:
+    def reader(self) -> Transaction:
+        """The read-only connection: each statement sees the data committed when it runs."""
+        if self._reader_tx is None:
             raise RuntimeError("Database is not open: call `await db.open()` first")
-        return self._reader
+        return self._reader_tx
 
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
         """Run a read query on the reader connection and return all its rows."""
         try:
-            return list(await self.reader.execute_fetchall(sql, tuple(params)))
+            return await self.reader.fetchall(sql, tuple(params))
         except sqlite3.Error as exc:
             raise StorageError(f"read failed: {exc}") from exc
 
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
         """Run a read query on the reader connection and return its first row, if any."""
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
 
     async def read(self, work: Read[T]) -> T:
-        """Run ``work`` with the searcher connection, in its thread, and return its result.
+        """Run ``work`` with a :class:`Snapshot` of the searcher, in its thread; return its result.
 
         For reads of several statements that depend on each other (a packet's retrieval): all
         of them cost one hand-over to a thread, where on :attr:`reader` each statement costs
@@ -284,8 +269,10 @@ class Database:
             Whether the log is empty now (``False``: another process's reader or writer held
             it past the busy timeout; the next checkpoint copies it).
         """
+        if self._reader is None:
+            raise RuntimeError("Database is not open: call `await db.open()` first")
         try:
-            rows = await self.reader.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+            rows = await self._reader.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:
             raise StorageError(f"checkpoint of {self.path} failed: {exc}") from exc
         busy = next(iter(rows), (1,))[0]
@@ -347,16 +334,17 @@ class Database:
                 _settle(pending.future, exc=exc)
             return
         done: list[tuple[_Pending, Any]] = []
+        tx = SqliteTransaction(conn)
         for index, pending in enumerate(batch):
             if pending.future.done():  # the caller was cancelled before its turn came
                 continue
             try:
-                result = await pending.work(conn)
+                result = await pending.work(tx)
             except Exception as exc:
                 # Whatever the work did is in the transaction (and SQLite may have rolled it all
                 # back already, on SQLITE_FULL or an I/O error): undo it all, fail this work
                 # alone, and run the others first in the next transaction.
-                error = _translate(exc)
+                error = translate_write_error(exc)
                 self._note_refusal(error)
                 await self._rollback(conn)
                 _settle(pending.future, exc=error)
@@ -367,7 +355,7 @@ class Database:
         try:
             await conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            error = _storage_error("commit failed", exc)
+            error = storage_error("commit failed", exc)
             if not self._note_refusal(error):
                 logger.exception("commit of %d writes failed; rolled back", len(done))
             await self._rollback(conn)
@@ -405,7 +393,7 @@ class Database:
             try:
                 await conn.execute("PRAGMA journal_mode = WAL")
             except sqlite3.Error as exc:
-                if not _is_busy(exc) or loop.time() >= deadline:
+                if not is_busy(exc) or loop.time() >= deadline:
                     raise
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
@@ -421,8 +409,8 @@ class Database:
                 await conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 remaining = deadline - loop.time()
-                if not _is_busy(exc):
-                    raise _storage_error("cannot start a write transaction", exc) from exc
+                if not is_busy(exc):
+                    raise storage_error("cannot start a write transaction", exc) from exc
                 if remaining <= 0:
                     raise DatabaseLocked(
                         f"database {self.path} is locked by another process; gave up after "
@@ -445,7 +433,7 @@ class Database:
 def _in_snapshot(conn: sqlite3.Connection, work: Read[T]) -> T:
     conn.execute("BEGIN")
     try:
-        return work(conn)
+        return work(SqliteSnapshot(conn))
     finally:
         conn.execute("COMMIT")  # it only read: ends the snapshot
 
@@ -469,27 +457,6 @@ def _make_private(path: Path) -> None:
             continue
         except OSError as exc:
             logger.warning("%s stays readable by other users: %s", name, exc.strerror or exc)
-
-
-def _read_only_hint(path: Path) -> str:
-    # SQLite says "unable to open database file" whether the file, or the directory where it
-    # keeps its -wal and -shm files, cannot be written: say which one.
-    for what, target in (("file", path), ("directory", path.parent)):
-        if target.exists() and not os.access(target, os.W_OK):
-            return f" (the {what} {target} is read-only)"
-    return ""
-
-
-def _translate(exc: Exception) -> Exception:
-    if isinstance(exc, sqlite3.Error):
-        return _storage_error("write failed", exc)
-    cause = exc.__cause__
-    if type(exc) is StorageError and isinstance(cause, sqlite3.Error) and _is_unwritable(cause):
-        # A store translated the error at its boundary; it was the disk, not the write.
-        error = DatabaseUnwritable(str(exc))
-        error.__cause__ = cause
-        return error
-    return exc
 
 
 def _settle(

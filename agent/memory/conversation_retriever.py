@@ -48,36 +48,29 @@ of every index, which bounds that read per word (``bench/retrieval_cost.py`` mea
 from __future__ import annotations
 
 import logging
-import math
 import re
-import sqlite3
-from bisect import bisect_right, insort
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import lru_cache
-from typing import Any, NamedTuple
 
-from agent.memory.conversation_store import (
-    ConversationStore,
-    SqliteConversationStore,
-    TurnText,
-    scoped_searches,
-)
-from agent.memory.longterm.memory_consolidator import DecayPolicy, decay_factor
+from agent.db import Snapshot, Transaction
+from agent.memory.conversation_store import ConversationStore, SqliteConversationStore, TurnText
+from agent.memory.longterm.memory_consolidator import decay_factor
 from agent.memory.longterm.memory_slots import render_memory
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
-from agent.memory.schemas import (
-    ConversationTurn,
-    RetrievedItem,
-    RetrievedKind,
-    SessionState,
+from agent.memory.retrieval_ranking import (
+    Candidate,
+    RetrievalPolicy,
+    RetrievalWeights,
+    fact_turns,
+    loop_turns,
+    rank,
+    spread,
 )
+from agent.memory.schemas import ConversationTurn, RetrievedItem, SessionState
+from agent.memory.summary_store import SqliteSummaryStore, SummaryStore
 from agent.memory.word_frequencies import WordFrequencies
-from agent.utils.tokens import estimate_tokens
 
 __all__ = [
-    "SEARCH_INDEXES",
     "ConversationRetriever",
     "RetrievalPolicy",
     "RetrievalWeights",
@@ -86,9 +79,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: The full-text indexes retrieval reads (migration 0006); erasing optimizes them.
-SEARCH_INDEXES = ("conversation_turns_fts", "conversation_summaries_fts", "memories_fts")
 
 # English function words and question words: they match everything and mean nothing to BM25
 # (and reading their posting lists is what would make a query cost grow with the history).
@@ -119,15 +109,13 @@ _QUERY_TOPICS = 5
 _TOKENS_PER_CANDIDATE = 48
 # The excerpt of a summary delta an item carries at most (characters).
 _SUMMARY_CHARS = 600
-# What a turn before a hit inherits, relative to a turn after it (replies carry answers).
-_BEFORE = 0.7
 
 
 def query_words(text: str) -> list[str]:
     """Return the content words of ``text``, lowercased, in order, without repeats.
 
     Function words are dropped; what remains is searched for word by word (see
-    :func:`agent.memory.conversation_store.match_query`), so no FTS5 syntax survives.
+    :func:`agent.db.search.match_query`), so no FTS5 syntax survives.
     """
     words = (word.lower() for word in _WORD.findall(text))
     # Years and other long numbers are content; "3" or "10" alone are not.
@@ -155,114 +143,14 @@ def render_turn(turn: ConversationTurn | TurnText) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
-class RetrievalWeights:
-    """The weights of the retrieval score.
-
-    Seed 003's weights were the start: semantic 0.4 and keyword 0.3 (here BM25 against the
-    new message and against the active topics), recency 0.2, importance 0.1, and 0.1 for open
-    loops. On ``bench/memory_quality.py`` those lost to plain BM25 (the topics and recency of
-    the moment pulled in turns unrelated to the question), so relevance to the message now
-    dominates and the other signals break ties and fill in when the message matches nothing.
-    """
-
-    message: float = 1.0
-    topics: float = 0.1
-    recency: float = 0.1
-    importance: float = 0.1
-    open_loop: float = 0.1
-
-    def __post_init__(self) -> None:
-        values = (self.message, self.topics, self.recency, self.importance, self.open_loop)
-        if min(values) < 0 or sum(values) <= 0:
-            raise ValueError("retrieval weights must be non-negative and not all zero")
-
-
-@dataclass(frozen=True, slots=True)
-class RetrievalPolicy:
-    """How candidates are gathered and scored.
-
-    Attributes:
-        weights: the score's weights.
-        candidates: the fewest candidates each index returns per query.
-        max_candidates: the most (the budget sizes the set between the two).
-        recency_half_life_turns: turns back after which a turn's recency halves.
-        min_score: candidates scoring below this are left out.
-        turn_importance: the importance of an ordinary turn.
-        fact_turn_importance: of a turn that stated a fact or carries a job.
-        summary_importance: of a summary delta.
-        speaker_boost: the BM25 strength of a turn is multiplied by this when the message
-            names its speaker.
-        neighbour_weight: the share of a hit's strength the turns next to it inherit (divided
-            by the distance; the turns before it get 0.7 of that).
-        neighbour_span: how many turns on each side of a hit inherit.
-        neighbour_hits: the strongest hits whose neighbours inherit (20 built twice as many
-            neighbours and found the evidence of one more question of 999 in
-            bench/memory_quality.py).
-        max_word_turns: a word found in more turns than this (in the whole index) is left out
-            of every search: it says little, and ranking by it would cost more and more as the
-            history grows. 1,000 kept bench/memory_quality.py's recall of 2,000 to the
-            question (500 lost half a point) at half the cost of the words near the cap.
-        decay: how memories decay (their recency and importance).
-    """
-
-    weights: RetrievalWeights = field(default_factory=RetrievalWeights)
-    candidates: int = 40
-    max_candidates: int = 400
-    recency_half_life_turns: float = 200.0
-    min_score: float = 0.0
-    turn_importance: float = 0.5
-    fact_turn_importance: float = 0.8
-    summary_importance: float = 0.5
-    speaker_boost: float = 1.5
-    neighbour_weight: float = 0.6
-    neighbour_span: int = 2
-    neighbour_hits: int = 10
-    max_word_turns: int = 1000
-    decay: DecayPolicy = field(default_factory=DecayPolicy)
-
-    def __post_init__(self) -> None:
-        if self.candidates < 1 or self.max_candidates < self.candidates:
-            raise ValueError("need 1 <= candidates <= max_candidates")
-        if self.recency_half_life_turns <= 0:
-            raise ValueError("recency_half_life_turns must be positive")
-        if self.neighbour_span < 0 or self.neighbour_hits < 0 or self.neighbour_weight < 0:
-            raise ValueError("neighbour_span, neighbour_hits and neighbour_weight must be >= 0")
-
-
-class _SummaryHit(NamedTuple):
-    summary_id: int
-    from_seq: int
-    to_seq: int
-    delta: str
-    bm25: float
-
-
-class _Ranked(NamedTuple):
-    score: float  # rounded as the item shows it
-    candidate: _Candidate
-
-
-@dataclass(slots=True)
-class _Candidate:
-    kind: RetrievedKind
-    ref: str
-    text: str
-    seq: int | None
-    message: float = 0.0  # raw BM25 strength (-bm25) for the message query
-    topics: float = 0.0  # ... for the topic query
-    recency: float = 0.0
-    importance: float = 0.0
-    open_loop: float = 0.0
-
-
 class ConversationRetriever:
     """Scores and returns the candidates a packet should carry, best first.
 
     Args:
-        store: the turn log (its ``search_turns`` is BM25 over a session's turns).
+        store: the turn log (its ``search_turn_texts`` is BM25 over a session's turns).
         memory_store: the long-term memories (its ``search`` is BM25 over a chat's memories).
         policy: the weights and bounds.
+        summary_store: the summary chain (its ``search`` is BM25 over a session's deltas).
     """
 
     def __init__(
@@ -270,9 +158,12 @@ class ConversationRetriever:
         store: ConversationStore | None = None,
         memory_store: MemoryStore | None = None,
         policy: RetrievalPolicy | None = None,
+        *,
+        summary_store: SummaryStore | None = None,
     ) -> None:
         self.store: ConversationStore = store or SqliteConversationStore()
         self.memory_store: MemoryStore = memory_store or SqliteMemoryStore()
+        self.summary_store: SummaryStore = summary_store or SqliteSummaryStore()
         self.policy = policy or RetrievalPolicy()
         self._frequencies = WordFrequencies(self.store, cap=self.policy.max_word_turns)
 
@@ -286,7 +177,7 @@ class ConversationRetriever:
 
     def retrieve(
         self,
-        conn: sqlite3.Connection,
+        conn: Snapshot,
         *,
         chat_id: int,
         session_id: str | None,
@@ -329,7 +220,7 @@ class ConversationRetriever:
         # both cost twice the time and moved bench/memory_quality.py's recall by less than a
         # point. Memories (a few per chat) are searched for both.
         session_queries = queries[:1] if said else queries
-        candidates: dict[str, _Candidate] = {}
+        candidates: dict[str, Candidate] = {}
         if session_id is not None and session_queries:
             hits = self._turn_candidates(
                 conn, candidates, session_id, session_queries, limit, before_seq, state
@@ -351,12 +242,12 @@ class ConversationRetriever:
             last_seq = state.turn_count
         else:
             last_seq = max((c.seq or 0 for c in candidates.values()), default=0)
-        return self._rank(candidates.values(), last_seq, state, token_budget)
+        return rank(candidates.values(), last_seq, state, token_budget, self.policy)
 
     def _turn_candidates(
         self,
-        conn: sqlite3.Connection,
-        found: dict[str, _Candidate],
+        conn: Snapshot,
+        found: dict[str, Candidate],
         session_id: str,
         queries: list[tuple[str, str]],
         limit: int,
@@ -366,7 +257,7 @@ class ConversationRetriever:
         # Returns how many turns matched a query (the raw turns at the end left out). The raw
         # turns at the end are matched too and dropped here: ask for that many more.
         slack = 0 if before_seq is None or state is None else max(state.turn_count - before_seq, 0)
-        facts, loops = _fact_turns(state), _loop_turns(state)
+        facts, loops = fact_turns(state), loop_turns(state)
         results = self.store.search_turn_texts(
             conn, session_id, [query for query, _ in queries], limit + slack + 1
         )
@@ -383,19 +274,21 @@ class ConversationRetriever:
                 self._add_turn(found, turn, facts, loops)
             # Conversational context: the replies after a hit (and the lines before it) often
             # carry the answer without sharing its words, so they inherit part of its strength.
-            scored.append((slot, strength, self._spread(strength, before_seq)))
-        missing = [seq for _, _, spread in scored for seq in spread if f"turn:{seq}" not in found]
+            scored.append((slot, strength, spread(strength, before_seq, self.policy)))
+        missing = [
+            seq for _, _, inherited in scored for seq in inherited if f"turn:{seq}" not in found
+        ]
         for turn in self.store.get_turn_texts(conn, session_id, missing):
             self._add_turn(found, turn, facts, loops)
-        for slot, strength, spread in scored:
-            for seq, value in {**spread, **strength}.items():
+        for slot, strength, inherited in scored:
+            for seq, value in {**inherited, **strength}.items():
                 candidate = found.get(f"turn:{seq}")
                 if candidate is not None:
-                    best = max(value, strength.get(seq, 0.0), spread.get(seq, 0.0))
+                    best = max(value, strength.get(seq, 0.0), inherited.get(seq, 0.0))
                     setattr(candidate, slot, max(getattr(candidate, slot), best))
         return len({seq for _, strength, _ in scored for seq in strength})
 
-    def _selective(self, conn: sqlite3.Connection, queries: list[str]) -> list[tuple[str, bool]]:
+    def _selective(self, conn: Snapshot, queries: list[str]) -> list[tuple[str, bool]]:
         """Leave out of each query the words found in more than ``max_word_turns`` turns;
         return each query with whether any word left was in a turn when counted.
 
@@ -428,27 +321,14 @@ class ConversationRetriever:
             selective.append((" ".join(word for word in words if word in kept), said))
         return selective
 
-    def _spread(self, strength: dict[int, float], before_seq: int | None) -> dict[int, float]:
-        policy = self.policy
-        spread: dict[int, float] = {}
-        top = sorted(strength.items(), key=lambda hit: (-hit[1], hit[0]))[: policy.neighbour_hits]
-        for seq, value in top:
-            for distance in range(1, policy.neighbour_span + 1):
-                share = value * policy.neighbour_weight / distance
-                for neighbour, side in ((seq + distance, 1.0), (seq - distance, _BEFORE)):
-                    if neighbour < 1 or (before_seq is not None and neighbour >= before_seq):
-                        continue
-                    spread[neighbour] = max(spread.get(neighbour, 0.0), share * side)
-        return spread
-
     def _add_turn(
-        self, found: dict[str, _Candidate], turn: TurnText, facts: set[int], loops: set[int]
+        self, found: dict[str, Candidate], turn: TurnText, facts: set[int], loops: set[int]
     ) -> None:
         ref = f"turn:{turn.seq}"
         if ref in found:
             return
         important = turn.has_jobs or turn.seq in facts
-        found[ref] = _Candidate(
+        found[ref] = Candidate(
             kind="turn",
             ref=ref,
             text=render_turn(turn),
@@ -461,13 +341,15 @@ class ConversationRetriever:
 
     def _summary_candidates(
         self,
-        conn: sqlite3.Connection,
-        found: dict[str, _Candidate],
+        conn: Snapshot,
+        found: dict[str, Candidate],
         session_id: str,
         queries: list[tuple[str, str]],
         limit: int,
     ) -> None:
-        results = _search_summaries(conn, session_id, [query for query, _ in queries], limit)
+        results = self.summary_store.search(
+            conn, session_id, [query for query, _ in queries], limit
+        )
         for (_, slot), hits in zip(queries, results, strict=True):
             for hit in hits:
                 ref = f"summary:{hit.summary_id}"
@@ -478,7 +360,7 @@ class ConversationRetriever:
                         if len(hit.delta) <= _SUMMARY_CHARS
                         else (hit.delta[: _SUMMARY_CHARS - 1].rstrip() + "…")
                     )
-                    candidate = found[ref] = _Candidate(
+                    candidate = found[ref] = Candidate(
                         kind="summary",
                         ref=ref,
                         text=f"Summary of turns #{hit.from_seq}-#{hit.to_seq}: {delta}",
@@ -489,8 +371,8 @@ class ConversationRetriever:
 
     def _memory_candidates(
         self,
-        conn: sqlite3.Connection,
-        found: dict[str, _Candidate],
+        conn: Snapshot,
+        found: dict[str, Candidate],
         chat_id: int,
         queries: list[tuple[str, str]],
         limit: int,
@@ -504,7 +386,7 @@ class ConversationRetriever:
                 candidate = found.get(memory.memory_id)
                 if candidate is None:
                     decay = decay_factor(memory, now, self.policy.decay)
-                    candidate = found[memory.memory_id] = _Candidate(
+                    candidate = found[memory.memory_id] = Candidate(
                         kind="memory",
                         ref=memory.memory_id,
                         text=render_memory(memory),
@@ -515,53 +397,9 @@ class ConversationRetriever:
                     )
                 setattr(candidate, slot, max(getattr(candidate, slot), -bm25))
 
-    def _rank(
-        self,
-        candidates: Iterable[_Candidate],
-        last_seq: int,
-        state: SessionState | None,
-        token_budget: int | None,
-    ) -> list[RetrievedItem]:
-        pool = list(candidates)
-        if not pool:
-            return []
-        policy = self.policy
-        weights = policy.weights
-        best_message = max(c.message for c in pool) or 1.0
-        best_topics = max(c.topics for c in pool) or 1.0
-        first_loop = min(_loop_turns(state), default=None)
-        total = (
-            weights.message + weights.topics + weights.recency + weights.importance
-            + weights.open_loop
-        )  # fmt: skip
-        ranked: list[_Ranked] = []
-        for c in pool:
-            if c.kind != "memory" and c.seq is not None:
-                c.recency = 0.5 ** (max(last_seq - c.seq, 0) / policy.recency_half_life_turns)
-            if c.kind == "summary" and c.seq is not None and first_loop is not None:
-                c.open_loop = 0.5 if first_loop <= c.seq else c.open_loop
-            score = (
-                weights.message * c.message / best_message
-                + weights.topics * c.topics / best_topics
-                + weights.recency * c.recency
-                + weights.importance * c.importance
-                + weights.open_loop * c.open_loop
-            ) / total
-            if score < policy.min_score or math.isnan(score):
-                continue
-            ranked.append(_Ranked(round(score, 4), c))
-        # Best first; ties go to the newer item, then the reference (deterministic).
-        ranked.sort(key=lambda r: (-r.score, -(r.candidate.seq or 0), r.candidate.ref))
-        if token_budget is not None:
-            ranked = _could_fit(ranked, token_budget)
-        return [
-            RetrievedItem(kind=c.kind, ref=c.ref, text=c.text, seq=c.seq, score=score)
-            for score, c in ranked
-        ]
-
     def for_packet(
         self,
-        conn: sqlite3.Connection,
+        conn: Snapshot,
         *,
         chat_id: int,
         session_id: str | None,
@@ -587,7 +425,7 @@ class ConversationRetriever:
 
     def recall(
         self,
-        conn: sqlite3.Connection,
+        conn: Snapshot,
         *,
         chat_id: int,
         session_id: str,
@@ -606,16 +444,14 @@ class ConversationRetriever:
             state=state.model_copy(update={"active_topics": ()}),
         )
 
-    async def purge(self, tx: Any) -> None:
+    async def purge(self, tx: Transaction) -> None:
         """Merge the full-text indexes so that erased rows leave no trace in their pages.
 
         FTS5 records a deletion as a tombstone next to the old entry; ``optimize`` rewrites
         each index without either. Run in the transaction that erased (``/forget``, prune):
         its cost is proportional to the index, and erasing is rare.
         """
-        for table in SEARCH_INDEXES:
-            # The table names are this module's constants, never user text.
-            await tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")  # noqa: S608
+        await self.store.purge_search(tx)
         self._frequencies.forget()  # words of the erased turns count no more
 
 
@@ -633,69 +469,3 @@ def _topic_names(state: SessionState | None) -> list[str]:
     topics = sorted(state.active_topics, key=lambda t: (-t.weight, t.name))[:_QUERY_TOPICS]
     return [topic.name for topic in topics]
 
-
-def _fact_turns(state: SessionState | None) -> set[int]:
-    return set() if state is None else {fact.turn for fact in state.facts}
-
-
-def _loop_turns(state: SessionState | None) -> set[int]:
-    if state is None:
-        return set()
-    opened = {loop.opened_turn for loop in state.open_loops}
-    return opened | {c.asked_turn for c in state.pending_clarifications}
-
-
-def _could_fit(ranked: list[_Ranked], budget: int) -> list[_Ranked]:
-    """Return the ranked candidates a first fit of ``budget`` tokens could take, in order.
-
-    :meth:`ConversationContextBuilder.build <agent.memory.conversation_context_builder.
-    ConversationContextBuilder.build>` takes the retrieved items best first, each one that
-    still fits after what the packet holds already (first fit). So an item is taken only if
-    every item before it that costs no more was taken too (one left out found less room than
-    this one needs), hence only if its cost plus theirs is within the budget, whatever the
-    packet held before. The items that fail this can never be taken, and leaving them out
-    changes nothing: a left-out item adds nothing to the packet. (This holds because none of
-    the items is one the packet carries already: :meth:`ConversationRetriever.for_packet`
-    leaves out the raw turns.)
-    """
-    kept: list[_Ranked] = []
-    costs: list[int] = []  # the costs of the kept items, sorted
-    never = budget + 1  # an item costing this much or more cannot be taken
-    for entry in ranked:
-        cost = estimate_tokens(entry.candidate.text)
-        if cost >= never:
-            continue
-        if cost + sum(costs[: bisect_right(costs, cost)]) > budget:
-            # Nor can any later item that costs as much: this one would have been before it.
-            never = cost
-            continue
-        insort(costs, cost)
-        kept.append(entry)
-    return kept
-
-
-def _search_summaries(
-    conn: sqlite3.Connection, session_id: str, queries: Sequence[str], limit: int
-) -> list[list[_SummaryHit]]:
-    """BM25 over the session's extractive summary deltas (migration 0006), for each query.
-
-    At most ``limit`` hits per query, in no particular order; all the queries in one statement.
-    """
-    found: list[list[_SummaryHit]] = [[] for _ in queries]
-    scope = session_id.replace('"', '""')
-    sql, params = scoped_searches(
-        "SELECT ?, s.summary_id, s.from_seq, s.to_seq, s.delta, hit.score FROM"
-        " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid,"
-        "   bm25(conversation_summaries_fts, 0.0, 1.0) AS score FROM conversation_summaries_fts"
-        "   WHERE conversation_summaries_fts MATCH ? ORDER BY score, hit_rowid LIMIT ?) AS hit"
-        " ON s.summary_id = hit.hit_rowid"
-        " WHERE s.summarizer = 'extractive' AND s.status = 'completed'",
-        f'session_id : "{scope}" AND delta',
-        queries,
-        limit,
-    )
-    if not sql:
-        return found
-    for row in conn.execute(sql, params):
-        found[row[0]].append(_SummaryHit(row[1], row[2], row[3], row[4], float(row[5])))
-    return found

@@ -123,6 +123,7 @@ class ConversationLane:
     ) -> None:
         store = store or SqliteConversationStore()
         memory_store = memory_store or SqliteMemoryStore()
+        chain = summary_store or SqliteSummaryStore()
         self._parts = parts = LaneParts(
             db=db,
             checkpoints=checkpoints,
@@ -131,9 +132,9 @@ class ConversationLane:
             builder=builder or ConversationContextBuilder(),
             memory_store=memory_store,
             promotion=promotion or PromotionPolicy(),
-            summary_store=summary_store or SqliteSummaryStore(),
+            summary_store=chain,
             summary_worker=summary_worker,
-            retriever=retriever or ConversationRetriever(store, memory_store),
+            retriever=retriever or ConversationRetriever(store, memory_store, summary_store=chain),
             consolidator=consolidator or MemoryConsolidator(memory_store),
             resident_sessions=resident_sessions,
             clock=clock,
@@ -175,9 +176,8 @@ class ConversationLane:
     async def shutdown(self) -> None:
         """Finish the turns in flight, mark sessions ``shutdown_clean``, checkpoint, close.
 
-        The PRD-014 stop sequence. Idempotent. The pending summary delta (the turns not yet
-        folded into the rolling summary) goes into each checkpoint's
-        ``pending_summary_delta``; the state itself stays the fold of the turn log (I6).
+        The PRD-014 stop sequence. Idempotent. The pending summary delta goes into each
+        checkpoint's ``pending_summary_delta``; the state stays the fold of the log (I6).
         """
         parts, store = self._parts, self._store
         if parts.closed:
@@ -452,7 +452,7 @@ class ConversationLane:
         return await self._lifecycle.forget_session(session_id)
 
     async def prune(self, *, older_than_days: float) -> list[str]:
-        """Erase every session with no activity for ``older_than_days``; return their ids."""
+        """Erase every session idle for ``older_than_days``; return their ids."""
         return await self._lifecycle.prune(older_than_days=older_than_days)
 
     # -- long-term memory ------------------------------------------------------------------

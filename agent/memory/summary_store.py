@@ -19,8 +19,10 @@ Retention: each new extractive version deletes the versions (of both kinds) more
 its parent after the parent was pruned (``parent_summary_id`` is no foreign key, and ids are
 never reused). Every row goes with its session (``ON DELETE CASCADE``: ``/forget``, prune).
 
-Write methods take the transaction connection of :meth:`agent.db.Database.write` and never
-commit; reads take any connection. Every query reads through an index.
+Write methods take the :class:`~agent.db.Transaction` of :meth:`agent.db.Database.write` and
+never commit; reads take any transaction (normally ``db.reader``), the search a
+:class:`~agent.db.Snapshot`. Every query reads through an index. The contract is
+``tests/test_store_conformance.py``.
 """
 
 from __future__ import annotations
@@ -28,19 +30,44 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-import aiosqlite
 import orjson
 
+from agent.db import Row, Snapshot, Transaction
+from agent.db.search import scoped_searches
 from agent.errors import StorageError
 from agent.memory.schemas import SummarizerKind, SummaryStatus, SummaryVersion
 from agent.utils.timestamps import from_db_time, to_db_time
 
-__all__ = ["DEFAULT_SUMMARY_RETENTION", "SqliteSummaryStore", "SummaryStore"]
+__all__ = [
+    "DEFAULT_SUMMARY_RETENTION",
+    "SqliteSummaryStore",
+    "SummaryHit",
+    "SummaryStore",
+]
 
 #: Versions of a session's summary kept by default (the last 1,000 turns at one fold per 10).
 DEFAULT_SUMMARY_RETENTION = 100
+
+
+class SummaryHit(NamedTuple):
+    """A summary delta found by a search (:meth:`SummaryStore.search`).
+
+    Attributes:
+        summary_id: the version's row.
+        from_seq: the first turn it covers.
+        to_seq: the last turn it covers.
+        delta: what the fold added to the summary.
+        bm25: the match's BM25 score (lower is better).
+    """
+
+    summary_id: int
+    from_seq: int
+    to_seq: int
+    delta: str
+    bm25: float
+
 
 _COLUMNS = (
     "summary_id, session_id, version, from_seq, to_seq, parent_summary_id, summarizer, status,"
@@ -53,13 +80,22 @@ class SummaryStore(Protocol):
 
     Called by :func:`agent.memory.writer.write_summary_version` inside a turn's transaction,
     by :class:`agent.memory.summary_worker.SummaryWorker` for model summaries,
-    and by the lane and tests to read the chain. ``tx`` is a connection inside an open write
-    transaction; ``conn`` any connection. Implementations never commit.
+    and by the lane and tests to read the chain. ``tx`` is the open write transaction
+    (:meth:`agent.db.Database.write`); ``conn`` the write transaction or the database's reader.
+    Implementations never commit. ``search`` is synchronous, on a :class:`~agent.db.Snapshot`:
+    the retriever runs it in the database's searcher thread (:meth:`agent.db.Database.read`).
     """
+
+    def search(
+        self, conn: Snapshot, session_id: str, queries: Sequence[str], limit: int
+    ) -> list[list[SummaryHit]]:
+        """Return, for each of ``queries``, at most ``limit`` of the session's completed
+        extractive deltas that match it (BM25), in no particular order."""
+        ...
 
     async def append_extractive(
         self,
-        tx: Any,
+        tx: Transaction,
         session_id: str,
         *,
         version: int,
@@ -73,7 +109,7 @@ class SummaryStore(Protocol):
         ...
 
     async def revise_extractive(
-        self, tx: Any, session_id: str, *, version: int, text: str, delta: str
+        self, tx: Transaction, session_id: str, *, version: int, text: str, delta: str
     ) -> bool:
         """Give extractive version ``version`` the text and delta of a fold made again (a turn
         of its range or before was edited); drop the model summaries of that version."""
@@ -81,7 +117,7 @@ class SummaryStore(Protocol):
 
     async def latest(
         self,
-        conn: Any,
+        conn: Transaction,
         session_id: str,
         *,
         summarizer: SummarizerKind = "extractive",
@@ -90,29 +126,31 @@ class SummaryStore(Protocol):
         """Return the session's newest row of ``summarizer`` (with ``status``), or ``None``."""
         ...
 
-    async def latest_llm(self, conn: Any, session_ids: Sequence[str]) -> dict[str, SummaryVersion]:
+    async def latest_llm(
+        self, conn: Transaction, session_ids: Sequence[str]
+    ) -> dict[str, SummaryVersion]:
         """Return the newest completed model summary of each of ``session_ids`` that has one."""
         ...
 
-    async def get(self, conn: Any, summary_id: int) -> SummaryVersion | None:
+    async def get(self, conn: Transaction, summary_id: int) -> SummaryVersion | None:
         """Return one row of the chain, or ``None``."""
         ...
 
     async def history(
-        self, conn: Any, session_id: str, *, limit: int | None = None
+        self, conn: Transaction, session_id: str, *, limit: int | None = None
     ) -> list[SummaryVersion]:
         """Return the session's chain, oldest version first (newest ``limit`` versions)."""
         ...
 
     async def begin_llm(
-        self, tx: Any, parent: SummaryVersion, *, now: datetime
+        self, tx: Transaction, parent: SummaryVersion, *, now: datetime
     ) -> SummaryVersion | None:
         """Insert a ``processing`` model summary of ``parent``; ``None`` if one is running."""
         ...
 
     async def finish_llm(
         self,
-        tx: Any,
+        tx: Transaction,
         summary_id: int,
         *,
         status: SummaryStatus,
@@ -124,12 +162,12 @@ class SummaryStore(Protocol):
         """Mark a ``processing`` row ``completed`` or ``failed``; ``False`` if it is not."""
         ...
 
-    async def fail_processing(self, tx: Any, *, error: str, now: datetime) -> int:
+    async def fail_processing(self, tx: Transaction, *, error: str, now: datetime) -> int:
         """Mark every ``processing`` row ``failed`` (runs a restart cut short)."""
         ...
 
 
-def _row_to_summary(row: sqlite3.Row) -> SummaryVersion:
+def _row_to_summary(row: Row) -> SummaryVersion:
     return SummaryVersion(
         summary_id=row["summary_id"],
         session_id=row["session_id"],
@@ -164,9 +202,37 @@ class SqliteSummaryStore:
             raise ValueError("retention must be 0 (keep every version) or more")
         self.retention = retention
 
+    def search(
+        self, conn: Snapshot, session_id: str, queries: Sequence[str], limit: int
+    ) -> list[list[SummaryHit]]:
+        """BM25 over the session's extractive summary deltas (migration 0006), for each query.
+
+        Each query is reduced to quoted words (:func:`agent.db.search.scoped_searches`), so
+        FTS5 syntax in it is never parsed. At most ``limit`` hits per query, in no particular
+        order; all the queries in one statement.
+        """
+        found: list[list[SummaryHit]] = [[] for _ in queries]
+        scope = session_id.replace('"', '""')
+        sql, params = scoped_searches(
+            "SELECT ?, s.summary_id, s.from_seq, s.to_seq, s.delta, hit.score FROM"
+            " conversation_summaries AS s JOIN (SELECT rowid AS hit_rowid,"
+            "   bm25(conversation_summaries_fts, 0.0, 1.0) AS score FROM conversation_summaries_fts"
+            "   WHERE conversation_summaries_fts MATCH ? ORDER BY score, hit_rowid LIMIT ?) AS hit"
+            " ON s.summary_id = hit.hit_rowid"
+            " WHERE s.summarizer = 'extractive' AND s.status = 'completed'",
+            f'session_id : "{scope}" AND delta',
+            queries,
+            limit,
+        )
+        if not sql:
+            return found
+        for row in conn.fetchall(sql, params):
+            found[row[0]].append(SummaryHit(row[1], row[2], row[3], row[4], float(row[5])))
+        return found
+
     async def append_extractive(
         self,
-        tx: aiosqlite.Connection,
+        tx: Transaction,
         session_id: str,
         *,
         version: int,
@@ -183,7 +249,7 @@ class SqliteSummaryStore:
         """
         parent = await self.latest(tx, session_id)
         try:
-            rows = await tx.execute_fetchall(
+            rows = await tx.fetchall(
                 f"INSERT INTO conversation_summaries (session_id, version, from_seq, to_seq,"
                 " parent_summary_id, summarizer, status, text, delta, created_at, completed_at)"
                 " VALUES (?, ?, ?, ?, ?, 'extractive', 'completed', ?, ?, ?, ?)"
@@ -212,7 +278,7 @@ class SqliteSummaryStore:
         return _row_to_summary(next(iter(rows)))
 
     async def revise_extractive(
-        self, tx: aiosqlite.Connection, session_id: str, *, version: int, text: str, delta: str
+        self, tx: Transaction, session_id: str, *, version: int, text: str, delta: str
     ) -> bool:
         """Give extractive version ``version`` the text and delta of a fold made again.
 
@@ -228,7 +294,7 @@ class SqliteSummaryStore:
             StorageError: the writes failed.
         """
         try:
-            cursor = await tx.execute(
+            changed = await tx.execute(
                 "UPDATE conversation_summaries SET text = ?, delta = ?"
                 " WHERE session_id = ? AND version = ? AND summarizer = 'extractive'",
                 (text, delta, session_id, version),
@@ -242,11 +308,11 @@ class SqliteSummaryStore:
             raise StorageError(
                 f"revise_extractive failed for session {session_id} version {version}: {exc}"
             ) from exc
-        return cursor.rowcount == 1
+        return changed == 1
 
     async def latest(
         self,
-        conn: aiosqlite.Connection,
+        conn: Transaction,
         session_id: str,
         *,
         summarizer: SummarizerKind = "extractive",
@@ -260,18 +326,16 @@ class SqliteSummaryStore:
         if status is not None:
             sql += " AND status = ?"
             params.append(status)
-        rows = await conn.execute_fetchall(
-            sql + " ORDER BY version DESC, summary_id DESC LIMIT 1", params
-        )
+        rows = await conn.fetchall(sql + " ORDER BY version DESC, summary_id DESC LIMIT 1", params)
         return next((_row_to_summary(row) for row in rows), None)
 
     async def latest_llm(
-        self, conn: aiosqlite.Connection, session_ids: Sequence[str]
+        self, conn: Transaction, session_ids: Sequence[str]
     ) -> dict[str, SummaryVersion]:
         """Return the newest completed model summary of each of ``session_ids`` that has one."""
         if not session_ids:
             return {}
-        rows = await conn.execute_fetchall(
+        rows = await conn.fetchall(
             f"SELECT {_COLUMNS} FROM conversation_summaries AS s"
             " WHERE s.summary_id = (SELECT summary_id FROM conversation_summaries"
             "   WHERE session_id = s.session_id AND summarizer = 'llm' AND status = 'completed'"
@@ -281,15 +345,15 @@ class SqliteSummaryStore:
         )
         return {row["session_id"]: _row_to_summary(row) for row in rows}
 
-    async def get(self, conn: aiosqlite.Connection, summary_id: int) -> SummaryVersion | None:
+    async def get(self, conn: Transaction, summary_id: int) -> SummaryVersion | None:
         """Return one row of the chain, or ``None``."""
-        rows = await conn.execute_fetchall(
+        rows = await conn.fetchall(
             f"SELECT {_COLUMNS} FROM conversation_summaries WHERE summary_id = ?", (summary_id,)
         )
         return next((_row_to_summary(row) for row in rows), None)
 
     async def history(
-        self, conn: aiosqlite.Connection, session_id: str, *, limit: int | None = None
+        self, conn: Transaction, session_id: str, *, limit: int | None = None
     ) -> list[SummaryVersion]:
         """Return the session's chain, oldest version first (the newest ``limit`` versions).
 
@@ -303,11 +367,11 @@ class SqliteSummaryStore:
                 " WHERE session_id = ?) - ?"
             )
             params += [session_id, limit]
-        rows = await conn.execute_fetchall(sql + " ORDER BY version, summary_id", params)
+        rows = await conn.fetchall(sql + " ORDER BY version, summary_id", params)
         return [_row_to_summary(row) for row in rows]
 
     async def begin_llm(
-        self, tx: aiosqlite.Connection, parent: SummaryVersion, *, now: datetime
+        self, tx: Transaction, parent: SummaryVersion, *, now: datetime
     ) -> SummaryVersion | None:
         """Insert a ``processing`` model summary of the extractive version ``parent``.
 
@@ -319,7 +383,7 @@ class SqliteSummaryStore:
             StorageError: the insert failed otherwise (e.g. the session was erased).
         """
         try:
-            rows = await tx.execute_fetchall(
+            rows = await tx.fetchall(
                 f"INSERT INTO conversation_summaries (session_id, version, from_seq, to_seq,"
                 " parent_summary_id, summarizer, status, created_at)"
                 " VALUES (?, ?, ?, ?, ?, 'llm', 'processing', ?)"
@@ -339,7 +403,7 @@ class SqliteSummaryStore:
 
     async def finish_llm(
         self,
-        tx: aiosqlite.Connection,
+        tx: Transaction,
         summary_id: int,
         *,
         status: SummaryStatus,
@@ -358,22 +422,22 @@ class SqliteSummaryStore:
         """
         if status == "processing":
             raise ValueError("finish_llm needs status 'completed' or 'failed'")
-        cursor = await tx.execute(
+        changed = await tx.execute(
             "UPDATE conversation_summaries SET status = ?, text = ?, error = ?,"
             " generation_ms = ?, completed_at = ? WHERE summary_id = ? AND status = 'processing'",
             (status, text, error, generation_ms, to_db_time(now), summary_id),
         )
-        return cursor.rowcount == 1
+        return changed == 1
 
-    async def fail_processing(self, tx: aiosqlite.Connection, *, error: str, now: datetime) -> int:
+    async def fail_processing(self, tx: Transaction, *, error: str, now: datetime) -> int:
         """Mark every ``processing`` row ``failed``; return how many there were.
 
         Run at start-up: a model summary still ``processing`` then was cut short by the stop
         or crash of the process that ran it.
         """
-        cursor = await tx.execute(
+        changed = await tx.execute(
             "UPDATE conversation_summaries SET status = 'failed', error = ?, completed_at = ?"
             " WHERE status = 'processing'",
             (error, to_db_time(now)),
         )
-        return cursor.rowcount
+        return changed

@@ -24,9 +24,9 @@ written meanwhile used up are counted in a second one.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import OrderedDict
 
+from agent.db import Snapshot
 from agent.memory.conversation_store import ConversationStore
 
 __all__ = ["WordFrequencies"]
@@ -53,7 +53,7 @@ class WordFrequencies:
         self._known: OrderedDict[str, tuple[int, int]] = OrderedDict()  # word -> (count, mark)
         self._mark = 0  # the high-water mark of the last count
 
-    def counts(self, conn: sqlite3.Connection, words: list[str]) -> dict[str, int]:
+    def counts(self, conn: Snapshot, words: list[str]) -> dict[str, int]:
         """Return each word's count, as good as a fresh one for telling apart words in at
         most ``cap`` turns and in more (see the module docstring).
 
@@ -92,7 +92,7 @@ class WordFrequencies:
         return count + since > self._cap
 
     def _count(
-        self, conn: sqlite3.Connection, known: OrderedDict[str, tuple[int, int]], words: list[str]
+        self, conn: Snapshot, known: OrderedDict[str, tuple[int, int]], words: list[str]
     ) -> int:
         result = self._store.word_counts(conn, words, cap=self._cap)
         self._mark = result.high_water

@@ -7,21 +7,20 @@ current one, which keeps its row as history
 (``valid_until`` set, a ``supersedes`` relation from the new one); values of a many-value
 attribute sit side by side. Each memory records the turns that stated it
 (``memory_sources``): a memory whose every source is erased goes, and the value it had replaced
-is current again (the triggers of migration 0011). As in the conversation store, write methods
-take the transaction connection and never commit.
+is current again (the triggers of migration 0011). Write methods take the
+:class:`~agent.db.Transaction` and never commit. Contract: ``tests/test_store_conformance.py``.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-import aiosqlite
 import orjson
 
-from agent.memory.conversation_store import scoped_searches
+from agent.db import Row, Snapshot, Transaction
+from agent.db.search import scoped_searches
 from agent.memory.longterm.memory_slots import USER, slot_of
 from agent.memory.schemas import Memory, MemoryCandidate
 from agent.utils import ids
@@ -43,14 +42,14 @@ class MemoryStore(Protocol):
 
     Called by :func:`agent.memory.writer.write_if_worthy` inside a turn's transaction, by the
     lane when it loads a chat's memories into its packets and for the memory commands
-    (``/facts``, ``/remember``). ``search`` is synchronous, on a ``sqlite3`` connection: the
-    retriever runs it in the database's searcher thread
-    (:meth:`agent.db.database.Database.read`).
+    (``/facts``, ``/remember``). ``tx`` is the write transaction; ``conn`` it or the reader.
+    ``search`` is synchronous, on a :class:`~agent.db.Snapshot`: the retriever runs it in the
+    database's searcher thread (:meth:`agent.db.Database.read`).
     """
 
     async def record(
         self,
-        tx: Any,
+        tx: Transaction,
         chat_id: int,
         candidate: MemoryCandidate,
         *,
@@ -66,56 +65,58 @@ class MemoryStore(Protocol):
         """
         ...
 
-    async def remove_sources(self, tx: Any, session_id: str, seq: int) -> int:
+    async def remove_sources(self, tx: Transaction, session_id: str, seq: int) -> int:
         """Drop one turn as a source of the memories it stated (the turn was edited); a memory
         left with no source goes with it. Return how many memories lost the source."""
         ...
 
     async def current_for_chats(
-        self, conn: Any, chat_ids: Sequence[int], *, per_chat: int, past: int
+        self, conn: Transaction, chat_ids: Sequence[int], *, per_chat: int, past: int
     ) -> dict[int, list[Memory]]:
         """Return each chat's most important current memories (active, then unconfirmed), then
         its ``past`` most recently superseded ones."""
         ...
 
-    async def listing(self, conn: Any, chat_id: int, *, history: bool) -> list[Memory]:
+    async def listing(self, conn: Transaction, chat_id: int, *, history: bool) -> list[Memory]:
         """Return what the chat keeps, not archived: current memories (with ``history``, the
         superseded ones too), by kind then age."""
         ...
 
-    async def as_of(self, conn: Any, chat_id: int, moment: datetime) -> list[Memory]:
+    async def as_of(self, conn: Transaction, chat_id: int, moment: datetime) -> list[Memory]:
         """Return the chat's active memories that were true at ``moment``."""
         ...
 
     async def confirm(
-        self, tx: Any, chat_id: int, memory_id: str, *, confidence: float
+        self, tx: Transaction, chat_id: int, memory_id: str, *, confidence: float
     ) -> Memory | None:
         """Make a current memory of the chat active, with at least ``confidence``."""
         ...
 
-    async def forget(self, tx: Any, chat_id: int, memory_ids: Sequence[str]) -> list[Memory]:
+    async def forget(
+        self, tx: Transaction, chat_id: int, memory_ids: Sequence[str]
+    ) -> list[Memory]:
         """Erase memories of a chat with their history, relations and the memories about
         them (an entity's facts); return the current ones erased."""
         ...
 
     def search(
-        self, conn: sqlite3.Connection, chat_id: int, queries: Sequence[str], *, limit: int
+        self, conn: Snapshot, chat_id: int, queries: Sequence[str], *, limit: int
     ) -> list[list[tuple[Memory, float]]]:
         """Return, for each query, the chat's current active memories that best match it
         (BM25, lower is better)."""
         ...
 
-    async def touch(self, tx: Any, memory_ids: Sequence[str], *, now: datetime) -> None:
+    async def touch(self, tx: Transaction, memory_ids: Sequence[str], *, now: datetime) -> None:
         """Record that memories were retrieved into a packet (access count and time)."""
         ...
 
-    async def unarchived(self, conn: Any) -> list[Memory]:
+    async def unarchived(self, conn: Transaction) -> list[Memory]:
         """Return every current memory not archived (for consolidation), by chat."""
         ...
 
     async def set_decay(
         self,
-        tx: Any,
+        tx: Transaction,
         decays: Sequence[tuple[str, float]],
         *,
         archive: Sequence[str],
@@ -124,12 +125,12 @@ class MemoryStore(Protocol):
         """Store new decay factors, and archive the memories in ``archive``."""
         ...
 
-    async def merge(self, tx: Any, survivor: Memory, duplicates: Sequence[str]) -> None:
+    async def merge(self, tx: Transaction, survivor: Memory, duplicates: Sequence[str]) -> None:
         """Replace ``duplicates`` by ``survivor`` (its new values), keeping their sources."""
         ...
 
 
-def _row_to_memory(row: sqlite3.Row) -> Memory:
+def _row_to_memory(row: Row) -> Memory:
     return Memory(
         memory_id=row["memory_id"],
         chat_id=row["chat_id"],
@@ -158,7 +159,7 @@ class SqliteMemoryStore:
 
     async def record(
         self,
-        tx: aiosqlite.Connection,
+        tx: Transaction,
         chat_id: int,
         candidate: MemoryCandidate,
         *,
@@ -181,7 +182,7 @@ class SqliteMemoryStore:
         """
         stamp = to_db_time(now)
         slot = slot_of(candidate.key)
-        rows = await tx.execute_fetchall(
+        rows = await tx.fetchall(
             f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND key = ? AND {_CURRENT}",
             (chat_id, slot),
         )
@@ -208,7 +209,7 @@ class SqliteMemoryStore:
                     (to_db_time(ended), stamp, current.memory_id),
                 )
             status = "active" if candidate.confidence >= threshold else "candidate"
-            inserted = await tx.execute_fetchall(
+            inserted = await tx.fetchall(
                 f"INSERT INTO memories ({_COLUMNS}) VALUES"
                 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL, ?, ?, ?)"
                 f" RETURNING {_READ_COLUMNS}",
@@ -247,7 +248,7 @@ class SqliteMemoryStore:
 
     async def _reinforce(
         self,
-        tx: aiosqlite.Connection,
+        tx: Transaction,
         current: Memory,
         candidate: MemoryCandidate,
         *,
@@ -257,7 +258,7 @@ class SqliteMemoryStore:
         confidence = 1.0 - (1.0 - current.confidence) * (1.0 - candidate.confidence)
         # Confirmed by being said plainly, never by hedges adding up.
         active = candidate.confidence >= threshold or current.status == "active"
-        rows = await tx.execute_fetchall(
+        rows = await tx.fetchall(
             "UPDATE memories SET confidence = ?, status = ?, archived_at = ?, decay = 1.0,"
             " importance = max(importance, ?), access_count = access_count + 1,"
             " text = ?, updated_at = ?, last_accessed_at = ?"
@@ -277,7 +278,7 @@ class SqliteMemoryStore:
         return _row_to_memory(next(iter(rows)))
 
     async def _relate(
-        self, tx: aiosqlite.Connection, memory_id: str, relation: str, other_id: str, stamp: str
+        self, tx: Transaction, memory_id: str, relation: str, other_id: str, stamp: str
     ) -> None:
         await tx.execute(
             "INSERT INTO memory_relations (memory_id, relation, other_id, created_at)"
@@ -285,8 +286,8 @@ class SqliteMemoryStore:
             (memory_id, relation, other_id, stamp),
         )
 
-    async def _relate_to_entity(self, tx: aiosqlite.Connection, memory: Memory, stamp: str) -> None:
-        rows = await tx.execute_fetchall(
+    async def _relate_to_entity(self, tx: Transaction, memory: Memory, stamp: str) -> None:
+        rows = await tx.fetchall(
             "SELECT memory_id FROM memories WHERE chat_id = ? AND kind = 'entity'"
             f" AND lower(text) = lower(?) AND {_CURRENT}",
             (memory.chat_id, memory.subject),
@@ -294,7 +295,7 @@ class SqliteMemoryStore:
         for row in rows:
             await self._relate(tx, memory.memory_id, "related_to", row["memory_id"], stamp)
 
-    async def remove_sources(self, tx: aiosqlite.Connection, session_id: str, seq: int) -> int:
+    async def remove_sources(self, tx: Transaction, session_id: str, seq: int) -> int:
         """Drop one turn as a source of the memories it stated; return how many lost it.
 
         Called when the turn's message was edited: what it said before is no evidence any
@@ -302,13 +303,13 @@ class SqliteMemoryStore:
         trigger (as after ``/forget``), and the value it had superseded is current again;
         one that another turn also stated stays.
         """
-        cursor = await tx.execute(
+        changed = await tx.execute(
             "DELETE FROM memory_sources WHERE session_id = ? AND seq = ?", (session_id, seq)
         )
-        return cursor.rowcount
+        return changed
 
     async def current_for_chats(
-        self, conn: aiosqlite.Connection, chat_ids: Sequence[int], *, per_chat: int, past: int
+        self, conn: Transaction, chat_ids: Sequence[int], *, per_chat: int, past: int
     ) -> dict[int, list[Memory]]:
         """Return each chat's most important current memories (active ones first, then the
         unconfirmed), then its ``past`` most recently superseded active ones (one query; what
@@ -316,7 +317,7 @@ class SqliteMemoryStore:
         found: dict[int, list[Memory]] = {chat_id: [] for chat_id in chat_ids}
         if not chat_ids:
             return found
-        rows = await conn.execute_fetchall(
+        rows = await conn.fetchall(
             f"SELECT {_READ_COLUMNS} FROM (SELECT *, row_number() OVER ("
             "   PARTITION BY chat_id, valid_until IS NULL"
             "   ORDER BY status != 'active', importance * decay DESC, valid_until DESC,"
@@ -332,12 +333,10 @@ class SqliteMemoryStore:
             found[row["chat_id"]].append(_row_to_memory(row))
         return found
 
-    async def listing(
-        self, conn: aiosqlite.Connection, chat_id: int, *, history: bool
-    ) -> list[Memory]:
+    async def listing(self, conn: Transaction, chat_id: int, *, history: bool) -> list[Memory]:
         """Return what the chat keeps, not archived: current memories (with ``history``, the
         superseded ones too), by kind, then oldest first."""
-        rows = await conn.execute_fetchall(
+        rows = await conn.fetchall(
             f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND status != 'archived'"
             + ("" if history else f" AND {_CURRENT}")
             + " ORDER BY kind, valid_from, created_at, memory_id",
@@ -345,13 +344,11 @@ class SqliteMemoryStore:
         )
         return [_row_to_memory(row) for row in rows]
 
-    async def as_of(
-        self, conn: aiosqlite.Connection, chat_id: int, moment: datetime
-    ) -> list[Memory]:
+    async def as_of(self, conn: Transaction, chat_id: int, moment: datetime) -> list[Memory]:
         """Return the chat's active memories that were true at ``moment`` (valid from it or
         before, and not yet ended at it), oldest first."""
         stamp = to_db_time(moment)
-        rows = await conn.execute_fetchall(
+        rows = await conn.fetchall(
             f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND status = 'active'"
             " AND valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
             " ORDER BY valid_from, memory_id",
@@ -360,11 +357,11 @@ class SqliteMemoryStore:
         return [_row_to_memory(row) for row in rows]
 
     async def confirm(
-        self, tx: aiosqlite.Connection, chat_id: int, memory_id: str, *, confidence: float
+        self, tx: Transaction, chat_id: int, memory_id: str, *, confidence: float
     ) -> Memory | None:
         """Make a current memory of the chat active (the user confirmed it), with at least
         ``confidence``; ``None`` if the chat has no such current memory."""
-        rows = await tx.execute_fetchall(
+        rows = await tx.fetchall(
             "UPDATE memories SET status = 'active', archived_at = NULL, decay = 1.0,"
             " confidence = max(confidence, ?)"
             f" WHERE chat_id = ? AND memory_id = ? AND {_CURRENT} RETURNING {_READ_COLUMNS}",
@@ -373,7 +370,7 @@ class SqliteMemoryStore:
         return next((_row_to_memory(row) for row in rows), None)
 
     async def forget(
-        self, tx: aiosqlite.Connection, chat_id: int, memory_ids: Sequence[str]
+        self, tx: Transaction, chat_id: int, memory_ids: Sequence[str]
     ) -> list[Memory]:
         """Erase memories with their slot's history and relations; return the current ones.
 
@@ -382,7 +379,7 @@ class SqliteMemoryStore:
         never touched, whatever ids are passed.
         """
         ids_json = orjson.dumps(list(memory_ids))
-        rows = await tx.execute_fetchall(
+        rows = await tx.fetchall(
             f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND (key IN ("
             "  SELECT key FROM memories WHERE chat_id = ? AND memory_id IN"
             "  (SELECT value FROM json_each(?))) OR lower(subject) IN ("
@@ -400,14 +397,13 @@ class SqliteMemoryStore:
         return [memory for memory in erased if memory.valid_until is None]
 
     def search(
-        self, conn: sqlite3.Connection, chat_id: int, queries: Sequence[str], *, limit: int
+        self, conn: Snapshot, chat_id: int, queries: Sequence[str], *, limit: int
     ) -> list[list[tuple[Memory, float]]]:
         """Return, for each of ``queries``, the chat's current active memories that best match
-        it (FTS5 BM25), best first; all the queries in one statement.
+        it (FTS5 BM25, lower is better), best first; all the queries in one statement.
 
         Each query is reduced to quoted words (:func:`scoped_searches`), so FTS5 syntax in it is
-        searched for, never parsed. The chat's key is part of the MATCH expression, so other
-        chats' memories cost nothing. The score is BM25's (lower is better).
+        searched for, never parsed. The chat's key is in the MATCH: other chats cost nothing.
         """
         found: list[list[tuple[Memory, float]]] = [[] for _ in queries]
         if limit < 1:
@@ -426,13 +422,11 @@ class SqliteMemoryStore:
         )
         if not sql:
             return found
-        for row in conn.execute(sql + " ORDER BY query, score, key", params):
+        for row in conn.fetchall(sql + " ORDER BY query, score, key", params):
             found[row["query"]].append((_row_to_memory(row), float(row["score"])))
         return found
 
-    async def touch(
-        self, tx: aiosqlite.Connection, memory_ids: Sequence[str], *, now: datetime
-    ) -> None:
+    async def touch(self, tx: Transaction, memory_ids: Sequence[str], *, now: datetime) -> None:
         """Record that memories were retrieved into a packet: one more access, fresh decay."""
         if not memory_ids:
             return
@@ -442,9 +436,9 @@ class SqliteMemoryStore:
             (to_db_time(now), orjson.dumps(list(memory_ids))),
         )
 
-    async def unarchived(self, conn: aiosqlite.Connection) -> list[Memory]:
+    async def unarchived(self, conn: Transaction) -> list[Memory]:
         """Return every current memory not archived, by chat then key (for consolidation)."""
-        rows = await conn.execute_fetchall(
+        rows = await conn.fetchall(
             f"SELECT {_READ_COLUMNS} FROM memories WHERE status != 'archived' AND {_CURRENT}"
             " ORDER BY chat_id, key"
         )
@@ -452,7 +446,7 @@ class SqliteMemoryStore:
 
     async def set_decay(
         self,
-        tx: aiosqlite.Connection,
+        tx: Transaction,
         decays: Sequence[tuple[str, float]],
         *,
         archive: Sequence[str],
@@ -468,9 +462,7 @@ class SqliteMemoryStore:
             [(to_db_time(now), memory_id) for memory_id in archive],
         )
 
-    async def merge(
-        self, tx: aiosqlite.Connection, survivor: Memory, duplicates: Sequence[str]
-    ) -> None:
+    async def merge(self, tx: Transaction, survivor: Memory, duplicates: Sequence[str]) -> None:
         """Fold ``duplicates`` into ``survivor``: their sources become its, then they go.
 
         The survivor's row takes the values of ``survivor`` (text, confidence, importance,

@@ -8,7 +8,8 @@ tables, once per call: it is an audit, not part of a turn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from agent.db import Transaction
 
 __all__ = ["MemoryStatistics", "read_statistics"]
 
@@ -42,7 +43,7 @@ class MemoryStatistics:
     memories: dict[str, int] = field(default_factory=dict)
 
 
-async def read_statistics(conn: Any) -> MemoryStatistics:
+async def read_statistics(conn: Transaction) -> MemoryStatistics:
     """Count the rows of the memory's tables by status (reads every table once).
 
     Args:
@@ -50,7 +51,7 @@ async def read_statistics(conn: Any) -> MemoryStatistics:
     """
     found: dict[str, dict[str, int]] = {}
     for name, sql in _QUERIES.items():
-        rows = await conn.execute_fetchall(sql)
+        rows = await conn.fetchall(sql)
         found[name] = {str(row[0]): int(row[1]) for row in rows}
     return MemoryStatistics(
         turns=found["turns"],

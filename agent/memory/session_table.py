@@ -1,0 +1,304 @@
+"""The sessions table on SQLite: one row per conversation of a chat, with its state.
+
+:class:`SqliteSessionTable` is the part of
+:class:`~agent.memory.conversation_store.SqliteConversationStore` that reads and writes
+``conversation_sessions`` (``schema.sql``, migration 0001); the protocol it implements is
+:class:`~agent.memory.conversation_store.ConversationStore`. Write methods take the
+:class:`~agent.db.Transaction` of :meth:`agent.db.Database.write` and never commit. Tested in
+``tests/test_conversation_store.py`` and ``tests/test_store_conformance.py``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from agent.db import Row, Transaction
+from agent.errors import StorageError
+from agent.memory.schemas import (
+    ChatType,
+    ConversationSession,
+    SessionState,
+    SessionStatus,
+    dump_json,
+)
+from agent.utils.timestamps import from_db_time, to_db_time
+
+__all__ = ["SqliteSessionTable"]
+
+_SESSION_COLUMNS = (
+    "session_id, chat_id, chat_type, user_id, title, status, state, turn_count, last_seq,"
+    " created_at, updated_at, closed_at"
+)
+# Sessions read per page at hydration.
+_SESSION_PAGE = 256
+
+
+def _row_to_session(row: Row) -> ConversationSession:
+    state = SessionState.model_validate_json(row["state"])
+    if state.status != row["status"]:
+        # The status column is set in bulk at start and stop (set_status); it is authoritative.
+        state = state.model_copy(update={"status": row["status"]})
+    return ConversationSession(
+        session_id=row["session_id"],
+        chat_id=row["chat_id"],
+        chat_type=row["chat_type"],
+        user_id=row["user_id"],
+        title=row["title"],
+        status=row["status"],
+        turn_count=row["turn_count"],
+        last_seq=row["last_seq"],
+        created_at=from_db_time(row["created_at"]),
+        updated_at=from_db_time(row["updated_at"]),
+        closed_at=from_db_time(row["closed_at"]),
+        state=state,
+    )
+
+
+async def _select_sessions(
+    conn: Transaction, where: str, params: tuple[Any, ...]
+) -> list[ConversationSession]:
+    """Return the sessions ``SELECT ... FROM conversation_sessions WHERE {where}`` finds.
+
+    ``where`` is always a constant of this module (with any ORDER BY / LIMIT), never user text.
+    """
+    rows = await conn.fetchall(
+        f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions WHERE {where}", params
+    )
+    return [_row_to_session(row) for row in rows]
+
+
+class SqliteSessionTable:
+    """The sessions part of the SQLite
+    :class:`~agent.memory.conversation_store.ConversationStore`."""
+
+    async def create_session(
+        self,
+        tx: Transaction,
+        *,
+        session_id: str,
+        chat_id: int,
+        chat_type: ChatType,
+        user_id: int | None,
+        title: str | None,
+        now: datetime,
+        closed_at: datetime | None = None,
+    ) -> ConversationSession:
+        """Insert a new session for ``chat_id`` and return it.
+
+        Args:
+            tx: the write transaction.
+            session_id: the new session's id.
+            chat_id: its chat.
+            chat_type: the chat's type.
+            user_id: who opened it, if known.
+            title: the chat's title or the user's name.
+            now: the creation time.
+            closed_at: when the session was closed (an imported one); ``None``: it is open.
+
+        Raises:
+            StorageError: it is open and the chat already has an open session, or the insert
+                failed.
+        """
+        session = ConversationSession(
+            session_id=session_id,
+            chat_id=chat_id,
+            chat_type=chat_type,
+            user_id=user_id,
+            title=title,
+            created_at=now,
+            updated_at=now,
+            closed_at=closed_at,
+            state=SessionState(session_id=session_id),
+        )
+        try:
+            await tx.execute(
+                f"INSERT INTO conversation_sessions ({_SESSION_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session.session_id,
+                    chat_id,
+                    chat_type,
+                    user_id,
+                    title,
+                    session.status,
+                    dump_json(session.state),
+                    0,
+                    0,
+                    to_db_time(now),
+                    to_db_time(now),
+                    to_db_time(closed_at),
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"create_session failed for chat {chat_id}: {exc}") from exc
+        return session
+
+    async def get_session(self, conn: Transaction, session_id: str) -> ConversationSession | None:
+        """Return the session with this id, open or closed, or ``None``."""
+        return next(iter(await _select_sessions(conn, "session_id = ?", (session_id,))), None)
+
+    async def open_session_for_chat(
+        self, conn: Transaction, chat_id: int
+    ) -> ConversationSession | None:
+        """Return the chat's open session, or ``None``."""
+        found = await _select_sessions(conn, "chat_id = ? AND closed_at IS NULL", (chat_id,))
+        return next(iter(found), None)
+
+    async def existing_session_ids(self, conn: Transaction, session_ids: list[str]) -> set[str]:
+        """Return which of ``session_ids`` are sessions in the database (one query)."""
+        rows = await conn.fetchall(
+            "SELECT session_id FROM conversation_sessions"
+            " WHERE session_id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(session_ids),),
+        )
+        return {row["session_id"] for row in rows}
+
+    async def list_sessions(
+        self,
+        conn: Transaction,
+        *,
+        limit: int | None = 10,
+        open_only: bool = False,
+        status: SessionStatus | None = None,
+        chat_id: int | None = None,
+    ) -> list[ConversationSession]:
+        """Return sessions, most recently active first.
+
+        Args:
+            conn: any connection.
+            limit: at most this many; ``None`` for all.
+            open_only: leave out sessions closed by ``/new``.
+            status: only sessions with this status.
+            chat_id: only sessions of this chat.
+        """
+        where: list[str] = []
+        params: list[Any] = []
+        if open_only:
+            where.append("closed_at IS NULL")
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if chat_id is not None:
+            where.append("chat_id = ?")
+            params.append(chat_id)
+        sql = f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, session_id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        rows = await conn.fetchall(sql, params)
+        return [_row_to_session(row) for row in rows]
+
+    async def open_session_pages(
+        self, conn: Transaction
+    ) -> AsyncIterator[list[ConversationSession]]:
+        """Yield the open sessions a page at a time, in ``session_id`` order."""
+        after = ""
+        while True:
+            page = await _select_sessions(
+                conn,
+                "closed_at IS NULL AND session_id > ? ORDER BY session_id LIMIT ?",
+                (after, _SESSION_PAGE),
+            )
+            if page:
+                yield page
+            if len(page) < _SESSION_PAGE:
+                return
+            after = page[-1].session_id
+
+    async def save_state(
+        self, tx: Transaction, state: SessionState, *, last_seq: int, now: datetime
+    ) -> None:
+        """Store a session's new state, its counters and its status.
+
+        Raises:
+            StorageError: the session does not exist or the update failed.
+        """
+        try:
+            changed = await tx.execute(
+                "UPDATE conversation_sessions SET state = ?, status = ?, rolling_summary = ?,"
+                " turn_count = ?, last_seq = ?, updated_at = ? WHERE session_id = ?",
+                (
+                    dump_json(state),
+                    state.status,
+                    state.rolling_summary,
+                    state.turn_count,
+                    last_seq,
+                    to_db_time(now),
+                    state.session_id,
+                ),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"save_state failed for session {state.session_id}: {exc}") from exc
+        if changed != 1:
+            raise StorageError(f"save_state: session {state.session_id} does not exist")
+
+    async def set_status(self, tx: Transaction, status: SessionStatus, *, now: datetime) -> int:
+        """Set the status of every open session (and inside its state JSON); return the count."""
+        changed = await tx.execute(
+            "UPDATE conversation_sessions SET status = ?, state = json_set(state, '$.status', ?)"
+            " WHERE closed_at IS NULL AND status != ?",
+            (status, status, status),
+        )
+        return changed
+
+    async def close_session(self, tx: Transaction, session_id: str, *, now: datetime) -> None:
+        """Close a session so that its chat's next message opens a new one."""
+        await tx.execute(
+            "UPDATE conversation_sessions SET closed_at = ?, updated_at = ?"
+            " WHERE session_id = ? AND closed_at IS NULL",
+            (to_db_time(now), to_db_time(now), session_id),
+        )
+
+    async def reopen_session(self, tx: Transaction, session_id: str, *, now: datetime) -> bool:
+        """Make a closed session its chat's open one again (``/resume``).
+
+        The chat's open session must be closed first (in the same transaction): a chat has one.
+
+        Returns:
+            Whether the session was closed and is now open.
+
+        Raises:
+            StorageError: the chat still has another open session.
+        """
+        try:
+            changed = await tx.execute(
+                "UPDATE conversation_sessions SET closed_at = NULL, updated_at = ?"
+                " WHERE session_id = ? AND closed_at IS NOT NULL",
+                (to_db_time(now), session_id),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"reopen_session failed for session {session_id}: {exc}") from exc
+        return changed == 1
+
+    async def first_words(self, conn: Transaction, session_ids: Sequence[str]) -> dict[str, str]:
+        """Return the first user message of each of ``session_ids`` that has one (one query)."""
+        rows = await conn.fetchall(
+            "SELECT s.value AS session_id, (SELECT t.user_text FROM conversation_turns AS t"
+            "  WHERE t.session_id = s.value AND t.user_text != '' ORDER BY t.seq LIMIT 1)"
+            " AS user_text FROM json_each(?) AS s",
+            (orjson.dumps(list(session_ids)),),
+        )
+        return {row["session_id"]: row["user_text"] for row in rows if row["user_text"]}
+
+    async def delete_session(self, tx: Transaction, session_id: str) -> bool:
+        """Delete a session and, by cascade, its turns; return whether it existed."""
+        changed = await tx.execute(
+            "DELETE FROM conversation_sessions WHERE session_id = ?", (session_id,)
+        )
+        return changed == 1
+
+    async def prune_sessions(self, tx: Transaction, *, inactive_since: datetime) -> list[str]:
+        """Delete sessions last active before ``inactive_since``; return their ids."""
+        rows = await tx.fetchall(
+            "DELETE FROM conversation_sessions WHERE updated_at < ? RETURNING session_id",
+            (to_db_time(inactive_since),),
+        )
+        return sorted(row["session_id"] for row in rows)

@@ -1,0 +1,465 @@
+"""The store conformance suite: the contract every storage backend passes (STYLE.md habit 15).
+
+Each test runs once per backend of the ``backend`` fixture (today ``sqlite``, real files in
+``tmp_path``; the PostgreSQL backend adds a parameter). A backend yields a :class:`Backend`:
+an open database (``write`` hands a :class:`~agent.db.Transaction` to the work, ``read`` a
+:class:`~agent.db.Snapshot`, ``reader`` is a :class:`~agent.db.Transaction` for reads) and its
+stores. The tests go through the store protocols and those two types only: no SQL, no driver,
+so that what passes here on one backend means the same on another. Shaped like langgraph's
+checkpoint conformance tests (one suite, a fixture per saver).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.chat.inbound_journal import InboundJournal, JournalEntry
+from agent.db import Database, Transaction
+from agent.errors import StorageError
+from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
+from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
+from agent.memory.schemas import ConversationTurn, MemoryCandidate, SessionState
+from agent.memory.summary_store import SqliteSummaryStore, SummaryStore
+
+T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
+
+
+@dataclass
+class Backend:
+    """An open database of one backend and its stores."""
+
+    db: Database
+    turns: ConversationStore
+    memories: MemoryStore
+    summaries: SummaryStore
+
+    def journal(self, bot_id: int, clock: Callable[[], datetime] = lambda: T0) -> InboundJournal:
+        return InboundJournal(self.db, bot_id=bot_id, clock=clock)
+
+    async def write(self, work: Callable[[Transaction], Awaitable[Any]]) -> Any:
+        return await self.db.write(work)
+
+
+@pytest.fixture(params=["sqlite"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    """Each backend: a fresh, migrated database and its stores, closed after the test."""
+    assert request.param == "sqlite"
+    async with Database(tmp_path / "conformance.db") as db:
+        yield Backend(db, SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore())
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+async def new_session(b: Backend, sid: str, chat_id: int = 1, *, now: datetime = T0) -> None:
+    await b.write(
+        lambda tx: b.turns.create_session(
+            tx, session_id=sid, chat_id=chat_id, chat_type="private", user_id=chat_id,
+            title=None, now=now,
+        )
+    )  # fmt: skip
+
+
+def turn(sid: str, seq: int, text: str | None = None, **fields: Any) -> ConversationTurn:
+    return ConversationTurn(
+        turn_id=f"trn_{sid}_{seq:05d}",
+        session_id=sid,
+        seq=seq,
+        user_text=f"user {seq}" if text is None else text,
+        assistant_text=f"bot {seq}",
+        created_at=T0 + timedelta(seconds=seq),
+        **fields,
+    )
+
+
+async def append(b: Backend, *turns: ConversationTurn) -> list[bool]:
+    async def work(tx: Transaction) -> list[bool]:
+        return [await b.turns.append_turn(tx, t) for t in turns]
+
+    return await b.write(work)
+
+
+def fact(text: str, key: str = "location", confidence: float = 0.9) -> MemoryCandidate:
+    return MemoryCandidate(
+        kind="fact", attribute=key, key=key, text=text, confidence=confidence, importance=0.7
+    )
+
+
+async def remember(
+    b: Backend, chat_id: int, candidate: MemoryCandidate, *, source: tuple[str, int] | None,
+    now: datetime = T0,
+) -> Any:  # fmt: skip
+    return await b.write(
+        lambda tx: b.memories.record(tx, chat_id, candidate, source=source, threshold=0.5, now=now)
+    )
+
+
+# -- conversation store: sessions -----------------------------------------------------------
+
+
+async def test_a_created_session_reads_back_open_and_empty(backend: Backend):
+    """create_session returns the session it stored: open, no turns, the given chat."""
+    created = await backend.write(
+        lambda tx: backend.turns.create_session(
+            tx, session_id="ses_a", chat_id=5, chat_type="group", user_id=9, title="Team",
+            now=T0,
+        )
+    )  # fmt: skip
+    read = await backend.turns.get_session(backend.db.reader, "ses_a")
+    assert read == created
+    assert (read.chat_id, read.chat_type, read.title, read.closed_at) == (5, "group", "Team", None)
+    assert (read.turn_count, read.last_seq) == (0, 0)
+    assert await backend.turns.get_session(backend.db.reader, "ses_missing") is None
+
+
+async def test_a_chat_has_one_open_session(backend: Backend):
+    """A second open session of a chat is refused (StorageError); closing frees the place,
+    and reopen_session makes a closed one open again only when it is closed."""
+    await new_session(backend, "ses_a", chat_id=1)
+    with pytest.raises(StorageError):
+        await new_session(backend, "ses_b", chat_id=1)
+    reader = backend.db.reader
+    assert (await backend.turns.open_session_for_chat(reader, 1)).session_id == "ses_a"
+    await backend.write(lambda tx: backend.turns.close_session(tx, "ses_a", now=T0))
+    assert await backend.turns.open_session_for_chat(reader, 1) is None
+    await new_session(backend, "ses_b", chat_id=1)
+    await backend.write(lambda tx: backend.turns.close_session(tx, "ses_b", now=T0))
+    assert await backend.write(lambda tx: backend.turns.reopen_session(tx, "ses_a", now=T0))
+    assert not await backend.write(lambda tx: backend.turns.reopen_session(tx, "ses_a", now=T0))
+    assert (await backend.turns.open_session_for_chat(reader, 1)).session_id == "ses_a"
+
+
+async def test_sessions_are_listed_most_recent_first_and_filtered(backend: Backend):
+    """list_sessions: newest activity first, limit, open_only and chat_id filters;
+    existing_session_ids tells which ids exist; open_session_pages yields every open one."""
+    for n, sid in enumerate(["ses_a", "ses_b", "ses_c"]):
+        await new_session(backend, sid, chat_id=n + 1, now=T0 + timedelta(minutes=n))
+    closed_at = T0 + timedelta(minutes=5)  # closing is activity
+    await backend.write(lambda tx: backend.turns.close_session(tx, "ses_b", now=closed_at))
+    reader = backend.db.reader
+    listed = await backend.turns.list_sessions(reader, limit=None)
+    assert [s.session_id for s in listed] == ["ses_b", "ses_c", "ses_a"]
+    assert [s.session_id for s in await backend.turns.list_sessions(reader, limit=1)] == ["ses_b"]
+    open_only = await backend.turns.list_sessions(reader, limit=None, open_only=True)
+    assert {s.session_id for s in open_only} == {"ses_a", "ses_c"}
+    of_chat = await backend.turns.list_sessions(reader, limit=None, chat_id=2)
+    assert [s.session_id for s in of_chat] == ["ses_b"]
+    known = await backend.turns.existing_session_ids(reader, ["ses_a", "ses_x", "ses_c"])
+    assert known == {"ses_a", "ses_c"}
+    pages = [page async for page in backend.turns.open_session_pages(reader)]
+    assert sorted(s.session_id for page in pages for s in page) == ["ses_a", "ses_c"]
+
+
+async def test_save_state_stores_the_state_and_a_missing_session_is_an_error(backend: Backend):
+    """save_state keeps the state and counters; set_status changes every open session once."""
+    await new_session(backend, "ses_a")
+    state = SessionState(session_id="ses_a", turn_count=3, rolling_summary="so far")
+    await backend.write(lambda tx: backend.turns.save_state(tx, state, last_seq=3, now=T0))
+    read = await backend.turns.get_session(backend.db.reader, "ses_a")
+    assert (read.state.turn_count, read.state.rolling_summary, read.last_seq) == (3, "so far", 3)
+    ghost = SessionState(session_id="ses_ghost")
+    with pytest.raises(StorageError):
+        await backend.write(lambda tx: backend.turns.save_state(tx, ghost, last_seq=0, now=T0))
+
+    def stop(tx: Transaction) -> Awaitable[int]:
+        return backend.turns.set_status(tx, "shutdown_clean", now=T0)
+
+    assert await backend.write(stop) == 1
+    assert await backend.write(stop) == 0
+    assert (await backend.turns.get_session(backend.db.reader, "ses_a")).status == "shutdown_clean"
+
+
+async def test_deleting_and_pruning_sessions_take_their_turns(backend: Backend):
+    """delete_session says whether it existed; prune_sessions returns the ids it deleted;
+    turns go with their session."""
+    await new_session(backend, "ses_old", chat_id=1)
+    await new_session(backend, "ses_new", chat_id=2, now=T0 + timedelta(days=10))
+    await append(backend, turn("ses_old", 1), turn("ses_new", 1))
+    pruned = await backend.write(
+        lambda tx: backend.turns.prune_sessions(tx, inactive_since=T0 + timedelta(days=1))
+    )
+    assert pruned == ["ses_old"]
+    assert await backend.turns.get_turn(backend.db.reader, "ses_old", 1) is None
+    assert await backend.write(lambda tx: backend.turns.delete_session(tx, "ses_new"))
+    assert not await backend.write(lambda tx: backend.turns.delete_session(tx, "ses_new"))
+    assert await backend.turns.list_sessions(backend.db.reader, limit=None) == []
+
+
+# -- conversation store: turns --------------------------------------------------------------
+
+
+async def test_turns_append_once_per_update_and_read_in_order(backend: Backend):
+    """append_turn is idempotent per (bot, update): the second is False and changes nothing;
+    recent_turns, iter_turns and get_turn read in seq order; first_words finds the first text."""
+    await new_session(backend, "ses_a")
+    assert await append(backend, *(turn("ses_a", n, update_id=100 + n) for n in (1, 2, 3))) == [
+        True, True, True,
+    ]  # fmt: skip
+    again = turn("ses_a", 4, "other", update_id=101)
+    assert await append(backend, again) == [False]
+    reader = backend.db.reader
+    assert [t.seq for t in await backend.turns.recent_turns(reader, "ses_a", 2)] == [2, 3]
+    assert [t.seq async for t in backend.turns.iter_turns(reader, "ses_a")] == [1, 2, 3]
+    assert (await backend.turns.get_turn(reader, "ses_a", 2)).user_text == "user 2"
+    assert (await backend.turns.turn_for_update(reader, 0, 102)).seq == 2
+    assert await backend.turns.turn_for_update(reader, 0, 999) is None
+    assert await backend.turns.first_words(reader, ["ses_a", "ses_x"]) == {"ses_a": "user 1"}
+    of = await backend.turns.recent_turns_of(reader, ["ses_a", "ses_x"], 2)
+    assert {sid: [t.seq for t in ts] for sid, ts in of.items()} == {"ses_a": [2, 3], "ses_x": []}
+    within = await backend.turns.recent_turns_within(reader, "ses_a", 1_000)
+    assert [t.seq for t in within] == [1, 2, 3]
+    assert await backend.turns.recent_turns_within(reader, "ses_a", 0) == []
+
+
+async def test_a_duplicate_seq_is_an_error_and_rolls_back_its_work(backend: Backend):
+    """Two turns with one (session, seq) are refused with StorageError; nothing of the work
+    is kept."""
+    await new_session(backend, "ses_a")
+    await append(backend, turn("ses_a", 1))
+    with pytest.raises(StorageError):
+        await append(backend, turn("ses_a", 2), turn("ses_a", 1, "again"))
+    assert [t.seq async for t in backend.turns.iter_turns(backend.db.reader, "ses_a")] == [1]
+
+
+async def test_a_turn_of_a_message_is_found_only_in_its_chat(backend: Backend):
+    """turn_for_message looks in the chat's sessions only."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    await append(backend, turn("ses_a", 1, message_id=50), turn("ses_b", 1, message_id=51))
+    reader = backend.db.reader
+    assert (await backend.turns.turn_for_message(reader, 0, 1, 50)).session_id == "ses_a"
+    assert await backend.turns.turn_for_message(reader, 0, 2, 50) is None
+
+
+async def test_delivery_is_recorded_once_and_a_refusal_is_never_resent(backend: Backend):
+    """undelivered_turns lists answered turns; mark_delivered and mark_undeliverable take a
+    turn off it; a second mark_delivered changes nothing."""
+    await new_session(backend, "ses_a")
+    await append(backend, *(turn("ses_a", n) for n in (1, 2, 3)))
+    reader = backend.db.reader
+    assert [t.seq for t in await backend.turns.undelivered_turns(reader)] == [1, 2, 3]
+    await backend.write(
+        lambda tx: backend.turns.mark_delivered(tx, "ses_a", 1, message_id=7, now=T0)
+    )
+    await backend.write(
+        lambda tx: backend.turns.mark_delivered(tx, "ses_a", 1, message_id=8, now=T0)
+    )
+    await backend.write(lambda tx: backend.turns.mark_undeliverable(tx, "ses_a", 2, error="no"))
+    assert [t.seq for t in await backend.turns.undelivered_turns(reader)] == [3]
+    delivered = await backend.turns.get_turn(reader, "ses_a", 1)
+    assert (delivered.status, delivered.reply_message_id) == ("delivered", 7)
+
+
+async def test_an_edit_replaces_the_text_once_and_keeps_its_history(backend: Backend):
+    """edit_turn applies an edit once per update and only over the text it replaces;
+    turn_edits lists the replaced texts oldest first; edit_known tells a seen edit."""
+    await new_session(backend, "ses_a")
+    await append(backend, turn("ses_a", 1, "I live in Lyon"))
+
+    def edit(text: str, previous: str, update_id: int) -> Callable[[Transaction], Awaitable[bool]]:
+        return lambda tx: backend.turns.edit_turn(
+            tx, "ses_a", 1, text=text, previous_text=previous, edited_at=T0, bot_id=0,
+            update_id=update_id,
+        )  # fmt: skip
+
+    assert await backend.write(edit("I live in Nice", "I live in Lyon", 500))
+    assert not await backend.write(edit("I live in Paris", "I live in Lyon", 501))  # stale
+    assert not await backend.write(edit("I live in Rome", "I live in Nice", 500))  # known
+    reader = backend.db.reader
+    assert (await backend.turns.get_turn(reader, "ses_a", 1)).user_text == "I live in Nice"
+    assert [e.previous_text for e in await backend.turns.turn_edits(reader, "ses_a", 1)] == [
+        "I live in Lyon"
+    ]
+    assert await backend.turns.edit_known(reader, 0, 500)
+    assert not await backend.turns.edit_known(reader, 0, 501)
+
+
+# -- conversation store: retrieval reads ------------------------------------------------------
+
+
+async def test_turn_search_finds_the_session_words_best_first_and_nothing_else(backend: Backend):
+    """search_turn_texts: per query, the matching turns of that session only, best first,
+    at most ``limit``; query syntax is searched as words; get_turn_texts reads by seq;
+    word_counts counts turns of every session and grows the high-water mark."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    await append(
+        backend,
+        turn("ses_a", 1, "the kayak is red"),
+        turn("ses_a", 2, "kayak kayak by the boathouse"),
+        turn("ses_a", 3, "nothing here"),
+        turn("ses_b", 1, "another kayak elsewhere"),
+    )
+    [kayak, none, syntax] = await backend.db.read(
+        lambda snap: backend.turns.search_turn_texts(
+            snap, "ses_a", ["kayak", "zeppelin", 'kayak" OR NEAR(*'], limit=5
+        )
+    )
+    assert sorted(t.seq for t, _ in kayak) == [1, 2]
+    assert [score for _, score in kayak] == sorted(score for _, score in kayak)
+    assert none == []
+    assert sorted(t.seq for t, _ in syntax) == [1, 2]
+    [limited] = await backend.db.read(
+        lambda snap: backend.turns.search_turn_texts(snap, "ses_a", ["kayak"], limit=1)
+    )
+    assert len(limited) == 1
+    texts = await backend.db.read(
+        lambda snap: backend.turns.get_turn_texts(snap, "ses_a", [3, 1, 9])
+    )
+    assert [(t.seq, t.user_text) for t in texts] == [(1, "the kayak is red"), (3, "nothing here")]
+    counts = await backend.db.read(
+        lambda snap: backend.turns.word_counts(snap, ["kayak", "zeppelin", "?"], cap=10)
+    )
+    assert counts.counts == {"kayak": 3, "zeppelin": 0, "?": 0}
+    await append(backend, turn("ses_a", 4))
+    later = await backend.db.read(lambda snap: backend.turns.word_counts(snap, [], cap=10))
+    assert later.high_water > counts.high_water
+
+
+async def test_purge_search_keeps_what_was_not_erased(backend: Backend):
+    """purge_search after an erasure: the erased turns are found no more, the others are."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    await append(backend, turn("ses_a", 1, "secret lighthouse"), turn("ses_b", 1, "lighthouse"))
+
+    async def erase(tx: Transaction) -> None:
+        await backend.turns.delete_session(tx, "ses_a")
+        await backend.turns.purge_search(tx)
+
+    await backend.write(erase)
+    counts = await backend.db.read(
+        lambda snap: backend.turns.word_counts(snap, ["secret", "lighthouse"], cap=10)
+    )
+    assert counts.counts == {"secret": 0, "lighthouse": 1}
+
+
+# -- memory store ------------------------------------------------------------------------------
+
+
+async def test_a_memory_is_recorded_reinforced_and_superseded_with_history(backend: Backend):
+    """record adds a memory, reinforces the same value, and supersedes another value of the
+    slot: the old one ends and stays in the history; as_of answers for a past moment."""
+    await new_session(backend, "ses_a")
+    first = await remember(backend, 1, fact("Lyon"), source=("ses_a", 1))
+    assert (first.text, first.valid_until) == ("Lyon", None)
+    same = await remember(backend, 1, fact("Lyon"), source=("ses_a", 2))
+    assert same.memory_id == first.memory_id
+    later = T0 + timedelta(days=1)
+    moved = await remember(backend, 1, fact("Nice"), source=("ses_a", 3), now=later)
+    assert moved.memory_id != first.memory_id
+    reader = backend.db.reader
+    assert [m.text for m in await backend.memories.listing(reader, 1, history=False)] == ["Nice"]
+    history = await backend.memories.listing(reader, 1, history=True)
+    assert sorted(m.text for m in history) == ["Lyon", "Nice"]
+    assert [m.text for m in await backend.memories.as_of(reader, 1, T0)] == ["Lyon"]
+    assert [m.text for m in await backend.memories.as_of(reader, 1, later)] == ["Nice"]
+    current = await backend.memories.current_for_chats(reader, [1, 2], per_chat=5, past=5)
+    assert current[1][0].text == "Nice"
+    assert current.get(2, []) == []
+
+
+async def test_memories_are_isolated_per_chat_and_searched_by_words(backend: Backend):
+    """A chat's search finds its own current memories only, best first."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    await remember(backend, 1, fact("Porto"), source=("ses_a", 1))
+    await remember(backend, 2, fact("Porto and Lisbon"), source=("ses_b", 1))
+    [porto, nothing] = await backend.db.read(
+        lambda snap: backend.memories.search(snap, 1, ["Porto", "Lisbon"], limit=5)
+    )
+    assert [m.chat_id for m, _ in porto] == [1]
+    assert nothing == []
+
+
+async def test_forgetting_memories_erases_them_and_their_sources(backend: Backend):
+    """forget returns the current memories it erased, of that chat only; remove_sources drops
+    a memory left with no source; touch and set_decay keep a memory current."""
+    await new_session(backend, "ses_a", chat_id=1)
+    kept = await remember(backend, 1, fact("jazz", key="likes:jazz"), source=("ses_a", 1))
+    gone = await remember(backend, 1, fact("Lyon"), source=("ses_a", 2))
+    erased = await backend.write(
+        lambda tx: backend.memories.forget(tx, 2, [gone.memory_id])  # another chat's id
+    )
+    assert erased == []
+    erased = await backend.write(lambda tx: backend.memories.forget(tx, 1, [gone.memory_id]))
+    assert [m.memory_id for m in erased] == [gone.memory_id]
+    await backend.write(lambda tx: backend.memories.touch(tx, [kept.memory_id], now=T0))
+    await backend.write(
+        lambda tx: backend.memories.set_decay(tx, [(kept.memory_id, 0.5)], archive=[], now=T0)
+    )
+    [unarchived] = await backend.memories.unarchived(backend.db.reader)
+    assert (unarchived.memory_id, unarchived.decay) == (kept.memory_id, 0.5)
+    assert await backend.write(lambda tx: backend.memories.remove_sources(tx, "ses_a", 1)) == 1
+    assert await backend.memories.listing(backend.db.reader, 1, history=True) == []
+
+
+# -- summary store ----------------------------------------------------------------------------
+
+
+async def test_the_summary_chain_grows_one_version_at_a_time(backend: Backend):
+    """append_extractive adds versions; latest, get and history read them; a model summary
+    runs once at a time (begin_llm) and ends once (finish_llm); search finds deltas."""
+    await new_session(backend, "ses_a")
+
+    def version(n: int) -> Callable[[Transaction], Awaitable[Any]]:
+        return lambda tx: backend.summaries.append_extractive(
+            tx, "ses_a", version=n, from_seq=n * 10 - 9, to_seq=n * 10, text=f"text {n}",
+            delta=f"the ferry part {n}", now=T0,
+        )  # fmt: skip
+
+    one = await backend.write(version(1))
+    two = await backend.write(version(2))
+    reader = backend.db.reader
+    assert (await backend.summaries.latest(reader, "ses_a")).summary_id == two.summary_id
+    assert (await backend.summaries.get(reader, one.summary_id)).text == "text 1"
+    assert [v.version for v in await backend.summaries.history(reader, "ses_a")] == [1, 2]
+    started = await backend.write(lambda tx: backend.summaries.begin_llm(tx, two, now=T0))
+    assert started is not None
+    assert started.status == "processing"
+    assert await backend.write(lambda tx: backend.summaries.begin_llm(tx, two, now=T0)) is None
+
+    def finish(tx: Transaction) -> Awaitable[bool]:
+        return backend.summaries.finish_llm(
+            tx, started.summary_id, status="completed", text="model", now=T0
+        )
+
+    assert await backend.write(finish)
+    assert not await backend.write(finish)
+    assert (await backend.summaries.latest_llm(reader, ["ses_a"]))["ses_a"].text == "model"
+    assert await backend.write(
+        lambda tx: backend.summaries.fail_processing(tx, error="x", now=T0)
+    ) == 0  # fmt: skip
+    [hits] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["ferry"], limit=5)
+    )
+    assert sorted(hit.to_seq for hit in hits) == [10, 20]
+
+
+# -- inbound journal ----------------------------------------------------------------------------
+
+
+async def test_the_journal_records_once_and_keeps_bots_apart(backend: Backend):
+    """record returns the new entries only; pending lists them oldest first per bot;
+    mark_done takes one off; forget_chat and prune delete what they say."""
+    one, two = backend.journal(bot_id=1), backend.journal(bot_id=2)
+    entries = [JournalEntry(update_id=n, chat_id=10, payload="{}") for n in (2, 1)]
+    assert [e.update_id for e in await one.record(entries)] == [2, 1]
+    assert await one.record(entries) == []
+    assert [e.update_id for e in await two.record(entries[:1])] == [2]
+    assert [e.update_id for e in await one.pending()] == [1, 2]
+    await one.mark_done(1)
+    assert [e.update_id for e in await one.pending()] == [2]
+    assert await one.last_update_id() == 2
+    assert await InboundJournal.bots_of_chat(backend.db, 10) == [1, 2]
+    assert await one.forget_chat(10) == 1  # the processed one; the untried stays
+    assert [e.update_id for e in await two.pending()] == [2]
+    await two.mark_done(2)
+    later = backend.journal(bot_id=2, clock=lambda: T0 + timedelta(days=30))
+    assert await later.prune(older_than=timedelta(days=7)) == 1
+    assert await two.pending() == []
