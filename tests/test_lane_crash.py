@@ -439,7 +439,7 @@ async def check_restart(paths: Paths, verified: Verified, stats: CrashStats) -> 
         return int(top)
     finally:
         # Not lane.shutdown(): the next worker must start from a crash, not a clean stop.
-        await lane.close()
+        await db.close()
 
 
 # -- the kills --------------------------------------------------------------------------------
