@@ -223,7 +223,7 @@ async def check_checkpoints_before_hydrate(
                 f"{path.name} at turn {snapshot.turn_count} is not the log's state at that turn"
             )
             before = await state_at(
-                lane, snapshot.session_id, snapshot.turn_count, verified, unedit=unedit
+                lane, db, snapshot.session_id, snapshot.turn_count, verified, unedit=unedit
             )
             assert snapshot.state.log_view() == before.log_view(), (
                 f"{path.name} is neither the log's state nor the state before its last edit"
