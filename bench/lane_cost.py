@@ -335,8 +335,9 @@ def _instrument(db: Database) -> Iterator[dict[str, float]]:
 
     def wrap(owner: Any, name: str, label: str) -> None:
         original = getattr(owner, name)
-        # A class gets its own function back; an instance loses the attribute it was given.
-        restore = owner.__dict__[name] if isinstance(owner, type) else None
+        # Undone by putting back what the owner itself held, or by deleting the wrapper (an
+        # instance's method, or one a class inherits, shows through again).
+        restore = vars(owner).get(name)
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
             began = time.perf_counter()
