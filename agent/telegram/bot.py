@@ -170,16 +170,30 @@ class TelegramBot:
             ConfigError: Telegram rejected the token (e.g. revoked while polling).
         """
         with _token_checked():
-            await self._serve(service, adapter, journal, jobs, stack)
+            if not await self._start(service, adapter, jobs, stack):
+                return
+            intake = await self._start_intake(service, adapter, journal, stack)
+            if intake is None:
+                return
+            logger.info("bot @%s is up", self.application.bot.username)
+            stopped = asyncio.create_task(self._stop.wait())
+            done, _ = await asyncio.wait({stopped, intake}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if intake in done:
+                intake.result()  # a fatal polling error (e.g. the token was revoked)
+            logger.info("shutting down")
+            intake.cancel()
+            await asyncio.gather(intake, return_exceptions=True)
 
-    async def _serve(
+    async def _start(
         self,
         service: ChatService,
         adapter: TelegramAdapter,
-        journal: InboundJournal,
         jobs: Sequence[RepeatingJob],
         stack: AsyncExitStack,
-    ) -> None:
+    ) -> bool:
+        """Start the Application, publish the commands, recover, schedule ``jobs``; ``False``
+        if ``stop`` came before Telegram answered."""
         application = self.application
         job_queue = application.job_queue
         if job_queue is None:
@@ -191,7 +205,7 @@ class TelegramBot:
         # closed. It stays active in its session and fires at the next start, once.
         stack.push_async_callback(job_queue.stop)
         if not await self._until_answered(adapter.register_commands):
-            return
+            return False
         await service.recover()
         for job in jobs:
             job_queue.run_repeating(
@@ -200,18 +214,7 @@ class TelegramBot:
                 first=job.first,
                 name=job.name,
             )
-        intake = await self._start_intake(service, adapter, journal, stack)
-        if intake is None:
-            return
-        logger.info("bot @%s is up", application.bot.username)
-        stopped = asyncio.create_task(self._stop.wait())
-        done, _ = await asyncio.wait({stopped, intake}, return_when=asyncio.FIRST_COMPLETED)
-        stopped.cancel()
-        if intake in done:
-            intake.result()  # a fatal polling error (e.g. the token was revoked)
-        logger.info("shutting down")
-        intake.cancel()
-        await asyncio.gather(intake, return_exceptions=True)
+        return True
 
     async def _until_answered(self, call: Callable[[], Awaitable[object]]) -> bool:
         """Run a start-up Bot API call until Telegram answers it; ``False`` if ``stop`` came
