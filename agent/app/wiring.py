@@ -1,4 +1,8 @@
-"""Wires :class:`~agent.config.Settings` into the memory lane and the concierge."""
+"""Wires :class:`~agent.config.Settings` into the database, the memory lane and the concierge.
+
+Covered by every test that opens a lane the way the bot does (``tests/test_cli.py``,
+``tests/test_lane_crash.py``, ``tests/test_chat_service.py``).
+"""
 
 from __future__ import annotations
 
@@ -27,7 +31,14 @@ from agent.memory import (
     utc_now,
 )
 
-__all__ = ["decay_policy", "open_concierge", "open_lane", "retrieval_policy"]
+__all__ = [
+    "build_lane",
+    "decay_policy",
+    "open_concierge",
+    "open_database",
+    "open_lane",
+    "retrieval_policy",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +81,25 @@ async def open_lane(
     Raises:
         StorageError: the database cannot be opened or migrated.
     """
-    db = await Database(
+    return build_lane(settings, await open_database(settings), clock=clock)
+
+
+async def open_database(settings: Settings) -> Database:
+    """Open the database the settings name, migrating it.
+
+    Raises:
+        StorageError: the database cannot be opened or migrated.
+    """
+    return await Database(
         settings.db_path, durability=settings.durability, lock_timeout=settings.lock_timeout
     ).open()
+
+
+def build_lane(
+    settings: Settings, db: Database, *, clock: Callable[[], datetime] = utc_now
+) -> ConversationLane:
+    """Build the lane the settings describe over an open database (the lane's
+    :meth:`~ConversationLane.shutdown` closes it)."""
     summarizer = ExtractiveSummarizer(
         every_n=settings.summarize_every,
         keep_raw=settings.recent_turns,
