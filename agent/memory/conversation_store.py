@@ -10,7 +10,6 @@ so its cost does not grow with the length of the history.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
@@ -31,6 +30,7 @@ from agent.memory.schemas import (
     SessionStatus,
     dump_json,
 )
+from agent.utils.text import split_words
 from agent.utils.timestamps import from_db_time, to_db_time
 from agent.utils.tokens import estimate_tokens
 
@@ -319,7 +319,6 @@ class ConversationStore(Protocol):
         ...
 
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 # Words taken from a query at most: a longer text adds cost, not precision.
 _QUERY_WORDS = 24
 #: A turn search ranks every query word over the session's last this many turns ... (bm25()
@@ -366,7 +365,7 @@ OLD_WORD_TURNS = 100
 
 def _query_words(text: str) -> list[str]:
     """Return the words of ``text`` a search takes, lowercased, without repeats."""
-    return list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))[:_QUERY_WORDS]
+    return list(dict.fromkeys(word.lower() for word in split_words(text)))[:_QUERY_WORDS]
 
 
 def match_query(text: str) -> str:
