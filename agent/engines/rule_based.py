@@ -43,15 +43,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from agent.memory.conversation_state_manager import (
-    GROUP_CHAT_TYPES,
-    PERSONAL_CHAT_TYPES,
-    LoopUpdate,
-    loop_owner,
-    merge_facts,
-    update_dialogue_loops,
-    update_open_loops,
-)
 from agent.memory.longterm.memory_slots import (
     USER,
     describe_fact,
@@ -74,6 +65,15 @@ from agent.memory.rules.extraction import (
     split_clauses,
 )
 from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
+from agent.memory.rules.session_rules import (
+    GROUP_CHAT_TYPES,
+    PERSONAL_CHAT_TYPES,
+    LoopUpdate,
+    loop_owner,
+    merge_facts,
+    update_dialogue_loops,
+    update_open_loops,
+)
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationTurn,

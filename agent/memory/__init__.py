@@ -18,15 +18,7 @@ from agent.memory.conversation_retriever import (
     query_words,
     render_turn,
 )
-from agent.memory.conversation_state_manager import (
-    ConversationStateManager,
-    LoopUpdate,
-    loop_owner,
-    merge_facts,
-    update_clarifications,
-    update_dialogue_loops,
-    update_open_loops,
-)
+from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import (
     ConversationStore,
     SqliteConversationStore,
@@ -122,6 +114,14 @@ from agent.memory.rules.extraction import (
 )
 from agent.memory.rules.fact_extraction import (
     extract_facts,
+)
+from agent.memory.rules.session_rules import (
+    LoopUpdate,
+    loop_owner,
+    merge_facts,
+    update_clarifications,
+    update_dialogue_loops,
+    update_open_loops,
 )
 from agent.memory.rules.topic_tracker import (
     TopicTracker,
