@@ -50,8 +50,8 @@ def test_merge_facts_replaces_a_restated_slot_and_keeps_the_newest_last():
 
 
 def test_update_open_loops_closes_first_then_opens():
-    """"I booked the hotel and I need to book the flight" closes one to-do and opens one with
-    the id of the turn; a restated to-do is reported as already open."""
+    """Closing comes first: "I booked the hotel and I need to book the flight" closes one to-do
+    and opens one with the id of the turn; a restated to-do is reported as already open."""
     hotel = OpenLoop(loop_id="loop-1-1", text="book the hotel", opened_turn=1)
     update = update_open_loops([hotel], "I booked the hotel and I need to book the flight", seq=4)
     assert update.closed == (hotel.model_copy(update={"closed_turn": 4}),)

@@ -78,6 +78,7 @@ CARRIED_LOOP_KINDS = frozenset({"todo", "commitment"})
 # Loops a later answer or "never mind" can close (to-dos and promises need a closer).
 _ASKED_KINDS = frozenset({"question", "request"})
 
+
 def merge_facts(
     existing: Sequence[Fact], new: Iterable[Fact], *, limit: int = MAX_FACTS
 ) -> tuple[Fact, ...]:
@@ -278,7 +279,6 @@ def _speaker(turn: ConversationTurn) -> str | None:
     if turn.speaker:
         return turn.speaker
     return None if turn.user_id is None else f"user {turn.user_id}"
-
 
 
 def loop_owner(turn: ConversationTurn, chat_type: ChatType) -> str | None:
