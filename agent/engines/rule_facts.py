@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from agent.engines.rule_reading import Reading, sentence
+from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import (
     USER,
     describe_fact,
@@ -23,7 +24,7 @@ from agent.memory.longterm.memory_slots import (
     slot_of,
 )
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
-from agent.memory.schemas import ConversationContextPacket, Fact, JobRef, Memory
+from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = [
     "answer_about_you",

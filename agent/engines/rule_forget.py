@@ -12,11 +12,12 @@ import re
 from collections.abc import Sequence
 
 from agent.engines.rule_reading import first_sentence
+from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import describe_memory, parse_key, role_and_name
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
-from agent.memory.schemas import ConversationContextPacket, InboundMessage, Memory, Reply
+from agent.memory.schemas import ConversationContextPacket, InboundMessage, Reply
 
 __all__ = ["forget_reply"]
 

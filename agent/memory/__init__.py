@@ -32,6 +32,14 @@ from agent.memory.conversation_summarizer import (
     Summarizer,
     SummaryFold,
 )
+from agent.memory.group_schemas import (
+    Decision,
+    Participant,
+    Proposal,
+    ProposalStatus,
+    Reaction,
+    Stance,
+)
 from agent.memory.lane import (
     ChatSession,
     ConversationLane,
@@ -136,7 +144,6 @@ from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationSession,
     ConversationTurn,
-    Decision,
     Fact,
     InboundMessage,
     JobRef,
@@ -146,11 +153,7 @@ from agent.memory.schemas import (
     MemoryKind,
     MemoryStatus,
     OpenLoop,
-    Participant,
     PendingClarification,
-    Proposal,
-    ProposalStatus,
-    Reaction,
     Reply,
     ResponseType,
     RetrievedItem,
@@ -159,7 +162,6 @@ from agent.memory.schemas import (
     SessionControl,
     SessionState,
     SessionStatus,
-    Stance,
     SummarizerKind,
     SummaryItem,
     SummaryItemKind,

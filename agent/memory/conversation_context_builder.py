@@ -20,18 +20,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from agent.memory.group_schemas import Decision, Participant, Proposal
+from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import render_memory
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationTurn,
-    Decision,
     Fact,
     JobRef,
-    Memory,
     OpenLoop,
-    Participant,
     PendingClarification,
-    Proposal,
     RetrievedItem,
     SessionState,
     Topic,

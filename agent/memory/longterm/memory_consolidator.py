@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import fact_key
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
-from agent.memory.schemas import Memory
 from agent.utils.text import split_words
 
 __all__ = ["ConsolidationReport", "DecayPolicy", "MemoryConsolidator", "decay_factor"]

@@ -31,16 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from agent.memory.group_schemas import Decision, Participant, Proposal, Reaction, Stance
 from agent.memory.rules.extraction import Clause, clean_value, content_stems, normalize_text
 from agent.memory.rules.topic_tracker import key_phrases
-from agent.memory.schemas import (
-    ConversationTurn,
-    Decision,
-    Participant,
-    Proposal,
-    Reaction,
-    Stance,
-)
+from agent.memory.schemas import ConversationTurn
 from agent.utils.text import TOPIC_STOP_WORDS
 
 __all__ = [
