@@ -32,17 +32,8 @@ from agent.memory import (
     render_packet,
     render_turn,
 )
-from agent.memory.schemas import (
-    Decision,
-    Fact,
-    Memory,
-    Participant,
-    Proposal,
-    Reaction,
-    RetrievedItem,
-    Topic,
-    dump_json,
-)
+from agent.memory.group_schemas import Decision, Participant, Proposal, Reaction
+from agent.memory.schemas import Fact, Memory, RetrievedItem, Topic, dump_json
 from agent.utils.ids import session_id
 from agent.utils.tokens import estimate_tokens, tokens_for_chars
 from tests.hostile import texts

@@ -24,11 +24,8 @@ from agent.memory import (
     SessionState,
     TopicTracker,
 )
-from agent.memory.conversation_state_manager import (
-    MAX_CLARIFICATIONS,
-    MAX_CLOSED_LOOPS,
-    MAX_OPEN_LOOPS,
-)
+from agent.memory.conversation_state_manager import MAX_CLOSED_LOOPS
+from agent.memory.rules.session_rules import MAX_CLARIFICATIONS, MAX_OPEN_LOOPS
 from agent.memory.schemas import dump_json
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

@@ -15,12 +15,12 @@ from agent.memory import (
     ConversationTurn,
     DeliberationTracker,
     InboundMessage,
-    Reaction,
     Reply,
     SessionState,
     render_packet,
     split_clauses,
 )
+from agent.memory.group_schemas import Reaction
 from agent.memory.rules.deliberation import (
     MAX_CONTRIBUTIONS,
     MAX_DECISIONS,

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from agent.memory import (
-    Decision,
-    JobRef,
-    OpenLoop,
-    Proposal,
-    Topic,
-    resolve_entities,
-)
+from agent.memory import JobRef, OpenLoop, Topic, resolve_entities
+from agent.memory.group_schemas import Decision, Proposal
 
 LOOP = OpenLoop(loop_id="loop-1-1", text="book the hotel", opened_turn=1)
 JOB = JobRef(job_id="job_9", kind="reminder", label="call mom")

@@ -12,12 +12,6 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from agent.memory import ConversationStateManager, ConversationTurn, Fact, OpenLoop, SessionState
-from agent.memory.conversation_state_manager import (
-    MAX_FACTS,
-    MAX_OPEN_LOOPS,
-    merge_facts,
-    update_open_loops,
-)
 from agent.memory.rules.extraction import (
     Closer,
     clean_value,
@@ -31,6 +25,12 @@ from agent.memory.rules.extraction import (
     split_clauses,
 )
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.session_rules import (
+    MAX_FACTS,
+    MAX_OPEN_LOOPS,
+    merge_facts,
+    update_open_loops,
+)
 
 NOW = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

@@ -18,15 +18,7 @@ from agent.memory.conversation_retriever import (
     query_words,
     render_turn,
 )
-from agent.memory.conversation_state_manager import (
-    ConversationStateManager,
-    LoopUpdate,
-    loop_owner,
-    merge_facts,
-    update_clarifications,
-    update_dialogue_loops,
-    update_open_loops,
-)
+from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import (
     ConversationStore,
     SqliteConversationStore,
@@ -39,6 +31,14 @@ from agent.memory.conversation_summarizer import (
     ExtractiveSummarizer,
     Summarizer,
     SummaryFold,
+)
+from agent.memory.group_schemas import (
+    Decision,
+    Participant,
+    Proposal,
+    ProposalStatus,
+    Reaction,
+    Stance,
 )
 from agent.memory.lane import (
     ChatSession,
@@ -123,6 +123,14 @@ from agent.memory.rules.extraction import (
 from agent.memory.rules.fact_extraction import (
     extract_facts,
 )
+from agent.memory.rules.session_rules import (
+    LoopUpdate,
+    loop_owner,
+    merge_facts,
+    update_clarifications,
+    update_dialogue_loops,
+    update_open_loops,
+)
 from agent.memory.rules.topic_tracker import (
     TopicTracker,
     key_phrases,
@@ -136,7 +144,6 @@ from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationSession,
     ConversationTurn,
-    Decision,
     Fact,
     InboundMessage,
     JobRef,
@@ -146,11 +153,7 @@ from agent.memory.schemas import (
     MemoryKind,
     MemoryStatus,
     OpenLoop,
-    Participant,
     PendingClarification,
-    Proposal,
-    ProposalStatus,
-    Reaction,
     Reply,
     ResponseType,
     RetrievedItem,
@@ -159,7 +162,6 @@ from agent.memory.schemas import (
     SessionControl,
     SessionState,
     SessionStatus,
-    Stance,
     SummarizerKind,
     SummaryItem,
     SummaryItemKind,

@@ -33,11 +33,7 @@ from agent.errors import CheckpointError, SessionNotFound, StorageError
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
-from agent.memory.conversation_state_manager import (
-    CARRIED_LOOP_KINDS,
-    PERSONAL_CHAT_TYPES,
-    ConversationStateManager,
-)
+from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import (
     ConversationStore,
     SqliteConversationStore,
@@ -50,6 +46,7 @@ from agent.memory.longterm.memory_slots import USER, attribute_of, fact_key
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.ops.checkpoint_audit import CheckpointAudit
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
+from agent.memory.rules.session_rules import CARRIED_LOOP_KINDS, PERSONAL_CHAT_TYPES
 from agent.memory.schemas import (
     CheckpointTurn,
     ConversationCheckpointSnapshot,
