@@ -1,86 +1,74 @@
-"""Terminal mode: chat with the bot on stdin/stdout through the very same lane and concierge.
+"""Terminal mode: a terminal Outbox over the very same ChatService, lane and reply engine.
 
 One local session (chat id 0), persistent across runs: the same database, checkpoints and
 commands as on Telegram, so anyone can try the memory without a Telegram account. Reminders
-fire in the terminal while it is open, and after a restart if they fell due meanwhile.
+fire in the terminal while it is open, and after a restart if they fell due meanwhile. The
+console main (``agent/app/console_main.py``) builds the service; :func:`chat_in_terminal`
+reads the lines and hands them to it.
+
+Covered by ``tests/test_console_sessions.py`` and the console tests of
+``tests/test_telegram_bot.py`` (``run_bot.py --console`` through a pipe).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
-from contextlib import AsyncExitStack
 from typing import TextIO
 
-from agent.app.wiring import build_lane, open_concierge, open_database
-from agent.chat.commands import CommandCenter
-from agent.chat.reminders import AsyncioScheduler, Reminders
-from agent.config import Settings
-from agent.db import Database
-from agent.memory import ConversationLane, InboundMessage, JobRef, ReplyEngine
+from agent.chat.service import ChatService
+from agent.memory import InboundMessage
 
-__all__ = ["CONSOLE_CHAT_ID", "run_console"]
+__all__ = ["CONSOLE_CHAT_ID", "ConsoleOutbox", "chat_in_terminal"]
 
 #: The chat id of the terminal's session (Telegram never uses 0).
 CONSOLE_CHAT_ID = 0
 _PROMPT = "you> "
+_GREETING = "Hello! I remember our conversations. /help lists what I can do."
 
 
-class _Console:
-    def __init__(
-        self, lane: ConversationLane, db: Database, concierge: ReplyEngine, output: TextIO
-    ) -> None:
-        self.lane = lane
-        self.concierge = concierge
-        self.commands = CommandCenter(lane, db)
+class ConsoleOutbox:
+    """An :class:`~agent.chat.outbox.Outbox` that prints to a text stream.
+
+    The terminal has no message ids: every send returns 0, which records that the reply was
+    shown. A request to confirm ``/forget`` is answered with ``/forget yes``.
+
+    Args:
+        output: where the bot's lines go.
+    """
+
+    def __init__(self, output: TextIO) -> None:
         self.output = output
-        self.reminders: Reminders | None = None
-        self._forget_pending: str | None = None
+        #: The session ``/forget yes`` erases, once the bot asked for it.
+        self.forget_pending: str | None = None
 
     def say(self, text: str) -> None:
+        """Print one message of the bot."""
         self.output.write(f"bot> {text}\n")
         self.output.flush()
 
-    async def handle(self, line: str) -> None:
-        if line.startswith("/"):
-            await self._command(line)
-            return
-        result = await self.lane.on_turn(
-            InboundMessage(chat_id=CONSOLE_CHAT_ID, text=line, chat_type="console", speaker="you"),
-            self.concierge,
-        )
-        if self.reminders is not None:
-            self.reminders.schedule_from_turn(CONSOLE_CHAT_ID, result.turn)
-        if result.turn.assistant_text:
-            self.say(result.turn.assistant_text)
-            # The terminal has no message ids: 0 records that the reply was shown.
-            await self.lane.mark_delivered(result.turn, 0)
+    async def send_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reply_to: int | None = None,
+        confirm_forget: str | None = None,
+        attempts: int | None = None,
+    ) -> int:
+        """Print ``text``; a ``/forget`` to confirm says how."""
+        if confirm_forget is not None:
+            self.forget_pending = confirm_forget
+            text += " Type /forget yes to confirm."
+        self.say(text)
+        return 0
 
-    async def _command(self, line: str) -> None:
-        name, _, args = line[1:].partition(" ")
-        name = name.lower()
-        if name == "forget" and args.strip().lower() == "yes" and self._forget_pending:
-            reply = await self.commands.confirm_forget(CONSOLE_CHAT_ID, self._forget_pending)
-            self._forget_pending = None
-            self.say(reply.text)
-            return
-        reply = await self.commands.run(CONSOLE_CHAT_ID, name, args)
-        if reply.confirm_forget is not None:
-            self._forget_pending = reply.confirm_forget
-            self.say(reply.text + " Type /forget yes to confirm.")
-        elif reply.document is not None:
-            filename, data = reply.document
-            self.say(f"{reply.text} ({filename})\n{data.decode()}")
-        else:
-            self.say(reply.text)
+    async def send_document(self, chat_id: int, filename: str, data: bytes, caption: str) -> int:
+        """Print the file's name and its text."""
+        self.say(f"{caption} ({filename})\n{data.decode()}")
+        return 0
 
-    async def job_due(self, chat_id: int, job: JobRef) -> None:
-        result = await self.lane.complete_job(
-            chat_id, job.job_id, f"⏰ Reminder: {job.label or '(no text)'}"
-        )
-        if result is not None and result.turn.assistant_text:
-            self.say(result.turn.assistant_text)
-            await self.lane.mark_delivered(result.turn, 0)
+    def stop_retrying(self) -> None:
+        """Nothing to stop: printing does not fail for a while."""
 
 
 async def _lines(stream: TextIO) -> asyncio.StreamReader | None:
@@ -101,50 +89,52 @@ async def _read_line(reader: asyncio.StreamReader | None, stream: TextIO) -> str
     return (await reader.readline()).decode("utf-8", "replace")
 
 
-async def run_console(
-    settings: Settings,
+async def _handle(service: ChatService, outbox: ConsoleOutbox, line: str) -> None:
+    name, _, args = line[1:].partition(" ")
+    pending = outbox.forget_pending
+    if line.startswith("/") and name.lower() == "forget" and args.strip().lower() == "yes":
+        if pending is not None:
+            outbox.forget_pending = None
+            await service.in_order(
+                CONSOLE_CHAT_ID, lambda: service.confirm_forget(CONSOLE_CHAT_ID, pending)
+            )
+            return
+    await service.on_message(
+        InboundMessage(chat_id=CONSOLE_CHAT_ID, text=line, chat_type="console", speaker="you")
+    )
+
+
+async def chat_in_terminal(
+    service: ChatService,
+    outbox: ConsoleOutbox,
     stop: asyncio.Event,
     *,
-    stdin: TextIO = sys.stdin,
-    stdout: TextIO = sys.stdout,
+    stdin: TextIO,
+    stdout: TextIO,
 ) -> None:
-    """Chat on ``stdin``/``stdout`` until end of input or ``stop`` is set."""
-    db = await open_database(settings)
-    lane = build_lane(settings, db)
-    async with AsyncExitStack() as stack:
-        stack.push_async_callback(lane.shutdown)
-        await lane.hydrate()
-        # No scheduler runs upkeep in the terminal: consolidate once per start.
-        await lane.consolidate_memories()
-        concierge = await open_concierge(settings, stack)
-        console = _Console(lane, db, concierge, stdout)
-        scheduler = AsyncioScheduler()
-        stack.push_async_callback(scheduler.shutdown)
-        console.reminders = Reminders(lane, scheduler, console.job_due)
-        console.reminders.schedule_active()
-        undelivered = [turn for chat, turn in await lane.undelivered() if chat == CONSOLE_CHAT_ID]
-        for turn in undelivered:
-            console.say(turn.assistant_text or "")
-            await lane.mark_delivered(turn, 0)
-        console.say("Hello! I remember our conversations. /help lists what I can do.")
-        reader = await _lines(stdin)
-        stopped = asyncio.create_task(stop.wait())
-        try:
-            while True:
-                stdout.write(_PROMPT)
-                stdout.flush()
-                read = asyncio.ensure_future(_read_line(reader, stdin))
-                done, _ = await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                if stopped in done:
-                    read.cancel()
-                    break
-                raw = read.result()
-                if not raw:
-                    break
-                line = raw.strip()
-                if line:
-                    await console.handle(line)
-        finally:
-            stopped.cancel()
-            stdout.write("\n")
+    """Show the replies owed since the last run, then chat on ``stdin``/``stdout`` until end
+    of input or ``stop`` is set."""
+    await service.recover(chat_id=CONSOLE_CHAT_ID)
+    await service.join()
+    outbox.say(_GREETING)
+    reader = await _lines(stdin)
+    stopped = asyncio.create_task(stop.wait())
+    try:
+        while True:
+            stdout.write(_PROMPT)
             stdout.flush()
+            read = asyncio.ensure_future(_read_line(reader, stdin))
+            done, _ = await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if stopped in done:
+                read.cancel()
+                break
+            raw = read.result()
+            if not raw:
+                break
+            line = raw.strip()
+            if line:
+                await _handle(service, outbox, line)
+    finally:
+        stopped.cancel()
+        stdout.write("\n")
+        stdout.flush()

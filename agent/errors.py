@@ -12,6 +12,10 @@
     │   └── CheckpointCorrupt  a checkpoint file exists but is not a valid snapshot
     ├── SessionNotFound        a session that must exist does not
     ├── ArchiveError           a session export cannot be read or imported
+    ├── DeliveryError          an outbox did not send a message
+    │   ├── DeliveryFailed     not sent for now (network, server, the bot stopping): resend later
+    │   └── DeliveryRefused    refused for good (the user blocked the bot, the chat is gone)
+    ├── UnreadableUpdate       a journaled update's payload cannot be read back
     ├── ReplyEngineError       the reply engine (concierge) failed to answer
     └── SummarizerError        the optional model summarizer failed to summarise
 
@@ -28,11 +32,15 @@ __all__ = [
     "ConfigError",
     "DatabaseLocked",
     "DatabaseUnwritable",
+    "DeliveryError",
+    "DeliveryFailed",
+    "DeliveryRefused",
     "MigrationError",
     "ReplyEngineError",
     "SessionNotFound",
     "StorageError",
     "SummarizerError",
+    "UnreadableUpdate",
 ]
 
 
@@ -77,6 +85,33 @@ class SessionNotFound(AgentError):
 
 class ArchiveError(AgentError):
     """A session export file is malformed, or does not fit the database it is imported into."""
+
+
+class DeliveryError(AgentError):
+    """An outbox (:class:`~agent.chat.outbox.Outbox`) did not send a message.
+
+    Attributes:
+        reason: why, for the log and the turn log (e.g. ``"Forbidden: bot was blocked"``).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class DeliveryFailed(DeliveryError):
+    """Not sent for now (the network, a server error, the bot stopping); sending it again later
+    may work, so a turn's reply stays due."""
+
+
+class DeliveryRefused(DeliveryError):
+    """Refused for good (the user blocked the bot, the chat is gone); sending it again cannot
+    work, so a turn's reply is never resent."""
+
+
+class UnreadableUpdate(AgentError):
+    """A journaled update's payload cannot be read back into an update; it is not retried
+    differently, only counted as a failed attempt."""
 
 
 class ReplyEngineError(AgentError):

@@ -20,13 +20,9 @@ from agent.memory import (
     SessionState,
 )
 from agent.memory.conversation_context_builder import ConversationContextBuilder
-from agent.memory.conversation_state_manager import (
-    MAX_CLARIFICATIONS,
-    MAX_CLOSED_LOOPS,
-    MAX_OPEN_LOOPS,
-    ConversationStateManager,
-)
+from agent.memory.conversation_state_manager import MAX_CLOSED_LOOPS, ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.rules.session_rules import MAX_CLARIFICATIONS, MAX_OPEN_LOOPS
 from agent.memory.rules.topic_tracker import TopicTracker
 from agent.memory.schemas import PendingClarification, dump_json
 

@@ -18,6 +18,7 @@ from agent.memory import (
 )
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.group_schemas import Reaction
 from agent.memory.rules.deliberation import (
     MAX_CONTRIBUTIONS,
     MAX_DECISIONS,
@@ -27,7 +28,7 @@ from agent.memory.rules.deliberation import (
     DeliberationTracker,
 )
 from agent.memory.rules.extraction import split_clauses
-from agent.memory.schemas import Reaction, dump_json
+from agent.memory.schemas import dump_json
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

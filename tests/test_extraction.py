@@ -12,13 +12,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from agent.memory import ConversationTurn, OpenLoop, SessionState
-from agent.memory.conversation_state_manager import (
-    MAX_FACTS,
-    MAX_OPEN_LOOPS,
-    ConversationStateManager,
-    merge_facts,
-    update_open_loops,
-)
+from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.rules.extraction import (
     Closer,
     clean_value,
@@ -32,6 +26,12 @@ from agent.memory.rules.extraction import (
     split_clauses,
 )
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.session_rules import (
+    MAX_FACTS,
+    MAX_OPEN_LOOPS,
+    merge_facts,
+    update_open_loops,
+)
 from agent.memory.schemas import Fact
 
 NOW = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)

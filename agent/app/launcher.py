@@ -46,11 +46,11 @@ async def _run(settings: Settings, console: bool) -> None:
     stop = asyncio.Event()
     _install_signal_handlers(stop)
     if console:
-        from agent.console import run_console
+        from agent.app.console_main import run_console
 
         await run_console(settings, stop)
     else:
-        from agent.telegram.bot import run_telegram_bot
+        from agent.app.telegram_main import run_telegram_bot
 
         await run_telegram_bot(settings, stop)
 

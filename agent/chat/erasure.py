@@ -1,7 +1,9 @@
 """Erase a conversation everywhere: ``/forget`` in any chat and ``agent-memory forget``.
 
-Tested by ``tests/test_conversation_memory.py`` (journal entries of every bot) and the
-``/forget`` tests of ``tests/test_telegram_bot.py`` and ``tests/test_cli.py``.
+:meth:`ChatService.forget_everywhere <agent.chat.service.ChatService.forget_everywhere>` calls
+it with the database the application wired. Tested by ``tests/test_conversation_memory.py``
+(journal entries of every bot), ``tests/test_chat_service.py`` and the ``/forget`` tests of
+``tests/test_telegram_bot.py`` and ``tests/test_cli.py``.
 """
 
 from __future__ import annotations

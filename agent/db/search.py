@@ -1,35 +1,33 @@
 """Full-text search helpers of the SQLite backend: FTS5 queries from user text, and optimize.
 
 Every search takes user text, so no FTS5 syntax in it may reach the MATCH expression: a text
-is reduced to its words (:data:`WORD`, lowercased, without repeats, at most ``QUERY_WORDS``),
-each quoted, joined by ``OR`` (:func:`match_query`). :func:`scoped_searches` builds the one
-``UNION ALL`` statement of several queries that the summary and memory searches run, and
-:func:`optimize_indexes` rewrites indexes after an erasure. The stores' own statements use
-these; the retriever never sees SQL. Tested in ``tests/test_store_conformance.py`` (the stores'
-searches) and ``tests/test_conversation_retriever.py`` (injection, optimize).
+is reduced to its words (:func:`~agent.utils.text.split_words`, lowercased, without repeats,
+at most ``QUERY_WORDS``), each quoted, joined by ``OR`` (:func:`match_query`).
+:func:`scoped_searches` builds the one ``UNION ALL`` statement of several queries that the
+summary and memory searches run, and :func:`optimize_indexes` rewrites indexes after an
+erasure. The stores' own statements use these; the retriever never sees SQL.
+
+Tested in ``tests/test_store_conformance.py`` (the stores' searches) and
+``tests/test_conversation_retriever.py`` (injection, optimize).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from agent.db.transaction import Transaction
+from agent.utils.text import split_words
 
 __all__ = [
     "QUERY_WORDS",
     "SEARCH_INDEXES",
-    "WORD",
     "match_query",
     "optimize_indexes",
     "scoped_searches",
     "search_words",
 ]
 
-#: What a word is to a search (the tokeniser of every FTS5 query; the index's own is
-#: ``unicode61``, which splits the same way).
-WORD = re.compile(r"\w+", re.UNICODE)
 #: Words taken from a query at most: a longer text adds cost, not precision.
 QUERY_WORDS = 24
 #: The full-text indexes retrieval reads (migration 0006); erasing optimizes them.
@@ -38,7 +36,7 @@ SEARCH_INDEXES = ("conversation_turns_fts", "conversation_summaries_fts", "memor
 
 def search_words(text: str) -> list[str]:
     """Return the words of ``text`` a search takes, lowercased, without repeats."""
-    return list(dict.fromkeys(word.lower() for word in WORD.findall(text)))[:QUERY_WORDS]
+    return list(dict.fromkeys(word.lower() for word in split_words(text)))[:QUERY_WORDS]
 
 
 def match_query(text: str) -> str:

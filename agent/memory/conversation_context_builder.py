@@ -18,20 +18,40 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from agent.memory.longterm.memory_slots import render_memory
+from agent.memory.group_schemas import Decision, Participant, Proposal
+from agent.memory.longterm.memory_schemas import Memory
+from agent.memory.packet_lines import (
+    CLARIFICATIONS_HEADER,
+    COMPRESSED_HEADER,
+    EARLIER_HEADER,
+    LISTED,
+    LLM_SUMMARY_HEADER,
+    LOOPS_HEADER,
+    REFERENCES_HEADER,
+    RELEVANT_MEMORIES_HEADER,
+    REMEMBERED_HEADER,
+    SUMMARY_HEADER,
+    TOPICS_HEADER,
+    TURNS_HEADER,
+    clarification_line,
+    entity_line,
+    listed_lines,
+    loop_line,
+    memory_line,
+    reference_labels,
+    retrieved_lines,
+    state_lines,
+    title,
+    turn_lines,
+)
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationTurn,
-    Decision,
     Fact,
     JobRef,
-    Memory,
     OpenLoop,
-    Participant,
-    PendingClarification,
-    Proposal,
     RetrievedItem,
     SessionState,
     Topic,
@@ -41,148 +61,7 @@ from agent.utils.tokens import CHARS_PER_TOKEN, tokens_for_chars
 __all__ = ["ConversationContextBuilder", "render_packet"]
 
 
-# The headers render_packet writes above each section (paid by a section's first line).
-_LOOPS = "Open loops:"
-_CLARIFICATIONS = "Waiting for the user to answer:"
-_REMEMBERED = "Remembered from earlier conversations:"
-_RELEVANT_MEMORIES = "Relevant memories:"
-_EARLIER = "Relevant earlier in this conversation:"
-_SUMMARY = "Summary of earlier conversation:"
-_LLM_SUMMARY = "The same, as a model summarised it:"
-_COMPRESSED = "Recent turns, compressed:"
-_TURNS = "Last turns, verbatim:"
-_TOPICS = "Active topics: "
-_REFERENCES = "What the references point to:"
-
 _T = TypeVar("_T")
-
-
-def _title(conversation_id: str, turn_count: int) -> str:
-    return f"Conversation {conversation_id} ({turn_count} turns)"
-
-
-_LOOP_KINDS = {"commitment": " (promised)", "request": " (asked for)", "question": " (unanswered)"}
-
-
-def _loop_line(loop: OpenLoop) -> str:
-    owner = f"{loop.owner}: " if loop.owner else ""
-    return f"- {owner}{loop.text}{_LOOP_KINDS.get(loop.kind, '')}"
-
-
-def _clarification_line(clarification: PendingClarification) -> str:
-    return f"- {clarification.question}"
-
-
-def _job_line(job: JobRef) -> str:
-    return f"- {job.label or job.job_id}"
-
-
-def _fact_line(fact: Fact) -> str:
-    return f"- {fact.key}: {fact.value}"
-
-
-def _memory_line(memory: Memory) -> str:
-    return f"- {render_memory(memory)}"
-
-
-def _turn_lines(turn: ConversationTurn) -> list[str]:
-    lines = [f"{turn.speaker or 'user'}: {turn.user_text}"]
-    if turn.assistant_text:
-        lines.append(f"assistant: {turn.assistant_text}")
-    return lines
-
-
-def _decision_line(decision: Decision) -> str:
-    by = f" (supported by {', '.join(decision.supporters)})" if decision.supporters else ""
-    return f"- {decision.outcome}{by}"
-
-
-def _proposal_line(proposal: Proposal) -> str:
-    stances = [
-        f"{stance}: {', '.join(r.participant for r in proposal.reactions if r.stance == stance)}"
-        for stance in ("support", "oppose", "neutral")
-        if any(r.stance == stance for r in proposal.reactions)
-    ]
-    said = f"; {'; '.join(stances)}" if stances else ""
-    return f'- {proposal.proposer}: "{proposal.text}" [{proposal.status}]{said}'
-
-
-def _participant_line(person: Participant) -> str:
-    position = f": {person.last_position}" if person.last_position else ""
-    count = f"{person.message_count} message{'' if person.message_count == 1 else 's'}"
-    return f"- {person.name} ({count}){position}"
-
-
-def _topic_lines(topics: Sequence[Topic]) -> list[str]:
-    return [_TOPICS + ", ".join(topic.name for topic in topics)] if topics else []
-
-
-def _entity_line(phrases: Sequence[str], target: str, labels: dict[str, str]) -> str:
-    label = labels.get(target, target.removeprefix("topic:"))
-    quoted = ", ".join(f'"{phrase}"' for phrase in phrases)
-    return f"- {quoted} = {label} ({target})"
-
-
-def _entity_lines(entities: dict[str, str], labels: dict[str, str]) -> list[str]:
-    if not entities:
-        return []
-    by_target: dict[str, list[str]] = {}
-    for phrase, target in sorted(entities.items()):
-        by_target.setdefault(target, []).append(phrase)
-    lines = [_REFERENCES]
-    lines.extend(_entity_line(by_target[target], target, labels) for target in sorted(by_target))
-    return lines
-
-
-def _labels(
-    loops: Sequence[OpenLoop],
-    jobs: Sequence[JobRef],
-    proposals: Sequence[Proposal],
-    decisions: Sequence[Decision],
-) -> dict[str, str]:
-    """What each id a reference may point to is called in the packet."""
-    labels: dict[str, str] = {lp.loop_id: lp.text for lp in loops}
-    labels.update({job.job_id: job.label or job.kind for job in jobs})
-    labels.update({p.proposal_id: p.text for p in proposals})
-    labels.update({d.decision_id: d.outcome for d in decisions})
-    return labels
-
-
-#: The kinds of state a packet carries one line each, with the header above their lines.
-_LISTED: dict[str, tuple[str, Callable[[Any], str]]] = {
-    "jobs": ("Scheduled jobs:", _job_line),
-    "facts": ("What the user told about themselves:", _fact_line),
-    "decisions": ("Decisions:", _decision_line),
-    "proposals": ("Proposals:", _proposal_line),
-    "participants": ("Participants:", _participant_line),
-}
-
-
-def _listed_lines(name: str, items: Sequence[Any]) -> list[str]:
-    """Render one kind of :data:`_LISTED`: its header and a line per item (none if empty)."""
-    if not items:
-        return []
-    header, line = _LISTED[name]
-    return [header, *(line(item) for item in items)]
-
-
-def _state_lines(
-    *,
-    topics: Sequence[Topic],
-    entities: dict[str, str],
-    decisions: Sequence[Decision],
-    proposals: Sequence[Proposal],
-    participants: Sequence[Participant],
-    loops: Sequence[OpenLoop],
-    jobs: Sequence[JobRef],
-) -> list[str]:
-    """Render topics, references and a group's deliberation (bounded: costed at priority 1)."""
-    lines = _listed_lines("decisions", decisions)
-    lines += _listed_lines("proposals", proposals)
-    lines += _listed_lines("participants", participants)
-    lines += _topic_lines(topics)
-    lines += _entity_lines(entities, _labels(loops, jobs, proposals, decisions))
-    return lines
 
 
 def _chars(lines: Sequence[str]) -> int:
@@ -266,23 +145,23 @@ def _fit_state(state: SessionState, loops: Sequence[OpenLoop], room: _Room) -> _
     references' labels depend on what else was taken, ``loops`` (the open loops the packet
     carries) included.
     """
-    jobs = _take(room, *_LISTED["jobs"], state.active_job_refs)
-    facts = _take(room, *_LISTED["facts"], state.facts)
-    decisions = _take(room, *_LISTED["decisions"], state.decisions)
-    proposals = _take(room, *_LISTED["proposals"], state.proposals)
-    participants = _take(room, *_LISTED["participants"], state.participants, newest_first=False)
+    jobs = _take(room, *LISTED["jobs"], state.active_job_refs)
+    facts = _take(room, *LISTED["facts"], state.facts)
+    decisions = _take(room, *LISTED["decisions"], state.decisions)
+    proposals = _take(room, *LISTED["proposals"], state.proposals)
+    participants = _take(room, *LISTED["participants"], state.participants, newest_first=False)
     topics: list[Topic] = []
     for topic in state.active_topics:
         # The first topic opens the line ("Active topics: a"); each next one adds ", b".
-        if room.take(len(topic.name) + (len(_TOPICS) + 1 if not topics else 2)):
+        if room.take(len(topic.name) + (len(TOPICS_HEADER) + 1 if not topics else 2)):
             topics.append(topic)
-    labels = _labels(loops, jobs, proposals, decisions)
+    labels = reference_labels(loops, jobs, proposals, decisions)
     entities: dict[str, str] = {}
     for phrase, target in sorted(state.resolved_entities.items()):
         if target in entities.values():  # one more phrase on its target's line: ', "it"'
             fits = room.take(len(phrase) + 4)
         else:
-            fits = room.take_line(_REFERENCES, _entity_line((phrase,), target, labels))
+            fits = room.take_line(REFERENCES_HEADER, entity_line((phrase,), target, labels))
         if fits:
             entities[phrase] = target
     return _KnownState(
@@ -360,13 +239,13 @@ class ConversationContextBuilder:
         # The rendered text is at most token_budget * 4 characters: its lines cost one more.
         room = _Room(self.token_budget * CHARS_PER_TOKEN + 1)
         # The title is always there (the minimum budget leaves room for it and more).
-        room.used = _chars([_title(state.session_id, state.turn_count)])
+        room.used = _chars([title(state.session_id, state.turn_count)])
         # Priority 1: what is still open (the newest first if not all fits); then what the
         # state knows (jobs, facts, decisions, proposals, participants, topics, references)
         # while priority 1 stays within ``state_share`` of the budget, so a long group chat's
         # state cannot crowd out the turns.
-        asked = _take(room, _CLARIFICATIONS, _clarification_line, state.pending_clarifications)
-        loops = _take(room, _LOOPS, _loop_line, state.open_loops)
+        asked = _take(room, CLARIFICATIONS_HEADER, clarification_line, state.pending_clarifications)
+        loops = _take(room, LOOPS_HEADER, loop_line, state.open_loops)
         share = int(self.token_budget * self.state_share) * CHARS_PER_TOKEN
         known_state = _fit_state(state, loops, _Room(max(share - room.used, 0)))
         room.used += known_state.chars
@@ -374,7 +253,7 @@ class ConversationContextBuilder:
         turns: list[ConversationTurn] = []
         newest = list(recent)[-self.recent_turns :] if self.recent_turns else []
         for turn in reversed(newest):
-            if not room.take_line(_TURNS, "\n".join(_turn_lines(turn))):
+            if not room.take_line(TURNS_HEADER, "\n".join(turn_lines(turn))):
                 break
             turns.append(turn)
         turns.reverse()
@@ -391,11 +270,11 @@ class ConversationContextBuilder:
                 continue
             memory = known.get(item.ref) if item.kind == "memory" else None
             if memory is not None:
-                fits = room.take_line(_REMEMBERED, _memory_line(memory))
+                fits = room.take_line(REMEMBERED_HEADER, memory_line(memory))
             elif item.kind == "memory":
-                fits = room.take_line(_RELEVANT_MEMORIES, f"- {item.text}")
+                fits = room.take_line(RELEVANT_MEMORIES_HEADER, f"- {item.text}")
             else:
-                fits = room.take_line(_EARLIER, item.text)
+                fits = room.take_line(EARLIER_HEADER, item.text)
             if not fits:
                 continue
             carried.add(item.ref)
@@ -406,7 +285,7 @@ class ConversationContextBuilder:
         for memory in memories:
             if memory.memory_id in carried:
                 continue
-            if not room.take_line(_REMEMBERED, _memory_line(memory)):
+            if not room.take_line(REMEMBERED_HEADER, memory_line(memory)):
                 break
             kept.append(memory)
         # Priority 4: the compressed lines of turns not yet in the rolling summary, newest
@@ -414,7 +293,7 @@ class ConversationContextBuilder:
         unsummarized = state.summary_buffer[: max(len(state.summary_buffer) - len(turns), 0)]
         lines: list[str] = []
         for line in reversed(unsummarized):
-            if not room.take_line(_COMPRESSED, line):
+            if not room.take_line(COMPRESSED_HEADER, line):
                 break
             lines.append(line)
         lines.reverse()
@@ -423,12 +302,12 @@ class ConversationContextBuilder:
         for line in reversed(state.rolling_summary.splitlines()):
             if not line:
                 continue
-            if not room.take_line(_SUMMARY, line):
+            if not room.take_line(SUMMARY_HEADER, line):
                 break
             summary_lines.append(line)
         summary_lines.reverse()
         # Last, a model's summary (not state: I6), whole or not at all.
-        if not (llm_summary and room.take_line(_LLM_SUMMARY, llm_summary)):
+        if not (llm_summary and room.take_line(LLM_SUMMARY_HEADER, llm_summary)):
             llm_summary = ""
         return ConversationContextPacket(
             conversation_id=state.session_id,
@@ -455,37 +334,20 @@ class ConversationContextBuilder:
         )
 
 
-def _retrieved_lines(items: Sequence[RetrievedItem]) -> list[str]:
-    """Render retrieved items: memories, then older turns and summaries in conversation order."""
-    lines: list[str] = []
-    memories = [item for item in items if item.kind == "memory"]
-    if memories:
-        lines.append(_RELEVANT_MEMORIES)
-        lines.extend(f"- {item.text}" for item in memories)
-    earlier = sorted(
-        (item for item in items if item.kind != "memory"),
-        key=lambda item: (item.seq or 0, item.kind != "summary", item.ref),
-    )
-    if earlier:
-        lines.append(_EARLIER)
-        lines.extend(item.text for item in earlier)
-    return lines
-
-
 def render_packet(packet: ConversationContextPacket) -> str:
     """Render a packet as plain text: for a model's system prompt and for ``/memory``.
 
     A packet the builder made renders to a text whose estimate is its ``token_estimate``.
     """
-    parts: list[str] = [_title(packet.conversation_id, packet.turn_count)]
+    parts: list[str] = [title(packet.conversation_id, packet.turn_count)]
     if packet.open_loops:
-        parts.append(_LOOPS)
-        parts.extend(_loop_line(loop) for loop in packet.open_loops)
+        parts.append(LOOPS_HEADER)
+        parts.extend(loop_line(loop) for loop in packet.open_loops)
     if packet.pending_clarifications:
-        parts.append(_CLARIFICATIONS)
-        parts.extend(_clarification_line(c) for c in packet.pending_clarifications)
+        parts.append(CLARIFICATIONS_HEADER)
+        parts.extend(clarification_line(c) for c in packet.pending_clarifications)
     parts.extend(
-        _state_lines(
+        state_lines(
             topics=packet.active_topics,
             entities=packet.resolved_entities_map,
             decisions=packet.decisions,
@@ -495,24 +357,24 @@ def render_packet(packet: ConversationContextPacket) -> str:
             jobs=packet.active_job_refs,
         )
     )
-    parts.extend(_listed_lines("facts", packet.facts))
+    parts.extend(listed_lines("facts", packet.facts))
     if packet.memories:
-        parts.append(_REMEMBERED)
-        parts.extend(_memory_line(memory) for memory in packet.memories)
+        parts.append(REMEMBERED_HEADER)
+        parts.extend(memory_line(memory) for memory in packet.memories)
     shown = {memory.memory_id for memory in packet.memories}
-    parts.extend(_retrieved_lines([i for i in packet.retrieved if i.ref not in shown]))
-    parts.extend(_listed_lines("jobs", packet.active_job_refs))
+    parts.extend(retrieved_lines([i for i in packet.retrieved if i.ref not in shown]))
+    parts.extend(listed_lines("jobs", packet.active_job_refs))
     if packet.rolling_session_summary:
-        parts.append(_SUMMARY)
+        parts.append(SUMMARY_HEADER)
         parts.append(packet.rolling_session_summary)
     if packet.llm_session_summary:
-        parts.append(_LLM_SUMMARY)
+        parts.append(LLM_SUMMARY_HEADER)
         parts.append(packet.llm_session_summary)
     if packet.recent_turn_summaries:
-        parts.append(_COMPRESSED)
+        parts.append(COMPRESSED_HEADER)
         parts.extend(packet.recent_turn_summaries)
     if packet.recent_turns:
-        parts.append(_TURNS)
+        parts.append(TURNS_HEADER)
         for turn in packet.recent_turns:
-            parts.extend(_turn_lines(turn))
+            parts.extend(turn_lines(turn))
     return "\n".join(parts)

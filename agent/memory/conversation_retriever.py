@@ -48,11 +48,11 @@ of every index, which bounds that read per word (``bench/retrieval_cost.py`` mea
 from __future__ import annotations
 
 import logging
-import re
 from datetime import date, datetime
 from functools import lru_cache
 
 from agent.db import Snapshot, Transaction
+from agent.db.search import QUERY_WORDS
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore, TurnText
 from agent.memory.longterm.memory_consolidator import decay_factor
 from agent.memory.longterm.memory_slots import render_memory
@@ -69,6 +69,8 @@ from agent.memory.retrieval_ranking import (
 from agent.memory.schemas import ConversationTurn, RetrievedItem, SessionState
 from agent.memory.summary_store import SqliteSummaryStore, SummaryStore
 from agent.memory.word_frequencies import WordFrequencies
+from agent.utils.text import SEARCH_STOP_WORDS as _STOP_WORDS
+from agent.utils.text import split_words
 
 __all__ = [
     "ConversationRetriever",
@@ -80,22 +82,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# English function words and question words: they match everything and mean nothing to BM25
-# (and reading their posting lists is what would make a query cost grow with the history).
-_STOP_WORDS = frozenset(
-    """a about above after again all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is
-    it its itself just me more most my myself no nor not now of off on once only or other our
-    ours ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom whose why will with would you your yours yourself
-    yourselves s t don doesn didn isn aren wasn weren won wouldn shouldn couldn ll ve re d m
-    also ever really please tell know remember said say says think thing things""".split()
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Words of one query at most (the longest questions stay well below it).
-_QUERY_WORDS = 24
 # Words of a query found in turns that a search ranks by, at most: the rarest. bm25() reads
 # the documents of each (up to max_word_turns), so this bounds a long message's searches; 6
 # lost half a point of bench/memory_quality.py's recall, 8 a tenth or two.
@@ -117,12 +103,12 @@ def query_words(text: str) -> list[str]:
     Function words are dropped; what remains is searched for word by word (see
     :func:`agent.db.search.match_query`), so no FTS5 syntax survives.
     """
-    words = (word.lower() for word in _WORD.findall(text))
+    words = (word.lower() for word in split_words(text))
     # Years and other long numbers are content; "3" or "10" alone are not.
     kept = [
         word for word in words if word not in _STOP_WORDS and not (word.isdigit() and len(word) < 3)
     ]
-    return list(dict.fromkeys(kept))[:_QUERY_WORDS]
+    return list(dict.fromkeys(kept))[:QUERY_WORDS]
 
 
 def _date(moment: datetime) -> str:

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from agent.memory.rules.dialogue_acts import (
@@ -64,6 +64,16 @@ from agent.memory.schemas import (
     SummaryItem,
     SummaryItemKind,
     Topic,
+)
+from agent.memory.summary_segments import (
+    PRIORITY,
+    Segment,
+    absorb,
+    parse_summary,
+    render_item,
+    render_segments,
+    same_item,
+    shed,
 )
 
 __all__ = ["ExtractiveSummarizer", "Summarizer", "SummaryFold"]
@@ -85,21 +95,6 @@ _DECISION_WORDS = ("decision", "decided", "agreed", "go with", "settled")
 _SCAN_CHARS = 4096
 # Characters a speaker name may not bring into a summary line (they delimit its parts).
 _WHO_JUNK = re.compile(r"[\s:\[\]#]+")
-_TAGS: dict[SummaryItemKind, str] = {
-    "decision": " [decision]",
-    "fact": " [fact]",
-    "question": " [open question]",
-    "key": "",
-}
-_KIND_OF_TAG = {tag.strip(" []"): kind for kind, tag in _TAGS.items() if tag}
-_LINE = re.compile(
-    r"^#(?P<seq>\d+) (?P<who>[^\n:\[\]]{1,80}?)(?: \[(?P<tag>decision|fact|open question)\])?:"
-    r" (?P<text>.*)$"
-)
-_HEADER = re.compile(r"^\[(?P<digest>digest of )?turns (?P<first>\d+)-(?P<last>\d+)\]$")
-# Which items a full summary sheds first: key sentences, then questions, facts, decisions.
-_SHED_ORDER: tuple[SummaryItemKind, ...] = ("key", "question", "fact", "decision")
-_PRIORITY: tuple[SummaryItemKind, ...] = ("decision", "fact", "question", "key")
 # A topic word counts this much more than a word the window merely repeats.
 _TOPIC_FACTOR = 10.0
 
@@ -154,20 +149,6 @@ class Summarizer(Protocol):
         ...
 
 
-@dataclass(slots=True)
-class _Segment:
-    """One delta of the rolling summary (or the digest of several), parsed or being built."""
-
-    first: int
-    last: int
-    items: list[SummaryItem] = field(default_factory=list)
-    digest: bool = False
-
-    def render(self) -> str:
-        head = f"[{'digest of ' if self.digest else ''}turns {self.first}-{self.last}]"
-        return "\n".join([head, *(_render_item(item) for item in self.items)])
-
-
 def _first_sentence(text: str, limit: int) -> str:
     flat = _SPACE.sub(" ", text[:_SCAN_CHARS]).strip()
     sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
@@ -189,79 +170,6 @@ def _who(turn: ConversationTurn) -> str:
 def _is_decision(text: str) -> bool:
     folded = text.casefold()
     return any(word in folded for word in _DECISION_WORDS) and bool(_DECISION.search(text))
-
-
-def _render_item(item: SummaryItem) -> str:
-    return f"#{item.seq} {item.who}{_TAGS[item.kind]}: {item.text}"
-
-
-def _parse(summary: str) -> list[_Segment]:
-    """Read a rolling summary back into its segments (lines of older formats become keys)."""
-    segments: list[_Segment] = []
-    for line in summary.splitlines():
-        header = _HEADER.match(line)
-        if header is not None:
-            first, last = int(header["first"]), int(header["last"])
-            segments.append(_Segment(first, last, digest=header["digest"] is not None))
-            continue
-        match = _LINE.match(line)
-        if match is None:
-            continue  # not a summary line (a hand-edited state): nothing to keep
-        seq = int(match["seq"])
-        kind = _KIND_OF_TAG.get(match["tag"] or "", "key")
-        if not segments:  # lines before any header: a summary of the older one-line format
-            segments.append(_Segment(seq, seq, digest=True))
-        segment = segments[-1]
-        segment.items.append(SummaryItem(seq=seq, kind=kind, who=match["who"], text=match["text"]))
-        segment.first, segment.last = min(segment.first, seq), max(segment.last, seq)
-    return segments
-
-
-def _render(segments: Iterable[_Segment]) -> str:
-    return "\n".join(segment.render() for segment in segments)
-
-
-def _fact_slot(item: SummaryItem) -> str:
-    # A restated fact replaces the earlier one ("location: Lisbon" after "location: Paris");
-    # likes and dislikes are each their own fact.
-    label, _, _ = item.text.partition(": ")
-    return item.text if label in {"likes", "dislikes"} else label
-
-
-def _same(item: SummaryItem) -> str:
-    if item.kind == "fact":
-        return "fact:" + _fact_slot(item)
-    return f"{item.kind}:{item.text.casefold()}"
-
-
-def _absorb(digest: _Segment, segment: _Segment) -> None:
-    """Compress ``segment`` into ``digest``: its decisions, facts and open questions, and of
-    its key sentences only the best."""
-    keys = [item for item in segment.items if item.kind == "key"][:1]  # in rank order
-    kept = [item for item in segment.items if item.kind != "key"] + keys
-    merged: dict[str, SummaryItem] = {}
-    for n, item in enumerate([*digest.items, *kept]):
-        if item.kind == "key":
-            merged[f"#{n}"] = item  # every key sentence is its own
-            continue
-        merged.pop(_same(item), None)  # the newest statement wins
-        merged[_same(item)] = item
-    digest.items = sorted(merged.values(), key=lambda i: (_PRIORITY.index(i.kind), i.seq))
-    digest.first = min(digest.first, segment.first)
-    digest.last = max(digest.last, segment.last)
-
-
-def _shed(
-    segment: _Segment, *, newest: bool, kinds: Sequence[SummaryItemKind] = _SHED_ORDER
-) -> bool:
-    """Drop the item a full summary misses least; return whether one was dropped."""
-    for kind in kinds:
-        positions = [n for n, item in enumerate(segment.items) if item.kind == kind]
-        if positions:
-            # The digest sheds its oldest; the newest delta its lowest-ranked key sentence.
-            del segment.items[positions[-1] if newest and kind == "key" else positions[0]]
-            return True
-    return False
 
 
 class ExtractiveSummarizer:
@@ -339,7 +247,7 @@ class ExtractiveSummarizer:
         if turn.intent in UNRETRIEVED_REPLY_INTENTS:
             return ()
         who = _who(turn)
-        found: dict[SummaryItemKind, list[SummaryItem]] = {kind: [] for kind in _PRIORITY}
+        found: dict[SummaryItemKind, list[SummaryItem]] = {kind: [] for kind in PRIORITY}
 
         def add(kind: SummaryItemKind, text: str) -> None:
             found[kind].append(
@@ -377,7 +285,7 @@ class ExtractiveSummarizer:
                 keys.append((-len(stems), n, clause.text))
         for _, _, text in sorted(keys)[: self.keys_per_turn]:
             add("key", text)
-        ranked = [item for kind in _PRIORITY for item in found[kind]]
+        ranked = [item for kind in PRIORITY for item in found[kind]]
         return tuple(ranked[: self.items_per_turn])
 
     # -- folding ---------------------------------------------------------------------------
@@ -404,7 +312,7 @@ class ExtractiveSummarizer:
             first=min(state.summarized_through + 1, to_seq),
             last=to_seq,
         )
-        segments = [*_parse(state.rolling_summary), segment]
+        segments = [*parse_summary(state.rolling_summary), segment]
         return SummaryFold(
             rolling_summary=self._bounded(segments),
             summary_buffer=lines[len(lines) - self.keep_raw :] if self.keep_raw else (),
@@ -431,12 +339,12 @@ class ExtractiveSummarizer:
 
     def _delta(
         self, items: Sequence[SummaryItem], topics: Sequence[Topic], *, first: int, last: int
-    ) -> _Segment:
+    ) -> Segment:
         """Build the delta of a window: decisions, facts, open questions, then ranked keys."""
         by_kind: dict[SummaryItemKind, list[SummaryItem]] = {}
-        for kind in _PRIORITY[:-1]:
+        for kind in PRIORITY[:-1]:
             # Said twice in the window, kept once: the latest saying (facts: the latest value).
-            latest = {_same(item): item for item in items if item.kind == kind}
+            latest = {same_item(item): item for item in items if item.kind == kind}
             by_kind[kind] = sorted(latest.values(), key=lambda item: item.seq)
         seen: set[str] = set()
         by_kind["key"] = []
@@ -444,11 +352,11 @@ class ExtractiveSummarizer:
             if item.text.casefold() not in seen:
                 seen.add(item.text.casefold())
                 by_kind["key"].append(item)
-        segment = _Segment(first, last)
+        segment = Segment(first, last)
         budget = self.delta_chars - len(segment.render())
-        for kind in _PRIORITY:  # what matters most is taken first
+        for kind in PRIORITY:  # what matters most is taken first
             for item in by_kind[kind]:
-                cost = len(_render_item(item)) + 1
+                cost = len(render_item(item)) + 1
                 if cost <= budget:
                     budget -= cost
                     segment.items.append(item)
@@ -482,21 +390,21 @@ class ExtractiveSummarizer:
         keys.sort(key=lambda n: (-score(n), items[n].seq, n))
         return [items[n] for n in keys]
 
-    def _bounded(self, segments: list[_Segment]) -> str:
+    def _bounded(self, segments: list[Segment]) -> str:
         """Render the segments within ``max_summary_chars``, compressing the oldest first."""
-        while len(text := _render(segments)) > self.max_summary_chars:
+        while len(text := render_segments(segments)) > self.max_summary_chars:
             older = segments[:-1]
             if older and not older[0].digest:
-                digest = _Segment(older[0].first, older[0].last, digest=True)
-                _absorb(digest, older[0])  # the oldest delta becomes the digest...
+                digest = Segment(older[0].first, older[0].last, digest=True)
+                absorb(digest, older[0])  # the oldest delta becomes the digest...
                 segments[0] = digest
-            elif older and _shed(older[0], newest=False, kinds=("key",)):
+            elif older and shed(older[0], newest=False, kinds=("key",)):
                 continue  # the digest's oldest key sentence is the oldest detail
             elif len(older) >= 2:
-                _absorb(older[0], older[1])  # ...and absorbs the next oldest delta
+                absorb(older[0], older[1])  # ...and absorbs the next oldest delta
                 del segments[1]
-            elif older and not _shed(older[0], newest=False):
+            elif older and not shed(older[0], newest=False):
                 del segments[0]  # an empty digest
-            elif not older and not _shed(segments[-1], newest=True):
+            elif not older and not shed(segments[-1], newest=True):
                 return text[: self.max_summary_chars]  # only a header left (cannot happen)
         return text

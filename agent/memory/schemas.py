@@ -3,6 +3,10 @@
 Every model that is persisted or handed across a module boundary lives here. Value objects are
 frozen; a new state is made with ``model_copy(update=...)``. JSON goes through :func:`dump_json`
 and ``Model.model_validate_json`` only, so that every file and column has one spelling.
+
+A group's deliberation lives in :mod:`agent.memory.group_schemas`; the long-term memory models
+in :mod:`agent.memory.longterm.memory_schemas`, re-exported here (the design places them with
+the lane's contracts).
 """
 
 from __future__ import annotations
@@ -11,7 +15,17 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from agent.memory.group_schemas import Decision, Participant, Proposal
+from agent.memory.longterm.memory_schemas import (
+    Memory,
+    MemoryCandidate,
+    MemoryKind,
+    MemoryOrigin,
+    MemoryStatus,
+)
+from agent.memory.schema_base import Value
 
 __all__ = [
     "ARCHIVE_SCHEMA_VERSION",
@@ -22,7 +36,6 @@ __all__ = [
     "ConversationContextPacket",
     "ConversationSession",
     "ConversationTurn",
-    "Decision",
     "Fact",
     "InboundMessage",
     "JobRef",
@@ -30,13 +43,10 @@ __all__ = [
     "Memory",
     "MemoryCandidate",
     "MemoryKind",
+    "MemoryOrigin",
     "MemoryStatus",
     "OpenLoop",
-    "Participant",
     "PendingClarification",
-    "Proposal",
-    "ProposalStatus",
-    "Reaction",
     "Reply",
     "ResponseType",
     "RetrievedItem",
@@ -46,7 +56,6 @@ __all__ = [
     "SessionControlKind",
     "SessionState",
     "SessionStatus",
-    "Stance",
     "SummarizerKind",
     "SummaryItem",
     "SummaryItemKind",
@@ -71,17 +80,8 @@ SessionStatus = Literal["active", "paused", "resuming", "awaiting_clarification"
 TurnStatus = Literal["answered", "delivered", "recorded"]
 #: ``clarification``: the bot asked the user a question it waits for (a pending clarification).
 ResponseType = Literal["none", "text", "action", "clarification"]
-#: A participant's reaction to a group proposal.
-Stance = Literal["support", "oppose", "neutral"]
-#: ``modified``: settled on a variant of it (a counter-proposal, or a decision on a variant).
-ProposalStatus = Literal["active", "accepted", "rejected", "modified"]
 ChatType = Literal["private", "group", "supergroup", "channel", "console"]
 JobStatus = Literal["scheduled", "done", "cancelled"]
-#: Seed 003's seven kinds of long-term memory.
-MemoryKind = Literal["fact", "preference", "decision", "goal", "constraint", "entity", "procedure"]
-MemoryStatus = Literal["candidate", "active", "archived"]
-#: ``said`` in conversation; ``noted``: a note the user asked for verbatim (``/remember``).
-MemoryOrigin = Literal["said", "noted"]
 #: How a fact was said: plainly, hedged ("I think I like jazz"), or as a correction of what was
 #: said before ("sorry, my birthday is actually on May 14").
 FactMode = Literal["stated", "hedged", "corrected"]
@@ -115,11 +115,7 @@ def dump_json(model: BaseModel, *, indent: bool = False) -> bytes:
     return orjson.dumps(model.model_dump(mode="json"), option=option)
 
 
-class _Value(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class InboundMessage(_Value):
+class InboundMessage(Value):
     """One user message as the lane receives it, whatever the transport.
 
     ``update_id`` (with ``bot_id``) is the idempotency key: a message with the same key is one
@@ -140,7 +136,7 @@ class InboundMessage(_Value):
     received_at: datetime = Field(default_factory=utc_now)
 
 
-class JobRef(_Value):
+class JobRef(Value):
     """A scheduled job (a reminder, a background task) the conversation refers to.
 
     A turn that carries a job ref with status ``scheduled`` adds it to the session's active
@@ -154,7 +150,7 @@ class JobRef(_Value):
     status: JobStatus = "scheduled"
 
 
-class SessionControl(_Value):
+class SessionControl(Value):
     """A session command (``/new``, ``/resume``, ``/clear``) as a bot-side turn records it.
 
     The state fold reads it like the rest of the turn (I6), so a session's state stays a
@@ -173,7 +169,7 @@ class SessionControl(_Value):
     loops: tuple[OpenLoop, ...] = ()
 
 
-class Reply(_Value):
+class Reply(Value):
     """What the reply engine answers: the text plus what the lane records on the turn.
 
     ``forget_memories`` are ids of the chat's long-term memories the user asked to forget
@@ -187,7 +183,7 @@ class Reply(_Value):
     forget_memories: tuple[str, ...] = ()
 
 
-class ConversationTurn(_Value):
+class ConversationTurn(Value):
     """One user message and the bot's answer to it: one row of the append-only turn log."""
 
     turn_id: str
@@ -210,7 +206,7 @@ class ConversationTurn(_Value):
     control: SessionControl | None = None
 
 
-class Fact(_Value):
+class Fact(Value):
     """Something the user told about themselves or someone in their life: ``name`` = ``Ada``.
 
     ``key`` says what it is about (:mod:`agent.memory.longterm.memory_slots`: ``name``, ``plan:a
@@ -224,62 +220,7 @@ class Fact(_Value):
     mode: FactMode = "stated"
 
 
-class Memory(_Value):
-    """A long-term memory of a chat: outlives its sessions (``/new``), not ``/forget``.
-
-    A typed statement (seed 003): ``subject`` (``user``, or someone in their life such as
-    ``sister Mia``) has ``attribute`` = ``text``, from ``valid_from`` until ``valid_until``
-    (``None``: still true). ``key`` is its slot (:mod:`agent.memory.longterm.memory_slots`): at most
-    one memory of a slot is current, the others are its history.
-    """
-
-    memory_id: str
-    chat_id: int
-    kind: MemoryKind
-    subject: str = "user"
-    attribute: str
-    key: str
-    text: str
-    origin: MemoryOrigin = "said"
-    valid_from: datetime
-    valid_until: datetime | None = None
-    confidence: float = Field(ge=0, le=1)
-    importance: float = Field(ge=0, le=1)
-    access_count: int = 1
-    status: MemoryStatus = "candidate"
-    created_at: datetime
-    updated_at: datetime
-    last_accessed_at: datetime
-    decay: float = Field(
-        default=1.0, ge=0, le=1, description="Decay factor of the last consolidation (1: fresh)."
-    )
-    archived_at: datetime | None = None
-
-    @property
-    def about_user(self) -> bool:
-        """Whether the memory is about the user (not someone or something in their life)."""
-        return self.subject == "user"
-
-
-class MemoryCandidate(_Value):
-    """Something a turn said that may deserve long-term memory (see ``write_if_worthy``).
-
-    ``key`` is the fact's key (:mod:`agent.memory.longterm.memory_slots`); ``correction``: it
-    corrects the current value (which was never true) rather than replacing it from now on.
-    """
-
-    kind: MemoryKind
-    subject: str = "user"
-    attribute: str
-    key: str
-    text: str
-    origin: MemoryOrigin = "said"
-    correction: bool = False
-    confidence: float = Field(ge=0, le=1)
-    importance: float = Field(ge=0, le=1)
-
-
-class Topic(_Value):
+class Topic(Value):
     """A subject of the conversation, weighted by how present it is."""
 
     name: str
@@ -287,7 +228,7 @@ class Topic(_Value):
     last_turn: int = 0
 
 
-class OpenLoop(_Value):
+class OpenLoop(Value):
     """Something still to be done or answered: a request, a commitment, a to-do.
 
     ``kind`` is ``todo`` ("remind me to X"), ``commitment`` ("I'll send you the report"),
@@ -304,7 +245,7 @@ class OpenLoop(_Value):
     owner: str | None = None
 
 
-class PendingClarification(_Value):
+class PendingClarification(Value):
     """A question the bot asked that the user has not answered yet."""
 
     question: str
@@ -314,65 +255,7 @@ class PendingClarification(_Value):
     )
 
 
-class Reaction(_Value):
-    """One participant's stance on a proposal; a later reaction of theirs replaces it."""
-
-    participant: str
-    stance: Stance
-    turn: int
-
-
-class Proposal(_Value):
-    """A proposal made in a group chat, with the other participants' reactions (seed 000).
-
-    ``status`` starts ``active``. A decision matching it makes it ``accepted``; a decision on a
-    variant of it, or a counter-proposal, makes it ``modified``; a decision against it, or the
-    opposition of most other participants, makes it ``rejected``; ``resolved_turn`` is the seq
-    of the turn that settled it.
-    """
-
-    proposal_id: str
-    proposer: str
-    text: str
-    proposed_turn: int
-    status: ProposalStatus = "active"
-    reactions: tuple[Reaction, ...] = ()
-    resolved_turn: int | None = None
-
-
-class Decision(_Value):
-    """Something a group settled ("we agreed on Friday at 3", ``[DECISION] ...``).
-
-    ``supporters`` are the participant who announced it and those who supported the proposal
-    it settles (``proposal_id``), in order of first support.
-    """
-
-    decision_id: str
-    outcome: str
-    topic: str = ""
-    decided_by: str
-    decided_turn: int
-    supporters: tuple[str, ...] = ()
-    proposal_id: str | None = None
-
-
-class Participant(_Value):
-    """One member of a group chat as the conversation shows them (seed 000's agent state).
-
-    ``participant_id`` is ``user:<telegram id>`` or, without an id, ``name:<speaker>``;
-    ``last_position`` is their latest stance (a proposal, a reaction, a decision or a statement
-    of opinion); ``key_contributions`` their latest proposals, decisions and opinions.
-    """
-
-    participant_id: str
-    name: str
-    message_count: int = 0
-    last_position: str = ""
-    key_contributions: tuple[str, ...] = ()
-    last_turn: int = 0
-
-
-class SummaryItem(_Value):
+class SummaryItem(Value):
     """One thing a turn said that may go into the summary (see ``ExtractiveSummarizer``).
 
     ``who`` is the speaker (``user`` when unnamed); ``text`` is one line, already capped.
@@ -384,7 +267,7 @@ class SummaryItem(_Value):
     text: str
 
 
-class SessionState(_Value):
+class SessionState(Value):
     """Everything the lane knows about a session between turns.
 
     All fields but ``status`` are a deterministic function of the session's turn log (I6)
@@ -448,7 +331,7 @@ class SessionState(_Value):
         return self.model_dump(mode="json", exclude={"status"})
 
 
-class SummaryVersion(_Value):
+class SummaryVersion(Value):
     """One row of the summary version chain (``conversation_summaries``, seed 004).
 
     An ``extractive`` version is written with the turn whose fold made it: its ``text`` is the
@@ -473,7 +356,7 @@ class SummaryVersion(_Value):
     completed_at: datetime | None = None
 
 
-class ConversationSession(_Value):
+class ConversationSession(Value):
     """One row of ``conversation_sessions``: a session's identity, counters and state."""
 
     session_id: str
@@ -490,7 +373,7 @@ class ConversationSession(_Value):
     state: SessionState
 
 
-class RetrievedItem(_Value):
+class RetrievedItem(Value):
     """One candidate the retriever chose for a packet: an older turn, a summary, a memory.
 
     ``text`` is the item exactly as the packet renders it (its token estimate is what the item
@@ -506,7 +389,7 @@ class RetrievedItem(_Value):
     score: float = 0.0
 
 
-class ConversationContextPacket(_Value):
+class ConversationContextPacket(Value):
     """The curated context the reply engine gets instead of the raw transcript."""
 
     conversation_id: str
@@ -541,7 +424,7 @@ class ConversationContextPacket(_Value):
     token_estimate: int = 0
 
 
-class CheckpointTurn(_Value):
+class CheckpointTurn(Value):
     """A turn as a checkpoint file holds it: what was said, not whether the reply reached Telegram.
 
     The file is written when the turn is committed, before the reply is sent; the delivery
@@ -571,7 +454,7 @@ class CheckpointTurn(_Value):
         return cls.model_validate(turn.model_dump(include=set(cls.model_fields)))
 
 
-class ConversationCheckpointSnapshot(_Value):
+class ConversationCheckpointSnapshot(Value):
     """The full restorable state of one session, written as ``<session_id>.json``.
 
     Each thing is said once: the log position the snapshot reflects is ``state.turn_count``
@@ -596,7 +479,7 @@ class ConversationCheckpointSnapshot(_Value):
         return self.state.turn_count
 
 
-class SessionArchive(_Value):
+class SessionArchive(Value):
     """One session exported whole: its row and every turn of its log, oldest first.
 
     What ``agent-memory export`` writes and ``agent-memory import`` reads back. The turns are

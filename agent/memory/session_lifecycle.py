@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 from agent.errors import SessionNotFound
 from agent.memory.checkpoint_keeper import CheckpointKeeper
-from agent.memory.conversation_state_manager import CARRIED_LOOP_KINDS
 from agent.memory.lane_parts import LaneParts
 from agent.memory.live_sessions import LiveSession
+from agent.memory.rules.session_rules import CARRIED_LOOP_KINDS
 from agent.memory.schemas import (
     ConversationContextPacket,
     InboundMessage,

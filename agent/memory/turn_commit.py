@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.memory.checkpoint_keeper import CheckpointKeeper
-from agent.memory.conversation_state_manager import PERSONAL_CHAT_TYPES
 from agent.memory.lane_parts import LaneParts
 from agent.memory.live_sessions import LiveSession
 from agent.memory.memory_commands import MemoryCommands
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
+from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationSession,

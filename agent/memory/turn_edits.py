@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from agent.errors import CheckpointError
 from agent.memory.checkpoint_keeper import CheckpointKeeper
-from agent.memory.conversation_state_manager import PERSONAL_CHAT_TYPES
 from agent.memory.lane_parts import LaneParts
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
+from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
 from agent.memory.schemas import (
     ConversationSession,
     ConversationTurn,

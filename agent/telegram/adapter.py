@@ -1,47 +1,26 @@
-"""The Telegram adapter: updates in, lane and concierge calls, replies out. No memory logic.
+"""The Telegram adapter: python-telegram-bot's handlers, updates in, ChatService calls out.
 
-Flow of one update (DESIGN.md section 3):
-
-1. the poller (or the webhook) journals it durably, then Telegram may consider it delivered;
-2. the chat's ordered queue (:class:`~agent.chat.dispatcher.ChatDispatcher`) hands it to
-   python-telegram-bot's ``Application.process_update``, which runs one of the handlers below;
-3. a message handler calls :meth:`ConversationLane.on_turn` (the reply is committed there),
-   sends the reply, and records its message id (:meth:`ConversationLane.mark_delivered`);
-   an edited message goes to :meth:`ConversationLane.on_edit` instead, and gets no reply;
-4. the journal entry is marked done.
-
-At start-up, replies committed but never sent are sent first, then journaled updates that were
-never processed are processed, then polling starts (I4).
-
-Sending follows Telegram's rules (:func:`~agent.telegram.retry.retry_bot_api`): a 429 waits
-the ``retry_after`` it names; a timeout, a dropped connection or a 5xx is retried with a
-doubling back-off; after a few of those the reply stays ``answered`` in the turn log and a
-periodic pass (:meth:`TelegramAdapter.redeliver_stale`) resends it until Telegram takes it. A
-refusal (403: the user blocked the bot; 400: the chat is gone) is final: the turn keeps
-Telegram's reason and is never resent. The failures of an outage are logged once when it starts
-and once when it ends (:class:`~agent.utils.failure_streak.FailureStreak`).
+Flow of one update (DESIGN.md section 3): the poller (or the webhook) journals it, and
+:class:`~agent.chat.service.ChatService` queues the journal entry in its chat's order; in that
+order the service calls :meth:`TelegramAdapter.read`, which reads the update back and runs the
+first handler below whose filters match it (python-telegram-bot's ``check_update`` /
+``handle_update``, the way ``Application.process_update`` does, but so that what the handler
+raises comes back to the service: the journal bookkeeping follows from it). A handler turns the
+update into a call of the service (a message, an edit, a command, a confirmed ``/forget``); the
+service sends through :class:`~agent.telegram.sender.TelegramSender`. No memory logic here, and
+no sending rules: only who may talk, and what an update means.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
+from collections.abc import Sequence
+from typing import Any
 
-from telegram import (
-    BotCommand,
-    InlineKeyboardButton,
-    InlineKeyboardMarkup,
-    Message,
-    ReplyParameters,
-    Update,
-)
-from telegram.error import BadRequest, Forbidden
+from telegram import BotCommand, Update
 from telegram.ext import (
     Application,
+    BaseHandler,
     CallbackQueryHandler,
     CommandHandler,
     ContextTypes,
@@ -49,130 +28,57 @@ from telegram.ext import (
     filters,
 )
 
-from agent.app.logging_setup import bind
-from agent.chat.commands import COMMANDS, CommandCenter, CommandReply
-from agent.chat.dispatcher import ChatDispatcher
-from agent.chat.inbound_journal import InboundJournal, JournalEntry
-from agent.chat.reminders import Reminders
-from agent.chat.storage_backlog import APOLOGY, REFUSALS, StorageBacklog
-from agent.memory import ConversationLane, ConversationTurn, JobRef, ReplyEngine
-from agent.telegram.payloads import (
-    describe,
-    edit_from_update,
-    inbound_from_update,
-    split_message,
-    update_from_entry,
-)
-from agent.telegram.retry import retry_bot_api
-from agent.utils.failure_streak import FailureStreak
+from agent.chat.commands import COMMANDS
+from agent.chat.inbound_journal import JournalEntry
+from agent.chat.service import ChatService
+from agent.chat.storage_backlog import APOLOGY, REFUSALS
+from agent.errors import UnreadableUpdate
+from agent.telegram.payloads import edit_from_update, inbound_from_update, update_from_entry
+from agent.telegram.sender import FORGET_PREFIX
 
 __all__ = ["TelegramAdapter"]
 
 logger = logging.getLogger(__name__)
 
-#: Attempts of one send before its reply is left to the redelivery pass.
-_SEND_ATTEMPTS = 5
-_FORGET_PREFIX = "forget:"
 _REFUSAL = "Sorry, this bot is private and cannot talk with you."
 #: Strangers remembered as refused (each gets one refusal); past this the memory starts over.
 _REFUSALS_REMEMBERED = 10_000
 _NO_TEXT = "I can only read text (or captions) for now. Write me a message!"
 
 
-@dataclass(frozen=True, slots=True)
-class _Redeliver:
-    turn: ConversationTurn
-    attempts: int
-
-
-@dataclass(frozen=True, slots=True)
-class _NotSent:
-    """Why a message was not sent; ``final``: Telegram refused it for good."""
-
-    reason: str
-    final: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _DueJob:
-    job: JobRef
-
-
-_Work = JournalEntry | _Redeliver | _DueJob
-
-
 class TelegramAdapter:
-    """Connects one python-telegram-bot ``Application`` to the memory lane and the concierge.
+    """python-telegram-bot's handlers over a :class:`~agent.chat.service.ChatService`.
 
     Args:
-        application: built without an ``Updater`` (the adapter fetches updates itself).
-        lane: the memory lane, already hydrated.
-        concierge: the reply engine.
-        journal: the inbound journal of this bot.
+        application: built without an ``Updater`` (updates come through the journal).
+        service: the chat service the handlers call (its outbox is a ``TelegramSender``).
         allowed_user_ids: users allowed to talk to the bot; empty: everyone.
-        backoff: seconds before the first retry of a send that failed with a server or network
-            error; doubled after each failure, up to 30.
-        max_concurrent_chats: chats handled at the same moment; past this, the chats with work
-            waiting take turns, one item each (:class:`~agent.chat.dispatcher.ChatDispatcher`).
     """
 
     def __init__(
         self,
         application: Application,  # type: ignore[type-arg]
-        lane: ConversationLane,
-        concierge: ReplyEngine,
-        journal: InboundJournal,
+        service: ChatService,
         *,
         allowed_user_ids: frozenset[int] = frozenset(),
-        backoff: float = 1.0,
-        max_concurrent_chats: int = 256,
     ) -> None:
         self.application = application
-        self.lane = lane
-        self.concierge = concierge
-        self.journal = journal
-        self.commands = CommandCenter(lane, journal.db)
-        self.dispatcher: ChatDispatcher[int, _Work] = ChatDispatcher(
-            self._handle, max_concurrent=max_concurrent_chats
-        )
-        self.reminders: Reminders | None = None
+        self.service = service
         self._allowed = allowed_user_ids
-        self._backoff = backoff
-        self._failed: set[int] = set()
         self._refused_users: set[int] = set()
-        # Updates whose writes the database refused while they were being handled.
-        self._refused: set[int] = set()
-        #: What the database refused to write, retried by a maintenance job.
-        self.backlog = StorageBacklog(journal, self.submit)
-        self._sending = FailureStreak(
-            logger, "sending", "replies stay answered in the turn log and are resent until it works"
-        )
-        self._closing = asyncio.Event()
-        self._install_handlers()
-
-    # -- wiring ----------------------------------------------------------------------------
-
-    def _install_handlers(self) -> None:
-        app = self.application
-        # First: a command handler would take an edited command (PTB's default filters
-        # include edits), and an edit never runs a command.
-        app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, self._on_edit))
-        app.add_handler(CommandHandler(list(COMMANDS), self._on_command))
-        app.add_handler(
-            CallbackQueryHandler(self._on_forget_confirmed, pattern=f"^{_FORGET_PREFIX}")
-        )
-        app.add_handler(
-            MessageHandler(filters.UpdateType.MESSAGE & filters.COMMAND, self._on_unknown_command)
-        )
-        app.add_handler(
+        # In order: the first whose filters match an update handles it. First of all the
+        # edits: a command handler would take an edited command (PTB's default filters include
+        # edits), and an edit never runs a command.
+        self._handlers: list[BaseHandler[Update, Any, None]] = [
+            MessageHandler(filters.UpdateType.EDITED_MESSAGE, self._on_edit),
+            CommandHandler(list(COMMANDS), self._on_command),
+            CallbackQueryHandler(self._on_forget_confirmed, pattern=f"^{FORGET_PREFIX}"),
+            MessageHandler(filters.UpdateType.MESSAGE & filters.COMMAND, self._on_unknown_command),
             MessageHandler(
                 filters.UpdateType.MESSAGE & (filters.TEXT | filters.CAPTION), self._on_message
-            )
-        )
-        app.add_handler(
-            MessageHandler(filters.UpdateType.MESSAGE & filters.ChatType.PRIVATE, self._on_no_text)
-        )
-        app.add_error_handler(self._on_error)
+            ),
+            MessageHandler(filters.UpdateType.MESSAGE & filters.ChatType.PRIVATE, self._on_no_text),
+        ]
 
     async def register_commands(self) -> None:
         """Publish the command list (setMyCommands)."""
@@ -180,107 +86,35 @@ class TelegramAdapter:
             [BotCommand(name, text) for name, text in COMMANDS.items()]
         )
 
-    def submit(self, entry: JournalEntry) -> None:
-        """Queue a journaled update behind its chat's earlier work."""
-        self.dispatcher.submit(entry.chat_id or 0, entry)
+    async def read(self, entry: JournalEntry) -> None:
+        """Read a journaled update back and run its handler (none matches: nothing to do).
 
-    async def recover(self) -> tuple[int, int]:
-        """Send replies never delivered, then queue updates never processed (I4).
-
-        Returns:
-            How many replies and how many updates were queued.
+        Raises:
+            UnreadableUpdate: the payload is no update python-telegram-bot can read.
+            DatabaseUnwritable, DatabaseLocked: the database refused the handler's writes (the
+                user was told once that the answer waits).
+            Exception: whatever else the handler raised.
         """
-        undelivered = await self.lane.undelivered()
-        for chat_id, turn in undelivered:
-            self.dispatcher.submit(chat_id, _Redeliver(turn, _SEND_ATTEMPTS))
-        pending = await self.journal.pending()
-        for entry in pending:
-            self.submit(entry)
-        if undelivered or pending:
-            logger.info(
-                "recovering %d undelivered replies and %d unprocessed updates",
-                len(undelivered),
-                len(pending),
-            )
-        return len(undelivered), len(pending)
+        try:
+            update = update_from_entry(entry, self.application.bot)
+        except ValueError as exc:
+            raise UnreadableUpdate(f"update {entry.update_id}: {exc}") from exc
+        try:
+            await self._route(update)
+        except REFUSALS:
+            await self._apologise(update)
+            raise
 
-    async def redeliver_stale(self, older_than: timedelta) -> None:
-        """Queue again the replies older than ``older_than`` that Telegram has not taken yet
-        (it failed, or was down); a maintenance job. One attempt each (after a 429, one more
-        once its ``retry_after`` has passed): the pass repeats."""
-        cutoff = self.lane.now() - older_than
-        stale = [(c, t) for c, t in await self.lane.undelivered() if t.created_at < cutoff]
-        for chat_id, turn in stale:
-            self.dispatcher.submit(chat_id, _Redeliver(turn, 1))
-        if stale:
-            logger.debug("resending %d replies Telegram has not taken", len(stale))
-
-    async def shutdown(self) -> None:
-        """Stop accepting work and finish what is queued, without waiting for a failing
-        Telegram: a reply it does not take at once stays answered, for the next start (I4)."""
-        self._closing.set()
-        await self.dispatcher.shutdown()
-
-    async def job_due(self, chat_id: int, job: JobRef) -> None:
-        """Queue a due reminder behind its chat's earlier work."""
-        self.dispatcher.submit(chat_id, _DueJob(job))
-
-    # -- processing --------------------------------------------------------------------------
-
-    async def _handle(self, chat_id: int, work: _Work) -> None:
-        if isinstance(work, JournalEntry):
-            await self._process_entry(work)
-        elif isinstance(work, _Redeliver):
-            with bind(chat_id=chat_id, session_id=work.turn.session_id):
-                current = await self.lane.refresh_turn(work.turn)
-                if current is not None and current.status == "answered":
-                    await self._deliver(chat_id, current, attempts=work.attempts)
-        else:
-            with bind(chat_id=chat_id, job_id=work.job.job_id):
-                label = work.job.label or "(no text)"
-                try:
-                    result = await self.lane.complete_job(
-                        chat_id, work.job.job_id, f"⏰ Reminder: {label}"
-                    )
-                except REFUSALS as exc:
-                    # Not recorded, so not fired: it fires when the database takes writes.
-                    logger.debug("the database refused the reminder's turn: %s", exc)
-                    job = work.job
-                    self.backlog.defer(("reminder", job.job_id), lambda: self.job_due(chat_id, job))
-                    return
-                if result is not None:
-                    await self._deliver(chat_id, result.turn)
-
-    async def _process_entry(self, entry: JournalEntry) -> None:
-        with bind(update_id=entry.update_id, chat_id=entry.chat_id):
-            try:
-                update = update_from_entry(entry, self.application.bot)
-            except ValueError:
-                logger.exception("journal entry %s is unreadable; skipped", entry.update_id)
-                await self.journal.mark_failed_attempt(entry.update_id, "unreadable payload")
-                return
-            await self.application.process_update(update)
-            if entry.update_id in self._refused:
-                # The database refused its turn: it stays pending, to be handled again (I1).
-                self._refused.discard(entry.update_id)
-                self.backlog.hold(entry.update_id)
-                return
-            if entry.update_id in self._failed:
-                self._failed.discard(entry.update_id)
-                if await self.journal.mark_failed_attempt(entry.update_id, "handler failed"):
-                    logger.error(
-                        "update %s failed %d times; given up",
-                        entry.update_id,
-                        self.journal.max_attempts,
-                    )
-                return
-            try:
-                await self.journal.mark_done(entry.update_id)
-            except REFUSALS:
-                # Handled, not yet marked: mark it later rather than handle it twice.
-                update_id = entry.update_id
-                self.backlog.defer(("done", update_id), lambda: self.journal.mark_done(update_id))
-            self.backlog.handled(entry.update_id)
+    async def _route(self, update: Update) -> None:
+        app = self.application
+        for handler in self._handlers:
+            check = handler.check_update(update)
+            if check is None or check is False:
+                continue
+            context = app.context_types.context.from_update(update, app)
+            await context.refresh_data()
+            await handler.handle_update(update, app, check, context)
+            return
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -304,7 +138,7 @@ class TelegramAdapter:
             self._refused_users.clear()
         self._refused_users.add(user.id)
         logger.info("refused a user not on the allow-list")
-        await self._notify(chat.id, _REFUSAL)
+        await self.service.notify(chat.id, _REFUSAL)
 
     async def _on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if not self._is_allowed(update):
@@ -312,13 +146,8 @@ class TelegramAdapter:
             return
         bot = context.bot
         message = inbound_from_update(update, bot_id=bot.id, bot_username=bot.username)
-        if message is None:
-            return
-        result = await self.lane.on_turn(message, self.concierge)
-        if not result.duplicate and self.reminders is not None:
-            self.reminders.schedule_from_turn(message.chat_id, result.turn)
-        if result.needs_delivery:
-            await self._deliver(message.chat_id, result.turn)
+        if message is not None:
+            await self.service.answer(message)
 
     async def _on_edit(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         # An edit updates its turn quietly: no reply, no refusal (a stranger was refused once
@@ -327,7 +156,7 @@ class TelegramAdapter:
             return
         edit = edit_from_update(update, bot_id=context.bot.id)
         if edit is not None:
-            await self.lane.on_edit(edit)
+            await self.service.edit(edit)
 
     async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if not self._is_allowed(update):
@@ -337,9 +166,7 @@ class TelegramAdapter:
         if message is None or message.text is None:
             return
         name = message.text.split()[0][1:].split("@")[0]
-        args = " ".join(context.args or [])
-        reply = await self.commands.run(message.chat_id, name, args)
-        await self._send_command_reply(message, reply)
+        await self.service.command(message.chat_id, name, " ".join(context.args or []))
 
     async def _on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.message
@@ -353,13 +180,11 @@ class TelegramAdapter:
         ):
             return  # a command for another bot in a group
         if message.chat.type == "private" or "@" in word:
-            name = word[1:].split("@")[0][:32]
-            reply = await self.commands.run(message.chat_id, name)
-            await self._send_command_reply(message, reply)
+            await self.service.command(message.chat_id, word[1:].split("@")[0][:32])
 
     async def _on_no_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.effective_chat is not None and self._is_allowed(update):
-            await self._notify(update.effective_chat.id, _NO_TEXT)
+            await self.service.notify(update.effective_chat.id, _NO_TEXT)
 
     async def _on_forget_confirmed(
         self, update: Update, context: ContextTypes.DEFAULT_TYPE
@@ -371,12 +196,12 @@ class TelegramAdapter:
             await query.answer(_REFUSAL)
             return
         chat_id = query.message.chat.id
-        session_id = query.data[len(_FORGET_PREFIX) :]
         # Erases the conversation and the chat's journal entries; a stale or forged button
         # erases nothing.
-        reply = await self.commands.confirm_forget(chat_id, session_id)
         await query.answer()
-        await self._notify(chat_id, reply.text)
+        await self.service.confirm_forget(chat_id, query.data[len(FORGET_PREFIX) :])
+
+    # -- apologies -----------------------------------------------------------------------------
 
     async def apologise(self, entries: Sequence[JournalEntry]) -> None:
         """Tell the users of updates the journal could not store that their answer waits.
@@ -394,157 +219,12 @@ class TelegramAdapter:
     async def _apologise(self, update: Update) -> None:
         bot = self.application.bot
         message = inbound_from_update(update, bot_id=bot.id, bot_username=bot.username)
+        backlog = self.service.backlog
         if (
             message is not None
             and message.wants_reply
             and self._is_allowed(update)
-            and self.backlog.first_apology(update.update_id)
+            and backlog is not None
+            and backlog.first_apology(update.update_id)
         ):
-            await self._notify(message.chat_id, APOLOGY)
-
-    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-        if isinstance(context.error, REFUSALS):
-            # The disk under the database is at fault, not the update (the database logs it
-            # once): the update is handled again later, and its user hears why meanwhile.
-            logger.debug("the database refused the update's writes: %s", context.error)
-            if isinstance(update, Update):
-                self._refused.add(update.update_id)
-                await self._apologise(update)
-            return
-        if isinstance(update, Update):
-            self._failed.add(update.update_id)
-        logger.error("handling an update failed", exc_info=context.error)
-
-    # -- sending -----------------------------------------------------------------------------
-
-    async def _send_command_reply(self, message: Message, reply: CommandReply) -> None:
-        chat_id = message.chat_id
-        if reply.document is not None:
-            name, data = reply.document
-            sent = await self._with_retries(
-                lambda: self.application.bot.send_document(
-                    chat_id, document=data, filename=name, caption=reply.text
-                )
-            )
-            self._check_sent(chat_id, sent)
-            return
-        markup = None
-        if reply.confirm_forget is not None:
-            markup = InlineKeyboardMarkup(
-                [
-                    [
-                        InlineKeyboardButton(
-                            "Yes, forget it", callback_data=_FORGET_PREFIX + reply.confirm_forget
-                        )
-                    ]
-                ]
-            )
-        await self._notify(chat_id, reply.text, markup=markup)
-
-    async def _deliver(
-        self, chat_id: int, turn: ConversationTurn, *, attempts: int = _SEND_ATTEMPTS
-    ) -> None:
-        """Send a turn's reply, then record its message id (step 3); on failure leave it due,
-        or, refused for good, record why."""
-        delivered = ("delivered", turn.session_id, turn.seq)
-        if self.backlog.is_deferred(delivered):
-            return  # sent already; the database refused to record it, the backlog will
-        reply_to = turn.message_id if turn.message_id is not None else None
-        sent = await self._send(
-            chat_id, turn.assistant_text or "", reply_to=reply_to, attempts=attempts
-        )
-        if not isinstance(sent, _NotSent):
-            message_id = sent.message_id
-            try:
-                await self.lane.mark_delivered(turn, message_id)
-            except REFUSALS:
-                # Sent, not recorded: record it later rather than send it twice (I4).
-                self.backlog.defer(delivered, lambda: self.lane.mark_delivered(turn, message_id))
-        elif sent.final:
-            await self._record_refusal(turn, sent.reason)
-        else:
-            logger.debug("reply of turn %s not sent yet (%s)", turn.seq, sent.reason)
-
-    async def _record_refusal(self, turn: ConversationTurn, reason: str) -> None:
-        """Keep Telegram's reason on the turn, so that it is never resent (it stays answered)."""
-        logger.error(
-            "Telegram refused the reply of turn %s for good (%s); it stays in the turn log, "
-            "marked undeliverable, and is not resent",
-            turn.seq,
-            reason,
-        )
-        await self.lane.mark_undeliverable(turn, reason)
-
-    async def _notify(
-        self, chat_id: int, text: str, *, markup: InlineKeyboardMarkup | None = None
-    ) -> None:
-        """Send a message that is no turn's reply (a command's answer, a notice)."""
-        self._check_sent(chat_id, await self._send(chat_id, text, markup=markup))
-
-    @staticmethod
-    def _check_sent(chat_id: int, sent: Message | _NotSent) -> None:
-        """Say so when a message that is no turn's reply was not sent: nothing resends it."""
-        if isinstance(sent, _NotSent):
-            logger.warning(
-                "a message to chat %s was dropped (%s); it is no turn's reply, so it is not resent",
-                chat_id,
-                sent.reason,
-            )
-
-    async def _send(
-        self,
-        chat_id: int,
-        text: str,
-        *,
-        reply_to: int | None = None,
-        markup: InlineKeyboardMarkup | None = None,
-        attempts: int = _SEND_ATTEMPTS,
-    ) -> Message | _NotSent:
-        """Send ``text`` split to Telegram's limit; return the last message, or why not."""
-        last: Message | _NotSent = _NotSent("nothing to send", final=True)
-        pieces = split_message(text)
-        for index, piece in enumerate(pieces):
-            params = (
-                ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
-                if reply_to is not None and index == 0
-                else None
-            )
-            last = await self._with_retries(
-                functools.partial(
-                    self.application.bot.send_message,
-                    chat_id,
-                    piece,
-                    reply_parameters=params,
-                    reply_markup=markup if index == len(pieces) - 1 else None,
-                ),
-                attempts=attempts,
-            )
-            if isinstance(last, _NotSent):
-                break
-        return last
-
-    async def _with_retries(
-        self, call: Callable[[], Awaitable[Message]], *, attempts: int = _SEND_ATTEMPTS
-    ) -> Message | _NotSent:
-        """Run a Bot API send per Telegram's rules (:func:`~agent.telegram.retry.retry_bot_api`);
-        return the message, or why not.
-
-        After ``attempts`` network errors or 5xx (or at once when the bot is stopping while
-        sending fails) the send is given up for now. A refusal (403 Forbidden, 400 Bad
-        Request) is final: retrying cannot change it.
-        """
-        try:
-            sent = await retry_bot_api(
-                call,
-                failures=self._sending,
-                backoff=self._backoff,
-                stop=self._closing,
-                attempts=attempts,
-            )
-        except (Forbidden, BadRequest) as exc:
-            return _NotSent(describe(exc), final=True)
-        if sent is None:
-            if self._closing.is_set():
-                return _NotSent("the bot is stopping while sending fails")
-            return _NotSent(f"{attempts} attempts failed")
-        return sent
+            await self.service.notify(message.chat_id, APOLOGY)

@@ -1,13 +1,19 @@
-"""The running Telegram bot: start-up sequence, update intake, maintenance jobs, shutdown.
+"""The running Telegram bot: its Application, connection, intake, jobs and shutdown order.
 
-Start-up follows DESIGN.md section 5: open the database, hydrate the lane (checkpoints checked
-and rebuilt), connect to Telegram, send replies that were committed but never delivered,
-process journaled updates that were never processed, re-schedule live reminders, then start
-polling (or the webhook). Shutdown stops the intake first, lets every chat finish its queue,
-then runs the lane's shutdown sequence.
+:class:`TelegramBot` is what the Telegram main (``agent/app/telegram_main.py``) drives; the main
+builds the lane, the reply engine and the :class:`~agent.chat.service.ChatService` and hands
+them here. Start-up follows DESIGN.md section 5: connect to Telegram (:meth:`TelegramBot.connect`,
+getMe), then :meth:`TelegramBot.serve` starts the Application, publishes the commands, runs
+the service's recovery (replies never delivered, journaled updates never processed, live
+reminders), schedules the maintenance jobs, starts polling (or the webhook) and serves until
+``stop``. Shutdown stops the intake first, lets every chat finish its queue, then the lane's
+shutdown sequence runs (the main's exit stack).
 
 A start during a Telegram outage waits for Telegram (its first calls are retried with back-off)
 instead of exiting: the replies owed since the last run (I4) need a running bot.
+
+Covered by ``tests/test_telegram_bot.py``, ``tests/test_telegram_faults.py`` and
+``tests/test_bot_crash.py`` (the real program against the fake Bot API).
 """
 
 from __future__ import annotations
@@ -15,39 +21,53 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
-from datetime import timedelta
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from telegram import Update
 from telegram.error import InvalidToken
 from telegram.ext import Application, ApplicationBuilder, CallbackContext
 
-from agent.app.wiring import build_lane, open_concierge, open_database
 from agent.chat.inbound_journal import InboundJournal
-from agent.chat.reminders import Reminders
+from agent.chat.service import ChatService
 from agent.config import Settings
 from agent.errors import ConfigError
 from agent.telegram.adapter import TelegramAdapter
 from agent.telegram.job_queue import JobQueueScheduler
 from agent.telegram.poller import UpdatePoller
 from agent.telegram.retry import retry_bot_api
+from agent.telegram.sender import TelegramSender
 from agent.telegram.webhook import WebhookServer
 from agent.utils.failure_streak import FailureStreak
 
-__all__ = ["CONNECTION_POOL_SIZE", "run_telegram_bot"]
+__all__ = ["CONNECTION_POOL_SIZE", "RepeatingJob", "TelegramBot"]
 
 logger = logging.getLogger(__name__)
 
-_JOURNAL_MAINTENANCE_INTERVAL = 3600.0
-_JOURNAL_RETENTION = timedelta(days=7)
-_CONSOLIDATION_DELAY = 120.0
 #: Connections for sends. httpcore walks every pooled connection twice per request (a syscall
 #: each), which took up to a quarter of the event loop's time at 100 busy chats with PTB's
 #: default of 256 (bench/throughput.py, py-spy); 16 still carry more than Telegram's 30
 #: messages/s at 0.3 s per request.
 CONNECTION_POOL_SIZE = 16
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatingJob:
+    """Maintenance work run on the bot's job queue every ``interval`` seconds.
+
+    Attributes:
+        name: the job's name in the queue (and the log).
+        interval: seconds between runs.
+        work: one run.
+        first: seconds before the first run (``None``: one interval).
+    """
+
+    name: str
+    interval: float
+    work: Callable[[], Awaitable[object]]
+    first: float | None = None
 
 
 def _build_application(settings: Settings) -> Application:  # type: ignore[type-arg]
@@ -75,167 +95,193 @@ def _build_application(settings: Settings) -> Application:  # type: ignore[type-
     )
 
 
-async def run_telegram_bot(settings: Settings, stop: asyncio.Event) -> None:
-    """Run the bot until ``stop`` is set, then shut down gracefully.
-
-    Raises:
-        ConfigError: the token is missing or rejected by Telegram, or webhook mode lacks its
-            secret.
-    """
+@contextmanager
+def _token_checked() -> Iterator[None]:
+    """Translate Telegram's rejection of the token into a :class:`ConfigError`."""
     try:
-        await _serve(settings, stop)
+        yield
     except InvalidToken as exc:
         raise ConfigError(
             "Telegram rejected TELEGRAM_BOT_TOKEN; copy the token @BotFather gave you"
         ) from exc
 
 
-async def _serve(settings: Settings, stop: asyncio.Event) -> None:
-    """Start, serve until ``stop`` is set, shut down (the body of :func:`run_telegram_bot`)."""
-    application = _build_application(settings)
-    if settings.webhook_url and settings.webhook_secret is None:
-        raise ConfigError("AGENT_WEBHOOK_SECRET must be set in webhook mode (AGENT_WEBHOOK_URL)")
-    db = await open_database(settings)
-    lane = build_lane(settings, db)
-    async with AsyncExitStack() as stack:
-        stack.push_async_callback(lane.shutdown)
-        await lane.hydrate()
-        concierge = await open_concierge(settings, stack)
-        stack.push_async_callback(application.shutdown)
-        if not await _until_answered(application.initialize, settings, stop):  # getMe
-            return
-        bot = application.bot
-        journal = InboundJournal(db, bot.id)
-        adapter = TelegramAdapter(
-            application,
-            lane,
-            concierge,
-            journal,
-            allowed_user_ids=settings.allowed_user_ids,
-            backoff=settings.telegram_backoff,
-            max_concurrent_chats=settings.max_concurrent_chats,
-        )
+class TelegramBot:
+    """One bot's python-telegram-bot ``Application`` and what runs on it.
+
+    Args:
+        settings: the bot's settings (token, Bot API URLs, timeouts, webhook or polling).
+        stop: set to stop; every wait for Telegram ends when it is set.
+
+    Raises:
+        ConfigError: the token is missing, or webhook mode lacks its secret.
+    """
+
+    def __init__(self, settings: Settings, stop: asyncio.Event) -> None:
+        self.application = _build_application(settings)
+        if settings.webhook_url and settings.webhook_secret is None:
+            raise ConfigError(
+                "AGENT_WEBHOOK_SECRET must be set in webhook mode (AGENT_WEBHOOK_URL)"
+            )
+        self._settings = settings
+        self._stop = stop
+
+    async def connect(self, stack: AsyncExitStack) -> int | None:
+        """Initialise the Application (getMe, retried until Telegram answers); its shutdown
+        goes on ``stack``. Return the bot's user id, or ``None`` if ``stop`` came first.
+
+        Raises:
+            ConfigError: Telegram rejected the token.
+        """
+        stack.push_async_callback(self.application.shutdown)
+        with _token_checked():
+            if not await self._until_answered(self.application.initialize):
+                return None
+        bot_id: int = self.application.bot.id
+        return bot_id
+
+    def sender(self) -> TelegramSender:
+        """The Outbox of this bot (Telegram's retry rules, the settings' back-off)."""
+        return TelegramSender(self.application.bot, backoff=self._settings.telegram_backoff)
+
+    def scheduler(self) -> JobQueueScheduler:
+        """The reminders' scheduler: the Application's job queue.
+
+        Raises:
+            ConfigError: python-telegram-bot was installed without its job queue.
+        """
+        job_queue = self.application.job_queue
+        if job_queue is None:
+            raise ConfigError("the job queue is missing: install python-telegram-bot[job-queue]")
+        return JobQueueScheduler(job_queue)
+
+    async def serve(
+        self,
+        service: ChatService,
+        adapter: TelegramAdapter,
+        journal: InboundJournal,
+        jobs: Sequence[RepeatingJob],
+        stack: AsyncExitStack,
+    ) -> None:
+        """Start, recover, schedule ``jobs``, take updates until ``stop`` is set; what must
+        stop goes on ``stack`` in the order it unwinds.
+
+        Raises:
+            ConfigError: Telegram rejected the token (e.g. revoked while polling).
+        """
+        with _token_checked():
+            if not await self._start(service, adapter, jobs, stack):
+                return
+            intake = await self._start_intake(service, adapter, journal, stack)
+            if intake is None:
+                return
+            logger.info("bot @%s is up", self.application.bot.username)
+            stopped = asyncio.create_task(self._stop.wait())
+            done, _ = await asyncio.wait({stopped, intake}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if intake in done:
+                intake.result()  # a fatal polling error (e.g. the token was revoked)
+            logger.info("shutting down")
+            intake.cancel()
+            await asyncio.gather(intake, return_exceptions=True)
+
+    async def _start(
+        self,
+        service: ChatService,
+        adapter: TelegramAdapter,
+        jobs: Sequence[RepeatingJob],
+        stack: AsyncExitStack,
+    ) -> bool:
+        """Start the Application, publish the commands, recover, schedule ``jobs``; ``False``
+        if ``stop`` came before Telegram answered."""
+        application = self.application
         job_queue = application.job_queue
         if job_queue is None:
             raise ConfigError("the job queue is missing: install python-telegram-bot[job-queue]")
-        adapter.reminders = Reminders(lane, JobQueueScheduler(job_queue), adapter.job_due)
         await application.start()
         stack.push_async_callback(application.stop)
-        stack.push_async_callback(adapter.shutdown)
+        stack.push_async_callback(service.shutdown)
         # Unwound before the chats drain: a reminder falling due now would find the dispatcher
         # closed. It stays active in its session and fires at the next start, once.
         stack.push_async_callback(job_queue.stop)
-        if not await _until_answered(adapter.register_commands, settings, stop):
-            return
-        await adapter.recover()
-        adapter.reminders.schedule_active()
-
-        redeliver_after = timedelta(seconds=settings.redeliver_interval)
-
-        async def redeliver(_: CallbackContext) -> None:  # type: ignore[type-arg]
-            await adapter.redeliver_stale(redeliver_after)
-
-        async def prune_journal(_: CallbackContext) -> None:  # type: ignore[type-arg]
-            await journal.prune(older_than=_JOURNAL_RETENTION)
-
-        async def consolidate_memories(_: CallbackContext) -> None:  # type: ignore[type-arg]
-            await lane.consolidate_memories()
-
-        async def heal(_: CallbackContext) -> None:  # type: ignore[type-arg]
-            await lane.rewrite_stale_checkpoints()
-            await adapter.backlog.retry()
-
-        job_queue.run_repeating(redeliver, interval=settings.redeliver_interval, name="redeliver")
-        # Checkpoints and writes a disk fault left undone, retried until the disk recovers.
-        job_queue.run_repeating(heal, interval=settings.heal_interval, name="heal")
-        job_queue.run_repeating(
-            prune_journal, interval=_JOURNAL_MAINTENANCE_INTERVAL, first=60, name="prune-journal"
-        )
-        # Long-term memory decay, archive and merge (seed 003); first run soon after start.
-        job_queue.run_repeating(
-            consolidate_memories,
-            interval=settings.memory_consolidate_hours * 3600.0,
-            first=_CONSOLIDATION_DELAY,
-            name="consolidate-memories",
-        )
-        intake = await _start_intake(settings, adapter, journal, stack, stop)
-        if intake is None:
-            return
-        logger.info("bot @%s is up", bot.username)
-        stopped = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait({stopped, intake}, return_when=asyncio.FIRST_COMPLETED)
-        stopped.cancel()
-        if intake in done:
-            intake.result()  # a fatal polling error (e.g. the token was revoked)
-        logger.info("shutting down")
-        intake.cancel()
-        await asyncio.gather(intake, return_exceptions=True)
-
-
-async def _until_answered(
-    call: Callable[[], Awaitable[object]], settings: Settings, stop: asyncio.Event
-) -> bool:
-    """Run a start-up Bot API call until Telegram answers it; ``False`` if ``stop`` came first.
-
-    Raises:
-        telegram.error.TelegramError: a failure retrying cannot help (e.g. InvalidToken).
-    """
-
-    async def attempt() -> bool:
-        await call()
+        if not await self._until_answered(adapter.register_commands):
+            return False
+        await service.recover()
+        for job in jobs:
+            job_queue.run_repeating(
+                functools.partial(_run_job, job.work),
+                interval=job.interval,
+                first=job.first,
+                name=job.name,
+            )
         return True
 
-    failures = FailureStreak(logger, "reaching Telegram", "retrying until it answers")
-    answered = await retry_bot_api(
-        attempt, failures=failures, backoff=settings.telegram_backoff, stop=stop
-    )
-    if answered is None:
-        logger.info("stopped before Telegram answered")
-    return answered is not None
+    async def _until_answered(self, call: Callable[[], Awaitable[object]]) -> bool:
+        """Run a start-up Bot API call until Telegram answers it; ``False`` if ``stop`` came
+        first.
 
+        Raises:
+            telegram.error.TelegramError: a failure retrying cannot help (e.g. InvalidToken).
+        """
 
-async def _start_intake(
-    settings: Settings,
-    adapter: TelegramAdapter,
-    journal: InboundJournal,
-    stack: AsyncExitStack,
-    stop: asyncio.Event,
-) -> asyncio.Task[Any] | None:
-    """Start polling or the webhook; return a task that ends only on a fatal error.
+        async def attempt() -> bool:
+            await call()
+            return True
 
-    Returns ``None`` when ``stop`` is set before Telegram answers.
-    """
-    bot = adapter.application.bot
-    if settings.webhook_url and settings.webhook_secret is not None:
-        secret = settings.webhook_secret.get_secret_value()
-        server = WebhookServer(
-            url=settings.webhook_url,
-            listen=settings.webhook_listen,
-            port=settings.webhook_port,
-            secret=secret,
-            bot=bot,
-            journal=journal,
-            on_entry=adapter.submit,
+        failures = FailureStreak(logger, "reaching Telegram", "retrying until it answers")
+        answered = await retry_bot_api(
+            attempt, failures=failures, backoff=self._settings.telegram_backoff, stop=self._stop
         )
-        await server.start()
-        stack.push_async_callback(server.stop)
-        set_webhook = functools.partial(
-            bot.set_webhook,
-            settings.webhook_url,
-            secret_token=secret,
-            allowed_updates=list(Update.ALL_TYPES),
-        )
-        if not await _until_answered(set_webhook, settings, stop):
+        if answered is None:
+            logger.info("stopped before Telegram answered")
+        return answered is not None
+
+    async def _start_intake(
+        self,
+        service: ChatService,
+        adapter: TelegramAdapter,
+        journal: InboundJournal,
+        stack: AsyncExitStack,
+    ) -> asyncio.Task[Any] | None:
+        """Start polling or the webhook; return a task that ends only on a fatal error.
+
+        Returns ``None`` when ``stop`` is set before Telegram answers.
+        """
+        settings, bot = self._settings, self.application.bot
+        if settings.webhook_url and settings.webhook_secret is not None:
+            secret = settings.webhook_secret.get_secret_value()
+            server = WebhookServer(
+                url=settings.webhook_url,
+                listen=settings.webhook_listen,
+                port=settings.webhook_port,
+                secret=secret,
+                bot=bot,
+                journal=journal,
+                on_entry=service.submit,
+            )
+            await server.start()
+            stack.push_async_callback(server.stop)
+            set_webhook = functools.partial(
+                bot.set_webhook,
+                settings.webhook_url,
+                secret_token=secret,
+                allowed_updates=list(Update.ALL_TYPES),
+            )
+            if not await self._until_answered(set_webhook):
+                return None
+            return asyncio.create_task(asyncio.Event().wait(), name="webhook-intake")
+        if not await self._until_answered(bot.delete_webhook):
             return None
-        return asyncio.create_task(asyncio.Event().wait(), name="webhook-intake")
-    if not await _until_answered(bot.delete_webhook, settings, stop):
-        return None
-    poller = UpdatePoller(
-        bot,
-        journal,
-        adapter.submit,
-        poll_timeout=settings.poll_timeout,
-        backoff=settings.telegram_backoff,
-        on_refused=adapter.apologise,
-    )
-    return asyncio.create_task(poller.run(), name="polling-intake")
+        poller = UpdatePoller(
+            bot,
+            journal,
+            service.submit,
+            poll_timeout=settings.poll_timeout,
+            backoff=settings.telegram_backoff,
+            on_refused=adapter.apologise,
+        )
+        return asyncio.create_task(poller.run(), name="polling-intake")
+
+
+async def _run_job(work: Callable[[], Awaitable[object]], _: CallbackContext) -> None:  # type: ignore[type-arg]
+    await work()

@@ -4,35 +4,27 @@ Telegram forgets an update once ``getUpdates`` is called with a higher ``offset`
 python-telegram-bot's stock ``Updater`` raises the offset on its next call whether or not the
 handlers ran, so a crash can lose a fetched batch. This loop journals every fetched batch in one
 durable commit *before* it asks for the next offset; the journal then feeds the chats' queues.
+A failed ``getUpdates`` is retried by Telegram's one retry policy
+(:func:`~agent.telegram.retry.retry_bot_api`), for which a 409 Conflict (another instance
+polling) and a 400 are waited out too: polling never gives up, but on a rejected token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from telegram import Bot, Update
-from telegram.error import (
-    Conflict,
-    EndPointNotFound,
-    Forbidden,
-    InvalidToken,
-    NetworkError,
-    RetryAfter,
-    TelegramError,
-)
+from telegram.error import BadRequest, Conflict, EndPointNotFound, InvalidToken, TelegramError
 
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.chat.storage_backlog import REFUSALS
 from agent.config import TELEGRAM_MAX_BACKOFF
-from agent.telegram.payloads import (
-    describe,
-    entry_from_json,
-    entry_from_update,
-    retry_after_seconds,
-)
+from agent.telegram.payloads import entry_from_json, entry_from_update
+from agent.telegram.retry import retry_bot_api
 from agent.utils.failure_streak import FailureStreak
 
 __all__ = ["UpdatePoller"]
@@ -86,40 +78,19 @@ class UpdatePoller:
         last = await self._journal.last_update_id()
         # Everything up to the last journaled update may be confirmed: it is durable.
         offset = None if last is None else last + 1
-        backoff = self._first_backoff
         as_json = False  # the last batch held an update python-telegram-bot cannot read
         storage_wait = self._first_backoff  # grows while the journal refuses batches
         while True:
             try:
-                if as_json:
-                    entries = await self._fetch_json(offset)
-                else:
-                    updates = await self._bot.get_updates(
-                        offset=offset,
-                        timeout=self._poll_timeout,
-                        allowed_updates=self._allowed_updates,
-                    )
-                    entries = [entry_from_update(update) for update in updates]
-            except (InvalidToken, Forbidden):
-                raise
-            except RetryAfter as exc:
-                delay = retry_after_seconds(exc)
-                self._failures.failed(f"flood control: Telegram asks to wait {delay:.0f}s")
-                await asyncio.sleep(delay)
-                continue
-            except Conflict:
-                self._failures.failed("409 Conflict: another instance of this bot is polling")
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, TELEGRAM_MAX_BACKOFF)
-                continue
-            except NetworkError as exc:
-                # Also timeouts and 5xx. The offset did not move: nothing is lost or repeated.
-                self._failures.failed(describe(exc))
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, TELEGRAM_MAX_BACKOFF)
-                continue
+                # The offset does not move while a call fails: nothing is lost or repeated.
+                entries = await retry_bot_api(
+                    functools.partial(self._fetch, offset, as_json=as_json),
+                    failures=self._failures,
+                    backoff=self._first_backoff,
+                    transient=(Conflict, BadRequest),
+                )
             except TelegramError:
-                raise
+                raise  # InvalidToken, Forbidden: the token is wrong or revoked
             except Exception:
                 # python-telegram-bot's parser failed on an update of the batch (a field of a
                 # shape it does not know). Polling on would fail on it forever: fetch the batch
@@ -129,9 +100,7 @@ class UpdatePoller:
                 as_json = True
                 continue
             as_json = False
-            self._failures.succeeded()
-            backoff = self._first_backoff
-            if not entries:
+            if not entries:  # None only with a stop, which this loop never sets
                 continue
             # I1: durable before the next getUpdates (with the higher offset) confirms them.
             try:
@@ -149,6 +118,15 @@ class UpdatePoller:
                 self._on_entry(entry)
             offset = entries[-1].update_id + 1
             logger.debug("journaled %d updates (%d new)", len(entries), len(fresh))
+
+    async def _fetch(self, offset: int | None, *, as_json: bool) -> list[JournalEntry]:
+        """Return the next batch as journal entries (one ``getUpdates`` call)."""
+        if as_json:
+            return await self._fetch_json(offset)
+        updates = await self._bot.get_updates(
+            offset=offset, timeout=self._poll_timeout, allowed_updates=self._allowed_updates
+        )
+        return [entry_from_update(update) for update in updates]
 
     async def _fetch_json(self, offset: int | None) -> list[JournalEntry]:
         """Return the next batch as journal entries of Telegram's own JSON, unparsed."""

@@ -17,7 +17,6 @@ are old enough. Archived memories leave packets; saying the thing again brings o
 from __future__ import annotations
 
 import logging
-import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,16 +24,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import fact_key
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
-from agent.memory.schemas import Memory
+from agent.utils.text import split_words
 
 __all__ = ["ConsolidationReport", "DecayPolicy", "MemoryConsolidator", "decay_factor"]
 
 logger = logging.getLogger(__name__)
 
 _SECONDS_PER_DAY = 86400.0
-_WORD = re.compile(r"\w+", re.UNICODE)
 # Words that do not make two memories different ("likes: the Beatles" = "likes: Beatles").
 _FILLER = frozenset({"a", "an", "the", "my", "our", "some"})
 # Decay factors closer than this are not rewritten.
@@ -96,8 +95,7 @@ class ConsolidationReport:
 
 def _normalized(text: str) -> str:
     folded = unicodedata.normalize("NFKD", text.casefold())
-    words = [w for w in _WORD.findall(folded) if w not in _FILLER]
-    return " ".join(words)
+    return " ".join(w for w in split_words(folded) if w not in _FILLER)
 
 
 def _signatures(memory: Memory) -> list[tuple[str, ...]]:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.memory.schemas import Fact, Memory, MemoryKind
+from agent.memory.longterm.memory_schemas import Memory, MemoryKind
+from agent.memory.schemas import Fact
 
 __all__ = [
     "USER",

@@ -24,12 +24,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.errors import ArchiveError
-from agent.memory.conversation_state_manager import (
-    PERSONAL_CHAT_TYPES,
-    ConversationStateManager,
-)
+from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore
 from agent.memory.longterm.memory_store import MemoryStore
+from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
 from agent.memory.schemas import (
     ARCHIVE_SCHEMA_VERSION,
     ConversationSession,

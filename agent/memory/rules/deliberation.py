@@ -31,16 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from agent.memory.group_schemas import Decision, Participant, Proposal, Reaction, Stance
 from agent.memory.rules.extraction import Clause, clean_value, content_stems, normalize_text
-from agent.memory.rules.topic_tracker import STOP_WORDS, key_phrases
-from agent.memory.schemas import (
-    ConversationTurn,
-    Decision,
-    Participant,
-    Proposal,
-    Reaction,
-    Stance,
-)
+from agent.memory.rules.topic_tracker import key_phrases
+from agent.memory.schemas import ConversationTurn
+from agent.utils.text import TOPIC_STOP_WORDS
 
 __all__ = [
     "MAX_CONTRIBUTIONS",
@@ -142,7 +137,7 @@ _OPINION = re.compile(
     _F,
 )
 _TRAILING = re.compile(r"\s+(?:instead|then|maybe|perhaps)$", _F)
-_NOISE_STEMS = content_stems(" ".join(sorted(STOP_WORDS))) | frozenset({"we", "us", "our"})
+_NOISE_STEMS = content_stems(" ".join(sorted(TOPIC_STOP_WORDS))) | frozenset({"we", "us", "our"})
 _STANCE_WORDS = {"support": "supports", "oppose": "opposes", "neutral": "is undecided on"}
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from agent.memory.rules.extraction import Clause, clean_value, content_stems, normalize_text
+from agent.utils.text import QUESTION_WORDS
 
 __all__ = [
     "CLARIFY_INTENTS",
@@ -96,11 +97,6 @@ _DISMISSAL = re.compile(
     r"|doesn't\s+matter|no\s+matter)\b",
     _F,
 )
-# Question words and fillers that say nothing of what a question is about.
-_QUESTION_WORDS = frozenset(
-    """what what's when where who whom whose why how which anyone anybody someone somebody any
-    know tell think else whether""".split()
-)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 # A question that invites talk rather than waits for a particular answer.
 _INVITATION = re.compile(
@@ -133,7 +129,7 @@ def question_stems(text: str) -> frozenset[str]:
     Cached (a pure function of the text): the open loops' texts are read again every turn.
     """
     # Single letters are the tails of contractions ("what's" -> "what", "s").
-    return frozenset(w for w in content_stems(text) if len(w) > 1) - _QUESTION_WORDS
+    return frozenset(w for w in content_stems(text) if len(w) > 1) - QUESTION_WORDS
 
 
 def _value(raw: str) -> str:

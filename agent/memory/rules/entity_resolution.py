@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from agent.memory.schemas import Decision, JobRef, OpenLoop, Proposal, Topic
+from agent.memory.group_schemas import Decision, Proposal
+from agent.memory.schemas import JobRef, OpenLoop, Topic
 
 __all__ = [
     "DECISION_PHRASES",

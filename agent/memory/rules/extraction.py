@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from agent.memory.schemas import OpenLoop
+from agent.utils.text import LOOP_STOP_WORDS, split_words
 
 __all__ = [
     "MAX_REMINDER_DELAY",
@@ -271,13 +272,6 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
     return tuple(found)
 
 
-_STOP_WORDS = frozenset(
-    """i me my mine myself you your the a an to for of in on at by with and or it its this that
-    these those is are was were be been being do does did done doing have has had just already
-    finally also now today please some all up off so then there here too very really still
-    can could will would should must need needs have got get gets finished completed complete
-    sorted ticked tick check checked""".split()
-)
 _IRREGULAR_STEMS = {
     "bought": "buy", "paid": "pay", "sent": "send", "made": "make", "wrote": "write",
     "written": "write", "took": "take", "taken": "take", "sold": "sell", "told": "tell",
@@ -286,7 +280,6 @@ _IRREGULAR_STEMS = {
     "won": "win", "rang": "ring", "drank": "drink", "drove": "drive", "ran": "run",
     "threw": "throw", "swept": "sweep", "mum": "mom", "mother": "mom",
 }  # fmt: skip
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def _stem(word: str) -> str:
@@ -309,8 +302,8 @@ def _stem(word: str) -> str:
 @lru_cache(maxsize=_TEXTS)
 def content_stems(text: str) -> frozenset[str]:
     """Return the stems of the content words of ``text`` (``booked the hotel`` -> book, hotel)."""
-    words = _TOKEN.findall(normalize_text(text).casefold())
-    return frozenset(_stem(w) for w in words if w not in _STOP_WORDS)
+    said = split_words(normalize_text(text).casefold(), split_underscores=True)
+    return frozenset(_stem(w) for w in said if w not in LOOP_STOP_WORDS)
 
 
 def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:

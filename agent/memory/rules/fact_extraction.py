@@ -17,13 +17,13 @@ from functools import lru_cache
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.extraction import Clause, clean_value, split_clauses
 from agent.memory.schemas import Fact, FactMode
+from agent.utils.text import LETTER_WORD
 
 __all__ = ["PEOPLE", "PETS", "extract_facts"]
 
 _F = re.IGNORECASE
 
-_WORD = r"[^\W\d_]+(?:['-][^\W\d_]+)*"
-_NAME = re.compile(rf"({_WORD})(?:\s+({_WORD}))?(?:\s+({_WORD}))?")
+_NAME = re.compile(rf"({LETTER_WORD})(?:\s+({LETTER_WORD}))?(?:\s+({LETTER_WORD}))?")
 # Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
 _NOT_NAMES = frozenset(
     """a an the not no so very too just really also still now here there back later tomorrow

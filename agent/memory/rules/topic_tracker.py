@@ -10,51 +10,14 @@ Only what people say counts (``user_text``), never the bot's own replies.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 from agent.memory.rules.extraction import normalize_text
 from agent.memory.schemas import Topic
+from agent.utils.text import TOPIC_STOP_WORDS, split_words_and_breaks
 
-__all__ = ["MAX_PHRASES_PER_TURN", "STOP_WORDS", "TopicTracker", "key_phrases"]
+__all__ = ["MAX_PHRASES_PER_TURN", "TopicTracker", "key_phrases"]
 
-# Function words, pronouns, auxiliaries, very common verbs and adjectives, fillers, reactions,
-# time words and the bot's own vocabulary: words that never name a subject on their own.
-#: Words that never name a topic on their own (also what deliberation matching ignores).
-STOP_WORDS = frozenset(
-    """a about above after again against ago all almost along already also although always am
-    among an and another any anybody anyone anything anyway anyways anywhere are around as ask
-    asked asking at away back bad be became because become been before being below best better
-    between both bring but by call can cannot could did do does doing done down during each
-    either else enough even ever every everybody everyone everything exactly few find fine first
-    for from further get gets getting give given go goes going gone good got gotta great had
-    has have having he her here hers herself hey hi him himself his how however i if in into is
-    it its itself just keep kind know known last later least less let like likely little lot
-    lots made make makes making many may maybe me mean might mine more most much must my myself
-    need needs never new next nice no nobody none nor not nothing now of off often oh ok okay old
-    on once one only or other others otherwise our ours ourselves out over own perhaps please
-    pretty put quite rather really right said same say says see seem seems she should since so
-    some somebody someone something sometimes soon sorry still such sure take tell than thank
-    thanks that the their theirs them themselves then there these they thing things think this
-    those though through thus to today together tomorrow tonight too toward towards try trying
-    two under until up upon us use used very via want wanted wants was way we well were what
-    whatever when whenever where whether which while who whom whose why will with within without
-    would yeah yes yesterday yet you your yours yourself yourselves hello hmm lol yep yup nope
-    cool awesome agree agreed disagree propose proposal suggest suggestion idea ideas sounds
-    sound works work let's i'm i've i'll i'd you're you've you'll you'd he's she's it's we're
-    we've we'll we'd they're they've they'll they'd that's there's here's what's where's who's
-    how's don't doesn't didn't can't won't wouldn't shouldn't couldn't isn't aren't wasn't
-    weren't haven't hasn't hadn't ain't y'all gonna wanna remind reminder reminders remember list
-    todo to-do help bit stuff dear guys folks everybody's instead also actually basically
-    probably definitely absolutely totally seriously literally soon tho thx ty pls plz btw imo
-    fyi three four five six seven eight nine ten second third big small large long short high
-    low early late different whole true real own sure happy glad planning thinking looking
-    coming doing making taking going wondering hoping meet met follow follows told tells means
-    happen happens happened start started stay staying leave leaving check checked send sent
-    buy bought pay paid book booked needed moved called asks name names number numbers near
-    nearby behind beside besides across inside outside beyond onto per except""".split()
-)
-_WORD_OR_BREAK = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*|[^\s]")
 _MAX_PHRASE_WORDS = 3
 #: Phrases read from one message at most (a long message does not flood the topics).
 MAX_PHRASES_PER_TURN = 6
@@ -93,11 +56,10 @@ def key_phrases(text: str, *, limit: int = MAX_PHRASES_PER_TURN) -> tuple[str, .
     """
     found: list[str] = []
     run: list[str] = []
-    for match in _WORD_OR_BREAK.finditer(normalize_text(text).casefold()):
-        word = match.group()
+    for word in split_words_and_breaks(normalize_text(text).casefold()):
         if word.endswith("'s"):
             word = word[:-2]
-        if len(word) >= 2 and word[0].isalpha() and word not in STOP_WORDS:
+        if len(word) >= 2 and word[0].isalpha() and word not in TOPIC_STOP_WORDS:
             run.append(word)
             continue
         phrase = _phrases(run)

@@ -1,0 +1,354 @@
+"""What the rule-based concierge says of facts: acknowledgements and answers.
+
+Facts the user states ("my name is Ada", "my sister Mia lives in Porto") are acknowledged as
+kept (:func:`fact_acks`); questions about them are answered from the reading's facts (this
+session's, over the chat's long-term memories, :func:`remembered`): their name, what is known
+about them, someone in their life, a value they replaced, one of their facts. Each ``answer_*``
+function is an :data:`~agent.engines.rule_reading.Answer`. Covered by
+``tests/test_concierge.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from agent.engines.rule_reading import Reading, sentence
+from agent.memory.longterm.memory_schemas import Memory
+from agent.memory.longterm.memory_slots import (
+    USER,
+    describe_fact,
+    fact_key,
+    parse_key,
+    role_and_name,
+    slot_of,
+)
+from agent.memory.rules.fact_extraction import PEOPLE, PETS
+from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
+
+__all__ = [
+    "answer_about_you",
+    "answer_earlier",
+    "answer_fact",
+    "answer_name",
+    "answer_someone",
+    "fact_acks",
+    "remembered",
+]
+
+_F = re.IGNORECASE
+_ASK_NAME = re.compile(
+    r"\b(?:what(?:'s| is) my (?:first |full )?name|who am i\b|do you (?:know|remember) (?:my "
+    r"name|who i am)|what do you call me|say my name|what am i called)",
+    _F,
+)
+
+_ASK_ABOUT_ME = re.compile(
+    r"\bwhat (?:else )?(?:do|did) you (?:know|remember)(?: about me)?\b|\bwhat have i told you"
+    r"|\btell me about (?:me|myself)\b|\bwhat do you know about me",
+    _F,
+)
+
+# (question, fact keys asked for (a trailing ":" is a prefix), what is missing if unknown)
+_ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
+    (re.compile(pattern, _F), tuple(keys.split()), missing)
+    for pattern, keys, missing in (
+        (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b", "location",
+         "where you live"),
+        (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
+         "where you're from"),
+        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b",
+         "plan:", "about your plans"),
+        (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
+        (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
+         "about decisions of yours"),
+        (r"\bwhat am i allergic to\b|\bwhat are my allergies\b|\bam i allergic\b",
+         "allergy:", "about allergies"),
+        (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
+         r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
+         "about your diet"),
+        (r"\bwhat (?:do i (?:dislike|hate)|don't i like)\b", "dislikes:", "what you don't like"),
+        (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
+        (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
+         r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),
+        (r"\bwhat pets? do i have\b|\bdo i have (?:any )?pets?\b|\bmy pets\b", "pet:",
+         "about any pets"),
+        (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
+         "about your family and friends"),
+        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b", "job workplace",
+         "about your work"),
+        (r"\bwhat do i do for (?:a )?(?:living|work)\b", "job", "your job"),
+        (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
+         "your birthday"),
+        (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
+        (r"\bwhat do i (?:like|love|enjoy)\b|\bwhat are my (?:hobbies|interests)\b", "likes:",
+         "what you like"),
+        (r"\bwhat(?:'s| is) my (?:favou?rite|fav) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
+         "favourite:", "your favourites"),
+    )
+)  # fmt: skip
+
+_WHO = rf"(?P<who>(?:{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
+
+# (question about someone, the attribute asked for; "" for who they are)
+_ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, _F), attribute)
+    for pattern, attribute in (
+        (rf"\bwhere (?:does|did) (?:my )?{_WHO} (?:live|stay|move)\b", "location"),
+        (rf"\bwhere(?:'s| is) (?:my )?{_WHO} (?:living|based)\b", "location"),
+        (rf"\bwhere (?:is|does) (?:my )?{_WHO} (?:from|come from)\b", "hometown"),
+        (rf"\bwhere does (?:my )?{_WHO} work\b", "workplace"),
+        (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
+        (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
+        (rf"\bhow old is (?:my )?{_WHO}\b", "age"),
+        (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
+        (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
+        (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", ""),
+        (rf"\bwhat(?:'s| is) my {_WHO} called\b", ""),
+        (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
+        (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
+    )
+)  # fmt: skip
+
+# (question about an earlier value, the attributes asked for)
+_ASK_PAST: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(pattern, _F), tuple(attributes.split()))
+    for pattern, attributes in (
+        (r"\bwhere (?:did i (?:use to |used to )?live|was i living|have i lived|did i live)\b"
+         r"|\bmy (?:old|previous|former|last) (?:home|address|city|place)\b", "location"),
+        (r"\bwhere did i (?:use to |used to )?work\b|\bwhat (?:did i (?:use to |used to )?do"
+         r"|was my (?:old |previous |former |last )?job)\b", "job workplace"),
+        (r"\bwhat (?:was|were) my (?:old|previous|former|last) (?P<attr>[^\W\d_]+)\b"
+         r"|\bwhat (?:was|were) my (?P<attr2>[^\W\d_]+) before\b", ""),
+    )
+)  # fmt: skip
+
+# Words for an attribute in a question about its history.
+_ATTRIBUTE_WORDS = {
+    "home": "location", "address": "location", "city": "location", "place": "location",
+    "work": "job", "profession": "job", "employer": "workplace", "company": "workplace",
+    "bday": "birthday", "diet": "diet",
+}  # fmt: skip
+
+
+def answer_someone(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer what is known of someone in the user's life ("where does my sister live?")."""
+    for pattern, attribute in _ASK_OTHER:
+        match = pattern.search(reading.text)
+        if match is not None:
+            about = _about_other(reading, match.group("who"), attribute)
+            if about is not None:
+                return about
+    return None
+
+
+def answer_earlier(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer what a value was before ("where did I live before?")."""
+    for pattern, attributes in _ASK_PAST:
+        match = pattern.search(reading.text)
+        if match is not None:
+            return _earlier(packet, reading, match, attributes)
+    return None
+
+
+def answer_name(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what's my name?"."""
+    if not _ASK_NAME.search(reading.text):
+        return None
+    name = next((f.value for f in reading.facts if f.key == "name"), None)
+    if name is None:
+        return "I don't know your name yet. Tell me with “my name is …”."
+    return f"Your name is {name}."
+
+
+def answer_about_you(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what do you know about me?"."""
+    return _about_you(reading.facts) if _ASK_ABOUT_ME.search(reading.text) else None
+
+
+def answer_fact(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer a question about one kind of fact ("where do I live?", "what are my plans?")."""
+    for pattern, keys, missing in _ASK_FACTS:
+        match = pattern.search(reading.text)
+        if match is None:
+            continue
+        wanted = keys
+        if "thing" in pattern.groupindex:
+            thing = " ".join(match.group("thing").casefold().split())
+            wanted, missing = (f"favourite:{thing}",), f"your favourite {thing}"
+        found = [f for f in reading.facts if _key_matches(f.key, wanted)]
+        if not found:
+            return f"You haven't told me {missing} yet."
+        return " ".join(_answer_line(f) for f in found)
+    return None
+
+
+def remembered(packet: ConversationContextPacket) -> tuple[Fact, ...]:
+    """Return the chat's current long-term memories as the facts the rules read.
+
+    An unconfirmed one (said with a hedge) is read as hedged: answers say so.
+    """
+    return tuple(
+        Fact(
+            key=fact_key(m.subject, m.attribute, m.text),
+            value=m.text,
+            turn=0,
+            mode="hedged" if m.status == "candidate" else "stated",
+        )
+        for m in packet.memories
+        if m.valid_until is None
+    )
+
+
+def _past(packet: ConversationContextPacket) -> list[Memory]:
+    # Values the user replaced, most recently ended first.
+    past = [m for m in packet.memories if m.valid_until is not None]
+    return sorted(past, key=lambda m: m.valid_until or m.valid_from, reverse=True)
+
+
+def fact_acks(
+    known: Sequence[Fact],
+    new: Sequence[Fact],
+    intents: list[str],
+    *,
+    kept: Callable[[Fact], bool],
+    personal: bool,
+) -> list[str]:
+    """Acknowledge the facts ``new`` states (and add ``state_fact`` to ``intents``).
+
+    Say exactly what was kept: for good in a personal chat (long-term memory, across /new),
+    for this conversation in a group; a hedge is kept unconfirmed, and said to be.
+    """
+    if not new:
+        return []
+    intents.append("state_fact")
+    said: list[str] = []
+    before = {slot_of(f.key): f for f in known}
+    old_name = before["name"].value if "name" in before else None
+    noted: list[str] = []
+    unsure: list[str] = []
+    for fact in new:
+        if personal and not kept(fact):
+            unsure.append(describe_fact(fact))
+            continue
+        if fact.key != "name":
+            previous = before.get(slot_of(fact.key))
+            phrase = describe_fact(fact)
+            # "updated", not the old value: a reply that repeated it would keep it on file in
+            # this conversation after its own was erased.
+            if previous is not None and previous.value.casefold() != fact.value.casefold():
+                phrase += " (updated)"
+            noted.append(phrase)
+        elif old_name is None:
+            said.append(f"Nice to meet you, {fact.value}.")
+        elif old_name == fact.value:
+            said.append(f"I know, {fact.value}: you told me before.")
+        else:
+            said.append(f"Got it: I'll call you {fact.value} from now on.")
+    if noted:
+        corrected = any(f.mode == "corrected" for f in new)
+        head = "Corrected" if corrected else "Noted" if personal else "Noted for this conversation"
+        said.append(f"{head}: " + " and ".join(noted) + ".")
+    if unsure:
+        said.append(
+            "I've kept “" + "” and “".join(unsure) + "” as unconfirmed: say it plainly, or "
+            "confirm it with /facts, and I'll remember it for good."
+        )
+    return [" ".join(said)]
+
+
+def _is_about(label: str, who: str) -> bool:
+    role, name = role_and_name(label)
+    return who in {role.casefold(), name.casefold(), label.casefold()}
+
+
+def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
+    """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
+    who = " ".join(who.casefold().split())
+    named = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).name in {"relative", "pet"} and _is_about(f.value, who)
+    ]
+    said = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).subject != USER
+        and _is_about(parse_key(f.key).subject, who)
+        and (not attribute or parse_key(f.key).name == attribute)
+    ]
+    found = (named if not attribute else []) + said
+    if found:
+        return " ".join(sentence(describe_fact(f)) for f in found)
+    known_role = re.fullmatch(rf"(?:{PEOPLE}|{PETS})", who, _F) is not None
+    if not known_role and not named:
+        return None  # "who is there?": not someone the user told about
+    if named and attribute:
+        names = " and ".join(role_and_name(f.value)[1] or f.value for f in named)
+        return f"You haven't told me that about {names} yet."
+    return f"You haven't told me about your {who} yet."
+
+
+def _earlier(
+    packet: ConversationContextPacket,
+    reading: Reading,
+    match: re.Match[str],
+    wanted: Sequence[str],
+) -> str:
+    """Answer what a value was before the user replaced it."""
+    if not wanted:
+        word = (match.group("attr") or match.group("attr2") or "").casefold()
+        wanted = (_ATTRIBUTE_WORDS.get(word, word),)
+    past = [m for m in _past(packet) if m.subject == USER and m.attribute in wanted]
+    now = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).subject == USER and parse_key(f.key).name in wanted
+    ]
+    if not past:
+        if now:
+            current = " ".join(sentence(describe_fact(f)) for f in now)
+            return f"I don't know of an earlier one: {current}"
+        return "You haven't told me about that yet."
+    lines = []
+    for memory in past:
+        fact = Fact(key=fact_key(USER, memory.attribute, memory.text), value=memory.text, turn=0)
+        until = memory.valid_until or memory.valid_from
+        if until <= memory.valid_from:  # corrected: it was never true
+            lines.append(f"You once told me {describe_fact(fact)}, then corrected it.")
+        else:
+            lines.append(f"Earlier you told me {describe_fact(fact)} (until {until:%d %B %Y}).")
+    if now:
+        lines.append("Now " + "; ".join(describe_fact(f) for f in now) + ".")
+    return " ".join(lines)
+
+
+def _key_matches(key: str, wanted: Sequence[str]) -> bool:
+    return any(key.startswith(w) if w.endswith(":") else key == w for w in wanted)
+
+
+def _about_you(facts: Sequence[Fact]) -> str:
+    if not facts:
+        return (
+            "I don't know anything about you yet. Tell me, for example, “my name is Ada” or "
+            "“I live in Lisbon”."
+        )
+    # Yourself first, then the people and pets in your life.
+    ordered = sorted(facts, key=lambda f: parse_key(f.key).subject != USER)
+    return "Here's what I know about you:\n" + "\n".join(f"• {_answer_line(f)}" for f in ordered)
+
+
+def _answer_line(fact: Fact) -> str:
+    # A fact in an answer; an unconfirmed one says so.
+    said = describe_fact(fact)
+    return sentence(said + " (unconfirmed)" if fact.mode == "hedged" else said)

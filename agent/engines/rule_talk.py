@@ -1,0 +1,193 @@
+"""What the rule-based concierge says when no fact or to-do is at stake.
+
+A recap of the conversation, a group's decisions, help, small talk (greetings, thanks, bye,
+"never mind"), an unknown command, and the honest "I didn't understand" (:data:`UNKNOWN`).
+Covered by ``tests/test_concierge.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agent.engines.rule_reading import Reading, first_sentence
+from agent.memory.rules.dialogue_acts import is_dismissal
+from agent.memory.schemas import ConversationContextPacket, JobRef
+
+__all__ = ["UNKNOWN", "answer_decisions", "answer_help", "answer_recap", "smalltalk"]
+
+_F = re.IGNORECASE
+_RECAP_LINES = 12
+
+_CAPABILITIES = (
+    "• remember what you tell me: “my name is Ada”, “I live in Lisbon”, “I'm planning a trip "
+    "to Lisbon in May”\n"
+    "• answer “what's my name?”, “what do you know about me?”, “what did we talk about?”\n"
+    "• keep your to-do list: “remind me to book the hotel”, then “I booked the hotel” "
+    "(or “done 1”); ask “what is still open?”\n"
+    "• set reminders: “remind me in 10 minutes to call mom”, “remind me at 18:30 to stretch” "
+    "(times in UTC)"
+)
+
+_HELP = "I'm your offline concierge: no AI model, just rules I follow reliably. I can:\n"
+
+# What a message not understood gets: at most 200 characters, one example, a pointer to /help.
+UNKNOWN = (
+    "Sorry, I didn't understand that, so I noted nothing. Try “remind me in 10 minutes to call "
+    "mom”, or send /help to see what I can do."
+)
+
+_UNKNOWN_COMMAND = "I don't know the command {}. Send /help to see the commands I know."
+
+_ASK_RECAP = re.compile(
+    r"\bwhat (?:did|have) we (?:talk|talked|discuss|discussed|chat|chatted|speak|spoken|said)\b"
+    r"|\bwhat were we (?:talking|discussing)\b|\bwhere were we\b|\brecap\b|\bsummar(?:y|i[sz]e)\b",
+    _F,
+)
+
+_ASK_DECISIONS = re.compile(
+    r"\bwhat (?:did|have) (?:we|you (?:all|guys)) (?:decide|decided|agree|agreed|settle|settled)"
+    r"|\bwhat (?:was|has been|got) (?:decided|agreed)|\b(?:any|the|our) decisions?\b(?: so far)?\?"
+    r"|\bwhat are the decisions\b",
+    _F,
+)
+
+_ASK_HELP = re.compile(
+    r"^/?(?:help|start|menu|commands)\b|\bwhat can you do\b|\bhow do(?:es)? (?:this|you) work\b"
+    r"|\bwho are you\b|\bwhat are you\b",
+    _F,
+)
+
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|hiya|howdy|yo|hallo|hola|salut|ciao|bonjour|greetings"
+    r"|good (?:morning|afternoon|evening|day))\b",
+    _F,
+)
+
+_THANKS = re.compile(r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated)\b", _F)
+
+_HOW_ARE_YOU = re.compile(r"\bhow are you\b|\bhow(?:'s| is) it going\b", _F)
+
+_BYE = re.compile(r"^(?:bye|goodbye|good night|see you|see ya|cya|later)\b", _F)
+
+# A summary line: "#12 Ada: ..." or, tagged by the summarizer, "#12 Ada [decision]: ...".
+_SUMMARY_LINE = re.compile(
+    r"#\d+ (?P<who>[^:\n\[]{1,80}?)(?: \[(?P<tag>[a-z ]{1,20})\])?: (?P<said>.*)"
+)
+
+_RECAP_VERBS = {"decision": " decided", "fact": " told me", "open question": " asked"}
+
+
+def answer_decisions(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what did we decide?"."""
+    return _decisions(packet) if _ASK_DECISIONS.search(reading.text) else None
+
+
+def answer_recap(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what did we talk about?"."""
+    return _recap(packet) if _ASK_RECAP.search(reading.text) else None
+
+
+def answer_help(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "help" and "what can you do?"."""
+    return _HELP + _CAPABILITIES if _ASK_HELP.search(reading.text) else None
+
+
+def _recap_line(line: str) -> str:
+    match = _SUMMARY_LINE.match(line)
+    if match is None:
+        return f"• {line}"
+    said = match.group("said")
+    if said.startswith(" -> "):  # a turn of the bot alone (a reminder firing)
+        return f"• me: {said[4:]}"
+    who = "you" if match.group("who") == "user" else match.group("who")
+    verb = _RECAP_VERBS.get(match.group("tag") or "", "")
+    return f"• {who}{verb}: {said.replace(' -> ', ' → ')}"
+
+
+def _recap(packet: ConversationContextPacket) -> str:
+    # Summary lines, not the headers of its parts ("[turns 8-17]").
+    summary = packet.rolling_session_summary.splitlines()
+    lines = [_recap_line(x) for x in summary if x.strip() and not x.startswith("[")]
+    lines.extend(_recap_line(x) for x in packet.recent_turn_summaries)
+    for turn in packet.recent_turns:
+        answer = first_sentence(turn.assistant_text or "", 80)
+        if not turn.user_text.strip():
+            lines.append(f"• me: {answer}")
+            continue
+        line = f"• {turn.speaker or 'you'}: {first_sentence(turn.user_text, 160)}"
+        lines.append(line + (f" → {answer}" if answer else ""))
+    if not lines:
+        return "This is the start of our conversation: nothing to recap yet."
+    head = "Here's what we talked about"
+    if len(lines) > _RECAP_LINES:
+        head += f" (the last {_RECAP_LINES} of {len(lines)} exchanges I keep)"
+        lines = lines[-_RECAP_LINES:]
+    said = head + ":\n" + "\n".join(lines)
+    if packet.active_topics:
+        said += "\n\nTopics: " + ", ".join(topic.name for topic in packet.active_topics) + "."
+    return said
+
+
+def _decisions(packet: ConversationContextPacket) -> str:
+    """A group's decisions, newest last, and the proposals still under discussion."""
+    sections: list[str] = []
+    if packet.decisions:
+        lines = []
+        for decision in packet.decisions:
+            who = ", ".join(decision.supporters) or decision.decided_by
+            lines.append(f"• {decision.outcome} ({who})")
+        sections.append("What was decided:\n" + "\n".join(lines))
+    open_now = [p for p in packet.proposals if p.status == "active"]
+    if open_now:
+        lines = []
+        for proposal in open_now:
+            pro = sum(1 for r in proposal.reactions if r.stance == "support")
+            con = sum(1 for r in proposal.reactions if r.stance == "oppose")
+            lines.append(f"• {proposal.proposer}: {proposal.text} ({pro} for, {con} against)")
+        sections.append("Still under discussion:\n" + "\n".join(lines))
+    if not sections:
+        return (
+            "Nothing has been decided yet. In a group, say “we agreed on …”, “let's go with …” "
+            "or “[DECISION] …” and I'll keep it."
+        )
+    return "\n\n".join(sections)
+
+
+def _name(reading: Reading) -> str:
+    name = next((f.value for f in reading.facts if f.key == "name"), None)
+    return f" {name}" if name else ""
+
+
+def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str, str] | None:
+    """Return the intent and answer of an unknown command or small talk, else ``None``."""
+    text, name = reading.text, _name(reading)
+    if text.startswith("/"):
+        command = first_sentence(text.split()[0], 40)
+        return "unknown", _UNKNOWN_COMMAND.format(command)
+    if _GREETING.search(text):
+        said = f"Hi{name}!"
+        count = len(reading.loops.loops) + len(packet.active_job_refs)
+        if packet.turn_count:
+            said += " Good to see you again."
+        if count:
+            plural = "item is" if count == 1 else "items are"
+            said += f" {count} {plural} still open: ask “what is still open?” to see them."
+        else:
+            said += " What can I do for you? Say “help” to see what I can do."
+        return "smalltalk", said
+    if _HOW_ARE_YOU.search(text):
+        return "smalltalk", "I'm doing well, thanks for asking! What can I do for you?"
+    if _THANKS.search(text):
+        return "smalltalk", f"You're welcome{name.replace(' ', ', ', 1)}!"
+    if _BYE.search(text):
+        return "smalltalk", f"Bye{name.replace(' ', ', ', 1)}! I'll remember all this next time."
+    if is_dismissal(text):  # nothing of theirs left to drop (else dialogue_acks said so)
+        return "smalltalk", "OK, never mind."
+    return None

@@ -1,0 +1,205 @@
+"""What the rule-based concierge says of to-dos, reminders, promises and open questions.
+
+The to-do rules and the dialogue rules (:mod:`agent.memory.rules.session_rules`) run on a
+preview of the turn, so the acknowledgement says what the state will record: a reminder set
+(:func:`reminder_set`), to-dos added or ticked off (:func:`todo_acks`), a promise noted or a
+question settled (:func:`dialogue_acks`), a question or request kept open (:func:`kept_open`);
+"what is still open?" lists them with the reminders (:func:`answer_open_items`). Covered by
+``tests/test_concierge.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from agent.engines.rule_reading import Reading, say_when, utc
+from agent.memory.longterm.memory_slots import in_second_person
+from agent.memory.rules.dialogue_acts import read_acts
+from agent.memory.rules.extraction import Clause, ReminderRequest
+from agent.memory.rules.session_rules import LoopUpdate, loop_owner, update_dialogue_loops
+from agent.memory.schemas import (
+    ConversationContextPacket,
+    ConversationTurn,
+    InboundMessage,
+    JobRef,
+    OpenLoop,
+)
+
+__all__ = [
+    "REMINDER_FORMS",
+    "answer_open_items",
+    "dialogue_acks",
+    "kept_open",
+    "reminder_set",
+    "todo_acks",
+]
+
+_F = re.IGNORECASE
+#: What a reminder whose time cannot be read gets.
+REMINDER_FORMS = (
+    "I couldn't read the time of that reminder. Try “remind me in 10 minutes to call mom” "
+    "(times in UTC, up to a year ahead), or see /help."
+)
+
+_ASK_OPEN = re.compile(
+    r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:still\s+)?(?:open|pending|left to do)\b|\bon my (?:to-?do "
+    r")?list\b|\b(?:my|the) (?:to-?do|task) list\b|\bshow (?:me )?my (?:list|to-?dos?|tasks|"
+    r"reminders)\b|\bwhat do i (?:still )?(?:need|have) to do\b|\b(?:my|any|what) reminders\b"
+    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$",
+    _F,
+)
+
+_LOOP_KINDS = {"commitment": " (you promised)", "request": " (asked)", "question": " (unanswered)"}
+
+
+def answer_open_items(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what is still open?": the list, the questions waiting, the reminders."""
+    return _open_items(packet, reading, jobs) if _ASK_OPEN.search(reading.text) else None
+
+
+def kept_open(
+    packet: ConversationContextPacket,
+    message: InboundMessage,
+    reading: Reading,
+    clauses: Sequence[Clause],
+) -> str | None:
+    """Say that a question or request the rules cannot answer is kept on the list, or return
+    ``None`` when the message asks nothing."""
+    acts = read_acts(clauses)
+    if not (acts.questions or acts.requests):
+        return None
+    verb = "answer" if acts.questions else "do"
+    kept, _ = _dialogue_preview(packet, message, reading, clauses, "kept_open")
+    if not kept:
+        return f"I still can't {verb} that offline: it stays on your list."
+    return (
+        f"I can't {verb} that offline, so I've kept it on your list: {_quoted(kept)}. "
+        "Ask “what is still open?” to see it."
+    )
+
+
+def reminder_set(reminder: ReminderRequest, now: datetime) -> str:
+    """Say that ``reminder`` is set, and when."""
+    when = say_when(reminder.due_at, now)
+    if not reminder.label:
+        return f"I'll remind you {when}."
+    return f"I'll remind you {when} {reminder.link} {in_second_person(reminder.label)}."
+
+
+def _listing(items: Sequence[str]) -> str:
+    quoted = [in_second_person(item) for item in items]
+    return quoted[0] if len(quoted) == 1 else "; ".join(quoted)
+
+
+def todo_acks(loops: LoopUpdate, intents: list[str]) -> list[str]:
+    """Acknowledge the to-dos ticked off, not found, added or already listed (and name the
+    intents in ``intents``)."""
+    said: list[str] = []
+    if loops.closed:
+        said.append(f"Great, I've ticked off: {_listing([lp.text for lp in loops.closed])}.")
+        intents.append("close_todo")
+    if loops.unmatched:
+        missing = ", ".join(f"“{in_second_person(text)}”" for text in loops.unmatched)
+        said.append(f"I couldn't find {missing} on your list. Ask “what is still open?” to see it.")
+        intents.append("close_todo")
+    if loops.opened:
+        said.append(f"Added to your list: {_listing([lp.text for lp in loops.opened])}.")
+        intents.append("add_todo")
+    if loops.already_open:
+        again = _listing([lp.text for lp in loops.already_open])
+        said.append(f"That's already on your list: {again}.")
+        intents.append("add_todo")
+    return said
+
+
+def _dialogue_preview(
+    packet: ConversationContextPacket,
+    message: InboundMessage,
+    reading: Reading,
+    clauses: Sequence[Clause],
+    intent: str,
+) -> tuple[tuple[OpenLoop, ...], tuple[OpenLoop, ...]]:
+    """Return the loops the state's dialogue rules will open and close for this message if
+    the reply has ``intent``: the very rule the state manager applies to the committed turn,
+    so what the reply says is what the state records."""
+    seq = packet.turn_count + 1
+    turn = ConversationTurn(
+        turn_id="preview",
+        session_id=packet.conversation_id,
+        seq=seq,
+        user_text=message.text,
+        assistant_text="…",
+        intent=intent,
+        created_at=reading.now,
+        user_id=message.user_id,
+        speaker=message.speaker,
+    )
+    owner = loop_owner(turn, message.chat_type)
+    loops, closed = update_dialogue_loops(reading.loops.loops, turn, clauses, owner=owner)
+    opened = tuple(lp for lp in loops if lp.opened_turn == seq and lp.kind != "todo")
+    return opened, closed
+
+
+def _quoted(loops: Sequence[OpenLoop]) -> str:
+    return "; ".join(f"“{lp.text}”" for lp in loops)
+
+
+def dialogue_acks(
+    packet: ConversationContextPacket,
+    message: InboundMessage,
+    reading: Reading,
+    clauses: Sequence[Clause],
+    intents: list[str],
+) -> list[str]:
+    """Acknowledge the promises the message makes and the open questions it settles."""
+    # As if the reply kept things open: asking a question again does not answer it (it would,
+    # with a reply that answers it); a statement that covers it or "never mind" does.
+    opened, closed = _dialogue_preview(packet, message, reading, clauses, "kept_open")
+    said: list[str] = []
+    if closed:
+        said.append(f"OK, that's off your list: {_quoted(closed)}.")
+        intents.append("close_question")
+    promised = [lp for lp in opened if lp.kind == "commitment"]  # opened whatever the reply
+    if promised:
+        said.append(f"Noted your promise: {_quoted(promised)}. Tell me when it's done.")
+        intents.append("note_commitment")
+    elif read_acts(clauses).commitments and not reading.loops.opened:
+        said.append("You promised that already: it's on your list.")
+        intents.append("note_commitment")
+    return said
+
+
+def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]) -> str:
+    sections: list[str] = []
+    loops = reading.loops.loops
+    if loops:
+        numbered = [
+            f"{n}. {in_second_person(loop.text)}{_LOOP_KINDS.get(loop.kind, '')}"
+            for n, loop in enumerate(loops, start=1)
+        ]
+        sections.append("Your list:\n" + "\n".join(numbered))
+    if packet.pending_clarifications:
+        asked = [f"• {c.question}" for c in packet.pending_clarifications]
+        sections.append("Waiting for your answer:\n" + "\n".join(asked))
+    scheduled = [*packet.active_job_refs, *jobs]
+    if scheduled:
+        lines = []
+        for ref in scheduled:
+            label = in_second_person(ref.label or ref.job_id)
+            if ref.due_at is None:
+                lines.append(f"• {label}")
+            elif utc(ref.due_at) <= reading.now:
+                lines.append(f"• {label} (was due {say_when(ref.due_at, reading.now)})")
+            else:
+                lines.append(f"• {label}, {say_when(ref.due_at, reading.now)}")
+        title = "Reminders:" if all(r.kind == "reminder" for r in scheduled) else "Scheduled:"
+        sections.append(title + "\n" + "\n".join(lines))
+    if not sections:
+        return "Nothing is open: your list is empty and no reminders are set."
+    if loops:
+        sections.append("Tell me when one is done, e.g. “done 1”.")
+    return "\n\n".join(sections)

@@ -1,0 +1,77 @@
+"""The contracts of long-term memory: a memory of a chat, and a candidate for one.
+
+Re-exported by :mod:`agent.memory.schemas` (the lane's contracts). Covered by
+``tests/test_memory_store.py`` and ``tests/test_writer.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from agent.memory.schema_base import Value
+
+__all__ = ["Memory", "MemoryCandidate", "MemoryKind", "MemoryOrigin", "MemoryStatus"]
+
+#: Seed 003's seven kinds of long-term memory.
+MemoryKind = Literal["fact", "preference", "decision", "goal", "constraint", "entity", "procedure"]
+MemoryStatus = Literal["candidate", "active", "archived"]
+#: ``said`` in conversation; ``noted``: a note the user asked for verbatim (``/remember``).
+MemoryOrigin = Literal["said", "noted"]
+
+
+class Memory(Value):
+    """A long-term memory of a chat: outlives its sessions (``/new``), not ``/forget``.
+
+    A typed statement (seed 003): ``subject`` (``user``, or someone in their life such as
+    ``sister Mia``) has ``attribute`` = ``text``, from ``valid_from`` until ``valid_until``
+    (``None``: still true). ``key`` is its slot (:mod:`agent.memory.longterm.memory_slots`): at most
+    one memory of a slot is current, the others are its history.
+    """
+
+    memory_id: str
+    chat_id: int
+    kind: MemoryKind
+    subject: str = "user"
+    attribute: str
+    key: str
+    text: str
+    origin: MemoryOrigin = "said"
+    valid_from: datetime
+    valid_until: datetime | None = None
+    confidence: float = Field(ge=0, le=1)
+    importance: float = Field(ge=0, le=1)
+    access_count: int = 1
+    status: MemoryStatus = "candidate"
+    created_at: datetime
+    updated_at: datetime
+    last_accessed_at: datetime
+    decay: float = Field(
+        default=1.0, ge=0, le=1, description="Decay factor of the last consolidation (1: fresh)."
+    )
+    archived_at: datetime | None = None
+
+    @property
+    def about_user(self) -> bool:
+        """Whether the memory is about the user (not someone or something in their life)."""
+        return self.subject == "user"
+
+
+class MemoryCandidate(Value):
+    """Something a turn said that may deserve long-term memory (see ``write_if_worthy``).
+
+    ``key`` is the fact's key (:mod:`agent.memory.longterm.memory_slots`); ``correction``: it
+    corrects the current value (which was never true) rather than replacing it from now on.
+    """
+
+    kind: MemoryKind
+    subject: str = "user"
+    attribute: str
+    key: str
+    text: str
+    origin: MemoryOrigin = "said"
+    correction: bool = False
+    confidence: float = Field(ge=0, le=1)
+    importance: float = Field(ge=0, le=1)

@@ -1,0 +1,286 @@
+"""The rules of one turn that the session state and the rule-based concierge share.
+
+What the user says moves the session state by these rules
+(:class:`~agent.memory.conversation_state_manager.ConversationStateManager`), and the offline
+concierge (:mod:`agent.engines.rule_based`) runs the same rules on a preview of the turn, so
+what it acknowledges is what the state records:
+
+- facts restated replace the old ones, per slot (:func:`merge_facts`);
+- to-dos open and close (:func:`update_open_loops`);
+- commitments, requests and questions open, and answers or "never mind" close them
+  (:func:`update_dialogue_loops`);
+- the bot's questions wait for the person asked (:func:`update_clarifications`);
+- in a group, loops belong to whoever opened them (:func:`loop_owner`).
+
+Every rule reads nothing but its arguments (invariant I6: the fold of the turn log gives the
+same state as the live path). Tested in ``tests/test_session_rules.py`` and, through the
+state, in ``tests/test_conversation_state_manager.py`` and ``tests/test_extraction.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agent.memory.longterm.memory_slots import slot_of
+from agent.memory.rules.dialogue_acts import (
+    KEPT_OPEN_INTENTS,
+    bot_question,
+    is_dismissal,
+    question_stems,
+    read_acts,
+)
+from agent.memory.rules.extraction import (
+    Clause,
+    content_stems,
+    extract_closers,
+    extract_openers,
+    match_loop,
+)
+from agent.memory.schemas import (
+    ChatType,
+    ConversationTurn,
+    Fact,
+    OpenLoop,
+    PendingClarification,
+)
+
+__all__ = [
+    "CARRIED_LOOP_KINDS",
+    "GROUP_CHAT_TYPES",
+    "MAX_CLARIFICATIONS",
+    "MAX_FACTS",
+    "MAX_OPEN_LOOPS",
+    "PERSONAL_CHAT_TYPES",
+    "LoopUpdate",
+    "loop_owner",
+    "merge_facts",
+    "update_clarifications",
+    "update_dialogue_loops",
+    "update_open_loops",
+]
+
+#: The most facts a session state keeps (the newest win).
+MAX_FACTS = 50
+#: The most open loops a session state keeps (the newest win).
+MAX_OPEN_LOOPS = 50
+#: The most pending clarifications kept (the newest).
+MAX_CLARIFICATIONS = 5
+#: Chat types whose sessions track participants, proposals and decisions.
+GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})
+#: Chats that are one person: what they say about themselves goes to long-term memory (the
+#: one place it is kept, updated and erased), not to the session state's facts.
+PERSONAL_CHAT_TYPES = frozenset({"private", "console"})
+#: Open loops that belong to the chat, not the session: ``/new`` and ``/resume`` carry them
+#: (unanswered questions and requests stay with the conversation that asked them).
+CARRIED_LOOP_KINDS = frozenset({"todo", "commitment"})
+# Loops a later answer or "never mind" can close (to-dos and promises need a closer).
+_ASKED_KINDS = frozenset({"question", "request"})
+
+
+def merge_facts(
+    existing: Sequence[Fact], new: Iterable[Fact], *, limit: int = MAX_FACTS
+) -> tuple[Fact, ...]:
+    """Return ``existing`` updated with ``new``: a key restated replaces the old fact.
+
+    Facts of one slot replace each other (:func:`~agent.memory.longterm.memory_slots.slot_of`:
+    liking and disliking the same item too). The newest fact comes last; beyond ``limit`` the oldest
+    are
+    dropped, so the set stays bounded however long the chat runs.
+
+    Args:
+        existing: the facts before, oldest first.
+        new: the facts just stated.
+        limit: the most facts kept.
+    """
+    merged = {slot_of(fact.key): fact for fact in existing}
+    for fact in new:
+        slot = slot_of(fact.key)
+        merged.pop(slot, None)
+        merged[slot] = fact
+    return tuple(merged.values())[-limit:] if limit > 0 else ()
+
+
+@dataclass(frozen=True, slots=True)
+class LoopUpdate:
+    """The open loops after one utterance, and what changed.
+
+    Attributes:
+        loops: the loops still open, oldest first (closed ones have left).
+        opened: loops the utterance opened.
+        closed: loops it closed (with ``closed_turn`` set).
+        already_open: to-dos it restated that were open already.
+        unmatched: explicit closers ("done: X") that matched no open loop.
+    """
+
+    loops: tuple[OpenLoop, ...]
+    opened: tuple[OpenLoop, ...] = ()
+    closed: tuple[OpenLoop, ...] = ()
+    already_open: tuple[OpenLoop, ...] = ()
+    unmatched: tuple[str, ...] = ()
+
+
+def update_open_loops(
+    loops: Sequence[OpenLoop], text: str, *, seq: int, limit: int = MAX_OPEN_LOOPS
+) -> LoopUpdate:
+    """Apply one utterance to the open loops: close what it says is done, open its to-dos.
+
+    Closers are applied first ("I booked the hotel, now I need to book the flight"). A new loop
+    gets the deterministic id ``loop-<seq>-<n>``. Beyond ``limit`` the oldest loops are dropped.
+
+    Args:
+        loops: the open loops before the utterance.
+        text: the user's message.
+        seq: the seq of its turn.
+        limit: the most loops kept.
+    """
+    remaining = list(loops)
+    closed: list[OpenLoop] = []
+    unmatched: list[str] = []
+    for closer in extract_closers(text):
+        hit = match_loop(closer.text, remaining)
+        if hit is not None:
+            remaining.remove(hit)
+            closed.append(hit.model_copy(update={"closed_turn": seq}))
+        elif closer.explicit and (closer.text.strip().isdecimal() or content_stems(closer.text)):
+            # "done: the hotel" with no such loop deserves a reply; "I did it" does not.
+            unmatched.append(closer.text)
+    opened: list[OpenLoop] = []
+    already: list[OpenLoop] = []
+    for n, todo in enumerate(extract_openers(text), start=1):
+        stems = content_stems(todo) or frozenset({todo.casefold()})
+        same = next((lp for lp in remaining if content_stems(lp.text) == stems), None)
+        if same is not None:
+            already.append(same)
+            continue
+        opened.append(OpenLoop(loop_id=f"loop-{seq}-{n}", text=todo, opened_turn=seq))
+    kept = (*remaining, *opened)
+    return LoopUpdate(
+        loops=kept[-limit:] if limit > 0 else (),
+        opened=tuple(opened),
+        closed=tuple(closed),
+        already_open=tuple(already),
+        unmatched=tuple(unmatched),
+    )
+
+
+def _handled(turn: ConversationTurn) -> bool:
+    """Whether the bot answered the message (not silent, not "I've kept your question open")."""
+    return bool(turn.assistant_text) and turn.intent not in KEPT_OPEN_INTENTS
+
+
+@lru_cache(maxsize=4096)  # pure; the open loops' texts are compared again every turn
+def _loop_stems(text: str) -> frozenset[str]:
+    return content_stems(text) or frozenset({text.casefold()})
+
+
+def _covers(said: frozenset[str], asked: frozenset[str]) -> bool:
+    """Whether words ``said`` answer a question about ``asked``: most of its subject words."""
+    common = len(said & asked)
+    return common >= 2 and 2 * common >= len(asked)
+
+
+def update_dialogue_loops(
+    loops: Sequence[OpenLoop],
+    turn: ConversationTurn,
+    clauses: Sequence[Clause],
+    *,
+    owner: str | None = None,
+    first_n: int = 1,
+) -> tuple[tuple[OpenLoop, ...], tuple[OpenLoop, ...]]:
+    """Close the questions and requests a turn answers; open its commitments, requests, questions.
+
+    Closing comes first, and only loops opened before the turn close: a question or request is
+    answered when the message asks it again and the bot handles it, a question also when a
+    statement of the message (or the bot's handled reply) covers most of its subject words;
+    "never mind" drops the newest question or request (of ``owner``, in a group). Then the
+    message opens a ``commitment`` for each promise, a ``request`` for each ask the bot did not
+    handle, and a ``question`` for each question it kept open (intent ``kept_open``); one with
+    the words of a loop already open is not opened twice. New ids are ``loop-<seq>-<n>`` from
+    ``n = first_n``.
+
+    Args:
+        loops: the open loops after the to-do rules (:func:`update_open_loops`).
+        turn: the turn.
+        clauses: ``turn.user_text`` cut into clauses.
+        owner: who speaks, recorded on the loops opened (group chats).
+        first_n: the number of the first new loop id (after the to-dos the turn opened).
+
+    Returns:
+        The open loops (oldest first) and the loops closed (``closed_turn`` set).
+    """
+    seq = turn.seq
+    handled = _handled(turn)
+    acts = read_acts(clauses)
+    remaining = list(loops)
+    closed: list[OpenLoop] = []
+    asked = [lp for lp in remaining if lp.kind in _ASKED_KINDS]
+    if asked and clauses:
+        said = frozenset().union(*(question_stems(c.text) for c in clauses if not c.question))
+        if handled and any(lp.kind == "question" for lp in asked):
+            said |= question_stems(turn.assistant_text or "")
+        again = [question_stems(text) for text in (*acts.questions, *acts.requests)]
+        for loop in asked:
+            wanted = question_stems(loop.text)
+            repeated = handled and any(_covers(a, wanted) or a == wanted for a in again)
+            if repeated or (loop.kind == "question" and _covers(said, wanted)):
+                remaining.remove(loop)
+                closed.append(loop.model_copy(update={"closed_turn": seq}))
+        if is_dismissal(turn.user_text):
+            mine = [lp for lp in remaining if lp.kind in _ASKED_KINDS and lp.owner == owner]
+            if mine:
+                remaining.remove(mine[-1])
+                closed.append(mine[-1].model_copy(update={"closed_turn": seq}))
+    new: list[tuple[str, str]] = [("commitment", text) for text in acts.commitments]
+    if not handled:
+        new += [("request", text) for text in acts.requests]
+    if bool(turn.assistant_text) and not handled:
+        new += [("question", text) for text in acts.questions]
+    known = {_loop_stems(lp.text) for lp in remaining} if new else set()
+    n = first_n
+    for kind, text in new:
+        stems = _loop_stems(text)
+        if stems in known:
+            continue
+        known.add(stems)
+        remaining.append(
+            OpenLoop(loop_id=f"loop-{seq}-{n}", text=text, kind=kind, opened_turn=seq, owner=owner)
+        )
+        n += 1
+    return tuple(remaining), tuple(closed)
+
+
+def update_clarifications(
+    pending: Sequence[PendingClarification], turn: ConversationTurn, *, owner: str | None = None
+) -> tuple[tuple[PendingClarification, ...], PendingClarification | None]:
+    """Drop the clarifications the turn's message answers; add the one its reply asks.
+
+    Any message of the person asked (``owner``; anyone for ``asked_of=None``) answers what was
+    asked of them; a turn without a user message (a reminder firing) answers nothing. The reply
+    asks when :func:`~agent.memory.rules.dialogue_acts.bot_question` finds a question in it.
+
+    Returns:
+        The pending clarifications (at most :data:`MAX_CLARIFICATIONS`, newest last) and the
+        one the reply asked, if any.
+    """
+    kept = list(pending)
+    if turn.user_text.strip():
+        kept = [c for c in kept if c.asked_of is not None and c.asked_of != owner]
+    question = bot_question(turn.assistant_text, turn.intent, turn.user_text)
+    asked = None
+    if question is not None:
+        asked = PendingClarification(question=question, asked_turn=turn.seq, asked_of=owner)
+        kept.append(asked)
+    return tuple(kept[-MAX_CLARIFICATIONS:]), asked
+
+
+def _speaker(turn: ConversationTurn) -> str | None:
+    if turn.speaker:
+        return turn.speaker
+    return None if turn.user_id is None else f"user {turn.user_id}"
+
+
+def loop_owner(turn: ConversationTurn, chat_type: ChatType) -> str | None:
+    """Return who owns the loops ``turn`` opens: its speaker in a group, nobody in private."""
+    return _speaker(turn) if chat_type in GROUP_CHAT_TYPES else None
