@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agent.app.wiring import open_lane
+from agent.app.wiring import build_lane, open_database
 from agent.config import Settings
 from agent.memory import InboundMessage
 from bench.harness import lane_settings
@@ -131,15 +131,19 @@ class LaneStore(Store):
 
     async def fill(self, corpus: list[str], turns: int) -> None:
         """Write the history through the store, the real state fold on every turn."""
-        lane = await open_lane(self._settings())
+        settings = self._settings()
+        db = await open_database(settings)
+        lane = build_lane(settings, db)
         try:
-            await fill(lane, [(CHAT, turns)], corpus)
+            await fill(db, settings, [(CHAT, turns)], corpus)
             await lane.hydrate()  # writes the checkpoint
         finally:
             await lane.shutdown()
 
     async def open(self) -> None:
-        self.lane = await open_lane(self._settings())
+        settings = self._settings()
+        self.db = await open_database(settings)
+        self.lane = build_lane(settings, self.db)
         await self.lane.hydrate()
         self.engine = TrivialEngine()
 
@@ -151,10 +155,10 @@ class LaneStore(Store):
 
     async def user_texts(self) -> list[str]:
         # The lane keeps the recent turns only in memory: the rest is read from the log.
-        return [t.user_text for t in await self.lane.history(CHAT, 10**9)]
+        return [t.user_text for t in await self.lane.inspector.history(CHAT, 10**9)]
 
     async def settings(self) -> str:
-        return f"{self.setup}; {await _sqlite(self.lane.db.fetchall)}"
+        return f"{self.setup}; {await _sqlite(self.db.fetchall)}"
 
     async def close(self) -> None:
         await self.lane.shutdown()

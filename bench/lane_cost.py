@@ -34,22 +34,24 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from agent.app.wiring import open_lane
+from agent.app.wiring import build_lane, open_database, open_lane, state_manager, summary_store
 from agent.config import Settings
+from agent.db import Database
 from agent.memory import (
     ConversationContextPacket,
     ConversationTurn,
     InboundMessage,
     Reply,
     SessionState,
-    SqliteConversationStore,
 )
 from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.schemas import dump_json
 from agent.memory.writer import write_summary_version
 from agent.utils import ids
@@ -140,11 +142,17 @@ async def _timed_turns(lane: Any, messages: Messages, engine: TrivialEngine, n: 
 
 
 async def fill(
-    lane: Any, sessions: list[tuple[int, int]], texts: list[str], *, fold_last: int | None = None
+    db: Database,
+    settings: Settings,
+    sessions: list[tuple[int, int]],
+    texts: list[str],
+    *,
+    fold_last: int | None = None,
 ) -> None:
     """Bulk-insert ``(chat_id, turns)`` sessions through the store, in big transactions.
 
-    Every turn goes through the real state fold (``lane.states.apply``) and the summary chain,
+    Every turn goes through the real state fold (the state rules ``settings`` describe, as the
+    lane's) and the summary chain,
     so the stored state and chain are what ``on_turn`` would have left; the ``sessions`` row is
     saved with each batch. Turns are delivered, without update ids. With ``fold_last``, only a
     session's last that many turns are folded (the turns before are stored alone): the
@@ -152,6 +160,7 @@ async def fill(
     longer fold ends in a state of the same size, and the fold is most of a fill's time.
     """
     store = SqliteConversationStore()
+    rules, chain = state_manager(settings), summary_store(settings)
     turns_of = dict(sessions)
     work: list[tuple[int, int, int]] = []  # chat, first seq, count
     for chat_id, turns in sessions:
@@ -194,13 +203,13 @@ async def fill(
                         # Not folded: the fold of the last turns starts after it.
                         state = state.model_copy(update={"turn_count": seq})
                         continue
-                    after = lane.states.apply(state, turn)
-                    await write_summary_version(tx, lane.summary_store, state, after, now=when)
+                    after = rules.apply(state, turn)
+                    await write_summary_version(tx, chain, state, after, now=when)
                     state = after
                 states[chat_id] = state
                 await store.save_state(tx, state, last_seq=first + count, now=when)
 
-        await lane.db.write(tx_work)
+        await db.write(tx_work)
 
     for item in work:
         pending.append(item)
@@ -274,10 +283,10 @@ class TurnWork:
     kept without a reply, on the kept chat's own state.
     """
 
-    def __init__(self, lane: Any, chat_id: int, messages: Messages) -> None:
+    def __init__(self, lane: Any, settings: Settings, chat_id: int, messages: Messages) -> None:
         sid = lane.session_id_for_chat(chat_id)
-        snapshot = CheckpointWriter.parse(lane.checkpoint_bytes(sid), session_id=sid)
-        self.lane = lane
+        snapshot = CheckpointWriter.parse(lane.inspector.checkpoint_bytes(sid), session_id=sid)
+        self.states = state_manager(settings)
         self.snapshot = snapshot
         self.messages = messages
 
@@ -294,7 +303,7 @@ class TurnWork:
             speaker=message.speaker,
             user_id=message.user_id,
         )
-        after = self.lane.states.apply(state, turn)
+        after = self.states.apply(state, turn)
         dump_json(after)
         recent = (*self.snapshot.recent_turns[1:], turn)
         self.snapshot = self.snapshot.model_copy(
@@ -312,12 +321,23 @@ def _time_sync(fn: Callable[[], None], n: int) -> list[float]:
     return out
 
 
-def _instrument(lane: Any) -> dict[str, float]:
-    """Wrap the lane's steps (on this instance only) to add up where ``on_turn`` spends time."""
-    spans: dict[str, float] = defaultdict(float)
+@contextlib.contextmanager
+def _instrument(db: Database) -> Iterator[dict[str, float]]:
+    """Wrap the steps of ``on_turn`` to add up where it spends time, while the block runs.
 
-    def wrap(obj: Any, name: str, label: str) -> None:
-        original = getattr(obj, name)
+    The database's writes and reads (a turn's only ``read`` is its retrieval) are wrapped on
+    ``db``, the instance the timed lane was built on; the checkpoint writer, the duplicate
+    check and the packet's assembly through their classes for the block's length (only the
+    timed lane runs then).
+    """
+    spans: dict[str, float] = defaultdict(float)
+    undo: list[Callable[[], None]] = []
+
+    def wrap(owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
+        # Undone by putting back what the owner itself held, or by deleting the wrapper (an
+        # instance's method, or one a class inherits, shows through again).
+        restore = vars(owner).get(name)
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
             began = time.perf_counter()
@@ -326,9 +346,14 @@ def _instrument(lane: Any) -> dict[str, float]:
             finally:
                 spans[label] += time.perf_counter() - began
 
-        setattr(obj, name, timed)
+        setattr(owner, name, timed)
+        undo.append(
+            (lambda: setattr(owner, name, restore))
+            if restore is not None
+            else (lambda: delattr(owner, name))
+        )
 
-    original_write = lane.db.write
+    original_write = db.write
 
     async def write(work: Callable[[Any], Awaitable[Any]]) -> Any:
         async def inner(tx: Any) -> Any:
@@ -344,16 +369,35 @@ def _instrument(lane: Any) -> dict[str, float]:
         finally:
             spans["db: write() total"] += time.perf_counter() - began
 
-    lane.db.write = write
-    wrap(lane.checkpoints, "write", "checkpoint: serialise + atomic replace")
-    wrap(lane, "_packet_for", "packet build with retrieval")
-    wrap(lane.store, "turn_for_update", "duplicate check (turn_for_update, both)")
-    return spans
+    db.write = write  # type: ignore[method-assign]
+    undo.append(lambda: delattr(db, "write"))
+    wrap(db, "read", "packet build with retrieval")
+    build = ConversationContextBuilder.build
+
+    def timed_build(*args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return build(*args, **kwargs)
+        finally:
+            spans["packet build with retrieval"] += time.perf_counter() - began
+
+    ConversationContextBuilder.build = timed_build  # type: ignore[method-assign]
+    undo.append(lambda: setattr(ConversationContextBuilder, "build", build))
+    wrap(CheckpointWriter, "write", "checkpoint: serialise + atomic replace")
+    wrap(SqliteConversationStore, "turn_for_update", "duplicate check (turn_for_update, both)")
+    try:
+        yield spans
+    finally:
+        for restore in reversed(undo):
+            restore()
 
 
 async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int) -> list[str]:
     floor = Floor(workdir)
-    lanes = {d: await open_lane(_settings(workdir, f"turn-{d}", d)) for d in ("full", "process")}
+    settings = {d: _settings(workdir, f"turn-{d}", d) for d in ("full", "process")}
+    full_db = await open_database(settings["full"])
+    lanes = {"full": build_lane(settings["full"], full_db)}
+    lanes["process"] = await open_lane(settings["process"])
     engine = TrivialEngine()
     chats = {"full": Messages(texts, 11, 1_000_000), "process": Messages(texts, 12, 2_000_000)}
     # The same durable lane, a chat whose messages it keeps without a reply: no engine, no
@@ -369,7 +413,8 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
         for _ in range(20):
             floor.durable_turn()
             floor.append()
-        work = TurnWork(lanes["full"], kept.chat_id, Messages(texts, 13, 5_000_000))
+        more = Messages(texts, 13, 5_000_000)
+        work = TurnWork(lanes["full"], settings["full"], kept.chat_id, more)
         for _ in range(rounds):
             samples["append"] += _time_sync(floor.append, per_round)
             samples["replace"] += _time_sync(floor.replace, per_round)
@@ -381,9 +426,9 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
             for d, lane in lanes.items():
                 samples[d] += await _timed_turns(lane, chats[d], engine, per_round)
             samples["kept"] += await _timed_turns(lanes["full"], kept, engine, per_round)
-        checkpoint = (
-            lanes["full"].checkpoints.path_for(lanes["full"].session_id_for_chat(11)).stat().st_size
-        )
+        full_sid = lanes["full"].session_id_for_chat(11)
+        assert full_sid is not None  # noqa: S101
+        checkpoint = lanes["full"].inspector.checkpoint_path(full_sid).stat().st_size
         durable50, durable99 = _med(samples["durable"]), _p(samples["durable"], 0.99)
         full50, full99 = _med(samples["full"]), _p(samples["full"], 0.99)
         r50, r99 = full50 / durable50, full99 / durable99
@@ -438,7 +483,7 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
             f" | {_ok(k99 <= BAR_P99)} |",
         ]
         if r50 > BAR_P50 or r99 > BAR_P99:
-            out += ["", *await _where_time_goes(lanes["full"], chats["full"], engine, n)]
+            out += ["", *await _where_time_goes(lanes["full"], full_db, chats["full"], engine, n)]
         return out
     finally:
         floor.close()
@@ -447,9 +492,15 @@ async def per_turn(workdir: Path, texts: list[str], rounds: int, per_round: int)
 
 
 async def _where_time_goes(
-    lane: Any, messages: Messages, engine: TrivialEngine, n: int
+    lane: Any, db: Database, messages: Messages, engine: TrivialEngine, n: int
 ) -> list[str]:
-    spans = _instrument(lane)
+    with _instrument(db) as spans:
+        return await _profiled(lane, messages, engine, n, spans)
+
+
+async def _profiled(
+    lane: Any, messages: Messages, engine: TrivialEngine, n: int, spans: dict[str, float]
+) -> list[str]:
     profiler: Any = None
     with contextlib.suppress(ImportError):
         from pyinstrument import Profiler
@@ -465,7 +516,7 @@ async def _where_time_goes(
         print(profiler.output_text(unicode=False, color=False, show_all=False), file=sys.stderr)
     out = [
         f"Where the time of `on_turn` (`full`) goes ({n} more turns of the same chat, each"
-        f" step timed by wrapping it on the lane instance, under the profiler, so slower than"
+        f" step timed by wrapping it, under the profiler, so slower than"
         f" above; mean ms per turn; rows nest as indented):",
         "",
         "| step | ms / turn | share |",
@@ -508,9 +559,11 @@ async def flat(
     filled: dict[int, float] = {}
     for size in sizes:
         settings[size] = _settings(workdir, f"flat-{size}", "full")
-        lane = await open_lane(settings[size].model_copy(update={"durability": "process"}))
+        filling = settings[size].model_copy(update={"durability": "process"})
+        db = await open_database(filling)
+        lane = build_lane(filling, db)
         began = time.perf_counter()
-        await fill(lane, [(21, size)], texts, fold_last=_FOLD_LAST)
+        await fill(db, filling, [(21, size)], texts, fold_last=_FOLD_LAST)
         filled[size] = time.perf_counter() - began
         await lane.hydrate()  # writes the checkpoint
         await lane.shutdown()
@@ -542,11 +595,11 @@ async def flat(
                     got["turn" + suffix] += await _timed_turns(lane, messages[size], engine, 1)
                     text = questions[size].next().text
                     began = time.perf_counter()
-                    await lane.context(21, text)
+                    await lane.inspector.context(21, text)
                     got["packet" + suffix].append((time.perf_counter() - began) * 1000)
             sid = lane.session_id_for_chat(21)
             assert sid is not None  # noqa: S101
-            checkpoint[size] = lane.checkpoints.path_for(sid).stat().st_size
+            checkpoint[size] = lane.inspector.checkpoint_path(sid).stat().st_size
             await lane.shutdown()
     results: dict[int, dict[str, float]] = {}
     for size in sizes:
@@ -735,9 +788,10 @@ async def memory(
     workdir: Path, texts: list[str], sessions: int, turns_each: int, flat_results: dict[int, Any]
 ) -> list[str]:
     settings = _settings(workdir, "rss", "process")
-    lane = await open_lane(settings)
+    db = await open_database(settings)
+    lane = build_lane(settings, db)
     began = time.perf_counter()
-    await fill(lane, [(100_000 + i, turns_each) for i in range(sessions)], texts)
+    await fill(db, settings, [(100_000 + i, turns_each) for i in range(sessions)], texts)
     filled = time.perf_counter() - began
     await lane.hydrate()  # writes every checkpoint (no fsync: durability process)
     await lane.shutdown()

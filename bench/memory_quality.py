@@ -54,18 +54,19 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks_file import write_section  # noqa: E402
 
-from agent.app.wiring import open_lane  # noqa: E402
+from agent.app.wiring import build_lane, open_database, open_lane  # noqa: E402
 from agent.config import Settings, load_settings  # noqa: E402
+from agent.db import Database  # noqa: E402
 from agent.memory import (  # noqa: E402
     ConversationContextPacket,
     ConversationLane,
     ConversationTurn,
     InboundMessage,
     Reply,
-    match_query,
     render_packet,
-    render_turn,
 )
+from agent.memory.conversation_retriever import render_turn  # noqa: E402
+from agent.memory.conversation_store import match_query  # noqa: E402
 from agent.utils.tokens import estimate_tokens, tokens_for_chars  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -268,12 +269,12 @@ def _last_n(turns_newest_first: list[ConversationTurn], budget: int) -> list[Con
     return chosen
 
 
-async def _bm25_order(lane: ConversationLane, session_id: str, question: str) -> list[int]:
+async def _bm25_order(db: Database, session_id: str, question: str) -> list[int]:
     """Plain FTS5 BM25 over the session's turn text: the question's words, unweighted."""
     query = match_query(question)
     if not query:
         return []
-    rows = await lane.db.fetchall(
+    rows = await db.fetchall(
         "SELECT t.seq FROM conversation_turns AS t JOIN (SELECT rowid AS r, rank AS score"
         " FROM conversation_turns_fts WHERE conversation_turns_fts MATCH ?"
         " ORDER BY rank LIMIT ?) AS hit ON t.session_id = ? AND t.seq = (hit.r & 4294967295)"
@@ -339,13 +340,15 @@ async def _run_sample(
     if quick:
         conversation.questions = conversation.questions[::3]
     for budget in BUDGETS:
-        lane = await open_lane(_settings(db_path, checkpoints, budget), clock=clock)
+        settings = _settings(db_path, checkpoints, budget)
+        db = await open_database(settings)
+        lane = build_lane(settings, db, clock=clock)
         try:
             await lane.hydrate()
             session_id = lane.session_id_for_chat(chat_id)
             if session_id is None:
                 raise RuntimeError(f"{sample['sample_id']}: the session was not hydrated")
-            turns = {t.seq: t async for t in lane.store.iter_turns(lane.db.reader, session_id)}
+            turns = {t.seq: t async for t in lane.inspector.turns(session_id)}
             newest_first = sorted(turns.values(), key=lambda t: -t.seq)
             window = _last_n(newest_first, budget)
             window_seqs = {t.seq for t in window}
@@ -354,7 +357,7 @@ async def _run_sample(
             last3 = newest_first[:3]
             for q in conversation.questions:
                 part = "5" if q.category == 5 else "1-4"
-                packet = await lane.context(chat_id, q.text)
+                packet = await lane.inspector.context(chat_id, q.text)
                 rendered = "" if packet is None else render_packet(packet)
                 if packet is None or packet.token_estimate != estimate_tokens(rendered):
                     raise AssertionError(f"packet estimate is not its text's: {packet}")
@@ -371,7 +374,7 @@ async def _run_sample(
                 results.tallies[budget, "last-N window", part].add(
                     q, window_seqs, window_text, window_tokens
                 )
-                order = await _bm25_order(lane, session_id, q.text)
+                order = await _bm25_order(db, session_id, q.text)
                 seqs, bm25_text, used = _bm25_packet(order, turns, last3, budget)
                 results.tallies[budget, "BM25 + last 3", part].add(q, seqs, bm25_text, used)
         finally:

@@ -32,9 +32,11 @@ sys.path.insert(0, str(ROOT))
 from benchmarks_file import write_section  # noqa: E402
 from locomo_texts import DATA, FALLBACK_TEXTS, T0  # noqa: E402
 
-from agent.app.wiring import open_lane  # noqa: E402
+from agent.app.wiring import build_lane, open_database  # noqa: E402
 from agent.config import load_settings  # noqa: E402
-from agent.memory import ConversationTurn, SessionState, SqliteConversationStore  # noqa: E402
+from agent.db import Database  # noqa: E402
+from agent.memory import ConversationTurn, SessionState  # noqa: E402
+from agent.memory.conversation_store import SqliteConversationStore  # noqa: E402
 from agent.memory.turn_search import RECENT_TURNS, turn_search_sql  # noqa: E402
 from agent.utils import ids  # noqa: E402
 
@@ -55,7 +57,7 @@ def _corpus(path: Path) -> tuple[list[str], list[str]]:
     return texts, questions[::10]
 
 
-async def _fill(lane: Any, chat_id: int, count: int, texts: list[str]) -> None:
+async def _fill(db: Database, chat_id: int, count: int, texts: list[str]) -> None:
     store = SqliteConversationStore()
     sid = ids.session_id()
     done = 0
@@ -85,7 +87,7 @@ async def _fill(lane: Any, chat_id: int, count: int, texts: list[str]) -> None:
             state = SessionState(session_id=sid, turn_count=first + batch)
             await store.save_state(tx, state, last_seq=first + batch, now=T0)
 
-        await lane.db.write(work)
+        await db.write(work)
         done += batch
 
 
@@ -99,21 +101,23 @@ async def _measure(
             "durability": "process",
         }
     )
-    lane = await open_lane(settings)
+    db = await open_database(settings)
+    lane = build_lane(settings, db)
     started = time.perf_counter()
-    await _fill(lane, CHAT, size, texts)
-    await _fill(lane, OTHER_CHAT, 10_000, texts[::-1])
+    await _fill(db, CHAT, size, texts)
+    await _fill(db, OTHER_CHAT, 10_000, texts[::-1])
     filled = time.perf_counter() - started
     await lane.shutdown()
-    lane = await open_lane(settings)
+    db = await open_database(settings)
+    lane = build_lane(settings, db)
     try:
         await lane.hydrate()
         for question in questions[:5]:  # warm the page cache
-            await lane.context(CHAT, question)
+            await lane.inspector.context(CHAT, question)
         timings, retrieved, tokens = [], 0, 0
         for question in questions:
             began = time.perf_counter()
-            packet = await lane.context(CHAT, question)
+            packet = await lane.inspector.context(CHAT, question)
             timings.append((time.perf_counter() - began) * 1000)
             if packet is not None:
                 retrieved += len(packet.retrieved)
@@ -128,7 +132,7 @@ async def _measure(
         if size == max(SIZES):
             sid = lane.session_id_for_chat(CHAT)
             block = 1 << 32  # the plan does not depend on the session's row id block
-            plan = await lane.db.fetchall(
+            plan = await db.fetchall(
                 "EXPLAIN QUERY PLAN " + turn_search_sql([0]),
                 ('{user_text} : ("hiking")', block, 2 * block - 1, 125, sid, block, 125),
             )

@@ -63,10 +63,12 @@ async def db(db_path: Path) -> AsyncIterator[Database]:
 
 
 @pytest.fixture
-async def lane(db_path: Path, checkpoint_dir: Path) -> AsyncIterator[ConversationLane]:
-    """A hydrated lane over a real file and a real checkpoint directory."""
-    database = await Database(db_path).open()
-    memory_lane = ConversationLane(database, CheckpointWriter(checkpoint_dir))
+async def lane(db: Database, checkpoint_dir: Path) -> AsyncIterator[ConversationLane]:
+    """A hydrated lane over the ``db`` fixture's file and a real checkpoint directory.
+
+    A test that checks raw rows asks for ``db`` too: the same database the lane writes to.
+    """
+    memory_lane = ConversationLane(db, CheckpointWriter(checkpoint_dir))
     await memory_lane.hydrate()
     yield memory_lane
     await memory_lane.shutdown()

@@ -302,7 +302,8 @@ class Worker:
     async def _resume_earlier(self, chat_id: int) -> None:
         # /resume of a random earlier session of the chat (it takes the chat's open items).
         current = self.lane.session_id_for_chat(chat_id)
-        earlier = [s for s in await self.lane.chat_sessions(chat_id) if s.session_id != current]
+        sessions = await self.lane.inspector.chat_sessions(chat_id)
+        earlier = [s for s in sessions if s.session_id != current]
         if earlier:
             await self.lane.resume_session(chat_id, self.rng.choice(earlier).session_id)
 

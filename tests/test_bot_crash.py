@@ -57,10 +57,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.app.wiring import open_lane
+from agent.app.wiring import build_lane, open_database, open_lane, state_manager
 from agent.config import Settings
 from agent.errors import CheckpointError
-from agent.memory import CheckpointWriter, ConversationLane
+from agent.memory import CheckpointWriter
 from tests.bot_harness import POLL_TIMEOUT, is_reminder
 from tests.fake_bot_api import FakeBotApi, SentCall
 from tests.fake_llm_api import FakeLLMApi
@@ -548,34 +548,45 @@ async def check_states_match_log(bot: BotProcess, verified: Verified) -> None:
     # the next run has to recover from as it is.
     guard = read_only(bot.db_path)
     guard.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    lane: ConversationLane = await open_lane(checker_settings(bot))
+    settings = checker_settings(bot)
+    db = await open_database(settings)
+    lane = build_lane(settings, db)
+    states = state_manager(settings)
     try:
-        await check_summary_chain(lane)
+        await check_summary_chain(lane, db)
         for path in sorted(bot.checkpoint_dir.glob("*.json")):
             data = path.read_bytes()
             if verified.files.get(path.name) == data:
                 continue
             snapshot = CheckpointWriter.parse(data, session_id=path.stem)
-            expected = await state_at(lane, snapshot.session_id, snapshot.turn_count, verified)
+            expected = await state_at(
+                lane, db, snapshot.session_id, snapshot.turn_count, verified, states=states
+            )
             if snapshot.state.log_view() != expected.log_view():
                 # A kill between an edit's commit and its checkpoint: one edit behind.
-                unedit = await last_edit(lane, snapshot.session_id)
+                unedit = await last_edit(lane, db, snapshot.session_id)
                 assert unedit is not None, f"I6: {path.name} is not the log's state at its turn"
                 before = await state_at(
-                    lane, snapshot.session_id, snapshot.turn_count, verified, unedit=unedit
+                    lane,
+                    db,
+                    snapshot.session_id,
+                    snapshot.turn_count,
+                    verified,
+                    unedit=unedit,
+                    states=states,
                 )
                 assert snapshot.state.log_view() == before.log_view(), (
                     f"I6: {path.name} at turn {snapshot.turn_count} is neither the log's state"
                     " there nor the state before its last edit"
                 )
             verified.files[path.name] = data
-        for session in await lane.store.list_sessions(lane.db.reader, limit=None, open_only=True):
+        for session in await lane.inspector.sessions(open_only=True):
             sid = session.session_id
-            state = await state_at(lane, sid, session.turn_count, verified)
+            state = await state_at(lane, db, sid, session.turn_count, verified, states=states)
             assert session.state.log_view() == state.log_view(), f"I6: {sid} state != its log"
-            verified.folds[sid] = (session.turn_count, await edit_count(lane, sid), state)
+            verified.folds[sid] = (session.turn_count, await edit_count(lane, db, sid), state)
     finally:
-        await lane.db.close()
+        await lane.close()
         guard.close()
 
 
@@ -724,17 +735,17 @@ async def check_checkpoints_match_log(bot: BotProcess) -> None:
     log's turn, and holds the state rebuilt from the whole turn log."""
     lane = await open_lane(checker_settings(bot))
     try:
-        sessions = await lane.store.list_sessions(lane.db.reader, limit=None, open_only=True)
+        sessions = await lane.inspector.sessions(open_only=True)
         assert sessions, "no open session at the end"
         for session in sessions:
             sid = session.session_id
-            snapshot = await lane.checkpoints.load(sid)
+            snapshot = await lane.inspector.checkpoint(sid)
             assert snapshot is not None, f"I5: open session {sid} has no checkpoint"
             assert snapshot.turn_count == session.turn_count, f"I5: {sid} checkpoint not at log"
-            rebuilt = await lane.rebuild_state(sid)
+            rebuilt = await lane.inspector.rebuild_state(sid)
             assert snapshot.state.log_view() == rebuilt.log_view(), f"I6: {sid} checkpoint != log"
     finally:
-        await lane.db.close()
+        await lane.close()
 
 
 def wait_until_idle(api: FakeBotApi, bot: BotProcess, update_ids: set[int]) -> None:

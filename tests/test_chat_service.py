@@ -183,7 +183,7 @@ async def test_forget_asks_the_outbox_to_confirm_and_the_confirmation_erases(cha
     assert "nothing was erased" in chat.outbox.texts()[-1]
     await chat.service.in_order(CHAT, lambda: chat.service.confirm_forget(CHAT, sid))
     assert chat.outbox.texts()[-1].startswith("Done: I have forgotten")
-    assert await chat.lane.session(sid) is None
+    assert await chat.lane.inspector.session(sid) is None
 
 
 async def test_a_refused_reply_is_recorded_and_never_resent(chat):
@@ -316,7 +316,7 @@ async def test_forget_everywhere_erases_the_session_and_the_chats_journal_entrie
     sid = chat.lane.session_id_for_chat(CHAT)
     assert sid is not None
     assert await chat.service.forget_everywhere(sid) == 2
-    assert await chat.lane.session(sid) is None
+    assert await chat.lane.inspector.session(sid) is None
     rows = await chat.db.fetchall("SELECT bot_id, update_id FROM inbound_updates")
     assert [tuple(row) for row in rows] == [(BOT + 1, 6)]  # never tried: it stays
     assert await chat.service.forget_everywhere(sid) is None

@@ -16,7 +16,6 @@ from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.errors import SessionNotFound
 from agent.memory import (
-    CheckpointAudit,
     CheckpointWriter,
     ConversationLane,
     InboundMessage,
@@ -64,12 +63,11 @@ async def running(db_path: Path, checkpoint_dir: Path) -> AsyncIterator[Conversa
 
 async def assert_state_is_the_fold_of_its_log(lane: ConversationLane, session_id: str) -> None:
     """I6 for one session: live state, database row and checkpoint all equal the log's fold."""
-    rebuilt = await lane.rebuild_state(session_id)
-    session = await lane.store.get_session(lane.db.reader, session_id)
+    rebuilt = await lane.inspector.rebuild_state(session_id)
+    session = await lane.inspector.session(session_id)
     assert session is not None
     assert session.state.log_view() == rebuilt.log_view()
-    audit = CheckpointAudit(lane.checkpoints, lane.store, recent_turns=lane.builder.recent_turns)
-    check = await audit.check(session)
+    check = await lane.inspector.check(session)
     assert check.verdict == "matches", check.detail
 
 
@@ -99,7 +97,7 @@ async def test_new_carries_open_todos_commitments_and_reminders_into_the_fresh_s
         assert switch.opened == lane.session_id_for_chat(CHAT) != old
         assert sorted(lp.text for lp in switch.loops) == ["book the hotel", SLIDES]
         assert [j.job_id for j in switch.jobs] == [job.job_id]
-        packet = await lane.packet(CHAT)
+        packet = await lane.inspector.packet(CHAT)
         assert packet is not None
         assert {lp.text for lp in packet.open_loops} == {"book the hotel", SLIDES}
         assert [j.label for j in packet.active_job_refs] == ["call mom"]
@@ -113,7 +111,7 @@ async def test_new_carries_open_todos_commitments_and_reminders_into_the_fresh_s
     async with running(db_path, checkpoint_dir) as lane:
         assert lane.session_id_for_chat(CHAT) == switch.opened
         assert lane.active_jobs() == [(CHAT, job)]
-        packet = await lane.packet(CHAT)
+        packet = await lane.inspector.packet(CHAT)
         assert packet is not None
         assert [lp.text for lp in packet.open_loops] == [SLIDES]
 
@@ -182,12 +180,12 @@ async def test_resume_brings_the_earlier_session_back_with_the_chats_open_items(
 
         assert back.closed == second
         assert back.opened == first == lane.session_id_for_chat(CHAT)
-        packet = await lane.packet(CHAT)
+        packet = await lane.inspector.packet(CHAT)
         assert packet is not None
         assert [lp.text for lp in packet.open_loops] == ["buy milk"]
         assert [j.job_id for j in packet.active_job_refs] == [milk.job_id]
         assert lane.active_jobs() == [(CHAT, milk)]
-        history = await lane.history(CHAT, 10)
+        history = await lane.inspector.history(CHAT, 10)
         assert history[0].user_text == "I'm planning a trip to Lisbon in May"
         assert "Lisbon" in render_packet(packet)
         await assert_state_is_the_fold_of_its_log(lane, first)
@@ -195,7 +193,7 @@ async def test_resume_brings_the_earlier_session_back_with_the_chats_open_items(
         # Back again: the to-do is there once, the reminder still once.
         again = await lane.resume_session(CHAT, second)
         assert again.opened == second
-        packet = await lane.packet(CHAT)
+        packet = await lane.inspector.packet(CHAT)
         assert packet is not None
         assert [lp.text for lp in packet.open_loops] == ["buy milk"]
         assert lane.active_jobs() == [(CHAT, milk)]
@@ -224,7 +222,7 @@ async def test_resume_refuses_the_open_session_and_sessions_of_other_chats(db_pa
         with pytest.raises(SessionNotFound):
             await lane.resume_session(CHAT, theirs)
         assert lane.session_id_for_chat(CHAT) == mine
-        assert [s.current for s in await lane.chat_sessions(OTHER_CHAT)] == [False]
+        assert [s.current for s in await lane.inspector.chat_sessions(OTHER_CHAT)] == [False]
 
 
 async def test_chat_sessions_are_numbered_oldest_first_with_their_first_words(
@@ -240,13 +238,13 @@ async def test_chat_sessions_are_numbered_oldest_first_with_their_first_words(
         await chat.say("let's plan the trip")
         await Chat(lane, OTHER_CHAT, first_update=100).say("not mine")
 
-        listing = await lane.chat_sessions(CHAT)
+        listing = await lane.inspector.chat_sessions(CHAT)
 
         assert [(s.number, s.turns, s.first_words, s.current) for s in listing] == [
             (1, 2, "my name is Ada", False),
             (2, 1, "let's plan the trip", True),
         ]
-        assert await lane.chat_sessions(999) == []
+        assert await lane.inspector.chat_sessions(999) == []
 
 
 async def test_clear_takes_earlier_turns_out_of_the_packet_and_recall_still_finds_them(
@@ -262,14 +260,14 @@ async def test_clear_takes_earlier_turns_out_of_the_packet_and_recall_still_find
         job = (await chat.say("remind me in 10 minutes to call mom")).turn.job_refs[0]
         for n in range(10):  # enough turns for a rolling summary
             await chat.say(f"the glacier walk number {n} was long and beautiful")
-        before = await lane.packet(CHAT)
+        before = await lane.inspector.packet(CHAT)
         assert before is not None
         assert before.rolling_session_summary
 
         assert await lane.clear_session(CHAT) == 13
         assert await lane.clear_session(CHAT) == 0  # nothing new since
 
-        packet = await lane.context(CHAT, "tell me about the glacier hiking")
+        packet = await lane.inspector.context(CHAT, "tell me about the glacier hiking")
         assert packet is not None
         assert packet.recent_turns == ()
         assert packet.rolling_session_summary == ""
@@ -279,11 +277,11 @@ async def test_clear_takes_earlier_turns_out_of_the_packet_and_recall_still_find
         assert [lp.text for lp in packet.open_loops] == ["book the hotel"]
         assert [j.job_id for j in packet.active_job_refs] == [job.job_id]
         assert "glacier" not in render_packet(packet)
-        found = await lane.recall(CHAT, "glacier")
+        found = await lane.inspector.recall(CHAT, "glacier")
         assert any(item.kind == "turn" and "glacier" in item.text for item in found)
         sid = lane.session_id_for_chat(CHAT)
         assert sid is not None
-        chain = await lane.summary_history(sid)
+        chain = await lane.inspector.summary_history(sid)
         assert chain[-1].text == ""  # the chain's latest version is the state's summary
         await assert_state_is_the_fold_of_its_log(lane, sid)
 
@@ -293,7 +291,7 @@ async def test_clear_takes_earlier_turns_out_of_the_packet_and_recall_still_find
         assert "hotel" in (after.turn.assistant_text or "")
 
     async with running(db_path, checkpoint_dir) as lane:
-        packet = await lane.context(CHAT, "glacier walk")
+        packet = await lane.inspector.context(CHAT, "glacier walk")
         assert packet is not None
         assert [t.user_text for t in packet.recent_turns] == ["what is still open?"]
         assert "glacier" not in render_packet(packet)
@@ -324,9 +322,9 @@ async def test_save_report_gives_the_last_commit_and_checkpoint(db_path, checkpo
     """What /save reports: the last turn's commit time and the checkpoint file's write time;
     a chat with no open session has nothing to report."""
     async with running(db_path, checkpoint_dir) as lane:
-        assert await lane.save_report(CHAT) is None
+        assert await lane.inspector.save_report(CHAT) is None
         result = await Chat(lane).say("hello")
-        report = await lane.save_report(CHAT)
+        report = await lane.inspector.save_report(CHAT)
         assert report is not None
         assert report.turns == 1
         assert report.last_commit == result.turn.created_at

@@ -20,22 +20,21 @@ import pytest
 import agent.engines.rule_based
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
-    ConversationContextBuilder,
     ConversationContextPacket,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     InboundMessage,
     JobRef,
-    PendingClarification,
     Reply,
     ReplyEngine,
     SessionState,
-    SqliteMemoryStore,
-    memory_candidates,
-    write_if_worthy,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.longterm.memory_store import SqliteMemoryStore
 from agent.memory.rules.dialogue_acts import NOT_UNDERSTOOD_INTENTS
+from agent.memory.schemas import PendingClarification
+from agent.memory.writer import memory_candidates, write_if_worthy
 
 T0 = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

@@ -54,13 +54,13 @@ async def assert_log_rebuilds_the_live_state(lane: ConversationLane) -> None:
     """The state rebuilt from the turn log equals the committed one and the checkpoint's (I6)."""
     sid = lane.session_id_for_chat(CHAT)
     assert sid is not None
-    rebuilt = await lane.rebuild_state(sid)
-    session = await lane.store.get_session(lane.db.reader, sid)
-    snapshot = await lane.checkpoints.load(sid)
+    rebuilt = await lane.inspector.rebuild_state(sid)
+    session = await lane.inspector.session(sid)
+    snapshot = await lane.inspector.checkpoint(sid)
     assert session is not None
     assert snapshot is not None
     assert rebuilt.log_view() == session.state.log_view() == snapshot.state.log_view()
-    packet = await lane.packet(CHAT)
+    packet = await lane.inspector.packet(CHAT)
     assert packet is not None
     assert (packet.facts, packet.open_loops, packet.active_job_refs) == (
         rebuilt.facts,
@@ -84,7 +84,7 @@ async def test_a_todo_is_opened_and_closed_in_memory(lane):
     """A to-do becomes an open loop of the session; saying it is done removes it."""
     chat = Conversation(lane)
     assert await chat.reply("remind me to book the hotel") == "Added to your list: book the hotel."
-    packet = await lane.packet(CHAT)
+    packet = await lane.inspector.packet(CHAT)
     assert packet is not None
     assert [loop.text for loop in packet.open_loops] == ["book the hotel"]
 
@@ -93,7 +93,7 @@ async def test_a_todo_is_opened_and_closed_in_memory(lane):
     assert closing.turn.intent == "close_todo"
     assert closing.packet is not None
     assert [loop.text for loop in closing.packet.open_loops] == ["book the hotel"]  # before
-    packet = await lane.packet(CHAT)
+    packet = await lane.inspector.packet(CHAT)
     assert packet is not None
     assert packet.open_loops == ()  # after
 
@@ -151,7 +151,7 @@ async def test_a_restart_keeps_facts_todos_and_reminders(db_path, checkpoint_dir
 
     lane = await open_lane(db_path, checkpoint_dir)
     try:
-        packet = await lane.packet(CHAT)
+        packet = await lane.inspector.packet(CHAT)
         assert packet is not None
         assert packet.session_status == "resuming"
         # A private chat's facts live in its long-term memory, which the packet carries.

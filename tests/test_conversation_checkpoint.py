@@ -11,14 +11,11 @@ import orjson
 import pytest
 
 from agent.errors import CheckpointCorrupt, CheckpointError
-from agent.memory import (
+from agent.memory import CheckpointWriter, ConversationTurn, OpenLoop, SessionState
+from agent.memory.schemas import (
     CHECKPOINT_SCHEMA_VERSION,
     CheckpointTurn,
-    CheckpointWriter,
     ConversationCheckpointSnapshot,
-    ConversationTurn,
-    OpenLoop,
-    SessionState,
 )
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

@@ -19,21 +19,20 @@ from hypothesis import strategies as st
 from agent.db import Database
 from agent.memory import (
     CheckpointWriter,
-    ConversationContextBuilder,
     ConversationLane,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     InboundMessage,
     JobRef,
     OpenLoop,
-    PendingClarification,
     SessionState,
     render_packet,
-    render_turn,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_retriever import render_turn
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.group_schemas import Decision, Participant, Proposal, Reaction
-from agent.memory.schemas import Fact, Memory, RetrievedItem, Topic, dump_json
+from agent.memory.schemas import Fact, Memory, PendingClarification, RetrievedItem, Topic, dump_json
 from agent.utils.ids import session_id
 from agent.utils.tokens import estimate_tokens, tokens_for_chars
 from tests.hostile import texts
@@ -674,7 +673,7 @@ async def test_lane_packets_of_locomo_questions_stay_within_the_budget(
         try:
             await lane.hydrate()
             for question in questions:
-                packet = await lane.context(chat_id, question)
+                packet = await lane.inspector.context(chat_id, question)
                 assert packet is not None
                 assert packet.retrieved or budget < 1000  # the budget is used, not left empty
                 assert_counts_the_rendered_text(packet, budget)

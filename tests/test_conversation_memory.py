@@ -24,23 +24,20 @@ from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Database
 from agent.errors import ReplyEngineError
 from agent.memory import (
-    CheckpointAudit,
-    CheckpointTurn,
     CheckpointWriter,
-    ConversationCheckpointSnapshot,
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationLane,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     HydrationReport,
     InboundMessage,
     JobRef,
     Reply,
     render_packet,
 )
-from agent.memory.schemas import dump_json
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.schemas import CheckpointTurn, ConversationCheckpointSnapshot, dump_json
 from agent.utils.tokens import estimate_tokens
 from tests.clock import T0, Clock
 
@@ -136,21 +133,21 @@ async def talk(
 @asynccontextmanager
 async def running_lane(
     db_path: Path, checkpoint_dir: Path, **options: Any
-) -> AsyncIterator[tuple[ConversationLane, HydrationReport]]:
-    """Start a lane like the process does (open, hydrate) and shut it down afterwards."""
-    lane = ConversationLane(
-        await Database(db_path).open(), CheckpointWriter(checkpoint_dir), **options
-    )
+) -> AsyncIterator[tuple[ConversationLane, HydrationReport, Database]]:
+    """Start a lane like the process does (open, hydrate) and shut it down afterwards; its
+    database comes along for the tests that read raw rows or crash it."""
+    db = await Database(db_path).open()
+    lane = ConversationLane(db, CheckpointWriter(checkpoint_dir), **options)
     try:
         report = await lane.hydrate()
-        yield lane, report
+        yield lane, report, db
     finally:
         await lane.shutdown()
 
 
-async def crash(lane: ConversationLane) -> None:
-    """Stop without the shutdown sequence: the database closes, nothing else runs."""
-    await lane.db.close()
+async def crash(db: Database) -> None:
+    """Stop without the shutdown sequence: the lane's database closes, nothing else runs."""
+    await db.close()
 
 
 async def log_rows(db: Database, session_id: str) -> list[tuple[Any, ...]]:
@@ -168,7 +165,7 @@ def lane_records(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
 # -- one turn ------------------------------------------------------------------------------------
 
 
-async def test_on_turn_appends_turn_to_log_state_and_checkpoint(lane, engine):
+async def test_on_turn_appends_turn_to_log_state_and_checkpoint(lane, db, engine):
     """A turn is in the log, counted in the session state and in the checkpoint file."""
     result = await lane.on_turn(msg(CHAT_A, "Hello. I am Ada.", update_id=1), engine)
 
@@ -179,14 +176,14 @@ async def test_on_turn_appends_turn_to_log_state_and_checkpoint(lane, engine):
     assert result.needs_delivery is True
     assert result.packet is not None
     assert result.packet.turn_count == 0  # the engine sees the state before the turn
-    assert await log_rows(lane.db, turn.session_id) == [(1, "Hello. I am Ada.", "answered")]
-    session = await lane.store.get_session(lane.db.reader, turn.session_id)
+    assert await log_rows(db, turn.session_id) == [(1, "Hello. I am Ada.", "answered")]
+    session = await lane.inspector.session(turn.session_id)
     assert session is not None
     assert (session.turn_count, session.last_seq) == (1, 1)
     assert (session.state.turn_count, session.state.status) == (1, "active")
     assert session.state.last_intent == "echo"
     assert session.state.last_response_type == "text"
-    snapshot = await lane.checkpoints.load(turn.session_id)
+    snapshot = await lane.inspector.checkpoint(turn.session_id)
     assert snapshot is not None
     assert snapshot.turn_count == 1
     assert snapshot.recent_turns == (CheckpointTurn.of(turn),)
@@ -194,7 +191,7 @@ async def test_on_turn_appends_turn_to_log_state_and_checkpoint(lane, engine):
     assert snapshot.pending_summary_delta == ""
 
 
-async def test_checkpoint_claims_no_delivery_the_database_may_not_have(lane, engine):
+async def test_checkpoint_claims_no_delivery_the_database_may_not_have(lane, db, engine):
     """The file is written before the reply is sent, and delivery is recorded after it: the
     file keeps what was said and leaves the delivery to the database, so that it never says
     "answered" of a reply the database knows was delivered (nor the reverse). A repair from
@@ -203,11 +200,11 @@ async def test_checkpoint_claims_no_delivery_the_database_may_not_have(lane, eng
     await lane.mark_delivered(first.turn, 9001)
     second = await lane.on_turn(msg(CHAT_A, "second", update_id=2), engine)
     sid = second.turn.session_id
-    path = lane.checkpoints.path_for(sid)
+    path = lane.inspector.checkpoint_path(sid)
 
     written = orjson.loads(path.read_bytes())["recent_turns"]
 
-    assert [row[2] for row in await log_rows(lane.db, sid)] == ["delivered", "answered"]
+    assert [row[2] for row in await log_rows(db, sid)] == ["delivered", "answered"]
     assert [(t["seq"], t["user_text"], t["message_id"]) for t in written] == [
         (1, "first", None),
         (2, "second", None),
@@ -215,26 +212,27 @@ async def test_checkpoint_claims_no_delivery_the_database_may_not_have(lane, eng
     delivery = {"status", "reply_message_id", "delivered_at"}
     assert not any(delivery & set(turn) for turn in written)
     await lane.mark_delivered(second.turn, 9002)
-    audit = CheckpointAudit(lane.checkpoints, lane.store, recent_turns=3)
-    assert (await audit.check(await lane.store.get_session(lane.db.reader, sid))).ok
-    assert await audit.repair(lane.db, sid)
+    session = await lane.inspector.session(sid)
+    assert session is not None
+    assert (await lane.inspector.check(session)).ok
+    assert await lane.inspector.repair(sid)
     assert orjson.loads(path.read_bytes())["recent_turns"] == written
 
 
-async def test_engine_failure_writes_nothing_and_the_chat_recovers(lane, engine):
+async def test_engine_failure_writes_nothing_and_the_chat_recovers(lane, db, engine):
     """A reply engine error writes no turn, session or checkpoint; the next message works."""
     with pytest.raises(ReplyEngineError, match="down"):
         await lane.on_turn(msg(CHAT_A, "first try", update_id=1), BrokenEngine())
 
-    assert await lane.db.fetchall("SELECT * FROM conversation_sessions") == []
-    assert await lane.db.fetchall("SELECT * FROM conversation_turns") == []
+    assert await db.fetchall("SELECT * FROM conversation_sessions") == []
+    assert await db.fetchall("SELECT * FROM conversation_turns") == []
     assert lane.session_id_for_chat(CHAT_A) is None
-    assert lane.checkpoints.session_ids() == []
+    assert lane.inspector.checkpoint_ids() == []
     # The redelivered update is answered now, as the first turn of a real session.
     result = await lane.on_turn(msg(CHAT_A, "first try", update_id=1), engine)
     assert (result.turn.seq, result.duplicate) == (1, False)
-    assert await log_rows(lane.db, result.turn.session_id) == [(1, "first try", "answered")]
-    assert lane.checkpoints.session_ids() == [result.turn.session_id]
+    assert await log_rows(db, result.turn.session_id) == [(1, "first try", "answered")]
+    assert lane.inspector.checkpoint_ids() == [result.turn.session_id]
 
 
 # -- restart -------------------------------------------------------------------------------------
@@ -244,42 +242,42 @@ async def test_session_after_restart_has_same_packet_state_and_turns(db_path, ch
     """After a restart the packet, state and recent turns are as before, status ``resuming``."""
     clock = Clock()
     engine = CountingEngine()
-    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, _, _):
         await talk(lane, CHAT_A, 5, engine)
         sid = lane.session_id_for_chat(CHAT_A)
         assert sid is not None
-        packet_before = await lane.packet(CHAT_A)
-        session_before = await lane.store.get_session(lane.db.reader, sid)
-        recent_before = await lane.store.recent_turns(lane.db.reader, sid, 3)
+        packet_before = await lane.inspector.packet(CHAT_A)
+        session_before = await lane.inspector.session(sid)
+        recent_before = await lane.inspector.recent(sid, 3)
 
-    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, report, _):
         assert (report.sessions, report.rebuilt, report.orphans_removed) == (1, {}, [])
         assert lane.session_id_for_chat(CHAT_A) == sid
-        packet_after = await lane.packet(CHAT_A)
+        packet_after = await lane.inspector.packet(CHAT_A)
         assert packet_after is not None
         assert packet_before is not None
         assert packet_after.session_status == "resuming"
         assert packet_after.model_copy(update={"session_status": "active"}) == packet_before
         assert [t.seq for t in packet_after.recent_turns] == [3, 4, 5]
-        session = await lane.store.get_session(lane.db.reader, sid)
+        session = await lane.inspector.session(sid)
         assert session is not None
         assert session_before is not None
         assert session.status == "resuming"
         assert session.state.log_view() == session_before.state.log_view()
-        assert await lane.store.recent_turns(lane.db.reader, sid, 3) == recent_before
+        assert await lane.inspector.recent(sid, 3) == recent_before
 
         result = await lane.on_turn(msg(CHAT_A, "I am back.", update_id=9999), engine)
 
         assert result.packet is not None
         assert result.packet.session_status == "resuming"  # the engine knows it resumes
         assert result.turn.seq == 6
-        packet_next = await lane.packet(CHAT_A)
+        packet_next = await lane.inspector.packet(CHAT_A)
         assert packet_next is not None
         assert packet_next.session_status == "active"
-        session = await lane.store.get_session(lane.db.reader, sid)
+        session = await lane.inspector.session(sid)
         assert session is not None
         assert (session.status, session.turn_count) == ("active", 6)
-        snapshot = await lane.checkpoints.load(sid)
+        snapshot = await lane.inspector.checkpoint(sid)
         assert snapshot is not None
         assert (snapshot.state.status, snapshot.turn_count) == ("active", 6)
 
@@ -293,9 +291,9 @@ async def test_packet_holds_last_three_raw_turns_and_rolling_summary(db_path, ch
         "state_manager": ConversationStateManager(ExtractiveSummarizer(every_n=10, keep_raw=3)),
         "builder": ConversationContextBuilder(token_budget=2000, recent_turns=3),
     }
-    async with running_lane(db_path, checkpoint_dir, **options) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir, **options) as (lane, _, _):
         await talk(lane, CHAT_A, 25, CountingEngine())
-        packet = await lane.packet(CHAT_A)
+        packet = await lane.inspector.packet(CHAT_A)
 
     assert packet is not None
     assert packet.turn_count == 25
@@ -331,10 +329,10 @@ async def test_checkpoint_round_trip_through_the_lane(lane, engine, checkpoint_d
     turns = await talk(lane, CHAT_A, 4, engine)
     sid = turns[0].session_id
 
-    snapshot = await lane.checkpoints.load(sid)
+    snapshot = await lane.inspector.checkpoint(sid)
     assert snapshot is not None
     assert snapshot.recent_turns == tuple(CheckpointTurn.of(t) for t in turns[-3:])
-    path = await lane.checkpoints.write(snapshot)
+    path = await CheckpointWriter(checkpoint_dir).write(snapshot)
     again = await CheckpointWriter(checkpoint_dir).load(sid)
 
     assert again == snapshot
@@ -348,7 +346,7 @@ async def test_checkpoint_round_trip_through_the_lane(lane, engine, checkpoint_d
 async def test_same_update_twice_is_one_turn_even_after_restart(db_path, checkpoint_dir):
     """I3: a redelivered update returns the first turn as a duplicate; the engine runs once."""
     engine = CountingEngine()
-    async with running_lane(db_path, checkpoint_dir) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir) as (lane, _, db):
         first = await lane.on_turn(msg(CHAT_A, "Remind me at five.", update_id=77), engine)
         second = await lane.on_turn(msg(CHAT_A, "Remind me at five.", update_id=77), engine)
 
@@ -357,24 +355,24 @@ async def test_same_update_twice_is_one_turn_even_after_restart(db_path, checkpo
         assert second.packet is None
         assert engine.calls == ["Remind me at five."]
         sid = first.turn.session_id
-        assert await log_rows(lane.db, sid) == [(1, "Remind me at five.", "answered")]
-        snapshot = await lane.checkpoints.load(sid)
+        assert await log_rows(db, sid) == [(1, "Remind me at five.", "answered")]
+        snapshot = await lane.inspector.checkpoint(sid)
         assert snapshot is not None
         assert snapshot.turn_count == 1
 
-    async with running_lane(db_path, checkpoint_dir) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir) as (lane, _, db):
         third = await lane.on_turn(msg(CHAT_A, "Remind me at five.", update_id=77), engine)
 
         assert third.duplicate is True
         assert third.turn == first.turn
         assert engine.calls == ["Remind me at five."]
-        assert await log_rows(lane.db, sid) == [(1, "Remind me at five.", "answered")]
-        session = await lane.store.get_session(lane.db.reader, sid)
+        assert await log_rows(db, sid) == [(1, "Remind me at five.", "answered")]
+        session = await lane.inspector.session(sid)
         assert session is not None
         assert session.turn_count == 1
 
 
-async def test_message_without_reply_is_recorded_without_engine(lane):
+async def test_message_without_reply_is_recorded_without_engine(lane, db):
     """``wants_reply=False`` records the turn as ``recorded``; the engine is not asked."""
     message = msg(CHAT_B, "just chatting", 5, wants_reply=False, chat_type="group", speaker="bob")
     result = await lane.on_turn(message, MustNotBeCalledEngine())
@@ -383,12 +381,12 @@ async def test_message_without_reply_is_recorded_without_engine(lane):
     assert (turn.status, turn.assistant_text, turn.speaker) == ("recorded", None, "bob")
     assert result.needs_delivery is False
     assert result.packet is None  # no engine saw one
-    assert await log_rows(lane.db, turn.session_id) == [(1, "just chatting", "recorded")]
-    session = await lane.store.get_session(lane.db.reader, turn.session_id)
+    assert await log_rows(db, turn.session_id) == [(1, "just chatting", "recorded")]
+    session = await lane.inspector.session(turn.session_id)
     assert session is not None
     assert (session.chat_type, session.state.turn_count) == ("group", 1)
     assert session.state.last_response_type == "none"
-    assert await lane.store.undelivered_turns(lane.db.reader) == []
+    assert await lane.undelivered() == []
 
 
 # -- delivery ------------------------------------------------------------------------------------
@@ -397,19 +395,19 @@ async def test_message_without_reply_is_recorded_without_engine(lane):
 async def test_hydrate_lists_answered_but_undelivered_turns(db_path, checkpoint_dir):
     """I4: after a restart the undelivered list holds answered turns, not delivered or silent."""
     engine = CountingEngine()
-    async with running_lane(db_path, checkpoint_dir) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir) as (lane, _, db):
         first = await lane.on_turn(msg(CHAT_A, "one", 1), engine)
         await lane.on_turn(msg(CHAT_A, "two", 2, wants_reply=False), MustNotBeCalledEngine())
         third = await lane.on_turn(msg(CHAT_A, "three", 3), engine)
         fourth = await lane.on_turn(msg(CHAT_A, "four", 4), engine)
         await lane.mark_delivered(first.turn, 501)
         await lane.mark_delivered(first.turn, 999)  # a second record does not overwrite
-        await crash(lane)
+        await crash(db)
 
-    async with running_lane(db_path, checkpoint_dir) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir) as (lane, report, db):
         assert [(t.seq, t.user_text) for t in report.undelivered] == [(3, "three"), (4, "four")]
         assert report.undelivered == [third.turn, fourth.turn]
-        rows = await lane.db.fetchall(
+        rows = await db.fetchall(
             "SELECT status, reply_message_id, delivered_at FROM conversation_turns WHERE seq = 1"
         )
         assert [(row[0], row[1]) for row in rows] == [("delivered", 501)]
@@ -421,7 +419,7 @@ async def test_hydrate_lists_answered_but_undelivered_turns(db_path, checkpoint_
 
 async def test_shutdown_marks_clean_and_writes_the_pending_summary_delta(db_path, checkpoint_dir):
     """Shutdown sets ``shutdown_clean`` in db and checkpoint, with the pending summary delta."""
-    async with running_lane(db_path, checkpoint_dir) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir) as (lane, _, _):
         await talk(lane, CHAT_A, 7, CountingEngine())
         sid = lane.session_id_for_chat(CHAT_A)
         assert sid is not None
@@ -442,8 +440,8 @@ async def test_shutdown_marks_clean_and_writes_the_pending_summary_delta(db_path
     assert {line.split()[0] for line in delta[1:]} == {"#1", "#2", "#3", "#4"}
     assert snapshot.state.rolling_summary == ""
     # The delta is written beside the state, not folded into it (I6).
-    async with running_lane(db_path, checkpoint_dir) as (lane, _):
-        rebuilt = await lane.rebuild_state(sid)
+    async with running_lane(db_path, checkpoint_dir) as (lane, _, _):
+        rebuilt = await lane.inspector.rebuild_state(sid)
     assert snapshot.state.log_view() == rebuilt.log_view()
 
 
@@ -477,7 +475,7 @@ async def test_chats_are_isolated(lane, engine):
     assert sid_a is not None
     assert sid_b is not None
     assert sid_a != sid_b
-    packet_a, packet_b = await lane.packet(CHAT_A), await lane.packet(CHAT_B)
+    packet_a, packet_b = await lane.inspector.packet(CHAT_A), await lane.inspector.packet(CHAT_B)
     assert packet_a is not None
     assert packet_b is not None
     assert (packet_a.conversation_id, packet_a.turn_count) == (sid_a, 2)
@@ -488,14 +486,14 @@ async def test_chats_are_isolated(lane, engine):
     assert "bravo" not in text_a
     assert "bravo secret one" in text_b
     assert "alpha" not in text_b
-    file_a = lane.checkpoints.path_for(sid_a).read_text()
-    file_b = lane.checkpoints.path_for(sid_b).read_text()
+    file_a = lane.inspector.checkpoint_path(sid_a).read_text()
+    file_b = lane.inspector.checkpoint_path(sid_b).read_text()
     assert "bravo" not in file_a
     assert "alpha" not in file_b
-    assert await lane.packet(999) is None
+    assert await lane.inspector.packet(999) is None
 
 
-async def test_turns_of_one_chat_are_strictly_ordered(lane):
+async def test_turns_of_one_chat_are_strictly_ordered(lane, db):
     """Twenty concurrent messages of one chat become turns 1..20 in submission order."""
     engine = SlowEngine()
     texts = [f"m{i:02d}" for i in range(20)]
@@ -511,15 +509,15 @@ async def test_turns_of_one_chat_are_strictly_ordered(lane):
     # Each reply saw the state its predecessors left.
     assert [r.packet.turn_count for r in results if r.packet is not None] == list(range(20))
     sid = results[0].turn.session_id
-    assert [row[:2] for row in await log_rows(lane.db, sid)] == list(
+    assert [row[:2] for row in await log_rows(db, sid)] == list(
         zip(range(1, 21), texts, strict=True)
     )
-    snapshot = await lane.checkpoints.load(sid)
+    snapshot = await lane.inspector.checkpoint(sid)
     assert snapshot is not None
     assert snapshot.turn_count == 20
 
 
-async def test_different_chats_are_answered_concurrently(lane):
+async def test_different_chats_are_answered_concurrently(lane, db):
     """Turns of different chats do not wait for each other: all replies are in flight at once."""
     chats = [CHAT_A, CHAT_B, 303, 404]
     engine = BarrierEngine(parties=len(chats))
@@ -531,7 +529,7 @@ async def test_different_chats_are_answered_concurrently(lane):
     assert engine.arrived == len(chats)
     assert [r.turn.seq for r in results] == [1, 1, 1, 1]
     assert len({r.turn.session_id for r in results}) == len(chats)
-    rows = await lane.db.fetchall("SELECT COUNT(*) FROM conversation_turns")
+    rows = await db.fetchall("SELECT COUNT(*) FROM conversation_turns")
     assert rows[0][0] == len(chats)
 
 
@@ -562,14 +560,14 @@ async def talk_at_once(lane: ConversationLane, rounds: int, engine: Any) -> None
 async def test_sessions_held_packed_lose_nothing(db_path, checkpoint_dir):
     """Six chats talking at once through a lane that keeps two sessions as objects: every
     chat's packet, jobs, checkpoint and database state come out as if all were kept."""
-    async with running_lane(db_path, checkpoint_dir, resident_sessions=2) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir, resident_sessions=2) as (lane, _, _):
         await talk_at_once(lane, 7, SlowEngine(delay=0.001))  # more chats busy than resident
         for chat_id in CHATS:
             await lane.on_turn(msg(chat_id, "remind me of the report", chat_id * 1000 + 8),
                                JobEngine())  # fmt: skip
         assert sorted(chat for chat, _ in lane.active_jobs()) == CHATS
         for chat_id in CHATS:
-            packet = await lane.packet(chat_id)
+            packet = await lane.inspector.packet(chat_id)
             assert packet is not None
             assert packet.turn_count == 8
             assert [t.user_text for t in packet.recent_turns] == [
@@ -577,10 +575,10 @@ async def test_sessions_held_packed_lose_nothing(db_path, checkpoint_dir):
             ]  # fmt: skip
             sid = lane.session_id_for_chat(chat_id)
             assert sid is not None
-            snapshot = await lane.checkpoints.load(sid)
+            snapshot = await lane.inspector.checkpoint(sid)
             assert snapshot is not None
             assert snapshot.turn_count == 8
-            rebuilt = await lane.rebuild_state(sid)
+            rebuilt = await lane.inspector.rebuild_state(sid)
             assert packet_state(lane, chat_id).log_view() == rebuilt.log_view()
         assert await lane.rewrite_stale_checkpoints() == 0  # every file is known written
 
@@ -589,7 +587,7 @@ def packet_state(lane: ConversationLane, chat_id: int) -> Any:
     """The state the lane holds for a chat (through the checkpoint it would write)."""
     sid = lane.session_id_for_chat(chat_id)
     assert sid is not None
-    return CheckpointWriter.parse(lane.checkpoint_bytes(sid), session_id=sid).state
+    return CheckpointWriter.parse(lane.inspector.checkpoint_bytes(sid), session_id=sid).state
 
 
 async def test_shutdown_checkpoints_packed_sessions_and_restart_resumes_them(
@@ -597,7 +595,7 @@ async def test_shutdown_checkpoints_packed_sessions_and_restart_resumes_them(
 ):
     """At shutdown every session, packed or not, gets its clean checkpoint; a restart that
     keeps one session as an object finds all of them intact and answers in each."""
-    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, _, _):
         await talk_at_once(lane, 4, CountingEngine())
         sids = {chat_id: lane.session_id_for_chat(chat_id) for chat_id in CHATS}
 
@@ -606,7 +604,7 @@ async def test_shutdown_checkpoints_packed_sessions_and_restart_resumes_them(
         assert snapshot is not None
         assert (snapshot.state.status, snapshot.turn_count) == ("shutdown_clean", 4)
 
-    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, report, _):
         assert (report.sessions, report.rebuilt) == (len(CHATS), {})
         engine = CountingEngine()
         for chat_id in CHATS:
@@ -627,7 +625,7 @@ async def test_checkpoints_of_packed_sessions_heal_after_a_disk_fault(
     def full_disk(src: Any, dst: Any) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir, resident_sessions=1) as (lane, _, _):
         monkeypatch.setattr(os, "replace", full_disk)
         await talk_at_once(lane, 2, CountingEngine())
         assert list(checkpoint_dir.glob("*.json")) == []
@@ -638,7 +636,7 @@ async def test_checkpoints_of_packed_sessions_heal_after_a_disk_fault(
         for chat_id in CHATS:
             sid = lane.session_id_for_chat(chat_id)
             assert sid is not None
-            snapshot = await lane.checkpoints.load(sid)
+            snapshot = await lane.inspector.checkpoint(sid)
             assert snapshot is not None
             assert snapshot.turn_count == 2
 
@@ -649,7 +647,7 @@ async def test_checkpoints_of_packed_sessions_heal_after_a_disk_fault(
 async def test_new_session_closes_and_next_message_opens_a_new_one(db_path, checkpoint_dir):
     """``new_session`` closes the open session; the next message starts a fresh session id."""
     engine = CountingEngine()
-    async with running_lane(db_path, checkpoint_dir) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir) as (lane, _, db):
         assert await lane.new_session(CHAT_A) is None  # nothing to close yet
         old = await lane.on_turn(msg(CHAT_A, "old topic secret", 1), engine)
         switch = await lane.new_session(CHAT_A)
@@ -664,27 +662,27 @@ async def test_new_session_closes_and_next_message_opens_a_new_one(db_path, chec
         assert new.packet is not None
         assert new.packet.turn_count == 0
         assert "old topic secret" not in render_packet(new.packet)
-        rows = await lane.db.fetchall(
+        rows = await db.fetchall(
             "SELECT session_id, closed_at IS NOT NULL FROM conversation_sessions"
             " ORDER BY created_at, session_id"
         )
         assert [tuple(row) for row in rows] == [(closed, 1), (new.turn.session_id, 0)]
         # Closing is not forgetting: the old turns stay in the log.
-        assert await log_rows(lane.db, closed) == [(1, "old topic secret", "answered")]
+        assert await log_rows(db, closed) == [(1, "old topic secret", "answered")]
 
-    async with running_lane(db_path, checkpoint_dir) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir) as (lane, report, _):
         assert report.sessions == 1
         assert lane.session_id_for_chat(CHAT_A) == new.turn.session_id
 
 
-async def test_forget_conversation_erases_the_chats_journal_entries_of_every_bot(lane, engine):
+async def test_forget_conversation_erases_the_chats_journal_entries_of_every_bot(lane, db, engine):
     """Erasing a chat's open conversation (/forget, agent-memory forget) erases its journal
     entries first, whatever bot journaled them, except the never-tried ones (the request
     itself); another chat's stay; a closed conversation leaves the journal as it is."""
     await talk(lane, CHAT_A, 2, engine)
     await talk(lane, CHAT_B, 1, engine)
     for bot_id in (1, 2):
-        journal = InboundJournal(lane.db, bot_id)
+        journal = InboundJournal(db, bot_id)
         await journal.record(
             [
                 JournalEntry(update_id=10, chat_id=CHAT_A, payload='{"text": "secret"}'),
@@ -697,19 +695,19 @@ async def test_forget_conversation_erases_the_chats_journal_entries_of_every_bot
     sid_a = lane.session_id_for_chat(CHAT_A)
     assert sid_a is not None
 
-    assert await forget_everywhere(lane, lane.db, sid_a) == 2
+    assert await forget_everywhere(lane, db, sid_a) == 2
 
-    rows = await lane.db.fetchall("SELECT bot_id, update_id FROM inbound_updates ORDER BY 1, 2")
+    rows = await db.fetchall("SELECT bot_id, update_id FROM inbound_updates ORDER BY 1, 2")
     assert [tuple(r) for r in rows] == [(1, 11), (1, 12), (2, 11), (2, 12)]
-    assert await lane.store.get_session(lane.db.reader, sid_a) is None
-    assert await forget_everywhere(lane, lane.db, sid_a) is None
+    assert await lane.inspector.session(sid_a) is None
+    assert await forget_everywhere(lane, db, sid_a) is None
     await lane.new_session(CHAT_B)
-    closed = await lane.store.list_sessions(lane.db.reader, limit=None, chat_id=CHAT_B)
-    assert await forget_everywhere(lane, lane.db, closed[0].session_id) == 0
-    assert len(await lane.db.fetchall("SELECT * FROM inbound_updates")) == 4
+    closed = await lane.inspector.sessions(chat_id=CHAT_B)
+    assert await forget_everywhere(lane, db, closed[0].session_id) == 0
+    assert len(await db.fetchall("SELECT * FROM inbound_updates")) == 4
 
 
-async def test_forget_session_erases_rows_turns_and_checkpoint(lane, engine):
+async def test_forget_session_erases_rows_turns_and_checkpoint(lane, db, engine):
     """``forget_session`` deletes the session row, its turns and its checkpoint file."""
     await talk(lane, CHAT_A, 3, engine)
     await talk(lane, CHAT_B, 2, engine)
@@ -717,17 +715,17 @@ async def test_forget_session_erases_rows_turns_and_checkpoint(lane, engine):
     sid_b = lane.session_id_for_chat(CHAT_B)
     assert sid_a is not None
     assert sid_b is not None
-    path_a = lane.checkpoints.path_for(sid_a)
+    path_a = lane.inspector.checkpoint_path(sid_a)
     assert path_a.is_file()
 
     assert await lane.forget_session(sid_a) is True
 
-    assert await lane.store.get_session(lane.db.reader, sid_a) is None
-    assert await log_rows(lane.db, sid_a) == []
+    assert await lane.inspector.session(sid_a) is None
+    assert await log_rows(db, sid_a) == []
     assert not path_a.exists()
-    assert await lane.packet(CHAT_A) is None
-    assert lane.checkpoints.session_ids() == [sid_b]
-    assert len(await log_rows(lane.db, sid_b)) == 2
+    assert await lane.inspector.packet(CHAT_A) is None
+    assert lane.inspector.checkpoint_ids() == [sid_b]
+    assert len(await log_rows(db, sid_b)) == 2
     assert await lane.forget_session(sid_a) is False
     # The chat's next message starts over.
     result = await lane.on_turn(msg(CHAT_A, "who am I?", 9), engine)
@@ -739,7 +737,7 @@ async def test_prune_erases_sessions_inactive_longer_than_the_limit(db_path, che
     """``prune`` deletes only sessions whose last activity is older than the cut-off."""
     clock = Clock()
     engine = CountingEngine()
-    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, _, db):
         await talk(lane, CHAT_A, 2, engine)
         clock.advance(days=3)
         await talk(lane, CHAT_B, 2, engine)
@@ -752,13 +750,13 @@ async def test_prune_erases_sessions_inactive_longer_than_the_limit(db_path, che
 
         assert sid_a is not None
         assert sid_b is not None
-        assert await lane.store.get_session(lane.db.reader, sid_a) is None
-        assert await log_rows(lane.db, sid_a) == []
-        assert not lane.checkpoints.path_for(sid_a).exists()
-        assert await lane.packet(CHAT_A) is None
-        assert await lane.store.get_session(lane.db.reader, sid_b) is not None
-        assert len(await log_rows(lane.db, sid_b)) == 2
-        assert lane.checkpoints.session_ids() == [sid_b]
+        assert await lane.inspector.session(sid_a) is None
+        assert await log_rows(db, sid_a) == []
+        assert not lane.inspector.checkpoint_path(sid_a).exists()
+        assert await lane.inspector.packet(CHAT_A) is None
+        assert await lane.inspector.session(sid_b) is not None
+        assert len(await log_rows(db, sid_b)) == 2
+        assert lane.inspector.checkpoint_ids() == [sid_b]
 
 
 # -- corrupt checkpoints ---------------------------------------------------------------------------
@@ -787,11 +785,11 @@ class History:
 
 async def write_history(db_path: Path, checkpoint_dir: Path) -> History:
     engine = CountingEngine()
-    async with running_lane(db_path, checkpoint_dir) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir) as (lane, _, _):
         await talk(lane, CHAT_A, 5, engine)
         sid_a = lane.session_id_for_chat(CHAT_A)
         assert sid_a is not None
-        a_at_turn_5 = lane.checkpoints.path_for(sid_a).read_bytes()
+        a_at_turn_5 = lane.inspector.checkpoint_path(sid_a).read_bytes()
         await talk(lane, CHAT_A, 7, engine, start=6)
         await talk(lane, CHAT_B, 4, engine)
         sid_b = lane.session_id_for_chat(CHAT_B)
@@ -885,28 +883,29 @@ async def test_hydrate_rebuilds_a_bad_checkpoint_from_the_log(
     clock = Clock()
     caplog.set_level(logging.WARNING, logger=LANE_LOGGER)
 
-    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, report, _):
         assert list(report.rebuilt) == [history.sid_a]
         assert reason in report.rebuilt[history.sid_a]
         warnings = lane_records(caplog, logging.WARNING)
         assert any(history.sid_a in w and "rebuilt" in w for w in warnings), warnings
-        rebuilt = await lane.rebuild_state(history.sid_a)
+        rebuilt = await lane.inspector.rebuild_state(history.sid_a)
         assert rebuilt.turn_count == 12
         # The state hydrated, the state in the database and the rewritten file all equal the
         # fold of the turn log.
-        recent = await lane.store.recent_turns(lane.db.reader, history.sid_a, 3)
+        recent = await lane.inspector.recent(history.sid_a, 3)
         hydrated = rebuilt.model_copy(update={"status": "resuming"})
-        assert await lane.packet(CHAT_A) == lane.builder.build(hydrated, recent, now=clock())
-        session = await lane.store.get_session(lane.db.reader, history.sid_a)
+        expected = ConversationContextBuilder().build(hydrated, recent, now=clock())
+        assert await lane.inspector.packet(CHAT_A) == expected
+        session = await lane.inspector.session(history.sid_a)
         assert session is not None
         assert session.state == hydrated
-        snapshot = await lane.checkpoints.load(history.sid_a)
+        snapshot = await lane.inspector.checkpoint(history.sid_a)
         assert snapshot is not None
         assert snapshot.turn_count == 12
         assert snapshot.state.log_view() == rebuilt.log_view()
         assert snapshot.recent_turns == tuple(CheckpointTurn.of(t) for t in recent)
         # Nothing lost: every turn is in the log and the next one follows it.
-        texts = [t.user_text async for t in lane.store.iter_turns(lane.db.reader, history.sid_a)]
+        texts = [t.user_text async for t in lane.inspector.turns(history.sid_a)]
         assert texts == [text_of(CHAT_A, n) for n in range(1, 13)]
         result = await lane.on_turn(msg(CHAT_A, "still there?", 5555), CountingEngine())
         assert result.turn.seq == 13
@@ -922,7 +921,7 @@ async def test_hydrate_keeps_a_good_checkpoint_without_warning(db_path, checkpoi
     a_before = history.path_a.read_bytes()
     caplog.set_level(logging.WARNING, logger=LANE_LOGGER)
 
-    async with running_lane(db_path, checkpoint_dir) as (_, report):
+    async with running_lane(db_path, checkpoint_dir) as (_, report, _):
         assert (report.sessions, report.rebuilt, report.orphans_removed) == (2, {}, [])
         assert lane_records(caplog, logging.WARNING) == []
         assert history.path_a.read_bytes() == a_before
@@ -944,10 +943,10 @@ async def test_hydrate_keeps_a_version_1_checkpoint_at_the_logs_turn(
     history.path_a.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
     caplog.set_level(logging.WARNING, logger=LANE_LOGGER)
 
-    async with running_lane(db_path, checkpoint_dir) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir) as (lane, report, _):
         assert (report.sessions, report.rebuilt) == (2, {})
         assert lane_records(caplog, logging.WARNING) == []
-        snapshot = await lane.checkpoints.load(history.sid_a)
+        snapshot = await lane.inspector.checkpoint(history.sid_a)
 
     assert snapshot is not None
     assert (snapshot.schema_version, snapshot.turn_count) == (2, 12)
@@ -962,12 +961,12 @@ async def test_hydrate_removes_temp_files_of_an_interrupted_write(db_path, check
     (checkpoint_dir / f".tmp-{history.sid_a}.k2j4h1").write_bytes(half)
     (checkpoint_dir / f".tmp-{history.sid_b}.x9y8z7").write_bytes(b"")
 
-    async with running_lane(db_path, checkpoint_dir) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir) as (lane, report, _):
         assert report.rebuilt == {}
         assert sorted(p.name for p in checkpoint_dir.iterdir()) == sorted(
             [history.path_a.name, history.path_b.name]
         )
-        snapshot = await lane.checkpoints.load(history.sid_a)
+        snapshot = await lane.inspector.checkpoint(history.sid_a)
         assert snapshot is not None
         assert snapshot.turn_count == 12
 
@@ -985,13 +984,13 @@ async def test_hydrate_deletes_checkpoint_of_a_session_gone_from_the_db(
         )
     caplog.set_level(logging.WARNING, logger=LANE_LOGGER)
 
-    async with running_lane(db_path, checkpoint_dir) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir) as (lane, report, _):
         assert report.orphans_removed == [history.sid_b]
         assert report.sessions == 1
         assert not history.path_b.exists()
-        assert lane.checkpoints.session_ids() == [history.sid_a]
+        assert lane.inspector.checkpoint_ids() == [history.sid_a]
         assert any(history.sid_b in w for w in lane_records(caplog, logging.WARNING))
-        assert await lane.packet(CHAT_B) is None
+        assert await lane.inspector.packet(CHAT_B) is None
 
 
 # -- checkpoint write failure ----------------------------------------------------------------------
@@ -1013,13 +1012,13 @@ def fail_replace_once(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 
 async def test_checkpoint_write_failure_keeps_turn_and_old_file_then_next_turn_heals(
-    lane, engine, checkpoint_dir, monkeypatch, caplog
+    lane, db, engine, checkpoint_dir, monkeypatch, caplog
 ):
     """A failed checkpoint write does not fail the turn, logs an error, keeps the old file."""
     await talk(lane, CHAT_A, 2, engine)
     sid = lane.session_id_for_chat(CHAT_A)
     assert sid is not None
-    path = lane.checkpoints.path_for(sid)
+    path = lane.inspector.checkpoint_path(sid)
     before = path.read_bytes()
     refused = fail_replace_once(monkeypatch)
     caplog.set_level(logging.ERROR, logger=LANE_LOGGER)
@@ -1035,15 +1034,15 @@ async def test_checkpoint_write_failure_keeps_turn_and_old_file_then_next_turn_h
     assert path.read_bytes() == before
     assert CheckpointWriter.parse(before, session_id=sid).turn_count == 2
     assert list(checkpoint_dir.iterdir()) == [path]  # no temp file left behind
-    assert [row[0] for row in await log_rows(lane.db, sid)] == [1, 2, 3]
+    assert [row[0] for row in await log_rows(db, sid)] == [1, 2, 3]
 
     await lane.on_turn(msg(CHAT_A, text_of(CHAT_A, 4), 4), engine)
 
-    snapshot = await lane.checkpoints.load(sid)
+    snapshot = await lane.inspector.checkpoint(sid)
     assert snapshot is not None
     assert snapshot.turn_count == 4
     assert [t.seq for t in snapshot.recent_turns] == [2, 3, 4]
-    assert snapshot.state == (await lane.store.get_session(lane.db.reader, sid)).state
+    assert snapshot.state == (await lane.inspector.session(sid)).state
 
 
 async def test_checkpoint_write_failure_is_healed_at_next_start(
@@ -1051,20 +1050,20 @@ async def test_checkpoint_write_failure_is_healed_at_next_start(
 ):
     """A checkpoint left behind by a failed write is rebuilt at the next start (I5)."""
     engine = CountingEngine()
-    async with running_lane(db_path, checkpoint_dir) as (lane, _):
+    async with running_lane(db_path, checkpoint_dir) as (lane, _, db):
         await talk(lane, CHAT_A, 2, engine)
         sid = lane.session_id_for_chat(CHAT_A)
         assert sid is not None
         fail_replace_once(monkeypatch)
         await talk(lane, CHAT_A, 1, engine, start=3)
-        await crash(lane)
+        await crash(db)
     caplog.set_level(logging.WARNING, logger=LANE_LOGGER)
 
-    async with running_lane(db_path, checkpoint_dir) as (lane, report):
+    async with running_lane(db_path, checkpoint_dir) as (lane, report, _):
         assert report.rebuilt == {sid: "is behind the log (turn 2 of 3)"}
         assert any(sid in w for w in lane_records(caplog, logging.WARNING))
-        snapshot = await lane.checkpoints.load(sid)
+        snapshot = await lane.inspector.checkpoint(sid)
         assert snapshot is not None
         assert snapshot.turn_count == 3
-        rebuilt = await lane.rebuild_state(sid)
+        rebuilt = await lane.inspector.rebuild_state(sid)
         assert snapshot.state.log_view() == rebuilt.log_view()

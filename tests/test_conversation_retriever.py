@@ -21,29 +21,29 @@ from agent.db.search import SEARCH_INDEXES
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
     CheckpointWriter,
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationLane,
-    ConversationRetriever,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
-    Fact,
     InboundMessage,
-    MemoryCandidate,
     Reply,
-    RetrievalPolicy,
-    RetrievalWeights,
     RetrievedItem,
     SessionState,
-    SqliteConversationStore,
-    SqliteMemoryStore,
-    Topic,
     render_packet,
-    write_if_worthy,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_retriever import (
+    ConversationRetriever,
+    RetrievalPolicy,
+    RetrievalWeights,
+)
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_store import SqliteConversationStore
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.longterm.memory_store import SqliteMemoryStore
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
+from agent.memory.schemas import Fact, MemoryCandidate, Topic
 from agent.memory.turn_search import turn_search_sql
+from agent.memory.writer import write_if_worthy
 from agent.utils import ids
 from tests.clock import T0, Clock
 from tests.hostile import every_table_text
@@ -130,14 +130,14 @@ async def bulk_session(
 @asynccontextmanager
 async def running_lane(
     db_path: Path, checkpoint_dir: Path, **options: Any
-) -> AsyncIterator[ConversationLane]:
-    """A lane started as the process starts it (open, hydrate), shut down afterwards."""
-    lane = ConversationLane(
-        await Database(db_path).open(), CheckpointWriter(checkpoint_dir), **options
-    )
+) -> AsyncIterator[tuple[ConversationLane, Database]]:
+    """A lane started as the process starts it (open, hydrate), shut down afterwards, with
+    its database (for the tests that read raw rows)."""
+    db = await Database(db_path).open()
+    lane = ConversationLane(db, CheckpointWriter(checkpoint_dir), **options)
     try:
         await lane.hydrate()
-        yield lane
+        yield lane, db
     finally:
         await lane.shutdown()
 
@@ -149,8 +149,8 @@ async def test_retrieval_finds_a_fact_stated_5000_turns_ago(db_path, checkpoint_
     async with Database(db_path) as db:
         await bulk_session(db, texts)
     clock = Clock(T0 + timedelta(days=5))
-    async with running_lane(db_path, checkpoint_dir, clock=clock) as lane:
-        packet = await lane.context(CHAT, "Where did I park the car?")
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, _):
+        packet = await lane.inspector.context(CHAT, "Where did I park the car?")
 
     assert packet is not None
     assert packet.turn_count == 5001
@@ -159,7 +159,7 @@ async def test_retrieval_finds_a_fact_stated_5000_turns_ago(db_path, checkpoint_
     assert fact in render_packet(packet)
     # Never the whole transcript: a bounded handful of turns out of 5,001.
     assert len(packet.retrieved) + len(packet.recent_turns) < 200
-    assert packet.token_estimate <= lane.builder.token_budget
+    assert packet.token_estimate <= lane.inspector.token_budget
 
 
 async def test_on_turn_retrieves_with_the_new_message_before_the_engine_runs(lane):
@@ -197,19 +197,19 @@ async def test_on_turn_retrieves_with_the_new_message_before_the_engine_runs(lan
         "'; DROP TABLE conversation_turns; --",
     ],
 )
-async def test_fts_syntax_in_the_query_is_harmless(lane, words):
+async def test_fts_syntax_in_the_query_is_harmless(lane, db, words):
     """FTS5 syntax in a query (quotes, *, NEAR, OR, column filters) is harmless plain words."""
     engine = RecordingEngine()
     await lane.on_turn(InboundMessage(chat_id=CHAT, text="My kayak is the yellow one."), engine)
     await lane.on_turn(InboundMessage(chat_id=CHAT, text="my name is Ada"), engine)
 
-    items = await lane.recall(CHAT, words)
-    packet = await lane.context(CHAT, words)
+    items = await lane.inspector.recall(CHAT, words)
+    packet = await lane.inspector.context(CHAT, words)
 
     assert packet is not None
     if "kayak" in words:
         assert "turn:1" in [item.ref for item in items]
-    rows = await lane.db.fetchall("SELECT count(*) FROM conversation_turns")
+    rows = await db.fetchall("SELECT count(*) FROM conversation_turns")
     assert rows[0][0] == 2
 
 
@@ -284,7 +284,7 @@ async def test_a_word_asked_about_before_it_was_said_is_found(lane):
         *(filler(n) for n in range(5)),
     ):
         await lane.on_turn(InboundMessage(chat_id=CHAT, text=text), engine)
-    packet = await lane.context(CHAT, "Where did the zeppelin fly?")
+    packet = await lane.inspector.context(CHAT, "Where did the zeppelin fly?")
     assert packet is not None
     assert any("zeppelin flew over the harbour" in item.text for item in packet.retrieved)
 
@@ -360,8 +360,8 @@ async def test_packet_stays_within_budget_with_retrieved_items(db_path, checkpoi
     async with Database(db_path) as db:
         await bulk_session(db, texts)
     builder = ConversationContextBuilder(token_budget=300, recent_turns=3)
-    async with running_lane(db_path, checkpoint_dir, builder=builder) as lane:
-        packet = await lane.context(CHAT, "How many steps did the lighthouse have?")
+    async with running_lane(db_path, checkpoint_dir, builder=builder) as (lane, _):
+        packet = await lane.inspector.context(CHAT, "How many steps did the lighthouse have?")
 
     assert packet is not None
     assert packet.retrieved
@@ -373,7 +373,7 @@ async def test_packet_stays_within_budget_with_retrieved_items(db_path, checkpoi
     assert all(item.text in rendered for item in packet.retrieved)
 
 
-async def test_recall_uses_the_retriever(lane):
+async def test_recall_uses_the_retriever(lane, db):
     """/recall lists what the retriever returns, with its scores, memories included."""
     engine = RecordingEngine()
     await lane.on_turn(InboundMessage(chat_id=CHAT, text="my name is Ada"), engine)
@@ -381,11 +381,11 @@ async def test_recall_uses_the_retriever(lane):
     for n in range(3, 8):
         await lane.on_turn(InboundMessage(chat_id=CHAT, text=filler(n)), engine)
 
-    reply = await CommandCenter(lane).run(CHAT, "recall", "yellow kayak name")
-    items = await lane.recall(CHAT, "yellow kayak name")
+    reply = await CommandCenter(lane, db).run(CHAT, "recall", "yellow kayak name")
+    items = await lane.inspector.recall(CHAT, "yellow kayak name")
     direct = await retrieve(
-        lane.db,
-        lane.retriever,
+        db,
+        ConversationRetriever(),  # the lane's: default store, memories and weights
         session_id=lane.session_id_for_chat(CHAT),
         text="yellow kayak name",
         now=lane.now(),
@@ -402,13 +402,13 @@ async def test_recall_uses_the_retriever(lane):
 async def test_memories_decay_and_get_archived_by_consolidation(db_path, checkpoint_dir):
     """Consolidation decays memories and archives weak ones, which retrieval then skips."""
     clock = Clock()
-    async with running_lane(db_path, checkpoint_dir, clock=clock) as lane:
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, db):
         engine = RecordingEngine()
         await lane.on_turn(InboundMessage(chat_id=CHAT, text="my name is Ada"), engine)
         await lane.on_turn(InboundMessage(chat_id=CHAT, text="I like jazz"), engine)
         await lane.on_turn(InboundMessage(chat_id=CHAT, text="I like jazz"), engine)
-        assert {item.ref for item in await lane.recall(CHAT, "jazz")} & {
-            m.memory_id for m in (await lane.packet(CHAT) or _empty()).memories
+        assert {item.ref for item in await lane.inspector.recall(CHAT, "jazz")} & {
+            m.memory_id for m in (await lane.inspector.packet(CHAT) or _empty()).memories
         }
         fresh = await lane.consolidate_memories()
         assert fresh.archived == []
@@ -417,7 +417,7 @@ async def test_memories_decay_and_get_archived_by_consolidation(db_path, checkpo
         report = await lane.consolidate_memories()
         rows = {
             row["key"]: dict(row)
-            for row in await lane.db.fetchall(
+            for row in await db.fetchall(
                 "SELECT key, status, decay, access_count FROM memories"
             )
         }
@@ -432,9 +432,10 @@ async def test_memories_decay_and_get_archived_by_consolidation(db_path, checkpo
         assert jazz["status"] == "archived"
         assert report.archived
         assert report.decayed == 2
-        recalled = await lane.recall(CHAT, "jazz")
+        recalled = await lane.inspector.recall(CHAT, "jazz")
         assert [item.ref for item in recalled if item.kind == "memory"] == []
-        assert "jazz" not in [m.key for m in (await lane.packet(CHAT) or _empty()).memories]
+        packet = await lane.inspector.packet(CHAT) or _empty()
+        assert "jazz" not in [m.key for m in packet.memories]
 
 
 def _empty() -> ConversationContextPacket:
@@ -446,12 +447,12 @@ def _empty() -> ConversationContextPacket:
 async def test_retrieving_a_memory_counts_as_an_access(db_path, checkpoint_dir):
     """A memory retrieved into the packet of a turn gets one more access and a fresh decay."""
     clock = Clock()
-    async with running_lane(db_path, checkpoint_dir, clock=clock) as lane:
+    async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, db):
         engine = RecordingEngine()
         await lane.on_turn(InboundMessage(chat_id=CHAT, text="my name is Ada"), engine)
         clock.now = T0 + timedelta(days=10)
         await lane.on_turn(InboundMessage(chat_id=CHAT, text="what is my name?"), engine)
-        row = (await lane.db.fetchall("SELECT access_count, last_accessed_at FROM memories"))[0]
+        row = (await db.fetchall("SELECT access_count, last_accessed_at FROM memories"))[0]
 
     assert [item.kind for item in engine.packets[-1].retrieved].count("memory") == 1
     assert row["access_count"] == 2
@@ -464,7 +465,7 @@ async def test_forget_leaves_no_trace_of_the_session(db_path, checkpoint_dir):
     summarizer = ExtractiveSummarizer(every_n=5, keep_raw=3)
     async with running_lane(
         db_path, checkpoint_dir, state_manager=ConversationStateManager(summarizer)
-    ) as lane:
+    ) as (lane, db):
         engine = RecordingEngine()
         other = CHAT + 1
         await lane.on_turn(InboundMessage(chat_id=other, text="Unrelated words stay."), engine)
@@ -477,13 +478,13 @@ async def test_forget_leaves_no_trace_of_the_session(db_path, checkpoint_dir):
             await lane.on_turn(InboundMessage(chat_id=CHAT, text=filler(n)), engine)
         sid = lane.session_id_for_chat(CHAT)
         assert sid is not None
-        before = await every_table_text(lane.db)
-        vocab = await _fts_terms(lane.db, word)
+        before = await every_table_text(db)
+        vocab = await _fts_terms(db, word)
 
         await lane.forget_session(sid)
-        after = await every_table_text(lane.db)
-        vocab_after = await _fts_terms(lane.db, word)
-        others = await lane.recall(other, "unrelated words")
+        after = await every_table_text(db)
+        vocab_after = await _fts_terms(db, word)
+        others = await lane.inspector.recall(other, "unrelated words")
 
     # The text was everywhere the test looks (otherwise the test could not fail)...
     for table in ("conversation_turns", "conversation_summaries", "memories"):
@@ -562,7 +563,7 @@ async def test_turn_search_ranks_inside_fts_then_reads_turns_by_key(db):
     assert "SEARCH conversation_turns USING INDEX" in plan
 
 
-async def test_every_write_merges_the_search_indexes_and_finds_the_same(lane):
+async def test_every_write_merges_the_search_indexes_and_finds_the_same(lane, db):
     """Every statement that writes an indexed row adds a segment to that full-text index, and a
     search looks up each word in every segment. FTS5 alone merged only after 64 pages of writes;
     each write now merges a few pages too (migration 0010): after 120 turns, each its own commit,
@@ -575,16 +576,16 @@ async def test_every_write_merges_the_search_indexes_and_finds_the_same(lane):
 
     async def segments(table: str) -> int:
         sql = f"SELECT count(DISTINCT segid) FROM {table}_idx"  # noqa: S608 (constants)
-        row = await lane.db.fetchone(sql)
+        row = await db.fetchone(sql)
         return row[0] if row else 0
 
     # Without the merges (FTS5 alone): 15 turn segments and 12 summary segments here.
     assert await segments("conversation_turns_fts") <= 5
     assert await segments("conversation_summaries_fts") <= 5
-    found = await lane.recall(CHAT, "yellow kayak", limit=10)
+    found = await lane.inspector.recall(CHAT, "yellow kayak", limit=10)
     assert {f"turn:{n + 1}" for n in range(0, 120, 17)} <= {item.ref for item in found}
     for table in SEARCH_INDEXES:
-        await lane.db.write(
+        await db.write(
             lambda tx, table=table: tx.execute(
                 f"INSERT INTO {table} ({table}) VALUES ('integrity-check')"  # noqa: S608
             )
@@ -633,7 +634,7 @@ async def test_migration_0006_indexes_what_the_database_already_holds(db_path):
     assert (memory.decay, memory.archived_at) == (1.0, None)
 
 
-async def test_memory_command_shows_what_retrieval_adds_for_the_last_message(lane):
+async def test_memory_command_shows_what_retrieval_adds_for_the_last_message(lane, db):
     """/memory shows the packet for the chat's last message, retrieved items included."""
     engine = RecordingEngine()
     await lane.on_turn(InboundMessage(chat_id=CHAT, text="The kayak is yellow."), engine)
@@ -641,7 +642,7 @@ async def test_memory_command_shows_what_retrieval_adds_for_the_last_message(lan
         await lane.on_turn(InboundMessage(chat_id=CHAT, text=filler(n)), engine)
     await lane.on_turn(InboundMessage(chat_id=CHAT, text="Where is the kayak?"), engine)
 
-    reply = await CommandCenter(lane).run(CHAT, "memory")
+    reply = await CommandCenter(lane, db).run(CHAT, "memory")
 
     assert "Relevant earlier in this conversation:" in reply.text
     assert "#1 user" in reply.text
@@ -649,7 +650,7 @@ async def test_memory_command_shows_what_retrieval_adds_for_the_last_message(lan
     assert "tokens" in reply.text
 
 
-async def test_help_and_error_replies_are_never_recalled_retrieved_or_summarised(lane):
+async def test_help_and_error_replies_are_never_recalled_retrieved_or_summarised(lane, db):
     """A reply that is help or an error text ("I didn't understand", the help list, an
     unreadable reminder time) is not conversation: /recall never finds it, a packet never
     retrieves it and no summary holds it; the user's own words of such a turn stay findable."""
@@ -671,21 +672,21 @@ async def test_help_and_error_replies_are_never_recalled_retrieved_or_summarised
     unknown_text = "I didn't understand"
     mom_text = "I couldn't read the time"
 
-    recall = (await CommandCenter(lane).run(CHAT, "recall", "hotel call mom zebra")).text
+    recall = (await CommandCenter(lane, db).run(CHAT, "recall", "hotel call mom zebra")).text
     assert "zebra crossing blorp" in recall  # the user's words of a turn not understood
     for words in ("hotel", "call mom", "understand", "offline concierge", "zebra", "help"):
-        items = await lane.recall(CHAT, words, 20)
-        packet = await lane.context(CHAT, words)
+        items = await lane.inspector.recall(CHAT, words, 20)
+        packet = await lane.inspector.context(CHAT, words)
         assert packet is not None
         for text in [*(i.text for i in items), *(i.text for i in packet.retrieved), recall]:
             for reply in (help_text, unknown_text, mom_text):
                 assert reply not in text, (words, text)
 
-    packet = await lane.context(CHAT, "hotel")
+    packet = await lane.inspector.context(CHAT, "hotel")
     assert packet is not None
     assert packet.rolling_session_summary  # folded after turn 10
     summaries = [packet.rolling_session_summary, *packet.recent_turn_summaries]
-    chain = (await every_table_text(lane.db))["conversation_summaries"]
+    chain = (await every_table_text(db))["conversation_summaries"]
     for text in [*summaries, chain]:
         for reply in (help_text, unknown_text, mom_text, "offline concierge"):
             assert reply.lower() not in text.lower(), text
@@ -710,8 +711,8 @@ async def test_the_turn_index_leaves_out_exactly_the_help_and_error_replies(lane
         InboundMessage(chat_id=CHAT, text="tell me about wombats"), IntentEngine(intent)
     )
 
-    found = await lane.recall(CHAT, "quokka")
-    by_user_words = await lane.recall(CHAT, "wombats")
+    found = await lane.inspector.recall(CHAT, "quokka")
+    by_user_words = await lane.inspector.recall(CHAT, "wombats")
 
     assert (found == []) is (intent in HELP_OR_ERROR_INTENTS)
     assert [item.seq for item in by_user_words] == [1]

@@ -10,23 +10,21 @@ import pytest
 from agent.db import Database
 from agent.memory import (
     CheckpointWriter,
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationLane,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     InboundMessage,
     JobRef,
     OpenLoop,
-    PendingClarification,
     Reply,
     SessionState,
-    TopicTracker,
 )
-from agent.memory.conversation_state_manager import MAX_CLOSED_LOOPS
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import MAX_CLOSED_LOOPS, ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.rules.session_rules import MAX_CLARIFICATIONS, MAX_OPEN_LOOPS
-from agent.memory.schemas import dump_json
+from agent.memory.rules.topic_tracker import TopicTracker
+from agent.memory.schemas import PendingClarification, dump_json
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2
@@ -562,25 +560,25 @@ async def test_hydration_marks_resuming_and_the_next_turn_decides_the_status(
     lane = await start()
     first = await lane.on_turn(InboundMessage(chat_id=5, text="book the hotel"), engine)
     sid = first.turn.session_id
-    session = await lane.store.get_session(lane.db.reader, sid)
+    session = await lane.inspector.session(sid)
     assert session is not None
     assert session.status == "awaiting_clarification"
     await lane.shutdown()
 
     lane = await start()
     try:
-        packet = await lane.packet(5)
+        packet = await lane.inspector.packet(5)
         assert packet is not None
         assert packet.session_status == "resuming"
         assert [c.question for c in packet.pending_clarifications] == ["Which hotel do you mean?"]
 
         await lane.on_turn(InboundMessage(chat_id=5, text="the one by the river"), engine)
 
-        session = await lane.store.get_session(lane.db.reader, sid)
+        session = await lane.inspector.session(sid)
         assert session is not None
         assert session.status == "active"
         assert session.state.pending_clarifications == ()
-        rebuilt = await lane.rebuild_state(sid)
+        rebuilt = await lane.inspector.rebuild_state(sid)
         assert rebuilt.log_view() == session.state.log_view()
     finally:
         await lane.shutdown()

@@ -9,7 +9,8 @@ import pytest
 
 from agent.db import Database
 from agent.errors import StorageError
-from agent.memory import ConversationTurn, SessionState, SqliteConversationStore
+from agent.memory import ConversationTurn, SessionState
+from agent.memory.conversation_store import SqliteConversationStore
 
 store = SqliteConversationStore()
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -7,14 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent.memory import (
-    ConversationStateManager,
-    ConversationTurn,
-    ExtractiveSummarizer,
-    SessionState,
-    SummaryFold,
-    Topic,
-)
+from agent.memory import ConversationTurn, SessionState
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer, SummaryFold
+from agent.memory.schemas import Topic
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

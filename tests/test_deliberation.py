@@ -9,17 +9,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent.memory import (
-    ConversationContextBuilder,
     ConversationContextPacket,
-    ConversationStateManager,
     ConversationTurn,
-    DeliberationTracker,
     InboundMessage,
     Reply,
     SessionState,
     render_packet,
-    split_clauses,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.group_schemas import Reaction
 from agent.memory.rules.deliberation import (
     MAX_CONTRIBUTIONS,
@@ -27,7 +25,9 @@ from agent.memory.rules.deliberation import (
     MAX_PARTICIPANTS,
     MAX_PROPOSALS,
     REACTION_WINDOW,
+    DeliberationTracker,
 )
+from agent.memory.rules.extraction import split_clauses
 from agent.memory.schemas import dump_json
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -397,19 +397,19 @@ async def test_a_group_through_the_lane_rebuilds_to_the_live_state(lane):
             await lane.on_turn(message, engine)
     sid = lane.session_id_for_chat(-100)
     assert sid is not None
-    session = await lane.store.get_session(lane.db.reader, sid)
+    session = await lane.inspector.session(sid)
     assert session is not None
 
-    rebuilt = await lane.rebuild_state(sid)
+    rebuilt = await lane.inspector.rebuild_state(sid)
 
     assert rebuilt.chat_type == "group"
     assert rebuilt.log_view() == session.state.log_view()
-    snapshot = await lane.checkpoints.load(sid)
+    snapshot = await lane.inspector.checkpoint(sid)
     assert snapshot is not None
     assert snapshot.state.log_view() == rebuilt.log_view()
     assert [p.name for p in rebuilt.participants] == ["Alice", "Bob", "Carol", "Dave"]
     assert rebuilt.decisions
-    packet = await lane.packet(-100)
+    packet = await lane.inspector.packet(-100)
     assert packet is not None
     assert packet.decisions == rebuilt.decisions
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agent.memory import (
+from agent.memory.rules.dialogue_acts import (
     DialogueActs,
     bot_question,
     is_dismissal,
     question_stems,
     read_acts,
-    split_clauses,
 )
+from agent.memory.rules.extraction import split_clauses
 
 
 def acts(text: str) -> DialogueActs:

@@ -172,35 +172,36 @@ async def test_a_turn_the_full_database_refuses_is_not_half_kept_and_the_chat_go
     the log, the state or the checkpoint; one error line for all of them. Once it has room, the
     chat goes on at the next turn number, and a restart finds nothing to repair (I5, I6)."""
     caplog.set_level(logging.DEBUG, logger="agent")
-    lane = ConversationLane(await Database(db_path).open(), CheckpointWriter(checkpoint_dir))
+    db = await Database(db_path).open()
+    lane = ConversationLane(db, CheckpointWriter(checkpoint_dir))
     await lane.hydrate()
     for n in (1, 2):
         await lane.on_turn(message(CHAT_A, n), engine)
     sid = lane.session_id_for_chat(CHAT_A)
     assert sid is not None
-    before = lane.checkpoints.path_for(sid).read_bytes()
+    before = lane.inspector.checkpoint_path(sid).read_bytes()
 
-    await let_the_file_grow(lane.db, 0)
+    await let_the_file_grow(db, 0)
     for n in (3, 4, 5):
         with pytest.raises(DatabaseUnwritable, match="database or disk is full"):
             await lane.on_turn(message(CHAT_A, n, BIG), engine)
     with pytest.raises(DatabaseUnwritable):  # a new chat's first turn: no session left behind
         await lane.on_turn(message(CHAT_B, 1, BIG), engine)
 
-    assert await seqs(lane.db, sid) == [1, 2]
-    assert (await lane.packet(CHAT_A)).turn_count == 2
+    assert await seqs(db, sid) == [1, 2]
+    assert (await lane.inspector.packet(CHAT_A)).turn_count == 2
     assert lane.session_id_for_chat(CHAT_B) is None
-    assert lane.checkpoints.path_for(sid).read_bytes() == before
+    assert lane.inspector.checkpoint_path(sid).read_bytes() == before
     [error] = records(caplog, DB_LOGGER, logging.ERROR)
     assert "refuses writes" in error
     assert str(db_path) in error
     assert "Traceback" not in caplog.text
 
-    await let_the_file_grow(lane.db, None)
+    await let_the_file_grow(db, None)
     result = await lane.on_turn(message(CHAT_A, 3, BIG), engine)
     await lane.on_turn(message(CHAT_B, 1), engine)
     assert (result.turn.seq, result.duplicate) == (3, False)
-    assert await seqs(lane.db, sid) == [1, 2, 3]
+    assert await seqs(db, sid) == [1, 2, 3]
     [recovered] = records(caplog, DB_LOGGER, logging.WARNING)
     assert "accepts writes again" in recovered
     await lane.shutdown()
@@ -209,10 +210,10 @@ async def test_a_turn_the_full_database_refuses_is_not_half_kept_and_the_chat_go
     report = await again.hydrate()
     try:
         assert report.rebuilt == {}
-        snapshot = await again.checkpoints.load(sid)
+        snapshot = await again.inspector.checkpoint(sid)
         assert snapshot is not None
         assert snapshot.turn_count == 3
-        assert snapshot.state.log_view() == (await again.rebuild_state(sid)).log_view()
+        assert snapshot.state.log_view() == (await again.inspector.rebuild_state(sid)).log_view()
     finally:
         await again.shutdown()
 
@@ -222,7 +223,7 @@ async def test_a_turn_the_full_database_refuses_is_not_half_kept_and_the_chat_go
 
 @pytest.mark.parametrize("fault", list(FailingDisk.FAULTS))
 async def test_checkpoint_faults_keep_every_turn_log_once_and_heal_without_a_new_turn(
-    lane, engine, checkpoint_dir, monkeypatch, caplog, fault
+    lane, db, engine, checkpoint_dir, monkeypatch, caplog, fault
 ):
     """While the checkpoint disk fails, every turn is committed and answered, the files stay
     as they were (parseable, behind), and one error line names the cause. Once the disk
@@ -233,7 +234,7 @@ async def test_checkpoint_faults_keep_every_turn_log_once_and_heal_without_a_new
         await lane.on_turn(message(CHAT_A, n), engine)
     sid_a = lane.session_id_for_chat(CHAT_A)
     assert sid_a is not None
-    path_a = lane.checkpoints.path_for(sid_a)
+    path_a = lane.inspector.checkpoint_path(sid_a)
     before = path_a.read_bytes()
     disk = FailingDisk(monkeypatch, checkpoint_dir)
     code = disk.fail(fault)
@@ -245,8 +246,8 @@ async def test_checkpoint_faults_keep_every_turn_log_once_and_heal_without_a_new
     assert all(a.turn.status == "answered" and a.turn.assistant_text for a in answers)
     sid_b = lane.session_id_for_chat(CHAT_B)
     assert sid_b is not None
-    assert await seqs(lane.db, sid_a) == [1, 2, 3, 4, 5]
-    assert await seqs(lane.db, sid_b) == [1, 2]
+    assert await seqs(db, sid_a) == [1, 2, 3, 4, 5]
+    assert await seqs(db, sid_b) == [1, 2]
     assert disk.refused >= 5
     assert path_a.read_bytes() == before  # the old file, whole
     assert CheckpointWriter.parse(before, session_id=sid_a).turn_count == 2
@@ -259,10 +260,10 @@ async def test_checkpoint_faults_keep_every_turn_log_once_and_heal_without_a_new
     assert await lane.rewrite_stale_checkpoints() == 2
 
     for sid, turns in ((sid_a, 5), (sid_b, 2)):
-        snapshot = await lane.checkpoints.load(sid)
+        snapshot = await lane.inspector.checkpoint(sid)
         assert snapshot is not None
         assert snapshot.turn_count == turns
-        stored = await lane.store.get_session(lane.db.reader, sid)
+        stored = await lane.inspector.session(sid)
         assert stored is not None
         assert snapshot.state == stored.state
     [recovered] = records(caplog, LANE_LOGGER, logging.WARNING)

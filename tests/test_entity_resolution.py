@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from agent.memory import JobRef, OpenLoop, Topic, resolve_entities
+from agent.memory import JobRef, OpenLoop
 from agent.memory.group_schemas import Decision, Proposal
+from agent.memory.rules.entity_resolution import resolve_entities
+from agent.memory.schemas import Topic
 
 LOOP = OpenLoop(loop_id="loop-1-1", text="book the hotel", opened_turn=1)
 JOB = JobRef(job_id="job_9", kind="reminder", label="call mom")

@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from agent.memory import ConversationStateManager, ConversationTurn, Fact, OpenLoop, SessionState
+from agent.memory import ConversationTurn, OpenLoop, SessionState
+from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.rules.extraction import (
     Closer,
     clean_value,
@@ -31,6 +32,7 @@ from agent.memory.rules.session_rules import (
     merge_facts,
     update_open_loops,
 )
+from agent.memory.schemas import Fact
 
 NOW = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
 SID = "ses_" + "0123456789abcdef" * 2

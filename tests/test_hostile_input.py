@@ -27,18 +27,18 @@ from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import (
-    CheckpointTurn,
     CheckpointWriter,
     ConversationContextPacket,
     ConversationLane,
-    ConversationStateManager,
-    ExtractiveSummarizer,
     InboundMessage,
     Reply,
     TurnResult,
     render_packet,
 )
-from agent.memory.lane import MAX_NOTE_CHARS
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.memory_commands import MAX_NOTE_CHARS
+from agent.memory.schemas import CheckpointTurn
 from tests.hostile import (
     HISTORY_ARGUMENTS,
     INJECTIONS,
@@ -69,10 +69,11 @@ class EchoEngine:
 
 
 @pytest.fixture
-async def folding_lane(db_path: Path, checkpoint_dir: Path) -> AsyncIterator[ConversationLane]:
-    """A lane that folds every three turns, so that summaries see hostile text too."""
+async def folding_lane(db: Database, checkpoint_dir: Path) -> AsyncIterator[ConversationLane]:
+    """A lane over the ``db`` fixture that folds every three turns, so that summaries see
+    hostile text too."""
     lane = ConversationLane(
-        await Database(db_path).open(),
+        db,
         CheckpointWriter(checkpoint_dir),
         state_manager=ConversationStateManager(ExtractiveSummarizer(every_n=3, keep_raw=2)),
     )
@@ -127,18 +128,18 @@ async def test_any_text_reads_back_equal_and_the_checkpoint_matches_the_log(
         results.append(await lane.on_turn(message, EchoEngine()))
 
     sid = results[0].turn.session_id
-    reader = lane.db.reader
+    inspector = lane.inspector
     assert [r.turn.user_text for r in results] == [text for text, _ in turns]
     for result in results:
-        assert await lane.store.get_turn(reader, sid, result.turn.seq) == result.turn
-    session = await lane.store.get_session(reader, sid)
-    snapshot = await lane.checkpoints.load(sid)
+        assert await inspector.turn(sid, result.turn.seq) == result.turn
+    session = await inspector.session(sid)
+    snapshot = await lane.inspector.checkpoint(sid)
     assert session is not None
     assert snapshot is not None
     assert snapshot.turn_count == session.state.turn_count == len(turns)
     assert snapshot.state == session.state
-    assert snapshot.state.log_view() == (await lane.rebuild_state(sid)).log_view()
-    recent = await lane.store.recent_turns(reader, sid, len(snapshot.recent_turns))
+    assert snapshot.state.log_view() == (await lane.inspector.rebuild_state(sid)).log_view()
+    recent = await inspector.recent(sid, len(snapshot.recent_turns))
     assert snapshot.recent_turns == tuple(CheckpointTurn.of(turn) for turn in recent)
 
 
@@ -159,7 +160,7 @@ async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(
             for chat_id, chat_type in chats.items():
                 await _say(lane, chat_id, text, chat_type=chat_type, speaker=text[:20])
         for chat_id in chats:
-            packet = await lane.packet(chat_id)
+            packet = await lane.inspector.packet(chat_id)
             assert packet is not None
             packets[chat_id] = render_packet(packet)
     finally:
@@ -170,7 +171,7 @@ async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(
         report = await again.hydrate()
         assert report.rebuilt == {}
         for chat_id in chats:
-            packet = await again.packet(chat_id)
+            packet = await again.inspector.packet(chat_id)
             assert packet is not None
             assert packet.turn_count == len(hostile)
             assert render_packet(packet) == packets[chat_id]
@@ -183,7 +184,7 @@ async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(
 
 @given(name=st.sampled_from(_READ_ONLY_COMMANDS), args=texts(max_size=120))
 async def test_any_command_argument_gets_an_answer_and_changes_nothing(
-    folding_lane: ConversationLane, checkpoint_dir: Path, name: str, args: str
+    folding_lane: ConversationLane, db: Database, checkpoint_dir: Path, name: str, args: str
 ) -> None:
     """Every command but /new and /remember (and /facts forget or confirm, /clear alone), with
     any text as its argument, answers with a non-empty text and leaves every table (FTS5 shadow
@@ -196,31 +197,31 @@ async def test_any_command_argument_gets_an_answer_and_changes_nothing(
     if lane.session_id_for_chat(chat) is None:
         for text in ("my name is Ada", "remind me to book the hotel", "what's my name?"):
             await _say(lane, chat, text, engine=RuleBasedConcierge())
-    commands = CommandCenter(lane)
-    tables, files = await database_fingerprint(lane.db), tree_fingerprint(checkpoint_dir)
+    commands = CommandCenter(lane, db)
+    tables, files = await database_fingerprint(db), tree_fingerprint(checkpoint_dir)
 
     reply = await commands.run(chat, name, args)
-    packet = await lane.context(chat, args)
+    packet = await lane.inspector.context(chat, args)
     if args != lane.session_id_for_chat(chat):
         refused = await commands.confirm_forget(chat, args)
         assert "nothing was erased" in refused.text
 
     assert reply.text.strip()
     assert packet is not None
-    assert await database_fingerprint(lane.db) == tables
+    assert await database_fingerprint(db) == tables
     assert tree_fingerprint(checkpoint_dir) == files
 
 
 @given(args=texts(max_size=1200))
 async def test_remember_keeps_any_note_verbatim_or_says_why_not(
-    folding_lane: ConversationLane, args: str
+    folding_lane: ConversationLane, db: Database, args: str
 ) -> None:
     """/remember with any text either keeps it (blanks collapsed) as a note /facts then lists,
     or refuses it with a clear reason (empty, too long); it never fails."""
     lane = folding_lane
-    reply = await CommandCenter(lane).run(5, "remember", args)
+    reply = await CommandCenter(lane, db).run(5, "remember", args)
     note = " ".join(args.split())
-    notes = {m.text for m in await lane.facts(5) if m.attribute == "note"}
+    notes = {m.text for m in await lane.inspector.facts(5) if m.attribute == "note"}
     if note and len(note) <= MAX_NOTE_CHARS:
         assert note in notes
         assert reply.text.startswith("I'll remember")
@@ -241,13 +242,13 @@ async def test_sql_fts_and_path_injections_get_clear_answers_and_touch_nothing_e
     async with Database(db_path) as db:
         lane = ConversationLane(db, CheckpointWriter(checkpoint_dir))
         await lane.hydrate()
-        commands = CommandCenter(lane)
+        commands = CommandCenter(lane, db)
         await _say(lane, chat, "my name is Ada")
         await _say(lane, other, "my name is Bob, I live in Oslo")
         sid, other_sid = lane.session_id_for_chat(chat), lane.session_id_for_chat(other)
         assert sid is not None
         assert other_sid is not None
-        other_file = lane.checkpoints.path_for(other_sid).read_bytes()
+        other_file = lane.inspector.checkpoint_path(other_sid).read_bytes()
         schema = await db.fetchall("SELECT type, name, sql FROM sqlite_master ORDER BY name")
         neighbours = set(tmp_path.parent.iterdir())
 
@@ -269,9 +270,9 @@ async def test_sql_fts_and_path_injections_get_clear_answers_and_touch_nothing_e
         assert [tuple(row) for row in await db.fetchall("PRAGMA integrity_check")] == [("ok",)]
         after = await db.fetchall("SELECT type, name, sql FROM sqlite_master ORDER BY name")
         assert [tuple(r) for r in after] == [tuple(r) for r in schema]
-        assert lane.checkpoints.path_for(other_sid).read_bytes() == other_file
+        assert lane.inspector.checkpoint_path(other_sid).read_bytes() == other_file
         assert lane.session_id_for_chat(chat) == sid
-        assert (await lane.history(chat, 100))[-1].seq == len(INJECTIONS) + 1
+        assert (await lane.inspector.history(chat, 100))[-1].seq == len(INJECTIONS) + 1
         await lane.shutdown()
     # No file was made or named from the text: only the database and the two checkpoints.
     assert set(tmp_path.parent.iterdir()) == neighbours
@@ -284,7 +285,7 @@ async def test_sql_fts_and_path_injections_get_clear_answers_and_touch_nothing_e
     ("args", "shown"), HISTORY_ARGUMENTS, ids=[args[:12] for args, _ in HISTORY_ARGUMENTS]
 )
 async def test_history_with_any_number_or_non_number_answers_clearly(
-    lane: ConversationLane, args: str, shown: int | None
+    lane: ConversationLane, db: Database, args: str, shown: int | None
 ) -> None:
     """/history takes a count in the decimal digits of any script (``٣`` is three, leading
     zeros do not matter); zero, a negative, a non-number or a path gets the usage line; a count
@@ -292,7 +293,7 @@ async def test_history_with_any_number_or_non_number_answers_clearly(
     chat = 1
     for n in range(55):
         await lane.on_turn(InboundMessage(chat_id=chat, text=f"message {n}"), EchoEngine())
-    text = (await CommandCenter(lane).run(chat, "history", args)).text
+    text = (await CommandCenter(lane, db).run(chat, "history", args)).text
     if shown is None:
         assert text.startswith("Usage: /history [n] with n from 1 to 50"), text[:80]
     else:
@@ -376,7 +377,7 @@ async def test_fifty_chats_never_see_each_others_memory(db_path: Path, checkpoin
     async with Database(db_path, durability="process") as db:
         lane = ConversationLane(db, CheckpointWriter(checkpoint_dir, fsync=False))
         await lane.hydrate()
-        commands = CommandCenter(lane)
+        commands = CommandCenter(lane, db)
         talks = [_private_chat(lane, chat, marker) for chat, marker in privates.items()]
         talks += [_group_chat(lane, chat, members, m) for chat, (m, members) in groups.items()]
         replies = await asyncio.gather(*talks)
@@ -395,12 +396,13 @@ async def test_fifty_chats_never_see_each_others_memory(db_path: Path, checkpoin
             export = await commands.run(chat, "export")
             assert export.document is not None
             seen[chat].append(export.document[1].decode())
-            packet = await lane.context(chat, "what do you know about me? " + " ".join(neighbours))
+            question = "what do you know about me? " + " ".join(neighbours)
+            packet = await lane.inspector.context(chat, question)
             assert packet is not None
             seen[chat].append(render_packet(packet))
             sid = lane.session_id_for_chat(chat)
             assert sid is not None
-            seen[chat].append(lane.checkpoints.path_for(sid).read_text())
+            seen[chat].append(lane.inspector.checkpoint_path(sid).read_text())
             rows = await db.fetchall(
                 "SELECT user_text, coalesce(assistant_text, '') FROM conversation_turns"
                 " WHERE session_id = ?",
@@ -443,7 +445,7 @@ async def test_forget_leaves_no_byte_of_the_session_anywhere_on_disk(
         )
         await lane.hydrate()
         journal = InboundJournal(db, _BOT_ID, max_attempts=1)
-        commands = CommandCenter(lane)
+        commands = CommandCenter(lane, db)
         engine = RuleBasedConcierge()
         said = [
             f"my name is {_ERASED}",
@@ -495,7 +497,7 @@ async def test_a_crash_leftover_of_a_forgotten_session_is_gone_at_the_next_start
         await _say(lane, 1, f"my name is {_ERASED}")
         sid = lane.session_id_for_chat(1)
         assert sid is not None
-        data = lane.checkpoints.path_for(sid).read_bytes()
+        data = lane.inspector.checkpoint_path(sid).read_bytes()
         await lane.forget_session(sid)
         await lane.shutdown()
     # What a crash between the database commit and the file deletion would leave.

@@ -33,9 +33,11 @@ from typing import Any
 
 import pytest
 
-from agent.app.wiring import open_lane
+from agent.app.wiring import build_lane, open_database, state_manager
+from agent.db import Database
 from agent.errors import CheckpointError
 from agent.memory import CheckpointWriter, ConversationLane, ConversationTurn, SessionState
+from agent.memory.conversation_state_manager import ConversationStateManager
 from tests.lane_crash_worker import (
     REPLY_MESSAGE_BASE,
     Update,
@@ -52,6 +54,8 @@ MODES = ("start", "stream", "checkpoint")
 CHATS = 4
 # How long a worker may take to import and hydrate before the test gives up on it.
 START_TIMEOUT = 60.0
+# The crash lane's state rules (its summary settings; the paths play no part in them).
+STATES = state_manager(crash_settings(Path("memory.db"), Path("checkpoints")))
 _TEMP_PREFIX = ".tmp-"
 
 
@@ -122,16 +126,16 @@ class Verified:
 async def _turns_between(
     lane: ConversationLane, session_id: str, after: int, upto: int
 ) -> AsyncIterator[ConversationTurn]:
-    async for turn in lane.store.iter_turns(lane.db.reader, session_id):
+    async for turn in lane.inspector.turns(session_id):
         if turn.seq > upto:
             return
         if turn.seq > after:
             yield turn
 
 
-async def edit_count(lane: ConversationLane, session_id: str) -> int:
+async def edit_count(lane: ConversationLane, db: Database, session_id: str) -> int:
     """Return how many edits the session's turns have had."""
-    (count,) = await lane.db.fetchone(
+    (count,) = await db.fetchone(
         "SELECT COUNT(*) FROM turn_edits WHERE session_id = ?", (session_id,)
     ) or (0,)
     return int(count)
@@ -139,36 +143,40 @@ async def edit_count(lane: ConversationLane, session_id: str) -> int:
 
 async def state_at(
     lane: ConversationLane,
+    db: Database,
     session_id: str,
     seq: int,
     verified: Verified,
     *,
     unedit: tuple[int, str] | None = None,
+    states: ConversationStateManager = STATES,
 ) -> SessionState:
     """Fold a session's turn log up to ``seq``: the state a checkpoint at ``seq`` must hold.
 
     Folds on from the last state this test rebuilt for the session when that is not past
     ``seq`` and no edit came since (the same fold, :meth:`ConversationStateManager.apply`,
     turn by turn). ``unedit`` = (seq, text) folds with that turn's text as it was before its
-    last edit, from the start.
+    last edit, from the start. ``states`` are the state rules of the lane checked.
     """
-    session = await lane.store.get_session(lane.db.reader, session_id)
+    session = await lane.inspector.session(session_id)
     assert session is not None, f"no session {session_id}"
     start = SessionState(session_id=session_id, chat_type=session.chat_type)
-    edits = await edit_count(lane, session_id)
+    edits = await edit_count(lane, db, session_id)
     done, then, state = verified.folds.get(session_id, (0, edits, start))
     if done > seq or then != edits or unedit is not None:
         done, state = 0, start
     async for turn in _turns_between(lane, session_id, done, seq):
         if unedit is not None and turn.seq == unedit[0]:
             turn = turn.model_copy(update={"user_text": unedit[1]})
-        state = lane.states.apply(state, turn)
+        state = states.apply(state, turn)
     return state
 
 
-async def last_edit(lane: ConversationLane, session_id: str) -> tuple[int, str] | None:
+async def last_edit(
+    lane: ConversationLane, db: Database, session_id: str
+) -> tuple[int, str] | None:
     """Return (seq, text it replaced) of the session's latest edit, or ``None``."""
-    row = await lane.db.fetchone(
+    row = await db.fetchone(
         "SELECT seq, previous_text FROM turn_edits WHERE session_id = ?"
         " ORDER BY rowid DESC LIMIT 1",
         (session_id,),
@@ -184,7 +192,7 @@ def temp_files(paths: Paths) -> list[Path]:
 
 
 async def check_checkpoints_before_hydrate(
-    lane: ConversationLane, paths: Paths, verified: Verified, stats: CrashStats
+    lane: ConversationLane, db: Database, paths: Paths, verified: Verified, stats: CrashStats
 ) -> None:
     """I5 as a crash leaves things: every file parses, none is ahead, a behind one is an old
     state of the log (never a torn or invented one)."""
@@ -195,7 +203,7 @@ async def check_checkpoints_before_hydrate(
             snapshot = CheckpointWriter.parse(data, session_id=path.stem, name=path.name)
         except CheckpointError as exc:
             raise AssertionError(f"a kill left an unparseable checkpoint (I5): {exc}") from exc
-        session = await lane.store.get_session(lane.db.reader, snapshot.session_id)
+        session = await lane.inspector.session(snapshot.session_id)
         assert session is not None, f"{path.name}: checkpoint of a session the database lacks"
         assert snapshot.turn_count <= session.turn_count, (
             f"{path.name} is ahead of the database: turn {snapshot.turn_count} of "
@@ -205,23 +213,23 @@ async def check_checkpoints_before_hydrate(
             stats.checkpoints_behind += 1
         if verified.files.get(path.name) == data:
             continue
-        expected = await state_at(lane, snapshot.session_id, snapshot.turn_count, verified)
+        expected = await state_at(lane, db, snapshot.session_id, snapshot.turn_count, verified)
         if snapshot.state.log_view() != expected.log_view():
             # A kill between an edit's commit and its checkpoint leaves the file one edit
             # behind, at the same turn: the log's state without that edit.
-            unedit = await last_edit(lane, snapshot.session_id)
+            unedit = await last_edit(lane, db, snapshot.session_id)
             assert unedit is not None, f"{path.name} is not the log's state at its turn"
             assert snapshot.turn_count == session.turn_count, (
                 f"{path.name} at turn {snapshot.turn_count} is not the log's state at that turn"
             )
             before = await state_at(
-                lane, snapshot.session_id, snapshot.turn_count, verified, unedit=unedit
+                lane, db, snapshot.session_id, snapshot.turn_count, verified, unedit=unedit
             )
             assert snapshot.state.log_view() == before.log_view(), (
                 f"{path.name} is neither the log's state nor the state before its last edit"
             )
             stats.checkpoints_behind += 1
-        log_tail = await lane.db.fetchall(
+        log_tail = await db.fetchall(
             "SELECT seq, turn_id FROM conversation_turns WHERE session_id = ? AND seq <= ?"
             " AND seq > ? ORDER BY seq",
             (
@@ -237,22 +245,26 @@ async def check_checkpoints_before_hydrate(
 
 
 async def check_turn_log(
-    lane: ConversationLane, records: list[dict[str, Any]], verified: Verified, stats: CrashStats
+    lane: ConversationLane,
+    db: Database,
+    records: list[dict[str, Any]],
+    verified: Verified,
+    stats: CrashStats,
 ) -> None:
     """I2 and I3: every acknowledged update is exactly one turn, the one the caller was told."""
-    duplicates = await lane.db.fetchall(
+    duplicates = await db.fetchall(
         "SELECT bot_id, update_id, COUNT(*) AS n FROM conversation_turns"
         " WHERE update_id IS NOT NULL GROUP BY bot_id, update_id HAVING n > 1"
     )
     assert not duplicates, f"updates recorded twice: {[tuple(r) for r in duplicates]}"
-    rows = await lane.db.fetchall(
+    rows = await db.fetchall(
         "SELECT update_id, session_id, seq FROM conversation_turns WHERE bot_id = 0"
     )
     by_update = {row["update_id"]: (row["session_id"], row["seq"]) for row in rows}
-    await check_edits(lane, records, stats)
+    await check_edits(lane, db, records, stats)
     edited = {
         row[0]
-        for row in await lane.db.fetchall(
+        for row in await db.fetchall(
             "SELECT DISTINCT t.update_id FROM turn_edits JOIN conversation_turns AS t"
             " USING (session_id, seq)"
         )
@@ -268,7 +280,7 @@ async def check_turn_log(
     # The text of each newly acknowledged turn is the message that was sent.
     fresh = {a["update_id"]: a for a in acks if a["update_id"] not in verified.texts}
     if fresh:
-        texts = await lane.db.fetchall(
+        texts = await db.fetchall(
             "SELECT update_id, user_text FROM conversation_turns WHERE bot_id = 0"
             " AND update_id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(fresh)),),
@@ -288,7 +300,7 @@ async def check_turn_log(
     stats.acks = len(acks)
     stats.dup_acks = sum(1 for a in acks if a["dup"])
     # The sessions' counters match their logs: seqs 1..turn_count, no gap, nothing beyond.
-    counters = await lane.db.fetchall(
+    counters = await db.fetchall(
         "SELECT s.session_id, s.turn_count, s.last_seq, COUNT(t.seq) AS n,"
         " COALESCE(MAX(t.seq), 0) AS top FROM conversation_sessions AS s"
         " LEFT JOIN conversation_turns AS t USING (session_id) GROUP BY s.session_id"
@@ -300,7 +312,7 @@ async def check_turn_log(
 
 
 async def check_edits(
-    lane: ConversationLane, records: list[dict[str, Any]], stats: CrashStats
+    lane: ConversationLane, db: Database, records: list[dict[str, Any]], stats: CrashStats
 ) -> None:
     """I2 and I3 for edits: every acknowledged edit is in its turn's edit history, applied once
     (one ``edited`` acknowledgment at most per edit update), and each edited turn's history
@@ -313,7 +325,7 @@ async def check_edits(
     )
     applied = [a["update_id"] for a in acks if a["outcome"] == "edited"]
     assert len(applied) == len(set(applied)), "an edit was applied twice (I3)"
-    rows = await lane.db.fetchall(
+    rows = await db.fetchall(
         "SELECT t.update_id AS message, t.user_text, e.update_id AS edit, e.previous_text"
         " FROM turn_edits AS e JOIN conversation_turns AS t USING (session_id, seq)"
         " ORDER BY e.rowid"
@@ -341,11 +353,11 @@ async def check_edits(
         assert history[-1]["user_text"] == texts[-1], f"message {message} lost its last edit"
 
 
-async def check_summary_chain(lane: ConversationLane) -> None:
+async def check_summary_chain(lane: ConversationLane, db: Database) -> None:
     """I6 for the summary version chain: for every session, open or closed, the chain's latest
     extractive version is the one its state counts, with the state's rolling summary as text
     (never behind the log), and no version lies beyond it (never ahead)."""
-    desynced = await lane.db.fetchall(
+    desynced = await db.fetchall(
         "SELECT s.session_id, json_extract(s.state, '$.summary_version') AS version"
         " FROM conversation_sessions AS s"
         " LEFT JOIN conversation_summaries AS c ON c.session_id = s.session_id"
@@ -360,16 +372,16 @@ async def check_summary_chain(lane: ConversationLane) -> None:
     assert not desynced, f"summary chain out of step with the state: {[tuple(r) for r in desynced]}"
 
 
-async def check_deliveries(lane: ConversationLane, undelivered: list[str]) -> None:
+async def check_deliveries(lane: ConversationLane, db: Database, undelivered: list[str]) -> None:
     """I4 bookkeeping: hydrate() reports exactly the answered, unsent turns, and they are only
     the few in flight when the worker died (it sends the reported ones before anything else);
     every recorded delivery names the message the reply was sent as."""
-    rows = await lane.db.fetchall(
+    rows = await db.fetchall(
         "SELECT turn_id FROM conversation_turns WHERE status = 'answered' ORDER BY session_id, seq"
     )
     assert undelivered == [row["turn_id"] for row in rows], "hydrate() missed undelivered turns"
     assert len(undelivered) <= CHATS, f"{len(undelivered)} replies never delivered"
-    (wrong,) = await lane.db.fetchone(
+    (wrong,) = await db.fetchone(
         "SELECT COUNT(*) FROM conversation_turns WHERE status = 'delivered'"
         " AND reply_message_id IS NOT ? + update_id",
         (REPLY_MESSAGE_BASE,),
@@ -377,26 +389,28 @@ async def check_deliveries(lane: ConversationLane, undelivered: list[str]) -> No
     assert wrong == 0, f"{wrong} deliveries recorded on the wrong turn"
 
 
-async def check_after_hydrate(lane: ConversationLane, paths: Paths, verified: Verified) -> None:
+async def check_after_hydrate(
+    lane: ConversationLane, db: Database, paths: Paths, verified: Verified
+) -> None:
     """I5 and I6 after a start: every open session's checkpoint is at the log's turn and holds
     the state rebuilt from the whole log, which is also the state in the sessions table."""
     assert not temp_files(paths), "hydrate() left checkpoint temp files behind"
-    sessions = await lane.store.list_sessions(lane.db.reader, limit=None, open_only=True)
+    sessions = await lane.inspector.sessions(open_only=True)
     assert len(sessions) <= CHATS, f"{len(sessions)} open sessions for {CHATS} chats"
     for session in sessions:
         sid = session.session_id
-        snapshot = await lane.checkpoints.load(sid)
+        snapshot = await lane.inspector.checkpoint(sid)
         assert snapshot is not None, f"open session {sid} has no checkpoint after hydrate"
         assert snapshot.turn_count == session.turn_count == session.state.turn_count, (
             f"{sid}: checkpoint at turn {snapshot.turn_count}, database at {session.turn_count}"
         )
-        rebuilt = await lane.rebuild_state(sid)
+        rebuilt = await lane.inspector.rebuild_state(sid)
         assert snapshot.state.log_view() == rebuilt.log_view(), f"{sid}: checkpoint != log"
         assert session.state.log_view() == rebuilt.log_view(), f"{sid}: sessions row != log"
-        verified.folds[sid] = (session.turn_count, await edit_count(lane, sid), rebuilt)
-    for sid in lane.checkpoints.session_ids():
-        snapshot = await lane.checkpoints.load(sid)
-        session = await lane.store.get_session(lane.db.reader, sid)
+        verified.folds[sid] = (session.turn_count, await edit_count(lane, db, sid), rebuilt)
+    for sid in lane.inspector.checkpoint_ids():
+        snapshot = await lane.inspector.checkpoint(sid)
+        session = await lane.inspector.session(sid)
         assert snapshot is not None
         assert session is not None, f"orphan checkpoint {sid} survived hydrate"
         assert snapshot.turn_count <= session.turn_count, f"checkpoint {sid} ahead of the log"
@@ -406,24 +420,26 @@ async def check_restart(paths: Paths, verified: Verified, stats: CrashStats) -> 
     """Open a fresh lane on what the killed worker left, check everything, and return the
     highest update id in the database (so the next worker starts above it)."""
     records = read_log(paths.log)
-    lane = await open_lane(crash_settings(paths.db, paths.checkpoints))
+    settings = crash_settings(paths.db, paths.checkpoints)
+    db = await open_database(settings)
+    lane = build_lane(settings, db)
     try:
-        (integrity,) = await lane.db.fetchone("PRAGMA integrity_check") or ("missing",)
+        (integrity,) = await db.fetchone("PRAGMA integrity_check") or ("missing",)
         assert integrity == "ok", f"PRAGMA integrity_check: {integrity}"
-        await check_checkpoints_before_hydrate(lane, paths, verified, stats)
-        await check_turn_log(lane, records, verified, stats)
-        await check_summary_chain(lane)
+        await check_checkpoints_before_hydrate(lane, db, paths, verified, stats)
+        await check_turn_log(lane, db, records, verified, stats)
+        await check_summary_chain(lane, db)
         report = await lane.hydrate()
         stats.rebuilt_at_hydrate += len(report.rebuilt)
-        await check_deliveries(lane, [turn.turn_id for turn in report.undelivered])
-        await check_after_hydrate(lane, paths, verified)
-        (top,) = await lane.db.fetchone(
+        await check_deliveries(lane, db, [turn.turn_id for turn in report.undelivered])
+        await check_after_hydrate(lane, db, paths, verified)
+        (top,) = await db.fetchone(
             "SELECT COALESCE(MAX(update_id), 0) FROM conversation_turns"
         ) or (0,)
         return int(top)
     finally:
         # Not lane.shutdown(): the next worker must start from a crash, not a clean stop.
-        await lane.db.close()
+        await db.close()
 
 
 # -- the kills --------------------------------------------------------------------------------

@@ -18,15 +18,10 @@ import pytest
 
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import (
-    CheckpointAudit,
-    CheckpointWriter,
-    ConversationLane,
-    ConversationStateManager,
-    ExtractiveSummarizer,
-    InboundMessage,
-    TurnResult,
-)
+from agent.errors import SessionNotFound
+from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, TurnResult
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
 
 CHAT = 4242
 GROUP = -5151
@@ -80,15 +75,15 @@ class Chat:
 @asynccontextmanager
 async def open_lane(
     db_path: Path, checkpoint_dir: Path, *, every: int = 10
-) -> AsyncIterator[ConversationLane]:
-    """A hydrated lane (summary folds every ``every`` turns), shut down at the end."""
+) -> AsyncIterator[tuple[ConversationLane, Database]]:
+    """A hydrated lane (summary folds every ``every`` turns) and its database, shut down at
+    the end."""
     states = ConversationStateManager(ExtractiveSummarizer(every_n=every, keep_raw=3))
-    lane = ConversationLane(
-        await Database(db_path).open(), CheckpointWriter(checkpoint_dir), state_manager=states
-    )
+    db = await Database(db_path).open()
+    lane = ConversationLane(db, CheckpointWriter(checkpoint_dir), state_manager=states)
     try:
         await lane.hydrate()
-        yield lane
+        yield lane, db
     finally:
         await lane.shutdown()
 
@@ -96,35 +91,37 @@ async def open_lane(
 async def assert_state_is_the_fold_of_the_log(lane: ConversationLane, session_id: str) -> None:
     """I6 after an edit: the state rebuilt from the (edited) turn log equals the sessions row,
     the checkpoint file and the lane's state; the chain's latest version is its summary."""
-    rebuilt = await lane.rebuild_state(session_id)
-    session = await lane.store.get_session(lane.db.reader, session_id)
-    snapshot = await lane.checkpoints.load(session_id)
+    rebuilt = await lane.inspector.rebuild_state(session_id)
+    session = await lane.inspector.session(session_id)
+    snapshot = await lane.inspector.checkpoint(session_id)
     assert session is not None
     assert snapshot is not None
     assert rebuilt.log_view() == session.state.log_view() == snapshot.state.log_view()
-    live = lane._sessions.get(session_id)
-    if live is not None:
-        assert live.state.log_view() == rebuilt.log_view()
-    check = await CheckpointAudit(
-        lane.checkpoints, lane.store, recent_turns=lane.builder.recent_turns
-    ).check(session)
+    try:  # the lane's own state, as it would write it to the checkpoint now
+        data = lane.inspector.checkpoint_bytes(session_id)
+        held = CheckpointWriter.parse(data, session_id=session_id)
+    except SessionNotFound:
+        held = None  # a closed session: the lane holds nothing of it
+    if held is not None:
+        assert held.state.log_view() == rebuilt.log_view()
+    check = await lane.inspector.check(session)
     assert check.verdict == "matches", check.detail
     if rebuilt.summary_version:
-        latest = await lane.summary_store.latest(lane.db.reader, session_id)
-        assert latest is not None
+        chain = await lane.inspector.summary_history(session_id)
+        latest = [v for v in chain if v.summarizer == "extractive" and v.status == "completed"][-1]
         assert latest.version == rebuilt.summary_version
         assert latest.text == rebuilt.rolling_summary
 
 
-async def memory_texts(lane: ConversationLane, chat_id: int = CHAT) -> list[str]:
-    rows = await lane.db.fetchall("SELECT text FROM memories WHERE chat_id = ?", (chat_id,))
+async def memory_texts(db: Database, chat_id: int = CHAT) -> list[str]:
+    rows = await db.fetchall("SELECT text FROM memories WHERE chat_id = ?", (chat_id,))
     return sorted(row[0] for row in rows)
 
 
 async def test_an_edited_name_is_the_name_the_bot_knows(db_path: Path, checkpoint_dir: Path):
     """A message "my name is Ada" edited to "my name is Grace": the bot answers Grace, before
     and after a restart, and no memory row holds Ada any more."""
-    async with open_lane(db_path, checkpoint_dir) as lane:
+    async with open_lane(db_path, checkpoint_dir) as (lane, db):
         chat = Chat(lane)
         await chat.say("my name is Ada")
         await chat.say("I live in Lisbon")
@@ -133,27 +130,27 @@ async def test_an_edited_name_is_the_name_the_bot_knows(db_path: Path, checkpoin
         answer = await chat.reply("what's my name?")
         assert "Grace" in answer
         assert "Ada" not in answer
-        texts = await memory_texts(lane)
+        texts = await memory_texts(db)
         assert "Grace" in texts
         assert not [text for text in texts if "Ada" in text]
         sid = lane.session_id_for_chat(CHAT)
         assert sid is not None
         await assert_state_is_the_fold_of_the_log(lane, sid)
 
-    async with open_lane(db_path, checkpoint_dir) as lane:
+    async with open_lane(db_path, checkpoint_dir) as (lane, db):
         chat = Chat(lane)
         chat._updates = itertools.count(100)
         assert "Grace" in await chat.reply("what's my name?")
 
 
-async def test_a_name_edited_away_is_forgotten(lane: ConversationLane):
+async def test_a_name_edited_away_is_forgotten(lane: ConversationLane, db):
     """A message that stated a name, edited into one that states none: the memory it alone
     stated is gone, and the bot no longer claims to know the name."""
     chat = Chat(lane)
     await chat.say("my name is Ada")
-    assert await memory_texts(lane) == ["Ada"]
+    assert await memory_texts(db) == ["Ada"]
     assert await chat.edit(1, "good morning") == "edited"
-    assert await memory_texts(lane) == []
+    assert await memory_texts(db) == []
     assert "Ada" not in await chat.reply("what's my name?")
 
 
@@ -167,22 +164,22 @@ async def test_an_edit_keeps_the_old_text_as_history_and_search_finds_the_new(
     await chat.say("bring the blue umbrella")
     assert await chat.edit(1, "let us meet at the lighthouse on friday") == "edited"
     assert await chat.edit(1, "let us meet at the lighthouse on saturday") == "edited"
-    turn = await lane.store.get_turn(lane.db.reader, first.turn.session_id, 1)
+    turn = await lane.inspector.turn(first.turn.session_id, 1)
     assert turn is not None
     assert turn.user_text == "let us meet at the lighthouse on saturday"
     assert turn.assistant_text == first.turn.assistant_text  # the answer stays as it was
-    history = await lane.edit_history(first.turn.session_id, 1)
+    history = await lane.inspector.edit_history(first.turn.session_id, 1)
     assert [edit.previous_text for edit in history] == [
         "let us meet at the harbour on friday",
         "let us meet at the lighthouse on friday",
     ]
     assert [edit.update_id for edit in history] == [EDIT_UPDATES, EDIT_UPDATES + 1]
-    assert await lane.recall(CHAT, "harbour") == []
-    found = await lane.recall(CHAT, "lighthouse")
+    assert await lane.inspector.recall(CHAT, "harbour") == []
+    found = await lane.inspector.recall(CHAT, "lighthouse")
     assert found
     assert "lighthouse" in found[0].text
     assert "saturday" in found[0].text
-    history_rows = await lane.history(CHAT, 10)
+    history_rows = await lane.inspector.history(CHAT, 10)
     assert history_rows[0].user_text == turn.user_text
     await assert_state_is_the_fold_of_the_log(lane, first.turn.session_id)
 
@@ -193,11 +190,11 @@ async def test_the_state_follows_an_edit_of_a_todo(lane: ConversationLane):
     chat = Chat(lane)
     await chat.say("todo: buy oat milk")
     await chat.say("what's the weather like?")
-    packet = await lane.packet(CHAT)
+    packet = await lane.inspector.packet(CHAT)
     assert packet is not None
     assert any("oat milk" in loop.text for loop in packet.open_loops)
     assert await chat.edit(1, "todo: buy almond milk") == "edited"
-    packet = await lane.packet(CHAT)
+    packet = await lane.inspector.packet(CHAT)
     assert packet is not None
     loops = [loop.text for loop in packet.open_loops]
     assert any("almond milk" in text for text in loops)
@@ -213,18 +210,18 @@ async def test_an_edit_inside_a_summarised_range_rewrites_the_summary_chain(
     """An edit of a turn the rolling summary already covers changes the summary versions folded
     at or after it (same versions and ranges, new text), never the ones before; the state's
     summary is the chain's latest text (I6) and the old words are gone from both."""
-    async with open_lane(db_path, checkpoint_dir, every=4) as lane:
+    async with open_lane(db_path, checkpoint_dir, every=4) as (lane, _):
         chat = Chat(lane)
         for n in range(1, 13):
             word = "zeppelin" if n == 5 else f"note{n}"
             await chat.say(f"remind me to paint the {word} green, item {n}")
         sid = lane.session_id_for_chat(CHAT)
         assert sid is not None
-        before = await lane.summary_history(sid)
+        before = await lane.inspector.summary_history(sid)
         assert [v.version for v in before] == [1, 2, 3]
         assert "zeppelin" in before[-1].text
         assert await chat.edit(5, "remind me to paint the airship green, item 5") == "edited"
-        after = await lane.summary_history(sid)
+        after = await lane.inspector.summary_history(sid)
         assert [(v.version, v.from_seq, v.to_seq) for v in after] == [
             (v.version, v.from_seq, v.to_seq) for v in before
         ]
@@ -234,7 +231,7 @@ async def test_an_edit_inside_a_summarised_range_rewrites_the_summary_chain(
         await assert_state_is_the_fold_of_the_log(lane, sid)
 
 
-async def test_redelivered_identical_and_unknown_edits_change_nothing(lane: ConversationLane):
+async def test_redelivered_identical_and_unknown_edits_change_nothing(lane: ConversationLane, db):
     """An edit delivered twice is applied once (keyed by the edit's update, I3); an edit that
     leaves the text as it was, or of a message that is no turn (sent before the bot ran, or a
     command), writes nothing and never creates a turn."""
@@ -247,13 +244,13 @@ async def test_redelivered_identical_and_unknown_edits_change_nothing(lane: Conv
     assert await chat.edit(99, "a message the bot never saw") == "unknown"
     sid = lane.session_id_for_chat(CHAT)
     assert sid is not None
-    assert len(await lane.edit_history(sid, 1)) == 1
-    (turns,) = await lane.db.fetchone("SELECT COUNT(*) FROM conversation_turns") or (0,)
+    assert len(await lane.inspector.edit_history(sid, 1)) == 1
+    (turns,) = await db.fetchone("SELECT COUNT(*) FROM conversation_turns") or (0,)
     assert turns == 1
     await assert_state_is_the_fold_of_the_log(lane, sid)
 
 
-async def test_an_edit_after_forget_is_ignored(lane: ConversationLane):
+async def test_an_edit_after_forget_is_ignored(lane: ConversationLane, db):
     """A message erased by /forget stays erased: its edit finds no turn and writes nothing;
     and erasing a session takes its turns' edit histories with it."""
     chat = Chat(lane)
@@ -262,15 +259,15 @@ async def test_an_edit_after_forget_is_ignored(lane: ConversationLane):
     sid = lane.session_id_for_chat(CHAT)
     assert sid is not None
     assert await lane.forget_session(sid)
-    assert await lane.db.fetchall("SELECT * FROM turn_edits") == []
+    assert await db.fetchall("SELECT * FROM turn_edits") == []
     assert await chat.edit(1, "my name is Hedy") == "unknown"
-    assert await lane.db.fetchall("SELECT * FROM conversation_turns") == []
-    assert await lane.db.fetchall("SELECT * FROM turn_edits") == []
-    assert await memory_texts(lane) == []
+    assert await db.fetchall("SELECT * FROM conversation_turns") == []
+    assert await db.fetchall("SELECT * FROM turn_edits") == []
+    assert await memory_texts(db) == []
 
 
 async def test_an_edit_in_a_closed_session_corrects_memory_and_that_session(
-    lane: ConversationLane,
+    lane: ConversationLane, db,
 ):
     """After /new, an edit of a message of the closed session still corrects the long-term
     memory it stated, and the closed session's state and checkpoint follow its edited log."""
@@ -282,11 +279,11 @@ async def test_an_edit_in_a_closed_session_corrects_memory_and_that_session(
     await chat.say("hello again")
     assert await chat.edit(1, "my name is Grace") == "edited"
     assert "Grace" in await chat.reply("what's my name?")
-    assert await memory_texts(lane) == ["Grace"]
+    assert await memory_texts(db) == ["Grace"]
     await assert_state_is_the_fold_of_the_log(lane, old)
 
 
-async def test_an_edit_in_a_group_updates_the_turn_but_no_memory(lane: ConversationLane):
+async def test_an_edit_in_a_group_updates_the_turn_but_no_memory(lane: ConversationLane, db):
     """In a group, an edit updates the member's turn and the group's state quietly; long-term
     memory (private talk only) gets nothing from it."""
     chat = Chat(lane, GROUP)
@@ -295,22 +292,22 @@ async def test_an_edit_in_a_group_updates_the_turn_but_no_memory(lane: Conversat
     assert await chat.edit(1, "I propose we ship on tuesday") == "edited"
     sid = lane.session_id_for_chat(GROUP)
     assert sid is not None
-    turn = await lane.store.get_turn(lane.db.reader, sid, 1)
+    turn = await lane.inspector.turn(sid, 1)
     assert turn is not None
     assert turn.user_text == "I propose we ship on tuesday"
-    assert await memory_texts(lane, GROUP) == []
+    assert await memory_texts(db, GROUP) == []
     await assert_state_is_the_fold_of_the_log(lane, sid)
 
 
-async def test_an_edit_keeps_a_memory_another_turn_also_stated(lane: ConversationLane):
+async def test_an_edit_keeps_a_memory_another_turn_also_stated(lane: ConversationLane, db):
     """A memory stays while a turn still states it: editing one of two turns that said "I live
     in Porto" into something else leaves the memory, sourced from the other turn."""
     chat = Chat(lane)
     await chat.say("I live in Porto")
     await chat.say("I live in Porto")
     assert await chat.edit(1, "the weather is lovely") == "edited"
-    assert "Porto" in await memory_texts(lane)
-    rows = await lane.db.fetchall("SELECT seq FROM memory_sources")
+    assert "Porto" in await memory_texts(db)
+    rows = await db.fetchall("SELECT seq FROM memory_sources")
     assert [row[0] for row in rows] == [2]
 
 
@@ -320,7 +317,7 @@ async def test_an_edit_survives_a_restart_with_the_checkpoint_matching(
 ):
     """After an edit and a restart, hydrate finds every checkpoint matching the log (nothing
     rebuilt), and the recent turns the packets carry have the edited text."""
-    async with open_lane(db_path, checkpoint_dir) as lane:
+    async with open_lane(db_path, checkpoint_dir) as (lane, _):
         chat = Chat(lane)
         for text in ("todo: call the plumber", "I like jazz", "my dog is called Rex"):
             await chat.say(text)
@@ -329,7 +326,7 @@ async def test_an_edit_survives_a_restart_with_the_checkpoint_matching(
     try:
         report = await lane.hydrate()
         assert report.rebuilt == {}
-        packet = await lane.packet(CHAT)
+        packet = await lane.inspector.packet(CHAT)
         assert packet is not None
         assert "todo: call the electrician" in [t.user_text for t in packet.recent_turns]
         sid = lane.session_id_for_chat(CHAT)

@@ -13,15 +13,15 @@ import pytest
 
 from agent.engines.llm import OpenAICompatConcierge
 from agent.memory import (
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationTurn,
-    Fact,
     InboundMessage,
     Reply,
     SessionState,
     render_packet,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.schemas import Fact
 from tests.fake_llm_api import Answer, FakeLLMApi, completion
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)

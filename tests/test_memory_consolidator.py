@@ -7,15 +7,11 @@ from functools import partial
 
 import pytest
 
-from agent.memory import (
-    DecayPolicy,
-    Memory,
-    MemoryCandidate,
-    MemoryConsolidator,
-    SqliteMemoryStore,
-    decay_factor,
-    write_if_worthy,
-)
+from agent.memory import Memory
+from agent.memory.longterm.memory_consolidator import DecayPolicy, MemoryConsolidator, decay_factor
+from agent.memory.longterm.memory_store import SqliteMemoryStore
+from agent.memory.schemas import MemoryCandidate
+from agent.memory.writer import write_if_worthy
 
 NOW = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 CHAT = 77

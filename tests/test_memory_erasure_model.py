@@ -25,7 +25,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from agent.chat.commands import CommandCenter
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, fact_key, slot_of
+from agent.memory import CheckpointWriter, ConversationLane, InboundMessage
+from agent.memory.longterm.memory_slots import fact_key, slot_of
 from tests.hostile import every_table_text, files_containing
 
 CHAT = 31
@@ -83,8 +84,8 @@ class LongTermMemory(RuleBasedStateMachine):
         return self.loop.run_until_complete(coroutine)
 
     async def _open_lane(self) -> ConversationLane:
-        db = await Database(self.root / "memory.db").open()
-        lane = ConversationLane(db, CheckpointWriter(self.root / "checkpoints"))
+        self.db = await Database(self.root / "memory.db").open()
+        lane = ConversationLane(self.db, CheckpointWriter(self.root / "checkpoints"))
         await lane.hydrate()
         return lane
 
@@ -103,7 +104,7 @@ class LongTermMemory(RuleBasedStateMachine):
 
     @rule()
     def new(self) -> None:
-        self._run(CommandCenter(self.lane).run(CHAT, "new"))
+        self._run(CommandCenter(self.lane, self.db).run(CHAT, "new"))
         if self.session in self.talked:
             self.session += 1
 
@@ -122,12 +123,12 @@ class LongTermMemory(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def facts_forget(self, data: st.DataObject) -> None:
-        current = self._run(self.lane.facts(CHAT))
+        current = self._run(self.lane.inspector.facts(CHAT))
         if not current:
             return
         number = data.draw(st.integers(1, len(current)))
         erased = self._listed(current)[number - 1]
-        reply = self._run(CommandCenter(self.lane).run(CHAT, "facts", f"forget {number}"))
+        reply = self._run(CommandCenter(self.lane, self.db).run(CHAT, "facts", f"forget {number}"))
         assert reply.text.startswith("Forgotten")
         for statement in self.statements:
             if slot_of(statement.key) == erased.key:
@@ -145,7 +146,7 @@ class LongTermMemory(RuleBasedStateMachine):
     def the_bots_facts_are_the_models(self) -> None:
         if not hasattr(self, "lane"):
             return
-        remembered = {m.key: m.text for m in self._run(self.lane.facts(CHAT))}
+        remembered = {m.key: m.text for m in self._run(self.lane.inspector.facts(CHAT))}
         assert remembered == self._expected()
 
     def _expected(self) -> dict[str, str]:
@@ -157,7 +158,7 @@ class LongTermMemory(RuleBasedStateMachine):
 
     def _listed(self, current):
         # /facts numbers what it lists in its own order: take the same order from its text.
-        text = self._run(CommandCenter(self.lane).run(CHAT, "facts")).text
+        text = self._run(CommandCenter(self.lane, self.db).run(CHAT, "facts")).text
         order = []
         for line in text.splitlines():
             head, _, rest = line.partition(". ")
@@ -170,7 +171,7 @@ class LongTermMemory(RuleBasedStateMachine):
         gone = {s.word for s in self.statements if s.session in self.erased} - standing
         if not gone:
             return
-        tables = self._run(every_table_text(self.lane.db))
+        tables = self._run(every_table_text(self.db))
         assert [(t, w) for t, text in tables.items() for w in gone if w in text] == []
         needles = [w.encode() for w in gone] + [w[-5:].encode() for w in gone]
         assert files_containing(self.root, *needles) == []
@@ -178,7 +179,7 @@ class LongTermMemory(RuleBasedStateMachine):
     def _check_forgotten_memories_left_no_index(self) -> None:
         kept = {s.word for s in self.statements if s.standing}
         gone = {s.word for s in self.statements if not s.standing} - kept
-        tables = self._run(every_table_text(self.lane.db))
+        tables = self._run(every_table_text(self.db))
         memory_tables = {t: x for t, x in tables.items() if t.startswith("memor")}
         # The index stores words prefix-compressed: their ends are searched for too.
         needles = {w for w in gone} | {w[-5:] for w in gone}

@@ -11,6 +11,7 @@ from agent.chat.commands import CommandCenter
 from agent.db import Database, load_schema_text, parse_migrations
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import CheckpointWriter, ConversationLane, InboundMessage
+from agent.memory.longterm.memory_store import SqliteMemoryStore
 
 CHAT = 77
 T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
@@ -19,10 +20,10 @@ T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
 class Chat:
     """Says numbered messages and runs commands in one private chat."""
 
-    def __init__(self, lane: ConversationLane, chat_id: int = CHAT) -> None:
+    def __init__(self, lane: ConversationLane, db: Database, chat_id: int = CHAT) -> None:
         self.lane = lane
         self.chat_id = chat_id
-        self.commands = CommandCenter(lane)
+        self.commands = CommandCenter(lane, db)
         self._updates = itertools.count(1)
         self.concierge = RuleBasedConcierge()
 
@@ -47,13 +48,13 @@ class Chat:
         await self.lane.forget_session(sid)
 
     async def current(self) -> dict[str, str]:
-        return {m.key: m.text for m in await self.lane.facts(self.chat_id)}
+        return {m.key: m.text for m in await self.lane.inspector.facts(self.chat_id)}
 
 
-async def test_forget_of_a_session_restores_the_value_it_superseded(lane):
+async def test_forget_of_a_session_restores_the_value_it_superseded(lane, db):
     """The privacy defect of issue 16: a name said only in the erased session goes, and the
     name said before it is current again."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("my name is Ada")
     await chat.command("new")
     await chat.say("my name is Grace")
@@ -61,15 +62,15 @@ async def test_forget_of_a_session_restores_the_value_it_superseded(lane):
     await chat.forget_conversation()
     assert (await chat.current())["name"] == "Ada"
     assert "Your name is Ada." in await chat.say("what's my name?")
-    rows = await lane.db.fetchall("SELECT text FROM memories")
+    rows = await db.fetchall("SELECT text FROM memories")
     assert "Grace" not in {row["text"] for row in rows}
-    hits = await lane.db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'grace'")
+    hits = await db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'grace'")
     assert hits == []
 
 
-async def test_a_memory_said_in_two_sessions_survives_forgetting_one(lane):
+async def test_a_memory_said_in_two_sessions_survives_forgetting_one(lane, db):
     """A memory goes only when every turn that stated it is erased."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("I live in Lisbon")
     await chat.command("new")
     await chat.say("I live in Lisbon")
@@ -77,10 +78,10 @@ async def test_a_memory_said_in_two_sessions_survives_forgetting_one(lane):
     assert (await chat.current())["location"] == "Lisbon"
 
 
-async def test_a_new_home_supersedes_the_old_one_which_stays_as_history(lane):
+async def test_a_new_home_supersedes_the_old_one_which_stays_as_history(lane, db):
     """One-value attributes are superseded: the old value gets valid_until and a supersedes
     relation, answers "where did I live before?", and was true at an earlier time."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("I live in Berlin")
     await chat.say("I moved to Munich")
     assert "where you live" not in await chat.say("where do I live?")
@@ -88,20 +89,20 @@ async def test_a_new_home_supersedes_the_old_one_which_stays_as_history(lane):
     before = await chat.say("where did I live before?")
     assert "Berlin" in before
     assert "Munich" in before
-    history = await lane.facts(CHAT, history=True)
+    history = await lane.inspector.facts(CHAT, history=True)
     old = next(m for m in history if m.text == "Berlin")
     new = next(m for m in history if m.text == "Munich")
     assert old.valid_until is not None
     assert new.valid_until is None
-    relations = await lane.db.fetchall("SELECT memory_id, relation, other_id FROM memory_relations")
+    relations = await db.fetchall("SELECT memory_id, relation, other_id FROM memory_relations")
     assert [tuple(r) for r in relations] == [(new.memory_id, "supersedes", old.memory_id)]
-    then = await lane.facts_as_of(CHAT, old.valid_from)
+    then = await lane.inspector.facts_as_of(CHAT, old.valid_from)
     assert [m.text for m in then if m.attribute == "location"] == ["Berlin"]
 
 
-async def test_plans_and_likes_accumulate(lane):
+async def test_plans_and_likes_accumulate(lane, db):
     """Many-value attributes add a value beside the others: a second plan keeps the first."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("I'm planning a trip to Lisbon in May")
     await chat.say("I'm also planning a dinner party on Friday")
     await chat.say("I love jazz and I like hiking")
@@ -113,9 +114,9 @@ async def test_plans_and_likes_accumulate(lane):
         assert said in about
 
 
-async def test_people_and_pets_are_remembered_and_asked_about(lane):
+async def test_people_and_pets_are_remembered_and_asked_about(lane, db):
     """Statements about someone in the user's life are kept with that someone as subject."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("my sister Mia lives in Porto")
     await chat.say("I have a cat called Miso")
     await chat.say("my brother works as a nurse")
@@ -127,24 +128,24 @@ async def test_people_and_pets_are_remembered_and_asked_about(lane):
     assert "haven't told me" in await chat.say("where does my uncle live?")
 
 
-async def test_a_correction_supersedes_as_if_the_old_value_was_never_true(lane):
+async def test_a_correction_supersedes_as_if_the_old_value_was_never_true(lane, db):
     """ "Sorry, my birthday is actually on May 14" replaces the old value from its start."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("my birthday is on May 4")
     reply = await chat.say("sorry, my birthday is actually on May 14")
     assert reply.startswith("Corrected")
-    history = await lane.facts(CHAT, history=True)
+    history = await lane.inspector.facts(CHAT, history=True)
     old = next(m for m in history if m.text == "May 4")
     new = next(m for m in history if m.text == "May 14")
     assert old.valid_until == old.valid_from
     assert new.valid_from == old.valid_from
-    assert [m.text for m in await lane.facts_as_of(CHAT, new.valid_from)] == ["May 14"]
+    assert [m.text for m in await lane.inspector.facts_as_of(CHAT, new.valid_from)] == ["May 14"]
 
 
-async def test_what_the_bot_says_it_noted_survives_new(lane):
+async def test_what_the_bot_says_it_noted_survives_new(lane, db):
     """Point 2: every fact acknowledged as "Noted" is in long-term memory after /new; a
     hedge is said to be unconfirmed, listed so, and confirmed by /facts confirm."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     for text in ("my favourite food is ramen", "I'm allergic to peanuts", "I'm vegetarian"):
         assert (await chat.say(text)).startswith("Noted")
     assert "unconfirmed" in await chat.say("I think I like opera")
@@ -161,10 +162,10 @@ async def test_what_the_bot_says_it_noted_survives_new(lane):
     assert "You like opera." in await chat.say("what do I like?")
 
 
-async def test_facts_forget_erases_a_memory_its_history_and_index_rows(lane):
+async def test_facts_forget_erases_a_memory_its_history_and_index_rows(lane, db):
     """/facts forget N removes the memory, its history and relations from the tables and the
     full-text index, and says what it erased."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("I live in Berlin")
     await chat.say("I moved to Munich")
     await chat.say("my name is Ada")
@@ -173,11 +174,11 @@ async def test_facts_forget_erases_a_memory_its_history_and_index_rows(lane):
     reply = await chat.command("facts", "forget " + line.split(".")[0])
     assert "Munich" in reply
     assert "location" not in await chat.current()
-    texts = {r["text"] for r in await lane.db.fetchall("SELECT text FROM memories")}
+    texts = {r["text"] for r in await db.fetchall("SELECT text FROM memories")}
     assert texts == {"Ada"}
-    assert await lane.db.fetchall("SELECT * FROM memory_relations") == []
+    assert await db.fetchall("SELECT * FROM memory_relations") == []
     for word in ("berlin", "munich"):
-        rows = await lane.db.fetchall(
+        rows = await db.fetchall(
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (word,)
         )
         assert rows == []
@@ -185,9 +186,9 @@ async def test_facts_forget_erases_a_memory_its_history_and_index_rows(lane):
     assert "Usage" in await chat.command("facts", "forget everything")
 
 
-async def test_remember_keeps_a_note_verbatim_across_forget(lane):
+async def test_remember_keeps_a_note_verbatim_across_forget(lane, db):
     """/remember stores a note as the user wrote it; erasing a conversation leaves it."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("hello")
     assert "passport" in await chat.command("remember", "my passport number ends in 42")
     await chat.forget_conversation()
@@ -196,9 +197,9 @@ async def test_remember_keeps_a_note_verbatim_across_forget(lane):
     assert "Usage" in await chat.command("remember")
 
 
-async def test_memories_never_cross_chats(lane):
+async def test_memories_never_cross_chats(lane, db):
     """One chat's memories, commands and erasures never reach another chat."""
-    ada, bob = Chat(lane, 1), Chat(lane, 2)
+    ada, bob = Chat(lane, db, 1), Chat(lane, db, 2)
     await ada.say("my name is Ada")
     await bob.say("my name is Bob")
     listing = await bob.command("facts")
@@ -240,7 +241,7 @@ async def test_the_v2_migration_keeps_every_memory_of_version_1(db_path):
 
     async with Database(db_path) as db:
         lane = ConversationLane(db, CheckpointWriter(db_path.parent / "checkpoints"))
-        memories = {m.memory_id: m for m in await lane.facts(7)}
+        memories = {m.memory_id: m for m in await lane.inspector.facts(7)}
         assert {k: (m.attribute, m.key, m.text) for k, m in memories.items()} == {
             "m1": ("name", "name", "Ada"),
             "m2": ("plan", "plan:a trip to lisbon", "a trip to Lisbon"),
@@ -251,18 +252,18 @@ async def test_the_v2_migration_keeps_every_memory_of_version_1(db_path):
         sources = await db.fetchall("SELECT memory_id FROM memory_sources ORDER BY memory_id")
         assert [r["memory_id"] for r in sources] == ["m1", "m2", "m3", "m4"]
         (hits,) = await db.read(
-            partial(lane.memory_store.search, chat_id=7, queries=["lisbon"], limit=3)
+            partial(SqliteMemoryStore().search, chat_id=7, queries=["lisbon"], limit=3)
         )
         assert [m.memory_id for m, _ in hits] == ["m2"]
         await db.write(lambda tx: tx.execute("DELETE FROM conversation_sessions"))
-        assert await lane.facts(7) == []
+        assert await lane.inspector.facts(7) == []
 
 
-async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(lane):
+async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(lane, db):
     """ "Forget that my sister lives in Porto" erases that memory at once (no confirmation
     round) and names it; words that match nothing erase nothing and say so; the request
     promotes nothing, moves no session state, and its words are never retrieved."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("my sister Mia lives in Porto")
     await chat.say("I have a cat called Miso")
     await chat.say("I live in Berlin")
@@ -271,10 +272,11 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     reply = await chat.say("forget that my sister lives in Porto")
     assert reply == "Done, I've forgotten: your sister Mia lives in Porto."
     assert "Porto" not in await chat.say("where does my sister live?")
-    assert "Porto" not in {m.text for m in await lane.facts(CHAT, history=True)}
-    hits = await lane.db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'porto'")
+    assert "Porto" not in {m.text for m in await lane.inspector.facts(CHAT, history=True)}
+    hits = await db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'porto'")
     assert hits == []
-    assert [item for item in await lane.recall(CHAT, "forget") if item.kind == "turn"] == []
+    found = await lane.inspector.recall(CHAT, "forget")
+    assert [item for item in found if item.kind == "turn"] == []
     assert "Miso" in await chat.say("forget my cat")
     assert "Berlin" in await chat.say("please forget where I live")
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
@@ -282,25 +284,25 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
 
 
-async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to_them(lane):
+async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to_them(lane, db):
     """ "I don't like jazz" ends "I like jazz" with a contradicts relation (one slot, the later
     wins, the earlier is history); a fact about someone is related_to the memory naming them;
     erasing the dislike's conversation brings the like back."""
-    chat = Chat(lane)
+    chat = Chat(lane, db)
     await chat.say("I like jazz")
     await chat.command("new")
     await chat.say("I don't like jazz")
     await chat.say("my sister Mia lives in Porto")
-    current = {m.attribute: m for m in await lane.facts(CHAT)}
+    current = {m.attribute: m for m in await lane.inspector.facts(CHAT)}
     assert "likes" not in current
     relations = {
         (r["relation"], r["memory_id"], r["other_id"])
-        for r in await lane.db.fetchall("SELECT * FROM memory_relations")
+        for r in await db.fetchall("SELECT * FROM memory_relations")
     }
-    history = await lane.facts(CHAT, history=True)
+    history = await lane.inspector.facts(CHAT, history=True)
     like = next(m for m in history if m.attribute == "likes")
     assert ("contradicts", current["dislikes"].memory_id, like.memory_id) in relations
     assert ("related_to", current["location"].memory_id, current["relative"].memory_id) in relations
     assert "don't like jazz" in await chat.say("what do you know about me?")
     await chat.forget_conversation()
-    assert {m.attribute for m in await lane.facts(CHAT)} == {"likes"}
+    assert {m.attribute for m in await lane.inspector.facts(CHAT)} == {"likes"}

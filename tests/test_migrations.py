@@ -13,7 +13,8 @@ import pytest
 
 from agent.db import Database, Migration, load_schema_text, migrate, parse_migrations
 from agent.errors import MigrationError
-from agent.memory import ConversationTurn, SqliteConversationStore
+from agent.memory import ConversationTurn
+from agent.memory.conversation_store import SqliteConversationStore
 
 REAL = parse_migrations(load_schema_text())
 LATEST = len(REAL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -25,6 +26,42 @@ def test_memory_all_is_sorted_unique_and_resolves():
     assert len(set(exported)) == len(exported)
     for name in exported:
         assert hasattr(agent.memory, name), name
+
+
+def test_memory_exports_at_most_25_names():
+    """The memory's door is narrow: at most 25 names, each one other folders need (the lane,
+    the inspector, the reply-engine protocol, the models of a turn and a packet, what the
+    lane's methods return); everything else is imported from its module."""
+    assert len(agent.memory.__all__) <= 25
+    assert {"ConversationLane", "MemoryInspector", "ReplyEngine"} <= set(agent.memory.__all__)
+
+
+# The lane's collaborators: private to it, reached by nothing outside agent/memory/.
+_COLLABORATORS = (
+    "store|summaries|memory_store|summary_store|checkpoints|builder|retriever|states|writer"
+    "|db|summary_worker|consolidator|promotion|_parts|_store|_db|_sessions|_keeper"
+)
+
+
+def test_nothing_outside_the_memory_reaches_past_the_lane():
+    """Code outside agent/memory/ (the application, commands, CLI, benchmarks and tests) never
+    touches the lane's collaborators: it writes through the lane and reads through its
+    inspector. Tests that check raw rows use the Database they opened themselves."""
+    reach = re.compile(rf"\blane\.({_COLLABORATORS})\b")
+    files = [
+        path
+        for folder in ("agent", "bench", "tests")
+        for path in _python_files(folder)
+        if not path.is_relative_to(ROOT / "agent/memory")
+    ]
+    assert reach.search("await lane.store.get_session(lane.db.reader, sid)")  # it can fail
+    found = {
+        f"{path.relative_to(ROOT).as_posix()}:{number}": line.strip()
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if reach.search(line) and path.name != "test_package.py"
+    }
+    assert found == {}
 
 
 def _imported_modules(path: Path) -> set[str]:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -24,22 +24,21 @@ from agent.engines.llm_summarizer import OpenAICompatSummarizer
 from agent.errors import StorageError
 from agent.memory import (
     CheckpointWriter,
-    ConversationContextBuilder,
     ConversationContextPacket,
     ConversationLane,
-    ConversationStateManager,
     ConversationTurn,
-    ExtractiveSummarizer,
     InboundMessage,
     Reply,
     SessionState,
-    SqliteConversationStore,
-    SqliteSummaryStore,
-    SummaryVersion,
-    SummaryWorker,
-    write_conversation_turn,
-    write_summary_version,
 )
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_store import SqliteConversationStore
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.schemas import SummaryVersion
+from agent.memory.summary_store import SqliteSummaryStore
+from agent.memory.summary_worker import SummaryWorker
+from agent.memory.writer import write_conversation_turn, write_summary_version
 from tests.fake_llm_api import Answer, FakeLLMApi, completion
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -73,6 +72,14 @@ def message(n: int) -> InboundMessage:
     return InboundMessage(chat_id=CHAT, text=text_of(n), update_id=n, received_at=T0)
 
 
+class Parts(NamedTuple):
+    """What a test's lane was built from: its database, chain store and model worker."""
+
+    db: Database
+    summaries: SqliteSummaryStore
+    worker: SummaryWorker | None
+
+
 @asynccontextmanager
 async def open_lane(
     tmp_path: Path,
@@ -81,8 +88,9 @@ async def open_lane(
     retention: int = 100,
     model: OpenAICompatSummarizer | None = None,
     name: str = "memory",
-) -> AsyncIterator[ConversationLane]:
-    """A lane over a real file (durability ``process``: quick), hydrated, shut down after."""
+) -> AsyncIterator[tuple[ConversationLane, Parts]]:
+    """A lane over a real file (durability ``process``: quick), hydrated, shut down after;
+    with the parts the test built it from (to read raw rows and drive the chain's store)."""
     db = await Database(tmp_path / f"{name}.db", durability="process").open()
     store = SqliteSummaryStore(retention=retention)
     worker = None if model is None else SummaryWorker(db, model, store=store, clock=lambda: T0)
@@ -97,7 +105,7 @@ async def open_lane(
     )
     await lane.hydrate()
     try:
-        yield lane
+        yield lane, Parts(db, store, worker)
     finally:
         await lane.shutdown()
 
@@ -112,8 +120,8 @@ async def talk(lane: ConversationLane, start: int, stop: int) -> str:
     return sid
 
 
-async def rows(lane: ConversationLane, sid: str) -> list[dict[str, Any]]:
-    found = await lane.db.fetchall(
+async def rows(db: Database, sid: str) -> list[dict[str, Any]]:
+    found = await db.fetchall(
         "SELECT * FROM conversation_summaries WHERE session_id = ? ORDER BY summary_id", (sid,)
     )
     return [dict(row) for row in found]
@@ -126,14 +134,14 @@ def extractive(chain: list[SummaryVersion]) -> list[SummaryVersion]:
 async def assert_chain_matches_state(lane: ConversationLane, sid: str) -> SummaryVersion:
     """I6 for the chain: the latest extractive version is the state's summary, and the state
     is the one the turn log rebuilds."""
-    session = await lane.store.get_session(lane.db.reader, sid)
+    session = await lane.inspector.session(sid)
     assert session is not None
-    latest = await lane.summary_store.latest(lane.db.reader, sid)
-    assert latest is not None
+    chain = await lane.inspector.summary_history(sid)
+    latest = [e for e in extractive(chain) if e.status == "completed"][-1]
     state = session.state
     assert latest.text == state.rolling_summary
     assert (latest.version, latest.to_seq) == (state.summary_version, state.summarized_through)
-    rebuilt = await lane.rebuild_state(sid)
+    rebuilt = await lane.inspector.rebuild_state(sid)
     assert rebuilt.log_view() == state.log_view()
     return latest
 
@@ -221,9 +229,9 @@ async def test_the_lane_writes_the_chain_with_its_turns(tmp_path):
     """Through the lane, every fold adds one version, linked to the one before; the newest is
     the state's summary (and the log's rebuild); the versions are the ones the same turns fold
     to anywhere."""
-    async with open_lane(tmp_path, retention=10) as lane:
+    async with open_lane(tmp_path, retention=10) as (lane, _):
         sid = await talk(lane, 1, 301)
-        chain = await lane.summary_history(sid)
+        chain = await lane.inspector.summary_history(sid)
         latest = await assert_chain_matches_state(lane, sid)
     async with Database(tmp_path / "reference.db", durability="process") as db:
         reference = await SqliteSummaryStore().history(
@@ -239,7 +247,7 @@ async def test_the_lane_writes_the_chain_with_its_turns(tmp_path):
 async def test_decisions_facts_and_questions_survive_in_the_chain(tmp_path):
     """What the first turns decided, stated and left open is still in the newest version
     after 300 turns; their plain talk is compressed away."""
-    async with open_lane(tmp_path) as lane:
+    async with open_lane(tmp_path) as (lane, _):
         engine = NotedEngine()
         opening = [
             "We agreed to open a second shop in Braga",
@@ -284,7 +292,7 @@ class _Fixed:
 async def test_the_chain_row_commits_with_its_turn(tmp_path, monkeypatch):
     """If writing the summary version fails, the turn that folded is not committed either:
     the chain is never behind the log; the same message then commits both."""
-    async with open_lane(tmp_path) as lane:
+    async with open_lane(tmp_path) as (lane, parts):
         sid = await talk(lane, 1, 10)
         calls = 0
         real = SqliteSummaryStore.append_extractive
@@ -300,10 +308,10 @@ async def test_the_chain_row_commits_with_its_turn(tmp_path, monkeypatch):
 
         with pytest.raises(StorageError, match="injected"):
             await lane.on_turn(message(10), NotedEngine())
-        session = await lane.store.get_session(lane.db.reader, sid)
+        session = await lane.inspector.session(sid)
         assert session is not None
         assert session.turn_count == 9
-        assert await rows(lane, sid) == []
+        assert await rows(parts.db, sid) == []
 
         result = await lane.on_turn(message(10), NotedEngine())
         assert result.turn.seq == 10
@@ -341,7 +349,7 @@ async def test_a_crash_between_commit_and_checkpoint_cannot_desync(tmp_path, mon
         assert report.rebuilt[sid].startswith("is behind the log")
         latest = await assert_chain_matches_state(restarted, sid)
         assert (latest.version, latest.to_seq) == (1, 7)
-        snapshot = await restarted.checkpoints.load(sid)
+        snapshot = await restarted.inspector.checkpoint(sid)
         assert snapshot is not None
         assert snapshot.state.rolling_summary == latest.text
     finally:
@@ -353,26 +361,26 @@ async def test_forget_and_prune_remove_the_chain(tmp_path):
     the database file holds the session's words any more; pruning does the same."""
     with FakeLLMApi(f"The {MARKER} mascot was discussed.") as api:
         model = OpenAICompatSummarizer(api.base_url, "fake-model", None)
-        async with open_lane(tmp_path, model=model) as lane:
+        async with open_lane(tmp_path, model=model) as (lane, parts):
             sid = await talk(lane, 1, 25)
-            assert lane.summary_worker is not None
-            await lane.summary_worker.wait_idle()
-            kinds = {row["summarizer"] for row in await rows(lane, sid)}
+            assert parts.worker is not None
+            await lane.inspector.wait_summaries()
+            kinds = {row["summarizer"] for row in await rows(parts.db, sid)}
             assert kinds == {"extractive", "llm"}
 
             assert await lane.forget_session(sid)
 
-            assert await rows(lane, sid) == []
-            tables = await lane.db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
+            assert await rows(parts.db, sid) == []
+            tables = await parts.db.fetchall("SELECT name FROM sqlite_master WHERE type = 'table'")
             for (table,) in tables:
-                for row in await lane.db.fetchall(f'SELECT * FROM "{table}"'):  # noqa: S608
+                for row in await parts.db.fetchall(f'SELECT * FROM "{table}"'):  # noqa: S608
                     texts = [value for value in row if isinstance(value, str)]
                     assert not any(MARKER in text for text in texts), table
 
             other = await talk(lane, 100, 125)
-            assert await rows(lane, other)
+            assert await rows(parts.db, other)
             assert await lane.prune(older_than_days=-1) == [other]
-            assert await rows(lane, other) == []
+            assert await rows(parts.db, other) == []
 
 
 # -- the model summarizer ----------------------------------------------------------------------
@@ -383,12 +391,12 @@ async def fold_with_model(
 ) -> tuple[list[SummaryVersion], ConversationContextPacket | None, SummaryVersion]:
     """Say turns 1..4 in a lane with ``model`` (turn 4 folds turns 1..1), wait for the model run;
     return the session's summary chain, the chat's packet and the checked latest version."""
-    async with open_lane(tmp_path, every_n=4, model=model) as lane:
+    async with open_lane(tmp_path, every_n=4, model=model) as (lane, parts):
         sid = await talk(lane, 1, 5)
-        assert lane.summary_worker is not None
-        await lane.summary_worker.wait_idle()
-        chain = await lane.summary_history(sid)
-        packet = await lane.packet(CHAT)
+        assert parts.worker is not None
+        await lane.inspector.wait_summaries()
+        chain = await lane.inspector.summary_history(sid)
+        packet = await lane.inspector.packet(CHAT)
         latest = await assert_chain_matches_state(lane, sid)
     return chain, packet, latest
 
@@ -458,29 +466,29 @@ async def test_llm_summaries_never_run_twice_at_once_for_a_session(tmp_path):
     with FakeLLMApi("second") as api:
         api.script(Answer(body=completion("first"), delay=3))
         model = OpenAICompatSummarizer(api.base_url, "fake-model", None)
-        async with open_lane(tmp_path, every_n=4, model=model) as lane:
-            worker = lane.summary_worker
+        async with open_lane(tmp_path, every_n=4, model=model) as (lane, parts):
+            worker = parts.worker
             assert worker is not None
             sid = await talk(lane, 1, 5)  # version 1: its run waits 3 s for the model
             while not api.requests:
                 await asyncio.sleep(0.01)
             await talk(lane, 5, 13)  # versions 2 and 3 while version 1 runs
             await asyncio.sleep(0.1)
-            in_progress = await lane.db.fetchall(
+            in_progress = await parts.db.fetchall(
                 "SELECT version FROM conversation_summaries WHERE status = 'processing'"
             )
             assert [row["version"] for row in in_progress] == [1]
             assert len(api.requests) == 1
             # Another process (another worker on the same file) cannot start one now.
-            newest = await lane.summary_store.latest(lane.db.reader, sid)
+            newest = await parts.summaries.latest(parts.db.reader, sid)
             assert newest is not None
-            refused = await lane.db.write(
-                lambda tx: lane.summary_store.begin_llm(tx, newest, now=T0)
+            refused = await parts.db.write(
+                lambda tx: parts.summaries.begin_llm(tx, newest, now=T0)
             )
             assert refused is None
 
             await worker.wait_idle()
-            chain = await lane.summary_history(sid)
+            chain = await lane.inspector.summary_history(sid)
 
     llm = [(e.version, e.status, e.text) for e in chain if e.summarizer == "llm"]
     assert llm == [(1, "completed", "first"), (3, "completed", "second")]
@@ -494,18 +502,18 @@ async def test_a_run_cut_short_by_a_restart_is_marked_failed(tmp_path):
     start, so the session can summarise again."""
     with FakeLLMApi() as api:
         model = OpenAICompatSummarizer(api.base_url, "fake-model", None)
-        async with open_lane(tmp_path, every_n=4) as lane:
+        async with open_lane(tmp_path, every_n=4) as (lane, parts):
             sid = await talk(lane, 1, 5)
-            base = await lane.summary_store.latest(lane.db.reader, sid)
+            base = await parts.summaries.latest(parts.db.reader, sid)
             assert base is not None
-            started = await lane.db.write(lambda tx: lane.summary_store.begin_llm(tx, base, now=T0))
+            started = await parts.db.write(lambda tx: parts.summaries.begin_llm(tx, base, now=T0))
             assert started is not None
-        async with open_lane(tmp_path, every_n=4, model=model) as lane:
-            entry = await lane.summary_store.get(lane.db.reader, started.summary_id)
-            assert lane.summary_worker is not None
+        async with open_lane(tmp_path, every_n=4, model=model) as (lane, parts):
+            entry = await parts.summaries.get(parts.db.reader, started.summary_id)
+            assert parts.worker is not None
             await talk(lane, 5, 9)  # the next version runs normally
-            await lane.summary_worker.wait_idle()
-            chain = await lane.summary_history(sid)
+            await lane.inspector.wait_summaries()
+            chain = await lane.inspector.summary_history(sid)
 
     assert entry is not None
     assert (entry.status, entry.error) == (
@@ -523,7 +531,7 @@ async def test_shutdown_cancels_a_run_in_progress_and_marks_it_failed(tmp_path):
     with FakeLLMApi() as api:
         api.script(Answer(delay=30))
         model = OpenAICompatSummarizer(api.base_url, "fake-model", None, timeout=60)
-        async with open_lane(tmp_path, every_n=4, model=model) as lane:
+        async with open_lane(tmp_path, every_n=4, model=model) as (lane, _):
             sid = await talk(lane, 1, 5)
             while not api.requests:
                 await asyncio.sleep(0.01)
@@ -567,12 +575,10 @@ async def test_the_settings_turn_the_llm_summarizer_on(tmp_path):
             try:
                 await lane.hydrate()
                 sid = await talk(lane, 1, 17)
-                if lane.summary_worker is not None:
-                    await lane.summary_worker.wait_idle()
-                chain = await lane.summary_history(sid)
+                await lane.inspector.wait_summaries()  # none run without the flag
+                chain = await lane.inspector.summary_history(sid)
             finally:
                 await lane.shutdown()
-            assert (lane.summary_worker is not None) == flag
             assert [e.version for e in extractive(chain)] == [3, 4]
             assert all(len(e.text) <= 300 for e in chain)
             llm = [e for e in chain if e.summarizer == "llm"]

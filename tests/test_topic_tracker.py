@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.memory import Topic, TopicTracker, key_phrases
+from agent.memory.rules.topic_tracker import TopicTracker, key_phrases
+from agent.memory.schemas import Topic
 
 
 @pytest.mark.parametrize(

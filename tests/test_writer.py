@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agent.memory import (
-    ConversationTurn,
-    InboundMessage,
-    MemoryCandidate,
-    PromotionPolicy,
-    SqliteMemoryStore,
-    memory_candidates,
-    write_if_worthy,
-)
+from agent.memory import ConversationTurn, InboundMessage
+from agent.memory.longterm.memory_store import SqliteMemoryStore
+from agent.memory.schemas import MemoryCandidate
+from agent.memory.writer import PromotionPolicy, memory_candidates, write_if_worthy
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -145,7 +140,7 @@ async def test_deleting_a_session_removes_memories_only_it_stated(db):
     assert [row["key"] for row in await _rows(db, 1)] == ["name"]
 
 
-async def test_new_session_keeps_long_term_facts_and_forget_removes_them(lane):
+async def test_new_session_keeps_long_term_facts_and_forget_removes_them(lane, db):
     """/new keeps what the user told about themselves; /forget of its only session erases it."""
     from agent.engines.rule_based import RuleBasedConcierge
 
@@ -158,14 +153,14 @@ async def test_new_session_keeps_long_term_facts_and_forget_removes_them(lane):
     await lane.forget_session(first.turn.session_id)
     third = await lane.on_turn(InboundMessage(chat_id=5, text="what's my name?"), concierge)
     assert "Ada" not in (third.turn.assistant_text or "")
-    rows = await lane.db.fetchall("SELECT text FROM memories WHERE chat_id = 5")
+    rows = await db.fetchall("SELECT text FROM memories WHERE chat_id = 5")
     assert rows == []
 
 
-async def test_group_talk_promotes_nothing(lane):
+async def test_group_talk_promotes_nothing(lane, db):
     """In a group, "my name is" speaks for one member: nothing goes to the chat's memory."""
     from agent.engines.rule_based import RuleBasedConcierge
 
     message = InboundMessage(chat_id=-7, chat_type="group", text="my name is Bob", user_id=3)
     await lane.on_turn(message, RuleBasedConcierge())
-    assert await lane.db.fetchall("SELECT * FROM memories") == []
+    assert await db.fetchall("SELECT * FROM memories") == []

@@ -1,8 +1,4 @@
-"""Wires :class:`~agent.config.Settings` into the database, the memory lane and the concierge.
-
-Covered by every test that opens a lane the way the bot does (``tests/test_cli.py``,
-``tests/test_lane_crash.py``, ``tests/test_chat_service.py``).
-"""
+"""Wires :class:`~agent.config.Settings` into the memory lane and the concierge."""
 
 from __future__ import annotations
 
@@ -14,22 +10,19 @@ from datetime import datetime
 from agent.config import Settings
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import (
-    CheckpointWriter,
-    ConversationContextBuilder,
-    ConversationLane,
+from agent.memory import CheckpointWriter, ConversationLane, ReplyEngine
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_retriever import (
     ConversationRetriever,
-    ConversationStateManager,
-    DecayPolicy,
-    ExtractiveSummarizer,
-    MemoryConsolidator,
-    ReplyEngine,
     RetrievalPolicy,
     RetrievalWeights,
-    SqliteSummaryStore,
-    SummaryWorker,
-    utc_now,
 )
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.longterm.memory_consolidator import DecayPolicy, MemoryConsolidator
+from agent.memory.schemas import utc_now
+from agent.memory.summary_store import SqliteSummaryStore
+from agent.memory.summary_worker import SummaryWorker
 
 __all__ = [
     "build_lane",
@@ -38,6 +31,8 @@ __all__ = [
     "open_database",
     "open_lane",
     "retrieval_policy",
+    "state_manager",
+    "summary_store",
 ]
 
 logger = logging.getLogger(__name__)
@@ -69,6 +64,33 @@ def retrieval_policy(settings: Settings) -> RetrievalPolicy:
     )
 
 
+def state_manager(settings: Settings) -> ConversationStateManager:
+    """Return the state rules with the extractive summarizer the settings describe."""
+    return ConversationStateManager(
+        ExtractiveSummarizer(
+            every_n=settings.summarize_every,
+            keep_raw=settings.recent_turns,
+            max_summary_chars=settings.summary_max_chars,
+        )
+    )
+
+
+def summary_store(settings: Settings) -> SqliteSummaryStore:
+    """Return the summary chain's store, keeping as many versions as the settings say."""
+    return SqliteSummaryStore(retention=settings.summary_retention)
+
+
+async def open_database(settings: Settings) -> Database:
+    """Open the database the settings name (creating and migrating it).
+
+    Raises:
+        StorageError: the database cannot be opened or migrated.
+    """
+    return await Database(
+        settings.db_path, durability=settings.durability, lock_timeout=settings.lock_timeout
+    ).open()
+
+
 async def open_lane(
     settings: Settings, *, clock: Callable[[], datetime] = utc_now
 ) -> ConversationLane:
@@ -84,28 +106,16 @@ async def open_lane(
     return build_lane(settings, await open_database(settings), clock=clock)
 
 
-async def open_database(settings: Settings) -> Database:
-    """Open the database the settings name, migrating it.
-
-    Raises:
-        StorageError: the database cannot be opened or migrated.
-    """
-    return await Database(
-        settings.db_path, durability=settings.durability, lock_timeout=settings.lock_timeout
-    ).open()
-
-
 def build_lane(
     settings: Settings, db: Database, *, clock: Callable[[], datetime] = utc_now
 ) -> ConversationLane:
-    """Build the lane the settings describe over an open database (the lane's
-    :meth:`~ConversationLane.shutdown` closes it)."""
-    summarizer = ExtractiveSummarizer(
-        every_n=settings.summarize_every,
-        keep_raw=settings.recent_turns,
-        max_summary_chars=settings.summary_max_chars,
-    )
-    summary_store = SqliteSummaryStore(retention=settings.summary_retention)
+    """Build the lane the settings describe over ``db`` (an open database it then owns).
+
+    For callers that use the database beside the lane (the inbound journal of the Telegram
+    bot and of ``/forget``): they open it with :func:`open_database` and keep it; the lane
+    closes it in :meth:`ConversationLane.shutdown`.
+    """
+    summaries = summary_store(settings)
     worker = None
     if settings.llm_summarizer and settings.llm_base_url and settings.llm_model:
         from agent.engines.llm_summarizer import (
@@ -119,7 +129,7 @@ def build_lane(
             timeout=settings.llm_timeout,
         )
         worker = SummaryWorker(
-            db, model, store=summary_store, max_chars=settings.summary_max_chars, clock=clock
+            db, model, store=summaries, max_chars=settings.summary_max_chars, clock=clock
         )
     elif settings.llm_summarizer:
         logger.warning(
@@ -129,11 +139,11 @@ def build_lane(
     return ConversationLane(
         db,
         CheckpointWriter(settings.checkpoint_dir, fsync=settings.durability == "full"),
-        state_manager=ConversationStateManager(summarizer),
+        state_manager=state_manager(settings),
         builder=ConversationContextBuilder(
             token_budget=settings.packet_token_budget, recent_turns=settings.recent_turns
         ),
-        summary_store=summary_store,
+        summary_store=summaries,
         summary_worker=worker,
         retriever=ConversationRetriever(policy=retrieval_policy(settings)),
         consolidator=MemoryConsolidator(policy=decay_policy(settings)),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agent.chat.erasure import forget_everywhere
+from agent.db import Database
 from agent.errors import SessionNotFound
 from agent.memory import (
     ChatSession,
@@ -224,11 +225,14 @@ class CommandCenter:
     """Runs commands against the memory lane for one chat at a time.
 
     Args:
-        lane: the hydrated memory lane.
+        lane: the hydrated memory lane (commands that change the memory go through it).
+        db: the database of the inbound journal (``/forget`` erases the chat's entries).
     """
 
-    def __init__(self, lane: ConversationLane) -> None:
+    def __init__(self, lane: ConversationLane, db: Database) -> None:
         self.lane = lane
+        self.inspector = lane.inspector  # what the commands read goes through it
+        self._db = db
 
     async def run(self, chat_id: int, name: str, args: str = "") -> CommandReply:
         """Run ``/name args`` for ``chat_id``; an unknown name gets a helpful answer."""
@@ -247,7 +251,7 @@ class CommandCenter:
 
     async def _cmd_memory(self, chat_id: int, args: str) -> CommandReply:
         # With retrieval, as a reply to the chat's last message would have it.
-        packet = await self.lane.context(chat_id)
+        packet = await self.inspector.context(chat_id)
         if packet is None:
             return CommandReply("I have no memory of this chat yet. Say something!")
         return CommandReply(
@@ -261,7 +265,7 @@ class CommandCenter:
             return CommandReply(
                 f"Usage: /history [n] with n from 1 to {_HISTORY_MAX}, e.g. /history 10."
             )
-        turns = await self.lane.history(chat_id, min(count, _HISTORY_MAX))
+        turns = await self.inspector.history(chat_id, min(count, _HISTORY_MAX))
         if not turns:
             return CommandReply("Nothing yet: this conversation has no messages.")
         lines = [line for turn in turns for line in _turn_lines(turn)]
@@ -269,7 +273,7 @@ class CommandCenter:
         return CommandReply(f"The last {len(turns)} turns{note}:\n" + "\n".join(lines))
 
     async def _cmd_topics(self, chat_id: int, args: str) -> CommandReply:
-        packet = await self.lane.packet(chat_id)
+        packet = await self.inspector.packet(chat_id)
         remembered = [m for m in packet.memories if m.valid_until is None] if packet else []
         if packet is None or not (packet.active_topics or packet.facts or remembered):
             return CommandReply("No topics yet. Tell me about yourself or your plans.")
@@ -279,7 +283,7 @@ class CommandCenter:
         return CommandReply("What I keep for this conversation:\n" + "\n".join(lines))
 
     async def _cmd_loops(self, chat_id: int, args: str) -> CommandReply:
-        packet = await self.lane.packet(chat_id)
+        packet = await self.inspector.packet(chat_id)
         if packet is None:
             return CommandReply("Nothing open.")
         lines = [_loop_line(lp) for lp in packet.open_loops]
@@ -293,7 +297,7 @@ class CommandCenter:
         if not args:
             return CommandReply("Usage: /recall <words>, for example /recall hotel.")
         # The retriever that fills packets, so /recall shows what a reply could draw on.
-        items = await self.lane.recall(chat_id, args, _RECALL_HITS)
+        items = await self.inspector.recall(chat_id, args, _RECALL_HITS)
         if not items:
             return CommandReply(f"Nothing in this conversation matches {_excerpt(args)!r}.")
         lines = [_recall_line(item) for item in items]
@@ -304,12 +308,12 @@ class CommandCenter:
         action = words[0].lower() if words else ""
         if action in {"", "all"} and len(words) <= 1:
             history = action == "all"
-            memories = await self.lane.facts(chat_id, history=history)
+            memories = await self.inspector.facts(chat_id, history=history)
             return CommandReply(_facts_listing(memories, history=history))
         number = _count(words[1]) if len(words) == 2 else None
         if action not in {"forget", "confirm"} or number is None:
             return CommandReply(_FACTS_USAGE)
-        current = _in_order(await self.lane.facts(chat_id))
+        current = _in_order(await self.inspector.facts(chat_id))
         if not 1 <= number <= len(current):
             return CommandReply(
                 f"There is no fact number {number}: /facts lists {len(current)}." + _FACTS_HINT
@@ -347,7 +351,7 @@ class CommandCenter:
         )
 
     async def _cmd_sessions(self, chat_id: int, args: str) -> CommandReply:
-        sessions = await self.lane.chat_sessions(chat_id)
+        sessions = await self.inspector.chat_sessions(chat_id)
         if not sessions:
             return CommandReply("No conversations yet. Say something!")
         shown = sessions[-_SESSIONS_SHOWN:]
@@ -369,7 +373,7 @@ class CommandCenter:
             return CommandReply(
                 "Usage: /resume N, where N is a conversation's number in /sessions, e.g. /resume 1."
             )
-        sessions = await self.lane.chat_sessions(chat_id)
+        sessions = await self.inspector.chat_sessions(chat_id)
         entry = next((e for e in sessions if e.number == number), None)
         if entry is None:
             have = f"numbers 1 to {len(sessions)}" if sessions else "no conversations yet"
@@ -405,7 +409,7 @@ class CommandCenter:
         )
 
     async def _cmd_save(self, chat_id: int, args: str) -> CommandReply:
-        report = await self.lane.save_report(chat_id)
+        report = await self.inspector.save_report(chat_id)
         if report is None:
             return CommandReply("Nothing to save yet: this chat has no open conversation.")
         commit = (
@@ -448,7 +452,7 @@ class CommandCenter:
         if self.lane.session_id_for_chat(chat_id) != session_id:
             return CommandReply("That conversation is no longer current; nothing was erased.")
         jobs = self.lane.chat_jobs(chat_id)
-        await forget_everywhere(self.lane, self.lane.db, session_id)
+        await forget_everywhere(self.lane, self._db, session_id)
         cancelled = (
             f"\nCancelled {_reminders(len(jobs))}:\n" + "\n".join(map(_job_line, jobs))
             if jobs
@@ -460,11 +464,11 @@ class CommandCenter:
         sid = self.lane.session_id_for_chat(chat_id)
         if sid is None:
             return CommandReply("Nothing to export yet.")
-        data = self.lane.checkpoint_bytes(sid)
+        data = self.inspector.checkpoint_bytes(sid)
         return CommandReply("The checkpoint of this conversation:", document=(f"{sid}.json", data))
 
     async def _cmd_stats(self, chat_id: int, args: str) -> CommandReply:
-        packet = await self.lane.packet(chat_id)
+        packet = await self.inspector.packet(chat_id)
         if packet is None:
             return CommandReply("No conversation yet.")
         return CommandReply(
@@ -473,5 +477,5 @@ class CommandCenter:
             f"Reminders: {len(packet.active_job_refs)}\n"
             f"Facts: {len(packet.facts)}\n"
             f"Context packet: about {packet.token_estimate} tokens "
-            f"(budget {self.lane.builder.token_budget})"
+            f"(budget {self.inspector.token_budget})"
         )

@@ -27,7 +27,7 @@ async def forget_everywhere(lane: ConversationLane, db: Database, session_id: st
     Returns:
         How many journal entries were erased, or ``None`` if there is no such session.
     """
-    session = await lane.session(session_id)
+    session = await lane.inspector.session(session_id)
     if session is None:
         return None
     entries = 0

@@ -112,7 +112,7 @@ class ChatService:
         self.outbox = outbox
         self.journal = journal
         self._db = db
-        self.commands = CommandCenter(lane)
+        self.commands = CommandCenter(lane, db)
         self.reminders = Reminders(lane, scheduler, self.job_due)
         self.dispatcher: ChatDispatcher[int, _Work] = ChatDispatcher(
             self._handle, max_concurrent=max_concurrent_chats

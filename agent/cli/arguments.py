@@ -58,7 +58,7 @@ class Commands:
 
         Args:
             name: the command's name.
-            handler: what it runs (a :data:`~agent.cli.inspector.Handler`).
+            handler: what it runs (a :data:`~agent.cli.opened.Handler`).
             summary: its line in the program's help.
             description: the opening of its own help.
         """

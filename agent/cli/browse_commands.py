@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, get_args
 
 from agent.cli.arguments import Commands, add_json, add_session, moment, positive
-from agent.cli.inspector import Inspector
+from agent.cli.opened import OpenedMemory
 from agent.cli.render import Column, Output, ago, excerpt, timestamp
 from agent.memory import (
     CheckpointCheck,
@@ -18,9 +18,9 @@ from agent.memory import (
     ConversationTurn,
     Memory,
     SessionState,
-    SessionStatus,
     render_packet,
 )
+from agent.memory.schemas import SessionStatus
 
 __all__ = ["register", "session_status", "session_title", "state_sections"]
 
@@ -108,11 +108,9 @@ def state_sections(state: SessionState) -> list[tuple[str, list[Column], list[li
     return sections + [section for section in group if section[2]]
 
 
-async def _sessions(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    lane = inspector.lane
-    listed = await lane.store.list_sessions(
-        lane.db.reader,
-        limit=None,
+async def _sessions(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    inspector = opened.inspector
+    listed = await inspector.sessions(
         chat_id=args.chat,
         status=None if args.status in (None, CLOSED) else args.status,
         open_only=args.status not in (None, CLOSED),
@@ -123,8 +121,8 @@ async def _sessions(inspector: Inspector, args: argparse.Namespace, out: Output)
     listed.sort(key=key, reverse=newest_first)
     if args.limit is not None:
         listed = listed[: args.limit]
-    checks = {check.session_id: check for check in await inspector.audit.check_all(lane.db.reader)}
-    now = lane.now()
+    checks = {check.session_id: check for check in await inspector.check_all()}
+    now = inspector.now()
     if args.json:
         out.json([_session_record(s, checks.get(s.session_id)) for s in listed])
         return 0
@@ -173,11 +171,12 @@ def _check_record(check: CheckpointCheck) -> dict[str, Any]:
     }
 
 
-async def _show(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    session = await inspector.session(args.session)
-    check = await inspector.audit.check(session)
-    packet = await inspector.packet(session)
-    memories = await inspector.lane.facts(session.chat_id, history=True)
+async def _show(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    inspector = opened.inspector
+    session = await opened.session(args.session)
+    check = await inspector.check(session)
+    packet = await inspector.packet_of(session)
+    memories = await inspector.facts(session.chat_id, history=True)
     if args.json:
         out.json(
             {
@@ -188,7 +187,7 @@ async def _show(inspector: Inspector, args: argparse.Namespace, out: Output) -> 
             }
         )
         return 0
-    state, now = session.state, inspector.lane.now()
+    state, now = session.state, inspector.now()
     written = check.snapshot.written_at if check.snapshot else None
     out.line(f"Session {session.session_id}")
     out.fields(
@@ -218,7 +217,7 @@ async def _show(inspector: Inspector, args: argparse.Namespace, out: Output) -> 
     if state.rolling_summary:
         out.line("\nRolling summary")
         out.line(state.rolling_summary)
-    budget = inspector.lane.builder.token_budget
+    budget = inspector.token_budget
     out.line(f"\nContext packet (about {packet.token_estimate} of {budget} tokens, as /memory)")
     out.line(render_packet(packet))
     return 0
@@ -246,17 +245,18 @@ def _matches(turn: ConversationTurn, words: list[str]) -> bool:
     return all(word in text for word in words)
 
 
-async def _history(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    session = await inspector.session(args.session)
-    lane, sid = inspector.lane, session.session_id
+async def _history(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    inspector = opened.inspector
+    session = await opened.session(args.session)
+    sid = session.session_id
     if args.grep:
         words = " ".join(args.grep).casefold().split()
-        turns = [t async for t in lane.store.iter_turns(lane.db.reader, sid) if _matches(t, words)]
+        turns = [t async for t in inspector.turns(sid) if _matches(t, words)]
         turns = turns[-args.last :] if args.last else turns
     elif args.last:
-        turns = await lane.store.recent_turns(lane.db.reader, sid, args.last)
+        turns = await inspector.recent(sid, args.last)
     else:
-        turns = [turn async for turn in lane.store.iter_turns(lane.db.reader, sid)]
+        turns = [turn async for turn in inspector.turns(sid)]
     if args.json:
         out.json(turns)
         return 0
@@ -280,10 +280,10 @@ def _text(text: str, limit: int | None) -> str:
     return excerpt(text, limit) if limit is not None else " ".join(text.split())
 
 
-async def _recall(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    session = await inspector.session(args.session)
+async def _recall(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    session = await opened.session(args.session)
     words = " ".join(args.words)
-    items = await inspector.recall(session, words, args.limit)
+    items = await opened.inspector.recall_in(session, words, args.limit)
     if args.json:
         out.json(items)
         return 0
@@ -297,12 +297,12 @@ async def _recall(inspector: Inspector, args: argparse.Namespace, out: Output) -
     return 0
 
 
-async def _memories(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    lane = inspector.lane
+async def _memories(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    inspector = opened.inspector
     if args.at is not None:
-        memories = await lane.facts_as_of(args.chat_id, args.at)
+        memories = await inspector.facts_as_of(args.chat_id, args.at)
     else:
-        memories = await lane.facts(args.chat_id, history=args.all)
+        memories = await inspector.facts(args.chat_id, history=args.all)
     if args.json:
         out.json(memories)
         return 0

@@ -10,23 +10,16 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from agent.cli.arguments import Commands, add_json, add_session
-from agent.cli.inspector import Inspector
+from agent.cli.opened import OpenedMemory
 from agent.cli.render import Column, Output
 from agent.errors import CheckpointError
-from agent.memory import (
-    CheckpointCheck,
-    ConversationSession,
-    ConversationTurn,
-    SessionState,
-    read_statistics,
-)
+from agent.memory import CheckpointCheck, SessionState
 
 __all__ = ["EXIT_PROBLEMS", "register"]
 
@@ -42,11 +35,11 @@ def _state_lines(state: SessionState) -> list[str]:
     return (data.decode("utf-8") + "\n").splitlines(keepends=True)
 
 
-async def _checkpoint(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    session = await inspector.session(args.session)
-    checkpoints = inspector.lane.checkpoints
-    snapshot = await checkpoints.load(session.session_id)
-    path = checkpoints.path_for(session.session_id)
+async def _checkpoint(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    inspector = opened.inspector
+    session = await opened.session(args.session)
+    snapshot = await inspector.checkpoint(session.session_id)
+    path = inspector.checkpoint_path(session.session_id)
     if snapshot is None:
         raise CheckpointError(
             f"session {session.session_id} has no checkpoint file ({path}); "
@@ -55,7 +48,7 @@ async def _checkpoint(inspector: Inspector, args: argparse.Namespace, out: Outpu
     if not args.diff:
         out.stream.write(path.read_text(encoding="utf-8"))
         return 0
-    rebuilt = await inspector.lane.rebuild_state(session.session_id)
+    rebuilt = await inspector.rebuild_state(session.session_id)
     diff = list(
         difflib.unified_diff(
             _state_lines(snapshot.state),
@@ -94,57 +87,23 @@ class _Findings:
         return not (self.integrity or self.problems or self.state_mismatches)
 
 
-async def _up_to(
-    turns: AsyncIterator[ConversationTurn], seq: int
-) -> AsyncIterator[ConversationTurn]:
-    async for turn in turns:
-        if turn.seq <= seq:  # later turns belong to a state committed after the one read
-            yield turn
-
-
-async def _fold_differs(inspector: Inspector, session: ConversationSession) -> bool:
-    lane, reader = inspector.lane, inspector.lane.db.reader
-    # The row and its turns from one snapshot: an edited message changes a past turn and the
-    # state in one commit, which a fold read across two snapshots would take for a mismatch.
-    await reader.execute("BEGIN")
-    try:
-        row = await lane.store.get_session(reader, session.session_id)
-        if row is None:
-            return False  # erased meanwhile
-        state = row.state
-        turns = lane.store.iter_turns(reader, session.session_id)
-        rebuilt = await lane.states.rebuild(
-            session.session_id, _up_to(turns, state.turn_count), chat_type=session.chat_type
-        )
-    finally:
-        await reader.execute("COMMIT")
-    return rebuilt.log_view() != state.log_view()
-
-
-async def _verify(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    lane = inspector.lane
-    reader = lane.db.reader
+async def _verify(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    inspector = opened.inspector
     found = _Findings()
-    for pragma in ("integrity_check", "foreign_key_check"):
-        rows = await lane.db.fetchall(f"PRAGMA {pragma}")
-        found.integrity += [
-            f"{pragma}: {' '.join(str(value) for value in row)}"
-            for row in rows
-            if tuple(row) != ("ok",)
-        ]
-    found.checkpoints = await inspector.audit.check_all(reader)
+    found.integrity = await inspector.integrity_problems()
+    found.checkpoints = await inspector.check_all()
     if args.deep:
-        sessions = await lane.store.list_sessions(reader, limit=None)
+        sessions = await inspector.sessions()
         found.state_mismatches = [
-            s.session_id for s in sessions if await _fold_differs(inspector, s)
+            s.session_id for s in sessions if await inspector.state_differs(s.session_id)
         ]
-    statistics = await read_statistics(reader)
+    statistics = await inspector.statistics()
     found.journal = statistics.journal
     # The bot's own list of replies to send at its next start (I4), read up to a bound.
-    found.undelivered = len(await lane.store.undelivered_turns(reader, limit=_BACKLOG_LIMIT))
+    found.undelivered = await inspector.undelivered_count(_BACKLOG_LIMIT)
     if args.repair:
         for check in found.problems:
-            rewritten = await inspector.audit.repair(lane.db, check.session_id)
+            rewritten = await inspector.repair(check.session_id)
             found.repaired[check.session_id] = "rewritten" if rewritten else "deleted"
         fixed = set(found.repaired)
         found.checkpoints = [c for c in found.checkpoints if c.session_id not in fixed]

@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from agent.chat.erasure import forget_everywhere
 from agent.cli.arguments import CommandError, Commands, add_json, add_session
-from agent.cli.inspector import Inspector
+from agent.cli.opened import OpenedMemory
 from agent.cli.render import Column, Output, ago
 
 __all__ = ["register"]
@@ -32,15 +32,15 @@ async def _confirm(question: str, args: argparse.Namespace) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-async def _forget(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    session = await inspector.session(args.session)
-    lane, sid = inspector.lane, session.session_id
+async def _forget(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    session = await opened.session(args.session)
+    sid = session.session_id
     question = f"Erase session {sid} (chat {session.chat_id}, {session.turn_count} turns)?"
     if not await _confirm(question, args):
         out.line("nothing erased")
         return 0
     # As /forget of the chat's conversation: its journal entries go too when it is open.
-    journal_entries = await forget_everywhere(lane, lane.db, sid) or 0
+    journal_entries = await forget_everywhere(opened.lane, opened.journal_db, sid) or 0
     out.line(
         f"forgot session {sid} of chat {session.chat_id}: {session.turn_count} turns, their "
         f"summaries and memories, the checkpoint file and {journal_entries} journal entries"
@@ -48,15 +48,11 @@ async def _forget(inspector: Inspector, args: argparse.Namespace, out: Output) -
     return 0
 
 
-async def _prune(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    lane = inspector.lane
-    now = lane.now()
+async def _prune(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    inspector = opened.inspector
+    now = inspector.now()
     cutoff = now - timedelta(days=args.older_than)
-    stale = [
-        session
-        for session in await lane.store.list_sessions(lane.db.reader, limit=None)
-        if session.updated_at < cutoff
-    ]
+    stale = [session for session in await inspector.sessions() if session.updated_at < cutoff]
     if args.dry_run or not stale:
         if args.json:
             out.json({"pruned": [], "would_prune": [s.session_id for s in stale]})
@@ -74,7 +70,7 @@ async def _prune(inspector: Inspector, args: argparse.Namespace, out: Output) ->
     if not await _confirm(question, args):
         out.line("nothing erased")
         return 0
-    pruned = await lane.prune(older_than_days=args.older_than)
+    pruned = await opened.lane.prune(older_than_days=args.older_than)
     if args.json:
         out.json({"pruned": pruned, "would_prune": []})
     else:

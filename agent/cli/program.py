@@ -2,7 +2,7 @@
 
 The program parses the command line, reads the bot's settings (the environment and ``.env``,
 as the bot does; ``--db`` and ``--checkpoints`` override the paths), opens the memory with
-:class:`~agent.cli.inspector.Inspector` and runs one command. It is the error boundary: every
+:class:`~agent.cli.opened.OpenedMemory` and runs one command. It is the error boundary: every
 failure becomes one line on stderr and exit code 2, never a traceback (``AGENT_LOG_LEVEL=DEBUG``
 logs the traceback of an unexpected one).
 """
@@ -26,7 +26,7 @@ from agent.cli import (
     transfer_commands,
 )
 from agent.cli.arguments import CommandError, Commands
-from agent.cli.inspector import Handler, Inspector
+from agent.cli.opened import Handler, OpenedMemory
 from agent.cli.render import Output
 from agent.config import Settings, load_settings
 from agent.errors import AgentError
@@ -111,8 +111,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     handler: Handler = args.handler
-    async with Inspector(settings) as inspector:
-        return await handler(inspector, args, Output(sys.stdout))
+    async with OpenedMemory(settings) as opened:
+        return await handler(opened, args, Output(sys.stdout))
 
 
 def _fail(message: str) -> int:

@@ -9,9 +9,8 @@ from typing import Any
 
 from agent.cli.arguments import Commands, add_json
 from agent.cli.browse_commands import session_status
-from agent.cli.inspector import Inspector
+from agent.cli.opened import OpenedMemory
 from agent.cli.render import Output, format_bytes
-from agent.memory import read_statistics
 
 __all__ = ["register"]
 
@@ -36,10 +35,10 @@ def _breakdown(counts: dict[str, int]) -> str:
     return f"{total} ({parts})" if parts else "0"
 
 
-async def _stats(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    lane, settings = inspector.lane, inspector.settings
-    statistics = await read_statistics(lane.db.reader)
-    sessions = await lane.store.list_sessions(lane.db.reader, limit=None)
+async def _stats(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    inspector, settings = opened.inspector, opened.settings
+    statistics = await inspector.statistics()
+    sessions = await inspector.sessions()
     states = [session.state for session in sessions]
     by_status: dict[str, int] = {}
     for session in sessions:
@@ -52,7 +51,7 @@ async def _stats(inspector: Inspector, args: argparse.Namespace, out: Output) ->
         "facts": sum(len(state.facts) for state in states),
         "topics": sum(len(state.active_topics) for state in states),
     }
-    sizes = await asyncio.to_thread(_file_sizes, settings.db_path, lane.checkpoints.directory)
+    sizes = await asyncio.to_thread(_file_sizes, settings.db_path, inspector.checkpoint_directory)
     if args.json:
         record: dict[str, Any] = {
             "sessions": by_status,
@@ -85,7 +84,7 @@ async def _stats(inspector: Inspector, args: argparse.Namespace, out: Output) ->
             ),
             (
                 "checkpoints",
-                f"{lane.checkpoints.directory}: {sizes['checkpoint_files']} files, "
+                f"{inspector.checkpoint_directory}: {sizes['checkpoint_files']} files, "
                 f"{format_bytes(sizes['checkpoints'])}",
             ),
         ]

@@ -17,10 +17,12 @@ from typing import Any
 
 from agent.cli.arguments import Commands, add_json, add_session
 from agent.cli.browse_commands import session_status, session_title, state_sections
-from agent.cli.inspector import Inspector
+from agent.cli.opened import OpenedMemory
 from agent.cli.render import Column, Output, timestamp
 from agent.errors import ArchiveError, SessionNotFound
-from agent.memory import SessionArchive, dump_json, export_session, import_session, parse_archive
+from agent.memory import SessionArchive
+from agent.memory.ops.session_archive import parse_archive
+from agent.memory.schemas import dump_json
 
 __all__ = ["register"]
 
@@ -72,10 +74,9 @@ def render_markdown(archive: SessionArchive) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _export(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
-    session = await inspector.session(args.session)
-    lane = inspector.lane
-    archive = await export_session(lane.db.reader, lane.store, session.session_id, now=lane.now())
+async def _export(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
+    session = await opened.session(args.session)
+    archive = await opened.inspector.export(session.session_id)
     if archive is None:
         raise SessionNotFound(f"session {session.session_id} was erased while exporting it")
     if args.format == "json":
@@ -90,36 +91,24 @@ async def _export(inspector: Inspector, args: argparse.Namespace, out: Output) -
     return 0
 
 
-async def _import(inspector: Inspector, args: argparse.Namespace, out: Output) -> int:
+async def _import(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
     name = "stdin" if args.file == _STDIO else args.file
     if args.file == _STDIO:
         data = await asyncio.to_thread(sys.stdin.buffer.read)
     else:
         data = await asyncio.to_thread(Path(args.file).read_bytes)
     archive = parse_archive(data, name=name)
-    lane, sid = inspector.lane, archive.session.session_id
+    inspector, sid = opened.inspector, archive.session.session_id
     # Refused here with a clear word; checked again inside the transaction (a bot may write).
-    if await lane.store.get_session(lane.db.reader, sid) is not None:
+    if await inspector.session(sid) is not None:
         raise ArchiveError(f"session {sid} already exists; forget it first to import it again")
-    state = await lane.db.write(
-        lambda tx: import_session(
-            tx,
-            archive,
-            store=lane.store,
-            states=lane.states,
-            summary_store=lane.summary_store,
-            memory_store=lane.memory_store,
-            promotion=lane.promotion,
-        )
-    )
-    # After the commit, as every checkpoint: the file is never ahead of the database (I5).
-    await inspector.audit.repair(lane.db, sid)
+    state = await inspector.import_archive(archive)
     record: dict[str, Any] = {
         "session_id": sid,
         "chat_id": archive.session.chat_id,
         "turns": state.turn_count,
         "summary_version": state.summary_version,
-        "checkpoint": str(lane.checkpoints.path_for(sid)),
+        "checkpoint": str(inspector.checkpoint_path(sid)),
     }
     if args.json:
         out.json(record)

@@ -24,7 +24,8 @@ import httpx
 
 from agent.engines.llm_client import ChatCompletionsClient, describe
 from agent.errors import SummarizerError
-from agent.memory import SummaryRequest, is_help_or_error
+from agent.memory.rules.dialogue_acts import is_help_or_error
+from agent.memory.summary_worker import SummaryRequest
 
 __all__ = ["OpenAICompatSummarizer"]
 

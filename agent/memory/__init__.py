@@ -1,332 +1,62 @@
-"""The conversation memory lane (PRD-014): turn log, session state, checkpoints, packets.
+"""The conversation memory (PRD-014): the lane, its read door, and the models they speak in.
+
+Other folders use the memory through these names only: :class:`ConversationLane` (the write
+path and lifecycle), :class:`MemoryInspector` (reads, checks and repairs), the
+:class:`ReplyEngine` protocol the engines implement, the models a turn and a packet are made of,
+what the lane's methods return, and the two renderings commands and engines share
+(:func:`render_packet`, :func:`describe_memory`). Everything else is imported from its module.
 
 Nothing in this package imports Telegram, HTTP clients or the scheduler: the adapter calls in,
 never the other way round (DESIGN.md section 2).
 """
 
-from agent.memory.conversation_checkpoint import (
-    CheckpointWriter,
-)
-from agent.memory.conversation_context_builder import (
-    ConversationContextBuilder,
-    render_packet,
-)
-from agent.memory.conversation_retriever import (
-    ConversationRetriever,
-    RetrievalPolicy,
-    RetrievalWeights,
-    query_words,
-    render_turn,
-)
-from agent.memory.conversation_state_manager import ConversationStateManager
-from agent.memory.conversation_store import (
-    ConversationStore,
-    SqliteConversationStore,
-    TurnEdit,
-    TurnText,
-    WordCounts,
-    match_query,
-)
-from agent.memory.conversation_summarizer import (
-    ExtractiveSummarizer,
-    Summarizer,
-    SummaryFold,
-)
-from agent.memory.group_schemas import (
-    Decision,
-    Participant,
-    Proposal,
-    ProposalStatus,
-    Reaction,
-    Stance,
-)
-from agent.memory.lane import (
-    ChatSession,
-    ConversationLane,
-    EditOutcome,
-    HydrationReport,
-    ReplyEngine,
-    SaveReport,
-    SessionSwitch,
-    TurnResult,
-)
-from agent.memory.live_sessions import LiveSession, LiveSessions
-from agent.memory.longterm.chat_memories import ChatMemories
-from agent.memory.longterm.memory_consolidator import (
-    ConsolidationReport,
-    DecayPolicy,
-    MemoryConsolidator,
-    decay_factor,
-)
-from agent.memory.longterm.memory_slots import (
-    KeyParts,
-    SlotRule,
-    attribute_of,
-    describe_fact,
-    describe_memory,
-    fact_key,
-    in_second_person,
-    parse_key,
-    render_memory,
-    role_and_name,
-    slot_of,
-)
-from agent.memory.longterm.memory_store import (
-    MemoryStore,
-    SqliteMemoryStore,
-)
-from agent.memory.ops.checkpoint_audit import (
-    CheckpointAudit,
-    CheckpointCheck,
-    CheckpointVerdict,
-    session_snapshot,
-)
-from agent.memory.ops.memory_statistics import (
-    MemoryStatistics,
-    read_statistics,
-)
-from agent.memory.ops.session_archive import (
-    export_session,
-    import_session,
-    parse_archive,
-)
-from agent.memory.rules.deliberation import (
-    DeliberationTracker,
-    DeliberationUpdate,
-    is_deliberation_move,
-)
-from agent.memory.rules.dialogue_acts import (
-    DialogueActs,
-    bot_question,
-    is_dismissal,
-    is_help_or_error,
-    question_stems,
-    read_acts,
-)
-from agent.memory.rules.entity_resolution import (
-    resolve_entities,
-)
-from agent.memory.rules.extraction import (
-    Clause,
-    Closer,
-    ReminderRequest,
-    clean_value,
-    content_stems,
-    extract_closers,
-    extract_openers,
-    is_reminder_request,
-    match_loop,
-    normalize_text,
-    parse_reminder,
-    split_clauses,
-)
-from agent.memory.rules.fact_extraction import (
-    extract_facts,
-)
-from agent.memory.rules.session_rules import (
-    LoopUpdate,
-    loop_owner,
-    merge_facts,
-    update_clarifications,
-    update_dialogue_loops,
-    update_open_loops,
-)
-from agent.memory.rules.topic_tracker import (
-    TopicTracker,
-    key_phrases,
-)
+from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_context_builder import render_packet
+from agent.memory.hydration import HydrationReport
+from agent.memory.inspector import ChatSession, MemoryInspector, SaveReport
+from agent.memory.lane import ConversationLane, ReplyEngine
+from agent.memory.longterm.memory_slots import describe_memory
+from agent.memory.ops.checkpoint_audit import CheckpointCheck
 from agent.memory.schemas import (
-    ARCHIVE_SCHEMA_VERSION,
-    CHECKPOINT_SCHEMA_VERSION,
-    ChatType,
-    CheckpointTurn,
-    ConversationCheckpointSnapshot,
     ConversationContextPacket,
     ConversationSession,
     ConversationTurn,
-    Fact,
     InboundMessage,
     JobRef,
-    JobStatus,
     Memory,
-    MemoryCandidate,
-    MemoryKind,
-    MemoryStatus,
     OpenLoop,
-    PendingClarification,
     Reply,
-    ResponseType,
     RetrievedItem,
-    RetrievedKind,
     SessionArchive,
-    SessionControl,
     SessionState,
-    SessionStatus,
-    SummarizerKind,
-    SummaryItem,
-    SummaryItemKind,
-    SummaryStatus,
-    SummaryVersion,
-    Topic,
-    TurnStatus,
-    dump_json,
-    utc_now,
 )
-from agent.memory.summary_store import (
-    SqliteSummaryStore,
-    SummaryStore,
-)
-from agent.memory.summary_worker import (
-    ModelSummarizer,
-    SummaryRequest,
-    SummaryWorker,
-)
-from agent.memory.word_frequencies import WordFrequencies
-from agent.memory.writer import (
-    PromotionPolicy,
-    memory_candidates,
-    write_conversation_turn,
-    write_if_worthy,
-    write_summary_version,
-)
+from agent.memory.session_lifecycle import SessionSwitch
+from agent.memory.turn_commit import TurnResult
+from agent.memory.turn_edits import EditOutcome
 
 __all__ = [
-    "ARCHIVE_SCHEMA_VERSION",
-    "CHECKPOINT_SCHEMA_VERSION",
-    "ChatMemories",
     "ChatSession",
-    "ChatType",
-    "CheckpointAudit",
     "CheckpointCheck",
-    "CheckpointTurn",
-    "CheckpointVerdict",
     "CheckpointWriter",
-    "Clause",
-    "Closer",
-    "ConsolidationReport",
-    "ConversationCheckpointSnapshot",
-    "ConversationContextBuilder",
     "ConversationContextPacket",
     "ConversationLane",
-    "ConversationRetriever",
     "ConversationSession",
-    "ConversationStateManager",
-    "ConversationStore",
     "ConversationTurn",
-    "DecayPolicy",
-    "Decision",
-    "DeliberationTracker",
-    "DeliberationUpdate",
-    "DialogueActs",
     "EditOutcome",
-    "ExtractiveSummarizer",
-    "Fact",
     "HydrationReport",
     "InboundMessage",
     "JobRef",
-    "JobStatus",
-    "KeyParts",
-    "LiveSession",
-    "LiveSessions",
-    "LoopUpdate",
     "Memory",
-    "MemoryCandidate",
-    "MemoryConsolidator",
-    "MemoryKind",
-    "MemoryStatistics",
-    "MemoryStatus",
-    "MemoryStore",
-    "ModelSummarizer",
+    "MemoryInspector",
     "OpenLoop",
-    "Participant",
-    "PendingClarification",
-    "PromotionPolicy",
-    "Proposal",
-    "ProposalStatus",
-    "Reaction",
-    "ReminderRequest",
     "Reply",
     "ReplyEngine",
-    "ResponseType",
-    "RetrievalPolicy",
-    "RetrievalWeights",
     "RetrievedItem",
-    "RetrievedKind",
     "SaveReport",
     "SessionArchive",
-    "SessionControl",
     "SessionState",
-    "SessionStatus",
     "SessionSwitch",
-    "SlotRule",
-    "SqliteConversationStore",
-    "SqliteMemoryStore",
-    "SqliteSummaryStore",
-    "Stance",
-    "Summarizer",
-    "SummarizerKind",
-    "SummaryFold",
-    "SummaryItem",
-    "SummaryItemKind",
-    "SummaryRequest",
-    "SummaryStatus",
-    "SummaryStore",
-    "SummaryVersion",
-    "SummaryWorker",
-    "Topic",
-    "TopicTracker",
-    "TurnEdit",
     "TurnResult",
-    "TurnStatus",
-    "TurnText",
-    "WordCounts",
-    "WordFrequencies",
-    "attribute_of",
-    "bot_question",
-    "clean_value",
-    "content_stems",
-    "decay_factor",
-    "describe_fact",
     "describe_memory",
-    "dump_json",
-    "export_session",
-    "extract_closers",
-    "extract_facts",
-    "extract_openers",
-    "fact_key",
-    "import_session",
-    "in_second_person",
-    "is_deliberation_move",
-    "is_dismissal",
-    "is_help_or_error",
-    "is_reminder_request",
-    "key_phrases",
-    "loop_owner",
-    "match_loop",
-    "match_query",
-    "memory_candidates",
-    "merge_facts",
-    "normalize_text",
-    "parse_archive",
-    "parse_key",
-    "parse_reminder",
-    "query_words",
-    "question_stems",
-    "read_acts",
-    "read_statistics",
-    "render_memory",
     "render_packet",
-    "render_turn",
-    "resolve_entities",
-    "role_and_name",
-    "session_snapshot",
-    "slot_of",
-    "split_clauses",
-    "update_clarifications",
-    "update_dialogue_loops",
-    "update_open_loops",
-    "utc_now",
-    "write_conversation_turn",
-    "write_if_worthy",
-    "write_summary_version",
 ]

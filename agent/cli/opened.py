@@ -1,0 +1,123 @@
+"""The memory a command works on: the bot's database and checkpoints, opened as the bot does.
+
+:class:`OpenedMemory` builds the memory lane from the bot's own settings
+(:func:`agent.app.wiring.build_lane`: same database, checkpoint directory, summary and retrieval
+settings) but never hydrates it or shuts it down: both write (session statuses, checkpoint
+files) and belong to the bot. Commands read, check and repair through the lane's
+:class:`~agent.memory.MemoryInspector`, and erase through the lane. Reads go through the
+database's read-only connections, which in WAL mode never wait for a running bot; writes take
+the same lock as the bot's writes and give up with :class:`~agent.errors.DatabaseLocked` after
+``AGENT_DB_LOCK_TIMEOUT`` seconds.
+
+Sessions are named on the command line by their id or, for a chat's open session, by
+``chat:<chat id>`` (:class:`~agent.cli.arguments.SessionRef`).
+Tested by ``tests/test_cli.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Self
+
+from agent.app.wiring import build_lane, open_database
+from agent.cli.arguments import SessionRef
+from agent.cli.render import Output
+from agent.config import Settings
+from agent.db import Database
+from agent.errors import SessionNotFound, StorageError
+from agent.memory import ConversationLane, ConversationSession, MemoryInspector
+
+__all__ = ["Handler", "OpenedMemory"]
+
+#: What a command runs: given the opened memory, its arguments and stdout; returns the exit code.
+Handler = Callable[["OpenedMemory", argparse.Namespace, Output], Awaitable[int]]
+
+
+def _schema_version(path: Path) -> int:
+    # Read-only and outside the migration runner: a file that is not the bot's database must
+    # be refused before anything writes to it (opening migrates).
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot read database {path}: {exc}") from exc
+
+
+class OpenedMemory:
+    """The bot's memory, opened for one command; use it as an async context manager.
+
+    Args:
+        settings: the bot's settings (database path, checkpoint directory, summary and
+            retrieval settings, lock timeout).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lane: ConversationLane | None = None
+        self._db: Database | None = None
+
+    async def __aenter__(self) -> Self:
+        """Open the database (never creating one) and build the lane.
+
+        Raises:
+            StorageError: there is no database at the path, it is not the bot's, or it
+                cannot be opened.
+        """
+        path = self.settings.db_path
+        if not path.is_file():
+            raise StorageError(f"no database at {path}: set AGENT_DB_PATH or pass --db")
+        if await asyncio.to_thread(_schema_version, path) < 1:
+            raise StorageError(f"{path} is not a database of this bot (no schema version)")
+        # Model summaries run in the bot only; a tool never starts them.
+        settings = self.settings.model_copy(update={"llm_summarizer": False})
+        self._db = await open_database(settings)
+        self._lane = build_lane(settings, self._db)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the database (the lane's shutdown sequence is the bot's, not ours)."""
+        if self._lane is not None:
+            await self._lane.close()
+
+    @property
+    def lane(self) -> ConversationLane:
+        """The lane, never hydrated: what a command erases goes through it."""
+        if self._lane is None:
+            raise RuntimeError("OpenedMemory is not open: use `async with OpenedMemory(settings)`")
+        return self._lane
+
+    @property
+    def inspector(self) -> MemoryInspector:
+        """The lane's read, check and repair door."""
+        return self.lane.inspector
+
+    @property
+    def journal_db(self) -> Database:
+        """The database of the bot's inbound journal (``forget`` erases a chat's entries)."""
+        if self._db is None:
+            raise RuntimeError("OpenedMemory is not open: use `async with OpenedMemory(settings)`")
+        return self._db
+
+    async def session(self, ref: SessionRef) -> ConversationSession:
+        """Return the session a SESSION argument names.
+
+        Raises:
+            SessionNotFound: no such session, or the chat has no open session.
+        """
+        inspector = self.inspector
+        if ref.session_id is not None:
+            session = await inspector.session(ref.session_id)
+            if session is None:
+                raise SessionNotFound(f"no session {ref.session_id}")
+            return session
+        session = await inspector.open_session(ref.chat_id)
+        if session is None:
+            raise SessionNotFound(f"chat {ref.chat_id} has no open session")
+        return session

@@ -1,0 +1,179 @@
+"""Checkpoint upkeep: each open session's file written after its turns, and healed after faults.
+
+:class:`CheckpointKeeper` writes a live session's checkpoint after every commit (side effects
+after COMMIT), remembers which files are behind the log when a write fails (I5: the turn log
+stays the source of truth), logs an outage once rather than once per turn, rewrites the files
+left behind (:meth:`CheckpointKeeper.rewrite_stale`, the lane's maintenance job), and at start
+and stop checks, rewrites and cleans the files of every session.
+Tested by ``tests/test_checkpoint_keeper.py`` and the disk-fault tests
+(``tests/test_disk_faults.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Iterable, Iterator
+
+from agent.errors import CheckpointError
+from agent.memory.lane_parts import LaneParts
+from agent.memory.live_sessions import LiveSession
+from agent.memory.ops.checkpoint_audit import CheckpointAudit
+from agent.memory.schemas import CheckpointTurn, ConversationCheckpointSnapshot
+
+__all__ = ["CheckpointKeeper", "bounded_gather"]
+
+# The lane's parts log as the lane: operators and tests follow one logger name.
+logger = logging.getLogger("agent.memory.lane")
+
+# Checkpoint files written at once at start and stop (each is a thread doing an fsync).
+_CHECKPOINT_CONCURRENCY = 16
+
+
+async def bounded_gather(coroutines: Iterable[Awaitable[object]]) -> None:
+    """Await ``coroutines`` a few at a time (no more are made than are running)."""
+    pending = iter(coroutines)
+
+    async def worker() -> None:
+        for coroutine in pending:
+            await coroutine
+
+    await asyncio.gather(*(worker() for _ in range(_CHECKPOINT_CONCURRENCY)))
+
+
+class CheckpointKeeper:
+    """Keeps the checkpoint file of every open session at its session's turn.
+
+    Args:
+        parts: the lane's parts (its checkpoint writer, sessions, locks and clock).
+    """
+
+    def __init__(self, parts: LaneParts) -> None:
+        self._parts = parts
+        # Why checkpoint writes fail, while they do (logged once, not once per turn).
+        self._failure: str | None = None
+
+    def audit(self) -> CheckpointAudit:
+        """Return an audit of the lane's checkpoint files against its database."""
+        parts = self._parts
+        return CheckpointAudit(
+            parts.checkpoints,
+            parts.store,
+            recent_turns=parts.builder.recent_turns,
+            clock=parts.clock,
+        )
+
+    def snapshot(
+        self, live: LiveSession, pending_summary_delta: str = ""
+    ) -> ConversationCheckpointSnapshot:
+        """Return the checkpoint of ``live`` as it stands now."""
+        state = live.state
+        return ConversationCheckpointSnapshot(
+            session_id=state.session_id,
+            chat_id=live.session.chat_id,
+            state=state,
+            recent_turns=tuple(CheckpointTurn.of(turn) for turn in live.recent),
+            pending_summary_delta=pending_summary_delta,
+            written_at=self._parts.clock(),
+        )
+
+    async def save(self, live: LiveSession, pending_summary_delta: str = "") -> None:
+        """Write the checkpoint of ``live`` (after its commit); a failure is logged, not raised."""
+        state = live.state
+        snapshot = self.snapshot(live, pending_summary_delta)
+        try:
+            await self._parts.checkpoints.write(snapshot)
+        except CheckpointError as exc:
+            # I5: the turn log stays the source of truth; rewrite_stale, the session's next
+            # turn or the next start rewrites the file.
+            live.checkpoint_status = None
+            if self._failure is None:  # one line per outage, not one per turn
+                logger.error(
+                    "checkpoint of session %s not written, the turn log has the turn: %s "
+                    "(checkpoints are rewritten once they can be)",
+                    state.session_id,
+                    exc,
+                )
+            else:
+                logger.debug("checkpoint of session %s not written: %s", state.session_id, exc)
+            self._failure = str(exc)
+        else:
+            live.checkpoint_status = state.status
+            if self._failure is not None:
+                logger.warning(
+                    "checkpoints are written again (they failed with: %s)", self._failure
+                )
+                self._failure = None
+
+    async def rewrite_stale(self) -> int:
+        """Rewrite every checkpoint whose last write failed; return how many were rewritten.
+
+        Stops at the first write that fails again (the disk has not recovered).
+        """
+        rewritten = 0
+        for sid in self._parts.sessions.unwritten():
+            written = await self.rewrite(sid)
+            if written is False:
+                break
+            if written:
+                rewritten += 1
+        return rewritten
+
+    async def rewrite(self, session_id: str) -> bool | None:
+        """Write the file of a session whose checkpoint is not written.
+
+        Under the chat's lock: the session stays an object meanwhile.
+
+        Returns:
+            Whether it got written; ``None`` if there was nothing to do.
+        """
+        parts = self._parts
+        chat_id = parts.sessions.chat_id_of(session_id)
+        if chat_id is None:
+            return None
+        async with parts.chat_locks[chat_id]:
+            parts.check_open()
+            # A turn of the chat may have written it, or closed the session, meanwhile.
+            live = parts.sessions.get(session_id)
+            if live is None or live.checkpoint_status is not None:
+                return None
+            await self.save(live)
+            return live.checkpoint_status is not None
+
+    async def problem(self, live: LiveSession) -> str | None:
+        """Return why a hydrated session's file must be rebuilt (``None``: it is good)."""
+        # At hydration the session row holds the state the lane starts from (live.state).
+        check = await self.audit().check(live.session)
+        if check.verdict != "matches" or check.snapshot is None:
+            return check.detail
+        live.checkpoint_status = check.snapshot.state.status
+        return None
+
+    async def remove_orphans(self) -> list[str]:
+        """Delete the files of sessions the database no longer has; return their ids."""
+        parts = self._parts
+        on_disk = parts.checkpoints.session_ids()
+        if not on_disk:
+            return []
+        known = await parts.store.existing_session_ids(parts.db.reader, on_disk)
+        orphans = [sid for sid in on_disk if sid not in known]
+        for sid in orphans:
+            logger.warning("checkpoint of session %s has no session in the database; deleted", sid)
+            await parts.checkpoints.delete(sid)
+        return orphans
+
+    async def write_clean(self) -> None:
+        """Mark every held session ``shutdown_clean`` and write the files that say otherwise.
+
+        The pending summary delta (the turns not yet folded into the rolling summary) goes into
+        each file's ``pending_summary_delta``; the state stays the fold of the turn log (I6).
+        """
+        await bounded_gather(self._clean())
+
+    def _clean(self) -> Iterator[Awaitable[None]]:
+        # One session unpacked at a time (the writes are consumed as they are made).
+        parts = self._parts
+        for live in parts.sessions.each():
+            live.state = live.state.model_copy(update={"status": "shutdown_clean"})
+            if live.checkpoint_status != "shutdown_clean":
+                yield self.save(live, parts.states.summarizer.pending_delta(live.state))

@@ -1,0 +1,190 @@
+"""The lane's parts: its collaborators and what it holds in memory, shared by its modules.
+
+:class:`LaneParts` is built once by :class:`~agent.memory.lane.ConversationLane` and handed to
+the modules the lane is split into (:mod:`agent.memory.checkpoint_keeper`,
+:mod:`agent.memory.hydration`, :mod:`agent.memory.session_lifecycle`,
+:mod:`agent.memory.turn_edits`, :mod:`agent.memory.memory_commands` and the read door
+:mod:`agent.memory.inspector`). It never leaves ``agent/memory/``: code outside talks to the
+lane and reads through :class:`~agent.memory.inspector.MemoryInspector`.
+
+Besides the collaborators it holds the few things every part needs alike: the open sessions
+(:class:`~agent.memory.live_sessions.LiveSessions`), each chat's long-term memories at hand,
+one lock per chat (turns of one chat run one after another), the clock, and how a packet is
+built from a live session. Tested by ``tests/test_lane_parts.py`` and ``tests/test_lane.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import partial
+
+from agent.db import Database
+from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_context_builder import ConversationContextBuilder
+from agent.memory.conversation_retriever import ConversationRetriever
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_store import ConversationStore
+from agent.memory.live_sessions import LiveSession, LiveSessions
+from agent.memory.longterm.chat_memories import ChatMemories
+from agent.memory.longterm.memory_consolidator import MemoryConsolidator
+from agent.memory.longterm.memory_store import MemoryStore
+from agent.memory.schemas import ConversationContextPacket, RetrievedItem
+from agent.memory.summary_store import SummaryStore
+from agent.memory.summary_worker import SummaryWorker
+from agent.memory.writer import PromotionPolicy
+
+__all__ = ["LaneParts"]
+
+# The lane's parts log as the lane: operators and tests follow one logger name.
+logger = logging.getLogger("agent.memory.lane")
+
+# Long-term memories of a chat kept at hand for its packets: current, and recently superseded.
+_MEMORIES_PER_CHAT = 20
+_PAST_MEMORIES_PER_CHAT = 8
+
+
+class LaneParts:
+    """The lane's collaborators and in-memory sessions (see the module docstring).
+
+    Args:
+        db: the open database; the lane closes it.
+        checkpoints: the checkpoint directory's writer.
+        store: the conversation storage backend.
+        states: the rules that move a session state by one turn.
+        builder: assembles packets.
+        memory_store: the long-term memory backend.
+        promotion: the gate that decides what a turn adds to long-term memory.
+        summary_store: the summary version chain's storage.
+        summary_worker: the optional model summarizer's runner.
+        retriever: finds older turns, summaries and memories for a message.
+        consolidator: decays, archives and merges long-term memories.
+        resident_sessions: hydrated sessions kept as objects (the rest are packed).
+        clock: returns the current time.
+    """
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        checkpoints: CheckpointWriter,
+        store: ConversationStore,
+        states: ConversationStateManager,
+        builder: ConversationContextBuilder,
+        memory_store: MemoryStore,
+        promotion: PromotionPolicy,
+        summary_store: SummaryStore,
+        summary_worker: SummaryWorker | None,
+        retriever: ConversationRetriever,
+        consolidator: MemoryConsolidator,
+        resident_sessions: int,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.db = db
+        self.checkpoints = checkpoints
+        self.store = store
+        self.states = states
+        self.builder = builder
+        self.memory_store = memory_store
+        self.promotion = promotion
+        self.summary_store = summary_store
+        self.summary_worker = summary_worker
+        self.retriever = retriever
+        self.consolidator = consolidator
+        self.clock = clock
+        # Long-term memories per chat, most important first (what packets carry).
+        self.memories = ChatMemories(
+            memory_store,
+            per_chat=_MEMORIES_PER_CHAT,
+            past=_PAST_MEMORIES_PER_CHAT,
+            chats=resident_sessions,
+        )
+        self.chat_locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self.sessions = LiveSessions(
+            recent_turns=builder.recent_turns, busy=self._busy, resident=resident_sessions
+        )
+        self.closed = False
+
+    def _busy(self, chat_id: int) -> bool:
+        lock = self.chat_locks.get(chat_id)
+        return lock is not None and lock.locked()
+
+    def check_open(self) -> None:
+        """Refuse work once the lane is shut down.
+
+        Raises:
+            RuntimeError: the lane is shut down.
+        """
+        if self.closed:
+            raise RuntimeError("ConversationLane is shut down; create a new one to continue")
+
+    def forget_live(self, session_id: str) -> None:
+        """Let go of a session held in memory (closed or erased), and of its model summary."""
+        if self.summary_worker is not None:
+            self.summary_worker.forget(session_id)
+        self.sessions.discard(session_id)
+
+    async def truncate_wal(self) -> None:
+        """Empty the write-ahead log into the database file after an erasure."""
+        # The write-ahead log keeps the pages as they were before an erasure until SQLite
+        # reuses them; the erased text must not wait there (secure_delete zeroes the rest).
+        if not await self.db.truncate_wal():
+            logger.warning("the write-ahead log keeps erased text until its next checkpoint")
+
+    async def open_live(self, chat_id: int) -> LiveSession | None:
+        """Return the chat's open session, held (it may have been opened by another process)."""
+        live = self.sessions.for_chat(chat_id)
+        if live is not None:
+            return live
+        session = await self.store.open_session_for_chat(self.db.reader, chat_id)
+        if session is None:
+            return None
+        recent = await self.store.recent_turns(
+            self.db.reader, session.session_id, self.builder.recent_turns
+        )
+        live = self.sessions.new(session, recent)
+        self.sessions.add(live)
+        return live
+
+    async def packet_for(
+        self, live: LiveSession, text: str, *, is_new: bool
+    ) -> ConversationContextPacket:
+        """Return the packet a message ``text`` gets in ``live``, retrieval included."""
+        # The raw turns the packet carries anyway are no candidates; a session not committed
+        # yet has no turns to search, but its chat may have memories.
+        # One hand-over to the searcher's thread for every statement (Database.read).
+        retrieve = partial(
+            self.retriever.for_packet,
+            chat_id=live.session.chat_id,
+            session_id=None if is_new else live.session.session_id,
+            text=text,
+            now=self.clock(),
+            state=live.state,
+            recent_turns=self.builder.recent_turns,
+            token_budget=self.builder.token_budget,
+        )
+        return await self.packet(live, await self.db.read(retrieve))
+
+    async def packet(
+        self, live: LiveSession, retrieved: Sequence[RetrievedItem] = ()
+    ) -> ConversationContextPacket:
+        """Return the packet of ``live`` with ``retrieved`` as its retrieved items."""
+        memories = await self.memories.of(self.db.reader, live.session.chat_id)
+        cleared = live.state.cleared_through
+        # /clear: the turns up to it stay in the log, not in the packet (the state says where).
+        recent = [turn for turn in live.recent if turn.seq > cleared]
+        # The model's summary rides along, not in the state (I6), when the budget has room.
+        worker = self.summary_worker
+        session_id = live.session.session_id
+        llm_summary = "" if worker is None else worker.latest_text(session_id, after_seq=cleared)
+        return self.builder.build(
+            live.state,
+            recent,
+            now=self.clock(),
+            memories=memories,
+            retrieved=retrieved,
+            llm_summary=llm_summary,
+        )
