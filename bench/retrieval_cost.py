@@ -37,7 +37,7 @@ from agent.config import load_settings  # noqa: E402
 from agent.db import Database  # noqa: E402
 from agent.memory import ConversationTurn, SessionState  # noqa: E402
 from agent.memory.conversation_store import SqliteConversationStore  # noqa: E402
-from agent.memory.turn_search import RECENT_TURNS, turn_search_sql  # noqa: E402
+from agent.memory.storage.turn_search import RECENT_TURNS, turn_search_sql  # noqa: E402
 from agent.utils import ids  # noqa: E402
 
 CHAT, OTHER_CHAT = 1, 2
@@ -183,8 +183,9 @@ async def main(argv: list[str] | None = None) -> int:
         " more than 1,000 turns of all chats (`max_word_turns`) leaves every search (function"
         " words never enter one), which bounds that read per word; the words' counts are kept"
         " between packets while the turns written since cannot change what they decide"
-        " (`agent/memory/word_frequencies.py`). The summary search scopes by a session term,"
-        " but a session keeps at most `AGENT_SUMMARY_RETENTION` (100) summary versions, and the"
+        " (`agent/memory/storage/word_frequencies.py`). The summary search scopes by a"
+        " session term, but a session keeps at most `AGENT_SUMMARY_RETENTION` (100) summary"
+        " versions, and the"
         " memory search reads the chat's memories (one per distinct fact, not per turn). Hence"
         " the shape of the curve: a 100-turn session is cheaper (fewer matches than k, and"
         " every word rare); the cost rises while the words a chat uses grow towards the cap,"

@@ -1,5 +1,5 @@
-"""Checkpoint upkeep (:mod:`agent.memory.checkpoint_keeper`): a checkpoint write that fails
-loses no turn and is logged once; the maintenance job rewrites the files left behind once the
+"""Checkpoint upkeep (:mod:`agent.memory.lane_parts.checkpoint_keeper`): a checkpoint write that
+fails loses no turn and is logged once; the maintenance job rewrites the files left behind once the
 disk takes writes again; a clean stop marks every file ``shutdown_clean``. One failure is
 injected with monkeypatch; everything else is real."""
 

@@ -42,7 +42,7 @@ from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.longterm.memory_store import SqliteMemoryStore
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.schemas import Fact, MemoryCandidate, Topic
-from agent.memory.turn_search import turn_search_sql
+from agent.memory.storage.turn_search import turn_search_sql
 from agent.memory.writer import write_if_worthy
 from agent.utils import ids
 from tests.clock import T0, Clock

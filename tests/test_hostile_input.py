@@ -37,7 +37,7 @@ from agent.memory import (
 )
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
-from agent.memory.memory_commands import MAX_NOTE_CHARS
+from agent.memory.lane_parts.memory_commands import MAX_NOTE_CHARS
 from agent.memory.schemas import CheckpointTurn
 from tests.hostile import (
     HISTORY_ARGUMENTS,

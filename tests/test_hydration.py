@@ -1,4 +1,4 @@
-"""The lane's start (:mod:`agent.memory.hydration`): every open session comes back, a
+"""The lane's start (:mod:`agent.memory.lane_parts.hydration`): every open session comes back, a
 checkpoint that is missing or behind is rebuilt from the turn log (I5), a file whose session
 was erased is deleted, and replies never delivered are listed to be sent (I4)."""
 

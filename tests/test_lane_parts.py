@@ -1,4 +1,4 @@
-"""The lane's shared parts (:mod:`agent.memory.lane_parts`): a session another process opened
+"""The lane's shared parts (:mod:`agent.memory.lane_parts.parts`): a session another process opened
 is picked up from the database when a command needs it, and a packet built from what the lane
 holds leaves out the turns a ``/clear`` took away. Two real lanes on one SQLite file."""
 

@@ -10,7 +10,7 @@ import pytest
 from agent.engines.llm_summarizer import OpenAICompatSummarizer
 from agent.errors import SummarizerError
 from agent.memory import ConversationTurn
-from agent.memory.summary_worker import SummaryRequest
+from agent.memory.summaries.summary_worker import SummaryRequest
 from tests.fake_llm_api import Answer, FakeLLMApi, completion
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

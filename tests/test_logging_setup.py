@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.app.logging_setup import bind, configure_logging
 from agent.config import Settings
+from agent.utils.logging_setup import bind, configure_logging
 
 TOKEN = "123456:AAHfakeSecretT0ken_for-logging-tests"  # noqa: S105 (a fake)
 SECRET_HALF = TOKEN.split(":", 1)[1]
@@ -76,7 +76,7 @@ def test_a_crash_prints_its_traceback_without_the_token() -> None:
     """An exception nothing catches (its message holding the token) ends the process with a
     traceback on stderr that went through the redacting filter."""
     crash = (
-        "from agent.app.logging_setup import configure_logging\n"
+        "from agent.utils.logging_setup import configure_logging\n"
         f"configure_logging('INFO', [{TOKEN!r}])\n"
         f"raise RuntimeError('GET https://api.telegram.org/bot' + {TOKEN!r} + '/getMe')\n"
     )

@@ -1,5 +1,6 @@
-"""What a user asks of long-term memory (:mod:`agent.memory.memory_commands`): ``/remember``
-keeps a note verbatim, ``/facts confirm`` makes an unconfirmed memory active, ``/facts forget``
+"""What a user asks of long-term memory (:mod:`agent.memory.lane_parts.memory_commands`):
+``/remember`` keeps a note verbatim, ``/facts confirm`` makes an unconfirmed memory active, ``/facts
+forget``
 erases one with its history, and consolidation archives what decayed. Real SQLite."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 
 from agent.db import Database
 from agent.memory import CheckpointWriter, ConversationLane
-from agent.memory.memory_commands import MAX_NOTE_CHARS
+from agent.memory.lane_parts.memory_commands import MAX_NOTE_CHARS
 
 CHAT = 7171
 

@@ -1,5 +1,5 @@
-"""A chat's sessions over time (:mod:`agent.memory.session_lifecycle`): ``/new`` carries the
-open to-dos into a fresh session, ``/resume`` brings an earlier one back, ``/clear`` takes the
+"""A chat's sessions over time (:mod:`agent.memory.lane_parts.session_lifecycle`): ``/new`` carries
+the open to-dos into a fresh session, ``/resume`` brings an earlier one back, ``/clear`` takes the
 turns out of the packet but not out of the log, and erasing or pruning removes a session
 everywhere. Real SQLite, real checkpoint files, the offline concierge."""
 

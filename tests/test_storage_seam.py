@@ -17,7 +17,7 @@ import pytest
 from agent.db.search import match_query
 from agent.memory.conversation_store import ConversationStore
 from agent.memory.longterm.memory_store import MemoryStore
-from agent.memory.summary_store import SummaryStore
+from agent.memory.summaries.summary_store import SummaryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVERS = {"sqlite3", "aiosqlite"}
@@ -64,7 +64,7 @@ def test_only_the_database_and_the_sqlite_stores_import_a_driver():
                 importers[path.relative_to(ROOT).as_posix()] = "class Sqlite" in path.read_text(
                     encoding="utf-8"
                 )
-    assert "agent/memory/turn_log.py" in importers  # the walker sees real imports
+    assert "agent/memory/storage/turn_log.py" in importers  # the walker sees real imports
     assert {name for name, is_store in importers.items() if not is_store} == set()
 
 

@@ -25,7 +25,7 @@ from agent.errors import StorageError
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import ConversationTurn, MemoryCandidate, SessionState
-from agent.memory.summary_store import SqliteSummaryStore, SummaryStore
+from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
 
 T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
 

@@ -36,8 +36,8 @@ from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.schemas import SummaryVersion
-from agent.memory.summary_store import SqliteSummaryStore
-from agent.memory.summary_worker import SummaryWorker
+from agent.memory.summaries.summary_store import SqliteSummaryStore
+from agent.memory.summaries.summary_worker import SummaryWorker
 from agent.memory.writer import write_conversation_turn, write_summary_version
 from tests.fake_llm_api import Answer, FakeLLMApi, completion
 

@@ -1,5 +1,5 @@
-"""The commit of one turn (:mod:`agent.memory.turn_commit`): the turn, its state, the summary
-version and the long-term memories it states commit together; private talk is remembered,
+"""The commit of one turn (:mod:`agent.memory.lane_parts.turn_commit`): the turn, its state, the
+summary version and the long-term memories it states commit together; private talk is remembered,
 group talk is not; a reply that asks to forget erases in the turn that asked; and a failed
 commit leaves nothing behind. Real SQLite, real checkpoint files."""
 

@@ -16,7 +16,7 @@ from typing import Any
 from agent.db import Database
 from agent.memory import ConversationTurn
 from agent.memory.conversation_store import SqliteConversationStore
-from agent.memory.word_frequencies import WordFrequencies
+from agent.memory.storage.word_frequencies import WordFrequencies
 from agent.utils import ids
 from tests.clock import T0
 

@@ -19,9 +19,9 @@ import os
 import signal
 import sys
 
-from agent.app.logging_setup import configure_logging
 from agent.config import Settings, load_settings
 from agent.errors import AgentError, ConfigError
+from agent.utils.logging_setup import configure_logging
 
 __all__ = ["main"]
 

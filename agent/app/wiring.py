@@ -21,8 +21,8 @@ from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.longterm.memory_consolidator import DecayPolicy, MemoryConsolidator
 from agent.memory.schemas import utc_now
-from agent.memory.summary_store import SqliteSummaryStore
-from agent.memory.summary_worker import SummaryWorker
+from agent.memory.summaries.summary_store import SqliteSummaryStore
+from agent.memory.summaries.summary_worker import SummaryWorker
 
 __all__ = [
     "build_lane",

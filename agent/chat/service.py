@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar, cast
 
-from agent.app.logging_setup import bind
 from agent.chat.commands import CommandCenter, CommandReply
 from agent.chat.dispatcher import ChatDispatcher
 from agent.chat.erasure import forget_everywhere
@@ -42,6 +41,7 @@ from agent.chat.storage_backlog import REFUSALS, StorageBacklog
 from agent.db import Database
 from agent.errors import DeliveryError, DeliveryFailed, DeliveryRefused, UnreadableUpdate
 from agent.memory import ConversationLane, ConversationTurn, InboundMessage, JobRef, ReplyEngine
+from agent.utils.logging_setup import bind
 
 __all__ = ["ChatService", "EntryReader", "reminder_text"]
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sqlite3
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Self
 
 from agent.app.wiring import build_lane, open_database
@@ -28,6 +26,7 @@ from agent.cli.arguments import SessionRef
 from agent.cli.render import Output
 from agent.config import Settings
 from agent.db import Database
+from agent.db.migrations import schema_version
 from agent.errors import SessionNotFound, StorageError
 from agent.memory import ConversationLane, ConversationSession, MemoryInspector
 
@@ -35,19 +34,6 @@ __all__ = ["Handler", "OpenedMemory"]
 
 #: What a command runs: given the opened memory, its arguments and stdout; returns the exit code.
 Handler = Callable[["OpenedMemory", argparse.Namespace, Output], Awaitable[int]]
-
-
-def _schema_version(path: Path) -> int:
-    # Read-only and outside the migration runner: a file that is not the bot's database must
-    # be refused before anything writes to it (opening migrates).
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return int(conn.execute("PRAGMA user_version").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise StorageError(f"cannot read database {path}: {exc}") from exc
 
 
 class OpenedMemory:
@@ -73,7 +59,7 @@ class OpenedMemory:
         path = self.settings.db_path
         if not path.is_file():
             raise StorageError(f"no database at {path}: set AGENT_DB_PATH or pass --db")
-        if await asyncio.to_thread(_schema_version, path) < 1:
+        if await asyncio.to_thread(schema_version, path) < 1:
             raise StorageError(f"{path} is not a database of this bot (no schema version)")
         # Model summaries run in the bot only; a tool never starts them.
         settings = self.settings.model_copy(update={"llm_summarizer": False})

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 from agent import __version__
-from agent.app.logging_setup import configure_logging
 from agent.cli import (
     browse_commands,
     checkpoint_commands,
@@ -30,6 +29,7 @@ from agent.cli.opened import Handler, OpenedMemory
 from agent.cli.render import Output
 from agent.config import Settings, load_settings
 from agent.errors import AgentError
+from agent.utils.logging_setup import configure_logging
 
 __all__ = ["EXIT_ERROR", "build_parser", "main"]
 

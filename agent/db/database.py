@@ -33,7 +33,7 @@ import contextlib
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,6 +237,28 @@ class Database:
         """Run a read query on the reader connection and return its first row, if any."""
         rows = await self.fetchall(sql, params)
         return rows[0] if rows else None
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Transaction]:
+        """Hold one read snapshot on :attr:`reader` for several reads (BEGIN ... COMMIT)."""
+        reader = self.reader
+        await reader.execute("BEGIN")
+        try:
+            yield reader
+        finally:
+            await reader.execute("COMMIT")
+
+    async def integrity_problems(self) -> list[str]:
+        """Return what SQLite's integrity and foreign-key checks report (empty: none)."""
+        problems = []
+        for pragma in ("integrity_check", "foreign_key_check"):
+            rows = await self.fetchall(f"PRAGMA {pragma}")
+            problems += [
+                f"{pragma}: {' '.join(str(value) for value in row)}"
+                for row in rows
+                if tuple(row) != ("ok",)
+            ]
+        return problems
 
     async def read(self, work: Read[T]) -> T:
         """Run ``work`` with a :class:`Snapshot` of the searcher, in its thread; return its result.

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import aiosqlite
 
-from agent.errors import MigrationError
+from agent.errors import MigrationError, StorageError
 
-__all__ = ["Migration", "load_schema_text", "migrate", "parse_migrations"]
+__all__ = ["Migration", "load_schema_text", "migrate", "parse_migrations", "schema_version"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +105,25 @@ def parse_migrations(text: str) -> list[Migration]:
                 f"migration {migration.label} is out of sequence: expected version {expected}"
             )
     return migrations
+
+
+def schema_version(path: Path) -> int:
+    """Return the schema version of the SQLite file at ``path``, opened read-only.
+
+    Outside the migration runner: a file that is not the bot's database must be refused
+    before anything writes to it (opening migrates); ``0`` is a file no migration ran on.
+
+    Raises:
+        StorageError: the file cannot be read as a database.
+    """
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot read database {path}: {exc}") from exc
 
 
 async def _user_version(conn: aiosqlite.Connection) -> int:

@@ -7,7 +7,7 @@ through the same endpoint settings as the LLM concierge (``AGENT_LLM_BASE_URL``,
 the extractive rolling summary of the version and the raw turns it adds, and is asked for an
 updated summary within a size limit. Its summary is offered to the reply engine beside the
 extractive one (``ConversationContextPacket.llm_session_summary``) and never changes the
-session state (I6); see :mod:`agent.memory.summary_worker`.
+session state (I6); see :mod:`agent.memory.summaries.summary_worker`.
 
 One attempt per version, bounded by ``timeout``: a failure (timeout, refused connection,
 non-2xx, malformed answer) raises :class:`~agent.errors.SummarizerError`, the worker marks the
@@ -25,7 +25,7 @@ import httpx
 from agent.engines.llm_client import ChatCompletionsClient, describe
 from agent.errors import SummarizerError
 from agent.memory.rules.dialogue_acts import is_help_or_error
-from agent.memory.summary_worker import SummaryRequest
+from agent.memory.summaries.summary_worker import SummaryRequest
 
 __all__ = ["OpenAICompatSummarizer"]
 

@@ -12,9 +12,12 @@ never the other way round (DESIGN.md section 2).
 
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import render_packet
-from agent.memory.hydration import HydrationReport
 from agent.memory.inspector import ChatSession, MemoryInspector, SaveReport
 from agent.memory.lane import ConversationLane, ReplyEngine
+from agent.memory.lane_parts.hydration import HydrationReport
+from agent.memory.lane_parts.session_lifecycle import SessionSwitch
+from agent.memory.lane_parts.turn_commit import TurnResult
+from agent.memory.lane_parts.turn_edits import EditOutcome
 from agent.memory.longterm.memory_slots import describe_memory
 from agent.memory.ops.checkpoint_audit import CheckpointCheck
 from agent.memory.schemas import (
@@ -30,9 +33,6 @@ from agent.memory.schemas import (
     SessionArchive,
     SessionState,
 )
-from agent.memory.session_lifecycle import SessionSwitch
-from agent.memory.turn_commit import TurnResult
-from agent.memory.turn_edits import EditOutcome
 
 __all__ = [
     "ChatSession",

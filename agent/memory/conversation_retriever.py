@@ -67,8 +67,8 @@ from agent.memory.retrieval_ranking import (
     spread,
 )
 from agent.memory.schemas import ConversationTurn, RetrievedItem, SessionState
-from agent.memory.summary_store import SqliteSummaryStore, SummaryStore
-from agent.memory.word_frequencies import WordFrequencies
+from agent.memory.storage.word_frequencies import WordFrequencies
+from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
 from agent.utils.text import SEARCH_STOP_WORDS as _STOP_WORDS
 from agent.utils.text import split_words
 

@@ -1,14 +1,14 @@
 """The turn log and the sessions table: SQL in, models out.
 
-:class:`ConversationStore` is the storage protocol the lane depends on (a PostgreSQL backend
-can implement it later, DESIGN.md section 6); :class:`SqliteConversationStore` implements it
-on SQLite, from three parts: the sessions table (:mod:`agent.memory.session_table`), the turn
-log (:mod:`agent.memory.turn_log`) and the turn search (:mod:`agent.memory.turn_search`).
-Write methods take the :class:`~agent.db.Transaction` handed out by
-:meth:`agent.db.Database.write` and never commit; read methods take any transaction (normally
-``db.reader``), retrieval's reads a :class:`~agent.db.Snapshot`. No method takes or returns a
-driver's type. Tested in ``tests/test_conversation_store.py`` and, as the contract of every
-backend, ``tests/test_store_conformance.py``.
+:class:`ConversationStore` is the storage protocol the lane depends on (a PostgreSQL backend can
+implement it later, DESIGN.md section 6); :class:`SqliteConversationStore` implements it on SQLite,
+from three parts: the sessions table (:mod:`agent.memory.storage.session_table`), the turn log
+(:mod:`agent.memory.storage.turn_log`) and the turn search
+(:mod:`agent.memory.storage.turn_search`). Write methods take the :class:`~agent.db.Transaction`
+handed out by :meth:`agent.db.Database.write` and never commit; read methods take any transaction
+(normally ``db.reader``), retrieval's reads a :class:`~agent.db.Snapshot`. No method takes or
+returns a driver's type. Tested in ``tests/test_conversation_store.py`` and, as the contract of
+every backend, ``tests/test_store_conformance.py``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from agent.memory.schemas import (
     SessionState,
     SessionStatus,
 )
-from agent.memory.session_table import SqliteSessionTable
-from agent.memory.turn_log import SqliteTurnLog, TurnEdit
-from agent.memory.turn_search import SqliteTurnSearch, TurnText, WordCounts
+from agent.memory.storage.session_table import SqliteSessionTable
+from agent.memory.storage.turn_log import SqliteTurnLog, TurnEdit
+from agent.memory.storage.turn_search import SqliteTurnSearch, TurnText, WordCounts
 
 __all__ = [
     "ConversationStore",

@@ -65,7 +65,7 @@ from agent.memory.schemas import (
     SummaryItemKind,
     Topic,
 )
-from agent.memory.summary_segments import (
+from agent.memory.summaries.summary_segments import (
     PRIORITY,
     Segment,
     absorb,

@@ -25,12 +25,12 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
+from agent.db.statistics import MemoryStatistics, read_statistics
 from agent.errors import CheckpointError, SessionNotFound
-from agent.memory.checkpoint_keeper import CheckpointKeeper
 from agent.memory.conversation_store import TurnEdit
-from agent.memory.lane_parts import LaneParts
+from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
+from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.ops.checkpoint_audit import CheckpointCheck
-from agent.memory.ops.memory_statistics import MemoryStatistics, read_statistics
 from agent.memory.ops.session_archive import export_session, import_session
 from agent.memory.schemas import (
     ConversationCheckpointSnapshot,
@@ -314,16 +314,8 @@ class MemoryInspector:
         return await read_statistics(self._parts.db.reader)
 
     async def integrity_problems(self) -> list[str]:
-        """Return what SQLite's integrity and foreign-key checks report (empty: none)."""
-        problems = []
-        for pragma in ("integrity_check", "foreign_key_check"):
-            rows = await self._parts.db.fetchall(f"PRAGMA {pragma}")
-            problems += [
-                f"{pragma}: {' '.join(str(value) for value in row)}"
-                for row in rows
-                if tuple(row) != ("ok",)
-            ]
-        return problems
+        """Return what the database's integrity and foreign-key checks report (empty: none)."""
+        return await self._parts.db.integrity_problems()
 
     async def packet_of(self, session: ConversationSession) -> ConversationContextPacket:
         """Return the packet ``session``'s next reply would get, as ``/memory`` shows it.
@@ -395,9 +387,7 @@ class MemoryInspector:
         for a mismatch. A session erased meanwhile does not differ.
         """
         parts = self._parts
-        reader = parts.db.reader
-        await reader.execute("BEGIN")
-        try:
+        async with parts.db.snapshot() as reader:
             row = await parts.store.get_session(reader, session_id)
             if row is None:
                 return False  # erased meanwhile
@@ -406,8 +396,6 @@ class MemoryInspector:
             rebuilt = await parts.states.rebuild(
                 session_id, _up_to(turns, state.turn_count), chat_type=row.chat_type
             )
-        finally:
-            await reader.execute("COMMIT")
         return rebuilt.log_view() != state.log_view()
 
     # -- checkpoint files -------------------------------------------------------------------

@@ -18,11 +18,13 @@ checkpoints are checked and rebuilt at the next start.
 
 The lane is the write path and the lifecycle; reads, checks and repairs go through
 :attr:`ConversationLane.inspector` (:mod:`agent.memory.inspector`). Its parts: the turn commit
-(:mod:`agent.memory.turn_commit`), checkpoint upkeep (:mod:`agent.memory.checkpoint_keeper`),
-the start (:mod:`agent.memory.hydration`), session commands
-(:mod:`agent.memory.session_lifecycle`), edits (:mod:`agent.memory.turn_edits`) and long-term
-memory commands (:mod:`agent.memory.memory_commands`). Tested by ``tests/test_lane.py`` and
-the memory tests that run turns through it.
+(:mod:`agent.memory.lane_parts.turn_commit`), checkpoint upkeep
+(:mod:`agent.memory.lane_parts.checkpoint_keeper`), the start
+(:mod:`agent.memory.lane_parts.hydration`), session commands
+(:mod:`agent.memory.lane_parts.session_lifecycle`), edits
+(:mod:`agent.memory.lane_parts.turn_edits`) and long-term memory commands
+(:mod:`agent.memory.lane_parts.memory_commands`). Tested by ``tests/test_lane.py`` and the memory
+tests that run turns through it.
 """
 
 from __future__ import annotations
@@ -34,19 +36,22 @@ from typing import Protocol
 
 from agent.db import Database
 from agent.errors import StorageError
-from agent.memory.checkpoint_keeper import CheckpointKeeper
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
-from agent.memory.hydration import HydrationReport, hydrate
 from agent.memory.inspector import MemoryInspector
-from agent.memory.lane_parts import LaneParts
-from agent.memory.live_sessions import DEFAULT_RESIDENT, LiveSession
+from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
+from agent.memory.lane_parts.hydration import HydrationReport, hydrate
+from agent.memory.lane_parts.live_sessions import DEFAULT_RESIDENT, LiveSession
+from agent.memory.lane_parts.memory_commands import MemoryCommands
+from agent.memory.lane_parts.parts import LaneParts
+from agent.memory.lane_parts.session_lifecycle import SessionLifecycle, SessionSwitch
+from agent.memory.lane_parts.turn_commit import TurnCommitter, TurnResult
+from agent.memory.lane_parts.turn_edits import EditOutcome, TurnEditor
 from agent.memory.longterm.memory_consolidator import ConsolidationReport, MemoryConsolidator
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
-from agent.memory.memory_commands import MemoryCommands
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationTurn,
@@ -56,11 +61,8 @@ from agent.memory.schemas import (
     Reply,
     utc_now,
 )
-from agent.memory.session_lifecycle import SessionLifecycle, SessionSwitch
-from agent.memory.summary_store import SqliteSummaryStore, SummaryStore
-from agent.memory.summary_worker import SummaryWorker
-from agent.memory.turn_commit import TurnCommitter, TurnResult
-from agent.memory.turn_edits import EditOutcome, TurnEditor
+from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
+from agent.memory.summaries.summary_worker import SummaryWorker
 from agent.memory.writer import PromotionPolicy
 
 __all__ = ["ConversationLane", "ReplyEngine", "TurnResult"]
@@ -100,7 +102,7 @@ class ConversationLane:
             (default: BM25 with the default weights).
         consolidator: decays, archives and merges long-term memories (the scheduled job).
         resident_sessions: hydrated sessions kept as objects; the others are held packed
-            (see :mod:`agent.memory.live_sessions`).
+            (see :mod:`agent.memory.lane_parts.live_sessions`).
         clock: returns the current time (tests pass a fixed clock).
     """
 
@@ -160,8 +162,8 @@ class ConversationLane:
     async def hydrate(self) -> HydrationReport:
         """Load every open session, check its checkpoint, and mark it ``resuming``.
 
-        The PRD-014 start-up sequence (:func:`agent.memory.hydration.hydrate`): a checkpoint
-        not at the database's turn is rewritten from the database (I5), files of erased
+        The PRD-014 start-up sequence (:func:`agent.memory.lane_parts.hydration.hydrate`): a
+        checkpoint not at the database's turn is rewritten from the database (I5), files of erased
         sessions are deleted, and the replies never delivered are reported (I4).
 
         Raises:
@@ -464,7 +466,7 @@ class ConversationLane:
 
         Raises:
             ValueError: ``text`` is empty or longer than
-                :data:`~agent.memory.memory_commands.MAX_NOTE_CHARS`.
+                :data:`~agent.memory.lane_parts.memory_commands.MAX_NOTE_CHARS`.
         """
         return await self._memory.remember(chat_id, text)
 

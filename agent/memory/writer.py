@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from agent.db import Transaction
 from agent.memory.conversation_store import ConversationStore
 from agent.memory.longterm.memory_slots import attribute_of, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
@@ -26,7 +26,7 @@ from agent.memory.schemas import (
     SessionState,
     SummaryVersion,
 )
-from agent.memory.summary_store import SummaryStore
+from agent.memory.summaries.summary_store import SummaryStore
 
 __all__ = [
     "PromotionPolicy",
@@ -85,7 +85,7 @@ def memory_candidates(
 
 
 async def write_if_worthy(
-    tx: Any,
+    tx: Transaction,
     store: MemoryStore,
     chat_id: int,
     candidates: Sequence[MemoryCandidate],
@@ -124,7 +124,7 @@ async def write_if_worthy(
 
 
 async def write_conversation_turn(
-    tx: Any,
+    tx: Transaction,
     store: ConversationStore,
     turn: ConversationTurn,
     state: SessionState,
@@ -154,7 +154,7 @@ async def write_conversation_turn(
 
 
 async def write_summary_version(
-    tx: Any,
+    tx: Transaction,
     store: SummaryStore,
     before: SessionState,
     after: SessionState,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
 
+from agent.db import Transaction
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.schemas import Memory
 
@@ -40,7 +40,7 @@ class ChatMemories:
         self._chats = chats
         self._kept: OrderedDict[int, tuple[Memory, ...]] = OrderedDict()
 
-    async def of(self, conn: Any, chat_id: int) -> tuple[Memory, ...]:
+    async def of(self, conn: Transaction, chat_id: int) -> tuple[Memory, ...]:
         """Return the chat's memories, reading them (through ``conn``) if not kept."""
         memories = self._kept.get(chat_id)
         if memories is not None:
@@ -49,7 +49,7 @@ class ChatMemories:
         await self.load(conn, [chat_id])
         return self._kept.get(chat_id, ())
 
-    async def load(self, conn: Any, chat_ids: Iterable[int]) -> None:
+    async def load(self, conn: Transaction, chat_ids: Iterable[int]) -> None:
         """Read the memories of ``chat_ids`` again (they changed in the database)."""
         found = await self._store.current_for_chats(
             conn, list(chat_ids), per_chat=self._per_chat, past=self._past
@@ -57,7 +57,7 @@ class ChatMemories:
         for chat_id, memories in found.items():
             self._keep(chat_id, tuple(memories))
 
-    async def reload(self, conn: Any) -> None:
+    async def reload(self, conn: Transaction) -> None:
         """Read again the memories of every chat kept (after consolidation or erasure)."""
         await self.load(conn, list(self._kept))
 

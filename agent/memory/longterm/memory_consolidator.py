@@ -22,8 +22,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from agent.db import Transaction
 from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import fact_key
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
@@ -168,7 +168,7 @@ class MemoryConsolidator:
         self.store: MemoryStore = store or SqliteMemoryStore()
         self.policy = policy or DecayPolicy()
 
-    async def consolidate(self, tx: Any, *, now: datetime) -> ConsolidationReport:
+    async def consolidate(self, tx: Transaction, *, now: datetime) -> ConsolidationReport:
         """Run one consolidation inside the caller's write transaction.
 
         1. Merge duplicates: per chat, memories with near-identical keys (or the same text

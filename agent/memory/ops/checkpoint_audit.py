@@ -24,9 +24,9 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from agent.db import Database
+from agent.db import Database, Transaction
 from agent.errors import CheckpointError
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_store import ConversationStore
@@ -156,7 +156,7 @@ class CheckpointAudit:
         return verdict("matches", "matches the log", snapshot)
 
     async def check_all(
-        self, conn: Any, *, settle: float = _SETTLE_SECONDS
+        self, conn: Transaction, *, settle: float = _SETTLE_SECONDS
     ) -> list[CheckpointCheck]:
         """Check the checkpoint of every session, and every file without a session.
 
@@ -197,7 +197,7 @@ class CheckpointAudit:
             unsettled = still
         return sorted(checks.values(), key=_order)
 
-    async def _recheck(self, conn: Any, first: CheckpointCheck) -> CheckpointCheck | None:
+    async def _recheck(self, conn: Transaction, first: CheckpointCheck) -> CheckpointCheck | None:
         session = await self.store.get_session(conn, first.session_id)
         if session is None:
             on_disk = first.session_id in self.checkpoints.session_ids()
@@ -233,7 +233,7 @@ class CheckpointAudit:
             CheckpointError: the file could not be written.
         """
 
-        async def rewrite(tx: Any) -> bool:
+        async def rewrite(tx: Transaction) -> bool:
             session = await self.store.get_session(tx, session_id)
             if session is None:
                 await self.checkpoints.delete(session_id)

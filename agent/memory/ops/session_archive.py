@@ -19,10 +19,10 @@ settings differ from the exporting bot's, or the file was edited).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from pydantic import ValidationError
 
+from agent.db import Transaction
 from agent.errors import ArchiveError
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore
@@ -35,7 +35,7 @@ from agent.memory.schemas import (
     SessionArchive,
     SessionState,
 )
-from agent.memory.summary_store import SummaryStore
+from agent.memory.summaries.summary_store import SummaryStore
 from agent.memory.writer import (
     PromotionPolicy,
     memory_candidates,
@@ -51,7 +51,7 @@ __all__ = ["export_session", "import_session", "parse_archive"]
 
 
 async def export_session(
-    conn: Any, store: ConversationStore, session_id: str, *, now: datetime
+    conn: Transaction, store: ConversationStore, session_id: str, *, now: datetime
 ) -> SessionArchive | None:
     """Return a session with every turn of its log, or ``None`` if there is no such session.
 
@@ -97,7 +97,7 @@ def parse_archive(data: bytes, *, name: str = "archive") -> SessionArchive:
 
 
 async def import_session(
-    tx: Any,
+    tx: Transaction,
     archive: SessionArchive,
     *,
     store: ConversationStore,
@@ -172,7 +172,7 @@ async def import_session(
 
 
 async def _replay(
-    tx: Any,
+    tx: Transaction,
     session: ConversationSession,
     state: SessionState,
     turn: ConversationTurn,

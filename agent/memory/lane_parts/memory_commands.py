@@ -9,9 +9,9 @@ write-ahead log. Tested by ``tests/test_memory_commands.py`` and ``tests/test_me
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from agent.memory.lane_parts import LaneParts
+from agent.db import Transaction
+from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.longterm.memory_consolidator import ConsolidationReport
 from agent.memory.longterm.memory_slots import USER, attribute_of, fact_key
 from agent.memory.schemas import Memory, MemoryCandidate
@@ -54,7 +54,7 @@ class MemoryCommands:
         now = parts.clock()
         threshold = parts.promotion.threshold
 
-        async def record(tx: Any) -> Memory:
+        async def record(tx: Transaction) -> Memory:
             memory = await parts.memory_store.record(
                 tx, chat_id, candidate, source=None, threshold=threshold, now=now
             )
@@ -85,7 +85,7 @@ class MemoryCommands:
             await parts.truncate_wal()
         return erased
 
-    async def erase(self, tx: Any, chat_id: int, memory_ids: Sequence[str]) -> list[Memory]:
+    async def erase(self, tx: Transaction, chat_id: int, memory_ids: Sequence[str]) -> list[Memory]:
         """Erase memories of the chat inside the caller's transaction; return those erased."""
         # The rows, then the full-text indexes rewritten whole: no tombstone keeps the text.
         parts = self._parts

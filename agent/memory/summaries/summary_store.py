@@ -9,7 +9,7 @@ table. Each row is one version of a session's rolling summary:
   ``parent_summary_id`` the version ``n - 1`` it was built on;
 * ``llm`` rows are the optional model summaries of an extractive version (same version and
   turn range, ``parent_summary_id`` = that version), run in the background by
-  :class:`agent.memory.summary_worker.SummaryWorker`: ``processing``, then
+  :class:`agent.memory.summaries.summary_worker.SummaryWorker`: ``processing``, then
   ``completed`` or ``failed``. A partial unique index allows one ``processing`` row per
   session, so two runs never overlap, not even from two processes.
 
@@ -79,7 +79,7 @@ class SummaryStore(Protocol):
     """**Protocol:** the storage of the summary version chain.
 
     Called by :func:`agent.memory.writer.write_summary_version` inside a turn's transaction,
-    by :class:`agent.memory.summary_worker.SummaryWorker` for model summaries,
+    by :class:`agent.memory.summaries.summary_worker.SummaryWorker` for model summaries,
     and by the lane and tests to read the chain. ``tx`` is the open write transaction
     (:meth:`agent.db.Database.write`); ``conn`` the write transaction or the database's reader.
     Implementations never commit. ``search`` is synchronous, on a :class:`~agent.db.Snapshot`:

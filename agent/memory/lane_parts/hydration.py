@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from agent.memory.checkpoint_keeper import CheckpointKeeper, bounded_gather
-from agent.memory.lane_parts import LaneParts
+from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper, bounded_gather
+from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.schemas import ConversationTurn
 
 __all__ = ["HydrationReport", "hydrate"]
@@ -41,13 +41,13 @@ class HydrationReport:
 async def hydrate(parts: LaneParts, keeper: CheckpointKeeper) -> HydrationReport:
     """Load every open session, check its checkpoint, and mark it ``resuming``.
 
-    The state and last turns of each open session come from the database (through indexes:
-    the cost does not depend on the history's length); a checkpoint that is missing,
-    unreadable, of an unknown version, or not at the database's turn is rewritten from the
-    database with a warning (I5). Checkpoint files of sessions the database no longer has are
-    deleted (an erasure a crash interrupted). Sessions are read a page at a time and all but
-    the most recently active are held packed (:mod:`agent.memory.live_sessions`); a chat's
-    long-term memories are read at its first packet.
+    The state and last turns of each open session come from the database (through indexes: the cost
+    does not depend on the history's length); a checkpoint that is missing, unreadable, of an
+    unknown version, or not at the database's turn is rewritten from the database with a warning
+    (I5). Checkpoint files of sessions the database no longer has are deleted (an erasure a crash
+    interrupted). Sessions are read a page at a time and all but the most recently active are held
+    packed (:mod:`agent.memory.lane_parts.live_sessions`); a chat's long-term memories are read at
+    its first packet.
     """
     report = HydrationReport()
     checkpoints, store, db = parts.checkpoints, parts.store, parts.db

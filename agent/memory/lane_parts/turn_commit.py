@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent.memory.checkpoint_keeper import CheckpointKeeper
-from agent.memory.lane_parts import LaneParts
-from agent.memory.live_sessions import LiveSession
-from agent.memory.memory_commands import MemoryCommands
+from agent.db import Transaction
+from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
+from agent.memory.lane_parts.live_sessions import LiveSession
+from agent.memory.lane_parts.memory_commands import MemoryCommands
+from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
 from agent.memory.schemas import (
@@ -134,7 +135,7 @@ class TurnCommitter:
         # Seed 003: a memory retrieved into the packet the engine answered with was accessed.
         accessed = [i.ref for i in packet.retrieved if i.kind == "memory"] if packet else []
 
-        async def commit(tx: Any) -> ConversationTurn | None:
+        async def commit(tx: Transaction) -> ConversationTurn | None:
             # I3, authoritative inside the transaction: the update may have become a turn
             # (through another path) since the check in on_turn.
             if message.update_id is not None:

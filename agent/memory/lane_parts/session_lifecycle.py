@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from agent.db import Transaction
 from agent.errors import SessionNotFound
-from agent.memory.checkpoint_keeper import CheckpointKeeper
-from agent.memory.lane_parts import LaneParts
-from agent.memory.live_sessions import LiveSession
+from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
+from agent.memory.lane_parts.live_sessions import LiveSession
+from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.rules.session_rules import CARRIED_LOOP_KINDS
 from agent.memory.schemas import (
     ConversationContextPacket,
@@ -170,7 +171,7 @@ class SessionLifecycle:
             live = parts.sessions.new(target.model_copy(update={"closed_at": None}), recent)
             now = parts.clock()
 
-            async def switch(tx: Any) -> None:
+            async def switch(tx: Transaction) -> None:
                 if old is not None:
                     await store.close_session(tx, old, now=now)
                 if not await store.reopen_session(tx, session_id, now=now):
@@ -203,7 +204,7 @@ class SessionLifecycle:
         # items come from) in its transaction; then the session is the chat's.
         parts, session = self._parts, live.session
 
-        async def close(tx: Any) -> None:
+        async def close(tx: Transaction) -> None:
             if carried_from is not None:
                 await parts.store.close_session(tx, carried_from, now=now)
 
@@ -249,7 +250,7 @@ class SessionLifecycle:
         parts = self._parts
         session = await parts.store.get_session(parts.db.reader, session_id)
 
-        async def erase(tx: Any) -> bool:
+        async def erase(tx: Transaction) -> bool:
             deleted = await parts.store.delete_session(tx, session_id)
             if deleted:
                 # The full-text indexes keep tombstones next to erased text until merged.
@@ -270,7 +271,7 @@ class SessionLifecycle:
         parts = self._parts
         cutoff = parts.clock() - timedelta(days=older_than_days)
 
-        async def erase(tx: Any) -> list[str]:
+        async def erase(tx: Transaction) -> list[str]:
             pruned = await parts.store.prune_sessions(tx, inactive_since=cutoff)
             if pruned:
                 await parts.retriever.purge(tx)

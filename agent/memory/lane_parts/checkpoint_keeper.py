@@ -16,8 +16,8 @@ import logging
 from collections.abc import Awaitable, Iterable, Iterator
 
 from agent.errors import CheckpointError
-from agent.memory.lane_parts import LaneParts
-from agent.memory.live_sessions import LiveSession
+from agent.memory.lane_parts.live_sessions import LiveSession
+from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.ops.checkpoint_audit import CheckpointAudit
 from agent.memory.schemas import CheckpointTurn, ConversationCheckpointSnapshot
 

@@ -1,15 +1,15 @@
 """The lane's parts: its collaborators and what it holds in memory, shared by its modules.
 
-:class:`LaneParts` is built once by :class:`~agent.memory.lane.ConversationLane` and handed to
-the modules the lane is split into (:mod:`agent.memory.checkpoint_keeper`,
-:mod:`agent.memory.hydration`, :mod:`agent.memory.session_lifecycle`,
-:mod:`agent.memory.turn_edits`, :mod:`agent.memory.memory_commands` and the read door
-:mod:`agent.memory.inspector`). It never leaves ``agent/memory/``: code outside talks to the
-lane and reads through :class:`~agent.memory.inspector.MemoryInspector`.
+:class:`LaneParts` is built once by :class:`~agent.memory.lane.ConversationLane` and handed to the
+modules the lane is split into (:mod:`agent.memory.lane_parts.checkpoint_keeper`,
+:mod:`agent.memory.lane_parts.hydration`, :mod:`agent.memory.lane_parts.session_lifecycle`,
+:mod:`agent.memory.lane_parts.turn_edits`, :mod:`agent.memory.lane_parts.memory_commands` and the
+read door :mod:`agent.memory.inspector`). It never leaves ``agent/memory/``: code outside talks to
+the lane and reads through :class:`~agent.memory.inspector.MemoryInspector`.
 
 Besides the collaborators it holds the few things every part needs alike: the open sessions
-(:class:`~agent.memory.live_sessions.LiveSessions`), each chat's long-term memories at hand,
-one lock per chat (turns of one chat run one after another), the clock, and how a packet is
+(:class:`~agent.memory.lane_parts.live_sessions.LiveSessions`), each chat's long-term memories at
+hand, one lock per chat (turns of one chat run one after another), the clock, and how a packet is
 built from a live session. Tested by ``tests/test_lane_parts.py`` and ``tests/test_lane.py``.
 """
 
@@ -28,13 +28,13 @@ from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore
-from agent.memory.live_sessions import LiveSession, LiveSessions
+from agent.memory.lane_parts.live_sessions import LiveSession, LiveSessions
 from agent.memory.longterm.chat_memories import ChatMemories
 from agent.memory.longterm.memory_consolidator import MemoryConsolidator
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.schemas import ConversationContextPacket, RetrievedItem
-from agent.memory.summary_store import SummaryStore
-from agent.memory.summary_worker import SummaryWorker
+from agent.memory.summaries.summary_store import SummaryStore
+from agent.memory.summaries.summary_worker import SummaryWorker
 from agent.memory.writer import PromotionPolicy
 
 __all__ = ["LaneParts"]

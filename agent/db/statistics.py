@@ -2,14 +2,15 @@
 
 :func:`read_statistics` counts the rows of the memory's tables by their status, for
 operators (``agent-memory stats`` and ``verify``). Unlike the lane's queries it reads whole
-tables, once per call: it is an audit, not part of a turn.
+tables, once per call: it is an audit, not part of a turn. Covered by ``tests/test_cli.py``
+(``stats``) and ``tests/test_memory_inspector.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.db import Transaction
+from agent.db.transaction import Transaction
 
 __all__ = ["MemoryStatistics", "read_statistics"]
 

@@ -39,7 +39,7 @@ from agent.db import Database
 from agent.errors import StorageError
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
 from agent.memory.schemas import ConversationTurn, SummaryStatus, SummaryVersion, utc_now
-from agent.memory.summary_store import SqliteSummaryStore, SummaryStore
+from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
 
 __all__ = ["ModelSummarizer", "SummaryRequest", "SummaryWorker"]
 

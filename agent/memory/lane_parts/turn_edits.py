@@ -9,11 +9,12 @@ session, which edits, rare, can afford. Tested by ``tests/test_lane_edits.py``.
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Literal
 
+from agent.db import Transaction
 from agent.errors import CheckpointError
-from agent.memory.checkpoint_keeper import CheckpointKeeper
-from agent.memory.lane_parts import LaneParts
+from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
+from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
 from agent.memory.schemas import (
@@ -96,7 +97,7 @@ class TurnEditor:
         )
         now = parts.clock()
 
-        async def commit(tx: Any) -> EditOutcome:
+        async def commit(tx: Transaction) -> EditOutcome:
             # The session may have moved on in another process (erased, or written to).
             row = await store.get_session(tx, sid)
             if row is None or row.turn_count != state.turn_count:

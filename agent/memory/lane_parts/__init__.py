@@ -1,0 +1,1 @@
+"""The lane's parts: commit, edits, hydration, sessions, checkpoints, memory commands."""
