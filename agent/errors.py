@@ -20,6 +20,9 @@
     └── SummarizerError        the optional model summarizer failed to summarise
 
 Lookups that may miss return ``None``; operations on something that must exist raise.
+
+Covered by the tests that expect each (``tests/test_config.py``, ``tests/test_disk_faults.py``,
+``tests/test_chat_service.py``...).
 """
 
 from __future__ import annotations

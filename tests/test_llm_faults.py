@@ -5,7 +5,7 @@ messages that name someone with a fault: it hangs (never answers in time), answe
 drops the connection. The tests drive a real :class:`~agent.memory.ConversationLane` with the
 :class:`~agent.engines.llm.OpenAICompatConcierge` the settings build, and the real bot
 (``run_bot.py`` in a subprocess) against the fake Bot API. The unit rules of the concierge
-(retries, ``Retry-After``, malformed answers) are in ``test_llm_concierge.py``.
+(retries, ``Retry-After``, malformed answers) are in ``test_llm.py``.
 """
 
 from __future__ import annotations

@@ -168,6 +168,37 @@ def test_memory_never_imports_the_transport_the_chat_service_or_the_application(
     assert reached == {}
 
 
+def _modules() -> list[Path]:
+    return [
+        path
+        for path in _python_files("agent")
+        if path.name not in {"__init__.py", "__main__.py"}
+    ]
+
+
+def test_no_module_is_over_500_lines():
+    """STYLE: a module longer than 500 lines does more than one thing; split it at a seam."""
+    lengths = {
+        path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in _modules()
+    }
+    assert lengths["agent/memory/lane.py"] > 100  # the walker reads real modules
+    assert {name: n for name, n in lengths.items() if n > 500} == {}
+
+
+def test_every_module_has_a_test_file_or_names_the_tests_that_cover_it():
+    """Each module has ``tests/test_<name>.py``, or its docstring names test files that exist."""
+    tests = {path.name for path in (ROOT / "tests").glob("test_*.py")}
+    untested = {}
+    for path in _modules():
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        named = set(re.findall(r"tests/(test_\w+\.py)", doc))
+        if f"test_{path.stem}.py" in tests or (named and named <= tests):
+            continue
+        untested[path.relative_to(ROOT).as_posix()] = sorted(named - tests)
+    assert untested == {}
+
+
 _CHECK_INSTALLED = textwrap.dedent(
     """
     import asyncio, sys

@@ -8,6 +8,9 @@
 Exit codes: 0 after a clean stop, 2 for a configuration problem (one line on stderr saying
 what to set), 1 for any other failure. SIGTERM or SIGINT stops gracefully; a second one exits
 at once.
+
+Covered by ``tests/test_telegram_bot.py`` and ``tests/test_console_sessions.py`` (the real
+program, its exit codes and one-line errors).
 """
 
 from __future__ import annotations

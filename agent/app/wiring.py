@@ -1,4 +1,7 @@
-"""Wires :class:`~agent.config.Settings` into the memory lane and the concierge."""
+"""Wires :class:`~agent.config.Settings` into the memory lane and the concierge.
+
+Tested by ``tests/test_app.py``.
+"""
 
 from __future__ import annotations
 

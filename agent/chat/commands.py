@@ -3,6 +3,10 @@
 Commands are control messages, not conversation: they read or manage the memory but are not
 turns of it (a ``/history`` is not something to summarise). Each returns a
 :class:`CommandReply`; the Telegram adapter and the console render it their own way.
+
+Covered by ``tests/test_telegram_sessions.py``, ``tests/test_console_sessions.py``,
+``tests/test_memory_commands.py`` and ``tests/test_chat_service.py`` (each command as a user
+sends it).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A reminder is a :class:`~agent.memory.JobRef` of kind ``reminder`` that the conc
 turn. The session state keeps it among its active jobs until the turn that fires it closes it
 (:meth:`~agent.memory.ConversationLane.complete_job`), so after a crash every reminder still
 active is scheduled again; one whose time passed while the bot was down fires at once, once.
+
+Covered by ``tests/test_chat_service.py`` and ``tests/test_telegram_bot.py``.
 """
 
 from __future__ import annotations

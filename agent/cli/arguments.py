@@ -3,6 +3,8 @@
 Sessions are named by their id or, for a chat's open session, by ``chat:<chat id>``
 (:func:`session_ref`). Both are checked here, before anything runs: a session id must have the
 exact shape of the ids the bot generates, so user text never becomes a checkpoint path.
+
+Covered by ``tests/test_cli.py`` (the real program).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Commands that read the memory: ``sessions``, ``show``, ``history`` and ``recall``.
 
 They never write, so they run beside a live bot without waiting for it (WAL readers).
+
+Covered by ``tests/test_cli.py`` (the real program).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
 every checkpoint file matches the log (I5); with ``--deep`` also every stored session state
 must equal the fold of its turn log (I6). The inbound journal and delivery backlog are
 reported, not failed: the bot works them off at its next start (I1, I4).
+
+Covered by ``tests/test_cli.py`` (the real program).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Both go through the lane's own erasure (:meth:`~agent.memory.ConversationLane.fo
 (merged, so no trace of the text stays in the index pages), summary versions, the long-term
 memories only those sessions stated, and the checkpoint files. The database write takes the
 bot's write lock. Both ask before erasing, in a terminal; elsewhere they need ``--yes``.
+
+Covered by ``tests/test_cli.py`` (the real program).
 """
 
 from __future__ import annotations

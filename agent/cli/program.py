@@ -5,6 +5,8 @@ as the bot does; ``--db`` and ``--checkpoints`` override the paths), opens the m
 :class:`~agent.cli.opened.OpenedMemory` and runs one command. It is the error boundary: every
 failure becomes one line on stderr and exit code 2, never a traceback (``AGENT_LOG_LEVEL=DEBUG``
 logs the traceback of an unexpected one).
+
+Covered by ``tests/test_cli.py`` (the real program).
 """
 
 from __future__ import annotations

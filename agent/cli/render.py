@@ -4,6 +4,8 @@ Output is plain text, the same in a terminal and in a pipe, except that in a ter
 too wide for the window has its widest free-text column cut (with ``…``); piped, nothing is
 cut, so ``grep`` and ``awk`` see every character. ``--json`` output is indented JSON with
 sorted keys, times in ISO 8601 as in the checkpoint files.
+
+Covered by ``tests/test_cli.py`` (the real program's output).
 """
 
 from __future__ import annotations

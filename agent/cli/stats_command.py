@@ -1,4 +1,7 @@
-"""The ``stats`` command: the figures of ``/stats``, for every session, and the sizes on disk."""
+"""The ``stats`` command: the figures of ``/stats``, for every session, and the sizes on disk.
+
+Covered by ``tests/test_cli.py`` (the real program).
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ The JSON export is a :class:`~agent.memory.SessionArchive`: the session's row an
 turns again, summary chain and memories as the bot made them) and then writes its checkpoint,
 so export, ``forget``, ``import`` gives the same state. The Markdown export is for people: the
 state and the transcript, not importable.
+
+Covered by ``tests/test_cli.py`` (the real program).
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ text out of the answer and redacts the key from error text. What to do when a ca
 (retry, fall back, give up) is each subclass's business: the
 :class:`~agent.engines.llm.OpenAICompatConcierge` retries and falls back to offline rules,
 the :class:`~agent.engines.llm_summarizer.OpenAICompatSummarizer` tries once.
+
+Covered by ``tests/test_llm.py``, ``tests/test_llm_faults.py`` and
+``tests/test_llm_summarizer.py`` (over HTTP, against ``tests/fake_llm_api.py``).
 """
 
 from __future__ import annotations

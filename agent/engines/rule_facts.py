@@ -5,7 +5,7 @@ kept (:func:`fact_acks`); questions about them are answered from the reading's f
 session's, over the chat's long-term memories, :func:`remembered`): their name, what is known
 about them, someone in their life, a value they replaced, one of their facts. Each ``answer_*``
 function is an :data:`~agent.engines.rule_reading.Answer`. Covered by
-``tests/test_concierge.py``.
+``tests/test_rule_based.py``.
 """
 
 from __future__ import annotations

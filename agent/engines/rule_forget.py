@@ -2,7 +2,7 @@
 
 "forget that my sister lives in Porto" names the memories to erase; the reply carries their
 ids (the lane erases them in the turn's transaction). "forget everything" points to /forget;
-"forget it" is no memory (it is "never mind"). Covered by ``tests/test_concierge.py`` and
+"forget it" is no memory (it is "never mind"). Covered by ``tests/test_rule_based.py`` and
 ``tests/test_memory_erasure_model.py``.
 """
 

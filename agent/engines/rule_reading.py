@@ -2,7 +2,7 @@
 
 :class:`Reading` is the current message read against the packet: what the session state will
 become once the turn is committed (the concierge answers from both). The helpers say times and
-sentences the same way in every answer. Covered by ``tests/test_concierge.py`` (through
+sentences the same way in every answer. Covered by ``tests/test_rule_based.py`` (through
 :class:`~agent.engines.rule_based.RuleBasedConcierge`).
 """
 

@@ -2,7 +2,7 @@
 
 A recap of the conversation, a group's decisions, help, small talk (greetings, thanks, bye,
 "never mind"), an unknown command, and the honest "I didn't understand" (:data:`UNKNOWN`).
-Covered by ``tests/test_concierge.py``.
+Covered by ``tests/test_rule_based.py``.
 """
 
 from __future__ import annotations

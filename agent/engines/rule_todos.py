@@ -5,7 +5,7 @@ preview of the turn, so the acknowledgement says what the state will record: a r
 (:func:`reminder_set`), to-dos added or ticked off (:func:`todo_acks`), a promise noted or a
 question settled (:func:`dialogue_acks`), a question or request kept open (:func:`kept_open`);
 "what is still open?" lists them with the reminders (:func:`answer_open_items`). Covered by
-``tests/test_concierge.py``.
+``tests/test_rule_based.py``.
 """
 
 from __future__ import annotations

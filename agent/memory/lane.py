@@ -17,13 +17,9 @@ on ``shutdown`` running: a process killed at any moment loses no committed turn,
 checkpoints are checked and rebuilt at the next start.
 
 The lane is the write path and the lifecycle; reads, checks and repairs go through
-:attr:`ConversationLane.inspector` (:mod:`agent.memory.inspector`). Its parts: the turn commit
-(:mod:`agent.memory.lane_parts.turn_commit`), checkpoint upkeep
-(:mod:`agent.memory.lane_parts.checkpoint_keeper`), the start
-(:mod:`agent.memory.lane_parts.hydration`), session commands
-(:mod:`agent.memory.lane_parts.session_lifecycle`), edits
-(:mod:`agent.memory.lane_parts.turn_edits`) and long-term memory commands
-(:mod:`agent.memory.lane_parts.memory_commands`). Tested by ``tests/test_lane.py`` and the memory
+:attr:`ConversationLane.inspector` (:mod:`agent.memory.inspector`). Its parts are in
+:mod:`agent.memory.lane_parts`: the turn commit, checkpoint upkeep, the start, session
+commands, edits and long-term memory commands. Tested by ``tests/test_lane.py`` and the memory
 tests that run turns through it.
 """
 

@@ -7,6 +7,9 @@ and ``Model.model_validate_json`` only, so that every file and column has one sp
 A group's deliberation lives in :mod:`agent.memory.group_schemas`; the long-term memory models
 in :mod:`agent.memory.longterm.memory_schemas`, re-exported here (the design places them with
 the lane's contracts).
+
+Covered by ``tests/test_conversation_checkpoint.py`` (round trips, corrupt files) and every
+memory test.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ raises comes back to the service: the journal bookkeeping follows from it). A ha
 update into a call of the service (a message, an edit, a command, a confirmed ``/forget``); the
 service sends through :class:`~agent.telegram.sender.TelegramSender`. No memory logic here, and
 no sending rules: only who may talk, and what an update means.
+
+Covered by ``tests/test_telegram_bot.py``, ``tests/test_hostile_bot.py`` and
+``tests/test_telegram_sessions.py`` (the real PTB Application against the fake Bot API).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 python-telegram-bot's own webhook server answers 200 as soon as the update is queued in memory,
 so a crash can lose it. This one checks Telegram's secret token on every request (403 and
 nothing recorded without it), commits the update to the inbound journal, and only then answers.
+
+Covered by ``tests/test_telegram_bot.py`` (webhook mode).
 """
 
 from __future__ import annotations

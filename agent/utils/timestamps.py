@@ -3,6 +3,8 @@
 Every store writes its times through :func:`to_db_time` so that text order is time order in
 SQL comparisons (``received_at < ?``, ``ORDER BY updated_at``), and reads them back with
 :func:`from_db_time`. Both pass ``None`` through, for nullable columns.
+
+Covered by ``tests/test_conversation_store.py`` and ``tests/test_store_conformance.py``.
 """
 
 from __future__ import annotations

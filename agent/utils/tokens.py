@@ -1,4 +1,7 @@
-"""Token estimates: the one rule every budget in the package uses."""
+"""Token estimates: the one rule every budget in the package uses.
+
+Covered by ``tests/test_conversation_context_builder.py``.
+"""
 
 from __future__ import annotations
 

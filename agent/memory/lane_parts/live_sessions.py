@@ -13,6 +13,8 @@ packed bytes, so no pass over all sessions unpacks one.
 
 A session whose chat is busy (a turn of it is under way: ``busy(chat_id)``) is never packed:
 the turn holds the object and will change its state, and the packed bytes would miss it.
+
+Covered by ``tests/test_conversation_memory.py`` (resident and packed sessions).
 """
 
 from __future__ import annotations

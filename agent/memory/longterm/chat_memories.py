@@ -5,6 +5,8 @@ recently superseded (so that "where did I live before?" can be answered), beside
 retrieval finds for the message. They are read from the database once per chat and kept, for the
 ``chats`` chats used last only: a bot with thousands of chats holds no memory objects for the
 quiet ones (20 memories of a chat are ~30 KB as pydantic objects).
+
+Covered by ``tests/test_memory_store.py`` and ``tests/test_memory_commands.py``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ it is about in one string: ``[<subject>/]<attribute>[:<item>]``.
 The *slot* of a memory is its key, except that liking and disliking one thing share a slot
 (``likes:jazz``): "I don't like jazz" supersedes "I like jazz", and the relation between the
 two is ``contradicts``. At most one memory of a slot is current; the others are its history.
+
+Covered by ``tests/test_memory_store.py`` and ``tests/test_memory_erasure_model.py``.
 """
 
 from __future__ import annotations

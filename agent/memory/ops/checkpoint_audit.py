@@ -16,6 +16,9 @@ mismatch again, and a session whose database turn or file moved meanwhile is *wr
 bot is keeping that checkpoint up to date, nothing to repair. A repair reads the
 database and writes the file while holding the database's write lock, so the bot cannot commit
 a newer turn whose checkpoint the repair would then overwrite with an older one.
+
+Covered by ``tests/test_cli.py`` (``verify``, ``--repair``) and
+``tests/test_memory_inspector.py``.
 """
 
 from __future__ import annotations

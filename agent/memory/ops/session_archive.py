@@ -14,6 +14,9 @@ anything of it is committed: its session id exists, its chat already has another
 its turns are not one gap-free log of the session, an update of it is already another
 session's turn, or its turns fold into another state than the one it carries (the summary
 settings differ from the exporting bot's, or the file was edited).
+
+Covered by ``tests/test_cli.py`` (``export``, ``import``) and ``tests/test_chat_service.py``
+(``/export``).
 """
 
 from __future__ import annotations

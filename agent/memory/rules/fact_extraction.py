@@ -6,6 +6,8 @@ record the facts on their state; I6: the same turns give the same facts), the pr
 long-term memory, and the offline concierge, which acknowledges them. Keys follow
 :mod:`agent.memory.longterm.memory_slots`. Text handling (normalisation, clauses, value cleaning) is
 :mod:`agent.memory.rules.extraction`'s.
+
+Tested by ``tests/test_extraction.py``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ of the turn log, and a model's answer is not (it may differ on every call, fail,
 late). So the state's ``rolling_summary`` is always the extractive one; the model's summary is
 offered beside it, as :attr:`ConversationContextPacket.llm_session_summary`, whenever one is
 completed. A failed model run leaves the extractive summary in place, as it always is.
+
+Tested by ``tests/test_summary_chain.py``.
 """
 
 from __future__ import annotations
