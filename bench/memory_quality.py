@@ -12,7 +12,7 @@ copied into this repository), and for each conversation:
    becomes ``[shares an image: <caption>]`` after the text. The lane's clock is the LoCoMo
    session's date (one minute per utterance), so turns carry their real dates.
 2. **Asks each question at 1,000, 2,000 and 4,000 tokens.** A lane with that packet budget is
-   opened over the same database and ``ConversationLane.context(chat, question)`` builds the
+   opened over the same database and ``MemoryInspector.context(chat, question)`` builds the
    packet a reply to the question would get: the same retrieval path as ``on_turn``, without
    recording the question. The bench asserts that the rendered packet (the text a reply engine
    receives) is within the budget: ``estimate_tokens(render_packet(packet)) <= budget``.
@@ -392,7 +392,7 @@ def _table(results: Results, conversations: list[Conversation], seconds: float) 
         f" {seconds:.0f} s). Each conversation is fed through `ConversationLane.on_turn` as one"
         " group-chat session (both speakers are members, every utterance a user turn, the bot"
         " silent); then each question gets the packet a reply to it would get"
-        " (`ConversationLane.context`, the retrieval path of `on_turn`). Evidence recall"
+        " (`MemoryInspector.context`, the retrieval path of `on_turn`). Evidence recall"
         " *all*: every evidence utterance of the question is in the packet verbatim; *any*: at"
         " least one is. Answer string: the answer occurs in the rendered packet. Tokens: mean"
         " token estimate (4 characters per token) of the text a reply engine receives, headers"

@@ -3,7 +3,7 @@
 Run ``python bench/retrieval_cost.py [--sizes 100,1000,10000,100000]`` from the repository root.
 For each size it bulk-inserts that many turns into one session of a fresh SQLite file (through
 the store, in transactions of 5,000), plus 10,000 turns of another chat, opens a lane
-(``agent.app.wiring.open_lane``, default settings), and times ``ConversationLane.context(chat,
+(``agent.app.wiring.open_lane``, default settings), and times ``MemoryInspector.context(chat,
 question)`` (retrieval and packet) for questions whose words occur throughout the history.
 
 The turn texts are LoCoMo utterances (``../shared/data/locomo-dev.json``, read in place; CC
@@ -162,7 +162,7 @@ async def main(argv: list[str] | None = None) -> int:
         "",
         f"`python bench/retrieval_cost.py`: one session of N turns (LoCoMo utterances repeated,"
         f" {len(texts)} distinct) plus 10,000 turns of another chat; time of"
-        f" `ConversationLane.context(chat, question)` (retrieval and packet, budget 2,000"
+        f" `MemoryInspector.context(chat, question)` (retrieval and packet, budget 2,000"
         f" tokens) over {len(questions)} LoCoMo questions, after 5 to warm the cache.",
         "",
         "| turns | median ms | p95 ms | max ms | items | tokens |",
