@@ -656,7 +656,8 @@ async def flat(
         f" columns; the other columns and the bars are the second {window // repeats}, a bot"
         f" that has been running. Right after a start, every packet counts in how many turns"
         f" each word of its message occurs (the counts are kept between packets, in memory:"
-        f" `agent/memory/storage/word_frequencies.py`), and counting a word said throughout a long history reads"
+        f" `agent/memory/storage/word_frequencies.py`), and counting a word said throughout a"
+        f" long history reads"
         f" up to 1,001 entries of its posting list in every segment of the index. The sizes"
         f" take turns so that a machine slowing down for a while slows all of them.",
         "",
