@@ -58,7 +58,7 @@ class ConsoleOutbox:
         """Print ``text``; a ``/forget`` to confirm says how."""
         if confirm_forget is not None:
             self.forget_pending = confirm_forget
-            text += " Type /forget yes to confirm."
+            text += "\nType /forget yes to confirm."
         self.say(text)
         return 0
 
