@@ -701,6 +701,158 @@ async def test_the_summary_chain_grows_one_version_at_a_time(backend: Backend):
     assert sorted(hit.to_seq for hit in hits) == [10, 20]
 
 
+def extractive(b: Backend, sid: str, n: int, delta: str = "") -> Callable[[Transaction], Any]:
+    return lambda tx: b.summaries.append_extractive(
+        tx, sid, version=n, from_seq=n * 10 - 9, to_seq=n * 10, text=f"text {n}",
+        delta=delta or f"part {n}", now=T0,
+    )  # fmt: skip
+
+
+async def run_llm(b: Backend, parent: Any, *, status: str = "completed", text: str = "") -> Any:
+    started = await b.write(lambda tx: b.summaries.begin_llm(tx, parent, now=T0))
+    await b.write(
+        lambda tx: b.summaries.finish_llm(
+            tx, started.summary_id, status=status, text=text,
+            error="no" if status == "failed" else None, now=T0,
+        )
+    )  # fmt: skip
+    return started
+
+
+async def test_revising_a_version_replaces_its_text_and_drops_its_model_summaries(
+    backend: Backend,
+):
+    """revise_extractive rewrites one version's text and delta (the search follows) and
+    deletes that version's model summaries only; an unknown version is False."""
+    await new_session(backend, "ses_a")
+    one = await backend.write(extractive(backend, "ses_a", 1, "the old ferry"))
+    two = await backend.write(extractive(backend, "ses_a", 2))
+    await run_llm(backend, one, text="model one")
+    await run_llm(backend, two, text="model two")
+
+    def revise(version: int) -> Callable[[Transaction], Awaitable[bool]]:
+        return lambda tx: backend.summaries.revise_extractive(
+            tx, "ses_a", version=version, text="new text", delta="the new tram"
+        )
+
+    assert await backend.write(revise(1))
+    reader = backend.db.reader
+    revised = await backend.summaries.get(reader, one.summary_id)
+    assert (revised.text, revised.delta, revised.version, revised.to_seq) == (
+        "new text", "the new tram", 1, 10,
+    )  # fmt: skip
+    kinds = [(v.version, v.summarizer) for v in await backend.summaries.history(reader, "ses_a")]
+    assert kinds == [(1, "extractive"), (2, "extractive"), (2, "llm")]
+    [ferry, tram] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["ferry", "tram"], limit=5)
+    )
+    assert (ferry, [hit.to_seq for hit in tram]) == ([], [10])
+    assert not await backend.write(revise(9))
+    assert (await backend.summaries.latest_llm(reader, ["ses_a"]))["ses_a"].text == "model two"
+
+
+async def test_one_model_summary_runs_at_a_time_per_session(backend: Backend):
+    """begin_llm: None while the session has one processing (whatever the parent); another
+    session may run; once it is completed or failed a new one begins; an erased session's
+    parent is a StorageError."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    one = await backend.write(extractive(backend, "ses_a", 1))
+    two = await backend.write(extractive(backend, "ses_a", 2))
+    other = await backend.write(extractive(backend, "ses_b", 1))
+
+    def begin(parent: Any) -> Any:
+        return backend.write(lambda tx: backend.summaries.begin_llm(tx, parent, now=T0))
+
+    first = await begin(one)
+    assert (first.version, first.parent_summary_id, first.summarizer) == (1, one.summary_id, "llm")
+    assert await begin(two) is None
+    assert (await begin(other)).session_id == "ses_b"
+    await backend.write(
+        lambda tx: backend.summaries.finish_llm(
+            tx, first.summary_id, status="failed", error="timeout", now=T0
+        )
+    )
+    retried = await begin(two)
+    assert retried.summary_id != first.summary_id
+    await backend.write(
+        lambda tx: backend.summaries.finish_llm(
+            tx, retried.summary_id, status="completed", text="done", now=T0
+        )
+    )
+    assert (await begin(two)).status == "processing"
+    await backend.write(lambda tx: backend.turns.delete_session(tx, "ses_b"))
+    with pytest.raises(StorageError):
+        await begin(other)
+
+
+async def test_latest_reads_the_newest_row_of_a_kind_and_status(backend: Backend):
+    """latest: the newest completed extractive version by default, any status with None,
+    the model rows with summarizer='llm'; latest_llm: the newest completed model summary of
+    each session that has one (not processing, not failed)."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    one = await backend.write(extractive(backend, "ses_a", 1))
+    two = await backend.write(extractive(backend, "ses_a", 2))
+    reader = backend.db.reader
+    assert await backend.summaries.latest(reader, "ses_missing") is None
+    assert await backend.summaries.latest(reader, "ses_a", summarizer="llm") is None
+    assert await backend.summaries.latest_llm(reader, ["ses_a", "ses_b"]) == {}
+    assert await backend.summaries.latest_llm(reader, []) == {}
+    done = await run_llm(backend, two, text="model two")
+    await run_llm(backend, one, text="model one")  # an older version, completed later
+    await run_llm(backend, two, status="failed")
+    running = await backend.write(lambda tx: backend.summaries.begin_llm(tx, two, now=T0))
+    assert (await backend.summaries.latest(reader, "ses_a")).summary_id == two.summary_id
+    newest_llm = await backend.summaries.latest(reader, "ses_a", summarizer="llm")
+    assert newest_llm.summary_id == done.summary_id
+    any_llm = await backend.summaries.latest(reader, "ses_a", summarizer="llm", status=None)
+    assert any_llm.summary_id == running.summary_id
+    failed = await backend.summaries.latest(reader, "ses_a", summarizer="llm", status="failed")
+    assert (failed.status, failed.error) == ("failed", "no")
+    latest = await backend.summaries.latest_llm(reader, ["ses_a", "ses_b", "ses_x"])
+    assert {sid: v.text for sid, v in latest.items()} == {"ses_a": "model two"}
+
+
+async def test_finish_llm_ends_a_processing_row_once(backend: Backend):
+    """finish_llm is False for an unknown id, a failed row (also one failed by
+    fail_processing) and a completed one; 'processing' is no end (ValueError); a completed
+    row keeps its text, time and generation_ms."""
+    await new_session(backend, "ses_a")
+    parent = await backend.write(extractive(backend, "ses_a", 1))
+
+    def finish(summary_id: int, status: Any, **fields: Any) -> Any:
+        return backend.write(
+            lambda tx: backend.summaries.finish_llm(
+                tx, summary_id, status=status, now=T0 + timedelta(seconds=5), **fields
+            )
+        )
+
+    assert not await finish(999_999, "completed", text="x")
+    assert not await finish(parent.summary_id, "completed", text="x")  # not a processing row
+    failed = await run_llm(backend, parent, status="failed")
+    assert not await finish(failed.summary_id, "completed", text="late")
+    assert (await backend.summaries.get(backend.db.reader, failed.summary_id)).text == ""
+    cut = await backend.write(lambda tx: backend.summaries.begin_llm(tx, parent, now=T0))
+    with pytest.raises(ValueError, match="completed"):
+        await finish(cut.summary_id, "processing")
+    stop = backend.summaries.fail_processing
+    assert await backend.write(lambda tx: stop(tx, error="restart", now=T0)) == 1
+    assert not await finish(cut.summary_id, "completed", text="late")
+    assert (await backend.summaries.get(backend.db.reader, cut.summary_id)).error == "restart"
+    ok = await backend.write(lambda tx: backend.summaries.begin_llm(tx, parent, now=T0))
+    assert await finish(ok.summary_id, "completed", text="model", generation_ms=120)
+    assert not await finish(ok.summary_id, "failed", error="late")
+    read = await backend.summaries.get(backend.db.reader, ok.summary_id)
+    assert (read.status, read.text, read.generation_ms, read.error) == (
+        "completed", "model", 120, None,
+    )  # fmt: skip
+    assert read.completed_at == T0 + timedelta(seconds=5)
+    assert (await backend.summaries.get(backend.db.reader, parent.summary_id)).status == (
+        "completed"
+    )
+
+
 # -- inbound journal ----------------------------------------------------------------------------
 
 
