@@ -399,6 +399,266 @@ async def test_forgetting_memories_erases_them_and_their_sources(backend: Backen
     assert await backend.memories.listing(backend.db.reader, 1, history=True) == []
 
 
+def said(
+    text: str, attribute: str, key: str, *, kind: str = "preference", subject: str = "user",
+    confidence: float = 0.9, importance: float = 0.5, correction: bool = False,
+) -> MemoryCandidate:  # fmt: skip
+    return MemoryCandidate(
+        kind=kind, subject=subject, attribute=attribute, key=key, text=text,
+        correction=correction, confidence=confidence, importance=importance,
+    )  # fmt: skip
+
+
+async def test_confirm_makes_a_current_memory_of_the_chat_active(backend: Backend):
+    """confirm turns a candidate active with at least the given confidence (never lower);
+    confirming again keeps it active; another chat's, an unknown or a superseded id is None."""
+    await new_session(backend, "ses_a")
+    hedge = await remember(backend, 1, fact("Lyon", confidence=0.3), source=("ses_a", 1))
+    assert hedge.status == "candidate"
+    [before] = await backend.db.read(
+        lambda snap: backend.memories.search(snap, 1, ["Lyon"], limit=5)
+    )
+    assert before == []  # search reads active memories only
+
+    def confirm(chat_id: int, memory_id: str, confidence: float) -> Any:
+        return backend.write(
+            lambda tx: backend.memories.confirm(tx, chat_id, memory_id, confidence=confidence)
+        )
+
+    assert await confirm(2, hedge.memory_id, 0.8) is None
+    confirmed = await confirm(1, hedge.memory_id, 0.8)
+    assert (confirmed.memory_id, confirmed.status, confirmed.confidence) == (
+        hedge.memory_id, "active", 0.8,
+    )  # fmt: skip
+    again = await confirm(1, hedge.memory_id, 0.6)
+    assert (again.status, again.confidence) == ("active", 0.8)
+    assert await confirm(1, "mem_missing", 0.8) is None
+    [after] = await backend.db.read(
+        lambda snap: backend.memories.search(snap, 1, ["Lyon"], limit=5)
+    )
+    assert [m.memory_id for m, _ in after] == [hedge.memory_id]
+    await remember(backend, 1, fact("Nice"), source=("ses_a", 2), now=T0 + timedelta(days=1))
+    assert await confirm(1, hedge.memory_id, 0.9) is None  # history, not current
+
+
+async def test_a_hedge_never_overrules_and_a_correction_rewrites_the_past(backend: Backend):
+    """record returns None (and changes nothing) for a value below the threshold against an
+    active one; a hedge replaces a mere candidate; a correction starts where the replaced
+    value started, so that value was never true."""
+    await new_session(backend, "ses_a")
+    lyon = await remember(backend, 1, fact("Lyon"), source=("ses_a", 1))
+    assert await remember(backend, 1, fact("Nice", confidence=0.3), source=("ses_a", 2)) is None
+    reader = backend.db.reader
+    assert [m.text for m in await backend.memories.listing(reader, 1, history=True)] == ["Lyon"]
+    later = T0 + timedelta(days=2)
+    fixed = await remember(
+        backend, 1, said("Paris", "location", "location", kind="fact", correction=True),
+        source=("ses_a", 3), now=later,
+    )  # fmt: skip
+    assert (fixed.status, fixed.valid_from) == ("active", lyon.valid_from)
+    assert [m.text for m in await backend.memories.as_of(reader, 1, T0)] == ["Paris"]
+    await remember(backend, 1, fact("Oslo", key="job", confidence=0.3), source=("ses_a", 4))
+    maybe = await remember(backend, 1, fact("Rome", key="job", confidence=0.4), source=None)
+    assert maybe.status == "candidate"
+    current = await backend.memories.listing(reader, 1, history=False)
+    assert sorted(m.text for m in current) == ["Paris", "Rome"]
+
+
+async def test_like_and_dislike_share_a_slot_and_many_values_sit_side_by_side(
+    backend: Backend,
+):
+    """Disliking a thing ends liking it (one slot: the later is current, the earlier is
+    history); likes of two things are two current memories; dropping the dislike's last
+    source makes the like current again."""
+    await new_session(backend, "ses_a")
+    like = await remember(backend, 1, said("jazz", "likes", "likes:jazz"), source=("ses_a", 1))
+    await remember(backend, 1, said("blues", "likes", "likes:blues"), source=("ses_a", 2))
+    later = T0 + timedelta(hours=1)
+    dislike = await remember(
+        backend, 1, said("jazz", "dislikes", "dislikes:jazz"), source=("ses_a", 3), now=later
+    )
+    assert dislike.memory_id != like.memory_id
+    assert dislike.attribute == "dislikes"
+    reader = backend.db.reader
+    current = await backend.memories.listing(reader, 1, history=False)
+    assert sorted((m.attribute, m.text) for m in current) == [
+        ("dislikes", "jazz"), ("likes", "blues"),
+    ]  # fmt: skip
+    ended = [m for m in await backend.memories.listing(reader, 1, history=True) if m.valid_until]
+    assert [(m.memory_id, m.valid_until) for m in ended] == [(like.memory_id, later)]
+    assert await backend.write(lambda tx: backend.memories.remove_sources(tx, "ses_a", 3)) == 1
+    current = await backend.memories.listing(reader, 1, history=False)
+    assert sorted((m.attribute, m.text) for m in current) == [
+        ("likes", "blues"), ("likes", "jazz"),
+    ]  # fmt: skip
+
+
+async def test_forgetting_someone_forgets_what_was_said_about_them(backend: Backend):
+    """A fact about someone (``related_to`` the memory naming them) goes when they are
+    forgotten; forget returns both; the user's own facts stay."""
+    await new_session(backend, "ses_a")
+    mia = await remember(
+        backend, 1, said("sister Mia", "relative", "relative:sister mia", kind="entity"),
+        source=("ses_a", 1),
+    )  # fmt: skip
+    lives = await remember(
+        backend, 1,
+        said("Porto", "location", "sister Mia/location", kind="fact", subject="sister Mia"),
+        source=("ses_a", 2),
+    )  # fmt: skip
+    await remember(backend, 1, fact("Lyon"), source=("ses_a", 3))
+    erased = await backend.write(lambda tx: backend.memories.forget(tx, 1, [mia.memory_id]))
+    assert sorted(m.memory_id for m in erased) == sorted([mia.memory_id, lives.memory_id])
+    left = await backend.memories.listing(backend.db.reader, 1, history=True)
+    assert [m.text for m in left] == ["Lyon"]
+    assert await backend.write(lambda tx: backend.memories.forget(tx, 1, [mia.memory_id])) == []
+
+
+async def test_remove_sources_drops_only_the_memories_left_without_a_source(backend: Backend):
+    """remove_sources counts the memories that lost the turn; one also stated by another turn
+    stays; one left with none goes and the value it superseded is current again; a note with
+    no source and a second call are untouched (0)."""
+    await new_session(backend, "ses_a")
+    await remember(backend, 1, fact("Lyon"), source=("ses_a", 1))
+    later = T0 + timedelta(days=1)
+    await remember(backend, 1, fact("Nice"), source=("ses_a", 2), now=later)
+    await remember(backend, 1, fact("Nice"), source=("ses_a", 3), now=later)
+    await remember(backend, 1, said("a note", "note", "note:a note", kind="fact"), source=None)
+
+    def remove(seq: int) -> Any:
+        return backend.write(lambda tx: backend.memories.remove_sources(tx, "ses_a", seq))
+
+    assert await remove(99) == 0
+    reader = backend.db.reader
+
+    async def current() -> list[str]:
+        return sorted(m.text for m in await backend.memories.listing(reader, 1, history=False))
+
+    assert await remove(2) == 1
+    assert await current() == ["Nice", "a note"]
+    assert await remove(2) == 0
+    assert await remove(3) == 1
+    assert await current() == ["Lyon", "a note"]
+    assert (await backend.memories.as_of(reader, 1, later))[0].text == "Lyon"
+
+
+async def test_current_for_chats_ranks_active_first_then_recent_history(backend: Backend):
+    """current_for_chats: per chat, the current memories (active by importance, then
+    candidates) up to per_chat, then the past most recently superseded; every asked chat is a
+    key; chats apart; no chats, no answer."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    low = said("hiking", "likes", "likes:hiking", importance=0.2)
+    high = said("Lyon", "location", "location", kind="fact", importance=0.9)
+    hedge = said("cook", "job", "job", kind="fact", importance=1.0, confidence=0.3)
+    for n, candidate in enumerate([low, high, hedge], start=1):
+        await remember(backend, 1, candidate, source=("ses_a", n))
+    for n, town in enumerate(["Nice", "Rome"], start=4):
+        moved = said(town, "location", "location", kind="fact", importance=0.9)
+        await remember(backend, 1, moved, source=("ses_a", n), now=T0 + timedelta(days=n))
+    await remember(backend, 2, fact("Oslo"), source=("ses_b", 1))
+    reader = backend.db.reader
+    found = await backend.memories.current_for_chats(reader, [1, 2, 3], per_chat=5, past=1)
+    assert set(found) == {1, 2, 3}
+    assert [m.text for m in found[1]] == ["Rome", "hiking", "cook", "Nice"]
+    assert [m.text for m in found[2]] == ["Oslo"]
+    assert found[3] == []
+    few = await backend.memories.current_for_chats(reader, [1], per_chat=1, past=0)
+    assert [m.text for m in few[1]] == ["Rome"]
+    assert await backend.memories.current_for_chats(reader, [], per_chat=5, past=5) == {}
+
+
+async def test_listing_orders_by_kind_then_age_and_hides_the_archived(backend: Backend):
+    """listing: one chat's memories by kind, then oldest first; history adds the superseded;
+    archived memories are not listed (nor in unarchived, nor current_for_chats)."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    await remember(backend, 1, said("jazz", "likes", "likes:jazz"), source=("ses_a", 1))
+    await remember(backend, 1, fact("Lyon"), source=("ses_a", 2), now=T0 + timedelta(hours=1))
+    old = await remember(
+        backend, 1, said("tea", "likes", "likes:tea"), source=("ses_a", 3),
+        now=T0 - timedelta(hours=1),
+    )  # fmt: skip
+    await remember(backend, 2, fact("Oslo"), source=("ses_b", 1))
+    reader = backend.db.reader
+    listed = await backend.memories.listing(reader, 1, history=False)
+    assert [(m.kind, m.text) for m in listed] == [
+        ("fact", "Lyon"), ("preference", "tea"), ("preference", "jazz"),
+    ]  # fmt: skip
+    await backend.write(
+        lambda tx: backend.memories.set_decay(tx, [], archive=[old.memory_id], now=T0)
+    )
+    assert [m.text for m in await backend.memories.listing(reader, 1, history=True)] == [
+        "Lyon", "jazz",
+    ]  # fmt: skip
+    assert old.memory_id not in {m.memory_id for m in await backend.memories.unarchived(reader)}
+    current = await backend.memories.current_for_chats(reader, [1], per_chat=5, past=5)
+    assert old.memory_id not in {m.memory_id for m in current[1]}
+
+
+async def test_decay_and_archiving_are_undone_by_use_confirmation_or_repetition(
+    backend: Backend,
+):
+    """set_decay stores decay factors and archives (archived_at); unarchived lists the current
+    unarchived memories by chat then key; an unknown id is ignored; touch refreshes the decay;
+    confirm and saying it again bring an archived memory back active."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    tea = await remember(backend, 2, said("tea", "likes", "likes:tea"), source=("ses_b", 1))
+    jazz = await remember(backend, 1, said("jazz", "likes", "likes:jazz"), source=("ses_a", 1))
+    lyon = await remember(backend, 1, fact("Lyon"), source=("ses_a", 2))
+    reader = backend.db.reader
+    assert [m.memory_id for m in await backend.memories.unarchived(reader)] == [
+        jazz.memory_id, lyon.memory_id, tea.memory_id,
+    ]  # fmt: skip
+    archived_at = T0 + timedelta(days=30)
+    await backend.write(
+        lambda tx: backend.memories.set_decay(
+            tx, [(jazz.memory_id, 0.25), ("mem_missing", 0.1)],
+            archive=[lyon.memory_id, tea.memory_id], now=archived_at,
+        )
+    )  # fmt: skip
+    [left] = await backend.memories.unarchived(reader)
+    assert (left.memory_id, left.decay) == (jazz.memory_id, 0.25)
+    await backend.write(lambda tx: backend.memories.touch(tx, [jazz.memory_id], now=T0))
+    [touched] = await backend.memories.unarchived(reader)
+    assert (touched.decay, touched.access_count) == (1.0, jazz.access_count + 1)
+    back = await backend.write(
+        lambda tx: backend.memories.confirm(tx, 1, lyon.memory_id, confidence=0.5)
+    )
+    assert (back.status, back.archived_at, back.decay) == ("active", None, 1.0)
+    again = await remember(backend, 2, said("tea", "likes", "likes:tea"), source=("ses_b", 2))
+    assert (again.memory_id, again.status, again.archived_at) == (tea.memory_id, "active", None)
+    assert len(await backend.memories.unarchived(reader)) == 3
+
+
+async def test_merge_folds_duplicates_into_the_survivor_with_their_sources(backend: Backend):
+    """merge gives the survivor its new values and the duplicates' sources, and erases the
+    duplicates; the merged memory goes only when every merged source is gone."""
+    await new_session(backend, "ses_a")
+    keep = await remember(backend, 1, said("jazz", "likes", "likes:jazz"), source=("ses_a", 1))
+    dup = await remember(
+        backend, 1, said("jazz music", "likes", "likes:jazz music"), source=("ses_a", 2)
+    )
+    survivor = keep.model_copy(update={"text": "jazz music", "confidence": 0.95})
+    await backend.write(lambda tx: backend.memories.merge(tx, survivor, [dup.memory_id]))
+    reader = backend.db.reader
+    [merged] = await backend.memories.listing(reader, 1, history=True)
+    assert (merged.memory_id, merged.text, merged.confidence) == (
+        keep.memory_id, "jazz music", 0.95,
+    )  # fmt: skip
+    [[(hit, _)]] = await backend.db.read(
+        lambda snap: backend.memories.search(snap, 1, ["music"], limit=5)
+    )
+    assert hit.memory_id == keep.memory_id
+    assert await backend.write(lambda tx: backend.memories.remove_sources(tx, "ses_a", 1)) == 1
+    assert [m.memory_id for m in await backend.memories.listing(reader, 1, history=True)] == [
+        keep.memory_id
+    ]
+    assert await backend.write(lambda tx: backend.memories.remove_sources(tx, "ses_a", 2)) == 1
+    assert await backend.memories.listing(reader, 1, history=True) == []
+
+
 # -- summary store ----------------------------------------------------------------------------
 
 
@@ -439,6 +699,158 @@ async def test_the_summary_chain_grows_one_version_at_a_time(backend: Backend):
         lambda snap: backend.summaries.search(snap, "ses_a", ["ferry"], limit=5)
     )
     assert sorted(hit.to_seq for hit in hits) == [10, 20]
+
+
+def extractive(b: Backend, sid: str, n: int, delta: str = "") -> Callable[[Transaction], Any]:
+    return lambda tx: b.summaries.append_extractive(
+        tx, sid, version=n, from_seq=n * 10 - 9, to_seq=n * 10, text=f"text {n}",
+        delta=delta or f"part {n}", now=T0,
+    )  # fmt: skip
+
+
+async def run_llm(b: Backend, parent: Any, *, status: str = "completed", text: str = "") -> Any:
+    started = await b.write(lambda tx: b.summaries.begin_llm(tx, parent, now=T0))
+    await b.write(
+        lambda tx: b.summaries.finish_llm(
+            tx, started.summary_id, status=status, text=text,
+            error="no" if status == "failed" else None, now=T0,
+        )
+    )  # fmt: skip
+    return started
+
+
+async def test_revising_a_version_replaces_its_text_and_drops_its_model_summaries(
+    backend: Backend,
+):
+    """revise_extractive rewrites one version's text and delta (the search follows) and
+    deletes that version's model summaries only; an unknown version is False."""
+    await new_session(backend, "ses_a")
+    one = await backend.write(extractive(backend, "ses_a", 1, "the old ferry"))
+    two = await backend.write(extractive(backend, "ses_a", 2))
+    await run_llm(backend, one, text="model one")
+    await run_llm(backend, two, text="model two")
+
+    def revise(version: int) -> Callable[[Transaction], Awaitable[bool]]:
+        return lambda tx: backend.summaries.revise_extractive(
+            tx, "ses_a", version=version, text="new text", delta="the new tram"
+        )
+
+    assert await backend.write(revise(1))
+    reader = backend.db.reader
+    revised = await backend.summaries.get(reader, one.summary_id)
+    assert (revised.text, revised.delta, revised.version, revised.to_seq) == (
+        "new text", "the new tram", 1, 10,
+    )  # fmt: skip
+    kinds = [(v.version, v.summarizer) for v in await backend.summaries.history(reader, "ses_a")]
+    assert kinds == [(1, "extractive"), (2, "extractive"), (2, "llm")]
+    [ferry, tram] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["ferry", "tram"], limit=5)
+    )
+    assert (ferry, [hit.to_seq for hit in tram]) == ([], [10])
+    assert not await backend.write(revise(9))
+    assert (await backend.summaries.latest_llm(reader, ["ses_a"]))["ses_a"].text == "model two"
+
+
+async def test_one_model_summary_runs_at_a_time_per_session(backend: Backend):
+    """begin_llm: None while the session has one processing (whatever the parent); another
+    session may run; once it is completed or failed a new one begins; an erased session's
+    parent is a StorageError."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    one = await backend.write(extractive(backend, "ses_a", 1))
+    two = await backend.write(extractive(backend, "ses_a", 2))
+    other = await backend.write(extractive(backend, "ses_b", 1))
+
+    def begin(parent: Any) -> Any:
+        return backend.write(lambda tx: backend.summaries.begin_llm(tx, parent, now=T0))
+
+    first = await begin(one)
+    assert (first.version, first.parent_summary_id, first.summarizer) == (1, one.summary_id, "llm")
+    assert await begin(two) is None
+    assert (await begin(other)).session_id == "ses_b"
+    await backend.write(
+        lambda tx: backend.summaries.finish_llm(
+            tx, first.summary_id, status="failed", error="timeout", now=T0
+        )
+    )
+    retried = await begin(two)
+    assert retried.summary_id != first.summary_id
+    await backend.write(
+        lambda tx: backend.summaries.finish_llm(
+            tx, retried.summary_id, status="completed", text="done", now=T0
+        )
+    )
+    assert (await begin(two)).status == "processing"
+    await backend.write(lambda tx: backend.turns.delete_session(tx, "ses_b"))
+    with pytest.raises(StorageError):
+        await begin(other)
+
+
+async def test_latest_reads_the_newest_row_of_a_kind_and_status(backend: Backend):
+    """latest: the newest completed extractive version by default, any status with None,
+    the model rows with summarizer='llm'; latest_llm: the newest completed model summary of
+    each session that has one (not processing, not failed)."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    one = await backend.write(extractive(backend, "ses_a", 1))
+    two = await backend.write(extractive(backend, "ses_a", 2))
+    reader = backend.db.reader
+    assert await backend.summaries.latest(reader, "ses_missing") is None
+    assert await backend.summaries.latest(reader, "ses_a", summarizer="llm") is None
+    assert await backend.summaries.latest_llm(reader, ["ses_a", "ses_b"]) == {}
+    assert await backend.summaries.latest_llm(reader, []) == {}
+    done = await run_llm(backend, two, text="model two")
+    await run_llm(backend, one, text="model one")  # an older version, completed later
+    await run_llm(backend, two, status="failed")
+    running = await backend.write(lambda tx: backend.summaries.begin_llm(tx, two, now=T0))
+    assert (await backend.summaries.latest(reader, "ses_a")).summary_id == two.summary_id
+    newest_llm = await backend.summaries.latest(reader, "ses_a", summarizer="llm")
+    assert newest_llm.summary_id == done.summary_id
+    any_llm = await backend.summaries.latest(reader, "ses_a", summarizer="llm", status=None)
+    assert any_llm.summary_id == running.summary_id
+    failed = await backend.summaries.latest(reader, "ses_a", summarizer="llm", status="failed")
+    assert (failed.status, failed.error) == ("failed", "no")
+    latest = await backend.summaries.latest_llm(reader, ["ses_a", "ses_b", "ses_x"])
+    assert {sid: v.text for sid, v in latest.items()} == {"ses_a": "model two"}
+
+
+async def test_finish_llm_ends_a_processing_row_once(backend: Backend):
+    """finish_llm is False for an unknown id, a failed row (also one failed by
+    fail_processing) and a completed one; 'processing' is no end (ValueError); a completed
+    row keeps its text, time and generation_ms."""
+    await new_session(backend, "ses_a")
+    parent = await backend.write(extractive(backend, "ses_a", 1))
+
+    def finish(summary_id: int, status: Any, **fields: Any) -> Any:
+        return backend.write(
+            lambda tx: backend.summaries.finish_llm(
+                tx, summary_id, status=status, now=T0 + timedelta(seconds=5), **fields
+            )
+        )
+
+    assert not await finish(999_999, "completed", text="x")
+    assert not await finish(parent.summary_id, "completed", text="x")  # not a processing row
+    failed = await run_llm(backend, parent, status="failed")
+    assert not await finish(failed.summary_id, "completed", text="late")
+    assert (await backend.summaries.get(backend.db.reader, failed.summary_id)).text == ""
+    cut = await backend.write(lambda tx: backend.summaries.begin_llm(tx, parent, now=T0))
+    with pytest.raises(ValueError, match="completed"):
+        await finish(cut.summary_id, "processing")
+    stop = backend.summaries.fail_processing
+    assert await backend.write(lambda tx: stop(tx, error="restart", now=T0)) == 1
+    assert not await finish(cut.summary_id, "completed", text="late")
+    assert (await backend.summaries.get(backend.db.reader, cut.summary_id)).error == "restart"
+    ok = await backend.write(lambda tx: backend.summaries.begin_llm(tx, parent, now=T0))
+    assert await finish(ok.summary_id, "completed", text="model", generation_ms=120)
+    assert not await finish(ok.summary_id, "failed", error="late")
+    read = await backend.summaries.get(backend.db.reader, ok.summary_id)
+    assert (read.status, read.text, read.generation_ms, read.error) == (
+        "completed", "model", 120, None,
+    )  # fmt: skip
+    assert read.completed_at == T0 + timedelta(seconds=5)
+    assert (await backend.summaries.get(backend.db.reader, parent.summary_id)).status == (
+        "completed"
+    )
 
 
 # -- inbound journal ----------------------------------------------------------------------------
