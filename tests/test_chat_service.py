@@ -164,7 +164,7 @@ async def test_a_command_is_answered_and_is_no_turn(chat):
     """A text starting with / runs the command; its answer is sent and no turn is written."""
     await chat.service.on_message(said("my name is Ada"))
     await chat.service.on_message(said("/HISTORY 5"))
-    assert chat.outbox.sent[-1].text.startswith("The last 1 turns")
+    assert chat.outbox.sent[-1].text.startswith("The last 1 turn:")
     await chat.service.on_message(said("/export"))
     export = chat.outbox.sent[-1]
     assert export.document is not None

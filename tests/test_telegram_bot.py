@@ -440,7 +440,7 @@ def test_an_edited_message_corrects_what_the_bot_remembers(api, chats, polling_b
     sent = len(api.sent_messages(chat))
     chats.send(chat, "my name is Grace", edited=True, message_id=name_id)
     _, command_id = chats.send(chat, "/history 1")
-    chats.wait_for_message(chat, "The last 1 turns", after=sent)
+    chats.wait_for_message(chat, "The last 1 turn:", after=sent)
     chats.send(chat, "/history 9", edited=True, message_id=command_id)  # never runs
     chats.send(chat, "my name is Hedy", edited=True, message_id=999)  # before the bot ran
     answer = chats.ask(chat, "what's my name?").text or ""
@@ -491,7 +491,7 @@ def test_bad_updates_are_answered_or_ignored_and_the_bot_stays_up(
     assert answer.params["reply_parameters"]["message_id"] == photo_id
     chats.send(chat, "my name is Eve", edited=True, message_id=photo_id)
     _, command_id = chats.send(chat, "/history 1")
-    chats.wait_for_message(chat, "The last 1 turns", after=sent)
+    chats.wait_for_message(chat, "The last 1 turn:", after=sent)
     chats.send(chat, "/history 5", edited=True, message_id=command_id)
     chats.send(channel, "hello channel", channel_post=True)
     join = api.push_update(

@@ -138,8 +138,12 @@ def _carried(switch: SessionSwitch) -> str:
     return "\nCarried over (still open, reminders still fire on time):\n" + "\n".join(lines)
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"1 {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _reminders(count: int) -> str:
-    return "1 reminder" if count == 1 else f"{count} reminders"
+    return _plural(count, "reminder")
 
 
 def _session_line(entry: ChatSession) -> str:
@@ -148,7 +152,7 @@ def _session_line(entry: ChatSession) -> str:
         words = words[: _FIRST_WORDS - 1] + "…"
     mark = " (current)" if entry.current else ""
     return (
-        f"{entry.number}.{mark} started {_time(entry.started)}, {entry.turns} turns, "
+        f"{entry.number}.{mark} started {_time(entry.started)}, {_plural(entry.turns, 'turn')}, "
         f"last active {_time(entry.last_active)}" + (f': "{words}"' if words else "")
     )
 
@@ -274,7 +278,7 @@ class CommandCenter:
             return CommandReply("Nothing yet: this conversation has no messages.")
         lines = [line for turn in turns for line in _turn_lines(turn)]
         note = f" (at most {_HISTORY_MAX})" if count > _HISTORY_MAX else ""
-        return CommandReply(f"The last {len(turns)} turns{note}:\n" + "\n".join(lines))
+        return CommandReply(f"The last {_plural(len(turns), 'turn')}{note}:\n" + "\n".join(lines))
 
     async def _cmd_topics(self, chat_id: int, args: str) -> CommandReply:
         packet = await self.inspector.packet(chat_id)
@@ -389,8 +393,8 @@ class CommandCenter:
         except SessionNotFound:
             return CommandReply(f"Conversation {number} is no longer on file; see /sessions.")
         return CommandReply(
-            f"Back to conversation {number} (started {_time(entry.started)}, {entry.turns} "
-            "turns): it goes on where it stopped."
+            f"Back to conversation {number} (started {_time(entry.started)}, "
+            f"{_plural(entry.turns, 'turn')}): it goes on where it stopped."
             + ("" if switch.closed is None else " The one you were in is kept on file.")
             + _carried(switch)
         )
