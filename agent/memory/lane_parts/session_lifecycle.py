@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from agent.db import Transaction
 from agent.errors import SessionNotFound
@@ -35,7 +35,7 @@ from agent.utils import ids
 
 __all__ = ["SessionLifecycle", "SessionSwitch"]
 
-Prelude = Callable[[Any], Awaitable[object]]
+Prelude = Callable[[Transaction], Awaitable[object]]
 
 
 class CommitTurn(Protocol):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from agent.db import Transaction
 from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
@@ -90,7 +89,7 @@ class TurnCommitter:
         packet: ConversationContextPacket | None,
         *,
         control: SessionControl | None = None,
-        prelude: Callable[[Any], Awaitable[object]] | None = None,
+        prelude: Callable[[Transaction], Awaitable[object]] | None = None,
     ) -> TurnResult:
         # Runs under the chat's lock: commit the turn and its state, then the checkpoint.
         # A session command's turn (control) records its reply without delivering it (the
