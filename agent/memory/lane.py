@@ -191,6 +191,7 @@ class ConversationLane:
                 now = parts.clock()
                 await self._db.write(lambda tx: store.set_status(tx, "shutdown_clean", now=now))
                 await self._keeper.write_clean()
+                await self._keeper.record(quiesced=True)
         finally:
             await self._db.close()
         logger.info("memory lane shut down cleanly (%d sessions)", len(self._sessions))

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Iterable, Iterator
 
-from agent.errors import CheckpointError
+from agent.errors import CheckpointError, StorageError
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.ops.checkpoint_audit import CheckpointAudit
@@ -52,6 +52,8 @@ class CheckpointKeeper:
         self._parts = parts
         # Why checkpoint writes fail, while they do (logged once, not once per turn).
         self._failure: str | None = None
+        # Files written since the last :meth:`record`: session id -> the seq they are at.
+        self._written: dict[str, int] = {}
 
     def audit(self) -> CheckpointAudit:
         """Return an audit of the lane's checkpoint files against its database."""
@@ -87,6 +89,7 @@ class CheckpointKeeper:
             # I5: the turn log stays the source of truth; rewrite_stale, the session's next
             # turn or the next start rewrites the file.
             live.checkpoint_status = None
+            self._written.pop(state.session_id, None)
             if self._failure is None:  # one line per outage, not one per turn
                 logger.error(
                     "checkpoint of session %s not written, the turn log has the turn: %s "
@@ -99,16 +102,59 @@ class CheckpointKeeper:
             self._failure = str(exc)
         else:
             live.checkpoint_status = state.status
+            seq = live.recent[-1].seq if live.recent else live.session.last_seq
+            self._written[state.session_id] = max(seq, live.session.last_seq)
             if self._failure is not None:
                 logger.warning(
                     "checkpoints are written again (they failed with: %s)", self._failure
                 )
                 self._failure = None
 
+    async def record(self, *, quiesced: bool = False) -> int:
+        """Record in the database the files written since the last call (one transaction).
+
+        The record lags the files, never leads them (migration 0015): an entry is recorded
+        only while its chat has no turn under way, with the chat's lock held through the
+        commit, so no state change of the chat commits between the file and its record; a
+        row no longer at the file's seq keeps its record unknown. Chats busy now wait for the
+        next call. ``quiesced``: the caller holds every chat's lock (the stop sequence).
+        Returns how many rows were recorded.
+        """
+        parts = self._parts
+        held: list[asyncio.Lock] = []
+        batch: list[tuple[str, int]] = []
+        if quiesced:
+            batch, self._written = list(self._written.items()), {}
+        for sid, seq in list(self._written.items()):
+            chat_id = parts.sessions.chat_id_of(sid)
+            if chat_id is None:
+                del self._written[sid]
+                continue
+            lock = parts.chat_locks[chat_id]
+            if lock.locked() or lock in held:
+                continue
+            await lock.acquire()  # free: returns at once
+            held.append(lock)
+            batch.append((sid, seq))
+            del self._written[sid]
+        try:
+            if not batch:
+                return 0
+            return await parts.db.write(lambda tx: parts.store.record_checkpoints(tx, batch))
+        except StorageError as exc:  # the record may lag: kept for the next call
+            logger.debug("checkpoint records not written: %s", exc)
+            for sid, seq in batch:
+                self._written.setdefault(sid, seq)
+            return 0
+        finally:
+            for lock in held:
+                lock.release()
+
     async def rewrite_stale(self) -> int:
         """Rewrite every checkpoint whose last write failed; return how many were rewritten.
 
-        Stops at the first write that fails again (the disk has not recovered).
+        Stops at the first write that fails again (the disk has not recovered). Then records
+        the files written meanwhile (:meth:`record`): the periodic batch of the record.
         """
         rewritten = 0
         for sid in self._parts.sessions.unwritten():
@@ -117,6 +163,7 @@ class CheckpointKeeper:
                 break
             if written:
                 rewritten += 1
+        await self.record()
         return rewritten
 
     async def rewrite(self, session_id: str) -> bool | None:
@@ -147,6 +194,7 @@ class CheckpointKeeper:
         if check.verdict != "matches" or check.snapshot is None:
             return check.detail
         live.checkpoint_status = check.snapshot.state.status
+        self._written[live.session.session_id] = live.session.last_seq
         return None
 
     async def remove_orphans(self) -> list[str]:

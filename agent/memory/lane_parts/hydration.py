@@ -83,6 +83,7 @@ async def hydrate(parts: LaneParts, keeper: CheckpointKeeper) -> HydrationReport
             report.rebuilt[session.session_id] = problem
             stale.append(session.session_id)
     await bounded_gather(keeper.rewrite(sid) for sid in stale)
+    await keeper.record()
     report.orphans_removed = await keeper.remove_orphans()
     report.undelivered = await store.undelivered_turns(db.reader)
     logger.info(
