@@ -656,3 +656,8 @@ ALTER TABLE conversation_sessions ADD COLUMN checkpoint_seq INTEGER;
 CREATE INDEX conversation_sessions_checkpoint_unknown
     ON conversation_sessions (session_id)
     WHERE closed_at IS NULL AND checkpoint_seq IS NOT last_seq;
+-- The open sessions with active jobs (reminders): a start holds them at once (their jobs are
+-- scheduled before the first reply) and leaves every other session to its first message.
+CREATE INDEX conversation_sessions_with_jobs
+    ON conversation_sessions (session_id)
+    WHERE closed_at IS NULL AND json_array_length(state, '$.active_job_refs') > 0;

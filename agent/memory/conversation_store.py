@@ -108,6 +108,10 @@ class ConversationStore(Protocol):
         """Return the open sessions whose checkpoint is not recorded at their last turn."""
         ...
 
+    async def open_sessions_with_jobs(self, conn: Transaction) -> list[ConversationSession]:
+        """Return the open sessions whose state has active jobs (reminders)."""
+        ...
+
     async def record_checkpoints(self, tx: Transaction, written: Sequence[tuple[str, int]]) -> int:
         """Record ``(session_id, seq)`` checkpoints as written, where the row is still at
         ``seq``; return how many were recorded."""

@@ -254,6 +254,14 @@ class SqliteSessionTable:
         )
         return [row["session_id"] for row in rows]
 
+    async def open_sessions_with_jobs(self, conn: Transaction) -> list[ConversationSession]:
+        """Return the open sessions whose state has active jobs (one query, partial index)."""
+        return await _select_sessions(
+            conn,
+            "closed_at IS NULL AND json_array_length(state, '$.active_job_refs') > 0",
+            (),
+        )
+
     async def record_checkpoints(self, tx: Transaction, written: Sequence[tuple[str, int]]) -> int:
         """Record ``(session_id, seq)`` checkpoints as written, where the row is still at
         ``seq`` (a turn committed since keeps the record unknown); return how many changed."""
