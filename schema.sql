@@ -645,3 +645,19 @@ CREATE UNIQUE INDEX turn_edits_update
 CREATE INDEX conversation_sessions_chat ON conversation_sessions (chat_id);
 CREATE INDEX conversation_turns_message
     ON conversation_turns (session_id, message_id) WHERE message_id IS NOT NULL;
+
+-- migration: 0015_checkpoint_seq
+-- The turn (seq) up to which the session's checkpoint file is known to be written (issue 18,
+-- "start in constant time"). NULL: not known (never recorded, or a state change committed
+-- since). It is set only after the file is durably written, and only while the row is still at
+-- that seq; every state change clears it in its own transaction. So the record may lag the file,
+-- never lead it: a start checks the files of the rows this index holds, not every file.
+ALTER TABLE conversation_sessions ADD COLUMN checkpoint_seq INTEGER;
+CREATE INDEX conversation_sessions_checkpoint_unknown
+    ON conversation_sessions (session_id)
+    WHERE closed_at IS NULL AND checkpoint_seq IS NOT last_seq;
+-- The open sessions with active jobs (reminders): a start holds them at once (their jobs are
+-- scheduled before the first reply) and leaves every other session to its first message.
+CREATE INDEX conversation_sessions_with_jobs
+    ON conversation_sessions (session_id)
+    WHERE closed_at IS NULL AND json_array_length(state, '$.active_job_refs') > 0;

@@ -32,7 +32,7 @@ async def run_console(
     lane = build_lane(settings, db)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(lane.shutdown)
-        await lane.hydrate()
+        await lane.hydrate(background=True)
         # No scheduler runs upkeep in the terminal: consolidate once per start.
         await lane.consolidate_memories()
         engine = await open_concierge(settings, stack)

@@ -43,7 +43,7 @@ async def run_telegram_bot(settings: Settings, stop: asyncio.Event) -> None:
     lane = build_lane(settings, db)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(lane.shutdown)
-        await lane.hydrate()
+        await lane.hydrate(background=True)
         engine = await open_concierge(settings, stack)
         bot_id = await bot.connect(stack)  # getMe
         if bot_id is None:

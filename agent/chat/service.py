@@ -230,11 +230,13 @@ class ChatService:
 
     async def command(self, chat_id: int, name: str, args: str = "") -> None:
         """Run ``/name args`` and send its answer (call it in the chat's order)."""
+        await self.lane.warm(chat_id)
         await self._send_reply(chat_id, await self.commands.run(chat_id, name, args))
 
     async def confirm_forget(self, chat_id: int, session_id: str) -> None:
         """Erase the conversation the user confirmed erasing, if it is still the chat's, and
         say so (call it in the chat's order)."""
+        await self.lane.warm(chat_id)
         reply = await self.commands.confirm_forget(chat_id, session_id)
         await self.notify(chat_id, reply.text)
 

@@ -13,13 +13,14 @@ never the other way round (DESIGN.md section 2).
 from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import render_packet
 from agent.memory.inspector import ChatSession, MemoryInspector, SaveReport
-from agent.memory.lane import ConversationLane, ReplyEngine
+from agent.memory.lane import ConversationLane
 from agent.memory.lane_parts.hydration import HydrationReport
 from agent.memory.lane_parts.session_lifecycle import SessionSwitch
 from agent.memory.lane_parts.turn_commit import TurnResult
 from agent.memory.lane_parts.turn_edits import EditOutcome
 from agent.memory.longterm.memory_slots import describe_memory
 from agent.memory.ops.checkpoint_audit import CheckpointCheck
+from agent.memory.reply_engine import ReplyEngine
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationSession,

@@ -104,6 +104,19 @@ class ConversationStore(Protocol):
         """Store a session's new state, its counters and its status."""
         ...
 
+    async def checkpoint_unknown(self, conn: Transaction) -> list[str]:
+        """Return the open sessions whose checkpoint is not recorded at their last turn."""
+        ...
+
+    async def open_sessions_with_jobs(self, conn: Transaction) -> list[ConversationSession]:
+        """Return the open sessions whose state has active jobs (reminders)."""
+        ...
+
+    async def record_checkpoints(self, tx: Transaction, written: Sequence[tuple[str, int]]) -> int:
+        """Record ``(session_id, seq)`` checkpoints as written, where the row is still at
+        ``seq``; return how many were recorded."""
+        ...
+
     async def set_status(self, tx: Transaction, status: SessionStatus, *, now: datetime) -> int:
         """Set the status of every open session; return how many changed."""
         ...

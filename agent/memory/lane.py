@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
 
 from agent.db import Database
 from agent.errors import StorageError
@@ -39,7 +38,7 @@ from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
 from agent.memory.inspector import MemoryInspector
 from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
-from agent.memory.lane_parts.hydration import HydrationReport, hydrate
+from agent.memory.lane_parts.hydration import Hydration, HydrationReport
 from agent.memory.lane_parts.live_sessions import DEFAULT_RESIDENT, LiveSession
 from agent.memory.lane_parts.memory_commands import MemoryCommands
 from agent.memory.lane_parts.parts import LaneParts
@@ -48,8 +47,8 @@ from agent.memory.lane_parts.turn_commit import TurnCommitter, TurnResult
 from agent.memory.lane_parts.turn_edits import EditOutcome, TurnEditor
 from agent.memory.longterm.memory_consolidator import ConsolidationReport, MemoryConsolidator
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
+from agent.memory.reply_engine import ReplyEngine
 from agent.memory.schemas import (
-    ConversationContextPacket,
     ConversationTurn,
     InboundMessage,
     JobRef,
@@ -61,23 +60,9 @@ from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStor
 from agent.memory.summaries.summary_worker import SummaryWorker
 from agent.memory.writer import PromotionPolicy
 
-__all__ = ["ConversationLane", "ReplyEngine", "TurnResult"]
+__all__ = ["ConversationLane", "TurnResult"]
 
 logger = logging.getLogger(__name__)
-
-
-class ReplyEngine(Protocol):
-    """**Protocol:** the engine that answers a message: the rule-based concierge, or a model.
-
-    Called by :meth:`ConversationLane.on_turn` (so by the Telegram adapter and the terminal
-    mode) once for every message that wants a reply, with the session's packet as it stood
-    *before* the message. The reply's text, intent, action name, job refs and the memories it
-    asks to forget are recorded with the turn. It sees the packet, never the database.
-    """
-
-    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
-        """Return the reply to ``message``; ``Reply(text=None)`` to stay silent."""
-        ...
 
 
 class ConversationLane:
@@ -146,6 +131,7 @@ class ConversationLane:
         self._lifecycle = SessionLifecycle(parts, self._keeper, self._turns.commit)
         self._editor = TurnEditor(parts, self._keeper)
         self._inspector = MemoryInspector(parts, self._keeper)
+        self._start = Hydration(parts, self._keeper)
         self._hydrated = False
 
     @property
@@ -155,12 +141,14 @@ class ConversationLane:
 
     # -- start and stop --------------------------------------------------------------------
 
-    async def hydrate(self) -> HydrationReport:
-        """Load every open session, check its checkpoint, and mark it ``resuming``.
+    async def hydrate(self, *, background: bool = False) -> HydrationReport:
+        """Mark open sessions ``resuming``, rebuild stale checkpoints, find undelivered replies.
 
-        The PRD-014 start-up sequence (:func:`agent.memory.lane_parts.hydration.hydrate`): a
-        checkpoint not at the database's turn is rewritten from the database (I5), files of erased
-        sessions are deleted, and the replies never delivered are reported (I4).
+        The PRD-014 start-up sequence (:mod:`agent.memory.lane_parts.hydration`): a checkpoint
+        not at the database's turn is rewritten from the database (I5), files of erased sessions
+        are deleted, and the replies never delivered are reported (I4). With ``background``
+        only what cannot wait is done before this returns; other sessions are hydrated by their
+        first message, command, edit or due job, or by the sweep this leaves running.
 
         Raises:
             RuntimeError: called twice, or after :meth:`shutdown`.
@@ -169,7 +157,11 @@ class ConversationLane:
         if self._hydrated:
             raise RuntimeError("ConversationLane.hydrate() was already called")
         self._hydrated = True
-        return await hydrate(self._parts, self._keeper)
+        return await self._start.start(background=background)
+
+    async def swept(self) -> None:
+        """Wait until the start's background sweep is done (tools and tests)."""
+        await self._start.swept()
 
     async def shutdown(self) -> None:
         """Finish the turns in flight, mark sessions ``shutdown_clean``, checkpoint, close.
@@ -180,6 +172,7 @@ class ConversationLane:
         parts, store = self._parts, self._store
         if parts.closed:
             return
+        await self._start.stop()
         parts.closed = True
         # 1. Flush: wait for every turn in flight; later callers see the lane closed.
         for lock in list(parts.chat_locks.values()):
@@ -191,6 +184,7 @@ class ConversationLane:
                 now = parts.clock()
                 await self._db.write(lambda tx: store.set_status(tx, "shutdown_clean", now=now))
                 await self._keeper.write_clean()
+                await self._keeper.record(quiesced=True)
         finally:
             await self._db.close()
         logger.info("memory lane shut down cleanly (%d sessions)", len(self._sessions))
@@ -208,6 +202,14 @@ class ConversationLane:
             raise RuntimeError("a hydrated ConversationLane stops with shutdown(), not close()")
         self._parts.closed = True
         await self._db.close()
+
+    async def warm(self, chat_id: int) -> None:
+        """Hydrate the chat's open session if not held yet, its checkpoint checked first (I5);
+        messages, edits and due jobs do it themselves, a command calls this first."""
+        self._parts.check_open()
+        async with self._parts.chat_locks[chat_id]:
+            self._parts.check_open()
+            await self._keeper.open_live(chat_id)
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -279,7 +281,7 @@ class ConversationLane:
         self._parts.check_open()
         async with self._parts.chat_locks[chat_id]:
             self._parts.check_open()
-            live = self._sessions.for_chat(chat_id)
+            live = await self._keeper.open_live(chat_id)
             job = None
             if live is not None:
                 job = next((j for j in live.state.active_job_refs if j.job_id == job_id), None)

@@ -15,11 +15,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Iterable, Iterator
 
-from agent.errors import CheckpointError
+from agent.errors import CheckpointError, StorageError
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.ops.checkpoint_audit import CheckpointAudit
-from agent.memory.schemas import CheckpointTurn, ConversationCheckpointSnapshot
+from agent.memory.schemas import (
+    CheckpointTurn,
+    ConversationCheckpointSnapshot,
+    ConversationSession,
+)
 
 __all__ = ["CheckpointKeeper", "bounded_gather"]
 
@@ -52,6 +56,8 @@ class CheckpointKeeper:
         self._parts = parts
         # Why checkpoint writes fail, while they do (logged once, not once per turn).
         self._failure: str | None = None
+        # Files written since the last :meth:`record`: session id -> (its chat, the file's seq).
+        self._written: dict[str, tuple[int, int]] = {}
 
     def audit(self) -> CheckpointAudit:
         """Return an audit of the lane's checkpoint files against its database."""
@@ -87,6 +93,7 @@ class CheckpointKeeper:
             # I5: the turn log stays the source of truth; rewrite_stale, the session's next
             # turn or the next start rewrites the file.
             live.checkpoint_status = None
+            self._written.pop(state.session_id, None)
             if self._failure is None:  # one line per outage, not one per turn
                 logger.error(
                     "checkpoint of session %s not written, the turn log has the turn: %s "
@@ -99,16 +106,58 @@ class CheckpointKeeper:
             self._failure = str(exc)
         else:
             live.checkpoint_status = state.status
+            seq = live.recent[-1].seq if live.recent else live.session.last_seq
+            self._written[state.session_id] = (
+                live.session.chat_id,
+                max(seq, live.session.last_seq),
+            )
             if self._failure is not None:
                 logger.warning(
                     "checkpoints are written again (they failed with: %s)", self._failure
                 )
                 self._failure = None
 
+    async def record(self, *, quiesced: bool = False) -> int:
+        """Record in the database the files written since the last call (one transaction).
+
+        The record lags the files, never leads them (migration 0015): an entry is recorded
+        only while its chat has no turn under way, with the chat's lock held through the
+        commit, so no state change of the chat commits between the file and its record; a
+        row no longer at the file's seq keeps its record unknown. Chats busy now wait for the
+        next call. ``quiesced``: the caller holds every chat's lock (the stop sequence).
+        Returns how many rows were recorded.
+        """
+        parts = self._parts
+        held: list[asyncio.Lock] = []
+        taken: dict[str, tuple[int, int]] = {}
+        if quiesced:
+            taken, self._written = self._written, {}
+        for sid, (chat_id, _) in list(self._written.items()):
+            lock = parts.chat_locks[chat_id]
+            if lock.locked() or lock in held:
+                continue
+            await lock.acquire()  # free: returns at once
+            held.append(lock)
+            taken[sid] = self._written.pop(sid)
+        batch = [(sid, seq) for sid, (_, seq) in taken.items()]
+        try:
+            if not batch:
+                return 0
+            return await parts.db.write(lambda tx: parts.store.record_checkpoints(tx, batch))
+        except StorageError as exc:  # the record may lag: kept for the next call
+            logger.debug("checkpoint records not written: %s", exc)
+            for sid, entry in taken.items():
+                self._written.setdefault(sid, entry)
+            return 0
+        finally:
+            for lock in held:
+                lock.release()
+
     async def rewrite_stale(self) -> int:
         """Rewrite every checkpoint whose last write failed; return how many were rewritten.
 
-        Stops at the first write that fails again (the disk has not recovered).
+        Stops at the first write that fails again (the disk has not recovered). Then records
+        the files written meanwhile (:meth:`record`): the periodic batch of the record.
         """
         rewritten = 0
         for sid in self._parts.sessions.unwritten():
@@ -117,6 +166,7 @@ class CheckpointKeeper:
                 break
             if written:
                 rewritten += 1
+        await self.record()
         return rewritten
 
     async def rewrite(self, session_id: str) -> bool | None:
@@ -140,6 +190,50 @@ class CheckpointKeeper:
             await self.save(live)
             return live.checkpoint_status is not None
 
+    async def open_live(
+        self, chat_id: int, rebuilt: dict[str, str] | None = None
+    ) -> LiveSession | None:
+        """Return the chat's open session, held; one not held yet is hydrated first.
+
+        The caller holds the chat's lock. A session the lane does not hold (not hydrated since
+        the start, or opened by another process) is read from the database (its row and last
+        turns, through indexes) and its checkpoint checked (:meth:`checked`) before it serves
+        a turn (I5).
+        """
+        parts = self._parts
+        live = parts.sessions.for_chat(chat_id)
+        if live is not None:
+            return live
+        session = await parts.store.open_session_for_chat(parts.db.reader, chat_id)
+        if session is None:
+            return None
+        if parts.summary_worker is not None:
+            await parts.summary_worker.initialize([session.session_id])
+        live = await self.checked(session, rebuilt)
+        parts.sessions.add(live)
+        return live
+
+    async def checked(
+        self, session: ConversationSession, rebuilt: dict[str, str] | None = None
+    ) -> LiveSession:
+        """Return ``session`` as a live session (not held), its checkpoint checked against it.
+
+        The caller holds the chat's lock. A file that is missing, unreadable or not at the
+        row's turn is rewritten from the database with a warning, and why goes into
+        ``rebuilt`` (session id -> why) when given.
+        """
+        parts = self._parts
+        sid = session.session_id
+        recent = await parts.store.recent_turns(parts.db.reader, sid, parts.builder.recent_turns)
+        live = parts.sessions.new(session, recent)
+        problem = await self.problem(live)
+        if problem is not None:
+            logger.warning("checkpoint of session %s %s; rebuilt from the turn log", sid, problem)
+            if rebuilt is not None:
+                rebuilt[sid] = problem
+            await self.save(live)
+        return live
+
     async def problem(self, live: LiveSession) -> str | None:
         """Return why a hydrated session's file must be rebuilt (``None``: it is good)."""
         # At hydration the session row holds the state the lane starts from (live.state).
@@ -147,6 +241,7 @@ class CheckpointKeeper:
         if check.verdict != "matches" or check.snapshot is None:
             return check.detail
         live.checkpoint_status = check.snapshot.state.status
+        self._written[live.session.session_id] = (live.session.chat_id, live.session.last_seq)
         return None
 
     async def remove_orphans(self) -> list[str]:

@@ -1,21 +1,54 @@
-"""The lane's start: every open session loaded, its checkpoint checked, undelivered replies found.
+"""The lane's start: what cannot wait done at once, every other session left to the background.
 
-:func:`hydrate` is the PRD-014 start-up sequence (section 5) that
+:class:`Hydration` is the PRD-014 start-up sequence (section 5) that
 :meth:`~agent.memory.lane.ConversationLane.hydrate` runs once, and :class:`HydrationReport` what
-it found and repaired. Tested by ``tests/test_hydration.py`` and the crash tests
-(``tests/test_lane_crash.py``).
+it found and repaired. Tested by ``tests/test_hydration.py``, ``tests/test_lazy_start.py`` and
+the crash tests (``tests/test_lane_crash.py``).
+
+Design (issue 18, "start in constant time"):
+
+- **The checkpoint record.** ``conversation_sessions.checkpoint_seq`` (migration 0015) is the
+  seq up to which the session's checkpoint file is known to be written; ``NULL`` is unknown.
+  Every state change clears it in its own transaction (``save_state``, ``reopen_session``).
+  :class:`~agent.memory.lane_parts.checkpoint_keeper.CheckpointKeeper` notes each file it
+  writes (after the COMMIT, atomically) or finds matching, and records them in one batched
+  transaction (:meth:`~agent.memory.lane_parts.checkpoint_keeper.CheckpointKeeper.record`):
+  after the start's checks, at each run of the maintenance job (``rewrite_stale``) and at
+  shutdown. No turn pays for it. It is written only for a chat with no turn under way (the
+  chat's lock held through the commit) and only where ``last_seq`` still equals the file's seq.
+- **Why a crash is safe.** The record may lag the file, never lead it: the file is durable
+  before its record is written, and a state change that makes the file stale clears the record
+  in the transaction that makes the change. A crash between the file and its record leaves the
+  record unknown (or older), and the start then checks that file as before. So a record at
+  ``last_seq`` proves the file was written at that turn; the start finds the files that may be
+  stale with one query on a partial index (``checkpoint_seq IS NOT last_seq``), whose cost is
+  the number of such sessions, not of all sessions. A file damaged behind the lane's back (or
+  deleted) is still caught before its session serves a turn: every session is checked against
+  the log when it is hydrated (below), and the background sweep checks the rest.
+- **Lazy hydration.** Before the first reply :meth:`Hydration.start` only marks the sessions
+  ``resuming``, rewrites the checkpoints the record does not vouch for, holds the sessions with
+  active jobs (their reminders are scheduled from memory; one partial-index query) and lists
+  the undelivered replies. Any other session is hydrated by
+  :meth:`~agent.memory.lane_parts.checkpoint_keeper.CheckpointKeeper.open_live` under its
+  chat's lock the moment its first message, command, edit or due job arrives, its checkpoint
+  checked first (I5). The background sweep then holds the most recently active sessions up to
+  the resident cap and checks every other file, one chat at a time under the chat's lock, so
+  it never reorders or blocks a chat's turns for longer than one session's check.
+  ``background=False`` (tools and tests) runs the sweep before returning and holds every
+  session, as the start did before.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper, bounded_gather
+from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.parts import LaneParts
-from agent.memory.schemas import ConversationTurn
+from agent.memory.schemas import ConversationSession, ConversationTurn
 
-__all__ = ["HydrationReport", "hydrate"]
+__all__ = ["Hydration", "HydrationReport"]
 
 # The lane's parts log as the lane: operators and tests follow one logger name.
 logger = logging.getLogger("agent.memory.lane")
@@ -26,7 +59,7 @@ class HydrationReport:
     """What :meth:`ConversationLane.hydrate` found and repaired.
 
     Attributes:
-        sessions: open sessions hydrated.
+        sessions: open sessions hydrated or checked (by the sweep too, once it is done).
         rebuilt: session id -> why its checkpoint was rebuilt from the database.
         orphans_removed: checkpoint files of sessions no longer in the database, deleted.
         undelivered: turns answered but never delivered, to be sent now (I4).
@@ -38,57 +71,116 @@ class HydrationReport:
     undelivered: list[ConversationTurn] = field(default_factory=list)
 
 
-async def hydrate(parts: LaneParts, keeper: CheckpointKeeper) -> HydrationReport:
-    """Load every open session, check its checkpoint, and mark it ``resuming``.
+class Hydration:
+    """The start of one lane: the work that cannot wait, then the background sweep.
 
-    The state and last turns of each open session come from the database (through indexes: the cost
-    does not depend on the history's length); a checkpoint that is missing, unreadable, of an
-    unknown version, or not at the database's turn is rewritten from the database with a warning
-    (I5). Checkpoint files of sessions the database no longer has are deleted (an erasure a crash
-    interrupted). Sessions are read a page at a time and all but the most recently active are held
-    packed (:mod:`agent.memory.lane_parts.live_sessions`); a chat's long-term memories are read at
-    its first packet.
+    Args:
+        parts: the lane's parts.
+        keeper: the lane's checkpoint upkeep (it hydrates and checks sessions).
     """
-    report = HydrationReport()
-    checkpoints, store, db = parts.checkpoints, parts.store, parts.db
-    try:
-        checkpoints.make_private()
-    except OSError as exc:  # I5: the log has every turn; the files are rewritten later
-        logger.error("checkpoint directory %s unusable: %s", checkpoints.directory, exc)
-    checkpoints.remove_temp_files()
-    now = parts.clock()
-    await db.write(lambda tx: store.set_status(tx, "resuming", now=now))
-    worker = parts.summary_worker
-    if worker is not None:
-        await worker.initialize()
-    stale: list[str] = []
-    # A page of sessions at a time: a bot with many chats never holds all as objects.
-    async for sessions in store.open_session_pages(db.reader):
-        page = [session.session_id for session in sessions]
-        if worker is not None:
-            await worker.initialize(page)
-        recent = await store.recent_turns_of(db.reader, page, parts.builder.recent_turns)
-        for session in sessions:
-            live = parts.sessions.new(session, recent[session.session_id])
-            problem = await keeper.problem(live)
-            parts.sessions.add(live)
-            report.sessions += 1
-            if problem is None:
-                continue
-            logger.warning(
-                "checkpoint of session %s %s; rebuilt from the turn log",
-                session.session_id,
-                problem,
-            )
-            report.rebuilt[session.session_id] = problem
-            stale.append(session.session_id)
-    await bounded_gather(keeper.rewrite(sid) for sid in stale)
-    report.orphans_removed = await keeper.remove_orphans()
-    report.undelivered = await store.undelivered_turns(db.reader)
-    logger.info(
-        "hydrated %d sessions (%d checkpoints rebuilt, %d undelivered replies)",
-        report.sessions,
-        len(report.rebuilt),
-        len(report.undelivered),
-    )
-    return report
+
+    def __init__(self, parts: LaneParts, keeper: CheckpointKeeper) -> None:
+        self._parts = parts
+        self._keeper = keeper
+        self.report = HydrationReport()
+        self._sweep: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    async def start(self, *, background: bool) -> HydrationReport:
+        """Do what cannot wait, then sweep the rest in the background (or now).
+
+        Returns:
+            The report; with ``background=True`` the sweep adds to it as it goes.
+        """
+        parts, keeper, report = self._parts, self._keeper, self.report
+        checkpoints, store, db = parts.checkpoints, parts.store, parts.db
+        try:
+            checkpoints.make_private()
+        except OSError as exc:  # I5: the log has every turn; the files are rewritten later
+            logger.error("checkpoint directory %s unusable: %s", checkpoints.directory, exc)
+        checkpoints.remove_temp_files()
+        now = parts.clock()
+        await db.write(lambda tx: store.set_status(tx, "resuming", now=now))
+        if parts.summary_worker is not None:
+            await parts.summary_worker.initialize()
+        # The files the record does not vouch for, and the sessions whose jobs are scheduled.
+        unknown = await store.checkpoint_unknown(db.reader)
+        for sid in unknown:
+            session = await store.get_session(db.reader, sid)
+            if session is not None:
+                await self._hold(session.chat_id)
+        for session in await store.open_sessions_with_jobs(db.reader):
+            await self._hold(session.chat_id)
+        await keeper.record()
+        report.undelivered = await store.undelivered_turns(db.reader)
+        logger.info(
+            "started with %d sessions held (%d checkpoints rebuilt, %d undelivered replies)",
+            len(parts.sessions),
+            len(report.rebuilt),
+            len(report.undelivered),
+        )
+        if background:
+            self._sweep = asyncio.create_task(self._run_sweep(hold_all=False))
+        else:
+            await self._run_sweep(hold_all=True)
+        return report
+
+    async def stop(self) -> None:
+        """Stop the background sweep after the session it is at (the stop sequence)."""
+        self._stopping = True
+        if self._sweep is not None:
+            await self._sweep
+
+    async def swept(self) -> None:
+        """Wait for the background sweep to finish (tests and tools)."""
+        if self._sweep is not None:
+            await asyncio.shield(self._sweep)
+
+    async def _hold(self, chat_id: int) -> None:
+        async with self._parts.chat_locks[chat_id]:
+            if not self._parts.closed:
+                await self._keeper.open_live(chat_id, self.report.rebuilt)
+
+    async def _run_sweep(self, *, hold_all: bool) -> None:
+        try:
+            await self._sweep_sessions(hold_all=hold_all)
+        except Exception:  # a background task's error would otherwise go unseen
+            logger.exception("the background checkpoint sweep stopped")
+
+    async def _sweep_sessions(self, *, hold_all: bool) -> None:
+        parts, store, report = self._parts, self._parts.store, self.report
+        reader = parts.db.reader
+        if not hold_all:  # the chats most likely to talk first
+            cap = parts.sessions.resident_limit
+            for session in await store.list_sessions(reader, limit=cap, open_only=True):
+                if self._stopping:
+                    return
+                await self._hold(session.chat_id)
+        async for sessions in store.open_session_pages(reader):
+            for session in sessions:
+                if self._stopping:
+                    return
+                if hold_all:
+                    await self._hold(session.chat_id)
+                else:
+                    await self._check(session)
+                report.sessions += 1
+        await self._keeper.record()
+        report.orphans_removed = await self._keeper.remove_orphans()
+        logger.info(
+            "hydrated %d sessions (%d checkpoints rebuilt, %d undelivered replies)",
+            report.sessions,
+            len(report.rebuilt),
+            len(report.undelivered),
+        )
+
+    async def _check(self, session: ConversationSession) -> None:
+        # Checked, not held (memory stays bounded); a session held was checked when hydrated.
+        parts = self._parts
+        async with parts.chat_locks[session.chat_id]:
+            if parts.closed or parts.sessions.session_id_for_chat(session.chat_id) is not None:
+                return
+            row = await parts.store.get_session(parts.db.reader, session.session_id)
+            if row is None or row.closed_at is not None:
+                return
+            await self._keeper.checked(row, self.report.rebuilt)

@@ -101,6 +101,11 @@ class LiveSessions:
         self._packed: dict[str, _Packed] = {}
         self._by_chat: dict[int, str] = {}
 
+    @property
+    def resident_limit(self) -> int:
+        """How many sessions stay objects (the rest are packed)."""
+        return self._resident_limit
+
     def __len__(self) -> int:
         return len(self._resident) + len(self._packed)
 

@@ -134,21 +134,6 @@ class LaneParts:
         if not await self.db.truncate_wal():
             logger.warning("the write-ahead log keeps erased text until its next checkpoint")
 
-    async def open_live(self, chat_id: int) -> LiveSession | None:
-        """Return the chat's open session, held (it may have been opened by another process)."""
-        live = self.sessions.for_chat(chat_id)
-        if live is not None:
-            return live
-        session = await self.store.open_session_for_chat(self.db.reader, chat_id)
-        if session is None:
-            return None
-        recent = await self.store.recent_turns(
-            self.db.reader, session.session_id, self.builder.recent_turns
-        )
-        live = self.sessions.new(session, recent)
-        self.sessions.add(live)
-        return live
-
     async def packet_for(
         self, live: LiveSession, text: str, *, is_new: bool
     ) -> ConversationContextPacket:

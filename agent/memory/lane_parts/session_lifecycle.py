@@ -121,7 +121,7 @@ class SessionLifecycle:
         parts.check_open()
         async with parts.chat_locks[chat_id]:
             parts.check_open()
-            live = await parts.open_live(chat_id)
+            live = await self._keeper.open_live(chat_id)
             if live is None:
                 return None
             old = live.session.session_id
@@ -164,7 +164,7 @@ class SessionLifecycle:
             target = await store.get_session(reader, session_id)
             if target is None or target.chat_id != chat_id or target.closed_at is None:
                 raise SessionNotFound(f"chat {chat_id} has no closed session {session_id}")
-            current = await parts.open_live(chat_id)
+            current = await self._keeper.open_live(chat_id)
             old = None if current is None else current.session.session_id
             loops, jobs = ((), ()) if current is None else _chat_items(current.state)
             recent = await store.recent_turns(reader, session_id, parts.builder.recent_turns)
@@ -227,7 +227,7 @@ class SessionLifecycle:
         parts.check_open()
         async with parts.chat_locks[chat_id]:
             parts.check_open()
-            live = await parts.open_live(chat_id)
+            live = await self._keeper.open_live(chat_id)
             if live is None:
                 return None
             cleared = live.state.turn_count - live.state.cleared_through

@@ -194,16 +194,8 @@ class TurnCommitter:
     async def session_for(self, message: InboundMessage) -> tuple[LiveSession, bool]:
         """Return the chat's open session, held, or a new one not committed yet (``True``)."""
         parts = self._parts
-        live = parts.sessions.for_chat(message.chat_id)
+        live = await self._keeper.open_live(message.chat_id)
         if live is not None:
-            return live, False
-        session = await parts.store.open_session_for_chat(parts.db.reader, message.chat_id)
-        if session is not None:
-            recent = await parts.store.recent_turns(
-                parts.db.reader, session.session_id, parts.builder.recent_turns
-            )
-            live = parts.sessions.new(session, recent)
-            parts.sessions.add(live)
             return live, False
         now = parts.clock()
         sid = ids.session_id()

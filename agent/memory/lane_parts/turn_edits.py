@@ -60,6 +60,7 @@ class TurnEditor:
             return "unknown"
         async with parts.chat_locks[message.chat_id]:
             parts.check_open()
+            await self._keeper.open_live(message.chat_id)  # hydrated first, as for a message
             store, reader = parts.store, parts.db.reader
             if message.update_id is not None and await store.edit_known(
                 reader, message.bot_id, message.update_id

@@ -224,7 +224,8 @@ class SqliteSessionTable:
         try:
             changed = await tx.execute(
                 "UPDATE conversation_sessions SET state = ?, status = ?, rolling_summary = ?,"
-                " turn_count = ?, last_seq = ?, updated_at = ? WHERE session_id = ?",
+                " turn_count = ?, last_seq = ?, updated_at = ?, checkpoint_seq = NULL"
+                " WHERE session_id = ?",
                 (
                     dump_json(state),
                     state.status,
@@ -239,6 +240,39 @@ class SqliteSessionTable:
             raise StorageError(f"save_state failed for session {state.session_id}: {exc}") from exc
         if changed != 1:
             raise StorageError(f"save_state: session {state.session_id} does not exist")
+
+    async def checkpoint_unknown(self, conn: Transaction) -> list[str]:
+        """Return the open sessions whose checkpoint is not recorded at their last turn.
+
+        One query on the partial index of migration 0015: its cost is the number of such
+        sessions, not the number of sessions.
+        """
+        rows = await conn.fetchall(
+            "SELECT session_id FROM conversation_sessions INDEXED BY"
+            " conversation_sessions_checkpoint_unknown"
+            " WHERE closed_at IS NULL AND checkpoint_seq IS NOT last_seq"
+        )
+        return [row["session_id"] for row in rows]
+
+    async def open_sessions_with_jobs(self, conn: Transaction) -> list[ConversationSession]:
+        """Return the open sessions whose state has active jobs (one query, partial index)."""
+        return await _select_sessions(
+            conn,
+            "closed_at IS NULL AND json_array_length(state, '$.active_job_refs') > 0",
+            (),
+        )
+
+    async def record_checkpoints(self, tx: Transaction, written: Sequence[tuple[str, int]]) -> int:
+        """Record ``(session_id, seq)`` checkpoints as written, where the row is still at
+        ``seq`` (a turn committed since keeps the record unknown); return how many changed."""
+        changed = 0
+        for session_id, seq in written:
+            changed += await tx.execute(
+                "UPDATE conversation_sessions SET checkpoint_seq = ?"
+                " WHERE session_id = ? AND last_seq = ? AND checkpoint_seq IS NOT ?",
+                (seq, session_id, seq, seq),
+            )
+        return changed
 
     async def set_status(self, tx: Transaction, status: SessionStatus, *, now: datetime) -> int:
         """Set the status of every open session (and inside its state JSON); return the count."""
@@ -270,7 +304,8 @@ class SqliteSessionTable:
         """
         try:
             changed = await tx.execute(
-                "UPDATE conversation_sessions SET closed_at = NULL, updated_at = ?"
+                "UPDATE conversation_sessions SET closed_at = NULL, updated_at = ?,"
+                " checkpoint_seq = NULL"
                 " WHERE session_id = ? AND closed_at IS NOT NULL",
                 (to_db_time(now), session_id),
             )

@@ -1,0 +1,157 @@
+"""A start that does not wait for every session (issue 18, section 1;
+:mod:`agent.memory.lane_parts.hydration`): ``hydrate(background=True)`` does only what cannot
+wait, a session is hydrated (checkpoint checked against the log, I5) by its first message, the
+background sweep neither reorders nor blocks turns, and the checkpoint record
+(``checkpoint_seq``, migration 0015) never vouches for a file that was not written."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from agent.db import Database
+from agent.memory import (
+    CheckpointWriter,
+    ConversationContextPacket,
+    ConversationLane,
+    InboundMessage,
+    Reply,
+)
+from agent.memory.conversation_store import SqliteConversationStore
+
+SESSIONS = 2_000
+
+
+async def start(db_path: Path, checkpoint_dir: Path, *, resident: int = 8) -> ConversationLane:
+    db = await Database(db_path).open()
+    return ConversationLane(db, CheckpointWriter(checkpoint_dir), resident_sessions=resident)
+
+
+async def fill(db_path: Path, checkpoint_dir: Path, engine: object, chats: int) -> None:
+    """Give ``chats`` chats one turn each, then stop cleanly (files and records written)."""
+    lane = await start(db_path, checkpoint_dir, resident=64)
+    await lane.hydrate()
+
+    async def talk(chat_id: int) -> None:
+        message = InboundMessage(chat_id=chat_id, text=f"my code word is w{chat_id}")
+        await lane.on_turn(message, engine)  # type: ignore[arg-type]
+
+    for first in range(0, chats, 100):
+        await asyncio.gather(*(talk(chat) for chat in range(first, min(first + 100, chats))))
+    await lane.shutdown()
+
+
+async def unknown_records(db_path: Path) -> list[str]:
+    async with Database(db_path) as db:
+        return await SqliteConversationStore().checkpoint_unknown(db.reader)
+
+
+class FileReadingEngine:
+    """Answers with the turn count the chat's checkpoint file holds when the engine runs."""
+
+    def __init__(self, checkpoint_dir: Path, sessions: dict[int, str]) -> None:
+        self.seen: dict[int, int | None] = {}
+        self._writer = CheckpointWriter(checkpoint_dir)
+        self._sessions = sessions
+
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        snapshot = await self._writer.load(self._sessions[message.chat_id])
+        self.seen[message.chat_id] = None if snapshot is None else snapshot.turn_count
+        return Reply(text="noted", intent="echo")
+
+
+async def test_a_start_over_many_sessions_answers_one_never_hydrated_with_its_memory(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """2,000 sessions on disk, all cleanly recorded: the start holds none of them, and the
+    first message of one of the oldest chats finds its turns as they were."""
+    await fill(db_path, checkpoint_dir, engine, SESSIONS)
+    assert await unknown_records(db_path) == []  # the clean stop recorded every file
+
+    lane = await start(db_path, checkpoint_dir)
+    report = await lane.hydrate(background=True)
+    try:
+        assert report.rebuilt == {}
+        assert lane.session_id_for_chat(7) is None  # not hydrated by the start
+        result = await lane.on_turn(InboundMessage(chat_id=7, text="what was it?"), engine)
+        assert result.packet is not None
+        assert [turn.user_text for turn in result.packet.recent_turns] == ["my code word is w7"]
+        assert result.turn.seq == 2
+        await lane.swept()
+        assert report.sessions == SESSIONS
+        assert report.rebuilt == {}
+    finally:
+        await lane.shutdown()
+
+
+async def test_checkpoints_deleted_or_stale_before_the_start_are_rebuilt_before_a_turn(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """After a clean stop (every record says the files are written) one file is deleted and
+    another put back one turn behind: each session's first turn after the start finds its
+    file rebuilt at the log's turn before the engine runs (I5), though the record vouched
+    for both."""
+    lane = await start(db_path, checkpoint_dir)
+    await lane.hydrate()
+    first = await lane.on_turn(InboundMessage(chat_id=1, text="one"), engine)
+    behind = await lane.on_turn(InboundMessage(chat_id=2, text="two"), engine)
+    stale_file = checkpoint_dir / f"{behind.turn.session_id}.json"
+    old_bytes = stale_file.read_bytes()
+    await lane.on_turn(InboundMessage(chat_id=2, text="three"), engine)
+    await lane.shutdown()
+    (checkpoint_dir / f"{first.turn.session_id}.json").unlink()
+    stale_file.write_bytes(old_bytes)
+    assert await unknown_records(db_path) == []
+
+    sessions = {1: first.turn.session_id, 2: behind.turn.session_id}
+    reader = FileReadingEngine(checkpoint_dir, sessions)
+    again = await start(db_path, checkpoint_dir)
+    await again.hydrate(background=True)
+    try:
+        await again.on_turn(InboundMessage(chat_id=1, text="later"), reader)
+        await again.on_turn(InboundMessage(chat_id=2, text="later"), reader)
+        assert reader.seen == {1: 1, 2: 2}
+    finally:
+        await again.shutdown()
+
+
+async def test_a_turn_leaves_its_record_unknown_until_its_file_is_recorded(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """The record lags the file, never leads it: a crash after a turn (no stop, no
+    maintenance run) leaves its session among those the next start checks."""
+    lane = await start(db_path, checkpoint_dir)
+    await lane.hydrate()
+    result = await lane.on_turn(InboundMessage(chat_id=1, text="one"), engine)
+    assert await unknown_records(db_path) == [result.turn.session_id]
+    await lane.rewrite_stale_checkpoints()  # the maintenance job records the written files
+    assert await unknown_records(db_path) == []
+    await lane.on_turn(InboundMessage(chat_id=1, text="two"), engine)
+    assert await unknown_records(db_path) == [result.turn.session_id]
+    await lane.shutdown()
+    assert await unknown_records(db_path) == []
+
+
+async def test_the_background_sweep_does_not_reorder_turns(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """Messages of many chats arrive while the sweep is hydrating and checking: every chat's
+    turns are in the order its messages arrived."""
+    await fill(db_path, checkpoint_dir, engine, 300)
+    lane = await start(db_path, checkpoint_dir, resident=32)
+    await lane.hydrate(background=True)
+    chats = range(0, 300, 7)
+
+    async def send(chat_id: int, n: int) -> None:
+        await lane.on_turn(InboundMessage(chat_id=chat_id, text=f"m{n}"), engine)
+
+    try:
+        await asyncio.gather(*(send(chat, n) for n in range(4) for chat in chats))
+        await lane.swept()
+        for chat in chats:
+            turns = await lane.inspector.history(chat, 10)
+            assert [turn.user_text for turn in turns] == [
+                f"my code word is w{chat}", "m0", "m1", "m2", "m3"
+            ]
+    finally:
+        await lane.shutdown()
