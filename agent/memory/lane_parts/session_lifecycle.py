@@ -11,7 +11,7 @@ Tested by ``tests/test_session_lifecycle.py`` and ``tests/test_chat_sessions.py`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -21,6 +21,7 @@ from agent.errors import SessionNotFound
 from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.parts import LaneParts
+from agent.memory.lane_parts.turn_commit import Prelude
 from agent.memory.rules.session_rules import CARRIED_LOOP_KINDS
 from agent.memory.schemas import (
     ConversationContextPacket,
@@ -34,8 +35,6 @@ from agent.memory.schemas import (
 from agent.utils import ids
 
 __all__ = ["SessionLifecycle", "SessionSwitch"]
-
-Prelude = Callable[[Transaction], Awaitable[object]]
 
 
 class CommitTurn(Protocol):

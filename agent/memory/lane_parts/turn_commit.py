@@ -66,6 +66,9 @@ class TurnResult:
         return self.turn.status == "answered"
 
 
+#: Work run first in a turn's transaction (a session command closes or switches sessions).
+Prelude = Callable[[Transaction], Awaitable[object]]
+
 class TurnCommitter:
     """Commits turns of held sessions (see the module docstring).
 
@@ -89,7 +92,7 @@ class TurnCommitter:
         packet: ConversationContextPacket | None,
         *,
         control: SessionControl | None = None,
-        prelude: Callable[[Transaction], Awaitable[object]] | None = None,
+        prelude: Prelude | None = None,
     ) -> TurnResult:
         # Runs under the chat's lock: commit the turn and its state, then the checkpoint.
         # A session command's turn (control) records its reply without delivering it (the
