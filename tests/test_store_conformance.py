@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
-from agent.db import Database, Transaction
+from agent.db import AnyDatabase, Database, Transaction
 from agent.errors import StorageError
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
@@ -36,7 +36,7 @@ T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
 class Backend:
     """An open database of one backend and its stores."""
 
-    db: Database
+    db: AnyDatabase
     turns: ConversationStore
     memories: MemoryStore
     summaries: SummaryStore
@@ -65,9 +65,8 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         async with PostgresDatabase(url) as pg:
             # Only the journal's table exists there yet: the Sqlite* stores are not used.
             yield Backend(
-                pg,  # type: ignore[arg-type]
-                SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore(),
-            )  # fmt: skip
+                pg, SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore()
+            )
         return
     async with Database(tmp_path / "conformance.db") as db:
         yield Backend(db, SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore())

@@ -51,7 +51,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from agent.db.database import Read, Work
 from agent.db.migrations import Migration, parse_migrations
-from agent.db.transaction import Params, Row
+from agent.db.transaction import Params, Row, Transaction
 from agent.errors import MigrationError, StorageError
 
 __all__ = [
@@ -373,7 +373,7 @@ class PostgresDatabase:
     # -- reads ---------------------------------------------------------------------------------
 
     @property
-    def reader(self) -> _PoolReader:
+    def reader(self) -> Transaction:
         """Reads of committed data: each statement on a connection of its own, autocommit."""
         if not self._open:
             raise RuntimeError("Database is not open: call `await db.open()` first")
