@@ -49,8 +49,14 @@ class Backend:
 
 
 #: The tests already run on PostgreSQL; the others skip there until their store is ported
-#: (issue 18: the journal first, then sessions and turns, summaries, memories).
-PORTED_TO_POSTGRES = {"test_the_journal_records_once_and_keeps_bots_apart"}
+#: (issue 18: the journal and the sessions table so far; then turns, summaries, memories).
+PORTED_TO_POSTGRES = {
+    "test_the_journal_records_once_and_keeps_bots_apart",
+    "test_a_created_session_reads_back_open_and_empty",
+    "test_a_chat_has_one_open_session",
+    "test_sessions_are_listed_most_recent_first_and_filtered",
+    "test_save_state_stores_the_state_and_a_missing_session_is_an_error",
+}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -60,13 +66,14 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         if request.node.originalname not in PORTED_TO_POSTGRES:
             pytest.skip("postgres: store not yet ported")
         from agent.db.postgres import PostgresDatabase  # the `postgres` extra
+        from agent.memory.storage.postgres_session_table import PostgresSessionTable
 
         url = request.getfixturevalue("postgres_url")
         async with PostgresDatabase(url) as pg:
-            # Only the journal's table exists there yet: the Sqlite* stores are not used.
-            yield Backend(
-                pg, SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore()
-            )
+            # Ported so far: the journal and the sessions part of the conversation store (the
+            # tests in PORTED_TO_POSTGRES call nothing else; the Sqlite* stores go unused).
+            sessions: Any = PostgresSessionTable()
+            yield Backend(pg, sessions, SqliteMemoryStore(), SqliteSummaryStore())
         return
     async with Database(tmp_path / "conformance.db") as db:
         yield Backend(db, SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore())

@@ -20,6 +20,8 @@ translate them to psycopg's ``%s`` outside string literals, quoted identifiers a
 and double every literal ``%`` (psycopg reads ``%`` as the start of a placeholder anywhere),
 once per distinct statement (cached: :func:`to_psycopg`). Named parameters (``:name``) are not
 translated: the stores use positional ones only, and a mapping is refused (``TypeError``).
+The schema has no binary column: a ``bytes`` parameter is JSON the stores made with orjson, and
+goes to the server as text (:class:`_BytesAsText`), as SQLite stores it in its ``TEXT`` columns.
 Where the dialects differ for real (full-text search, ``PRAGMA``, ``strftime``) a store has a
 PostgreSQL variant of its own; what both dialects share (``ON CONFLICT ... DO NOTHING``,
 ``RETURNING``, ``CASE``) stays one statement.
@@ -46,6 +48,7 @@ from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import IsolationLevel
+from psycopg.adapt import AdaptersMap, Dumper
 from psycopg.rows import RowMaker
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -70,6 +73,20 @@ T = TypeVar("T")
 
 #: The key of the advisory lock that serialises migrations between processes ("agent" + 1).
 _MIGRATION_LOCK = 0x6167656E74_01
+
+
+class _BytesAsText(Dumper):
+    """Sends a ``bytes`` parameter (orjson's UTF-8 JSON) as ``text``, not ``bytea``."""
+
+    oid = psycopg.adapters.types["text"].oid
+
+    def dump(self, obj: Any) -> bytes:
+        """Return the bytes as they are: they are the text's UTF-8 already."""
+        return bytes(obj)
+
+
+_ADAPTERS = AdaptersMap(psycopg.adapters)
+_ADAPTERS.register_dumper(bytes, _BytesAsText)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -311,7 +328,7 @@ class PostgresDatabase:
             max_size=max_size,
             timeout=timeout,
             open=False,
-            kwargs={"autocommit": True, "row_factory": _row_factory},
+            kwargs={"autocommit": True, "row_factory": _row_factory, "context": _ADAPTERS},
             name="agent-pg",
         )
         self._read_pool: ConnectionPool[Any] = ConnectionPool(
@@ -320,7 +337,7 @@ class PostgresDatabase:
             max_size=2,
             timeout=timeout,
             open=False,
-            kwargs={"autocommit": False, "row_factory": _row_factory},
+            kwargs={"autocommit": False, "row_factory": _row_factory, "context": _ADAPTERS},
             configure=_configure_snapshot,
             name="agent-pg-read",
         )
