@@ -49,13 +49,20 @@ class Backend:
 
 
 #: The tests already run on PostgreSQL; the others skip there until their store is ported
-#: (issue 18: the journal and the sessions table so far; then turns, summaries, memories).
+#: (issue 18: the journal, sessions and the turn log so far; then turn search, summaries,
+#: memories).
 PORTED_TO_POSTGRES = {
     "test_the_journal_records_once_and_keeps_bots_apart",
     "test_a_created_session_reads_back_open_and_empty",
     "test_a_chat_has_one_open_session",
     "test_sessions_are_listed_most_recent_first_and_filtered",
     "test_save_state_stores_the_state_and_a_missing_session_is_an_error",
+    "test_deleting_and_pruning_sessions_take_their_turns",
+    "test_turns_append_once_per_update_and_read_in_order",
+    "test_a_duplicate_seq_is_an_error_and_rolls_back_its_work",
+    "test_a_turn_of_a_message_is_found_only_in_its_chat",
+    "test_delivery_is_recorded_once_and_a_refusal_is_never_resent",
+    "test_an_edit_replaces_the_text_once_and_keeps_its_history",
 }
 
 
@@ -67,13 +74,16 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
             pytest.skip("postgres: store not yet ported")
         from agent.db.postgres import PostgresDatabase  # the `postgres` extra
         from agent.memory.storage.postgres_session_table import PostgresSessionTable
+        from agent.memory.storage.postgres_turn_log import PostgresTurnLog
+
+        class PortedSoFar(PostgresSessionTable, PostgresTurnLog):
+            """The conversation store's parts on PostgreSQL so far (no turn search yet)."""
 
         url = request.getfixturevalue("postgres_url")
         async with PostgresDatabase(url) as pg:
-            # Ported so far: the journal and the sessions part of the conversation store (the
-            # tests in PORTED_TO_POSTGRES call nothing else; the Sqlite* stores go unused).
-            sessions: Any = PostgresSessionTable()
-            yield Backend(pg, sessions, SqliteMemoryStore(), SqliteSummaryStore())
+            # The tests in PORTED_TO_POSTGRES call nothing else: the Sqlite* stores go unused.
+            turns: Any = PortedSoFar()
+            yield Backend(pg, turns, SqliteMemoryStore(), SqliteSummaryStore())
         return
     async with Database(tmp_path / "conformance.db") as db:
         yield Backend(db, SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore())

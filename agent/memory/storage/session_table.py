@@ -15,8 +15,6 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from agent.db import Row, Transaction
 from agent.errors import StorageError
 from agent.memory.schemas import (
@@ -26,6 +24,7 @@ from agent.memory.schemas import (
     SessionStatus,
     dump_json,
 )
+from agent.memory.storage.id_lists import SqliteIdLists
 from agent.utils.timestamps import from_db_time, to_db_time
 
 __all__ = ["SqliteSessionTable"]
@@ -72,9 +71,12 @@ async def _select_sessions(
     return [_row_to_session(row) for row in rows]
 
 
-class SqliteSessionTable:
+class SqliteSessionTable(SqliteIdLists):
     """The sessions part of the SQLite
     :class:`~agent.memory.conversation_store.ConversationStore`."""
+
+    #: The ``state`` JSON with its ``status`` set to the parameter (SQLite's ``json_set``).
+    STATE_WITH_STATUS = "json_set(state, '$.status', ?)"
 
     async def create_session(
         self,
@@ -153,8 +155,8 @@ class SqliteSessionTable:
         """Return which of ``session_ids`` are sessions in the database (one query)."""
         rows = await conn.fetchall(
             "SELECT session_id FROM conversation_sessions"
-            " WHERE session_id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(session_ids),),
+            f" WHERE session_id IN (SELECT s.value FROM {self.IDS_TABLE})",
+            (self.ids_param(session_ids),),
         )
         return {row["session_id"] for row in rows}
 
@@ -243,7 +245,7 @@ class SqliteSessionTable:
     async def set_status(self, tx: Transaction, status: SessionStatus, *, now: datetime) -> int:
         """Set the status of every open session (and inside its state JSON); return the count."""
         changed = await tx.execute(
-            "UPDATE conversation_sessions SET status = ?, state = json_set(state, '$.status', ?)"
+            f"UPDATE conversation_sessions SET status = ?, state = {self.STATE_WITH_STATUS}"
             " WHERE closed_at IS NULL AND status != ?",
             (status, status, status),
         )
@@ -283,8 +285,8 @@ class SqliteSessionTable:
         rows = await conn.fetchall(
             "SELECT s.value AS session_id, (SELECT t.user_text FROM conversation_turns AS t"
             "  WHERE t.session_id = s.value AND t.user_text != '' ORDER BY t.seq LIMIT 1)"
-            " AS user_text FROM json_each(?) AS s",
-            (orjson.dumps(list(session_ids)),),
+            f" AS user_text FROM {self.IDS_TABLE}",
+            (self.ids_param(session_ids),),
         )
         return {row["session_id"]: row["user_text"] for row in rows if row["user_text"]}
 
