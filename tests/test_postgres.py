@@ -10,9 +10,10 @@ import pytest
 
 pytest.importorskip("psycopg", reason="postgres: the `postgres` extra is not installed")
 
+from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Snapshot, Transaction
-from agent.db.migrations import Migration
-from agent.db.postgres import PostgresDatabase, to_psycopg
+from agent.db.migrations import Migration, parse_migrations
+from agent.db.postgres import PostgresDatabase, load_postgres_schema_text, to_psycopg
 from agent.errors import MigrationError, StorageError
 
 MIGRATIONS = [
@@ -128,3 +129,56 @@ async def test_a_read_sees_one_snapshot_in_its_thread(postgres_url):
         assert row[0] == 2
         with pytest.raises(StorageError):
             await db.read(lambda snapshot: snapshot.fetchall("INSERT INTO things VALUES (3, 'x')"))
+
+
+@pytest.mark.postgres
+async def test_the_package_schema_is_applied_and_recorded(postgres_url):
+    """Opening with the default migrations applies every block of schema_postgres.sql, each
+    recorded by name; a second open applies nothing."""
+    expected = [(m.version, m.name) for m in parse_migrations(load_postgres_schema_text())]
+    assert expected[:2] == [(1, "inbound_updates"), (2, "sessions_turns")]
+    for _ in range(2):
+        async with PostgresDatabase(postgres_url) as db:
+            rows = await db.fetchall("SELECT version, name FROM schema_migrations ORDER BY 1")
+            assert [(row[0], row[1]) for row in rows] == expected
+
+
+@pytest.mark.postgres
+async def test_two_processes_journal_one_update_once(postgres_url):
+    """Two databases (as two worker processes would have) record the same updates at once, in
+    opposite orders: each update is new to exactly one of them (ON CONFLICT DO NOTHING on
+    (bot_id, update_id)), and neither waits for the other in a cycle."""
+    entries = [JournalEntry(update_id=n, chat_id=n % 3, payload="{}") for n in range(1, 41)]
+    async with PostgresDatabase(postgres_url) as one, PostgresDatabase(postgres_url) as two:
+        journals = [InboundJournal(one, bot_id=7), InboundJournal(two, bot_id=7)]
+        fresh = await asyncio.gather(
+            journals[0].record(entries), journals[1].record(entries[::-1])
+        )
+        ids = [entry.update_id for batch in fresh for entry in batch]
+        assert sorted(ids) == list(range(1, 41))
+        assert len(await journals[0].pending(limit=100)) == 40
+
+
+@pytest.mark.postgres
+async def test_a_write_chosen_as_a_deadlock_victim_runs_again(postgres_url):
+    """Two writes that lock two rows in opposite orders deadlock; the server aborts one, which
+    runs again: both commit."""
+    async with PostgresDatabase(postgres_url, migrations=MIGRATIONS[:1]) as db:
+        await db.write(lambda tx: tx.execute("INSERT INTO things VALUES (1, 'a'), (2, 'b')"))
+        both_locked_one = asyncio.Barrier(2)
+        runs = [0, 0]
+
+        def crossing(index: int, first: int, second: int):
+            async def work(tx: Transaction) -> None:
+                runs[index] += 1
+                await tx.execute("UPDATE things SET name = name || ? WHERE id = ?", ("x", first))
+                if runs[index] == 1:
+                    await both_locked_one.wait()
+                await tx.execute("UPDATE things SET name = name || ? WHERE id = ?", ("y", second))
+
+            return work
+
+        await asyncio.gather(db.write(crossing(0, 1, 2)), db.write(crossing(1, 2, 1)))
+        assert sorted(runs) == [1, 2]
+        rows = await db.fetchall("SELECT name FROM things ORDER BY id")
+        assert sorted(len(row[0]) for row in rows) == [3, 3]

@@ -68,7 +68,9 @@ class InboundJournal:
 
         async def insert(tx: Transaction) -> set[int]:
             fresh: set[int] = set()
-            for entry in entries:
+            # In key order: two processes recording the same updates lock them in one order,
+            # so neither waits for the other in a cycle (a deadlock on PostgreSQL).
+            for entry in sorted(entries, key=lambda e: e.update_id):
                 rows = await tx.fetchall(
                     "INSERT INTO inbound_updates"
                     " (bot_id, update_id, chat_id, payload, received_at)"

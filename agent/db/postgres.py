@@ -26,8 +26,11 @@ Where the dialects differ for real (full-text search, ``PRAGMA``, ``strftime``) 
 PostgreSQL variant of its own; what both dialects share (``ON CONFLICT ... DO NOTHING``,
 ``RETURNING``, ``CASE``) stays one statement.
 
-Errors of the driver become :class:`~agent.errors.StorageError` (the connection could not be
-had or a statement failed); what a work raises of its own propagates as it is, and nothing of
+A write the server aborts for a deadlock or a serialization conflict (another process wrote
+the same rows at once) runs again, up to five times: a work has no side effect (as on SQLite,
+where the writer reruns works). Other errors of the driver become
+:class:`~agent.errors.StorageError` (the connection could not be had or a statement failed);
+what a work raises of its own propagates as it is, and nothing of
 that work is committed.
 
 The DDL is ``agent/db/schema_postgres.sql`` (``-- migration: NNNN_name`` blocks, as
@@ -71,6 +74,10 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: How many times a write runs when the server aborts it for a deadlock or a serialization
+#: conflict (two workers writing the same rows at once) before it fails.
+_WRITE_ATTEMPTS = 5
+_RETRIED = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 #: The key of the advisory lock that serialises migrations between processes ("agent" + 1).
 _MIGRATION_LOCK = 0x6167656E74_01
 
@@ -441,11 +448,20 @@ class PostgresDatabase:
         """
         if not self._open:
             raise RuntimeError("Database is not open: call `await db.open()` first")
-        try:
-            async with self._pool.connection() as conn, conn.transaction():
-                return await work(PostgresTransaction(conn))
-        except psycopg.Error as exc:
-            raise StorageError(f"write failed: {exc}") from exc
+        attempt = 1
+        while True:
+            try:
+                async with self._pool.connection() as conn, conn.transaction():
+                    return await work(PostgresTransaction(conn))
+            except _RETRIED as exc:
+                # The server chose this transaction as the victim of a deadlock or a
+                # serialization conflict: the work has no side effect, so it runs again.
+                if attempt == _WRITE_ATTEMPTS:
+                    raise StorageError(f"write failed {attempt} times: {exc}") from exc
+                logger.debug("write conflict (%s), attempt %d; retrying", exc, attempt)
+                attempt += 1
+            except psycopg.Error as exc:
+                raise StorageError(f"write failed: {exc}") from exc
 
 
 def _configure_snapshot(conn: psycopg.Connection[Any]) -> None:
