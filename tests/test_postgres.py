@@ -182,3 +182,11 @@ async def test_a_write_chosen_as_a_deadlock_victim_runs_again(postgres_url):
         assert sorted(runs) == [1, 2]
         rows = await db.fetchall("SELECT name FROM things ORDER BY id")
         assert sorted(len(row[0]) for row in rows) == [3, 3]
+
+
+async def test_an_unreachable_server_is_a_storage_error():
+    """Opening a database whose server does not answer fails with StorageError, in time."""
+    db = PostgresDatabase("postgresql://agent:agent@127.0.0.1:9/none", timeout=0.5)
+    with pytest.raises(StorageError, match="cannot open"):
+        await db.__aenter__()
+    assert not db.is_open

@@ -328,6 +328,7 @@ class PostgresDatabase:
         migrations: list[Migration] | None = None,
     ) -> None:
         self.url = url
+        self._timeout = timeout
         self._migrations = migrations
         self._pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             url,
@@ -377,13 +378,11 @@ class PostgresDatabase:
         if self._open:
             return self
         try:
-            await self._pool.open(wait=True)
+            await self._pool.open(wait=True, timeout=self._timeout)
             async with self._pool.connection() as conn:
                 await migrate_postgres(conn, self._migrations)
-            await asyncio.to_thread(self._read_pool.open, wait=True)
-        except psycopg.Error as exc:
-            raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
-        except TimeoutError as exc:  # psycopg_pool.PoolTimeout is one
+            await asyncio.to_thread(self._read_pool.open, wait=True, timeout=self._timeout)
+        except psycopg.Error as exc:  # psycopg_pool.PoolTimeout too: the server is unreachable
             raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
         self._open = True
         return self
