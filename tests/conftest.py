@@ -1,10 +1,12 @@
-"""Fixtures shared by the test-suite: real SQLite files and real checkpoint directories, and
-the real bot (``run_bot.py`` in a subprocess) against the fake Bot API."""
+"""Fixtures shared by the test-suite: real SQLite files and real checkpoint directories, the
+real bot (``run_bot.py`` in a subprocess) against the fake Bot API, and a fresh schema on a
+real PostgreSQL server for the tests marked ``postgres``."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -146,3 +148,40 @@ def polling_bot(api: FakeBotApi, launch: Launch) -> Callable[..., BotProcess]:
         return bot
 
     return start
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------
+# Tests marked `postgres` run against a real server at AGENT_TEST_POSTGRES_URL (issue 18,
+# section 4); without it they skip with one line, or fail when AGENT_REQUIRE_POSTGRES=1 (CI).
+
+_NO_POSTGRES = "postgres: AGENT_TEST_POSTGRES_URL is not set"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("postgres") is None or os.environ.get("AGENT_TEST_POSTGRES_URL"):
+        return
+    if os.environ.get("AGENT_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"{_NO_POSTGRES} and AGENT_REQUIRE_POSTGRES=1", pytrace=False)
+    pytest.skip(_NO_POSTGRES)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A connection string to a fresh, empty schema of its own (the search path), dropped
+    after the test; skips (or fails, see above) without ``AGENT_TEST_POSTGRES_URL``."""
+    url = os.environ.get("AGENT_TEST_POSTGRES_URL")
+    if not url:
+        if os.environ.get("AGENT_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"{_NO_POSTGRES} and AGENT_REQUIRE_POSTGRES=1", pytrace=False)
+        pytest.skip(_NO_POSTGRES)
+    import psycopg  # the `postgres` extra: imported only when a server is there
+    from psycopg import sql
+
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    try:
+        yield psycopg.conninfo.make_conninfo(url, options=f"-c search_path={schema}")
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))

@@ -223,8 +223,8 @@ _CHECK_INSTALLED = textwrap.dedent(
 
 
 def test_wheel_carries_schema_sql_and_works_installed(tmp_path):
-    """The built wheel holds agent/db/schema.sql, and the unpacked package (outside the source
-    tree) finds it and migrates a new database with it."""
+    """The built wheel holds agent/db/schema.sql (and the PostgreSQL DDL beside it), and the
+    unpacked package (outside the source tree) finds it and migrates a new database with it."""
     dist = tmp_path / "dist"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
@@ -237,6 +237,7 @@ def test_wheel_carries_schema_sql_and_works_installed(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         assert "agent/db/schema.sql" in archive.namelist()
         assert archive.read("agent/db/schema.sql") == schema
+        assert "agent/db/schema_postgres.sql" in archive.namelist()
         unpacked = tmp_path / "site"
         archive.extractall(unpacked)
     assert not (unpacked / "schema.sql").exists()  # only the packaged copy can be found

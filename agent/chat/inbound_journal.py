@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from agent.db import Database, Transaction
+from agent.db import AnyDatabase, Transaction
 from agent.memory.schemas import utc_now
 from agent.utils.timestamps import to_db_time
 
@@ -37,7 +37,7 @@ class InboundJournal:
     """The durable queue of updates received from Telegram for one bot.
 
     Args:
-        db: the open database.
+        db: the open database (SQLite or PostgreSQL).
         bot_id: the bot's Telegram user id (update ids are unique per bot).
         max_attempts: after this many failed processings an update is marked ``failed``
             instead of being retried at every start (a poison update must not block a chat).
@@ -46,7 +46,7 @@ class InboundJournal:
 
     def __init__(
         self,
-        db: Database,
+        db: AnyDatabase,
         bot_id: int,
         *,
         max_attempts: int = 3,
@@ -68,7 +68,9 @@ class InboundJournal:
 
         async def insert(tx: Transaction) -> set[int]:
             fresh: set[int] = set()
-            for entry in entries:
+            # In key order: two processes recording the same updates lock them in one order,
+            # so neither waits for the other in a cycle (a deadlock on PostgreSQL).
+            for entry in sorted(entries, key=lambda e: e.update_id):
                 rows = await tx.fetchall(
                     "INSERT INTO inbound_updates"
                     " (bot_id, update_id, chat_id, payload, received_at)"
@@ -133,7 +135,7 @@ class InboundJournal:
         return await self.db.write(count)
 
     @staticmethod
-    async def bots_of_chat(db: Database, chat_id: int) -> list[int]:
+    async def bots_of_chat(db: AnyDatabase, chat_id: int) -> list[int]:
         """Return the ids of the bots whose journal holds entries of a chat.
 
         For tools that erase a chat without being its bot (the inspection CLI): each id makes

@@ -3,9 +3,10 @@ storage seam every store speaks (:class:`Transaction`, :class:`Snapshot`, :class
 
 from agent.db.database import Database, Durability, Read, Work
 from agent.db.migrations import Migration, load_schema_text, migrate, parse_migrations
-from agent.db.transaction import Params, Row, Snapshot, Transaction
+from agent.db.transaction import AnyDatabase, Params, Row, Snapshot, Transaction
 
 __all__ = [
+    "AnyDatabase",
     "Database",
     "Durability",
     "Migration",

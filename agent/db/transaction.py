@@ -24,12 +24,22 @@ searcher's thread-bound ``sqlite3`` connection; no other module outside ``agent/
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import aiosqlite
 
-__all__ = ["Params", "Row", "Snapshot", "SqliteSnapshot", "SqliteTransaction", "Transaction"]
+__all__ = [
+    "AnyDatabase",
+    "Params",
+    "Row",
+    "Snapshot",
+    "SqliteSnapshot",
+    "SqliteTransaction",
+    "Transaction",
+]
+
+_T = TypeVar("_T")
 
 #: The parameters of one statement: positional, or by name.
 Params = Sequence[Any] | Mapping[str, Any]
@@ -93,6 +103,35 @@ class Snapshot(Protocol):
 
     def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         """Run one query; return its first row, or ``None``."""
+        ...
+
+
+class AnyDatabase(Protocol):
+    """**Protocol:** an open database of either backend, as the stores' callers use it.
+
+    :class:`agent.db.Database` (SQLite) and :class:`agent.db.postgres.PostgresDatabase` are
+    both one; a caller that needs nothing backend-specific (the inbound journal) takes this.
+    """
+
+    @property
+    def reader(self) -> Transaction:
+        """Reads of committed data, each statement on its own."""
+        ...
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
+        """Run a read query on the reader and return all its rows."""
+        ...
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
+        """Run a read query on the reader and return its first row, if any."""
+        ...
+
+    async def read(self, work: Callable[[Snapshot], _T]) -> _T:
+        """Run ``work`` on one snapshot, in a thread of its own; return its result."""
+        ...
+
+    async def write(self, work: Callable[[Transaction], Awaitable[_T]]) -> _T:
+        """Run ``work`` in one write transaction; return its result after the commit."""
         ...
 
 

@@ -15,8 +15,6 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from agent.db import Row, Transaction
 from agent.errors import StorageError
 from agent.memory.schemas import (
@@ -26,6 +24,7 @@ from agent.memory.schemas import (
     SessionStatus,
     dump_json,
 )
+from agent.memory.storage.id_lists import SqliteIdLists
 from agent.utils.timestamps import from_db_time, to_db_time
 
 __all__ = ["SqliteSessionTable"]
@@ -64,7 +63,8 @@ async def _select_sessions(
 ) -> list[ConversationSession]:
     """Return the sessions ``SELECT ... FROM conversation_sessions WHERE {where}`` finds.
 
-    ``where`` is always a constant of this module (with any ORDER BY / LIMIT), never user text.
+    ``where`` is always a constant of this module or a dialect attribute of the table (with any
+    ORDER BY / LIMIT), never user text.
     """
     rows = await conn.fetchall(
         f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions WHERE {where}", params
@@ -72,9 +72,18 @@ async def _select_sessions(
     return [_row_to_session(row) for row in rows]
 
 
-class SqliteSessionTable:
+class SqliteSessionTable(SqliteIdLists):
     """The sessions part of the SQLite
     :class:`~agent.memory.conversation_store.ConversationStore`."""
+
+    #: The ``state`` JSON with its ``status`` set to the parameter (SQLite's ``json_set``).
+    STATE_WITH_STATUS = "json_set(state, '$.status', ?)"
+    #: "Differs, NULL included" (SQLite's ``IS NOT``).
+    DIFFERS = "IS NOT"
+    #: The number of active jobs in the ``state`` JSON (as migration 0015's partial index has it).
+    ACTIVE_JOB_COUNT = "json_array_length(state, '$.active_job_refs')"
+    #: The partial index of the unknown checkpoints, named for SQLite's planner.
+    CHECKPOINT_UNKNOWN_INDEX = "INDEXED BY conversation_sessions_checkpoint_unknown"
 
     async def create_session(
         self,
@@ -153,8 +162,8 @@ class SqliteSessionTable:
         """Return which of ``session_ids`` are sessions in the database (one query)."""
         rows = await conn.fetchall(
             "SELECT session_id FROM conversation_sessions"
-            " WHERE session_id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(session_ids),),
+            f" WHERE session_id IN (SELECT s.value FROM {self.IDS_TABLE})",
+            (self.ids_param(session_ids),),
         )
         return {row["session_id"] for row in rows}
 
@@ -248,9 +257,8 @@ class SqliteSessionTable:
         sessions, not the number of sessions.
         """
         rows = await conn.fetchall(
-            "SELECT session_id FROM conversation_sessions INDEXED BY"
-            " conversation_sessions_checkpoint_unknown"
-            " WHERE closed_at IS NULL AND checkpoint_seq IS NOT last_seq"
+            f"SELECT session_id FROM conversation_sessions {self.CHECKPOINT_UNKNOWN_INDEX}"
+            f" WHERE closed_at IS NULL AND checkpoint_seq {self.DIFFERS} last_seq"
         )
         return [row["session_id"] for row in rows]
 
@@ -258,7 +266,7 @@ class SqliteSessionTable:
         """Return the open sessions whose state has active jobs (one query, partial index)."""
         return await _select_sessions(
             conn,
-            "closed_at IS NULL AND json_array_length(state, '$.active_job_refs') > 0",
+            f"closed_at IS NULL AND {self.ACTIVE_JOB_COUNT} > 0",
             (),
         )
 
@@ -269,7 +277,7 @@ class SqliteSessionTable:
         for session_id, seq in written:
             changed += await tx.execute(
                 "UPDATE conversation_sessions SET checkpoint_seq = ?"
-                " WHERE session_id = ? AND last_seq = ? AND checkpoint_seq IS NOT ?",
+                f" WHERE session_id = ? AND last_seq = ? AND checkpoint_seq {self.DIFFERS} ?",
                 (seq, session_id, seq, seq),
             )
         return changed
@@ -277,7 +285,7 @@ class SqliteSessionTable:
     async def set_status(self, tx: Transaction, status: SessionStatus, *, now: datetime) -> int:
         """Set the status of every open session (and inside its state JSON); return the count."""
         changed = await tx.execute(
-            "UPDATE conversation_sessions SET status = ?, state = json_set(state, '$.status', ?)"
+            f"UPDATE conversation_sessions SET status = ?, state = {self.STATE_WITH_STATUS}"
             " WHERE closed_at IS NULL AND status != ?",
             (status, status, status),
         )
@@ -318,8 +326,8 @@ class SqliteSessionTable:
         rows = await conn.fetchall(
             "SELECT s.value AS session_id, (SELECT t.user_text FROM conversation_turns AS t"
             "  WHERE t.session_id = s.value AND t.user_text != '' ORDER BY t.seq LIMIT 1)"
-            " AS user_text FROM json_each(?) AS s",
-            (orjson.dumps(list(session_ids)),),
+            f" AS user_text FROM {self.IDS_TABLE}",
+            (self.ids_param(session_ids),),
         )
         return {row["session_id"]: row["user_text"] for row in rows if row["user_text"]}
 

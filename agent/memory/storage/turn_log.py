@@ -20,6 +20,7 @@ import orjson
 from agent.db import Row, Transaction
 from agent.errors import StorageError
 from agent.memory.schemas import ConversationTurn, JobRef, SessionControl, dump_json
+from agent.memory.storage.id_lists import SqliteIdLists
 from agent.utils.timestamps import from_db_time, to_db_time
 from agent.utils.tokens import estimate_tokens
 
@@ -86,9 +87,20 @@ async def _select_turns(
     return [_row_to_turn(row) for row in rows]
 
 
-class SqliteTurnLog:
+class SqliteTurnLog(SqliteIdLists):
     """The turns part of the SQLite
     :class:`~agent.memory.conversation_store.ConversationStore`."""
+
+    #: What orders a turn's edits oldest first (SQLite's ``rowid``).
+    EDIT_ORDER = "rowid"
+    #: Which turns :meth:`recent_turns_of` reads: the last ``?`` of each session in
+    #: :attr:`IDS_TABLE`, by ``rowid``, through the primary key's index.
+    RECENT_TURNS_OF = (
+        "rowid IN (SELECT t.rowid FROM {ids} JOIN conversation_turns AS t"
+        "  ON t.session_id = s.value AND t.seq > coalesce((SELECT u.seq"
+        "   FROM conversation_turns AS u WHERE u.session_id = s.value"
+        "   ORDER BY u.seq DESC LIMIT 1 OFFSET ?), 0))"
+    )
 
     async def append_turn(self, tx: Transaction, turn: ConversationTurn) -> bool:
         """Append a turn; return ``False`` (and change nothing) if its update is known.
@@ -205,7 +217,7 @@ class SqliteTurnLog:
         """Return the edit history of a turn, oldest edit first."""
         rows = await conn.fetchall(
             "SELECT edited_at, previous_text, update_id FROM turn_edits"
-            " WHERE session_id = ? AND seq = ? ORDER BY rowid",
+            f" WHERE session_id = ? AND seq = ? ORDER BY {self.EDIT_ORDER}",
             (session_id, seq),
         )
         return [
@@ -235,12 +247,8 @@ class SqliteTurnLog:
             return found
         turns = await _select_turns(
             conn,
-            "rowid IN (SELECT t.rowid FROM json_each(?) AS s JOIN conversation_turns AS t"
-            "  ON t.session_id = s.value AND t.seq > coalesce((SELECT u.seq"
-            "   FROM conversation_turns AS u WHERE u.session_id = s.value"
-            "   ORDER BY u.seq DESC LIMIT 1 OFFSET ?), 0))"
-            " ORDER BY session_id, seq",
-            (orjson.dumps(list(session_ids)), limit),
+            self.RECENT_TURNS_OF.format(ids=self.IDS_TABLE) + " ORDER BY session_id, seq",
+            (self.ids_param(session_ids), limit),
         )
         for turn in turns:
             found[turn.session_id].append(turn)

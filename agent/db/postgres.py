@@ -1,0 +1,469 @@
+"""The PostgreSQL database: psycopg 3 pools behind the same surface as :class:`~agent.db.Database`.
+
+Selected by ``AGENT_DATABASE_URL=postgresql://...`` (issue 18; the wiring into the application
+is not done yet). Needs the ``postgres`` extra (``psycopg[binary,pool]``). A
+:class:`PostgresDatabase` holds two pools:
+
+* an **async** pool (``psycopg_pool.AsyncConnectionPool``, autocommit connections):
+  :meth:`PostgresDatabase.write` takes a connection and runs one work in one transaction
+  (``BEGIN`` ... ``COMMIT``), and :attr:`PostgresDatabase.reader` runs each statement on a
+  connection of its own, outside any transaction (it reads what is committed when it runs).
+  Unlike SQLite there is no single writer task and no group commit: the server serialises what
+  must be, so concurrent works run on concurrent connections.
+* a **sync** pool (``psycopg_pool.ConnectionPool``, ``REPEATABLE READ``, read-only) for
+  :meth:`PostgresDatabase.read`: the whole read runs in a worker thread on one connection, in
+  one transaction, so its statements see one snapshot.
+
+**Placeholders: the stores write one SQL.** The stores' statements use SQLite's ``?``
+placeholders; the adapters here (:class:`PostgresTransaction`, :class:`PostgresSnapshot`)
+translate them to psycopg's ``%s`` outside string literals, quoted identifiers and comments,
+and double every literal ``%`` (psycopg reads ``%`` as the start of a placeholder anywhere),
+once per distinct statement (cached: :func:`to_psycopg`). Named parameters (``:name``) are not
+translated: the stores use positional ones only, and a mapping is refused (``TypeError``).
+The schema has no binary column: a ``bytes`` parameter is JSON the stores made with orjson, and
+goes to the server as text (:class:`_BytesAsText`), as SQLite stores it in its ``TEXT`` columns.
+Where the dialects differ for real (full-text search, ``PRAGMA``, ``strftime``) a store has a
+PostgreSQL variant of its own; what both dialects share (``ON CONFLICT ... DO NOTHING``,
+``RETURNING``, ``CASE``) stays one statement.
+
+A write the server aborts for a deadlock or a serialization conflict (another process wrote
+the same rows at once) runs again, up to five times: a work has no side effect (as on SQLite,
+where the writer reruns works). Other errors of the driver become
+:class:`~agent.errors.StorageError` (the connection could not be had or a statement failed);
+what a work raises of its own propagates as it is, and nothing of
+that work is committed.
+
+The DDL is ``agent/db/schema_postgres.sql`` (``-- migration: NNNN_name`` blocks, as
+``schema.sql`` for SQLite): :func:`migrate_postgres` applies the missing ones, each in one
+transaction with its ``schema_migrations`` row, under an advisory lock so that two processes
+starting at once apply each migration once. Tested in ``tests/test_postgres.py`` and, store by
+store, by the conformance suite (``tests/test_store_conformance.py``, ``postgres`` parameter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from importlib import resources
+from typing import Any, Self, TypeVar
+
+import psycopg
+from psycopg import IsolationLevel
+from psycopg.adapt import AdaptersMap, Dumper
+from psycopg.rows import RowMaker
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from agent.db.database import Read, Work
+from agent.db.migrations import Migration, parse_migrations
+from agent.db.transaction import Params, Row, Transaction
+from agent.errors import MigrationError, StorageError
+
+__all__ = [
+    "PostgresDatabase",
+    "PostgresRow",
+    "PostgresSnapshot",
+    "PostgresTransaction",
+    "load_postgres_schema_text",
+    "migrate_postgres",
+    "to_psycopg",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: How many times a write runs when the server aborts it for a deadlock or a serialization
+#: conflict (two workers writing the same rows at once) before it fails.
+_WRITE_ATTEMPTS = 5
+_RETRIED = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+#: The key of the advisory lock that serialises migrations between processes ("agent" + 1).
+_MIGRATION_LOCK = 0x6167656E74_01
+
+
+class _BytesAsText(Dumper):
+    """Sends a ``bytes`` parameter (orjson's UTF-8 JSON) as ``text``, not ``bytea``."""
+
+    oid = psycopg.adapters.types["text"].oid
+
+    def dump(self, obj: Any) -> bytes:
+        """Return the bytes as they are: they are the text's UTF-8 already."""
+        return bytes(obj)
+
+
+_ADAPTERS = AdaptersMap(psycopg.adapters)
+_ADAPTERS.register_dumper(bytes, _BytesAsText)
+
+
+@functools.lru_cache(maxsize=1024)
+def to_psycopg(sql: str) -> str:
+    """Return ``sql`` with SQLite's ``?`` placeholders as psycopg's ``%s`` and ``%`` as ``%%``.
+
+    A ``?`` inside a string literal (``'...'``), a quoted identifier (``"..."``) or a comment
+    (``-- ...``) is left alone; every ``%`` is doubled, in literals too (psycopg parses the
+    whole text for placeholders).
+    """
+    out: list[str] = []
+    quote: str | None = None  # the quote character of the literal we are in
+    comment = False
+    for index, char in enumerate(sql):
+        if char == "%":
+            out.append("%%")
+            continue
+        if comment:
+            comment = char != "\n"
+        elif quote is not None:
+            if char == quote:
+                quote = None  # a doubled quote closes and reopens: same result
+        elif char in "'\"":
+            quote = char
+        elif char == "-" and sql.startswith("--", index):
+            comment = True
+        elif char == "?":
+            out.append("%s")
+            continue
+        out.append(char)
+    return "".join(out)
+
+
+def _positional(params: Params) -> Sequence[Any]:
+    if isinstance(params, Sequence) and not isinstance(params, str | bytes):
+        return params
+    raise TypeError("the PostgreSQL adapters take positional parameters only (`?`)")
+
+
+class PostgresRow:
+    """One row of a result, read by column name or by position, like ``sqlite3.Row``."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[str, int], values: Sequence[Any]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, key: int | str, /) -> Any:
+        """Return the value of a column, by name or position."""
+        if isinstance(key, str):
+            return self._values[self._index[key]]
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        """Yield the values in column order."""
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        """Return the number of columns."""
+        return len(self._values)
+
+    def keys(self) -> list[str]:
+        """Return the column names, in order."""
+        return list(self._index)
+
+    def __repr__(self) -> str:
+        return f"PostgresRow({dict(zip(self._index, self._values, strict=True))!r})"
+
+
+def _row_factory(cursor: Any) -> RowMaker[PostgresRow]:
+    names = [column.name for column in cursor.description or ()]
+    index = {name: position for position, name in enumerate(names)}
+
+    def make(values: Sequence[Any]) -> PostgresRow:
+        return PostgresRow(index, values)
+
+    return make
+
+
+class PostgresTransaction:
+    """A :class:`~agent.db.Transaction` over a psycopg ``AsyncConnection`` in a transaction."""
+
+    __slots__ = ("connection",)
+
+    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        self.connection = connection
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; return how many rows it changed (``-1``: not a change)."""
+        cursor = await self.connection.execute(to_psycopg(sql), _positional(params))
+        return cursor.rowcount
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
+        """Run one statement once per parameter set; return how many rows they changed."""
+        async with self.connection.cursor() as cursor:
+            await cursor.executemany(to_psycopg(sql), [_positional(row) for row in rows])
+            return cursor.rowcount
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        """Run one statement; return all its rows."""
+        cursor = await self.connection.execute(to_psycopg(sql), _positional(params))
+        return list(await cursor.fetchall()) if cursor.description else []
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        """Run one statement; return its first row, or ``None``."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+
+class _PoolReader:
+    """The :attr:`PostgresDatabase.reader`: each statement on a pooled autocommit connection."""
+
+    __slots__ = ("_pool",)
+
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+        self._pool = pool
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one statement on its own; return how many rows it changed."""
+        async with self._pool.connection() as conn:
+            return await PostgresTransaction(conn).execute(sql, params)
+
+    async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
+        """Run one statement once per parameter set; return how many rows they changed."""
+        async with self._pool.connection() as conn:
+            return await PostgresTransaction(conn).executemany(sql, rows)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        """Run one statement on its own; return all its rows."""
+        async with self._pool.connection() as conn:
+            return await PostgresTransaction(conn).fetchall(sql, params)
+
+    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        """Run one statement on its own; return its first row, or ``None``."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+
+class PostgresSnapshot:
+    """A :class:`~agent.db.Snapshot` over a sync psycopg ``Connection``, in its thread."""
+
+    __slots__ = ("connection",)
+
+    def __init__(self, connection: psycopg.Connection[Any]) -> None:
+        self.connection = connection
+
+    def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        """Run one query; return all its rows."""
+        cursor = self.connection.execute(to_psycopg(sql), _positional(params))
+        return list(cursor.fetchall()) if cursor.description else []
+
+    def fetchone(self, sql: str, params: Params = ()) -> Row | None:
+        """Run one query; return its first row, or ``None``."""
+        rows = self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+
+def load_postgres_schema_text() -> str:
+    """Return the text of ``agent/db/schema_postgres.sql`` (it lives in the package)."""
+    return resources.files("agent.db").joinpath("schema_postgres.sql").read_text(encoding="utf-8")
+
+
+async def migrate_postgres(
+    conn: psycopg.AsyncConnection[Any], migrations: list[Migration] | None = None
+) -> list[Migration]:
+    """Apply the migrations ``conn``'s database lacks; return those this call applied.
+
+    Each migration runs in one transaction with its ``schema_migrations`` row, after taking an
+    advisory lock and reading the version again (another process may have applied it). A
+    migration's statements are sent as one text, so that PostgreSQL, not SQLite's statement
+    splitter, decides where each ends (function bodies in ``$$``).
+
+    Raises:
+        MigrationError: a migration failed (rolled back), or the database is newer than this
+            program.
+    """
+    if migrations is None:
+        migrations = parse_migrations(load_postgres_schema_text())
+    latest = migrations[-1].version if migrations else 0
+    applied: list[Migration] = []
+    for migration in migrations:
+        try:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+                    " name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                )
+                cursor = await conn.execute("SELECT max(version) FROM schema_migrations")
+                row = await cursor.fetchone()
+                current = int(row[0]) if row is not None and row[0] is not None else 0
+                if current > latest:
+                    raise MigrationError(
+                        f"database schema version {current} is newer than this program's "
+                        f"({latest}); upgrade agent before opening it"
+                    )
+                if migration.version <= current:
+                    continue
+                await conn.execute("\n".join(migration.statements).encode())
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+        except psycopg.Error as exc:
+            raise MigrationError(f"migration {migration.label} failed: {exc}") from exc
+        logger.info("applied PostgreSQL schema migration %s", migration.label)
+        applied.append(migration)
+    return applied
+
+
+class PostgresDatabase:
+    """One PostgreSQL database, migrated on open; the surface of :class:`~agent.db.Database`.
+
+    Use it as an async context manager, or call :meth:`open` and :meth:`close`.
+
+    Args:
+        url: a libpq connection string or ``postgresql://`` URL.
+        min_size: connections each pool keeps open.
+        max_size: the most connections the async pool opens.
+        timeout: seconds to wait for a connection from a pool before failing.
+        migrations: the migrations to apply on open (default: ``schema_postgres.sql``'s).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 30.0,
+        migrations: list[Migration] | None = None,
+    ) -> None:
+        self.url = url
+        self._timeout = timeout
+        self._migrations = migrations
+        self._pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            open=False,
+            kwargs={"autocommit": True, "row_factory": _row_factory, "context": _ADAPTERS},
+            name="agent-pg",
+        )
+        self._read_pool: ConnectionPool[Any] = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=2,
+            timeout=timeout,
+            open=False,
+            kwargs={"autocommit": False, "row_factory": _row_factory, "context": _ADAPTERS},
+            configure=_configure_snapshot,
+            name="agent-pg-read",
+        )
+        self._reader = _PoolReader(self._pool)
+        self._open = False
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.open()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def is_open(self) -> bool:
+        """Whether :meth:`open` has completed and :meth:`close` has not been called."""
+        return self._open
+
+    async def open(self) -> Self:
+        """Open the pools and apply pending migrations. Idempotent.
+
+        Raises:
+            StorageError: the server cannot be reached.
+            MigrationError: the schema could not be brought up to date.
+        """
+        if self._open:
+            return self
+        try:
+            await self._pool.open(wait=True, timeout=self._timeout)
+            async with self._pool.connection() as conn:
+                await migrate_postgres(conn, self._migrations)
+            await asyncio.to_thread(self._read_pool.open, wait=True, timeout=self._timeout)
+        except psycopg.Error as exc:  # psycopg_pool.PoolTimeout too: the server is unreachable
+            raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
+        self._open = True
+        return self
+
+    async def close(self) -> None:
+        """Close both pools. Idempotent."""
+        self._open = False
+        await self._pool.close()
+        await asyncio.to_thread(self._read_pool.close)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    @property
+    def reader(self) -> Transaction:
+        """Reads of committed data: each statement on a connection of its own, autocommit."""
+        if not self._open:
+            raise RuntimeError("Database is not open: call `await db.open()` first")
+        return self._reader
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
+        """Run a read query and return all its rows."""
+        try:
+            return await self.reader.fetchall(sql, tuple(params))
+        except psycopg.Error as exc:
+            raise StorageError(f"read failed: {exc}") from exc
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
+        """Run a read query and return its first row, if any."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    async def read(self, work: Read[T]) -> T:
+        """Run ``work`` with a :class:`PostgresSnapshot` in a worker thread; return its result.
+
+        ``work`` runs in one ``REPEATABLE READ`` read-only transaction: one snapshot.
+
+        Raises:
+            StorageError: a statement of ``work`` failed.
+        """
+        if not self._open:
+            raise RuntimeError("Database is not open: call `await db.open()` first")
+        try:
+            return await asyncio.to_thread(self._read_in_thread, work)
+        except psycopg.Error as exc:
+            raise StorageError(f"read failed: {exc}") from exc
+
+    def _read_in_thread(self, work: Read[T]) -> T:
+        with self._read_pool.connection() as conn, conn.transaction():
+            return work(PostgresSnapshot(conn))
+
+    # -- writes --------------------------------------------------------------------------------
+
+    async def write(self, work: Work[T]) -> T:
+        """Run ``work`` in one transaction and return its result after the commit.
+
+        ``work`` must not commit, roll back or start a transaction, and must have no side
+        effect outside the database.
+
+        Raises:
+            StorageError: the transaction failed; nothing of ``work`` was committed.
+            Exception: whatever ``work`` raised; nothing of ``work`` was committed.
+        """
+        if not self._open:
+            raise RuntimeError("Database is not open: call `await db.open()` first")
+        attempt = 1
+        while True:
+            try:
+                async with self._pool.connection() as conn, conn.transaction():
+                    return await work(PostgresTransaction(conn))
+            except _RETRIED as exc:
+                # The server chose this transaction as the victim of a deadlock or a
+                # serialization conflict: the work has no side effect, so it runs again.
+                if attempt == _WRITE_ATTEMPTS:
+                    raise StorageError(f"write failed {attempt} times: {exc}") from exc
+                logger.debug("write conflict (%s), attempt %d; retrying", exc, attempt)
+                attempt += 1
+            except psycopg.Error as exc:
+                raise StorageError(f"write failed: {exc}") from exc
+
+
+def _configure_snapshot(conn: psycopg.Connection[Any]) -> None:
+    conn.isolation_level = IsolationLevel.REPEATABLE_READ
+    conn.read_only = True
+    conn.commit()  # setting them may not leave the connection in a transaction
