@@ -227,12 +227,12 @@ async def test_engine_failure_writes_nothing_and_the_chat_recovers(lane, db, eng
     assert await db.fetchall("SELECT * FROM conversation_sessions") == []
     assert await db.fetchall("SELECT * FROM conversation_turns") == []
     assert lane.session_id_for_chat(CHAT_A) is None
-    assert lane.inspector.checkpoint_ids() == []
+    assert await lane.inspector.checkpoint_ids() == []
     # The redelivered update is answered now, as the first turn of a real session.
     result = await lane.on_turn(msg(CHAT_A, "first try", update_id=1), engine)
     assert (result.turn.seq, result.duplicate) == (1, False)
     assert await log_rows(db, result.turn.session_id) == [(1, "first try", "answered")]
-    assert lane.inspector.checkpoint_ids() == [result.turn.session_id]
+    assert await lane.inspector.checkpoint_ids() == [result.turn.session_id]
 
 
 # -- restart -------------------------------------------------------------------------------------
@@ -724,7 +724,7 @@ async def test_forget_session_erases_rows_turns_and_checkpoint(lane, db, engine)
     assert await log_rows(db, sid_a) == []
     assert not path_a.exists()
     assert await lane.inspector.packet(CHAT_A) is None
-    assert lane.inspector.checkpoint_ids() == [sid_b]
+    assert await lane.inspector.checkpoint_ids() == [sid_b]
     assert len(await log_rows(db, sid_b)) == 2
     assert await lane.forget_session(sid_a) is False
     # The chat's next message starts over.
@@ -756,7 +756,7 @@ async def test_prune_erases_sessions_inactive_longer_than_the_limit(db_path, che
         assert await lane.inspector.packet(CHAT_A) is None
         assert await lane.inspector.session(sid_b) is not None
         assert len(await log_rows(db, sid_b)) == 2
-        assert lane.inspector.checkpoint_ids() == [sid_b]
+        assert await lane.inspector.checkpoint_ids() == [sid_b]
 
 
 # -- corrupt checkpoints ---------------------------------------------------------------------------
@@ -988,7 +988,7 @@ async def test_hydrate_deletes_checkpoint_of_a_session_gone_from_the_db(
         assert report.orphans_removed == [history.sid_b]
         assert report.sessions == 1
         assert not history.path_b.exists()
-        assert lane.inspector.checkpoint_ids() == [history.sid_a]
+        assert await lane.inspector.checkpoint_ids() == [history.sid_a]
         assert any(history.sid_b in w for w in lane_records(caplog, logging.WARNING))
         assert await lane.inspector.packet(CHAT_B) is None
 

@@ -42,6 +42,6 @@ async def test_start_rebuilds_missing_checkpoints_deletes_orphans_and_lists_repl
         snapshot = await again.inspector.checkpoint(lost)
         assert snapshot is not None
         assert snapshot.turn_count == 1
-        assert sorted(again.inspector.checkpoint_ids()) == sorted([kept, lost])
+        assert sorted(await again.inspector.checkpoint_ids()) == sorted([kept, lost])
     finally:
         await again.shutdown()

@@ -408,7 +408,7 @@ async def check_after_hydrate(
         assert snapshot.state.log_view() == rebuilt.log_view(), f"{sid}: checkpoint != log"
         assert session.state.log_view() == rebuilt.log_view(), f"{sid}: sessions row != log"
         verified.folds[sid] = (session.turn_count, await edit_count(lane, db, sid), rebuilt)
-    for sid in lane.inspector.checkpoint_ids():
+    for sid in await lane.inspector.checkpoint_ids():
         snapshot = await lane.inspector.checkpoint(sid)
         session = await lane.inspector.session(sid)
         assert snapshot is not None

@@ -1,6 +1,6 @@
-"""The PostgreSQL database (agent/db/postgres.py): placeholders, rows, migrations, writes,
-reads and snapshots, against a real server (tests marked ``postgres``; the placeholder
-translation needs none)."""
+"""The PostgreSQL database (agent/db/postgres.py, agent/db/postgres_adapters.py): placeholders,
+rows, migrations, writes, reads, snapshots, integrity and purging, against a real server (tests
+marked ``postgres``; the placeholder translation needs none)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ pytest.importorskip("psycopg", reason="postgres: the `postgres` extra is not ins
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import Snapshot, Transaction
 from agent.db.migrations import Migration, parse_migrations
-from agent.db.postgres import PostgresDatabase, load_postgres_schema_text, to_psycopg
+from agent.db.postgres import PostgresDatabase, load_postgres_schema_text
+from agent.db.postgres_adapters import to_psycopg
 from agent.errors import MigrationError, StorageError
 
 MIGRATIONS = [
@@ -190,3 +191,75 @@ async def test_an_unreachable_server_is_a_storage_error():
     with pytest.raises(StorageError, match="cannot open"):
         await db.__aenter__()
     assert not db.is_open
+
+
+@pytest.mark.postgres
+async def test_a_snapshot_reads_one_view_while_others_commit(postgres_url):
+    """Reads inside ``snapshot()`` do not see what commits meanwhile; after it, they do."""
+    async with PostgresDatabase(postgres_url, migrations=MIGRATIONS[:1]) as db:
+        await db.write(lambda tx: tx.execute("INSERT INTO things VALUES (1, 'a')"))
+        async with db.snapshot() as reader:
+            before = await reader.fetchall("SELECT count(*) AS n FROM things")
+            await db.write(lambda tx: tx.execute("INSERT INTO things VALUES (2, 'b')"))
+            during = await reader.fetchall("SELECT count(*) AS n FROM things")
+        after = await db.fetchall("SELECT count(*) AS n FROM things")
+    assert [before[0]["n"], during[0]["n"], after[0]["n"]] == [1, 1, 2]
+
+
+@pytest.mark.postgres
+async def test_integrity_problems_name_a_session_behind_its_turns(postgres_url):
+    """A session whose ``last_seq`` is behind its turns is reported; a sound one is not."""
+    async with PostgresDatabase(postgres_url) as db:
+        await db.write(
+            lambda tx: tx.execute(
+                "INSERT INTO conversation_sessions (session_id, chat_id, state, created_at,"
+                " updated_at) VALUES ('ses_1', 1, '{}', 't', 't')"
+            )
+        )
+        assert await db.integrity_problems() == []
+        await db.write(
+            lambda tx: tx.execute(
+                "INSERT INTO conversation_turns (turn_id, session_id, seq, user_text,"
+                " created_at, status) VALUES ('trn_1', 'ses_1', 1, 'hi', 't', 'recorded')"
+            )
+        )
+        assert await db.integrity_problems() == ["session ses_1: last_seq 0 behind its turn 1"]
+
+
+@pytest.mark.postgres
+async def test_purge_erased_removes_deleted_text_from_the_table_pages(postgres_url):
+    """After a delete, the old row version still holds the text in its page; ``purge_erased``
+    (a vacuum) removes it (every page read with ``pageinspect``, as someone with the disk
+    could)."""
+    erased = "the cabin code is 7731-erase-me"
+
+    async def text_in_pages(db: PostgresDatabase) -> int:
+        row = await db.fetchone(
+            "SELECT count(*) AS n FROM generate_series(0, pg_relation_size('conversation_turns')"
+            " / current_setting('block_size')::int - 1) AS page,"
+            " heap_page_items(get_raw_page('conversation_turns', page::int))"
+            " WHERE t_data IS NOT NULL AND position(convert_to(?, 'UTF8') IN t_data) > 0",
+            (erased,),
+        )
+        assert row is not None
+        return int(row["n"])
+
+    async with PostgresDatabase(postgres_url) as db:
+        await db.write(lambda tx: tx.execute("CREATE EXTENSION IF NOT EXISTS pageinspect"))
+        await db.write(
+            lambda tx: tx.execute(
+                "INSERT INTO conversation_sessions (session_id, chat_id, state, created_at,"
+                " updated_at, last_seq) VALUES ('ses_1', 1, '{}', 't', 't', 1)"
+            )
+        )
+        await db.write(
+            lambda tx: tx.execute(
+                "INSERT INTO conversation_turns (turn_id, session_id, seq, user_text,"
+                " created_at, status) VALUES ('trn_1', 'ses_1', 1, ?, 't', 'recorded')",
+                (erased,),
+            )
+        )
+        await db.write(lambda tx: tx.execute("DELETE FROM conversation_sessions"))
+        assert await text_in_pages(db) == 1  # dead, but on the page
+        assert await db.purge_erased()
+        assert await text_in_pages(db) == 0

@@ -78,7 +78,7 @@ async def test_forget_and_prune_erase_sessions_everywhere(db_path, checkpoint_di
         gone = await say(lane, "my secret is 1234")
         assert await lane.forget_session(gone)
         assert await lane.inspector.session(gone) is None
-        assert gone not in lane.inspector.checkpoint_ids()
+        assert gone not in await lane.inspector.checkpoint_ids()
         assert not await lane.forget_session(gone)
 
         old = await say(lane, "an old chat", chat_id=1)

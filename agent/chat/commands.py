@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agent.chat.erasure import forget_everywhere
-from agent.db import Database
+from agent.db import AnyDatabase
 from agent.errors import SessionNotFound
 from agent.memory import (
     ChatSession,
@@ -237,7 +237,7 @@ class CommandCenter:
         db: the database of the inbound journal (``/forget`` erases the chat's entries).
     """
 
-    def __init__(self, lane: ConversationLane, db: Database) -> None:
+    def __init__(self, lane: ConversationLane, db: AnyDatabase) -> None:
         self.lane = lane
         self.inspector = lane.inspector  # what the commands read goes through it
         self._db = db

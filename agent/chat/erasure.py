@@ -9,13 +9,13 @@ it with the database the application wired. Tested by ``tests/test_conversation_
 from __future__ import annotations
 
 from agent.chat.inbound_journal import InboundJournal
-from agent.db import Database
+from agent.db import AnyDatabase
 from agent.memory import ConversationLane
 
 __all__ = ["forget_everywhere"]
 
 
-async def forget_everywhere(lane: ConversationLane, db: Database, session_id: str) -> int | None:
+async def forget_everywhere(lane: ConversationLane, db: AnyDatabase, session_id: str) -> int | None:
     """Erase a conversation and what the bot received of it.
 
     When it is its chat's open conversation, the chat's inbound journal entries go first (of

@@ -38,7 +38,7 @@ from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.chat.outbox import Outbox
 from agent.chat.reminders import JobScheduler, Reminders
 from agent.chat.storage_backlog import REFUSALS, StorageBacklog
-from agent.db import Database
+from agent.db import AnyDatabase
 from agent.errors import DeliveryError, DeliveryFailed, DeliveryRefused, UnreadableUpdate
 from agent.memory import ConversationLane, ConversationTurn, InboundMessage, JobRef, ReplyEngine
 from agent.utils.logging_setup import bind
@@ -102,7 +102,7 @@ class ChatService:
         engine: ReplyEngine,
         outbox: Outbox,
         *,
-        db: Database,
+        db: AnyDatabase,
         scheduler: JobScheduler,
         journal: InboundJournal | None = None,
         max_concurrent_chats: int = 256,

@@ -22,6 +22,7 @@ from agent.cli.opened import OpenedMemory
 from agent.cli.render import Column, Output
 from agent.errors import CheckpointError
 from agent.memory import CheckpointCheck, SessionState
+from agent.memory.schemas import dump_json
 
 __all__ = ["EXIT_PROBLEMS", "register"]
 
@@ -42,26 +43,33 @@ async def _checkpoint(opened: OpenedMemory, args: argparse.Namespace, out: Outpu
     session = await opened.session(args.session)
     snapshot = await inspector.checkpoint(session.session_id)
     path = inspector.checkpoint_path(session.session_id)
+    where = f"checkpoint file ({path})" if path is not None else "checkpoint row"
     if snapshot is None:
         raise CheckpointError(
-            f"session {session.session_id} has no checkpoint file ({path}); "
-            "`agent-memory verify --repair` writes it"
+            f"session {session.session_id} has no {where}; `agent-memory verify --repair` writes it"
         )
+    name = path.name if path is not None else f"row {session.session_id}"
     if not args.diff:
-        out.stream.write(path.read_text(encoding="utf-8"))
+        # The file as it is on disk; a row as the file would hold it.
+        text = (
+            path.read_text(encoding="utf-8")
+            if path is not None
+            else dump_json(snapshot, indent=True).decode()
+        )
+        out.stream.write(text)
         return 0
     rebuilt = await inspector.rebuild_state(session.session_id)
     diff = list(
         difflib.unified_diff(
             _state_lines(snapshot.state),
             _state_lines(rebuilt),
-            fromfile=f"{path.name} (state at turn {snapshot.turn_count}, status left out)",
+            fromfile=f"{name} (state at turn {snapshot.turn_count}, status left out)",
             tofile=f"rebuilt from the turn log (turn {rebuilt.turn_count})",
         )
     )
     if not diff:
         out.line(
-            f"checkpoint {path.name} matches the state rebuilt from the log "
+            f"checkpoint {name} matches the state rebuilt from the log "
             f"({rebuilt.turn_count} turns)"
         )
         return 0

@@ -21,12 +21,16 @@ __all__ = ["register"]
 _SIDE_FILES = ("-wal", "-shm")
 
 
-def _file_sizes(db_path: Path, checkpoint_dir: Path) -> dict[str, int]:
+def _file_sizes(db_path: Path, checkpoint_dir: Path | None) -> dict[str, int]:
     sizes = {"database": db_path.stat().st_size}
     for suffix in _SIDE_FILES:
         side = db_path.with_name(db_path.name + suffix)
         sizes[f"database{suffix}"] = side.stat().st_size if side.exists() else 0
-    files = list(checkpoint_dir.glob("*.json")) if checkpoint_dir.is_dir() else []
+    files = (
+        list(checkpoint_dir.glob("*.json"))
+        if checkpoint_dir is not None and checkpoint_dir.is_dir()
+        else []
+    )
     sizes["checkpoint_files"] = len(files)
     sizes["checkpoints"] = sum(path.stat().st_size for path in files)
     return sizes

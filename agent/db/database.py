@@ -281,11 +281,12 @@ class Database:
         except sqlite3.Error as exc:
             raise StorageError(f"read failed: {exc}") from exc
 
-    async def truncate_wal(self) -> bool:
+    async def purge_erased(self) -> bool:
         """Copy the write-ahead log into the database file and empty it.
 
         Erasure needs it: until SQLite reuses them, the log keeps the pages as they were
-        before a delete. It runs on the reader, so the writer's batches do not wait for it.
+        before a delete (``secure_delete`` zeroes them in the file). It runs on the reader, so
+        the writer's batches do not wait for it.
 
         Returns:
             Whether the log is empty now (``False``: another process's reader or writer held

@@ -14,17 +14,8 @@ is not done yet). Needs the ``postgres`` extra (``psycopg[binary,pool]``). A
   :meth:`PostgresDatabase.read`: the whole read runs in a worker thread on one connection, in
   one transaction, so its statements see one snapshot.
 
-**Placeholders: the stores write one SQL.** The stores' statements use SQLite's ``?``
-placeholders; the adapters here (:class:`PostgresTransaction`, :class:`PostgresSnapshot`)
-translate them to psycopg's ``%s`` outside string literals, quoted identifiers and comments,
-and double every literal ``%`` (psycopg reads ``%`` as the start of a placeholder anywhere),
-once per distinct statement (cached: :func:`to_psycopg`). Named parameters (``:name``) are not
-translated: the stores use positional ones only, and a mapping is refused (``TypeError``).
-The schema has no binary column: a ``bytes`` parameter is JSON the stores made with orjson, and
-goes to the server as text (:class:`_BytesAsText`), as SQLite stores it in its ``TEXT`` columns.
-Where the dialects differ for real (full-text search, ``PRAGMA``, ``strftime``) a store has a
-PostgreSQL variant of its own; what both dialects share (``ON CONFLICT ... DO NOTHING``,
-``RETURNING``, ``CASE``) stays one statement.
+The stores' SQL keeps SQLite's ``?`` placeholders; :mod:`agent.db.postgres_adapters` translates
+them and adapts rows and parameters.
 
 A write the server aborts for a deadlock or a serialization conflict (another process wrote
 the same rows at once) runs again, up to five times: a work has no side effect (as on SQLite,
@@ -43,32 +34,29 @@ store, by the conformance suite (``tests/test_store_conformance.py``, ``postgres
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable
 from importlib import resources
 from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import IsolationLevel
-from psycopg.adapt import AdaptersMap, Dumper
-from psycopg.rows import RowMaker
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from agent.db.database import Read, Work
 from agent.db.migrations import Migration, parse_migrations
-from agent.db.transaction import Params, Row, Transaction
+from agent.db.postgres_adapters import (
+    ADAPTERS,
+    PoolReader,
+    PostgresSnapshot,
+    PostgresTransaction,
+    row_factory,
+)
+from agent.db.transaction import Row, Transaction
 from agent.errors import MigrationError, StorageError
 
-__all__ = [
-    "PostgresDatabase",
-    "PostgresRow",
-    "PostgresSnapshot",
-    "PostgresTransaction",
-    "load_postgres_schema_text",
-    "migrate_postgres",
-    "to_psycopg",
-]
+__all__ = ["PostgresDatabase", "load_postgres_schema_text", "migrate_postgres"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,176 +68,6 @@ _WRITE_ATTEMPTS = 5
 _RETRIED = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 #: The key of the advisory lock that serialises migrations between processes ("agent" + 1).
 _MIGRATION_LOCK = 0x6167656E74_01
-
-
-class _BytesAsText(Dumper):
-    """Sends a ``bytes`` parameter (orjson's UTF-8 JSON) as ``text``, not ``bytea``."""
-
-    oid = psycopg.adapters.types["text"].oid
-
-    def dump(self, obj: Any) -> bytes:
-        """Return the bytes as they are: they are the text's UTF-8 already."""
-        return bytes(obj)
-
-
-_ADAPTERS = AdaptersMap(psycopg.adapters)
-_ADAPTERS.register_dumper(bytes, _BytesAsText)
-
-
-@functools.lru_cache(maxsize=1024)
-def to_psycopg(sql: str) -> str:
-    """Return ``sql`` with SQLite's ``?`` placeholders as psycopg's ``%s`` and ``%`` as ``%%``.
-
-    A ``?`` inside a string literal (``'...'``), a quoted identifier (``"..."``) or a comment
-    (``-- ...``) is left alone; every ``%`` is doubled, in literals too (psycopg parses the
-    whole text for placeholders).
-    """
-    out: list[str] = []
-    quote: str | None = None  # the quote character of the literal we are in
-    comment = False
-    for index, char in enumerate(sql):
-        if char == "%":
-            out.append("%%")
-            continue
-        if comment:
-            comment = char != "\n"
-        elif quote is not None:
-            if char == quote:
-                quote = None  # a doubled quote closes and reopens: same result
-        elif char in "'\"":
-            quote = char
-        elif char == "-" and sql.startswith("--", index):
-            comment = True
-        elif char == "?":
-            out.append("%s")
-            continue
-        out.append(char)
-    return "".join(out)
-
-
-def _positional(params: Params) -> Sequence[Any]:
-    if isinstance(params, Sequence) and not isinstance(params, str | bytes):
-        return params
-    raise TypeError("the PostgreSQL adapters take positional parameters only (`?`)")
-
-
-class PostgresRow:
-    """One row of a result, read by column name or by position, like ``sqlite3.Row``."""
-
-    __slots__ = ("_index", "_values")
-
-    def __init__(self, index: dict[str, int], values: Sequence[Any]) -> None:
-        self._index = index
-        self._values = values
-
-    def __getitem__(self, key: int | str, /) -> Any:
-        """Return the value of a column, by name or position."""
-        if isinstance(key, str):
-            return self._values[self._index[key]]
-        return self._values[key]
-
-    def __iter__(self) -> Iterator[Any]:
-        """Yield the values in column order."""
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        """Return the number of columns."""
-        return len(self._values)
-
-    def keys(self) -> list[str]:
-        """Return the column names, in order."""
-        return list(self._index)
-
-    def __repr__(self) -> str:
-        return f"PostgresRow({dict(zip(self._index, self._values, strict=True))!r})"
-
-
-def _row_factory(cursor: Any) -> RowMaker[PostgresRow]:
-    names = [column.name for column in cursor.description or ()]
-    index = {name: position for position, name in enumerate(names)}
-
-    def make(values: Sequence[Any]) -> PostgresRow:
-        return PostgresRow(index, values)
-
-    return make
-
-
-class PostgresTransaction:
-    """A :class:`~agent.db.Transaction` over a psycopg ``AsyncConnection`` in a transaction."""
-
-    __slots__ = ("connection",)
-
-    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
-        self.connection = connection
-
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; return how many rows it changed (``-1``: not a change)."""
-        cursor = await self.connection.execute(to_psycopg(sql), _positional(params))
-        return cursor.rowcount
-
-    async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
-        """Run one statement once per parameter set; return how many rows they changed."""
-        async with self.connection.cursor() as cursor:
-            await cursor.executemany(to_psycopg(sql), [_positional(row) for row in rows])
-            return cursor.rowcount
-
-    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        """Run one statement; return all its rows."""
-        cursor = await self.connection.execute(to_psycopg(sql), _positional(params))
-        return list(await cursor.fetchall()) if cursor.description else []
-
-    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        """Run one statement; return its first row, or ``None``."""
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
-
-class _PoolReader:
-    """The :attr:`PostgresDatabase.reader`: each statement on a pooled autocommit connection."""
-
-    __slots__ = ("_pool",)
-
-    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
-        self._pool = pool
-
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement on its own; return how many rows it changed."""
-        async with self._pool.connection() as conn:
-            return await PostgresTransaction(conn).execute(sql, params)
-
-    async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
-        """Run one statement once per parameter set; return how many rows they changed."""
-        async with self._pool.connection() as conn:
-            return await PostgresTransaction(conn).executemany(sql, rows)
-
-    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        """Run one statement on its own; return all its rows."""
-        async with self._pool.connection() as conn:
-            return await PostgresTransaction(conn).fetchall(sql, params)
-
-    async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        """Run one statement on its own; return its first row, or ``None``."""
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
-
-class PostgresSnapshot:
-    """A :class:`~agent.db.Snapshot` over a sync psycopg ``Connection``, in its thread."""
-
-    __slots__ = ("connection",)
-
-    def __init__(self, connection: psycopg.Connection[Any]) -> None:
-        self.connection = connection
-
-    def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        """Run one query; return all its rows."""
-        cursor = self.connection.execute(to_psycopg(sql), _positional(params))
-        return list(cursor.fetchall()) if cursor.description else []
-
-    def fetchone(self, sql: str, params: Params = ()) -> Row | None:
-        """Run one query; return its first row, or ``None``."""
-        rows = self.fetchall(sql, params)
-        return rows[0] if rows else None
 
 
 def load_postgres_schema_text() -> str:
@@ -336,7 +154,7 @@ class PostgresDatabase:
             max_size=max_size,
             timeout=timeout,
             open=False,
-            kwargs={"autocommit": True, "row_factory": _row_factory, "context": _ADAPTERS},
+            kwargs={"autocommit": True, "row_factory": row_factory, "context": ADAPTERS},
             name="agent-pg",
         )
         self._read_pool: ConnectionPool[Any] = ConnectionPool(
@@ -345,11 +163,11 @@ class PostgresDatabase:
             max_size=2,
             timeout=timeout,
             open=False,
-            kwargs={"autocommit": False, "row_factory": _row_factory, "context": _ADAPTERS},
+            kwargs={"autocommit": False, "row_factory": row_factory, "context": ADAPTERS},
             configure=_configure_snapshot,
             name="agent-pg-read",
         )
-        self._reader = _PoolReader(self._pool)
+        self._reader = PoolReader(self._pool)
         self._open = False
 
     async def __aenter__(self) -> Self:
@@ -429,6 +247,63 @@ class PostgresDatabase:
         except psycopg.Error as exc:
             raise StorageError(f"read failed: {exc}") from exc
 
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[Transaction]:
+        """Hold one read snapshot for several reads: a ``REPEATABLE READ`` read-only
+        transaction on one connection of the async pool."""
+        if not self._open:
+            raise RuntimeError("Database is not open: call `await db.open()` first")
+        try:
+            async with self._pool.connection() as conn:
+                await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try:
+                    yield PostgresTransaction(conn)
+                finally:
+                    await conn.execute("COMMIT")
+        except psycopg.Error as exc:
+            raise StorageError(f"read failed: {exc}") from exc
+
+    async def integrity_problems(self) -> list[str]:
+        """Return the rows that break what the schema cannot declare (empty: none).
+
+        The server keeps its own files consistent (write-ahead log, checksummed pages where the
+        cluster enables them) and enforces the foreign keys; what is checked here is ours: a
+        session's ``last_seq`` and ``turn_count`` against its turns.
+        """
+        rows = await self.fetchall(
+            "SELECT s.session_id, s.last_seq, COALESCE(MAX(t.seq), 0) AS top"
+            " FROM conversation_sessions s"
+            " LEFT JOIN conversation_turns t ON t.session_id = s.session_id"
+            " GROUP BY s.session_id, s.last_seq"
+            " HAVING s.last_seq < COALESCE(MAX(t.seq), 0)"
+        )
+        return [
+            f"session {row['session_id']}: last_seq {row['last_seq']} behind its turn {row['top']}"
+            for row in rows
+        ]
+
+    async def purge_erased(self) -> bool:
+        """Vacuum the tables that hold conversation text, so that the row versions an erasure
+        left dead are removed from their pages (PostgreSQL keeps them until a vacuum).
+
+        Returns:
+            Whether every table was vacuumed (``False``: a table was busy or the server refused;
+            autovacuum removes them later).
+        """
+        tables = await self.fetchall(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            " AND tablename = ANY(?)",
+            (list(_TEXT_TABLES),),
+        )
+        try:
+            async with self._pool.connection() as conn:
+                for row in tables:
+                    await conn.execute(f'VACUUM "{row["tablename"]}"')
+        except psycopg.Error as exc:
+            logger.warning("vacuum after an erasure failed: %s", exc)
+            return False
+        return True
+
     def _read_in_thread(self, work: Read[T]) -> T:
         with self._read_pool.connection() as conn, conn.transaction():
             return work(PostgresSnapshot(conn))
@@ -461,6 +336,21 @@ class PostgresDatabase:
                 attempt += 1
             except psycopg.Error as exc:
                 raise StorageError(f"write failed: {exc}") from exc
+
+
+#: The tables whose rows hold what users said (vacuumed after an erasure); those not yet
+#: created on this server are skipped.
+_TEXT_TABLES = (
+    "inbound_updates",
+    "conversation_sessions",
+    "conversation_turns",
+    "turn_edits",
+    "session_checkpoints",
+    "conversation_summaries",
+    "memories",
+    "memory_sources",
+    "memory_relations",
+)
 
 
 def _configure_snapshot(conn: psycopg.Connection[Any]) -> None:

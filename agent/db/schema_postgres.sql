@@ -116,3 +116,15 @@ CREATE TABLE turn_edits (
 CREATE INDEX turn_edits_turn ON turn_edits (session_id, seq);
 CREATE UNIQUE INDEX turn_edits_update
     ON turn_edits (bot_id, update_id) WHERE update_id IS NOT NULL;
+
+-- migration: 0003_session_checkpoints
+-- Each session's checkpoint as a row, so that every worker and the CLI read the same one
+-- (agent/memory/storage/checkpoint_rows.py); the file is only a mirror where a checkpoint
+-- directory is set. Written after the turn's commit, deleted with its session.
+CREATE TABLE session_checkpoints (
+    session_id TEXT COLLATE "C" PRIMARY KEY
+               REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    turn_count INTEGER NOT NULL,
+    snapshot   JSONB NOT NULL,
+    written_at TEXT NOT NULL
+);

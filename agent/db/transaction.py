@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, TypeVar
 
 import aiosqlite
@@ -110,8 +111,30 @@ class AnyDatabase(Protocol):
     """**Protocol:** an open database of either backend, as the stores' callers use it.
 
     :class:`agent.db.Database` (SQLite) and :class:`agent.db.postgres.PostgresDatabase` are
-    both one; a caller that needs nothing backend-specific (the inbound journal) takes this.
+    both one; everything above ``agent/db`` (the lane, the journal, the chat service, the CLI)
+    takes this, so that a backend is chosen once, where the application is wired.
     """
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the database is open."""
+        ...
+
+    async def close(self) -> None:
+        """Close the database. Idempotent."""
+        ...
+
+    def snapshot(self) -> AbstractAsyncContextManager[Transaction]:
+        """Hold one read snapshot for several reads (``async with db.snapshot() as reader``)."""
+        ...
+
+    async def integrity_problems(self) -> list[str]:
+        """Return what the backend's own checks of its data report (empty: none)."""
+        ...
+
+    async def purge_erased(self) -> bool:
+        """Make erased rows unreadable on disk too; return whether that is done now."""
+        ...
 
     @property
     def reader(self) -> Transaction:

@@ -16,7 +16,7 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import ValidationError
@@ -29,7 +29,7 @@ from agent.memory.schemas import (
 )
 from agent.utils.ids import is_session_id
 
-__all__ = ["CheckpointWriter"]
+__all__ = ["CheckpointStore", "CheckpointWriter"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,62 @@ _TEMP_PREFIX = ".tmp-"
 _V1_DELIVERY_FIELDS = ("status", "reply_message_id", "delivered_at")
 # Conversations are private: the directory is its owner's alone (files are 0600 from mkstemp).
 _PRIVATE_DIRECTORY = 0o700
+
+
+class CheckpointStore(Protocol):
+    """**Protocol:** where the lane keeps each session's checkpoint.
+
+    :class:`CheckpointWriter` (files in one directory: the embedded default) and
+    :class:`agent.memory.storage.checkpoint_rows.DatabaseCheckpoints` (a row per session in
+    the database, and files only where a directory is set: PostgreSQL, read by every worker and
+    the CLI) are both one.
+    """
+
+    @property
+    def directory(self) -> Path | None:
+        """The directory of the checkpoint files (``None``: no files are written)."""
+        ...
+
+    def path_for(self, session_id: str) -> Path | None:
+        """Return the checkpoint file of a session (``None``: no files are written)."""
+        ...
+
+    async def write(self, snapshot: ConversationCheckpointSnapshot) -> object:
+        """Write a snapshot atomically and durably.
+
+        Raises:
+            CheckpointError: it could not be written; the previous one is left intact.
+        """
+        ...
+
+    async def load(self, session_id: str) -> ConversationCheckpointSnapshot | None:
+        """Read and validate a session's checkpoint; ``None`` if there is none.
+
+        Raises:
+            CheckpointCorrupt: it is not a valid snapshot of this session.
+            CheckpointError: it cannot be read.
+        """
+        ...
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session's checkpoint; return whether there was one."""
+        ...
+
+    async def session_ids(self) -> list[str]:
+        """Return the ids of every session that has a checkpoint, sorted."""
+        ...
+
+    def make_private(self) -> None:
+        """Make the checkpoint directory, if any, its owner's alone.
+
+        Raises:
+            OSError: the directory cannot be created or changed.
+        """
+        ...
+
+    def remove_temp_files(self) -> int:
+        """Delete what writes a crash interrupted left behind; return how many."""
+        ...
 
 
 class CheckpointWriter:
@@ -51,8 +107,13 @@ class CheckpointWriter:
     """
 
     def __init__(self, directory: str | Path, *, fsync: bool = True) -> None:
-        self.directory = Path(directory).resolve()
+        self._directory = Path(directory).resolve()
         self.fsync = fsync
+
+    @property
+    def directory(self) -> Path:
+        """The directory of the checkpoint files."""
+        return self._directory
 
     def path_for(self, session_id: str) -> Path:
         """Return the checkpoint path of a session.
@@ -171,8 +232,11 @@ class CheckpointWriter:
             await asyncio.to_thread(self._fsync_directory)
         return True
 
-    def session_ids(self) -> list[str]:
+    async def session_ids(self) -> list[str]:
         """Return the ids of every session that has a checkpoint file, sorted."""
+        return await asyncio.to_thread(self._session_ids)
+
+    def _session_ids(self) -> list[str]:
         if not self.directory.is_dir():
             return []
         return sorted(

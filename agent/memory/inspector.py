@@ -122,8 +122,8 @@ class MemoryInspector:
         return self._parts.builder.recent_turns
 
     @property
-    def checkpoint_directory(self) -> Path:
-        """The directory of the checkpoint files."""
+    def checkpoint_directory(self) -> Path | None:
+        """The directory of the checkpoint files (``None``: checkpoints are database rows only)."""
         return self._parts.checkpoints.directory
 
     def now(self) -> datetime:
@@ -408,13 +408,13 @@ class MemoryInspector:
         """
         return await self._parts.checkpoints.load(session_id)
 
-    def checkpoint_path(self, session_id: str) -> Path:
-        """Return where a session's checkpoint file is (or would be)."""
+    def checkpoint_path(self, session_id: str) -> Path | None:
+        """Return where a session's checkpoint file is or would be (``None``: no files)."""
         return self._parts.checkpoints.path_for(session_id)
 
-    def checkpoint_ids(self) -> list[str]:
-        """Return the session ids of the checkpoint files in the directory."""
-        return self._parts.checkpoints.session_ids()
+    async def checkpoint_ids(self) -> list[str]:
+        """Return the session ids that have a checkpoint."""
+        return await self._parts.checkpoints.session_ids()
 
     async def check(self, session: ConversationSession) -> CheckpointCheck:
         """Return how the session's checkpoint file compares with ``session`` (never raises)."""

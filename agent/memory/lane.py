@@ -29,9 +29,9 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from agent.db import Database
+from agent.db import AnyDatabase
 from agent.errors import StorageError
-from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_checkpoint import CheckpointStore
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
 from agent.memory.conversation_state_manager import ConversationStateManager
@@ -89,8 +89,8 @@ class ConversationLane:
 
     def __init__(
         self,
-        db: Database,
-        checkpoints: CheckpointWriter,
+        db: AnyDatabase,
+        checkpoints: CheckpointStore,
         *,
         store: ConversationStore | None = None,
         state_manager: ConversationStateManager | None = None,

@@ -247,7 +247,7 @@ class CheckpointKeeper:
     async def remove_orphans(self) -> list[str]:
         """Delete the files of sessions the database no longer has; return their ids."""
         parts = self._parts
-        on_disk = parts.checkpoints.session_ids()
+        on_disk = await parts.checkpoints.session_ids()
         if not on_disk:
             return []
         known = await parts.store.existing_session_ids(parts.db.reader, on_disk)

@@ -82,7 +82,7 @@ class MemoryCommands:
         erased = await parts.db.write(lambda tx: self.erase(tx, chat_id, memory_ids))
         if erased:
             parts.memories.drop(chat_id)
-            await parts.truncate_wal()
+            await parts.purge_erased()
         return erased
 
     async def erase(self, tx: Transaction, chat_id: int, memory_ids: Sequence[str]) -> list[Memory]:

@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 
-from agent.db import Database
-from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.db import AnyDatabase
+from agent.memory.conversation_checkpoint import CheckpointStore
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
 from agent.memory.conversation_state_manager import ConversationStateManager
@@ -69,8 +69,8 @@ class LaneParts:
     def __init__(
         self,
         *,
-        db: Database,
-        checkpoints: CheckpointWriter,
+        db: AnyDatabase,
+        checkpoints: CheckpointStore,
         store: ConversationStore,
         states: ConversationStateManager,
         builder: ConversationContextBuilder,
@@ -127,12 +127,12 @@ class LaneParts:
             self.summary_worker.forget(session_id)
         self.sessions.discard(session_id)
 
-    async def truncate_wal(self) -> None:
-        """Empty the write-ahead log into the database file after an erasure."""
-        # The write-ahead log keeps the pages as they were before an erasure until SQLite
-        # reuses them; the erased text must not wait there (secure_delete zeroes the rest).
-        if not await self.db.truncate_wal():
-            logger.warning("the write-ahead log keeps erased text until its next checkpoint")
+    async def purge_erased(self) -> None:
+        """After an erasure, make the erased rows unreadable on disk as well (SQLite: empty the
+        write-ahead log, which keeps pages as they were before the delete; PostgreSQL: vacuum
+        the dead row versions)."""
+        if not await self.db.purge_erased():
+            logger.warning("erased text stays on disk until the database's next clean-up")
 
     async def packet_for(
         self, live: LiveSession, text: str, *, is_new: bool

@@ -262,7 +262,7 @@ class SessionLifecycle:
         if session is not None:
             # Memories that came only from this session went with it.
             parts.memories.drop(session.chat_id)
-        await parts.truncate_wal()
+        await parts.purge_erased()
         return deleted
 
     async def prune(self, *, older_than_days: float) -> list[str]:
@@ -282,5 +282,5 @@ class SessionLifecycle:
             parts.forget_live(sid)
         if pruned:
             await parts.memories.reload(parts.db.reader)
-            await parts.truncate_wal()
+            await parts.purge_erased()
         return pruned

@@ -184,7 +184,7 @@ class TurnCommitter:
         if promoted or erased:  # superseded, added or erased: read the chat's memories again
             await parts.memories.load(parts.db.reader, [session.chat_id])
         if erased:
-            await parts.truncate_wal()
+            await parts.purge_erased()
         live.state = state
         live.recent.append(turn)
         await self._keeper.save(live)

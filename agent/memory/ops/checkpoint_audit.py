@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from agent.db import Database, Transaction
+from agent.db import AnyDatabase, Transaction
 from agent.errors import CheckpointError
-from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_checkpoint import CheckpointStore
 from agent.memory.conversation_store import ConversationStore
 from agent.memory.schemas import (
     CheckpointTurn,
@@ -123,7 +123,7 @@ class CheckpointAudit:
 
     def __init__(
         self,
-        checkpoints: CheckpointWriter,
+        checkpoints: CheckpointStore,
         store: ConversationStore,
         *,
         recent_turns: int,
@@ -178,7 +178,7 @@ class CheckpointAudit:
         """
         # Files first: a file is written after its session's commit, so a session read later
         # is there for every file listed (no false orphan).
-        on_disk = self.checkpoints.session_ids()
+        on_disk = await self.checkpoints.session_ids()
         sessions = await self.store.list_sessions(conn, limit=None)
         known = {session.session_id for session in sessions}
         checks = {session.session_id: await self.check(session) for session in sessions}
@@ -203,7 +203,7 @@ class CheckpointAudit:
     async def _recheck(self, conn: Transaction, first: CheckpointCheck) -> CheckpointCheck | None:
         session = await self.store.get_session(conn, first.session_id)
         if session is None:
-            on_disk = first.session_id in self.checkpoints.session_ids()
+            on_disk = first.session_id in await self.checkpoints.session_ids()
             return first if first.verdict == "orphan" and on_disk else None  # None: erased
         again = await self.check(session)
         if again.ok or again.position == first.position:
@@ -221,7 +221,7 @@ class CheckpointAudit:
             session_id, "orphan", "has no session in the database", db_turns=None
         )
 
-    async def repair(self, db: Database, session_id: str) -> bool:
+    async def repair(self, db: AnyDatabase, session_id: str) -> bool:
         """Rewrite a session's checkpoint from the database, or delete it if it has no session.
 
         Runs while holding the database's write lock (and writes nothing to the database):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from agent.db import Database
+from agent.db import AnyDatabase
 from agent.errors import StorageError
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
 from agent.memory.schemas import ConversationTurn, SummaryStatus, SummaryVersion, utc_now
@@ -114,7 +114,7 @@ class SummaryWorker:
 
     def __init__(
         self,
-        db: Database,
+        db: AnyDatabase,
         model: ModelSummarizer,
         *,
         store: SummaryStore | None = None,
