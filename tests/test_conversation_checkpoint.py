@@ -486,7 +486,7 @@ async def test_load_reports_a_corrupt_file(writer):
 
 async def test_session_ids_lists_only_valid_id_files(writer):
     """``session_ids`` lists sorted ids of ``<id>.json`` files and ignores everything else."""
-    assert writer.session_ids() == []  # no directory yet
+    assert await writer.session_ids() == []  # no directory yet
     await writer.write(snapshot(OTHER_SID))
     await writer.write(snapshot(SID))
     directory = writer.directory
@@ -497,7 +497,7 @@ async def test_session_ids_lists_only_valid_id_files(writer):
     (directory / ("ses_" + "A" * 32 + ".json")).write_text("{}")
     (directory / "ses_123.json").write_text("{}")
 
-    assert writer.session_ids() == [SID, OTHER_SID]
+    assert await writer.session_ids() == [SID, OTHER_SID]
 
 
 async def test_delete_reports_whether_a_file_existed(writer):
