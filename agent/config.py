@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -141,6 +142,14 @@ class Settings(BaseSettings):
         alias="AGENT_LLM_TIMEOUT",
         description="Seconds per LLM request before retrying, then falling back to offline.",
     )
+    database_url: SecretStr | None = Field(
+        default=None,
+        alias="AGENT_DATABASE_URL",
+        description=(
+            "postgresql://user:password@host:port/dbname selects PostgreSQL (the `postgres` "
+            "extra) for several bot processes; unset: SQLite at AGENT_DB_PATH."
+        ),
+    )
     db_path: Path = Field(
         default=Path("memory.db"),
         alias="AGENT_DB_PATH",
@@ -149,7 +158,10 @@ class Settings(BaseSettings):
     checkpoint_dir: Path = Field(
         default=Path("checkpoints"),
         alias="AGENT_CHECKPOINT_DIR",
-        description="Directory of the per-session <session_id>.json checkpoint files.",
+        description=(
+            "Directory of the per-session <session_id>.json checkpoint files. With PostgreSQL "
+            "checkpoints are database rows, mirrored into files only where this is set."
+        ),
     )
     durability: Literal["full", "process"] = Field(
         default="full",
@@ -324,6 +336,25 @@ class Settings(BaseSettings):
             raise ValueError("must look like 123456789:AA... (the token @BotFather gave you)")
         return value
 
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
+            return None
+        if not _DATABASE_URL.match(value.get_secret_value()):
+            # The message must not echo the value: it holds a password.
+            raise ValueError(
+                "must be a PostgreSQL URL, postgresql://user:password@host:port/dbname "
+                "(unset it to keep the SQLite file)"
+            )
+        return value
+
+    @property
+    def checkpoint_files(self) -> bool:
+        """Whether checkpoints are written as files (always on SQLite; on PostgreSQL only
+        where ``AGENT_CHECKPOINT_DIR`` is set)."""
+        return self.database_url is None or "checkpoint_dir" in self.model_fields_set
+
     @field_validator("webhook_secret")
     @classmethod
     def _check_webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
@@ -336,6 +367,14 @@ class Settings(BaseSettings):
         """Every secret value set, for log redaction (the token's secret half too)."""
         values = (self.telegram_bot_token, self.webhook_secret, self.llm_api_key)
         found = [v.get_secret_value() for v in values if v is not None]
+        if self.database_url is not None:
+            url = self.database_url.get_secret_value()
+            found.append(url)
+            # The password alone too, unless it is so short that hiding it would garble every
+            # log line that happens to contain it (a password that short is the weak spot).
+            password = urlsplit(url).password
+            if password is not None and len(password) >= _SHORTEST_REDACTED:
+                found.append(password)
         if self.telegram_bot_token is not None:
             # A URL may carry the token percent-encoded ("123%3AAAH..."): its half after the
             # colon is the secret part, and alone still in the clear.
@@ -343,6 +382,8 @@ class Settings(BaseSettings):
         return tuple(found)
 
 
+_SHORTEST_REDACTED = 8
+_DATABASE_URL = re.compile(r"\A(postgresql|postgres)://\S+\Z")
 _WEBHOOK_SECRET = re.compile(r"\A[A-Za-z0-9_-]{1,256}\Z")
 _TOKEN = re.compile(r"\A\d{3,20}:[A-Za-z0-9_-]{20,}\Z")
 

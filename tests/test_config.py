@@ -92,6 +92,8 @@ def test_environment_variables_override_defaults(monkeypatch, tmp_path):
         ("AGENT_RECENT_TURNS", "-1"),
         ("AGENT_PACKET_TOKEN_BUDGET", "99"),
         ("AGENT_LOG_LEVEL", "LOUD"),
+        ("AGENT_DATABASE_URL", "mysql://root:hunter2@db/agent"),
+        ("AGENT_DATABASE_URL", "memory.db"),
     ],
 )
 def test_a_malformed_variable_raises_config_error_naming_it(monkeypatch, variable, value):
@@ -168,3 +170,24 @@ def test_readme_defaults_match_the_code():
             assert float(documented) == default, name
         else:
             assert documented == str(default), name
+
+
+def test_a_database_url_selects_postgres_and_hides_its_password(monkeypatch):
+    """A PostgreSQL URL is taken; the URL and its password are secrets (never logged) and a
+    malformed one is refused without echoing it; checkpoint files are then written only where
+    AGENT_CHECKPOINT_DIR is set."""
+    url = "postgresql://agent:s3cret-pass@db.internal:5432/memory"
+    monkeypatch.setenv("AGENT_DATABASE_URL", url)
+    settings = load_settings(env_file=None)
+    assert settings.database_url is not None
+    assert settings.database_url.get_secret_value() == url
+    assert {url, "s3cret-pass"} <= set(settings.secrets)
+    assert not settings.checkpoint_files
+    monkeypatch.setenv("AGENT_CHECKPOINT_DIR", "/srv/checkpoints")
+    assert load_settings(env_file=None).checkpoint_files
+    monkeypatch.setenv("AGENT_DATABASE_URL", "postgres//agent:s3cret-pass@db")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env_file=None)
+    assert "s3cret" not in str(caught.value)
+    monkeypatch.delenv("AGENT_DATABASE_URL")
+    assert load_settings(env_file=None).checkpoint_files  # SQLite: always files

@@ -11,9 +11,11 @@ from contextlib import AsyncExitStack
 from datetime import datetime
 
 from agent.config import Settings
-from agent.db import Database
+from agent.db import AnyDatabase, Database
 from agent.engines.rule_based import RuleBasedConcierge
+from agent.errors import ConfigError
 from agent.memory import CheckpointWriter, ConversationLane, ReplyEngine
+from agent.memory.conversation_checkpoint import CheckpointStore
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import (
     ConversationRetriever,
@@ -24,11 +26,13 @@ from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.longterm.memory_consolidator import DecayPolicy, MemoryConsolidator
 from agent.memory.schemas import utc_now
+from agent.memory.storage.checkpoint_rows import DatabaseCheckpoints
 from agent.memory.summaries.summary_store import SqliteSummaryStore
 from agent.memory.summaries.summary_worker import SummaryWorker
 
 __all__ = [
     "build_lane",
+    "checkpoint_store",
     "decay_policy",
     "open_concierge",
     "open_database",
@@ -83,15 +87,37 @@ def summary_store(settings: Settings) -> SqliteSummaryStore:
     return SqliteSummaryStore(retention=settings.summary_retention)
 
 
-async def open_database(settings: Settings) -> Database:
-    """Open the database the settings name (creating and migrating it).
+async def open_database(settings: Settings) -> AnyDatabase:
+    """Open the database the settings name (creating and migrating it): PostgreSQL where
+    ``AGENT_DATABASE_URL`` is set, else the SQLite file at ``AGENT_DB_PATH``.
 
     Raises:
+        ConfigError: PostgreSQL is asked for but the ``postgres`` extra is not installed.
         StorageError: the database cannot be opened or migrated.
     """
-    return await Database(
-        settings.db_path, durability=settings.durability, lock_timeout=settings.lock_timeout
+    if settings.database_url is None:
+        return await Database(
+            settings.db_path, durability=settings.durability, lock_timeout=settings.lock_timeout
+        ).open()
+    try:
+        from agent.db.postgres import PostgresDatabase  # the `postgres` extra
+    except ImportError as exc:
+        raise ConfigError(
+            "AGENT_DATABASE_URL: PostgreSQL needs the postgres extra; install it with "
+            "pip install -e '.[postgres]'"
+        ) from exc
+    return await PostgresDatabase(
+        settings.database_url.get_secret_value(), timeout=settings.lock_timeout
     ).open()
+
+
+def checkpoint_store(settings: Settings, db: AnyDatabase) -> CheckpointStore:
+    """Return where checkpoints go: files on SQLite; on PostgreSQL rows, mirrored into files
+    where ``AGENT_CHECKPOINT_DIR`` is set."""
+    files = CheckpointWriter(settings.checkpoint_dir, fsync=settings.durability == "full")
+    if isinstance(db, Database):
+        return files
+    return DatabaseCheckpoints(db, files if settings.checkpoint_files else None)
 
 
 async def open_lane(
@@ -110,7 +136,7 @@ async def open_lane(
 
 
 def build_lane(
-    settings: Settings, db: Database, *, clock: Callable[[], datetime] = utc_now
+    settings: Settings, db: AnyDatabase, *, clock: Callable[[], datetime] = utc_now
 ) -> ConversationLane:
     """Build the lane the settings describe over ``db`` (an open database it then owns).
 
@@ -141,7 +167,7 @@ def build_lane(
         )
     return ConversationLane(
         db,
-        CheckpointWriter(settings.checkpoint_dir, fsync=settings.durability == "full"),
+        checkpoint_store(settings, db),
         state_manager=state_manager(settings),
         builder=ConversationContextBuilder(
             token_budget=settings.packet_token_budget, recent_turns=settings.recent_turns

@@ -25,7 +25,7 @@ from agent.app.wiring import build_lane, open_database
 from agent.cli.arguments import SessionRef
 from agent.cli.render import Output
 from agent.config import Settings
-from agent.db import Database
+from agent.db import AnyDatabase
 from agent.db.migrations import schema_version
 from agent.errors import SessionNotFound, StorageError
 from agent.memory import ConversationLane, ConversationSession, MemoryInspector
@@ -47,25 +47,42 @@ class OpenedMemory:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._lane: ConversationLane | None = None
-        self._db: Database | None = None
+        self._db: AnyDatabase | None = None
 
     async def __aenter__(self) -> Self:
         """Open the database (never creating one) and build the lane.
 
         Raises:
+            ConfigError: PostgreSQL is named but its extra is not installed.
             StorageError: there is no database at the path, it is not the bot's, or it
                 cannot be opened.
         """
-        path = self.settings.db_path
-        if not path.is_file():
-            raise StorageError(f"no database at {path}: set AGENT_DB_PATH or pass --db")
-        if await asyncio.to_thread(schema_version, path) < 1:
-            raise StorageError(f"{path} is not a database of this bot (no schema version)")
+        await self._check_schema()
         # Model summaries run in the bot only; a tool never starts them.
         settings = self.settings.model_copy(update={"llm_summarizer": False})
         self._db = await open_database(settings)
         self._lane = build_lane(settings, self._db)
         return self
+
+    async def _check_schema(self) -> None:
+        """Refuse a database that is not the bot's before opening it (opening migrates)."""
+        url = self.settings.database_url
+        if url is not None:
+            try:
+                from agent.db.postgres import postgres_schema_version  # the `postgres` extra
+            except ImportError:
+                return  # open_database says what to install
+            if await postgres_schema_version(url.get_secret_value()) < 1:
+                raise StorageError(
+                    "the PostgreSQL database of AGENT_DATABASE_URL is not one of this bot "
+                    "(no schema version): start the bot on it first"
+                )
+            return
+        path = self.settings.db_path
+        if not path.is_file():
+            raise StorageError(f"no database at {path}: set AGENT_DB_PATH or pass --db")
+        if await asyncio.to_thread(schema_version, path) < 1:
+            raise StorageError(f"{path} is not a database of this bot (no schema version)")
 
     async def __aexit__(self, *exc_info: object) -> None:
         """Close the database (the lane's shutdown sequence is the bot's, not ours)."""
@@ -85,7 +102,7 @@ class OpenedMemory:
         return self.lane.inspector
 
     @property
-    def journal_db(self) -> Database:
+    def journal_db(self) -> AnyDatabase:
         """The database of the bot's inbound journal (``forget`` erases a chat's entries)."""
         if self._db is None:
             raise RuntimeError("OpenedMemory is not open: use `async with OpenedMemory(settings)`")

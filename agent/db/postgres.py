@@ -56,7 +56,12 @@ from agent.db.postgres_adapters import (
 from agent.db.transaction import Row, Transaction
 from agent.errors import MigrationError, StorageError
 
-__all__ = ["PostgresDatabase", "load_postgres_schema_text", "migrate_postgres"]
+__all__ = [
+    "PostgresDatabase",
+    "load_postgres_schema_text",
+    "migrate_postgres",
+    "postgres_schema_version",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +78,29 @@ _MIGRATION_LOCK = 0x6167656E74_01
 def load_postgres_schema_text() -> str:
     """Return the text of ``agent/db/schema_postgres.sql`` (it lives in the package)."""
     return resources.files("agent.db").joinpath("schema_postgres.sql").read_text(encoding="utf-8")
+
+
+async def postgres_schema_version(url: str, *, connect_timeout: int = 10) -> int:
+    """Return the schema version of the PostgreSQL database at ``url`` (``0``: no migration
+    ran there), without changing anything: a tool refuses a database that is not the bot's
+    before opening it (opening migrates).
+
+    Raises:
+        StorageError: the server cannot be reached or read.
+    """
+    try:
+        async with await psycopg.AsyncConnection.connect(
+            url, autocommit=True, connect_timeout=connect_timeout
+        ) as conn:
+            cursor = await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            found = await cursor.fetchone()
+            if found is None or not found[0]:
+                return 0
+            cursor = await conn.execute("SELECT COALESCE(max(version), 0) FROM schema_migrations")
+            version = await cursor.fetchone()
+            return int(version[0]) if version is not None else 0
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot read the PostgreSQL database: {exc}") from exc
 
 
 async def migrate_postgres(
@@ -268,7 +296,7 @@ class PostgresDatabase:
 
         The server keeps its own files consistent (write-ahead log, checksummed pages where the
         cluster enables them) and enforces the foreign keys; what is checked here is ours: a
-        session's ``last_seq`` and ``turn_count`` against its turns.
+        session's ``last_seq`` against its turns.
         """
         rows = await self.fetchall(
             "SELECT s.session_id, s.last_seq, COALESCE(MAX(t.seq), 0) AS top"
