@@ -163,7 +163,8 @@ async def test_two_processes_journal_one_update_once(postgres_url):
 @pytest.mark.postgres
 async def test_a_write_chosen_as_a_deadlock_victim_runs_again(postgres_url):
     """Two writes that lock two rows in opposite orders deadlock; the server aborts one, which
-    runs again: both commit."""
+    runs again (the server may pick a victim again on a loaded machine): both commit, each
+    once."""
     async with PostgresDatabase(postgres_url, migrations=MIGRATIONS[:1]) as db:
         await db.write(lambda tx: tx.execute("INSERT INTO things VALUES (1, 'a'), (2, 'b')"))
         both_locked_one = asyncio.Barrier(2)
@@ -180,9 +181,10 @@ async def test_a_write_chosen_as_a_deadlock_victim_runs_again(postgres_url):
             return work
 
         await asyncio.gather(db.write(crossing(0, 1, 2)), db.write(crossing(1, 2, 1)))
-        assert sorted(runs) == [1, 2]
+        assert max(runs) >= 2  # a victim ran again
         rows = await db.fetchall("SELECT name FROM things ORDER BY id")
-        assert sorted(len(row[0]) for row in rows) == [3, 3]
+        # Each row got one "x" and one "y" (in the order the works committed): each work once.
+        assert sorted("".join(sorted(row[0])) for row in rows) == ["axy", "bxy"]
 
 
 async def test_an_unreachable_server_is_a_storage_error():
