@@ -21,6 +21,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from agent.db.transaction import Snapshot
 from agent.utils.text import split_words
@@ -28,12 +29,15 @@ from agent.utils.text import split_words
 __all__ = [
     "SEARCHED_TABLES",
     "IndexStatistics",
+    "best",
     "bm25",
     "index_statistics",
     "lexemes",
     "tsquery",
     "word_counts",
 ]
+
+T = TypeVar("T")
 
 _K1 = 1.2
 _B = 0.75
@@ -104,6 +108,30 @@ def bm25(
         if found:
             score += statistics.idf(word) * (found * (_K1 + 1.0)) / (found + norm)
     return -score
+
+
+def best(
+    statistics: IndexStatistics,
+    words: Sequence[str],
+    candidates: Iterable[tuple[T, Counter[str], int]],
+    limit: int,
+) -> list[tuple[T, float]]:
+    """Return the ``limit`` best of ``candidates`` that hold one of ``words``, with their
+    scores, best first; equal scores in the order given (FTS5: ``ORDER BY bm25, rowid LIMIT``).
+
+    Args:
+        statistics: the index's figures.
+        words: the query's words (distinct).
+        candidates: ``(item, its word counts, its length)``, in rowid order.
+        limit: the most returned.
+    """
+    scored = [
+        (bm25(statistics, words, counts, length), position, item)
+        for position, (item, counts, length) in enumerate(candidates)
+        if any(counts.get(word) for word in words)
+    ]
+    scored.sort(key=lambda entry: (entry[0], entry[1]))
+    return [(item, score) for score, _, item in scored[: max(limit, 0)]]
 
 
 def index_statistics(conn: Snapshot, table: str, words: Sequence[str]) -> IndexStatistics:
