@@ -18,8 +18,7 @@ from datetime import datetime
 
 from agent.db import Row, Snapshot, Transaction
 from agent.db.search import scoped_searches
-from agent.memory.longterm.memory_schemas import MemoryRelation
-from agent.memory.schemas import Memory
+from agent.memory.schemas import Memory, MemoryRelation
 from agent.memory.storage.id_lists import SqliteIdLists
 from agent.utils.timestamps import from_db_time, to_db_time
 

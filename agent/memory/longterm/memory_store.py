@@ -26,9 +26,8 @@ from agent.memory.longterm.memory_read_store import (
     SqliteMemoryReads,
     row_to_memory,
 )
-from agent.memory.longterm.memory_schemas import MemoryRelation
 from agent.memory.longterm.memory_slots import USER, slot_of
-from agent.memory.schemas import Memory, MemoryCandidate
+from agent.memory.schemas import Memory, MemoryCandidate, MemoryRelation
 from agent.utils import ids
 from agent.utils.timestamps import to_db_time
 
@@ -312,14 +311,14 @@ class SqliteMemoryStore(SqliteMemoryReads):
         about them too. Nothing is restored: the whole slot goes. Other chats' memories are
         never touched, whatever ids are passed.
         """
-        ids = self.ids_param(memory_ids)
+        named = self.ids_param(memory_ids)
         rows = await tx.fetchall(
             f"SELECT {READ_COLUMNS} FROM memories WHERE chat_id = ? AND (key IN ("
             "  SELECT key FROM memories WHERE chat_id = ? AND memory_id IN"
             f"  (SELECT s.value FROM {self.IDS_TABLE})) OR lower(subject) IN ("
             "  SELECT lower(text) FROM memories WHERE chat_id = ? AND kind = 'entity'"
             f"  AND memory_id IN (SELECT s.value FROM {self.IDS_TABLE})))",
-            (chat_id, chat_id, ids, chat_id, ids),
+            (chat_id, chat_id, named, chat_id, named),
         )
         erased = [row_to_memory(row) for row in rows]
         if not erased:

@@ -22,7 +22,8 @@ never reused). Every row goes with its session (``ON DELETE CASCADE``: ``/forget
 Write methods take the :class:`~agent.db.Transaction` of :meth:`agent.db.Database.write` and
 never commit; reads take any transaction (normally ``db.reader``), the search a
 :class:`~agent.db.Snapshot`. Every query reads through an index. The contract is
-``tests/test_store_conformance.py``.
+``tests/test_store_conformance.py``, which
+:class:`~agent.memory.summaries.postgres_summary_store.PostgresSummaryStore` passes too.
 """
 
 from __future__ import annotations
