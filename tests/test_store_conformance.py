@@ -84,6 +84,7 @@ PORTED_TO_POSTGRES = {
     "test_relations_record_what_a_memory_replaced_and_whom_it_is_about",
     "test_memory_search_ranks_by_bm25_over_every_chat",
     "test_erasing_a_session_takes_its_summaries_and_the_memories_it_alone_stated",
+    "test_summary_search_scores_are_fts5s_bm25_over_every_session",
 }
 
 
@@ -1011,6 +1012,28 @@ async def test_finish_llm_ends_a_processing_row_once(backend: Backend):
     assert (await backend.summaries.get(backend.db.reader, parent.summary_id)).status == (
         "completed"
     )
+
+
+async def test_summary_search_scores_are_fts5s_bm25_over_every_session(backend: Backend):
+    """search scores a session's deltas with FTS5's BM25 (the IDF of a word counts every
+    session's versions), the same on every backend; ``limit`` keeps the best."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    deltas = ["the ferry to the island", "ferry ferry tram", "a long walk by the sea"]
+    for n, delta in enumerate(deltas, start=1):
+        await backend.write(extractive(backend, "ses_a", n, delta))
+    for n, delta in enumerate(["tram tram tram", "rain", "sun", "wind", "snow", "fog"], start=1):
+        await backend.write(extractive(backend, "ses_b", n, delta))
+    [both, walk] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["Ferry, tram?", "walk"], limit=5)
+    )
+    scores = sorted((hit.to_seq, round(hit.bm25, 4)) for hit in both)
+    assert scores == [(10, -0.8428), (20, -2.4757)]
+    assert [hit.to_seq for hit in walk] == [30]
+    [best] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["ferry tram"], limit=1)
+    )
+    assert [hit.to_seq for hit in best] == [20]
 
 
 async def test_erasing_a_session_takes_its_summaries_and_the_memories_it_alone_stated(
