@@ -49,8 +49,8 @@ class Backend:
 
 
 #: The tests already run on PostgreSQL; the others skip there until their store is ported
-#: (issue 18: the journal, sessions and the turn log so far; then turn search, summaries,
-#: memories).
+#: (issue 18: the journal, sessions, the turn log, summaries and memories so far; then turn
+#: search).
 PORTED_TO_POSTGRES = {
     "test_the_journal_records_once_and_keeps_bots_apart",
     "test_a_created_session_reads_back_open_and_empty",
@@ -64,6 +64,27 @@ PORTED_TO_POSTGRES = {
     "test_a_turn_of_a_message_is_found_only_in_its_chat",
     "test_delivery_is_recorded_once_and_a_refusal_is_never_resent",
     "test_an_edit_replaces_the_text_once_and_keeps_its_history",
+    "test_a_memory_is_recorded_reinforced_and_superseded_with_history",
+    "test_memories_are_isolated_per_chat_and_searched_by_words",
+    "test_forgetting_memories_erases_them_and_their_sources",
+    "test_confirm_makes_a_current_memory_of_the_chat_active",
+    "test_a_hedge_never_overrules_and_a_correction_rewrites_the_past",
+    "test_like_and_dislike_share_a_slot_and_many_values_sit_side_by_side",
+    "test_forgetting_someone_forgets_what_was_said_about_them",
+    "test_remove_sources_drops_only_the_memories_left_without_a_source",
+    "test_current_for_chats_ranks_active_first_then_recent_history",
+    "test_listing_orders_by_kind_then_age_and_hides_the_archived",
+    "test_decay_and_archiving_are_undone_by_use_confirmation_or_repetition",
+    "test_merge_folds_duplicates_into_the_survivor_with_their_sources",
+    "test_the_summary_chain_grows_one_version_at_a_time",
+    "test_revising_a_version_replaces_its_text_and_drops_its_model_summaries",
+    "test_one_model_summary_runs_at_a_time_per_session",
+    "test_latest_reads_the_newest_row_of_a_kind_and_status",
+    "test_finish_llm_ends_a_processing_row_once",
+    "test_relations_record_what_a_memory_replaced_and_whom_it_is_about",
+    "test_memory_search_ranks_by_bm25_over_every_chat",
+    "test_erasing_a_session_takes_its_summaries_and_the_memories_it_alone_stated",
+    "test_summary_search_scores_are_fts5s_bm25_over_every_session",
 }
 
 
@@ -74,17 +95,19 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         if request.node.originalname not in PORTED_TO_POSTGRES:
             pytest.skip("postgres: store not yet ported")
         from agent.db.postgres import PostgresDatabase  # the `postgres` extra
+        from agent.memory.longterm.postgres_memory_store import PostgresMemoryStore
         from agent.memory.storage.postgres_session_table import PostgresSessionTable
         from agent.memory.storage.postgres_turn_log import PostgresTurnLog
+        from agent.memory.summaries.postgres_summary_store import PostgresSummaryStore
 
         class PortedSoFar(PostgresSessionTable, PostgresTurnLog):
             """The conversation store's parts on PostgreSQL so far (no turn search yet)."""
 
         url = request.getfixturevalue("postgres_url")
         async with PostgresDatabase(url) as pg:
-            # The tests in PORTED_TO_POSTGRES call nothing else: the Sqlite* stores go unused.
+            # The tests in PORTED_TO_POSTGRES call no turn search (not ported yet).
             turns: Any = PortedSoFar()
-            yield Backend(pg, turns, SqliteMemoryStore(), SqliteSummaryStore())
+            yield Backend(pg, turns, PostgresMemoryStore(), PostgresSummaryStore())
         return
     async with Database(tmp_path / "conformance.db") as db:
         yield Backend(db, SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore())
@@ -725,6 +748,78 @@ async def test_merge_folds_duplicates_into_the_survivor_with_their_sources(backe
     assert await backend.memories.listing(reader, 1, history=True) == []
 
 
+async def test_relations_record_what_a_memory_replaced_and_whom_it_is_about(backend: Backend):
+    """record writes the relation rows, read back by relations (from and to a memory, oldest
+    first): a new value ``supersedes`` the one it replaced, the other side of a like
+    ``contradicts`` it, a fact about someone is ``related_to`` the memory naming them;
+    forgetting either end takes the relation."""
+    await new_session(backend, "ses_a")
+    lyon = await remember(backend, 1, fact("Lyon"), source=("ses_a", 1))
+    nice = await remember(
+        backend, 1, fact("Nice"), source=("ses_a", 2), now=T0 + timedelta(minutes=1)
+    )
+    like = await remember(backend, 1, said("jazz", "likes", "likes:jazz"), source=("ses_a", 3))
+    dislike = await remember(
+        backend, 1, said("jazz", "dislikes", "dislikes:jazz"), source=("ses_a", 4),
+        now=T0 + timedelta(minutes=2),
+    )  # fmt: skip
+    mia = await remember(
+        backend, 1, said("sister Mia", "relative", "relative:sister mia", kind="entity"),
+        source=("ses_a", 5), now=T0 + timedelta(minutes=3),
+    )  # fmt: skip
+    lives = await remember(
+        backend, 1,
+        said("Porto", "location", "sister Mia/location", kind="fact", subject="sister Mia"),
+        source=("ses_a", 6), now=T0 + timedelta(minutes=4),
+    )  # fmt: skip
+    reader = backend.db.reader
+
+    async def relations(memory_id: str) -> list[tuple[str, str, str, datetime]]:
+        found = await backend.memories.relations(reader, memory_id)
+        return [(r.memory_id, r.relation, r.other_id, r.created_at) for r in found]
+
+    superseded = (nice.memory_id, "supersedes", lyon.memory_id, T0 + timedelta(minutes=1))
+    assert await relations(lyon.memory_id) == [superseded]
+    assert await relations(nice.memory_id) == [superseded]
+    assert await relations(like.memory_id) == [
+        (dislike.memory_id, "contradicts", like.memory_id, T0 + timedelta(minutes=2))
+    ]
+    about = (lives.memory_id, "related_to", mia.memory_id, T0 + timedelta(minutes=4))
+    assert await relations(mia.memory_id) == [about]
+    assert await relations(lives.memory_id) == [about]
+    assert await relations("mem_missing") == []
+    await backend.write(lambda tx: backend.memories.forget(tx, 1, [mia.memory_id]))
+    assert await relations(mia.memory_id) == []
+    assert await relations(lives.memory_id) == []
+    assert await relations(nice.memory_id) == [superseded]
+
+
+async def test_memory_search_ranks_by_bm25_over_every_chat(backend: Backend):
+    """search ranks a chat's matches by FTS5's BM25 (k1 1.2, b 0.75; subject, attribute and
+    text; the IDF of a word counts every chat's memories), best first, ``limit`` per query;
+    the scores are the same on every backend."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    texts = ["red kayak", "kayak trips on the lake", "a red bike", "kayak"]
+    for n, text in enumerate(texts, start=1):
+        await remember(backend, 1, said(text, "likes", f"likes:{text}"), source=("ses_a", n))
+    for n, text in enumerate(["blue kayak", "tea", "jazz", "chess", "opera"], start=1):
+        await remember(backend, 2, said(text, "likes", f"likes:{text}"), source=("ses_b", n))
+    [both, bike, none] = await backend.db.read(
+        lambda snap: backend.memories.search(snap, 1, ["Red KAYAK!", "bike", "zeppelin"], limit=9)
+    )
+    assert [(m.text, round(score, 4)) for m, score in both] == [
+        ("red kayak", -1.2873), ("a red bike", -1.0052), ("kayak", -0.2168),
+        ("kayak trips on the lake", -0.1592),
+    ]  # fmt: skip
+    assert [m.text for m, _ in bike] == ["a red bike"]
+    assert none == []
+    [two] = await backend.db.read(
+        lambda snap: backend.memories.search(snap, 1, ["red kayak"], limit=2)
+    )
+    assert [m.text for m, _ in two] == ["red kayak", "a red bike"]
+
+
 # -- summary store ----------------------------------------------------------------------------
 
 
@@ -917,6 +1012,62 @@ async def test_finish_llm_ends_a_processing_row_once(backend: Backend):
     assert (await backend.summaries.get(backend.db.reader, parent.summary_id)).status == (
         "completed"
     )
+
+
+async def test_summary_search_scores_are_fts5s_bm25_over_every_session(backend: Backend):
+    """search scores a session's deltas with FTS5's BM25 (the IDF of a word counts every
+    session's versions), the same on every backend; ``limit`` keeps the best."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    deltas = ["the ferry to the island", "ferry ferry tram", "a long walk by the sea"]
+    for n, delta in enumerate(deltas, start=1):
+        await backend.write(extractive(backend, "ses_a", n, delta))
+    for n, delta in enumerate(["tram tram tram", "rain", "sun", "wind", "snow", "fog"], start=1):
+        await backend.write(extractive(backend, "ses_b", n, delta))
+    [both, walk] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["Ferry, tram?", "walk"], limit=5)
+    )
+    scores = sorted((hit.to_seq, round(hit.bm25, 4)) for hit in both)
+    assert scores == [(10, -0.8428), (20, -2.4757)]
+    assert [hit.to_seq for hit in walk] == [30]
+    [best] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["ferry tram"], limit=1)
+    )
+    assert [hit.to_seq for hit in best] == [20]
+
+
+async def test_erasing_a_session_takes_its_summaries_and_the_memories_it_alone_stated(
+    backend: Backend,
+):
+    """delete_session takes the session's summary chain and the memories whose every source
+    it was (a memory another session also stated stays); neither search finds them after."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    await backend.write(extractive(backend, "ses_a", 1, "the secret lighthouse"))
+    await backend.write(extractive(backend, "ses_b", 1, "another lighthouse"))
+    await remember(backend, 1, fact("Lighthouse Road"), source=("ses_a", 1))
+    shared = await remember(backend, 1, said("tea", "likes", "likes:tea"), source=("ses_a", 2))
+    await backend.write(lambda tx: backend.turns.close_session(tx, "ses_a", now=T0))
+    await new_session(backend, "ses_c", chat_id=1)
+    await remember(backend, 1, said("tea", "likes", "likes:tea"), source=("ses_c", 1))
+    await backend.write(lambda tx: backend.turns.delete_session(tx, "ses_a"))
+    reader = backend.db.reader
+    assert await backend.summaries.history(reader, "ses_a") == []
+    assert await backend.summaries.latest(reader, "ses_a") is None
+    assert [m.memory_id for m in await backend.memories.listing(reader, 1, history=True)] == [
+        shared.memory_id
+    ]
+    [[gone], [kept]] = await backend.db.read(
+        lambda snap: [
+            backend.summaries.search(snap, "ses_a", ["lighthouse"], limit=5),
+            backend.summaries.search(snap, "ses_b", ["lighthouse"], limit=5),
+        ]
+    )
+    assert (gone, [hit.delta for hit in kept]) == ([], ["another lighthouse"])
+    [road, tea] = await backend.db.read(
+        lambda snap: backend.memories.search(snap, 1, ["lighthouse road", "tea"], limit=5)
+    )
+    assert (road, [m.memory_id for m, _ in tea]) == ([], [shared.memory_id])
 
 
 # -- inbound journal ----------------------------------------------------------------------------

@@ -128,3 +128,197 @@ CREATE TABLE session_checkpoints (
     snapshot   JSONB NOT NULL,
     written_at TEXT NOT NULL
 );
+
+-- migration: 0004_summaries
+-- The summary version chain, as schema.sql has it after its migration 0005
+-- (SqliteSummaryStore; PostgresSummaryStore reads and writes it with the same statements).
+-- summary_id is an identity column: like SQLite's AUTOINCREMENT, an id pruned by retention is
+-- never given again.
+--
+-- Full-text search of the deltas (schema.sql 0006 has FTS5 with BM25): `search` holds the
+-- delta's words as agent.utils.text.split_words cuts them (runs of word characters, lowercased:
+-- what agent.db.search.search_words makes of a query), as lexemes of the 'simple' kind (no
+-- stemming, no stop words), with a GIN index; `search_length` is the row's length in tokens as
+-- FTS5 counts it (the session id, one token, and the delta's words). A search fetches the rows
+-- of the session that hold a query word (tsquery) and ranks them with FTS5's BM25 in Python
+-- (agent.db.bm25), from the statistics of the whole index, as FTS5 does: search_totals holds
+-- each index's row count and token count, kept by the statement triggers below (only a
+-- change of length writes the row), and a word's document count is read from the GIN index.
+CREATE TABLE conversation_summaries (
+    summary_id        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_id        TEXT COLLATE "C" NOT NULL
+                      REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    version           INTEGER NOT NULL CHECK (version >= 1),
+    from_seq          INTEGER NOT NULL CHECK (from_seq >= 1),
+    to_seq            INTEGER NOT NULL,
+    parent_summary_id BIGINT,
+    summarizer        TEXT NOT NULL CHECK (summarizer IN ('extractive', 'llm')),
+    status            TEXT NOT NULL CHECK (status IN ('processing', 'completed', 'failed')),
+    text              TEXT NOT NULL DEFAULT '',
+    delta             TEXT NOT NULL DEFAULT '',
+    error             TEXT,
+    generation_ms     INTEGER,
+    created_at        TEXT NOT NULL,
+    completed_at      TEXT,
+    search            tsvector GENERATED ALWAYS AS (array_to_tsvector(
+                          array_remove(regexp_split_to_array(lower(delta), '\W+'), ''))) STORED,
+    search_length     INTEGER GENERATED ALWAYS AS (1 + cardinality(
+                          array_remove(regexp_split_to_array(lower(delta), '\W+'), ''))) STORED,
+    CHECK (to_seq >= from_seq),
+    CHECK (summarizer = 'llm' OR status = 'completed')
+);
+CREATE UNIQUE INDEX conversation_summaries_version
+    ON conversation_summaries (session_id, version) WHERE summarizer = 'extractive';
+CREATE INDEX conversation_summaries_latest
+    ON conversation_summaries (session_id, summarizer, status, version);
+CREATE UNIQUE INDEX conversation_summaries_processing
+    ON conversation_summaries (session_id) WHERE status = 'processing';
+CREATE INDEX conversation_summaries_search ON conversation_summaries USING gin (search);
+
+-- The size of each full-text index, for BM25: its rows and their tokens (search_length).
+CREATE TABLE search_totals (
+    index_name  TEXT PRIMARY KEY,
+    row_count   BIGINT NOT NULL,
+    token_count BIGINT NOT NULL
+);
+INSERT INTO search_totals (index_name, row_count, token_count)
+VALUES ('conversation_summaries', 0, 0);
+
+-- The triggers are written CREATE OR REPLACE TRIGGER (PostgreSQL 14+) for the migration parser:
+-- it splits statements with sqlite3.complete_statement, which reads CREATE TRIGGER as SQLite's
+-- own form and waits for an END; before the semicolon that ends it.
+--
+-- One function for the three statement triggers of a searched table (the transition tables
+-- it reads are those its event has: new_rows, old_rows or both).
+CREATE FUNCTION search_totals_change() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    added_rows   BIGINT := 0;
+    added_tokens BIGINT := 0;
+    gone_rows    BIGINT := 0;
+    gone_tokens  BIGINT := 0;
+BEGIN
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        SELECT count(*), coalesce(sum(search_length), 0) INTO added_rows, added_tokens
+        FROM new_rows;
+    END IF;
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        SELECT count(*), coalesce(sum(search_length), 0) INTO gone_rows, gone_tokens
+        FROM old_rows;
+    END IF;
+    IF added_rows <> gone_rows OR added_tokens <> gone_tokens THEN
+        UPDATE search_totals
+        SET row_count = row_count + added_rows - gone_rows,
+            token_count = token_count + added_tokens - gone_tokens
+        WHERE index_name = TG_TABLE_NAME;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE TRIGGER conversation_summaries_totals_insert AFTER INSERT ON conversation_summaries
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION search_totals_change();
+CREATE OR REPLACE TRIGGER conversation_summaries_totals_delete AFTER DELETE ON conversation_summaries
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION search_totals_change();
+CREATE OR REPLACE TRIGGER conversation_summaries_totals_update AFTER UPDATE ON conversation_summaries
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION search_totals_change();
+
+-- migration: 0005_memories
+-- Long-term memories, their sources and relations, as schema.sql has them after its migration
+-- 0011 (SqliteMemoryStore; PostgresMemoryStore shares its statements), with the triggers of
+-- exact erasure as row triggers. REAL is DOUBLE PRECISION here (SQLite's REAL is 8 bytes).
+-- SQLite's chat_key column exists only to scope its FTS5 index: the search here filters on
+-- chat_id. `search` holds the words of subject, attribute and text (the columns FTS5 ranks),
+-- `search_length` counts them with the chat key's one token, as for the summaries (0004).
+CREATE TABLE memories (
+    memory_id        TEXT COLLATE "C" PRIMARY KEY,
+    chat_id          BIGINT NOT NULL,
+    kind             TEXT COLLATE "C" NOT NULL
+                     CHECK (kind IN ('fact', 'preference', 'decision', 'goal', 'constraint',
+                                     'entity', 'procedure')),
+    subject          TEXT NOT NULL DEFAULT 'user',
+    attribute        TEXT NOT NULL,
+    key              TEXT COLLATE "C" NOT NULL,
+    text             TEXT NOT NULL,
+    origin           TEXT NOT NULL DEFAULT 'said' CHECK (origin IN ('said', 'noted')),
+    confidence       DOUBLE PRECISION NOT NULL,
+    importance       DOUBLE PRECISION NOT NULL,
+    access_count     INTEGER NOT NULL DEFAULT 1,
+    status           TEXT NOT NULL DEFAULT 'candidate'
+                     CHECK (status IN ('candidate', 'active', 'archived')),
+    valid_from       TEXT COLLATE "C" NOT NULL,
+    valid_until      TEXT COLLATE "C",
+    created_at       TEXT COLLATE "C" NOT NULL,
+    updated_at       TEXT COLLATE "C" NOT NULL,
+    last_accessed_at TEXT NOT NULL,
+    decay            DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+    archived_at      TEXT,
+    search           tsvector GENERATED ALWAYS AS (array_to_tsvector(array_remove(
+                         regexp_split_to_array(lower(subject || ' ' || attribute || ' ' || text),
+                                               '\W+'), ''))) STORED,
+    search_length    INTEGER GENERATED ALWAYS AS (1 + cardinality(array_remove(
+                         regexp_split_to_array(lower(subject || ' ' || attribute || ' ' || text),
+                                               '\W+'), ''))) STORED
+);
+CREATE UNIQUE INDEX memories_current ON memories (chat_id, key) WHERE valid_until IS NULL;
+CREATE INDEX memories_chat_active ON memories (chat_id, importance DESC)
+    WHERE status = 'active' AND valid_until IS NULL;
+CREATE INDEX memories_history ON memories (chat_id, key, valid_until);
+CREATE INDEX memories_search ON memories USING gin (search);
+INSERT INTO search_totals (index_name, row_count, token_count) VALUES ('memories', 0, 0);
+CREATE OR REPLACE TRIGGER memories_totals_insert AFTER INSERT ON memories
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION search_totals_change();
+CREATE OR REPLACE TRIGGER memories_totals_delete AFTER DELETE ON memories
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION search_totals_change();
+CREATE OR REPLACE TRIGGER memories_totals_update AFTER UPDATE ON memories
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION search_totals_change();
+
+CREATE TABLE memory_sources (
+    memory_id  TEXT COLLATE "C" NOT NULL REFERENCES memories (memory_id) ON DELETE CASCADE,
+    session_id TEXT COLLATE "C" NOT NULL
+               REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (memory_id, session_id, seq)
+);
+CREATE INDEX memory_sources_session ON memory_sources (session_id, seq);
+
+CREATE TABLE memory_relations (
+    memory_id  TEXT COLLATE "C" NOT NULL REFERENCES memories (memory_id) ON DELETE CASCADE,
+    relation   TEXT NOT NULL CHECK (relation IN ('supersedes', 'contradicts', 'related_to')),
+    other_id   TEXT COLLATE "C" NOT NULL REFERENCES memories (memory_id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (memory_id, relation, other_id)
+);
+CREATE INDEX memory_relations_other ON memory_relations (other_id);
+
+-- A memory whose last source is gone goes too (/forget, prune, an edit that no longer says it).
+-- Row triggers run at the end of their statement here (after each row on SQLite): the result
+-- is the same, as each one reads the table as the statement left it.
+CREATE FUNCTION memory_sources_orphan() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM memory_sources WHERE memory_id = OLD.memory_id) THEN
+        DELETE FROM memories WHERE memory_id = OLD.memory_id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE TRIGGER memory_sources_orphan AFTER DELETE ON memory_sources
+    FOR EACH ROW EXECUTE FUNCTION memory_sources_orphan();
+-- Exact erasure: when the current value of a slot goes, the value it replaced (the one that
+-- ended last, if any is left) is current again. NULLS LAST is SQLite's order of DESC.
+CREATE FUNCTION memories_restore_previous() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE memories SET valid_until = NULL
+    WHERE memory_id = (SELECT memory_id FROM memories
+                       WHERE chat_id = OLD.chat_id AND key = OLD.key
+                       ORDER BY valid_until DESC NULLS LAST, created_at DESC, memory_id DESC
+                       LIMIT 1);
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE TRIGGER memories_restore_previous AFTER DELETE ON memories
+    FOR EACH ROW WHEN (OLD.valid_until IS NULL) EXECUTE FUNCTION memories_restore_previous();

@@ -26,6 +26,8 @@ from agent.memory.longterm.memory_schemas import (
     MemoryCandidate,
     MemoryKind,
     MemoryOrigin,
+    MemoryRelation,
+    MemoryRelationKind,
     MemoryStatus,
 )
 from agent.memory.schema_base import Value
@@ -47,6 +49,8 @@ __all__ = [
     "MemoryCandidate",
     "MemoryKind",
     "MemoryOrigin",
+    "MemoryRelation",
+    "MemoryRelationKind",
     "MemoryStatus",
     "OpenLoop",
     "PendingClarification",

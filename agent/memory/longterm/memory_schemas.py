@@ -13,13 +13,25 @@ from pydantic import Field
 
 from agent.memory.schema_base import Value
 
-__all__ = ["Memory", "MemoryCandidate", "MemoryKind", "MemoryOrigin", "MemoryStatus"]
+__all__ = [
+    "Memory",
+    "MemoryCandidate",
+    "MemoryKind",
+    "MemoryOrigin",
+    "MemoryRelation",
+    "MemoryRelationKind",
+    "MemoryStatus",
+]
 
 #: Seed 003's seven kinds of long-term memory.
 MemoryKind = Literal["fact", "preference", "decision", "goal", "constraint", "entity", "procedure"]
 MemoryStatus = Literal["candidate", "active", "archived"]
 #: ``said`` in conversation; ``noted``: a note the user asked for verbatim (``/remember``).
 MemoryOrigin = Literal["said", "noted"]
+#: How one memory stands to another (seed 003): it ``supersedes`` the value it replaced,
+#: ``contradicts`` the other side of a like/dislike it replaced, is ``related_to`` the entity
+#: memory of the someone it is about.
+MemoryRelationKind = Literal["supersedes", "contradicts", "related_to"]
 
 
 class Memory(Value):
@@ -75,3 +87,15 @@ class MemoryCandidate(Value):
     correction: bool = False
     confidence: float = Field(ge=0, le=1)
     importance: float = Field(ge=0, le=1)
+
+
+class MemoryRelation(Value):
+    """A relation between two memories of a chat: ``memory_id`` ``relation`` ``other_id``.
+
+    Written by the store when a memory is recorded; it goes when either memory goes.
+    """
+
+    memory_id: str
+    relation: MemoryRelationKind
+    other_id: str
+    created_at: datetime

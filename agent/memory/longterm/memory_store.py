@@ -1,10 +1,11 @@
 """Long-term memory storage (model version 2): typed statements with temporal validity.
 
 :class:`MemoryStore` is the protocol the lane depends on; :class:`SqliteMemoryStore` implements
-it on the tables of migration 0011. A memory fills a *slot*
+it on the tables of migration 0011 (the writes here, the reads in
+:mod:`agent.memory.longterm.memory_read_store`). A memory fills a *slot*
 (:mod:`agent.memory.longterm.memory_slots`): a new value of a one-value attribute supersedes the
-current one, which keeps its row as history
-(``valid_until`` set, a ``supersedes`` relation from the new one); values of a many-value
+current one, which keeps its row as history (``valid_until`` set, a ``supersedes`` relation
+from the new one, read back by :meth:`MemoryStore.relations`); values of a many-value
 attribute sit side by side. Each memory records the turns that stated it
 (``memory_sources``): a memory whose every source is erased goes, and the value it had replaced
 is current again (the triggers of migration 0011). Write methods take the
@@ -17,24 +18,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
-import orjson
-
-from agent.db import Row, Snapshot, Transaction
-from agent.db.search import scoped_searches
+from agent.db import Snapshot, Transaction
+from agent.memory.longterm.memory_read_store import (
+    CURRENT,
+    INSERT_COLUMNS,
+    READ_COLUMNS,
+    SqliteMemoryReads,
+    row_to_memory,
+)
 from agent.memory.longterm.memory_slots import USER, slot_of
-from agent.memory.schemas import Memory, MemoryCandidate
+from agent.memory.schemas import Memory, MemoryCandidate, MemoryRelation
 from agent.utils import ids
-from agent.utils.timestamps import from_db_time, to_db_time
+from agent.utils.timestamps import to_db_time
 
 __all__ = ["MemoryStore", "SqliteMemoryStore"]
-
-_COLUMNS = (
-    "memory_id, chat_id, kind, subject, attribute, key, text, origin, confidence, importance,"
-    " access_count, status, valid_from, valid_until, created_at, updated_at, last_accessed_at"
-)
-# What a read returns: the inserted columns plus those consolidation maintains.
-_READ_COLUMNS = _COLUMNS + ", decay, archived_at"
-_CURRENT = "valid_until IS NULL"
 
 
 class MemoryStore(Protocol):
@@ -86,6 +83,11 @@ class MemoryStore(Protocol):
         """Return the chat's active memories that were true at ``moment``."""
         ...
 
+    async def relations(self, conn: Transaction, memory_id: str) -> list[MemoryRelation]:
+        """Return the relations of a memory, from it and to it (``supersedes``, ``contradicts``,
+        ``related_to``), oldest first."""
+        ...
+
     async def confirm(
         self, tx: Transaction, chat_id: int, memory_id: str, *, confidence: float
     ) -> Memory | None:
@@ -130,32 +132,11 @@ class MemoryStore(Protocol):
         ...
 
 
-def _row_to_memory(row: Row) -> Memory:
-    return Memory(
-        memory_id=row["memory_id"],
-        chat_id=row["chat_id"],
-        kind=row["kind"],
-        subject=row["subject"],
-        attribute=row["attribute"],
-        key=row["key"],
-        text=row["text"],
-        origin=row["origin"],
-        confidence=row["confidence"],
-        importance=row["importance"],
-        access_count=row["access_count"],
-        status=row["status"],
-        valid_from=from_db_time(row["valid_from"]),
-        valid_until=from_db_time(row["valid_until"]),
-        created_at=from_db_time(row["created_at"]),
-        updated_at=from_db_time(row["updated_at"]),
-        last_accessed_at=from_db_time(row["last_accessed_at"]),
-        decay=row["decay"],
-        archived_at=from_db_time(row["archived_at"]),
-    )
+class SqliteMemoryStore(SqliteMemoryReads):
+    """The :class:`MemoryStore` on SQLite: the writes here, the reads inherited."""
 
-
-class SqliteMemoryStore:
-    """The :class:`MemoryStore` on SQLite."""
+    #: The larger of two values (SQLite's two-argument ``max``).
+    GREATEST = "max"
 
     async def record(
         self,
@@ -183,10 +164,10 @@ class SqliteMemoryStore:
         stamp = to_db_time(now)
         slot = slot_of(candidate.key)
         rows = await tx.fetchall(
-            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND key = ? AND {_CURRENT}",
+            f"SELECT {READ_COLUMNS} FROM memories WHERE chat_id = ? AND key = ? AND {CURRENT}",
             (chat_id, slot),
         )
-        current = next((_row_to_memory(row) for row in rows), None)
+        current = next((row_to_memory(row) for row in rows), None)
         if (
             current is not None
             and current.attribute == candidate.attribute
@@ -210,9 +191,9 @@ class SqliteMemoryStore:
                 )
             status = "active" if candidate.confidence >= threshold else "candidate"
             inserted = await tx.fetchall(
-                f"INSERT INTO memories ({_COLUMNS}) VALUES"
+                f"INSERT INTO memories ({INSERT_COLUMNS}) VALUES"
                 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL, ?, ?, ?)"
-                f" RETURNING {_READ_COLUMNS}",
+                f" RETURNING {READ_COLUMNS}",
                 (
                     ids.memory_id(),
                     chat_id,
@@ -231,7 +212,7 @@ class SqliteMemoryStore:
                     stamp,
                 ),
             )
-            memory = _row_to_memory(next(iter(inserted)))
+            memory = row_to_memory(next(iter(inserted)))
             if current is not None:
                 opposite = current.attribute != candidate.attribute
                 relation = "contradicts" if opposite else "supersedes"
@@ -260,9 +241,9 @@ class SqliteMemoryStore:
         active = candidate.confidence >= threshold or current.status == "active"
         rows = await tx.fetchall(
             "UPDATE memories SET confidence = ?, status = ?, archived_at = ?, decay = 1.0,"
-            " importance = max(importance, ?), access_count = access_count + 1,"
+            f" importance = {self.GREATEST}(importance, ?), access_count = access_count + 1,"
             " text = ?, updated_at = ?, last_accessed_at = ?"
-            f" WHERE memory_id = ? RETURNING {_READ_COLUMNS}",
+            f" WHERE memory_id = ? RETURNING {READ_COLUMNS}",
             (
                 confidence,
                 # Said again: back from the archive once it is active.
@@ -275,7 +256,7 @@ class SqliteMemoryStore:
                 current.memory_id,
             ),
         )
-        return _row_to_memory(next(iter(rows)))
+        return row_to_memory(next(iter(rows)))
 
     async def _relate(
         self, tx: Transaction, memory_id: str, relation: str, other_id: str, stamp: str
@@ -289,7 +270,7 @@ class SqliteMemoryStore:
     async def _relate_to_entity(self, tx: Transaction, memory: Memory, stamp: str) -> None:
         rows = await tx.fetchall(
             "SELECT memory_id FROM memories WHERE chat_id = ? AND kind = 'entity'"
-            f" AND lower(text) = lower(?) AND {_CURRENT}",
+            f" AND lower(text) = lower(?) AND {CURRENT}",
             (memory.chat_id, memory.subject),
         )
         for row in rows:
@@ -308,54 +289,6 @@ class SqliteMemoryStore:
         )
         return changed
 
-    async def current_for_chats(
-        self, conn: Transaction, chat_ids: Sequence[int], *, per_chat: int, past: int
-    ) -> dict[int, list[Memory]]:
-        """Return each chat's most important current memories (active ones first, then the
-        unconfirmed), then its ``past`` most recently superseded active ones (one query; what
-        the chat's packets carry)."""
-        found: dict[int, list[Memory]] = {chat_id: [] for chat_id in chat_ids}
-        if not chat_ids:
-            return found
-        rows = await conn.fetchall(
-            f"SELECT {_READ_COLUMNS} FROM (SELECT *, row_number() OVER ("
-            "   PARTITION BY chat_id, valid_until IS NULL"
-            "   ORDER BY status != 'active', importance * decay DESC, valid_until DESC,"
-            "   updated_at DESC) AS rank"
-            "  FROM memories WHERE (status = 'active'"
-            f"   OR (status = 'candidate' AND {_CURRENT}))"
-            "  AND chat_id IN (SELECT value FROM json_each(?)))"
-            " WHERE rank <= CASE WHEN valid_until IS NULL THEN ? ELSE ? END"
-            " ORDER BY chat_id, valid_until IS NOT NULL, rank",
-            (orjson.dumps(list(chat_ids)), per_chat, past),
-        )
-        for row in rows:
-            found[row["chat_id"]].append(_row_to_memory(row))
-        return found
-
-    async def listing(self, conn: Transaction, chat_id: int, *, history: bool) -> list[Memory]:
-        """Return what the chat keeps, not archived: current memories (with ``history``, the
-        superseded ones too), by kind, then oldest first."""
-        rows = await conn.fetchall(
-            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND status != 'archived'"
-            + ("" if history else f" AND {_CURRENT}")
-            + " ORDER BY kind, valid_from, created_at, memory_id",
-            (chat_id,),
-        )
-        return [_row_to_memory(row) for row in rows]
-
-    async def as_of(self, conn: Transaction, chat_id: int, moment: datetime) -> list[Memory]:
-        """Return the chat's active memories that were true at ``moment`` (valid from it or
-        before, and not yet ended at it), oldest first."""
-        stamp = to_db_time(moment)
-        rows = await conn.fetchall(
-            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND status = 'active'"
-            " AND valid_from <= ? AND (valid_until IS NULL OR valid_until > ?)"
-            " ORDER BY valid_from, memory_id",
-            (chat_id, stamp, stamp),
-        )
-        return [_row_to_memory(row) for row in rows]
-
     async def confirm(
         self, tx: Transaction, chat_id: int, memory_id: str, *, confidence: float
     ) -> Memory | None:
@@ -363,11 +296,11 @@ class SqliteMemoryStore:
         ``confidence``; ``None`` if the chat has no such current memory."""
         rows = await tx.fetchall(
             "UPDATE memories SET status = 'active', archived_at = NULL, decay = 1.0,"
-            " confidence = max(confidence, ?)"
-            f" WHERE chat_id = ? AND memory_id = ? AND {_CURRENT} RETURNING {_READ_COLUMNS}",
+            f" confidence = {self.GREATEST}(confidence, ?)"
+            f" WHERE chat_id = ? AND memory_id = ? AND {CURRENT} RETURNING {READ_COLUMNS}",
             (confidence, chat_id, memory_id),
         )
-        return next((_row_to_memory(row) for row in rows), None)
+        return next((row_to_memory(row) for row in rows), None)
 
     async def forget(
         self, tx: Transaction, chat_id: int, memory_ids: Sequence[str]
@@ -378,53 +311,23 @@ class SqliteMemoryStore:
         about them too. Nothing is restored: the whole slot goes. Other chats' memories are
         never touched, whatever ids are passed.
         """
-        ids_json = orjson.dumps(list(memory_ids))
+        named = self.ids_param(memory_ids)
         rows = await tx.fetchall(
-            f"SELECT {_READ_COLUMNS} FROM memories WHERE chat_id = ? AND (key IN ("
+            f"SELECT {READ_COLUMNS} FROM memories WHERE chat_id = ? AND (key IN ("
             "  SELECT key FROM memories WHERE chat_id = ? AND memory_id IN"
-            "  (SELECT value FROM json_each(?))) OR lower(subject) IN ("
+            f"  (SELECT s.value FROM {self.IDS_TABLE})) OR lower(subject) IN ("
             "  SELECT lower(text) FROM memories WHERE chat_id = ? AND kind = 'entity'"
-            "  AND memory_id IN (SELECT value FROM json_each(?))))",
-            (chat_id, chat_id, ids_json, chat_id, ids_json),
+            f"  AND memory_id IN (SELECT s.value FROM {self.IDS_TABLE})))",
+            (chat_id, chat_id, named, chat_id, named),
         )
-        erased = [_row_to_memory(row) for row in rows]
+        erased = [row_to_memory(row) for row in rows]
         if not erased:
             return []
         await tx.execute(
-            "DELETE FROM memories WHERE memory_id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps([memory.memory_id for memory in erased]),),
+            f"DELETE FROM memories WHERE memory_id IN (SELECT s.value FROM {self.IDS_TABLE})",
+            (self.ids_param([memory.memory_id for memory in erased]),),
         )
         return [memory for memory in erased if memory.valid_until is None]
-
-    def search(
-        self, conn: Snapshot, chat_id: int, queries: Sequence[str], *, limit: int
-    ) -> list[list[tuple[Memory, float]]]:
-        """Return, for each of ``queries``, the chat's current active memories that best match
-        it (FTS5 BM25, lower is better), best first; all the queries in one statement.
-
-        Each query is reduced to quoted words (:func:`scoped_searches`), so FTS5 syntax in it is
-        searched for, never parsed. The chat's key is in the MATCH: other chats cost nothing.
-        """
-        found: list[list[tuple[Memory, float]]] = [[] for _ in queries]
-        if limit < 1:
-            return found
-        scope = "chat_" + str(chat_id).replace("-", "m")
-        sql, params = scoped_searches(
-            f"SELECT ? AS query, {_READ_COLUMNS}, hit.score AS score FROM memories"
-            " JOIN (SELECT rowid AS hit_rowid, bm25(memories_fts, 0.0, 1.0, 1.0, 1.0) AS score"
-            "       FROM memories_fts WHERE memories_fts MATCH ?"
-            "       ORDER BY score, hit_rowid LIMIT ?) AS hit"
-            " ON memories.rowid = hit.hit_rowid"
-            f" WHERE memories.status = 'active' AND memories.{_CURRENT}",
-            f'chat_key : "{scope}" AND {{subject attribute text}}',
-            queries,
-            limit,
-        )
-        if not sql:
-            return found
-        for row in conn.fetchall(sql + " ORDER BY query, score, key", params):
-            found[row["query"]].append((_row_to_memory(row), float(row["score"])))
-        return found
 
     async def touch(self, tx: Transaction, memory_ids: Sequence[str], *, now: datetime) -> None:
         """Record that memories were retrieved into a packet: one more access, fresh decay."""
@@ -432,17 +335,9 @@ class SqliteMemoryStore:
             return
         await tx.execute(
             "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?,"
-            " decay = 1.0 WHERE memory_id IN (SELECT value FROM json_each(?))",
-            (to_db_time(now), orjson.dumps(list(memory_ids))),
+            f" decay = 1.0 WHERE memory_id IN (SELECT s.value FROM {self.IDS_TABLE})",
+            (to_db_time(now), self.ids_param(memory_ids)),
         )
-
-    async def unarchived(self, conn: Transaction) -> list[Memory]:
-        """Return every current memory not archived, by chat then key (for consolidation)."""
-        rows = await conn.fetchall(
-            f"SELECT {_READ_COLUMNS} FROM memories WHERE status != 'archived' AND {_CURRENT}"
-            " ORDER BY chat_id, key"
-        )
-        return [_row_to_memory(row) for row in rows]
 
     async def set_decay(
         self,

@@ -22,7 +22,8 @@ never reused). Every row goes with its session (``ON DELETE CASCADE``: ``/forget
 Write methods take the :class:`~agent.db.Transaction` of :meth:`agent.db.Database.write` and
 never commit; reads take any transaction (normally ``db.reader``), the search a
 :class:`~agent.db.Snapshot`. Every query reads through an index. The contract is
-``tests/test_store_conformance.py``.
+``tests/test_store_conformance.py``, which
+:class:`~agent.memory.summaries.postgres_summary_store.PostgresSummaryStore` passes too.
 """
 
 from __future__ import annotations
@@ -32,12 +33,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
-import orjson
-
 from agent.db import Row, Snapshot, Transaction
 from agent.db.search import scoped_searches
 from agent.errors import StorageError
 from agent.memory.schemas import SummarizerKind, SummaryStatus, SummaryVersion
+from agent.memory.storage.id_lists import SqliteIdLists
 from agent.utils.timestamps import from_db_time, to_db_time
 
 __all__ = [
@@ -186,8 +186,9 @@ def _row_to_summary(row: Row) -> SummaryVersion:
     )
 
 
-class SqliteSummaryStore:
-    """The :class:`SummaryStore` on SQLite.
+class SqliteSummaryStore(SqliteIdLists):
+    """The :class:`SummaryStore` on SQLite (lists of ids as JSON:
+    :class:`~agent.memory.storage.id_lists.SqliteIdLists`).
 
     Args:
         retention: versions kept per session (both kinds of the newest ``retention``
@@ -336,12 +337,12 @@ class SqliteSummaryStore:
         if not session_ids:
             return {}
         rows = await conn.fetchall(
-            f"SELECT {_COLUMNS} FROM conversation_summaries AS s"
-            " WHERE s.summary_id = (SELECT summary_id FROM conversation_summaries"
-            "   WHERE session_id = s.session_id AND summarizer = 'llm' AND status = 'completed'"
-            "   ORDER BY version DESC, summary_id DESC LIMIT 1)"
-            " AND s.session_id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(list(session_ids)),),
+            f"SELECT {_COLUMNS} FROM conversation_summaries AS summary"
+            " WHERE summary.summary_id = (SELECT summary_id FROM conversation_summaries"
+            "   WHERE session_id = summary.session_id AND summarizer = 'llm'"
+            "   AND status = 'completed' ORDER BY version DESC, summary_id DESC LIMIT 1)"
+            f" AND summary.session_id IN (SELECT s.value FROM {self.IDS_TABLE})",
+            (self.ids_param(session_ids),),
         )
         return {row["session_id"]: _row_to_summary(row) for row in rows}
 

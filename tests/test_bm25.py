@@ -1,0 +1,143 @@
+"""BM25 as FTS5 computes it (agent/db/bm25.py), and the statistics PostgreSQL keeps for it
+(``search_totals``, migrations 0004 and 0005 of schema_postgres.sql) against a real server."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from datetime import UTC, datetime
+
+import pytest
+
+from agent.db import Snapshot, Transaction
+from agent.db.bm25 import (
+    IndexStatistics,
+    best,
+    bm25,
+    index_statistics,
+    lexemes,
+    tsquery,
+    word_counts,
+)
+from agent.memory.schemas import MemoryCandidate
+
+T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
+
+
+def test_idf_is_fts5s_with_its_floor():
+    """log((N - n + 0.5) / (n + 0.5)); a word in half the rows or more weighs 1e-6, not less."""
+    statistics = IndexStatistics(rows=10, average_length=4.0, hits={"rare": 1, "common": 6})
+    assert statistics.idf("rare") == pytest.approx(math.log(9.5 / 1.5))
+    assert statistics.idf("common") == 1e-6
+    assert statistics.idf("absent") == pytest.approx(math.log(10.5 / 0.5))
+
+
+def test_bm25_is_the_negated_sum_over_the_query_words():
+    """Each word found adds idf * f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)); a word the row
+    lacks adds nothing; lower is better."""
+    statistics = IndexStatistics(rows=10, average_length=4.0, hits={"red": 2, "kayak": 3})
+    counts = Counter({"red": 2, "boat": 1})
+    norm = 1.2 * (1 - 0.75 + 0.75 * 6 / 4.0)
+    expected = -statistics.idf("red") * (2 * 2.2) / (2 + norm)
+    assert bm25(statistics, ["red", "kayak"], counts, 6) == pytest.approx(expected)
+    assert bm25(statistics, ["kayak"], counts, 6) == 0.0
+    empty = IndexStatistics(rows=0, average_length=0.0, hits={})
+    assert bm25(empty, ["red"], counts, 6) < 0
+
+
+def test_best_keeps_the_matching_rows_best_first_ties_in_order_up_to_the_limit():
+    """Rows without a query word are no candidates; equal scores keep the given (rowid)
+    order; ``limit`` cuts after the ranking; a limit below 1 gives nothing."""
+    statistics = IndexStatistics(rows=4, average_length=3.0, hits={"red": 3})
+    rows = [
+        ("a", Counter({"red": 1}), 3),
+        ("b", Counter({"blue": 1}), 3),
+        ("c", Counter({"red": 2}), 3),
+        ("d", Counter({"red": 1}), 3),
+    ]
+    assert [item for item, _ in best(statistics, ["red"], rows, 9)] == ["c", "a", "d"]
+    assert [item for item, _ in best(statistics, ["red"], rows, 2)] == ["c", "a"]
+    assert best(statistics, ["red"], rows, 0) == []
+
+
+def test_query_words_become_quoted_lexemes_and_text_its_word_counts():
+    """tsquery quotes each word and ORs them; a word too long for a lexeme is dropped;
+    word_counts lowercases the words of every text given (underscores kept, as in a query)."""
+    assert tsquery(["red", "or", "x_y"]) == "'red' | 'or' | 'x_y'"
+    assert lexemes(["ok", "a" * 3000, "fine"]) == ["ok", "fine"]
+    assert word_counts("Red red", "snake_case, RED!") == Counter({"red": 3, "snake_case": 1})
+
+
+@pytest.mark.postgres
+async def test_search_totals_follow_inserts_updates_and_deletes(postgres_url):
+    """search_totals holds each searched table's rows and tokens (the scope's one token and
+    the words) through inserts, text changes, cascades and trigger deletes; a change that
+    keeps the length leaves them; index_statistics reads them with each word's rows."""
+    pytest.importorskip("psycopg", reason="postgres: the `postgres` extra is not installed")
+    from agent.db.postgres import PostgresDatabase
+    from agent.memory.longterm.postgres_memory_store import PostgresMemoryStore
+    from agent.memory.storage.postgres_session_table import PostgresSessionTable
+    from agent.memory.summaries.postgres_summary_store import PostgresSummaryStore
+
+    memories, summaries, sessions = (
+        PostgresMemoryStore(),
+        PostgresSummaryStore(),
+        PostgresSessionTable(),
+    )
+
+    def fact(text: str, key: str) -> MemoryCandidate:
+        return MemoryCandidate(
+            kind="fact", attribute=key, key=key, text=text, confidence=0.9, importance=0.5
+        )
+
+    async def fill(tx: Transaction) -> None:
+        for sid, chat in (("ses_a", 1), ("ses_b", 2)):
+            await sessions.create_session(
+                tx, session_id=sid, chat_id=chat, chat_type="private", user_id=chat,
+                title=None, now=T0,
+            )  # fmt: skip
+        await summaries.append_extractive(
+            tx, "ses_a", version=1, from_seq=1, to_seq=10, text="t", delta="the red kayak",
+            now=T0,
+        )  # fmt: skip
+        await memories.record(
+            tx, 1, fact("Red Kayak", "boat"), source=("ses_a", 1), threshold=0.5, now=T0
+        )
+        await memories.record(
+            tx, 2, fact("Porto", "location"), source=("ses_b", 1), threshold=0.5, now=T0
+        )
+
+    async with PostgresDatabase(postgres_url) as db:
+        await db.write(fill)
+
+        async def totals() -> dict[str, tuple[int, int]]:
+            rows = await db.reader.fetchall(
+                "SELECT index_name, row_count, token_count FROM search_totals"
+            )
+            return {row[0]: (row[1], row[2]) for row in rows}
+
+        # 1 + 3 words; memories: 1 + "user boat red kayak" (5) and 1 + "user location porto".
+        assert await totals() == {"conversation_summaries": (1, 4), "memories": (2, 9)}
+        [[red_rows, porto_rows, none_rows]] = await db.read(
+            lambda snap: [
+                [index_statistics(snap, "memories", [w]).hits[w] for w in ("red", "porto", "x")]
+            ]
+        )
+        assert (red_rows, porto_rows, none_rows) == (1, 1, 0)
+        await db.write(
+            lambda tx: summaries.revise_extractive(
+                tx, "ses_a", version=1, text="t", delta="a longer red kayak trip"
+            )
+        )
+        await db.write(lambda tx: tx.execute("UPDATE memories SET decay = 0.5 WHERE chat_id = 1"))
+        assert await totals() == {"conversation_summaries": (1, 6), "memories": (2, 9)}
+        await db.write(lambda tx: sessions.delete_session(tx, "ses_a"))  # cascade, trigger
+        assert await totals() == {"conversation_summaries": (0, 0), "memories": (1, 4)}
+        statistics = await db.read(lambda snap: index_statistics(snap, "memories", ["porto"]))
+        assert statistics == IndexStatistics(rows=1, average_length=4.0, hits={"porto": 1})
+
+        def unknown(snap: Snapshot) -> IndexStatistics:
+            return index_statistics(snap, "conversation_turns", ["x"])
+
+        with pytest.raises(ValueError, match="searched tables"):
+            await db.read(unknown)
