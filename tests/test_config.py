@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,14 @@ def test_readme_defaults_match_the_code():
             assert float(documented) == default, name
         else:
             assert documented == str(default), name
+
+
+def test_the_worker_id_is_host_and_pid_unless_set(monkeypatch):
+    """``AGENT_WORKER_ID`` names the process among the bot's workers; unset, it is
+    ``host:pid`` of the process reading the settings; empty, it is refused."""
+    assert load_settings(env_file=None).worker_id == f"{socket.gethostname()}:{os.getpid()}"
+    monkeypatch.setenv("AGENT_WORKER_ID", "web-3")
+    assert load_settings(env_file=None).worker_id == "web-3"
+    monkeypatch.setenv("AGENT_WORKER_ID", "")
+    with pytest.raises(ConfigError, match="AGENT_WORKER_ID"):
+        load_settings(env_file=None)
