@@ -164,14 +164,18 @@ class PostgresLeaderLock:
     """:class:`~agent.db.locks.LeaderLock` across processes: ``pg_try_advisory_lock`` on a
     connection held for as long as this worker leads.
 
-    :meth:`acquire` tries every ``retry`` seconds (a connection refused counts as a failed
-    try); :meth:`wait_lost` checks the held connection every ``check_interval`` seconds.
+    A worker that does not lead tries again every ``retry`` seconds on the same connection (a
+    connection that fails is opened again at the next try); the leader checks its connection
+    every ``check_interval`` seconds (:meth:`wait_lost`). A statement that takes longer than
+    ``statement_timeout`` seconds counts as a broken connection: a server out of reach may
+    already have ended the session, and given the lock to another worker.
 
     Args:
         url: the database's libpq connection string or ``postgresql://`` URL.
         scope: what keeps this bot's leader apart from another bot's on the same database.
         retry: seconds between two tries of a worker that does not lead.
         check_interval: seconds between two checks that the leader's connection is alive.
+        statement_timeout: seconds a try or a check may take.
 
     Attributes:
         key: the advisory lock's key (``pg_locks`` shows it as ``classid``, ``objid``: its
@@ -179,45 +183,47 @@ class PostgresLeaderLock:
     """
 
     def __init__(
-        self, url: str, scope: str, *, retry: float = 1.0, check_interval: float = 1.0
+        self,
+        url: str,
+        scope: str,
+        *,
+        retry: float = 1.0,
+        check_interval: float = 1.0,
+        statement_timeout: float = 5.0,
     ) -> None:
         self.scope = scope
-        self._url = url
         self.key = advisory_key(f"leader:{scope}", 0)
+        self._url = url
         self._retry = retry
         self._check_interval = check_interval
+        self._statement_timeout = statement_timeout
         self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._held = False
 
     @property
     def held(self) -> bool:
         """Whether this worker holds the lock (as far as the last statement knew)."""
-        return self._conn is not None
+        return self._held
 
     async def acquire(self) -> None:
         """Wait until this worker leads: try, then try again every ``retry`` seconds."""
-        while self._conn is None:
-            conn: psycopg.AsyncConnection[Any] | None = None
+        while not self._held:
             try:
-                conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
-                cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,))
-                row = await cursor.fetchone()
-                if row is not None and row[0]:
-                    self._conn, conn = conn, None
+                if await self._run("SELECT pg_try_advisory_lock(%s)", (self.key,)):
+                    self._held = True
                     logger.info("this worker leads (lock %s)", self.scope)
                     return
-            except psycopg.Error as exc:
+            except (psycopg.Error, TimeoutError) as exc:
                 logger.warning("cannot try the leader lock (%s); trying again", exc)
-            finally:
-                if conn is not None:
-                    await conn.close()
+                await self.release()
             await asyncio.sleep(self._retry)
 
     async def wait_lost(self) -> None:
-        """Return when the lock's connection stops answering (or at once if not held)."""
-        while self._conn is not None:
+        """Return when the lock's connection stops answering (at once if not held)."""
+        while self._held:
             try:
-                await self._conn.execute("SELECT 1")
-            except psycopg.Error as exc:
+                await self._run("SELECT true", ())
+            except (psycopg.Error, TimeoutError) as exc:
                 logger.warning("the leader lock was lost with its connection (%s)", exc)
                 await self.release()
                 return
@@ -225,6 +231,14 @@ class PostgresLeaderLock:
 
     async def release(self) -> None:
         """Stop leading: close the lock's connection, which releases the lock. Idempotent."""
-        conn, self._conn = self._conn, None
+        conn, self._conn, self._held = self._conn, None, False
         if conn is not None:
             await conn.close()
+
+    async def _run(self, sql: str, params: tuple[Any, ...]) -> bool:
+        async with asyncio.timeout(self._statement_timeout):
+            if self._conn is None:
+                self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+            cursor = await self._conn.execute(sql, params)
+            row = await cursor.fetchone()
+        return row is not None and bool(row[0])
