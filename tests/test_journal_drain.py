@@ -180,3 +180,24 @@ async def test_a_sweep_processes_what_a_dead_worker_journaled(workers):
     assert await drain.sweep(older_than=timedelta(seconds=30)) == 4
     assert processed == [1, 3, 5, 2]
     assert [e.update_id for e in await alive.journal.pending()] == [4]
+
+
+async def test_a_caller_holding_the_chat_drains_it_without_asking_again(workers):
+    """``drain_held`` runs the chat's entries for a caller that holds the chat's lock (the chat
+    service around all of a chat's work): it does not ask for the lock again, and the other
+    worker's drain of the chat waits until the caller lets go, then finds nothing left."""
+    one, two = workers
+    processed: list[int] = []
+
+    async def process(e: JournalEntry) -> None:
+        processed.append(e.update_id)
+        await one.journal.mark_done(e.update_id)
+
+    await one.journal.record([entry(1), entry(2)])
+    async with one.locks.hold(7):
+        other = asyncio.create_task(JournalDrain(two.journal, two.locks, process).drain(7))
+        assert await JournalDrain(one.journal, one.locks, process).drain_held(7) == 2
+        await asyncio.sleep(0.05)
+        assert not other.done()
+    assert await asyncio.wait_for(other, 5) == 0
+    assert processed == [1, 2]

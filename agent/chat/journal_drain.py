@@ -70,7 +70,8 @@ class JournalDrain:
         self._batch = batch
 
     async def drain(self, chat_id: int) -> int:
-        """Process the chat's pending entries, oldest first; return how many were processed.
+        """Take the chat's lock and process its pending entries, oldest first
+        (:meth:`drain_held`); return how many were processed.
 
         Args:
             chat_id: the chat (``0``: the updates of no chat).
@@ -78,17 +79,26 @@ class JournalDrain:
         Raises:
             Exception: what ``process`` raised (the lock is let go; the entry stays pending).
         """
-        processed = 0
         async with self._locks.hold(chat_id):
-            after: int | None = None
-            while entries := await self._journal.pending_of_chat(
-                chat_id, after=after, limit=self._batch
-            ):
-                for entry in entries:
-                    await self._process(entry)
-                    processed += 1
-                # Past what this drain tried: an entry left pending waits for a later drain.
-                after = entries[-1].update_id
+            return await self.drain_held(chat_id)
+
+    async def drain_held(self, chat_id: int) -> int:
+        """Process the chat's pending entries, oldest first, for a caller that holds the chat's
+        lock already (the chat service, around all of a chat's work); return how many.
+
+        Raises:
+            Exception: what ``process`` raised (the entry stays pending).
+        """
+        processed = 0
+        after: int | None = None
+        while entries := await self._journal.pending_of_chat(
+            chat_id, after=after, limit=self._batch
+        ):
+            for entry in entries:
+                await self._process(entry)
+                processed += 1
+            # Past what this drain tried: an entry left pending waits for a later drain.
+            after = entries[-1].update_id
         if processed:
             logger.debug("drained %d journal entries of chat %s", processed, chat_id)
         return processed
