@@ -21,8 +21,7 @@ import pytest
 
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.chat.journal_drain import JournalDrain
-from agent.db import AnyDatabase, Database
-from agent.db.locks import ChatLocks, LocalChatLocks
+from agent.db import AnyDatabase, ChatLocks, Database, LocalChatLocks
 from tests.clock import Clock
 
 BOT = 777

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.db.locks import LocalChatLocks, SoleLeader
+from agent.db import LocalChatLocks, SoleLeader
 
 ROOT = Path(__file__).resolve().parents[1]
 

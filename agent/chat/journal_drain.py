@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
-from agent.db.locks import ChatLocks
+from agent.db import ChatLocks
 
 __all__ = ["JournalDrain", "ProcessEntry"]
 
