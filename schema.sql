@@ -661,3 +661,25 @@ CREATE INDEX conversation_sessions_checkpoint_unknown
 CREATE INDEX conversation_sessions_with_jobs
     ON conversation_sessions (session_id)
     WHERE closed_at IS NULL AND json_array_length(state, '$.active_job_refs') > 0;
+
+-- migration: 0016_jobs
+-- Due jobs (reminders, maintenance) across the bot's workers (issue 18, section 3): each
+-- worker's timer only says when to look; a worker claims the due jobs no live claim holds
+-- (claimed_by, and a lease: claimed_until), fires them and marks them done (done_at) in the
+-- transaction of what firing wrote, so a job fires once whichever workers are alive. A claim
+-- whose lease ended (its worker died) is claimable again; attempts counts the claims. The
+-- payload is JSON; it may hold the user's words, and goes with its chat (/forget).
+CREATE TABLE jobs (
+    job_id        TEXT PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    chat_id       INTEGER,
+    due_at        TEXT NOT NULL,
+    payload       TEXT NOT NULL DEFAULT '{}',
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    claimed_by    TEXT,
+    claimed_until TEXT,
+    done_at       TEXT,
+    created_at    TEXT NOT NULL
+);
+CREATE INDEX jobs_due ON jobs (due_at) WHERE done_at IS NULL;
+CREATE INDEX jobs_chat ON jobs (chat_id);

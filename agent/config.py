@@ -7,7 +7,9 @@ lists them all (a test keeps the two in step). Build it once at the entry point 
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -17,11 +19,16 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.errors import ConfigError
 
-__all__ = ["TELEGRAM_MAX_BACKOFF", "Settings", "load_settings"]
+__all__ = ["TELEGRAM_MAX_BACKOFF", "Settings", "default_worker_id", "load_settings"]
 
 #: The longest wait, in seconds, between two attempts of a Bot API call failing with a server
 #: or network error (polling and sending).
 TELEGRAM_MAX_BACKOFF = 30.0
+
+
+def default_worker_id() -> str:
+    """Return ``host:pid``: this process's name among the bot's workers when none is set."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class Settings(BaseSettings):
@@ -319,6 +326,14 @@ class Settings(BaseSettings):
         default="INFO",
         alias="AGENT_LOG_LEVEL",
         description="Logging level of the bot.",
+    )
+    worker_id: str = Field(
+        default_factory=default_worker_id,
+        min_length=1,
+        max_length=200,
+        alias="AGENT_WORKER_ID",
+        description="This process's name among the bot's workers, on every log line "
+        "(default: host:pid).",
     )
 
     @field_validator("allowed_user_ids", mode="before")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,14 @@ def test_a_database_url_selects_postgres_and_hides_its_password(monkeypatch):
     assert "s3cret" not in str(caught.value)
     monkeypatch.delenv("AGENT_DATABASE_URL")
     assert load_settings(env_file=None).checkpoint_files  # SQLite: always files
+
+
+def test_the_worker_id_is_host_and_pid_unless_set(monkeypatch):
+    """``AGENT_WORKER_ID`` names the process among the bot's workers; unset, it is
+    ``host:pid`` of the process reading the settings; empty, it is refused."""
+    assert load_settings(env_file=None).worker_id == f"{socket.gethostname()}:{os.getpid()}"
+    monkeypatch.setenv("AGENT_WORKER_ID", "web-3")
+    assert load_settings(env_file=None).worker_id == "web-3"
+    monkeypatch.setenv("AGENT_WORKER_ID", "")
+    with pytest.raises(ConfigError, match="AGENT_WORKER_ID"):
+        load_settings(env_file=None)

@@ -87,3 +87,39 @@ def test_a_crash_prints_its_traceback_without_the_token() -> None:
     assert "CRITICAL agent: stopped by an uncaught error" in done.stderr
     assert "RuntimeError: GET https://api.telegram.org/bot[REDACTED]/getMe" in done.stderr
     assert SECRET_HALF not in done.stderr
+
+
+def test_every_line_names_its_worker(
+    root_logging: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a worker id, every line carries ``worker=<id>`` after its level, its own loggers'
+    and third parties' alike, before the context fields; a ``%`` in the id is text, not a
+    field. Without one (a tool), lines carry none."""
+    configure_logging("INFO", worker_id="web-2:41%d")
+    with bind(chat_id=7):
+        logging.getLogger("agent.test").info("turn %d", 5)
+    logging.getLogger("telegram.ext").warning("PTB says hi")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    assert " INFO worker=web-2:41%d agent.test [chat_id=7]: turn 5" in lines[0]
+    assert " WARNING worker=web-2:41%d telegram.ext: PTB says hi" in lines[1]
+
+    configure_logging("INFO")
+    logging.getLogger("agent.test").info("no worker")
+    assert " INFO agent.test: no worker" in capsys.readouterr().err
+
+
+def test_the_bot_names_its_worker_on_every_line(launch) -> None:
+    """``run_bot.py`` logs ``worker=$AGENT_WORKER_ID`` on each line (the console at INFO, fed
+    one message through a pipe)."""
+    bot = launch(
+        token=None,
+        args=("--console",),
+        stdin=subprocess.PIPE,
+        AGENT_LOG_LEVEL="INFO",
+        AGENT_WORKER_ID="console-1",
+    )
+    assert bot.communicate("hello\n") == 0, bot.stderr
+    lines = [line for line in bot.stderr.splitlines() if " INFO " in line]
+    assert lines, bot.stderr
+    assert all(" INFO worker=console-1 " in line for line in lines), bot.stderr

@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # The terminal is the chat: only warnings there, unless a level was asked for.
     quiet = args.console and "log_level" not in settings.model_fields_set
-    configure_logging("WARNING" if quiet else settings.log_level, settings.secrets)
+    configure_logging(
+        "WARNING" if quiet else settings.log_level, settings.secrets, worker_id=settings.worker_id
+    )
     try:
         asyncio.run(_run(settings, args.console))
     except ConfigError as exc:

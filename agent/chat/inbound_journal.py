@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from agent.db import AnyDatabase, Transaction
+from agent.db import AnyDatabase, Row, Transaction
 from agent.memory.schemas import utc_now
 from agent.utils.timestamps import to_db_time
 
@@ -31,6 +31,15 @@ class JournalEntry:
     chat_id: int | None
     payload: str
     attempts: int = 0
+
+
+def _entry(row: Row) -> JournalEntry:
+    return JournalEntry(
+        update_id=row["update_id"],
+        chat_id=row["chat_id"],
+        payload=row["payload"],
+        attempts=row["attempts"],
+    )
 
 
 class InboundJournal:
@@ -91,15 +100,43 @@ class InboundJournal:
             " WHERE bot_id = ? AND status = 'pending' ORDER BY update_id LIMIT ?",
             (self.bot_id, limit),
         )
-        return [
-            JournalEntry(
-                update_id=row["update_id"],
-                chat_id=row["chat_id"],
-                payload=row["payload"],
-                attempts=row["attempts"],
-            )
-            for row in rows
-        ]
+        return [_entry(row) for row in rows]
+
+    async def pending_of_chat(
+        self, chat_id: int, *, after: int | None = None, limit: int = 100
+    ) -> list[JournalEntry]:
+        """Return a chat's updates not yet processed, in ``update_id`` order.
+
+        Read under the chat's lock (:class:`~agent.chat.journal_drain.JournalDrain`): what it
+        returns is what no other worker processes meanwhile.
+
+        Args:
+            chat_id: the chat; ``0`` stands for the updates of no chat (``chat_id`` NULL).
+            after: only updates after this one (those a drain has not tried yet).
+            limit: at most this many.
+        """
+        rows = await self.db.fetchall(
+            "SELECT update_id, chat_id, payload, attempts FROM inbound_updates"
+            " WHERE bot_id = ? AND status = 'pending' AND coalesce(chat_id, 0) = ?"
+            " AND update_id > ? ORDER BY update_id LIMIT ?",
+            (self.bot_id, chat_id, -1 if after is None else after, limit),
+        )
+        return [_entry(row) for row in rows]
+
+    async def pending_chats(self, *, older_than: timedelta) -> list[int]:
+        """Return the chats with updates pending for longer than ``older_than``, the chat of
+        the oldest first (``0``: updates of no chat).
+
+        The updates a dead worker journaled and never processed, for a sweep to drain.
+        """
+        cutoff = to_db_time(self._clock() - older_than)
+        rows = await self.db.fetchall(
+            "SELECT coalesce(chat_id, 0) AS chat, min(update_id) AS first FROM inbound_updates"
+            " WHERE bot_id = ? AND status = 'pending' AND received_at < ?"
+            " GROUP BY coalesce(chat_id, 0) ORDER BY first",
+            (self.bot_id, cutoff),
+        )
+        return [int(row[0]) for row in rows]
 
     async def last_update_id(self) -> int | None:
         """Return the highest update id ever journaled for this bot, or ``None``."""

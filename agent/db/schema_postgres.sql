@@ -322,3 +322,24 @@ END
 $$;
 CREATE OR REPLACE TRIGGER memories_restore_previous AFTER DELETE ON memories
     FOR EACH ROW WHEN (OLD.valid_until IS NULL) EXECUTE FUNCTION memories_restore_previous();
+
+-- migration: 0006_jobs
+-- Due jobs (reminders, maintenance) across the bot's workers, as schema.sql's 0016_jobs: a
+-- worker claims the due rows no live claim holds (SELECT ... FOR UPDATE SKIP LOCKED, so that
+-- claimers at once take different rows without waiting), with a lease (claimed_until) after
+-- which a dead worker's claim is claimable again, and marks them done in the transaction of
+-- what firing wrote (agent/chat/job_table.py).
+CREATE TABLE jobs (
+    job_id        TEXT COLLATE "C" PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    chat_id       BIGINT,
+    due_at        TEXT COLLATE "C" NOT NULL,
+    payload       TEXT NOT NULL DEFAULT '{}',
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    claimed_by    TEXT,
+    claimed_until TEXT COLLATE "C",
+    done_at       TEXT COLLATE "C",
+    created_at    TEXT NOT NULL
+);
+CREATE INDEX jobs_due ON jobs (due_at) WHERE done_at IS NULL;
+CREATE INDEX jobs_chat ON jobs (chat_id);

@@ -5,6 +5,10 @@ and ``update_id`` bound with :func:`bind` for the update being handled (a ``Cont
 concurrent chats do not mix). :class:`RedactingFilter` replaces every secret it was given (the
 bot token, the LLM API key) with ``[REDACTED]`` in the final message and any traceback text:
 Bot API URLs carry the token, and httpx logs URLs.
+
+With several bot processes on one database (issue 18), every line also names its worker
+(``AGENT_WORKER_ID``, by default ``host:pid``), after the level: ``... INFO worker=web-1:4242
+agent.chat...``, so that the lines of one chat can be followed from worker to worker.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ __all__ = ["ContextFilter", "RedactingFilter", "bind", "configure_logging"]
 
 _context: ContextVar[dict[str, Any] | None] = ContextVar("agent_log_context", default=None)
 
-_FORMAT = "%(asctime)s %(levelname)s %(name)s%(context)s: %(message)s"
+_FORMAT = "%(asctime)s %(levelname)s {worker}%(name)s%(context)s: %(message)s"
 
 
 @contextmanager
@@ -88,16 +92,22 @@ def _log_uncaught(
     )
 
 
-def configure_logging(level: str, secrets: Iterable[str] = ()) -> None:
+def configure_logging(
+    level: str, secrets: Iterable[str] = (), *, worker_id: str | None = None
+) -> None:
     """Send logs to stderr with context fields and secret redaction; so is the traceback of
     an exception nothing caught (``sys.excepthook``).
 
     Args:
         level: the level of our own loggers (``AGENT_LOG_LEVEL``).
         secrets: strings that must never appear in a log line (token, API keys).
+        worker_id: the process's name among the bot's workers (``AGENT_WORKER_ID``), on every
+            line as ``worker=...``; ``None``: not shown (a tool that is no worker).
     """
+    # The id goes into the format text as it is: a `%` in it must not read as a field.
+    worker = "" if worker_id is None else "worker=" + worker_id.replace("%", "%%") + " "
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setFormatter(logging.Formatter(_FORMAT.format(worker=worker)))
     handler.addFilter(ContextFilter())
     handler.addFilter(RedactingFilter(secrets))
     root = logging.getLogger()
