@@ -368,7 +368,7 @@ class FakeBotApi:
                 "message": self._lookup(chat_id, message_id)}})
 
     def deliver_webhooks(self, urls: list[str], secret: str, *, max_connections: int = 3,
-                         **options: float) -> WebhookDelivery:
+                         **options: Any) -> WebhookDelivery:
         """Posts every pending and later update to ``urls`` as Telegram posts to a webhook
         behind a round-robin load balancer, until the fake stops; returns the delivery, which
         tells what was delivered where (see :class:`~tests.webhook_delivery.WebhookDelivery`).
@@ -379,7 +379,8 @@ class FakeBotApi:
             urls: the workers' webhook URLs.
             secret: the secret token (``secret_token`` of setWebhook).
             max_connections: how many updates may be in flight at once.
-            options: ``timeout``, ``retry_delay`` and ``max_retry_delay`` of the delivery.
+            options: ``per_chat``, ``timeout``, ``retry_delay`` and ``max_retry_delay`` of the
+                delivery.
         """
         with self._cond:
             if self._delivery is not None:
@@ -669,7 +670,7 @@ class FakeBotApi:
     def _webhook(self, action: str, params: JsonDict) -> bool | JsonDict:
         with self._cond:
             if action == "info":
-                delivering = self._delivery.pending if self._delivery is not None else 0
+                delivering = len(self._delivery.pending) if self._delivery is not None else 0
                 return {"url": self._webhook_url, "has_custom_certificate": False,
                         "pending_update_count": len(self._queue) + delivering}
             self._webhook_url = str(params.get("url") or "") if action == "set" else ""

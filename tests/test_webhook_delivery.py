@@ -54,8 +54,7 @@ class Worker:
         self._closing = False
         #: (update_id, secret header, content type, body) of every request, in arrival order.
         self.received: list[tuple[int, str | None, str | None, dict[str, Any]]] = []
-        #: The update ids being held.
-        self.holding: set[int] = set()
+        self._holding: set[int] = set()
         self._server = _bind(self, port) if port else LocalServer(self, _WorkerHandler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hook"
         self._thread = threading.Thread(target=self._server.serve_forever,
@@ -69,10 +68,9 @@ class Worker:
             self.received.append((update_id, handler.headers.get(SECRET_HEADER),
                                   handler.headers.get("Content-Type"), body))
             if self.behaviour == "hold":
-                self.holding.add(update_id)
-                self._cond.notify_all()
+                self._holding.add(update_id)
                 self._cond.wait_for(lambda: update_id in self._released or self._closing)
-                self.holding.discard(update_id)
+                self._holding.discard(update_id)
         if self.behaviour == "drop":
             handler.close_connection = True
             return
@@ -86,11 +84,11 @@ class Worker:
             self._released.add(update_id)
             self._cond.notify_all()
 
-    def wait_holding(self, count: int, timeout: float = 10.0) -> set[int]:
-        """Waits until ``count`` updates are held; returns their ids."""
+    @property
+    def holding(self) -> set[int]:
+        """The update ids being held now."""
         with self._cond:
-            assert self._cond.wait_for(lambda: len(self.holding) >= count, timeout), self.holding
-            return set(self.holding)
+            return set(self._holding)
 
     @property
     def ids(self) -> list[int]:
@@ -129,6 +127,17 @@ def workers() -> Iterator[list[Worker]]:
         worker.close()
 
 
+def _holding(workers: list[Worker], count: int, timeout: float = 10.0) -> set[int]:
+    """Waits until the workers hold ``count`` updates between them; returns their ids."""
+    deadline = time.monotonic() + timeout
+    while True:
+        held = set().union(*(worker.holding for worker in workers))
+        if len(held) >= count:
+            return held
+        assert time.monotonic() < deadline, f"held {held}, not {count} updates"
+        time.sleep(0.01)
+
+
 def _dead_url() -> str:
     return f"http://127.0.0.1:{free_port()}/hook"
 
@@ -150,15 +159,15 @@ def test_updates_go_round_robin_as_json_with_the_secret(api: FakeBotApi, workers
             assert (secret, content_type) == (SECRET, "application/json")
             assert body["update_id"] == update_id
             assert body["message"]["text"] == f"message {ids.index(update_id)}"
-    assert delivery.pending == 0
+    assert delivery.pending == set()
 
 
 def test_a_failed_attempt_is_retried_at_the_next_worker_until_one_answers_200(
     api: FakeBotApi, workers
 ) -> None:
     """A 500, a connection closed without an answer and a worker that is not listening are
-    each "not delivered": the update goes on to the next worker in the rotation until one
-    answers 200. The rotation goes on where it stopped for the next update."""
+    each "not delivered": the update goes on to the worker after the one that failed it until
+    one answers 200. The next update starts at the next worker in turn."""
     workers.extend([Worker("error"), Worker("drop"), Worker()])
     urls = [workers[0].url, workers[1].url, _dead_url(), workers[2].url]
     delivery = api.deliver_webhooks(urls, SECRET, max_connections=1)
@@ -173,13 +182,13 @@ def test_a_failed_attempt_is_retried_at_the_next_worker_until_one_answers_200(
         (first, urls[1], None, "RemoteDisconnected"),
         (first, urls[2], None, "ConnectionRefusedError"),
         (first, urls[3], 200, None),
-        (second, urls[0], 500, None),
         (second, urls[1], None, "RemoteDisconnected"),
         (second, urls[2], None, "ConnectionRefusedError"),
         (second, urls[3], 200, None),
     ]
     assert delivery.delivered_by == {first: urls[3], second: urls[3]}
-    assert (workers[0].ids, workers[1].ids, workers[2].ids) == ([first, second],) * 3
+    assert (workers[0].ids, workers[1].ids, workers[2].ids) == (
+        [first], [first, second], [first, second])
 
 
 def test_a_dead_worker_is_retried_until_it_listens_again(api: FakeBotApi, workers) -> None:
@@ -191,7 +200,7 @@ def test_a_dead_worker_is_retried_until_it_listens_again(api: FakeBotApi, worker
     update_id = api.push_message(1001, "are you there?")
     delivery.wait_for(lambda d: len(d.attempts(update_id)) >= 3, message="no retries")
     assert delivery.delivered_update_ids == set()
-    assert delivery.in_flight == {update_id}
+    assert delivery.pending == {update_id}
 
     workers.append(Worker(port=port))
     delivery.wait_until_delivered(update_id)
@@ -218,25 +227,52 @@ def test_a_worker_that_answers_too_late_has_not_delivered(api: FakeBotApi, worke
     assert (workers[0].ids, workers[1].ids) == ([update_id], [update_id])
 
 
-def test_updates_leave_in_order_and_at_most_max_connections_are_in_flight(
+def test_a_chat_has_one_update_in_flight_and_chats_go_side_by_side(
     api: FakeBotApi, workers
 ) -> None:
-    """Updates are sent in update_id order and at most ``max_connections`` wait for an answer
-    at a time: the in-flight ones are always the earliest undelivered, and a 200 for any of
-    them lets the next update go. Two updates of one chat are then at two workers at once."""
+    """As Telegram's Bot API server does: a chat's messages go one at a time, the next after
+    a 200 for the one before, while other chats and a user's button presses (a queue of
+    their own) are sent beside them, at most ``max_connections`` waiting at once."""
     workers.extend([Worker("hold"), Worker("hold")])
     delivery = api.deliver_webhooks([w.url for w in workers], SECRET, max_connections=3)
+    a1, a2 = api.push_message(1001, "a1"), api.push_message(1001, "a2")
+    b1, b2 = api.push_message(1002, "b1"), api.push_message(1002, "b2")
+    press = api.push_callback_query(1001, 1001, "yes", message_id=1000)
+    c1 = api.push_message(1003, "c1")
+
+    assert _holding(workers, 3) == {a1, b1, press} == delivery.in_flight  # c1 waits
+    workers[0].release(a1)
+    workers[1].release(a1)
+    delivery.wait_until_delivered(a1)
+    assert _holding(workers, 3) == {a2, b1, press}  # a2 before c1: in update_id order
+    for update_id in (a2, b1, press, b2, c1):
+        workers[0].release(update_id)
+        workers[1].release(update_id)
+    for update_id in (a2, b1, press, b2, c1):
+        delivery.wait_until_delivered(update_id)
+    firsts = [a.update_id for a in delivery.attempts()]
+    assert firsts.index(a2) > firsts.index(a1)
+    assert firsts.index(b2) > firsts.index(b1)
+    assert sorted(firsts) == sorted([a1, a2, b1, b2, press, c1])
+
+
+def test_without_chat_queues_a_chat_is_at_two_workers_at_once(api: FakeBotApi, workers) -> None:
+    """``per_chat=False`` (harsher than Telegram): updates leave in update_id order and at
+    most ``max_connections`` wait for an answer; the waiting ones are the earliest
+    undelivered, two of one chat at two workers, and a 200 for any lets the next one go."""
+    workers.extend([Worker("hold"), Worker("hold")])
+    delivery = api.deliver_webhooks([w.url for w in workers], SECRET, max_connections=3,
+                                    per_chat=False)
     ids = [api.push_message(1001, f"message {i}") for i in range(6)]
-    held = workers[0].wait_holding(2) | workers[1].wait_holding(1)
-    assert held == set(ids[:3])
+    assert _holding(workers, 3) == set(ids[:3])
     assert delivery.in_flight == set(ids[:3])
+    assert set(workers[0].ids) & set(workers[1].ids) == set()  # one chat, two workers
     info = httpx.post(f"{api.base_url}{api.token}/getWebhookInfo", timeout=10).json()
     assert info["result"]["pending_update_count"] == 6
-    assert set(workers[0].ids) & set(workers[1].ids) == set()  # one chat, two workers
 
     workers[1].release(ids[1])
     delivery.wait_until_delivered(ids[1])
-    assert workers[0].wait_holding(2) | workers[1].wait_holding(1) == {ids[0], ids[2], ids[3]}
+    assert _holding(workers, 3) == {ids[0], ids[2], ids[3]}
     for update_id in ids:
         for worker in workers:
             worker.release(update_id)
@@ -244,31 +280,38 @@ def test_updates_leave_in_order_and_at_most_max_connections_are_in_flight(
         delivery.wait_until_delivered(update_id)
 
     firsts = [a.update_id for a in delivery.attempts()]
-    assert firsts == ids  # one attempt each, started in update_id order
+    assert firsts == ids  # one attempt each, sent in update_id order
     assert sorted(workers[0].ids + workers[1].ids) == ids
 
 
-def test_in_order_one_at_a_time_a_failing_update_holds_back_the_next(
+def test_a_chat_waits_for_its_failing_update_and_other_chats_do_not(
     api: FakeBotApi, workers
 ) -> None:
-    """With max_connections=1 the next update is sent only after the one before was answered
-    200: the workers see the updates strictly in order, retries included."""
-    workers.extend([Worker(), Worker("error")])
-    delivery = api.deliver_webhooks([w.url for w in workers], SECRET, max_connections=1)
-    ids = [api.push_message(1001, f"message {i}") for i in range(5)]
-    delivery.wait_until_delivered(ids[-1])
-    arrivals = [a.update_id for a in delivery.attempts()]
-    assert arrivals == sorted(arrivals)
-    assert delivery.delivered_by == dict.fromkeys(ids, workers[0].url)
+    """A failed update waits for its retry without holding a connection: the next update of
+    its chat waits behind it, another chat's update goes first (one connection here)."""
+    workers.append(Worker())
+    dead = _dead_url()
+    a1, a2 = api.push_message(1001, "a1"), api.push_message(1001, "a2")
+    b1 = api.push_message(1002, "b1")
+    delivery = api.deliver_webhooks([dead, workers[0].url], SECRET, max_connections=1,
+                                    retry_delay=0.5)
+    delivery.wait_until_delivered(a2)
+    assert [(a.update_id, a.url) for a in delivery.attempts()] == [
+        (a1, dead), (b1, workers[0].url), (a1, workers[0].url), (a2, dead),
+        (a2, workers[0].url)]
+    assert workers[0].ids == [b1, a1, a2]
 
 
-def test_no_update_is_posted_again_after_a_200(api: FakeBotApi, workers) -> None:
+@pytest.mark.parametrize("per_chat", [True, False])
+def test_no_update_is_posted_again_after_a_200(api: FakeBotApi, workers, per_chat) -> None:
     """Many updates in flight at healthy and failing workers: every update is answered 200
-    exactly once, the workers saw exactly the attempts the delivery counted, and an update
-    pushed before the delivery started is delivered too."""
+    exactly once, the workers saw exactly the attempts the delivery counted, each chat's
+    updates were delivered in order (with chat queues), and an update pushed before the
+    delivery started is delivered too."""
     early = api.push_message(1000, "pushed before the webhook was set")
     workers.extend([Worker(), Worker("error"), Worker(), Worker("drop")])
-    delivery = api.deliver_webhooks([w.url for w in workers], SECRET, max_connections=5)
+    delivery = api.deliver_webhooks([w.url for w in workers], SECRET, max_connections=5,
+                                    per_chat=per_chat)
     ids = [early] + [api.push_message(1001 + i % 4, f"message {i}") for i in range(40)]
     for update_id in ids:
         delivery.wait_until_delivered(update_id)
@@ -278,6 +321,11 @@ def test_no_update_is_posted_again_after_a_200(api: FakeBotApi, workers) -> None
     attempts = delivery.attempts()
     assert sorted(a.update_id for a in attempts if a.delivered) == ids
     assert len(attempts) == sum(len(w.ids) for w in workers)
+    if per_chat:
+        for chat in range(4):  # the 200s of a chat came in update_id order
+            chat_ids = ids[1 + chat :: 4]
+            delivered = [a.update_id for a in attempts if a.delivered and a.update_id in chat_ids]
+            assert delivered == chat_ids
 
 
 def test_get_updates_conflicts_while_webhooks_are_delivered(api: FakeBotApi, workers) -> None:
@@ -298,17 +346,17 @@ def test_stop_cuts_off_requests_in_flight_and_joins_the_threads(workers) -> None
     api = FakeBotApi().start()
     delivery = api.deliver_webhooks([workers[0].url], SECRET, max_connections=2)
     held = api.push_message(1001, "held")
-    api.push_message(1001, "held too")
-    workers[0].wait_holding(2)
-    api.push_message(1001, "queued")
+    api.push_message(1002, "held too")
+    _holding(workers, 2)
+    api.push_message(1003, "queued")
 
     started = time.monotonic()
     api.stop()
     assert time.monotonic() - started < 2.0
     assert not [t for t in threading.enumerate() if t.name.startswith("webhook-delivery")]
     assert delivery.delivered_update_ids == set()
-    assert held in delivery.in_flight
-    assert delivery.pending == 3
+    assert held in delivery.pending
+    assert len(delivery.pending) == 3
 
 
 def test_a_delivery_needs_workers_and_a_connection() -> None:
@@ -324,7 +372,8 @@ def test_the_bot_in_webhook_mode_answers_updates_from_the_load_balancer(
 ) -> None:
     """The real bot in webhook mode, behind a rotation with a dead worker and a failing one:
     the conversation goes on as with polling (the retries reach the bot), several chats at
-    once are answered, every update is journaled once and counted delivered by the bot."""
+    once are answered, a burst in one chat becomes turns in its order, every update is
+    journaled once and counted delivered by the bot."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/telegram-hook"
     bot = launch(api, AGENT_WEBHOOK_URL=url, AGENT_WEBHOOK_LISTEN="127.0.0.1",
@@ -338,9 +387,10 @@ def test_the_bot_in_webhook_mode_answers_updates_from_the_load_balancer(
     assert "Lisbon" in chats.ask(5001, "I'm planning a trip to Lisbon in May").text
     assert "Your name is Ada" in chats.ask(5001, "what's my name?").text
     burst = {chat: chats.send(chat, f"my name is Bea {chat}")[1] for chat in (5002, 5003, 5004)}
-    for chat, message_id in burst.items():
+    notes = [chats.send(5005, f"note number {i}")[1] for i in range(8)]
+    for chat, message_id in [*burst.items(), *((5005, m) for m in notes)]:
         api.wait_for(lambda a, c=chat, m=message_id: bool(chats.answers_to(c, m)),
-                     message=f"no answer in chat {chat}")
+                     message=f"no answer to message {message_id} in chat {chat}")
 
     ids = chats.update_ids
     for update_id in ids:
@@ -355,3 +405,7 @@ def test_the_bot_in_webhook_mode_answers_updates_from_the_load_balancer(
         (u, "done") for u in ids
     ]
     assert db_rows(db, "SELECT count(*) FROM conversation_turns") == [(len(ids),)]
+    in_order = db_rows(db, "SELECT t.user_text FROM conversation_turns t JOIN "
+                           "conversation_sessions s USING (session_id) WHERE s.chat_id = 5005 "
+                           "ORDER BY t.seq")
+    assert in_order == [(f"note number {i}",) for i in range(8)]  # a chat's queue kept order
