@@ -3,6 +3,8 @@
 It runs a ``ThreadingHTTPServer`` on 127.0.0.1 in a background thread, so it keeps answering
 while the test's event loop is busy or blocked, and it can also serve a bot in a subprocess.
 Point python-telegram-bot at it with ``telegram.Bot(api.token, base_url=api.base_url)``.
+Updates are served by getUpdates, or posted to webhooks round-robin once
+:meth:`FakeBotApi.deliver_webhooks` has started (:mod:`tests.webhook_delivery`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
 from tests.local_server import LocalServer
+from tests.webhook_delivery import WebhookDelivery
 
 JsonDict = dict[str, Any]
 
@@ -205,6 +208,7 @@ class FakeBotApi:
         self._next_user_mid: defaultdict[int, int] = defaultdict(lambda: 1)
         self._commands: dict[str, list[JsonDict]] = {}
         self._webhook_url = ""
+        self._delivery: WebhookDelivery | None = None
         self._counter = 0
         true = self._true
         methods: dict[str, Callable[[JsonDict], Any]] = {
@@ -238,6 +242,9 @@ class FakeBotApi:
         with self._cond:
             self._cond.notify_all()
             server, self._server = self._server, None
+            delivery, self._delivery = self._delivery, None
+        if delivery is not None:
+            delivery.stop()
         if server is not None:
             server.shutdown()
             server.server_close()
@@ -276,9 +283,15 @@ class FakeBotApi:
             return self.push_raw(update)
 
     def push_raw(self, update: JsonDict) -> int:
-        """Queues ``update`` verbatim (no copy, no ordering check); it needs an int update_id."""
+        """Queues ``update`` verbatim (no copy, no ordering check); it needs an int update_id.
+
+        Once :meth:`deliver_webhooks` has started, it is posted to the webhook instead.
+        """
         with self._cond:
-            self._queue.append(update)
+            if self._delivery is not None:
+                self._delivery.push(update)
+            else:
+                self._queue.append(update)
             self._next_update_id = max(self._next_update_id, int(update["update_id"]) + 1)
             self._cond.notify_all()
             return int(update["update_id"])
@@ -353,6 +366,31 @@ class FakeBotApi:
                 "id": f"cbq-{self._counter}", "data": data, "chat_instance": f"ci{chat_id}",
                 "from": {"id": user_id, "is_bot": False, "first_name": "Ada"},
                 "message": self._lookup(chat_id, message_id)}})
+
+    def deliver_webhooks(self, urls: list[str], secret: str, *, max_connections: int = 3,
+                         **options: Any) -> WebhookDelivery:
+        """Posts every pending and later update to ``urls`` as Telegram posts to a webhook
+        behind a round-robin load balancer, until the fake stops; returns the delivery, which
+        tells what was delivered where (see :class:`~tests.webhook_delivery.WebhookDelivery`).
+
+        From now on getUpdates answers 409 Conflict, as Telegram does while a webhook is set.
+
+        Args:
+            urls: the workers' webhook URLs.
+            secret: the secret token (``secret_token`` of setWebhook).
+            max_connections: how many updates may be in flight at once.
+            options: ``per_chat``, ``timeout``, ``retry_delay`` and ``max_retry_delay`` of the
+                delivery.
+        """
+        with self._cond:
+            if self._delivery is not None:
+                raise RuntimeError("webhook delivery already started for this FakeBotApi")
+            self._delivery = WebhookDelivery(urls, secret, max_connections=max_connections,
+                                             **options).start()
+            for update in self._queue:
+                self._delivery.push(update)
+            self._queue.clear()
+            return self._delivery
 
     @property
     def confirmed_update_ids(self) -> set[int]:
@@ -551,6 +589,9 @@ class FakeBotApi:
 
     def _get_updates(self, params: JsonDict) -> list[JsonDict]:
         offset, limit = params.get("offset"), min(max(int(params.get("limit") or 100), 1), 100)
+        if self._delivery is not None:
+            raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active; "
+                                "use deleteWebhook to delete the webhook first")
         deadline = time.monotonic() + max(float(params.get("timeout") or 0), 0.0)
         with self._cond:
             if isinstance(params.get("allowed_updates"), list):
@@ -629,8 +670,9 @@ class FakeBotApi:
     def _webhook(self, action: str, params: JsonDict) -> bool | JsonDict:
         with self._cond:
             if action == "info":
+                delivering = len(self._delivery.pending) if self._delivery is not None else 0
                 return {"url": self._webhook_url, "has_custom_certificate": False,
-                        "pending_update_count": len(self._queue)}
+                        "pending_update_count": len(self._queue) + delivering}
             self._webhook_url = str(params.get("url") or "") if action == "set" else ""
             if params.get("drop_pending_updates"):
                 self._queue.clear()
