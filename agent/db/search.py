@@ -14,8 +14,8 @@ tokenizer in an in-memory SQLite database: the PostgreSQL turn index stores them
 the same words.
 
 Tested in ``tests/test_store_conformance.py`` (the stores' searches),
-``tests/test_conversation_retriever.py`` (injection, optimize) and ``tests/test_search.py``
-(the tokens).
+``tests/test_conversation_retriever.py`` (injection, optimize) and
+``tests/test_postgres_turn_search.py`` (the tokens).
 """
 
 from __future__ import annotations

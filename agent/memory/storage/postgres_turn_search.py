@@ -39,7 +39,10 @@ search are kept (the last ``recent`` turns for every word, the turns before them
 found in at most ``old_word_turns`` of those), and the order is the same: best score first,
 then the newer turn. A word's occurrences are kept as its positions (1, 2, ...: BM25 needs how
 often, never where), at most 256 (PostgreSQL's limit; BM25 saturates long before); a token over
-2,046 bytes, which PostgreSQL refuses as a lexeme, is neither indexed nor searched.
+2,046 bytes, which PostgreSQL refuses as a lexeme, is neither indexed nor searched. A query word
+is one token: :func:`~agent.utils.text.split_words` keeps letters, digits and underscores, all
+token characters of FTS5's tokenizer; a word it would cut in several (a letter Unicode 6.1 did
+not know) is searched as its tokens, each its own word, where FTS5 reads them as a phrase.
 
 A packet's search is three statements on one snapshot: the session's last seq with the counts
 of its words in the older turns and the collection statistics, the candidates, and the winners'
