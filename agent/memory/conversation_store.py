@@ -5,10 +5,11 @@
 (:mod:`agent.memory.storage.session_table`), the turn log (:mod:`agent.memory.storage.turn_log`)
 and the turn search (:mod:`agent.memory.storage.turn_search`).
 :class:`~agent.memory.storage.postgres_conversation_store.PostgresConversationStore` implements it
-on PostgreSQL from their ``Postgres*`` counterparts, with the same words and the same BM25. Write methods take the :class:`~agent.db.Transaction`
-handed out by :meth:`agent.db.Database.write` and never commit; read methods take any transaction
-(normally ``db.reader``), retrieval's reads a :class:`~agent.db.Snapshot`. No method takes or
-returns a driver's type. Tested in ``tests/test_conversation_store.py`` and, as the contract of
+on PostgreSQL from their ``Postgres*`` counterparts, with the same words and the same BM25.
+Write methods take the :class:`~agent.db.Transaction` handed out by
+:meth:`agent.db.Database.write` and never commit; read methods take any transaction (normally
+``db.reader``), retrieval's reads a :class:`~agent.db.Snapshot`. No method takes or returns a
+driver's type. Tested in ``tests/test_conversation_store.py`` and, as the contract of
 every backend, ``tests/test_store_conformance.py``.
 """
 
