@@ -1,12 +1,13 @@
 """The turn search on PostgreSQL (agent/memory/storage/postgres_turn_search.py) against SQLite's:
-FTS5's tokens (agent.db.search.index_tokens), the index row of a turn, and a 200-turn
-conversation whose searches and word counts agree on both backends (tests marked ``postgres``;
-the tokens and rows need no server). The contract itself is the conformance suite's
-(``tests/test_store_conformance.py``).
+FTS5's tokens (agent.db.search.index_tokens), the index row of a turn, a 200-turn conversation
+whose searches and word counts agree on both backends, and the same with concurrent writers
+(tests marked ``postgres``; the tokens and rows need no server). The contract itself is the
+conformance suite's (``tests/test_store_conformance.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 import threading
@@ -160,3 +161,39 @@ async def test_a_long_conversation_is_searched_alike_on_both_backends(
         assert {t.seq for t, _ in got[:3]} == {t.seq for t, _ in want[:3]}, query
         assert [t for t, _ in got] == [t for t, _ in want], query
         assert [score for _, score in got] == pytest.approx([score for _, score in want]), query
+
+
+@pytest.mark.postgres
+async def test_concurrent_writers_keep_the_ranking_statistics(tmp_path: Path, postgres_url: str):
+    """Eight chats appending at once, one turn per transaction (the totals' shards taken in
+    any order), then one erased: the scores are still SQLite's for the same turns."""
+    from agent.db.postgres import PostgresDatabase
+    from agent.memory.storage.postgres_conversation_store import PostgresConversationStore
+
+    chats = {f"ses_{n}": conversation(f"ses_{n}", 25, seed=n) for n in range(8)}
+
+    async def chat(db: Any, store: ConversationStore, sid: str, number: int) -> None:
+        await db.write(
+            lambda tx: store.create_session(
+                tx, session_id=sid, chat_id=number, chat_type="group", user_id=None, title=None,
+                now=T0,
+            )
+        )  # fmt: skip
+        for made in chats[sid]:
+            await db.write(lambda tx, made=made: store.append_turn(tx, made))
+
+    async def run(db: Any, store: ConversationStore) -> Any:
+        await asyncio.gather(*(chat(db, store, sid, n) for n, sid in enumerate(chats, 1)))
+        await db.write(lambda tx: store.delete_session(tx, "ses_3"))
+        return await db.read(
+            lambda snap: store.search_turn_texts(snap, "ses_0", QUERIES, 5, recent=10)
+        )
+
+    sqlite_store, postgres_store = SqliteConversationStore(), PostgresConversationStore()
+    async with Database(tmp_path / "search.db") as lite, PostgresDatabase(postgres_url) as pg:
+        expected = await run(lite, sqlite_store)
+        found = await run(pg, postgres_store)
+    assert any(expected)
+    assert [[(t.seq, score) for t, score in hits] for hits in found] == [
+        [(t.seq, pytest.approx(score)) for t, score in hits] for hits in expected
+    ]
