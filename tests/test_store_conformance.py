@@ -442,6 +442,9 @@ async def test_turn_search_scores_are_fts5_bm25_with_the_speaker_at_half_weight(
         [(3, -1.563976), (1, -1.298395), (5, -1.0837), (4, -1.0837)],
         [(3, -3.424728), (2, -3.089551), (1, -2.84317), (5, -1.0837), (4, -1.0837)],
     ]
+    # "the" is in 22 of the 25 turns: its IDF is negative, and FTS5 floors it at 1e-6.
+    [the] = await search(backend, "ses_a", "the")
+    assert [(t.seq, round(score * 1e6, 6)) for t, score in the] == [(1, -1.205479), (3, -1.0)]
 
 
 async def test_turn_search_folds_case_and_diacritics_stems_and_keeps_snake_case_whole(
