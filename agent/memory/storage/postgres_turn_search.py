@@ -81,6 +81,8 @@ _WEIGHTS = {"A": 1.0, "B": 0.5}
 _MAX_OCCURRENCES = 256
 #: ... and refuses a lexeme longer than this many bytes.
 _MAX_LEXEME_BYTES = 2046
+#: The largest seq (an ``INTEGER``): the end of the recent turns' range.
+_LAST_SEQ = 2**31 - 1
 
 #: The session's turns in a range of seqs that hold any of some tokens, with the occurrences of
 #: those tokens. Parameters: session id, lowest and highest seq, tsquery, the tokens.
@@ -154,11 +156,10 @@ class PostgresTurnSearch(SqliteTurnSearch):
 
     async def index_turn(self, tx: Transaction, turn: ConversationTurn) -> None:
         """Write the index row of a turn just appended (in the transaction that appends it)."""
-        await self._write_row(
-            tx, turn.session_id, turn.seq,
-            turn_index_row(turn.session_id, turn.speaker, turn.user_text, turn.assistant_text,
-                           turn.intent),
-        )  # fmt: skip
+        row = turn_index_row(
+            turn.session_id, turn.speaker, turn.user_text, turn.assistant_text, turn.intent
+        )
+        await self._write_row(tx, turn.session_id, turn.seq, row)
 
     async def reindex_turn(self, tx: Transaction, session_id: str, seq: int) -> None:
         """Write the index row of a turn again from the turn as it now is (after an edit)."""
@@ -215,13 +216,12 @@ class PostgresTurnSearch(SqliteTurnSearch):
         # Each query's words over the recent turns, and its rare ones over the older turns.
         searches: list[tuple[int, list[str], int, int]] = []
         for index, words in enumerate(asked):
-            searches.append(
-                (index, [t for word in words for t in tokens[word]], first_recent, 2**31 - 1)
-            )
+            every_token = [token for word in words for token in tokens[word]]
+            searches.append((index, every_token, first_recent, _LAST_SEQ))
             rare = [word for word in words if 0 < old.get(word, 0) <= old_word_turns]
             if rare:
-                searches.append((index, [t for word in rare for t in tokens[word]], 1,
-                                 first_recent - 1))  # fmt: skip
+                rare_tokens = [token for word in rare for token in tokens[word]]
+                searches.append((index, rare_tokens, 1, first_recent - 1))
         turns = self._candidates(conn, session_id, searches)
         ranked: list[list[tuple[float, int]]] = [[] for _ in queries]
         for index, phrases, low, high in searches:
