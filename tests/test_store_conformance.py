@@ -2,7 +2,7 @@
 
 Each test runs once per backend of the ``backend`` fixture: ``sqlite`` (real files in
 ``tmp_path``) and ``postgres`` (a fresh schema on the server at ``AGENT_TEST_POSTGRES_URL``,
-marked ``postgres``; only the tests in :data:`PORTED_TO_POSTGRES` run there so far). A
+marked ``postgres``). A
 backend yields a :class:`Backend`: an open database (``write`` hands a
 :class:`~agent.db.Transaction` to the work, ``read`` a :class:`~agent.db.Snapshot`, ``reader``
 is a :class:`~agent.db.Transaction` for reads) and its stores. The tests go through the store
@@ -48,66 +48,20 @@ class Backend:
         return await self.db.write(work)
 
 
-#: The tests already run on PostgreSQL; the others skip there until their store is ported
-#: (issue 18: the journal, sessions, the turn log, summaries and memories so far; then turn
-#: search).
-PORTED_TO_POSTGRES = {
-    "test_the_journal_records_once_and_keeps_bots_apart",
-    "test_a_created_session_reads_back_open_and_empty",
-    "test_a_chat_has_one_open_session",
-    "test_sessions_are_listed_most_recent_first_and_filtered",
-    "test_save_state_stores_the_state_and_a_missing_session_is_an_error",
-    "test_the_checkpoint_record_lags_the_state_and_names_sessions_with_jobs",
-    "test_deleting_and_pruning_sessions_take_their_turns",
-    "test_turns_append_once_per_update_and_read_in_order",
-    "test_a_duplicate_seq_is_an_error_and_rolls_back_its_work",
-    "test_a_turn_of_a_message_is_found_only_in_its_chat",
-    "test_delivery_is_recorded_once_and_a_refusal_is_never_resent",
-    "test_an_edit_replaces_the_text_once_and_keeps_its_history",
-    "test_a_memory_is_recorded_reinforced_and_superseded_with_history",
-    "test_memories_are_isolated_per_chat_and_searched_by_words",
-    "test_forgetting_memories_erases_them_and_their_sources",
-    "test_confirm_makes_a_current_memory_of_the_chat_active",
-    "test_a_hedge_never_overrules_and_a_correction_rewrites_the_past",
-    "test_like_and_dislike_share_a_slot_and_many_values_sit_side_by_side",
-    "test_forgetting_someone_forgets_what_was_said_about_them",
-    "test_remove_sources_drops_only_the_memories_left_without_a_source",
-    "test_current_for_chats_ranks_active_first_then_recent_history",
-    "test_listing_orders_by_kind_then_age_and_hides_the_archived",
-    "test_decay_and_archiving_are_undone_by_use_confirmation_or_repetition",
-    "test_merge_folds_duplicates_into_the_survivor_with_their_sources",
-    "test_the_summary_chain_grows_one_version_at_a_time",
-    "test_revising_a_version_replaces_its_text_and_drops_its_model_summaries",
-    "test_one_model_summary_runs_at_a_time_per_session",
-    "test_latest_reads_the_newest_row_of_a_kind_and_status",
-    "test_finish_llm_ends_a_processing_row_once",
-    "test_relations_record_what_a_memory_replaced_and_whom_it_is_about",
-    "test_memory_search_ranks_by_bm25_over_every_chat",
-    "test_erasing_a_session_takes_its_summaries_and_the_memories_it_alone_stated",
-    "test_summary_search_scores_are_fts5s_bm25_over_every_session",
-}
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     """Each backend: a fresh, migrated database and its stores, closed after the test."""
     if request.param == "postgres":
-        if request.node.originalname not in PORTED_TO_POSTGRES:
-            pytest.skip("postgres: store not yet ported")
         from agent.db.postgres import PostgresDatabase  # the `postgres` extra
         from agent.memory.longterm.postgres_memory_store import PostgresMemoryStore
-        from agent.memory.storage.postgres_session_table import PostgresSessionTable
-        from agent.memory.storage.postgres_turn_log import PostgresTurnLog
+        from agent.memory.storage.postgres_conversation_store import PostgresConversationStore
         from agent.memory.summaries.postgres_summary_store import PostgresSummaryStore
-
-        class PortedSoFar(PostgresSessionTable, PostgresTurnLog):
-            """The conversation store's parts on PostgreSQL so far (no turn search yet)."""
 
         url = request.getfixturevalue("postgres_url")
         async with PostgresDatabase(url) as pg:
-            # The tests in PORTED_TO_POSTGRES call no turn search (not ported yet).
-            turns: Any = PortedSoFar()
-            yield Backend(pg, turns, PostgresMemoryStore(), PostgresSummaryStore())
+            yield Backend(
+                pg, PostgresConversationStore(), PostgresMemoryStore(), PostgresSummaryStore()
+            )
         return
     async with Database(tmp_path / "conformance.db") as db:
         yield Backend(db, SqliteConversationStore(), SqliteMemoryStore(), SqliteSummaryStore())
@@ -131,9 +85,8 @@ def turn(sid: str, seq: int, text: str | None = None, **fields: Any) -> Conversa
         session_id=sid,
         seq=seq,
         user_text=f"user {seq}" if text is None else text,
-        assistant_text=f"bot {seq}",
         created_at=T0 + timedelta(seconds=seq),
-        **fields,
+        **{"assistant_text": f"bot {seq}", **fields},
     )
 
 
@@ -426,6 +379,153 @@ async def test_purge_search_keeps_what_was_not_erased(backend: Backend):
         lambda snap: backend.turns.word_counts(snap, ["secret", "lighthouse"], cap=10)
     )
     assert counts.counts == {"secret": 0, "lighthouse": 1}
+
+
+async def search(b: Backend, sid: str, *queries: str, limit: int = 5, **kw: Any) -> Any:
+    return await b.db.read(
+        lambda snap: b.turns.search_turn_texts(snap, sid, list(queries), limit, **kw)
+    )
+
+
+async def counts_of(b: Backend, *words: str) -> dict[str, int]:
+    found = await b.db.read(lambda snap: b.turns.word_counts(snap, list(words), cap=100))
+    return found.counts
+
+
+async def test_turn_search_scores_are_fts5_bm25_with_the_speaker_at_half_weight(
+    backend: Backend,
+):
+    """Every backend ranks with FTS5's bm25() over the same words: these scores are SQLite's
+    (IDF over every session's turns, the turn's length with its session id, a word of the
+    speaker's name weighing half one of the text); ties go to the newer turn."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    await append(
+        backend,
+        turn("ses_a", 1, "the kayak is red and the paddle is blue"),
+        turn("ses_a", 2, "kayak kayak kayak"),
+        turn("ses_a", 3, "a paddle for the kayak"),
+        turn("ses_a", 4, "nothing to see", speaker="Paddle"),
+        turn("ses_a", 5, "nothing to see", speaker="Paddle"),
+        *[turn("ses_b", n, f"the weather on day {n}") for n in range(1, 21)],
+    )
+    found = await search(backend, "ses_a", "kayak", "paddle", "kayak paddle")
+    assert [[(t.seq, round(score, 6)) for t, score in hits] for hits in found] == [
+        [(2, -3.089551), (3, -1.860752), (1, -1.544776)],
+        [(3, -1.563976), (1, -1.298395), (5, -1.0837), (4, -1.0837)],
+        [(3, -3.424728), (2, -3.089551), (1, -2.84317), (5, -1.0837), (4, -1.0837)],
+    ]
+    # "the" is in 22 of the 25 turns: its IDF is negative, and FTS5 floors it at 1e-6.
+    [the] = await search(backend, "ses_a", "the")
+    assert [(t.seq, round(score * 1e6, 6)) for t, score in the] == [(1, -1.205479), (3, -1.0)]
+
+
+async def test_turn_search_folds_case_and_diacritics_stems_and_keeps_snake_case_whole(
+    backend: Backend,
+):
+    """The words searched and counted are FTS5's (Porter stems of case- and diacritic-folded
+    words): "CAFÉ" finds "café", "runs" finds "running", and ``snake_case`` is one word, found
+    neither by "snake" nor by "case"."""
+    await new_session(backend, "ses_a")
+    await append(
+        backend,
+        turn("ses_a", 1, "Café CRÈME near the station"),
+        turn("ses_a", 2, "we keep snake_case names"),
+        turn("ses_a", 3, "a snake in a suitcase"),
+        turn("ses_a", 4, "she was running late"),
+    )
+    found = await search(backend, "ses_a", "cafe creme", "CAFÉ", "snake_case", "snake", "runs")
+    assert [[t.seq for t, _ in hits] for hits in found] == [[1], [1], [2], [3], [4]]
+    assert await counts_of(backend, "CAFÉ", "cafe", "snake_case", "snake", "case", "run") == {
+        "CAFÉ": 1, "cafe": 1, "snake_case": 1, "snake": 1, "case": 0, "run": 1,
+    }  # fmt: skip
+
+
+async def test_an_edited_turn_is_found_by_its_new_text_only(backend: Backend):
+    """After an edit the search finds the turn by what it says now; the replaced words are
+    neither found nor counted (the edit history is not searched)."""
+    await new_session(backend, "ses_a")
+    await append(backend, turn("ses_a", 1, "meet me at the harbour"), turn("ses_a", 2))
+    assert await backend.write(
+        lambda tx: backend.turns.edit_turn(
+            tx, "ses_a", 1, text="meet me at the station", previous_text="meet me at the harbour",
+            edited_at=T0 + timedelta(minutes=1), bot_id=0, update_id=None,
+        )
+    )  # fmt: skip
+    [harbour, station] = await search(backend, "ses_a", "harbour", "station")
+    assert harbour == []
+    assert [(t.seq, t.user_text) for t, _ in station] == [(1, "meet me at the station")]
+    assert await counts_of(backend, "harbour", "station") == {"harbour": 0, "station": 1}
+
+
+async def test_an_erased_session_is_no_longer_found_nor_counted(backend: Backend):
+    """delete_session and prune_sessions take the turns' words out of the search and the
+    counts (and the ranking statistics: the scores left are those of the turns left)."""
+    await new_session(backend, "ses_a", chat_id=1, now=T0 + timedelta(days=10))
+    await new_session(backend, "ses_b", chat_id=2)
+    await new_session(backend, "ses_c", chat_id=3, now=T0 + timedelta(days=10))
+    await append(
+        backend,
+        turn("ses_a", 1, "zeppelin over the lake"),
+        turn("ses_b", 1, "zeppelin zeppelin"),
+        turn("ses_c", 1, "a zeppelin landed"),
+        *[turn("ses_c", n, f"the weather on day {n}") for n in range(2, 12)],
+    )
+    before = await search(backend, "ses_c", "zeppelin")
+    assert await backend.write(lambda tx: backend.turns.delete_session(tx, "ses_a"))
+    pruned = await backend.write(
+        lambda tx: backend.turns.prune_sessions(tx, inactive_since=T0 + timedelta(days=1))
+    )
+    assert pruned == ["ses_b"]
+    assert await search(backend, "ses_a", "zeppelin") == [[]]
+    assert await search(backend, "ses_b", "zeppelin") == [[]]
+    assert await counts_of(backend, "zeppelin", "lake") == {"zeppelin": 1, "lake": 0}
+    after = await search(backend, "ses_c", "zeppelin")
+    # Rarer now (a higher IDF) among fewer, shorter turns: the scores of the turns left.
+    assert [[(t.seq, round(score, 6)) for t, score in hits] for hits in before + after] == [
+        [(1, -1.198688)], [(1, -2.150504)],
+    ]
+
+
+async def test_help_replies_and_erasure_requests_are_not_searched(backend: Backend):
+    """A help or error reply is not searched, nor any word of a request to forget a memory
+    (migration 0013); the user's own words of a help turn are."""
+    await new_session(backend, "ses_a")
+    await append(
+        backend,
+        turn("ses_a", 1, "what can you do", intent="help", assistant_text="I can find a hotel"),
+        turn("ses_a", 2, "forget that I like opera", intent="forget_memory",
+             assistant_text="opera forgotten"),
+        turn("ses_a", 3, "the hotel is booked"),
+    )  # fmt: skip
+    [hotel, opera, what] = await search(backend, "ses_a", "hotel", "opera", "what can you do")
+    assert [t.seq for t, _ in hotel] == [3]
+    assert opera == []
+    assert [t.seq for t, _ in what] == [1]
+    assert await counts_of(backend, "hotel", "opera", "forget") == {
+        "hotel": 1, "opera": 0, "forget": 0,
+    }  # fmt: skip
+    texts = await backend.db.read(
+        lambda snap: backend.turns.get_turn_texts(snap, "ses_a", [1, 2])
+    )
+    assert [(t.user_text, t.assistant_text) for t in texts] == [
+        ("what can you do", None), ("", None),
+    ]  # fmt: skip
+
+
+async def test_older_turns_are_searched_for_rare_words_only(backend: Backend):
+    """The last ``recent`` turns are searched for every word; the turns before them only for
+    the words found in at most ``old_word_turns`` of them."""
+    await new_session(backend, "ses_a")
+    await append(
+        backend,
+        turn("ses_a", 1, "a zebra and the river"),
+        *[turn("ses_a", n, f"the river on day {n}") for n in range(2, 31)],
+    )
+    [hits] = await search(backend, "ses_a", "zebra river", limit=50, recent=10, old_word_turns=2)
+    assert sorted(t.seq for t, _ in hits) == [1, *range(21, 31)]
+    [hits] = await search(backend, "ses_a", "river", limit=50, recent=10, old_word_turns=40)
+    assert len(hits) == 30
 
 
 # -- memory store ------------------------------------------------------------------------------

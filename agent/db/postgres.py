@@ -372,6 +372,7 @@ _TEXT_TABLES = (
     "inbound_updates",
     "conversation_sessions",
     "conversation_turns",
+    "conversation_turn_search",
     "turn_edits",
     "session_checkpoints",
     "conversation_summaries",

@@ -1,13 +1,15 @@
 """The turn log and the sessions table: SQL in, models out.
 
-:class:`ConversationStore` is the storage protocol the lane depends on (a PostgreSQL backend can
-implement it later, DESIGN.md section 6); :class:`SqliteConversationStore` implements it on SQLite,
-from three parts: the sessions table (:mod:`agent.memory.storage.session_table`), the turn log
-(:mod:`agent.memory.storage.turn_log`) and the turn search
-(:mod:`agent.memory.storage.turn_search`). Write methods take the :class:`~agent.db.Transaction`
-handed out by :meth:`agent.db.Database.write` and never commit; read methods take any transaction
-(normally ``db.reader``), retrieval's reads a :class:`~agent.db.Snapshot`. No method takes or
-returns a driver's type. Tested in ``tests/test_conversation_store.py`` and, as the contract of
+:class:`ConversationStore` is the storage protocol the lane depends on (DESIGN.md section 6);
+:class:`SqliteConversationStore` implements it on SQLite, from three parts: the sessions table
+(:mod:`agent.memory.storage.session_table`), the turn log (:mod:`agent.memory.storage.turn_log`)
+and the turn search (:mod:`agent.memory.storage.turn_search`).
+:class:`~agent.memory.storage.postgres_conversation_store.PostgresConversationStore` implements it
+on PostgreSQL from their ``Postgres*`` counterparts, with the same words and the same BM25.
+Write methods take the :class:`~agent.db.Transaction` handed out by
+:meth:`agent.db.Database.write` and never commit; read methods take any transaction (normally
+``db.reader``), retrieval's reads a :class:`~agent.db.Snapshot`. No method takes or returns a
+driver's type. Tested in ``tests/test_conversation_store.py`` and, as the contract of
 every backend, ``tests/test_store_conformance.py``.
 """
 

@@ -30,6 +30,7 @@ __all__ = [
     "TurnText",
     "WordCounts",
     "turn_search_sql",
+    "turn_text_columns",
 ]
 
 # What retrieval reads of a turn (a TurnText): no ids, no delivery columns, no JSON to parse.
@@ -38,12 +39,20 @@ __all__ = [
 # as no words either.
 _UNRETRIEVED_INTENTS = ", ".join(f"'{intent}'" for intent in sorted(UNRETRIEVED_REPLY_INTENTS))
 _ERASURE_INTENTS = ", ".join(f"'{intent}'" for intent in sorted(MEMORY_ERASURE_INTENTS))
-_TURN_TEXT_COLUMNS = (
-    f"seq, speaker, created_at,"
-    f" CASE WHEN intent IN ({_ERASURE_INTENTS}) THEN '' ELSE user_text END,"
-    f" CASE WHEN intent IN ({_UNRETRIEVED_INTENTS}) THEN NULL ELSE assistant_text END,"
-    " json_array_length(job_refs) > 0"
-)
+
+
+def turn_text_columns(job_count: str = "json_array_length(job_refs)") -> str:
+    """Return the columns of a turn that make a :class:`TurnText`, in its order;
+    ``job_count`` counts the turn's job references (the dialect's JSON function)."""
+    return (
+        f"seq, speaker, created_at,"
+        f" CASE WHEN intent IN ({_ERASURE_INTENTS}) THEN '' ELSE user_text END,"
+        f" CASE WHEN intent IN ({_UNRETRIEVED_INTENTS}) THEN NULL ELSE assistant_text END,"
+        f" {job_count} > 0"
+    )
+
+
+_TURN_TEXT_COLUMNS = turn_text_columns()
 
 
 class TurnText(NamedTuple):
@@ -142,6 +151,16 @@ def _row_to_turn_text(row: Row, first: int = 0) -> TurnText:
 class SqliteTurnSearch:
     """The retrieval reads of the SQLite
     :class:`~agent.memory.conversation_store.ConversationStore`."""
+
+    #: The :class:`TurnText` columns (:func:`turn_text_columns`) in this dialect.
+    TURN_TEXT_COLUMNS = _TURN_TEXT_COLUMNS
+    #: A subquery of the seqs of one parameter (:meth:`seqs_param`).
+    SEQS = "SELECT value FROM json_each(?)"
+
+    @staticmethod
+    def seqs_param(seqs: list[int]) -> Any:
+        """Return the one parameter that carries ``seqs`` to :attr:`SEQS`."""
+        return orjson.dumps(seqs)
 
     def search_turn_texts(
         self,
@@ -269,8 +288,8 @@ class SqliteTurnSearch:
         if not seqs:
             return []
         rows = conn.fetchall(
-            f"SELECT {_TURN_TEXT_COLUMNS} FROM conversation_turns WHERE session_id = ?"
-            " AND seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
-            (session_id, orjson.dumps(sorted(set(seqs)))),
+            f"SELECT {self.TURN_TEXT_COLUMNS} FROM conversation_turns WHERE session_id = ?"
+            f" AND seq IN ({self.SEQS}) ORDER BY seq",
+            (session_id, self.seqs_param(sorted(set(seqs)))),
         )
         return [_row_to_turn_text(row) for row in rows]
