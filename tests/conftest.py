@@ -47,6 +47,13 @@ class EchoEngine:
         return Reply(text=f"echo #{packet.turn_count + 1}: {message.text}", intent="echo")
 
 
+@pytest.fixture(autouse=True)
+def _embedded_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shell that points the bot at PostgreSQL must not point the tests there: a test that
+    wants the server asks for ``postgres_url``."""
+    monkeypatch.delenv("AGENT_DATABASE_URL", raising=False)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"

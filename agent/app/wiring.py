@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import datetime
 
 from agent.config import Settings
@@ -23,14 +24,17 @@ from agent.memory.conversation_retriever import (
     RetrievalWeights,
 )
 from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.longterm.memory_consolidator import DecayPolicy, MemoryConsolidator
+from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import utc_now
 from agent.memory.storage.checkpoint_rows import DatabaseCheckpoints
-from agent.memory.summaries.summary_store import SqliteSummaryStore
+from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
 from agent.memory.summaries.summary_worker import SummaryWorker
 
 __all__ = [
+    "Stores",
     "build_lane",
     "checkpoint_store",
     "decay_policy",
@@ -39,7 +43,7 @@ __all__ = [
     "open_lane",
     "retrieval_policy",
     "state_manager",
-    "summary_store",
+    "stores_for",
 ]
 
 logger = logging.getLogger(__name__)
@@ -82,9 +86,34 @@ def state_manager(settings: Settings) -> ConversationStateManager:
     )
 
 
-def summary_store(settings: Settings) -> SqliteSummaryStore:
-    """Return the summary chain's store, keeping as many versions as the settings say."""
-    return SqliteSummaryStore(retention=settings.summary_retention)
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """The lane's three stores, of one backend."""
+
+    turns: ConversationStore
+    memories: MemoryStore
+    summaries: SummaryStore
+
+
+def stores_for(settings: Settings, db: AnyDatabase) -> Stores:
+    """Return the stores of ``db``'s backend; the summary chain keeps as many versions as the
+    settings say."""
+    if isinstance(db, Database):
+        return Stores(
+            SqliteConversationStore(),
+            SqliteMemoryStore(),
+            SqliteSummaryStore(retention=settings.summary_retention),
+        )
+    # The `postgres` extra: open_database made a PostgresDatabase, so it is installed.
+    from agent.memory.longterm.postgres_memory_store import PostgresMemoryStore
+    from agent.memory.storage.postgres_conversation_store import PostgresConversationStore
+    from agent.memory.summaries.postgres_summary_store import PostgresSummaryStore
+
+    return Stores(
+        PostgresConversationStore(),
+        PostgresMemoryStore(),
+        PostgresSummaryStore(retention=settings.summary_retention),
+    )
 
 
 async def open_database(settings: Settings) -> AnyDatabase:
@@ -144,7 +173,8 @@ def build_lane(
     bot and of ``/forget``): they open it with :func:`open_database` and keep it; the lane
     closes it in :meth:`ConversationLane.shutdown`.
     """
-    summaries = summary_store(settings)
+    stores = stores_for(settings, db)
+    summaries = stores.summaries
     worker = None
     if settings.llm_summarizer and settings.llm_base_url and settings.llm_model:
         from agent.engines.llm_summarizer import (
@@ -172,10 +202,14 @@ def build_lane(
         builder=ConversationContextBuilder(
             token_budget=settings.packet_token_budget, recent_turns=settings.recent_turns
         ),
+        store=stores.turns,
+        memory_store=stores.memories,
         summary_store=summaries,
         summary_worker=worker,
-        retriever=ConversationRetriever(policy=retrieval_policy(settings)),
-        consolidator=MemoryConsolidator(policy=decay_policy(settings)),
+        retriever=ConversationRetriever(
+            stores.turns, stores.memories, retrieval_policy(settings), summary_store=summaries
+        ),
+        consolidator=MemoryConsolidator(stores.memories, decay_policy(settings)),
         resident_sessions=settings.resident_sessions,
         clock=clock,
     )

@@ -42,7 +42,7 @@ async def _forget(opened: OpenedMemory, args: argparse.Namespace, out: Output) -
         out.line("nothing erased")
         return 0
     # As /forget of the chat's conversation: its journal entries go too when it is open.
-    journal_entries = await forget_everywhere(opened.lane, opened.journal_db, sid) or 0
+    journal_entries = await forget_everywhere(opened.lane, opened.database, sid) or 0
     out.line(
         f"forgot session {sid} of chat {session.chat_id}: {session.turn_count} turns, their "
         f"summaries and memories, the checkpoint file and {journal_entries} journal entries"

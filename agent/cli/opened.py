@@ -102,8 +102,8 @@ class OpenedMemory:
         return self.lane.inspector
 
     @property
-    def journal_db(self) -> AnyDatabase:
-        """The database of the bot's inbound journal (``forget`` erases a chat's entries)."""
+    def database(self) -> AnyDatabase:
+        """The bot's database (the inbound journal's too: ``forget`` erases a chat's entries)."""
         if self._db is None:
             raise RuntimeError("OpenedMemory is not open: use `async with OpenedMemory(settings)`")
         return self._db

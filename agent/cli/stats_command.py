@@ -17,15 +17,8 @@ from agent.cli.render import Output, format_bytes
 
 __all__ = ["register"]
 
-# The files of a SQLite database in WAL mode, besides the main one.
-_SIDE_FILES = ("-wal", "-shm")
-
-
-def _file_sizes(db_path: Path, checkpoint_dir: Path | None) -> dict[str, int]:
-    sizes = {"database": db_path.stat().st_size}
-    for suffix in _SIDE_FILES:
-        side = db_path.with_name(db_path.name + suffix)
-        sizes[f"database{suffix}"] = side.stat().st_size if side.exists() else 0
+def _checkpoint_sizes(checkpoint_dir: Path | None) -> dict[str, int]:
+    sizes = {}
     files = (
         list(checkpoint_dir.glob("*.json"))
         if checkpoint_dir is not None and checkpoint_dir.is_dir()
@@ -43,7 +36,7 @@ def _breakdown(counts: dict[str, int]) -> str:
 
 
 async def _stats(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
-    inspector, settings = opened.inspector, opened.settings
+    inspector = opened.inspector
     statistics = await inspector.statistics()
     sessions = await inspector.sessions()
     states = [session.state for session in sessions]
@@ -58,7 +51,8 @@ async def _stats(opened: OpenedMemory, args: argparse.Namespace, out: Output) ->
         "facts": sum(len(state.facts) for state in states),
         "topics": sum(len(state.active_topics) for state in states),
     }
-    sizes = await asyncio.to_thread(_file_sizes, settings.db_path, inspector.checkpoint_directory)
+    sizes = await opened.database.bytes_on_disk()
+    sizes |= await asyncio.to_thread(_checkpoint_sizes, inspector.checkpoint_directory)
     if args.json:
         record: dict[str, Any] = {
             "sessions": by_status,
@@ -71,7 +65,16 @@ async def _stats(opened: OpenedMemory, args: argparse.Namespace, out: Output) ->
         }
         out.json(record)
         return 0
-    wal = sizes["database-wal"] + sizes["database-shm"]
+    side = sizes.get("database-wal", 0) + sizes.get("database-shm", 0)
+    database = f"{opened.database.location}: {format_bytes(sizes['database'])}" + (
+        f" (+ {format_bytes(side)} WAL and index)" if "database-wal" in sizes else ""
+    )
+    checkpoints = (
+        f"{inspector.checkpoint_directory}: {sizes['checkpoint_files']} files, "
+        f"{format_bytes(sizes['checkpoints'])}"
+        if inspector.checkpoint_directory is not None
+        else "database rows"
+    )
     out.fields(
         [
             ("sessions", _breakdown(by_status)),
@@ -84,16 +87,8 @@ async def _stats(opened: OpenedMemory, args: argparse.Namespace, out: Output) ->
             ("summary versions", _breakdown(statistics.summaries)),
             ("memories", _breakdown(statistics.memories)),
             ("inbound journal", _breakdown(statistics.journal)),
-            (
-                "database",
-                f"{settings.db_path}: {format_bytes(sizes['database'])}"
-                f" (+ {format_bytes(wal)} WAL and index)",
-            ),
-            (
-                "checkpoints",
-                f"{inspector.checkpoint_directory}: {sizes['checkpoint_files']} files, "
-                f"{format_bytes(sizes['checkpoints'])}",
-            ),
+            ("database", database),
+            ("checkpoints", checkpoints),
         ]
     )
     return 0

@@ -281,6 +281,23 @@ class Database:
         except sqlite3.Error as exc:
             raise StorageError(f"read failed: {exc}") from exc
 
+    @property
+    def location(self) -> str:
+        """The database file's path."""
+        return str(self.path)
+
+    async def bytes_on_disk(self) -> dict[str, int]:
+        """Return the sizes of the database file, its write-ahead log and its shared-memory
+        index (``0`` for a side file that does not exist)."""
+        return await asyncio.to_thread(self._file_sizes)
+
+    def _file_sizes(self) -> dict[str, int]:
+        sizes = {}
+        for part, suffix in (("database", ""), ("database-wal", "-wal"), ("database-shm", "-shm")):
+            path = self.path.with_name(self.path.name + suffix)
+            sizes[part] = path.stat().st_size if path.exists() else 0
+        return sizes
+
     async def purge_erased(self) -> bool:
         """Copy the write-ahead log into the database file and empty it.
 

@@ -310,6 +310,24 @@ class PostgresDatabase:
             for row in rows
         ]
 
+    @property
+    def location(self) -> str:
+        """The server and database, as ``postgresql://user@host:port/dbname`` (no password)."""
+        info = psycopg.conninfo.conninfo_to_dict(self.url)
+        user = f"{info['user']}@" if info.get("user") else ""
+        port = f":{info['port']}" if info.get("port") else ""
+        return f"postgresql://{user}{info.get('host', '')}{port}/{info.get('dbname', '')}"
+
+    async def bytes_on_disk(self) -> dict[str, int]:
+        """Return the bytes of the bot's tables in the current schema, indexes and TOAST
+        included."""
+        row = await self.fetchone(
+            "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) AS bytes FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+        )
+        return {"database": int(row["bytes"]) if row is not None else 0}
+
     async def purge_erased(self) -> bool:
         """Vacuum the tables that hold conversation text, so that the row versions an erasure
         left dead are removed from their pages (PostgreSQL keeps them until a vacuum).

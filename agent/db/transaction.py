@@ -137,6 +137,16 @@ class AnyDatabase(Protocol):
         ...
 
     @property
+    def location(self) -> str:
+        """Where the data is, for people: a file path, or a server and database (no password)."""
+        ...
+
+    async def bytes_on_disk(self) -> dict[str, int]:
+        """Return the bytes the data takes, by part (``database`` first; SQLite adds its
+        write-ahead log and shared-memory index)."""
+        ...
+
+    @property
     def reader(self) -> Transaction:
         """Reads of committed data, each statement on its own."""
         ...
