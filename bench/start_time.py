@@ -185,7 +185,9 @@ class _Copier:
             row = {key: self.text(value, i) for key, value in template.items()}
             row.update(turn_id=f"trn_{i * 64 + k:032x}", user_id=chat_of(i), update_id=None)
             if row["assistant_text"]:  # delivered: the fill leaves no reply to send
-                row.update(status="delivered", reply_message_id=k + 1, delivered_at=row["created_at"])
+                row.update(
+                    status="delivered", reply_message_id=k + 1, delivered_at=row["created_at"]
+                )
             rows.append(row)
         return rows
 
@@ -327,8 +329,8 @@ def start_once(
                     raise AssertionError(f"the background pass did not end{bot.stderr[-3000:]}")
                 time.sleep(0.05)
             result.swept_s = time.perf_counter() - began
-            assert bot.proc is not None
-            result.rss_mb, result.hwm_mb = _status_mb(bot.proc.pid)
+            pid = bot.proc.pid if bot.proc is not None else 0
+            result.rss_mb, result.hwm_mb = _status_mb(pid)
             bot.stop(timeout=300.0)
         finally:
             bot.ensure_dead()
@@ -356,7 +358,8 @@ def measure(
     home.mkdir()
     began = time.perf_counter()
     backend.fill(home, template, sessions)
-    print(f"start_time: filled {sessions:,} in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+    filled = time.perf_counter() - began
+    print(f"start_time: filled {sessions:,} in {filled:.0f} s", file=sys.stderr)
     timeout = max(60.0, _SWEEP_TIMEOUT_PER_10K * sessions / 10_000)
     out = []
     for records in ("recorded", "after 0015"):
@@ -384,8 +387,8 @@ def measure(
 def report(floor: Scenario, scenarios: list[Scenario], runs: int) -> list[str]:
     """The section's tables and bars."""
     lines = [
-        f"| sessions | records | first reply, cold chat | first reply, recent chat"
-        f" | background pass done | VmRSS after it | VmHWM |",
+        "| sessions | records | first reply, cold chat | first reply, recent chat"
+        " | background pass done | VmRSS after it | VmHWM |",
         "|---:|---|---:|---:|---:|---:|---:|",
         f"| 0 (floor) | - | {floor.median('', 'cold'):.2f} s | - | {floor.median('swept_s'):.2f} s"
         f" | {floor.median('rss_mb'):.0f} MB | {floor.median('hwm_mb'):.0f} MB |",
@@ -404,13 +407,18 @@ def report(floor: Scenario, scenarios: list[Scenario], runs: int) -> list[str]:
         "|---|---:|---|",
     ]
     biggest = max(s.sessions for s in scenarios)
+    base = floor.median("", "cold")
     for s in scenarios:
         first = max(s.median("", "cold"), s.median("", "recent"))
         ok = "pass" if first < BAR_FIRST_REPLY_S else "**miss**"
-        lines.append(
-            f"| first reply within {BAR_FIRST_REPLY_S:.0f} s, {s.sessions:,} sessions,"
-            f" {s.records} | {first:.2f} s | {ok} |"
-        )
+        more = "pass" if first - base < BAR_FIRST_REPLY_S else "**miss**"
+        lines += [
+            f"| first reply within {BAR_FIRST_REPLY_S:.0f} s of the spawn, {s.sessions:,}"
+            f" sessions, {s.records} | {first:.2f} s | {ok} |",
+            f"| what the sessions add to it (over the floor's {base:.2f} s) under"
+            f" {BAR_FIRST_REPLY_S:.0f} s, {s.sessions:,} sessions, {s.records}"
+            f" | {first - base:+.2f} s | {more} |",
+        ]
     for s in scenarios:
         if s.sessions == biggest:
             rss = s.median("hwm_mb")

@@ -18,6 +18,7 @@ from agent.memory import (
     Reply,
 )
 from agent.memory.conversation_store import SqliteConversationStore
+from agent.memory.lane_parts.hydration import CHECKED_BEFORE_REPLY
 
 SESSIONS = 2_000
 
@@ -39,6 +40,14 @@ async def fill(db_path: Path, checkpoint_dir: Path, engine: object, chats: int) 
     for first in range(0, chats, 100):
         await asyncio.gather(*(talk(chat) for chat in range(first, min(first + 100, chats))))
     await lane.shutdown()
+
+
+async def forget_records(db_path: Path) -> None:
+    """Make every record unknown, as migration 0015 leaves a database."""
+    async with Database(db_path) as db:
+        await db.write(
+            lambda tx: tx.execute("UPDATE conversation_sessions SET checkpoint_seq = NULL")
+        )
 
 
 async def unknown_records(db_path: Path) -> list[str]:
@@ -153,5 +162,72 @@ async def test_the_background_sweep_does_not_reorder_turns(
             assert [turn.user_text for turn in turns] == [
                 f"my code word is w{chat}", "m0", "m1", "m2", "m3"
             ]
+    finally:
+        await lane.shutdown()
+
+
+async def test_the_first_start_after_migration_0015_checks_a_bounded_share_before_it_returns(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """Every record unknown (the first start after migration 0015): the start holds
+    CHECKED_BEFORE_REPLY sessions before it returns, not all; a file put back a turn behind,
+    beyond them, is rebuilt before its chat's turn (I5); the sweep checks and records the
+    rest."""
+    chats = CHECKED_BEFORE_REPLY * 3
+    await fill(db_path, checkpoint_dir, engine, chats)
+    last = chats - 1  # the newest session: last in the order the start takes them
+    lane = await start(db_path, checkpoint_dir)
+    await lane.hydrate()
+    sid = lane.session_id_for_chat(last)
+    assert sid is not None
+    old_bytes = (checkpoint_dir / f"{sid}.json").read_bytes()
+    await lane.on_turn(InboundMessage(chat_id=last, text="two"), engine)
+    await lane.shutdown()
+    (checkpoint_dir / f"{sid}.json").write_bytes(old_bytes)
+    await forget_records(db_path)
+    assert len(await unknown_records(db_path)) == chats
+
+    reader = FileReadingEngine(checkpoint_dir, {last: sid})
+    again = await start(db_path, checkpoint_dir)
+    report = await again.hydrate(background=True)
+    try:
+        held = [chat for chat in range(chats) if again.session_id_for_chat(chat) is not None]
+        assert len(held) == CHECKED_BEFORE_REPLY  # the sweep has not run yet
+        assert last not in held
+        result = await again.on_turn(InboundMessage(chat_id=last, text="three"), reader)
+        assert reader.seen == {last: 2}  # rebuilt at the log's turn before the engine ran
+        assert result.packet is not None
+        assert result.packet.session_status == "resuming"
+        await again.swept()
+        assert report.sessions == chats
+        assert set(await unknown_records(db_path)) <= {sid}  # its new turn may wait
+    finally:
+        await again.shutdown()
+    assert await unknown_records(db_path) == []
+
+
+async def test_a_background_start_leaves_the_rows_status_to_each_sessions_next_turn(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """The foreground start marks every row ``resuming`` in one write; a background start
+    writes none: a session is ``resuming`` in memory once hydrated (its packet says so) and
+    its row keeps the clean stop's status until its next turn commits one."""
+    await fill(db_path, checkpoint_dir, engine, 3)
+    lane = await start(db_path, checkpoint_dir)
+    await lane.hydrate(background=True)
+    try:
+        await lane.swept()
+        quiet = await lane.inspector.open_session(2)
+        assert quiet is not None
+        assert quiet.status == "shutdown_clean"
+        packet = await lane.inspector.packet(1)
+        assert packet is not None
+        assert packet.session_status == "resuming"
+        result = await lane.on_turn(InboundMessage(chat_id=1, text="back again"), engine)
+        assert result.packet is not None
+        assert result.packet.session_status == "resuming"
+        talked = await lane.inspector.open_session(1)
+        assert talked is not None
+        assert talked.status == "active"
     finally:
         await lane.shutdown()
