@@ -39,7 +39,8 @@ Design (issue 18, "start in constant time"):
   the files it found good a page at a time, and rests after each page (:data:`SWEEP_PAUSE`) so
   that turns keep most of the event loop.
   ``background=False`` (tools and tests) runs the sweep before returning and holds every
-  session, as the start did before.
+  session, as the start did before (up to the bound of
+  :class:`~agent.memory.lane_parts.live_sessions.LiveSessions`).
 - **Resuming, lazily.** The foreground start marks every open session ``resuming`` in one
   write; over 100,000 sessions that write alone took 2-3 s (``bench/start_time.py``), and it
   would hold the one writer meanwhile. A background start writes nothing: a session is
