@@ -472,7 +472,9 @@ def main(argv: list[str] | None = None) -> int:
             " (cold: not resident, hydrated by its message) and one from the most recent chat;"
             " first reply = spawn to the sendMessage answering it at the fake Bot API. VmRSS and"
             " VmHWM of the bot process are read after the background pass has checked every"
-            " session. The floor is the same start over an empty database.",
+            " session. The floor is the same start over an empty database: the interpreter,"
+            " the imports, the migrations, getMe, setMyCommands, the first poll and one turn;"
+            " what N adds is the part the start's design answers for.",
             "",
             *report(floor, scenarios, runs),
         ]
