@@ -35,7 +35,6 @@ is chosen with ``--backend``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import re
@@ -53,9 +52,9 @@ from typing import Any, Protocol
 from agent.app.wiring import open_lane
 from agent.utils.timestamps import to_db_time
 from bench.benchmarks_file import write_section
-from bench.harness import lane_settings, machine, temporary_workdir
+from bench.harness import arguments, lane_settings, machine, temporary_workdir
 from bench.lane_cost import Messages, TrivialEngine
-from bench.locomo_texts import DATA, utterances
+from bench.locomo_texts import utterances
 from tests.bot_harness import TOKEN, BotProcess, bot_env, message_update
 from tests.fake_bot_api import FakeBotApi, SentCall
 
@@ -432,12 +431,7 @@ def report(floor: Scenario, scenarios: list[Scenario], runs: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print its section, and (full runs) write it to ``BENCHMARKS.md``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.start_time", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--quick", action="store_true", help="2,000 sessions, one run, printed")
-    parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
-    parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
+    parser = arguments("python -m bench.start_time", __doc__, "2,000 sessions, one run, printed")
     parser.add_argument("--sessions", help="comma-separated sizes (default 10000,100000)")
     parser.add_argument("--runs", type=int, help="runs per scenario (default 3)")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
