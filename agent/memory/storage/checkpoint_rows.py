@@ -68,7 +68,10 @@ class DatabaseCheckpoints:
                 " SELECT ?, ?, ?::jsonb, ? WHERE EXISTS"
                 " (SELECT 1 FROM conversation_sessions WHERE session_id = ?)"
                 " ON CONFLICT (session_id) DO UPDATE SET turn_count = excluded.turn_count,"
-                " snapshot = excluded.snapshot, written_at = excluded.written_at",
+                " snapshot = excluded.snapshot, written_at = excluded.written_at"
+                # A process whose held session is behind (another worker served the chat
+                # since) does not put its older snapshot over the newer one.
+                " WHERE session_checkpoints.turn_count <= excluded.turn_count",
                 (
                     snapshot.session_id,
                     snapshot.turn_count,
