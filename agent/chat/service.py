@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar, cast
@@ -44,7 +44,7 @@ from agent.chat.commands import CommandCenter, CommandReply
 from agent.chat.dispatcher import ChatDispatcher
 from agent.chat.erasure import forget_everywhere
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
-from agent.chat.job_table import Job, JobTable
+from agent.chat.job_table import JobTable, reminder_jobs
 from agent.chat.journal_drain import JournalDrain
 from agent.chat.outbox import Outbox
 from agent.chat.reminders import JobScheduler, Reminders
@@ -144,6 +144,8 @@ class ChatService:
         self._read: EntryReader | None = None
         self._locks: ChatLocks = locks or LocalChatLocks()
         self._jobs = jobs
+        # Chats with a drain queued that has not read the journal yet: one is enough.
+        self._drains: set[int] = set()
         self._drain = (
             None if journal is None else JournalDrain(journal, self._locks, self._process_read)
         )
@@ -164,7 +166,10 @@ class ChatService:
         """
         if self._read is None or self.journal is None:
             raise RuntimeError("ChatService has no journal reader; call read_entries_with first")
-        self.dispatcher.submit(entry.chat_id or 0, entry if self._jobs is None else _Drain())
+        if self._jobs is None:
+            self.dispatcher.submit(entry.chat_id or 0, entry)
+        else:
+            self._queue_drain(entry.chat_id or 0)
 
     @property
     def shared(self) -> bool:
@@ -203,13 +208,10 @@ class ChatService:
         due = await jobs.next_due()
         if due is None or due > self.lane.now():
             return 0
-        claimed = await jobs.claim()
+        claimed = [job for job in await jobs.claim() if job.chat_id is not None]
         for job in claimed:
-            if job.chat_id is None:  # no kind of ours; leave it done rather than claim it again
-                await jobs.complete(job.job_id)
-                continue
             ref = JobRef.model_validate_json(job.payload)
-            self.dispatcher.submit(job.chat_id, _DueJob(ref, claimed=True))
+            self.dispatcher.submit(job.chat_id or 0, _DueJob(ref, claimed=True))
         return len(claimed)
 
     async def sweep(self, *, older_than: timedelta) -> int:
@@ -220,8 +222,13 @@ class ChatService:
             return 0
         chats = await self.journal.pending_chats(older_than=older_than)
         for chat_id in chats:
-            self.dispatcher.submit(chat_id, _Drain())
+            self._queue_drain(chat_id)
         return len(chats)
+
+    def _queue_drain(self, chat_id: int) -> None:
+        if chat_id not in self._drains:
+            self.dispatcher.submit(chat_id, _Drain())
+            self._drains.add(chat_id)
 
     # -- start-up and upkeep -------------------------------------------------------------------
 
@@ -257,7 +264,8 @@ class ChatService:
                 "chats of unprocessed updates" if self.shared else "unprocessed updates",
             )
         self.reminders.schedule_active()
-        await self._add_jobs(self.lane.active_jobs())
+        if self._jobs is not None:
+            await self._jobs.add(reminder_jobs(self.lane.active_jobs(), self.lane.now()))
         return len(undelivered), pending
 
     async def redeliver(self, older_than: timedelta) -> None:
@@ -293,7 +301,9 @@ class ChatService:
         result = await self.lane.on_turn(message, self.engine)
         if not result.duplicate:
             self.reminders.schedule_from_turn(message.chat_id, result.turn)
-            await self._add_jobs((message.chat_id, job) for job in result.turn.job_refs)
+            if self._jobs is not None:
+                refs = ((message.chat_id, ref) for ref in result.turn.job_refs)
+                await self._jobs.add(reminder_jobs(refs, self.lane.now()))
         if result.needs_delivery:
             await self._deliver(message.chat_id, result.turn)
 
@@ -348,28 +358,18 @@ class ChatService:
 
     # -- the queue's handler ----------------------------------------------------------------------
 
-    async def _add_jobs(self, jobs: Iterable[tuple[int, JobRef]]) -> None:
-        """Put the scheduled reminders into the jobs table (a worker among several)."""
-        if self._jobs is None:
-            return
-        now = self.lane.now()
-        rows = [
-            Job(job.job_id, job.kind, chat_id, job.due_at or now, job.model_dump_json())
-            for chat_id, job in jobs
-            if job.kind == "reminder" and job.status == "scheduled"
-        ]
-        if rows:
-            await self._jobs.add(rows)
-
     async def _handle(self, chat_id: int, work: _Work) -> None:
         try:
             async with self._locks.hold(chat_id):
+                # From here on the journal is read: what is journaled next needs a new drain.
+                self._drains.discard(chat_id)
                 if self._jobs is not None:
                     # Another worker may have served the chat since this one last did.
                     await self.lane.warm(chat_id, recheck=True)
                 await self._handle_held(chat_id, work)
         except Exception as exc:
             # The lock or the refresh failed (the database): a caller waiting gets it too.
+            self._drains.discard(chat_id)
             if isinstance(work, _Queued) and not work.done.done():
                 work.done.set_exception(exc)
             raise
