@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import subprocess
 import sys
 import time
@@ -71,12 +72,29 @@ class _Workers:
     def __init__(self, tmp_path: Path, api: FakeBotApi, url: str) -> None:
         self.tmp_path, self.api, self.url = tmp_path, api, url
         self.procs: list[BotProcess] = []
+        self.envs: list[dict[str, str]] = []
         self.hooks: list[str] = []
+        self.runs = 0
+        self.dead: list[BotProcess] = []
 
     def start(self, *, webhook: bool) -> BotProcess:
         index = len(self.procs)
         workdir = self.tmp_path / f"w{index}"
         workdir.mkdir()
+        self.envs.append(self._env(workdir, index, webhook=webhook))
+        proc = BotProcess(workdir, self.envs[-1], name=f"w{index}").start()
+        self.procs.append(proc)
+        return proc
+
+    def restart(self, index: int) -> BotProcess:
+        """Start worker ``index`` again (on its port, if a webhook worker) after it died."""
+        old = self.procs[index]
+        self.runs += 1
+        proc = BotProcess(old.workdir, self.envs[index], name=f"w{index}-{self.runs}").start()
+        self.procs[index] = proc
+        return proc
+
+    def _env(self, workdir: Path, index: int, *, webhook: bool) -> dict[str, str]:
         extra = {"AGENT_DATABASE_URL": self.url, "AGENT_WORKER_ID": f"w{index}"}
         if webhook:
             port = free_port()
@@ -89,12 +107,10 @@ class _Workers:
             }
         env = bot_env(workdir, self.api, **extra)
         del env["AGENT_CHECKPOINT_DIR"]  # checkpoints are rows only
-        proc = BotProcess(workdir, env, name=f"w{index}").start()
-        self.procs.append(proc)
-        return proc
+        return env
 
     def close(self) -> None:
-        for proc in self.procs:
+        for proc in [*self.procs, *self.dead]:
             proc.ensure_dead()
 
 
@@ -107,20 +123,27 @@ def workers(tmp_path: Path, api: FakeBotApi, database_url: str) -> Iterator[_Wor
         started.close()
 
 
+def _text(round_: int, name: str) -> str:
+    return [
+        f"my name is {name}",
+        f"remind me in 3 seconds to call mom {name}",
+        "/help",
+        f"I'm planning a trip to Lisbon with {name}",
+        "what's my name?",
+        f"note number {round_}",
+    ][round_ % 6]
+
+
+def _is_turn(round_: int) -> bool:
+    return not _text(round_, "").startswith("/")
+
+
 def _send_round(chats: FakeChats, round_: int) -> list[int]:
     """One message in every chat; return the update ids of those that become turns."""
     turns = []
     for chat, name in NAMES.items():
-        text = [
-            f"my name is {name}",
-            f"remind me in 3 seconds to call mom {name}",
-            "/help",
-            f"I'm planning a trip to Lisbon with {name}",
-            "what's my name?",
-            f"note number {round_}",
-        ][round_ % 6]
-        update_id, _ = chats.send(chat, text)
-        if not text.startswith("/"):
+        update_id, _ = chats.send(chat, _text(round_, name))
+        if _is_turn(round_):
             turns.append(update_id)
     for group in GROUPS:
         update_id, _ = chats.send(
@@ -151,7 +174,9 @@ def _first_rounds(api: FakeBotApi) -> tuple[FakeChats, list[int]]:
     return chats, turn_updates
 
 
-def _check(postgres_url: str, chats: FakeChats, turn_updates: list[int]) -> None:
+def _check(
+    postgres_url: str, chats: FakeChats, turn_updates: list[int], *, reminders: bool = True
+) -> None:
     """What every run must leave: one turn per update, in order, reminders once, all done,
     checkpoints and states consistent."""
     turns = _rows(
@@ -170,7 +195,7 @@ def _check(postgres_url: str, chats: FakeChats, turn_updates: list[int]) -> None
     api = chats.api
     for chat, name in NAMES.items():
         fired = [c for c in api.sent_messages(chat) if is_reminder(c) and name in (c.text or "")]
-        assert len(fired) == 1, f"chat {chat}: the reminder fired {len(fired)} times"
+        assert len(fired) == reminders, f"chat {chat}: the reminder fired {len(fired)} times"
         replies = [r for r in map(_replied_to, api.sent_messages(chat)) if r is not None]
         # A worker killed between a send and its record sends it again (I4: at least once).
         replies = list(dict.fromkeys(replies))
@@ -326,3 +351,39 @@ async def test_a_lane_refreshes_a_chat_another_lane_moved_on(
     finally:
         for lane in lanes:
             await lane.shutdown()
+
+
+def test_webhook_workers_killed_again_and_again_lose_and_double_nothing(
+    api: FakeBotApi, workers: _Workers, database_url: str, postgres_url: str, tmp_path: Path
+) -> None:
+    """SIGKILL a random worker at a random moment of the stream, again and again
+    (``AGENT_TEST_WORKER_KILLS``, default 6), each restarted on its port: every delivered
+    update is one turn, in its chat's order, reminders fire once, checkpoints and states
+    stay consistent."""
+    kills = int(os.environ.get("AGENT_TEST_WORKER_KILLS", "6"))
+    rng = random.Random(18)
+    for _ in range(3):
+        workers.start(webhook=True)
+    for proc in workers.procs:
+        proc.wait_until_up()
+    delivery = api.deliver_webhooks(workers.hooks, SECRET, max_connections=6, max_retry_delay=0.5)
+    chats = FakeChats(api)
+    turn_updates: list[int] = []
+    for kill in range(kills):
+        turn_updates += _send_round(chats, kill)
+        time.sleep(rng.uniform(0.0, 0.4))
+        index = rng.randrange(3)
+        workers.procs[index].kill()
+        workers.dead.append(workers.procs[index])
+        workers.restart(index).wait_until_up()
+    for update_id in chats.update_ids:
+        delivery.wait_until_delivered(update_id, timeout=120)
+    _wait_answers(api, dict.fromkeys(NAMES, sum(_is_turn(r) for r in range(kills))))
+    if kills > 1:
+        _wait_reminders(api)
+    for proc in workers.procs:
+        proc.stop()
+    _check(postgres_url, chats, turn_updates, reminders=kills > 1)
+    verified = _verify(database_url, tmp_path)
+    assert verified["consistent"], verified
+    assert not verified["state_mismatches"]
