@@ -258,3 +258,15 @@ def test_reminder_jobs_are_the_scheduled_reminders_with_their_refs_as_payload() 
     jobs = reminder_jobs(refs, T0)
     assert [(j.job_id, j.chat_id, j.due_at) for j in jobs] == [("r1", 1, due), ("r3", 2, T0)]
     assert JobRef.model_validate_json(jobs[0].payload) == refs[0][1]
+
+
+async def test_tracking_reminders_adds_the_scheduled_once_and_deletes_the_cancelled(
+    backend: Backend,
+) -> None:
+    table = backend.table(await backend.open_db(), "w1", clock=Clock(T0))
+    ref = JobRef(job_id="r1", kind="reminder", label="call mom", due_at=T0)
+    await table.track_reminders([(1, ref)])
+    await table.track_reminders([(1, ref)])  # a start adds the active ones again
+    assert [j.job_id for j in await table.claim()] == ["r1"]
+    await table.track_reminders([(1, ref.model_copy(update={"status": "cancelled"}))])
+    assert await table.next_due() is None

@@ -127,6 +127,15 @@ class JobTable:
             added += len(rows)
         return added
 
+    async def track_reminders(self, refs: Iterable[tuple[int, JobRef]]) -> None:
+        """Add the scheduled reminders among ``(chat_id, job ref)`` pairs (idempotently) and
+        delete the cancelled ones: what a turn, or a start's active jobs, say of them."""
+        refs = list(refs)
+        await self.add(reminder_jobs(refs, self._clock()))
+        for _, ref in refs:
+            if ref.kind == "reminder" and ref.status == "cancelled":
+                await self.cancel(ref.job_id)
+
     async def claim(self, *, limit: int = 10) -> list[Job]:
         """Claim up to ``limit`` due jobs no live claim holds, the earliest due first.
 

@@ -44,7 +44,7 @@ from agent.chat.commands import CommandCenter, CommandReply
 from agent.chat.dispatcher import ChatDispatcher
 from agent.chat.erasure import forget_everywhere
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
-from agent.chat.job_table import JobTable, reminder_jobs
+from agent.chat.job_table import JobTable
 from agent.chat.journal_drain import JournalDrain
 from agent.chat.outbox import Outbox
 from agent.chat.reminders import JobScheduler, Reminders
@@ -265,7 +265,7 @@ class ChatService:
             )
         self.reminders.schedule_active()
         if self._jobs is not None:
-            await self._jobs.add(reminder_jobs(self.lane.active_jobs(), self.lane.now()))
+            await self._jobs.track_reminders(self.lane.active_jobs())
         return len(undelivered), pending
 
     async def redeliver(self, older_than: timedelta) -> None:
@@ -303,7 +303,7 @@ class ChatService:
             self.reminders.schedule_from_turn(message.chat_id, result.turn)
             if self._jobs is not None:
                 refs = ((message.chat_id, ref) for ref in result.turn.job_refs)
-                await self._jobs.add(reminder_jobs(refs, self.lane.now()))
+                await self._jobs.track_reminders(refs)
         if result.needs_delivery:
             await self._deliver(message.chat_id, result.turn)
 
