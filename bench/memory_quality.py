@@ -27,6 +27,15 @@ copied into this repository), and for each conversation:
    as the packet renders a retrieved turn, until the budget is full), each costed as one text
    of newline-separated lines, as the packet is.
 
+**On PostgreSQL** (``--backend postgres``, or ``both`` for the two and their comparison): the
+same run through the same lane with ``AGENT_DATABASE_URL`` set, so the lane takes the
+PostgreSQL stores (``agent.app.wiring.stores_for``). The server is ``--postgres-url`` or
+``AGENT_TEST_POSTGRES_URL``; each conversation gets a fresh schema of its own (the search path
+of its connections), dropped after. The *BM25 + last 3* baseline is plain FTS5 SQL: it is
+reported for SQLite only. ``both`` writes the SQLite tables and, under them, the packet's and
+the window's recall on PostgreSQL with the difference from SQLite at each budget (issue 18: at
+most 3 points below).
+
 Evidence ids are repaired where the intent is clear: ``"D8:6; D9:17"`` is split in two,
 ``"D:11:26"`` read as ``D11:26``; ids naming no utterance (``"D"``, or ``D10:19`` in a session
 with fewer turns) are dropped, and a question left without evidence is not counted for evidence
@@ -38,16 +47,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from pydantic import SecretStr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -72,6 +85,10 @@ from agent.utils.tokens import estimate_tokens, tokens_for_chars  # noqa: E402
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
 BUDGETS = (1000, 2000, 4000)
 METHODS = ("packet", "last-N window", "BM25 + last 3")
+#: The methods measured on PostgreSQL: the baseline of plain FTS5 SQL is SQLite's alone.
+POSTGRES_METHODS = METHODS[:2]
+#: The largest fall of the packet's evidence recall on PostgreSQL from SQLite's (points).
+POSTGRES_TOLERANCE = 3.0
 _DIA = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.IGNORECASE)
 _NOT_WORD = re.compile(r"[^\w\s]")
@@ -128,15 +145,20 @@ class Tally:
             self.answer_found += _norm(q.answer) in text
 
     def row(self) -> tuple[str, str, str, str]:
-        def pct(n: int, d: int) -> str:
-            return f"{100 * n / d:.1f}%" if d else "n/a"
-
         return (
-            pct(self.all_found, self.with_evidence),
-            pct(self.any_found, self.with_evidence),
-            pct(self.answer_found, self.with_answer),
+            _pct(self.all_found, self.with_evidence),
+            _pct(self.any_found, self.with_evidence),
+            _pct(self.answer_found, self.with_answer),
             f"{self.tokens / self.questions:.0f}" if self.questions else "0",
         )
+
+    def recall(self) -> float:
+        """Evidence recall (all), in percent."""
+        return 100 * self.all_found / self.with_evidence if self.with_evidence else 0.0
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{100 * n / d:.1f}%" if d else "n/a"
 
 
 @dataclass(slots=True)
@@ -200,12 +222,45 @@ def _evidence(
     return tuple(dict.fromkeys(seqs))
 
 
-def _settings(db_path: Path, checkpoints: Path, budget: int) -> Settings:
+#: Where a conversation's database is: what a :data:`Backend` gives a conversation's settings.
+Place = dict[str, Any]
+#: A backend: the place of a conversation's database (in ``workdir``), made and then removed.
+Backend = Callable[[Path, str], AbstractAsyncContextManager[Place]]
+
+
+@asynccontextmanager
+async def _sqlite_file(workdir: Path, name: str) -> AsyncIterator[Place]:
+    yield {"db_path": workdir / f"{name}.db", "database_url": None}
+
+
+def _postgres(url: str) -> Backend:
+    """A backend that gives each conversation a fresh schema of the server at ``url``."""
+
+    @asynccontextmanager
+    async def schema(workdir: Path, name: str) -> AsyncIterator[Place]:
+        import psycopg  # the `postgres` extra
+        from psycopg import sql
+
+        schema = "memory_quality_" + re.sub(r"\W", "_", name).lower()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        try:
+            conninfo = psycopg.conninfo.make_conninfo(url, options=f"-c search_path={schema}")
+            yield {"db_path": workdir / f"{name}.db", "database_url": SecretStr(conninfo)}
+        finally:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+    return schema
+
+
+def _settings(place: Place, checkpoints: Path, budget: int) -> Settings:
     # Retrieval weights and the rest come from the environment (AGENT_*), as in the bot.
     base = load_settings(env_file=None)
     return base.model_copy(
         update={
-            "db_path": db_path,
+            **place,
             "checkpoint_dir": checkpoints,
             "durability": "process",
             "packet_token_budget": budget,
@@ -314,13 +369,21 @@ def _packet_seqs(packet: ConversationContextPacket) -> set[int]:
 
 
 async def _run_sample(
-    sample: dict[str, Any], index: int, workdir: Path, results: Results, quick: bool
-) -> Conversation:
+    sample: dict[str, Any], index: int, workdir: Path, results: Results, quick: bool,
+    backend: Backend,
+) -> Conversation:  # fmt: skip
+    async with backend(workdir, sample["sample_id"]) as place:
+        return await _measure_sample(sample, index, place, workdir, results, quick)
+
+
+async def _measure_sample(
+    sample: dict[str, Any], index: int, place: Place, workdir: Path, results: Results,
+    quick: bool,
+) -> Conversation:  # fmt: skip
     chat_id = -(1000 + index)
-    db_path = workdir / f"{sample['sample_id']}.db"
     checkpoints = workdir / f"{sample['sample_id']}-checkpoints"
     clock = _Clock()
-    lane = await open_lane(_settings(db_path, checkpoints, BUDGETS[0]), clock=clock)
+    lane = await open_lane(_settings(place, checkpoints, BUDGETS[0]), clock=clock)
     try:
         await lane.hydrate()
         seq_of = await _feed(lane, clock, sample, chat_id)
@@ -340,7 +403,7 @@ async def _run_sample(
     if quick:
         conversation.questions = conversation.questions[::3]
     for budget in BUDGETS:
-        settings = _settings(db_path, checkpoints, budget)
+        settings = _settings(place, checkpoints, budget)
         db = await open_database(settings)
         lane = build_lane(settings, db, clock=clock)
         try:
@@ -374,9 +437,10 @@ async def _run_sample(
                 results.tallies[budget, "last-N window", part].add(
                     q, window_seqs, window_text, window_tokens
                 )
-                order = await _bm25_order(db, session_id, q.text)
-                seqs, bm25_text, used = _bm25_packet(order, turns, last3, budget)
-                results.tallies[budget, "BM25 + last 3", part].add(q, seqs, bm25_text, used)
+                if isinstance(db, Database):  # plain FTS5 SQL: SQLite's alone
+                    order = await _bm25_order(db, session_id, q.text)
+                    seqs, bm25_text, used = _bm25_packet(order, turns, last3, budget)
+                    results.tallies[budget, "BM25 + last 3", part].add(q, seqs, bm25_text, used)
         finally:
             await lane.shutdown()
     return conversation
@@ -452,25 +516,98 @@ def _table(results: Results, conversations: list[Conversation], seconds: float) 
     return "\n".join(lines)
 
 
-async def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="two conversations, 1/3 of the Qs")
-    parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
-    parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
-    args = parser.parse_args(argv)
-    samples = json.loads(args.data.read_text(encoding="utf-8"))
-    if args.quick:
-        samples = samples[:2]
+def _postgres_table(
+    results: Results, sqlite: Results | None, questions: int, seconds: float
+) -> str:
+    """The run on PostgreSQL: the packet and the window, and the packet's difference from
+    SQLite's evidence recall (all) where SQLite ran too."""
+    lines = [
+        "### On PostgreSQL",
+        "",
+        "`python bench/memory_quality.py --backend both` (or `--backend postgres` alone; the"
+        " server is `--postgres-url` or `AGENT_TEST_POSTGRES_URL`): the same conversations and"
+        f" questions ({questions}; {seconds:.0f} s) through the same lane with"
+        " `AGENT_DATABASE_URL` set, so on the PostgreSQL stores, each conversation in a fresh"
+        " schema dropped after. *BM25 + last 3* is plain FTS5 SQL: SQLite only. The last"
+        " columns: the difference of evidence recall (all) from SQLite's, in points.",
+        "",
+        "| budget | method | evidence (all) | evidence (any) | answer string | tokens"
+        " | category 5 (all) | vs SQLite 1-4 | vs SQLite 5 |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    worst = 0.0
+    for budget in BUDGETS:
+        for method in POSTGRES_METHODS:
+            main, adversarial = (results.tallies[budget, method, part] for part in ("1-4", "5"))
+            cells = [*main.row(), adversarial.row()[0]]
+            for part, tally in (("1-4", main), ("5", adversarial)):
+                if sqlite is None:
+                    cells.append("n/a")
+                    continue
+                difference = tally.recall() - sqlite.tallies[budget, method, part].recall()
+                cells.append(f"{difference:+.1f}")
+                if method == "packet":
+                    worst = min(worst, difference)
+            name = f"**{method}**" if method == "packet" else method
+            lines.append(f"| {budget:,} | {name} | " + " | ".join(cells) + " |")
+    if sqlite is not None:
+        verdict = "within" if -worst <= POSTGRES_TOLERANCE else "NOT within"
+        lines += [
+            "",
+            f"The packet on PostgreSQL is {verdict} {POSTGRES_TOLERANCE:.0f} points of SQLite's"
+            f" evidence recall at every budget (largest fall {-worst:.1f} points).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+async def _run(
+    samples: list[dict[str, Any]], backend: Backend, quick: bool
+) -> tuple[Results, list[Conversation], float]:
     started = time.perf_counter()
     results = Results()
     conversations = []
     with tempfile.TemporaryDirectory(prefix="memory-quality-") as tmp:
         for index, sample in enumerate(samples):
-            conversations.append(await _run_sample(sample, index, Path(tmp), results, args.quick))
+            conversations.append(
+                await _run_sample(sample, index, Path(tmp), results, quick, backend)
+            )
             print(f"{sample['sample_id']}: done", file=sys.stderr)
-    section = _table(results, conversations, time.perf_counter() - started)
+    return results, conversations, time.perf_counter() - started
+
+
+async def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="two conversations, 1/3 of the Qs")
+    parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
+    parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
+    parser.add_argument(
+        "--backend", choices=("sqlite", "postgres", "both"), default="sqlite",
+        help="where the lane stores (both: each, and the comparison; postgres alone: print only)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--postgres-url", default=os.environ.get("AGENT_TEST_POSTGRES_URL"),
+        help="the PostgreSQL server (default: AGENT_TEST_POSTGRES_URL)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.backend != "sqlite" and not args.postgres_url:
+        parser.error(f"--backend {args.backend} needs --postgres-url or AGENT_TEST_POSTGRES_URL")
+    samples = json.loads(args.data.read_text(encoding="utf-8"))
+    if args.quick:
+        samples = samples[:2]
+    sqlite: Results | None = None
+    parts: list[str] = []
+    if args.backend in ("sqlite", "both"):
+        sqlite, conversations, seconds = await _run(samples, _sqlite_file, args.quick)
+        parts.append(_table(sqlite, conversations, seconds))
+    if args.backend in ("postgres", "both"):
+        results, conversations, seconds = await _run(
+            samples, _postgres(args.postgres_url), args.quick
+        )
+        questions = sum(len(c.questions) for c in conversations)
+        parts.append(_postgres_table(results, sqlite, questions, seconds))
+    section = "\n".join(parts)
     print(section)
-    if not args.quick and not args.no_write:
+    if not args.quick and not args.no_write and sqlite is not None:
         print(f"written to {write_section(section)}", file=sys.stderr)
     return 0
 
