@@ -52,10 +52,8 @@ import re
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -66,6 +64,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks_file import write_section  # noqa: E402
+from memory_quality_report import (  # noqa: E402
+    BUDGETS,
+    Conversation,
+    Question,
+    Results,
+    norm,
+    postgres_table,
+    sqlite_table,
+)
+from postgres_schema import fresh_schema  # noqa: E402
 
 from agent.app.wiring import build_lane, open_database, open_lane  # noqa: E402
 from agent.config import Settings, load_settings  # noqa: E402
@@ -83,16 +91,8 @@ from agent.memory.conversation_store import match_query  # noqa: E402
 from agent.utils.tokens import estimate_tokens, tokens_for_chars  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-BUDGETS = (1000, 2000, 4000)
-METHODS = ("packet", "last-N window", "BM25 + last 3")
-#: The methods measured on PostgreSQL: the baseline of plain FTS5 SQL is SQLite's alone.
-POSTGRES_METHODS = METHODS[:2]
-#: The largest fall of the packet's evidence recall on PostgreSQL from SQLite's (points).
-POSTGRES_TOLERANCE = 3.0
 _DIA = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.IGNORECASE)
-_NOT_WORD = re.compile(r"[^\w\s]")
-_SPACE = re.compile(r"\s+")
 # Candidates the BM25 baseline reads (enough to fill 4,000 tokens many times over).
 _BM25_POOL = 400
 
@@ -102,74 +102,6 @@ class SilentEngine:
 
     async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
         return Reply()
-
-
-@dataclass(slots=True)
-class Question:
-    text: str
-    answer: str | None
-    category: int
-    evidence: tuple[int, ...]  # seqs of the evidence turns
-
-
-@dataclass(slots=True)
-class Conversation:
-    sample_id: str
-    chat_id: int
-    questions: list[Question]
-    repaired: int = 0
-    dropped: int = 0
-    no_evidence: int = 0
-
-
-@dataclass(slots=True)
-class Tally:
-    questions: int = 0
-    with_evidence: int = 0
-    all_found: int = 0
-    any_found: int = 0
-    with_answer: int = 0
-    answer_found: int = 0
-    tokens: int = 0
-
-    def add(self, q: Question, seqs: set[int], text: str, tokens: int) -> None:
-        self.questions += 1
-        self.tokens += tokens
-        if q.evidence:
-            self.with_evidence += 1
-            found = [seq in seqs for seq in q.evidence]
-            self.all_found += all(found)
-            self.any_found += any(found)
-        if q.answer is not None and q.category != 5:
-            self.with_answer += 1
-            self.answer_found += _norm(q.answer) in text
-
-    def row(self) -> tuple[str, str, str, str]:
-        return (
-            _pct(self.all_found, self.with_evidence),
-            _pct(self.any_found, self.with_evidence),
-            _pct(self.answer_found, self.with_answer),
-            f"{self.tokens / self.questions:.0f}" if self.questions else "0",
-        )
-
-    def recall(self) -> float:
-        """Evidence recall (all), in percent."""
-        return 100 * self.all_found / self.with_evidence if self.with_evidence else 0.0
-
-
-def _pct(n: int, d: int) -> str:
-    return f"{100 * n / d:.1f}%" if d else "n/a"
-
-
-@dataclass(slots=True)
-class Results:
-    # (budget, method, "1-4" | "5") -> tally
-    tallies: dict[tuple[int, str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
-    by_category: dict[tuple[int, int], Tally] = field(default_factory=lambda: defaultdict(Tally))
-
-
-def _norm(text: str) -> str:
-    return _SPACE.sub(" ", _NOT_WORD.sub(" ", str(text).casefold())).strip()
 
 
 def _session_date(text: str) -> datetime:
@@ -238,19 +170,8 @@ def _postgres(url: str) -> Backend:
 
     @asynccontextmanager
     async def schema(workdir: Path, name: str) -> AsyncIterator[Place]:
-        import psycopg  # the `postgres` extra
-        from psycopg import sql
-
-        schema = "memory_quality_" + re.sub(r"\W", "_", name).lower()
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        try:
-            conninfo = psycopg.conninfo.make_conninfo(url, options=f"-c search_path={schema}")
+        with fresh_schema(url, f"memory_quality_{name}") as conninfo:
             yield {"db_path": workdir / f"{name}.db", "database_url": SecretStr(conninfo)}
-        finally:
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
     return schema
 
@@ -359,7 +280,15 @@ def _bm25_packet(
         chars += cost
         seqs.add(seq)
         texts.append(text)
-    return seqs, _norm("\n".join(texts)), tokens_for_chars(chars)
+    return seqs, norm("\n".join(texts)), tokens_for_chars(chars)
+
+
+def _contents(packet: ConversationContextPacket | None) -> tuple[object, ...]:
+    """What a packet carries, without its ids (a session's id differs between databases)."""
+    if packet is None:
+        return ()
+    recent = tuple(turn.seq for turn in packet.recent_turns)
+    return recent, tuple((item.kind, item.seq, item.text) for item in packet.retrieved)
 
 
 def _packet_seqs(packet: ConversationContextPacket) -> set[int]:
@@ -416,18 +345,21 @@ async def _measure_sample(
             window = _last_n(newest_first, budget)
             window_seqs = {t.seq for t in window}
             window_lines = "\n".join(_line(t) for t in window)
-            window_text, window_tokens = _norm(window_lines), estimate_tokens(window_lines)
+            window_text, window_tokens = norm(window_lines), estimate_tokens(window_lines)
             last3 = newest_first[:3]
-            for q in conversation.questions:
+            for number, q in enumerate(conversation.questions):
                 part = "5" if q.category == 5 else "1-4"
+                began = time.perf_counter()
                 packet = await lane.inspector.context(chat_id, q.text)
+                results.millis[budget].append((time.perf_counter() - began) * 1000)
                 rendered = "" if packet is None else render_packet(packet)
+                results.packets[sample["sample_id"], budget, number] = _contents(packet)
                 if packet is None or packet.token_estimate != estimate_tokens(rendered):
                     raise AssertionError(f"packet estimate is not its text's: {packet}")
                 if packet.token_estimate > budget:
                     # The goal includes this: the text an engine receives is never over budget.
                     raise AssertionError(f"packet over budget {budget}: {packet}")
-                text = _norm(rendered)
+                text = norm(rendered)
                 results.tallies[budget, "packet", part].add(
                     q, _packet_seqs(packet), text, packet.token_estimate
                 )
@@ -444,120 +376,6 @@ async def _measure_sample(
         finally:
             await lane.shutdown()
     return conversation
-
-
-def _table(results: Results, conversations: list[Conversation], seconds: float) -> str:
-    questions = sum(len(c.questions) for c in conversations)
-    turns_note = ", ".join(c.sample_id for c in conversations)
-    lines = [
-        "## Memory quality",
-        "",
-        f"`python bench/memory_quality.py` on LoCoMo ({turns_note}; {questions} questions;"
-        f" {seconds:.0f} s). Each conversation is fed through `ConversationLane.on_turn` as one"
-        " group-chat session (both speakers are members, every utterance a user turn, the bot"
-        " silent); then each question gets the packet a reply to it would get"
-        " (`MemoryInspector.context`, the retrieval path of `on_turn`). Evidence recall"
-        " *all*: every evidence utterance of the question is in the packet verbatim; *any*: at"
-        " least one is. Answer string: the answer occurs in the rendered packet. Tokens: mean"
-        " token estimate (4 characters per token) of the text a reply engine receives, headers"
-        " and newlines included; the packet's never exceeds the budget (the bench checks it)."
-        " Baselines: the newest turns that fill the budget (*last-N*), and the last 3 turns"
-        " plus the session's turns in plain FTS5 BM25 order for the question (*BM25 + last 3*),"
-        " costed like the packet: their lines as one text.",
-        "",
-        "Categories 1-4 (multi-hop, temporal, open-domain, single-hop):",
-        "",
-        "| budget | method | evidence (all) | evidence (any) | answer string | tokens |",
-        "|---:|---|---:|---:|---:|---:|",
-    ]
-    for budget in BUDGETS:
-        for method in METHODS:
-            row = results.tallies[budget, method, "1-4"].row()
-            name = f"**{method}**" if method == "packet" else method
-            lines.append(f"| {budget:,} | {name} | " + " | ".join(row) + " |")
-    lines += [
-        "",
-        "Category 5 (adversarial: the premise is false, no answer exists; evidence only):",
-        "",
-        "| budget | method | evidence (all) | evidence (any) | tokens |",
-        "|---:|---|---:|---:|---:|",
-    ]
-    for budget in BUDGETS:
-        for method in METHODS:
-            every, some, _, tokens = results.tallies[budget, method, "5"].row()
-            name = f"**{method}**" if method == "packet" else method
-            lines.append(f"| {budget:,} | {name} | {every} | {some} | {tokens} |")
-    lines += [
-        "",
-        "The packet by category (evidence all / answer string):",
-        "",
-        "| budget | 1 multi-hop | 2 temporal | 3 open-domain | 4 single-hop |",
-        "|---:|---:|---:|---:|---:|",
-    ]
-    for budget in BUDGETS:
-        cells = []
-        for category in (1, 2, 3, 4):
-            every, _, answer, _ = results.by_category[budget, category].row()
-            cells.append(f"{every} / {answer}")
-        lines.append(f"| {budget:,} | " + " | ".join(cells) + " |")
-    repaired = sum(c.repaired for c in conversations)
-    dropped = sum(c.dropped for c in conversations)
-    no_evidence = sum(c.no_evidence for c in conversations)
-    lines += [
-        "",
-        f"Evidence ids: {repaired} repaired (split or reformatted), {dropped} dropped (naming no"
-        f" utterance); {no_evidence} questions left without evidence are not counted for"
-        " evidence recall. The packet also carries the session state (topics, participants,"
-        " summaries) within the same budget; the baselines carry turns only. Data: LoCoMo"
-        " (Maharana et al., ACL 2024), CC BY-NC 4.0, read in place from a local copy (`--data`;"
-        " never shipped with the code: its licence is non-commercial).",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _postgres_table(
-    results: Results, sqlite: Results | None, questions: int, seconds: float
-) -> str:
-    """The run on PostgreSQL: the packet and the window, and the packet's difference from
-    SQLite's evidence recall (all) where SQLite ran too."""
-    lines = [
-        "### On PostgreSQL",
-        "",
-        "`python bench/memory_quality.py --backend both` (or `--backend postgres` alone; the"
-        " server is `--postgres-url` or `AGENT_TEST_POSTGRES_URL`): the same conversations and"
-        f" questions ({questions}; {seconds:.0f} s) through the same lane with"
-        " `AGENT_DATABASE_URL` set, so on the PostgreSQL stores, each conversation in a fresh"
-        " schema dropped after. *BM25 + last 3* is plain FTS5 SQL: SQLite only. The last"
-        " columns: the difference of evidence recall (all) from SQLite's, in points.",
-        "",
-        "| budget | method | evidence (all) | evidence (any) | answer string | tokens"
-        " | category 5 (all) | vs SQLite 1-4 | vs SQLite 5 |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    worst = 0.0
-    for budget in BUDGETS:
-        for method in POSTGRES_METHODS:
-            main, adversarial = (results.tallies[budget, method, part] for part in ("1-4", "5"))
-            cells = [*main.row(), adversarial.row()[0]]
-            for part, tally in (("1-4", main), ("5", adversarial)):
-                if sqlite is None:
-                    cells.append("n/a")
-                    continue
-                difference = tally.recall() - sqlite.tallies[budget, method, part].recall()
-                cells.append(f"{difference:+.1f}")
-                if method == "packet":
-                    worst = min(worst, difference)
-            name = f"**{method}**" if method == "packet" else method
-            lines.append(f"| {budget:,} | {name} | " + " | ".join(cells) + " |")
-    if sqlite is not None:
-        verdict = "within" if -worst <= POSTGRES_TOLERANCE else "NOT within"
-        lines += [
-            "",
-            f"The packet on PostgreSQL is {verdict} {POSTGRES_TOLERANCE:.0f} points of SQLite's"
-            f" evidence recall at every budget (largest fall {-worst:.1f} points).",
-        ]
-    return "\n".join(lines) + "\n"
 
 
 async def _run(
@@ -598,13 +416,13 @@ async def main(argv: list[str] | None = None) -> int:
     parts: list[str] = []
     if args.backend in ("sqlite", "both"):
         sqlite, conversations, seconds = await _run(samples, _sqlite_file, args.quick)
-        parts.append(_table(sqlite, conversations, seconds))
+        parts.append(sqlite_table(sqlite, conversations, seconds))
     if args.backend in ("postgres", "both"):
         results, conversations, seconds = await _run(
             samples, _postgres(args.postgres_url), args.quick
         )
         questions = sum(len(c.questions) for c in conversations)
-        parts.append(_postgres_table(results, sqlite, questions, seconds))
+        parts.append(postgres_table(results, sqlite, questions, seconds))
     section = "\n".join(parts)
     print(section)
     if not args.quick and not args.no_write and sqlite is not None:

@@ -1,0 +1,27 @@
+"""bench/postgres_schema.py: a benchmark's fresh schema on the real server, dropped after."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.postgres_schema import fresh_schema
+
+
+@pytest.mark.postgres
+def test_a_fresh_schema_is_the_search_path_and_is_dropped_after(postgres_url: str) -> None:
+    """The connection string yielded writes into the new, empty schema (one left by a run cut
+    short is replaced); the schema is gone after the block."""
+    psycopg = pytest.importorskip("psycopg", reason="postgres: the `postgres` extra is missing")
+    with fresh_schema(postgres_url, "Test-Run") as conninfo:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute("CREATE TABLE left_over (x INTEGER)")
+    with fresh_schema(postgres_url, "Test-Run") as conninfo:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            [(schema,)] = conn.execute("SELECT current_schema()").fetchall()
+            assert schema == "bench_test_run"
+            conn.execute("CREATE TABLE left_over (x INTEGER)")  # the first one is gone
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'bench_test_run'"
+        ).fetchone()
+        assert found == (0,)
