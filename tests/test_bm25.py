@@ -78,12 +78,12 @@ def test_words_become_fts5s_tokens_quoted_in_a_tsquery():
 
 def test_a_tsvector_numbers_each_occurrence_with_its_weight_class():
     """Each occurrence of a token is a position labelled with its column's weight class, in
-    the order of the columns, at most MAX_OCCURRENCES; frequencies weighs them back."""
+    the order of the columns, at most MAX_OCCURRENCES; frequencies weighs them back from a
+    tsvector's text (an unlabelled position is class D, which weighs 0 unless given)."""
     literal = tsvector([("A", ["kayak", "red", "kayak"]), ("B", ["kayak", "ada"])])
     assert literal == "'kayak':1A,2A,3B 'red':1A 'ada':1B"
-    assert frequencies({"kayak": ["A", "A", "B"], "ada": ["B"]}, {"A": 1.0, "B": 0.5}) == {
-        "kayak": 2.5, "ada": 0.5
-    }  # fmt: skip
+    found = "'kayak':1A,2A,3B 'ada':1B 'it''s':1A,2"
+    assert frequencies(found, {"A": 1.0, "B": 0.5}) == {"kayak": 2.5, "ada": 0.5, "it's": 1.0}
     assert frequencies(None, {"A": 1.0}) == {}
     many = tsvector([("A", ["x"] * (MAX_OCCURRENCES + 10))])
     assert many.count(",") == MAX_OCCURRENCES - 1
