@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import sys
 import tempfile
@@ -73,7 +72,7 @@ from memory_quality_report import (  # noqa: E402
     postgres_table,
     sqlite_table,
 )
-from postgres_schema import fresh_schema  # noqa: E402
+from postgres_schema import fresh_schema, parse_with_backend  # noqa: E402
 
 from agent.app.wiring import build_lane, open_database, open_lane  # noqa: E402
 from agent.config import Settings, load_settings  # noqa: E402
@@ -398,17 +397,7 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="two conversations, 1/3 of the Qs")
     parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
-    parser.add_argument(
-        "--backend", choices=("sqlite", "postgres", "both"), default="sqlite",
-        help="where the lane stores (both: each, and the comparison; postgres alone: print only)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--postgres-url", default=os.environ.get("AGENT_TEST_POSTGRES_URL"),
-        help="the PostgreSQL server (default: AGENT_TEST_POSTGRES_URL)",
-    )  # fmt: skip
-    args = parser.parse_args(argv)
-    if args.backend != "sqlite" and not args.postgres_url:
-        parser.error(f"--backend {args.backend} needs --postgres-url or AGENT_TEST_POSTGRES_URL")
+    args = parse_with_backend(parser, argv)
     samples = json.loads(args.data.read_text(encoding="utf-8"))
     if args.quick:
         samples = samples[:2]

@@ -1,19 +1,43 @@
-"""A fresh PostgreSQL schema for one benchmark run, dropped after it.
+"""A benchmark's backend options, and a fresh PostgreSQL schema for one run, dropped after it.
 
 ``bench/memory_quality.py`` and ``bench/retrieval_cost.py`` run with ``--backend postgres`` on
 the server of ``--postgres-url`` (or ``AGENT_TEST_POSTGRES_URL``): each conversation or history
 size gets a schema of its own, the search path of every connection made with the connection
-string :func:`fresh_schema` gives, so runs never see one another's rows. Tested in
+string :func:`fresh_schema` gives, so runs never see one another's rows;
+:func:`parse_with_backend` gives both benchmarks the options. Tested in
 ``tests/test_postgres_schema.py``.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-__all__ = ["fresh_schema"]
+__all__ = ["fresh_schema", "parse_with_backend"]
+
+
+def parse_with_backend(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> argparse.Namespace:
+    """Parse ``argv`` with ``--backend`` (``sqlite``, ``postgres`` or ``both``: each, and the
+    comparison; ``postgres`` alone prints only) and ``--postgres-url`` (default:
+    ``AGENT_TEST_POSTGRES_URL``) added to ``parser``; a PostgreSQL run without a server is
+    refused with a usage error."""
+    parser.add_argument(
+        "--backend", choices=("sqlite", "postgres", "both"), default="sqlite",
+        help="where the lane stores (both: each, and the comparison; postgres alone: print only)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--postgres-url", default=os.environ.get("AGENT_TEST_POSTGRES_URL"),
+        help="the PostgreSQL server (default: AGENT_TEST_POSTGRES_URL)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.backend != "sqlite" and not args.postgres_url:
+        parser.error(f"--backend {args.backend} needs --postgres-url or AGENT_TEST_POSTGRES_URL")
+    return args
 
 
 @contextmanager

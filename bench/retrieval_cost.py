@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import statistics
 import sys
 import tempfile
@@ -41,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks_file import write_section  # noqa: E402
 from locomo_texts import DATA, FALLBACK_TEXTS, T0  # noqa: E402
-from postgres_schema import fresh_schema  # noqa: E402
+from postgres_schema import fresh_schema, parse_with_backend  # noqa: E402
 
 from agent.app.wiring import build_lane, open_database, stores_for  # noqa: E402
 from agent.config import Settings, load_settings  # noqa: E402
@@ -184,17 +183,7 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,1000,10000,100000", help="history lengths (turns)")
     parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
-    parser.add_argument(
-        "--backend", choices=("sqlite", "postgres", "both"), default="sqlite",
-        help="where the lane stores (both: each; postgres alone: print only)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--postgres-url", default=os.environ.get("AGENT_TEST_POSTGRES_URL"),
-        help="the PostgreSQL server (default: AGENT_TEST_POSTGRES_URL)",
-    )  # fmt: skip
-    args = parser.parse_args(argv)
-    if args.backend != "sqlite" and not args.postgres_url:
-        parser.error(f"--backend {args.backend} needs --postgres-url or AGENT_TEST_POSTGRES_URL")
+    args = parse_with_backend(parser, argv)
     logging.getLogger("agent").setLevel(logging.ERROR)  # "checkpoint missing": expected here
     SIZES = tuple(int(size) for size in args.sizes.split(","))
     texts, questions = _corpus(args.data)
@@ -253,8 +242,8 @@ async def main(argv: list[str] | None = None) -> int:
                 await _measure(size, texts, questions, Path(tmp), out, args.postgres_url)
         out += [
             "",
-            "The same items and tokens per packet as on SQLite. A packet reads them in about"
-            " seven statements on one `REPEATABLE READ` snapshot (a pooled connection, in a"
+            "A packet reads its items in about seven statements on one `REPEATABLE READ`"
+            " snapshot (a pooled connection, in a"
             " worker thread): the turn search's three (the index's statistics with the older"
             " turns' word counts; the candidates, each with only its query tokens' occurrences"
             " left by `ts_delete`; the winners' texts), the word counts, the summaries' and the"

@@ -17,6 +17,7 @@ from agent.db.bm25 import (
     bm25,
     frequencies,
     index_statistics,
+    search_rows,
     searchable,
     tsquery,
     tsvector,
@@ -162,3 +163,10 @@ async def test_search_totals_follow_inserts_updates_and_deletes(postgres_url):
 
         with pytest.raises(ValueError, match="searched tables"):
             await db.read(unknown)
+
+        def unknown_search(snap: Snapshot) -> object:
+            scope = ("session_id", "ses_b")
+            return search_rows(snap, "conversation_turns", "seq", "seq", scope, ["x"], 5)
+
+        with pytest.raises(ValueError, match="searched tables"):
+            await db.read(unknown_search)

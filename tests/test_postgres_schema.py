@@ -1,10 +1,29 @@
-"""bench/postgres_schema.py: a benchmark's fresh schema on the real server, dropped after."""
+"""bench/postgres_schema.py: a benchmark's backend options, and its fresh schema on the real
+server, dropped after."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
-from bench.postgres_schema import fresh_schema
+from bench.postgres_schema import fresh_schema, parse_with_backend
+
+
+def test_a_postgres_run_needs_a_server_and_sqlite_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--backend sqlite (the default) needs no server; postgres or both without a URL is a
+    usage error; the URL is --postgres-url, else AGENT_TEST_POSTGRES_URL."""
+    monkeypatch.delenv("AGENT_TEST_POSTGRES_URL", raising=False)
+    args = parse_with_backend(argparse.ArgumentParser(), [])
+    assert (args.backend, args.postgres_url) == ("sqlite", None)
+    with pytest.raises(SystemExit) as refused:
+        parse_with_backend(argparse.ArgumentParser(), ["--backend", "both"])
+    assert refused.value.code == 2
+    given = ["--backend", "postgres", "--postgres-url", "postgresql://a@h/d"]
+    assert parse_with_backend(argparse.ArgumentParser(), given).postgres_url == "postgresql://a@h/d"
+    monkeypatch.setenv("AGENT_TEST_POSTGRES_URL", "postgresql://b@h/d")
+    args = parse_with_backend(argparse.ArgumentParser(), ["--backend", "both"])
+    assert args.postgres_url == "postgresql://b@h/d"
 
 
 @pytest.mark.postgres
