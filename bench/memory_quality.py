@@ -27,6 +27,15 @@ copied into this repository), and for each conversation:
    as the packet renders a retrieved turn, until the budget is full), each costed as one text
    of newline-separated lines, as the packet is.
 
+**On PostgreSQL** (``--backend postgres``, or ``both`` for the two and their comparison): the
+same run through the same lane with ``AGENT_DATABASE_URL`` set, so the lane takes the
+PostgreSQL stores (``agent.app.wiring.stores_for``). The server is ``--postgres-url`` or
+``AGENT_TEST_POSTGRES_URL``; each conversation gets a fresh schema of its own (the search path
+of its connections), dropped after. The *BM25 + last 3* baseline is plain FTS5 SQL: it is
+reported for SQLite only. ``both`` writes the SQLite tables and, under them, the packet's and
+the window's recall on PostgreSQL with the difference from SQLite at each budget (issue 18: at
+most 3 points below).
+
 Evidence ids are repaired where the intent is clear: ``"D8:6; D9:17"`` is split in two,
 ``"D:11:26"`` read as ``D11:26``; ids naming no utterance (``"D"``, or ``D10:19`` in a session
 with fewer turns) are dropped, and a question left without evidence is not counted for evidence
@@ -42,17 +51,28 @@ import re
 import sys
 import tempfile
 import time
-from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from pydantic import SecretStr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks_file import write_section  # noqa: E402
+from memory_quality_report import (  # noqa: E402
+    BUDGETS,
+    Conversation,
+    Question,
+    Results,
+    norm,
+    postgres_table,
+    sqlite_table,
+)
+from postgres_schema import fresh_schema, parse_with_backend  # noqa: E402
 
 from agent.app.wiring import build_lane, open_database, open_lane  # noqa: E402
 from agent.config import Settings, load_settings  # noqa: E402
@@ -70,12 +90,8 @@ from agent.memory.conversation_store import match_query  # noqa: E402
 from agent.utils.tokens import estimate_tokens, tokens_for_chars  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-BUDGETS = (1000, 2000, 4000)
-METHODS = ("packet", "last-N window", "BM25 + last 3")
 _DIA = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.IGNORECASE)
-_NOT_WORD = re.compile(r"[^\w\s]")
-_SPACE = re.compile(r"\s+")
 # Candidates the BM25 baseline reads (enough to fill 4,000 tokens many times over).
 _BM25_POOL = 400
 
@@ -85,69 +101,6 @@ class SilentEngine:
 
     async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
         return Reply()
-
-
-@dataclass(slots=True)
-class Question:
-    text: str
-    answer: str | None
-    category: int
-    evidence: tuple[int, ...]  # seqs of the evidence turns
-
-
-@dataclass(slots=True)
-class Conversation:
-    sample_id: str
-    chat_id: int
-    questions: list[Question]
-    repaired: int = 0
-    dropped: int = 0
-    no_evidence: int = 0
-
-
-@dataclass(slots=True)
-class Tally:
-    questions: int = 0
-    with_evidence: int = 0
-    all_found: int = 0
-    any_found: int = 0
-    with_answer: int = 0
-    answer_found: int = 0
-    tokens: int = 0
-
-    def add(self, q: Question, seqs: set[int], text: str, tokens: int) -> None:
-        self.questions += 1
-        self.tokens += tokens
-        if q.evidence:
-            self.with_evidence += 1
-            found = [seq in seqs for seq in q.evidence]
-            self.all_found += all(found)
-            self.any_found += any(found)
-        if q.answer is not None and q.category != 5:
-            self.with_answer += 1
-            self.answer_found += _norm(q.answer) in text
-
-    def row(self) -> tuple[str, str, str, str]:
-        def pct(n: int, d: int) -> str:
-            return f"{100 * n / d:.1f}%" if d else "n/a"
-
-        return (
-            pct(self.all_found, self.with_evidence),
-            pct(self.any_found, self.with_evidence),
-            pct(self.answer_found, self.with_answer),
-            f"{self.tokens / self.questions:.0f}" if self.questions else "0",
-        )
-
-
-@dataclass(slots=True)
-class Results:
-    # (budget, method, "1-4" | "5") -> tally
-    tallies: dict[tuple[int, str, str], Tally] = field(default_factory=lambda: defaultdict(Tally))
-    by_category: dict[tuple[int, int], Tally] = field(default_factory=lambda: defaultdict(Tally))
-
-
-def _norm(text: str) -> str:
-    return _SPACE.sub(" ", _NOT_WORD.sub(" ", str(text).casefold())).strip()
 
 
 def _session_date(text: str) -> datetime:
@@ -200,12 +153,34 @@ def _evidence(
     return tuple(dict.fromkeys(seqs))
 
 
-def _settings(db_path: Path, checkpoints: Path, budget: int) -> Settings:
+#: Where a conversation's database is: what a :data:`Backend` gives a conversation's settings.
+Place = dict[str, Any]
+#: A backend: the place of a conversation's database (in ``workdir``), made and then removed.
+Backend = Callable[[Path, str], AbstractAsyncContextManager[Place]]
+
+
+@asynccontextmanager
+async def _sqlite_file(workdir: Path, name: str) -> AsyncIterator[Place]:
+    yield {"db_path": workdir / f"{name}.db", "database_url": None}
+
+
+def _postgres(url: str) -> Backend:
+    """A backend that gives each conversation a fresh schema of the server at ``url``."""
+
+    @asynccontextmanager
+    async def schema(workdir: Path, name: str) -> AsyncIterator[Place]:
+        with fresh_schema(url, f"memory_quality_{name}") as conninfo:
+            yield {"db_path": workdir / f"{name}.db", "database_url": SecretStr(conninfo)}
+
+    return schema
+
+
+def _settings(place: Place, checkpoints: Path, budget: int) -> Settings:
     # Retrieval weights and the rest come from the environment (AGENT_*), as in the bot.
     base = load_settings(env_file=None)
     return base.model_copy(
         update={
-            "db_path": db_path,
+            **place,
             "checkpoint_dir": checkpoints,
             "durability": "process",
             "packet_token_budget": budget,
@@ -304,7 +279,15 @@ def _bm25_packet(
         chars += cost
         seqs.add(seq)
         texts.append(text)
-    return seqs, _norm("\n".join(texts)), tokens_for_chars(chars)
+    return seqs, norm("\n".join(texts)), tokens_for_chars(chars)
+
+
+def _contents(packet: ConversationContextPacket | None) -> tuple[object, ...]:
+    """What a packet carries, without its ids (a session's id differs between databases)."""
+    if packet is None:
+        return ()
+    recent = tuple(turn.seq for turn in packet.recent_turns)
+    return recent, tuple((item.kind, item.seq, item.text) for item in packet.retrieved)
 
 
 def _packet_seqs(packet: ConversationContextPacket) -> set[int]:
@@ -314,13 +297,21 @@ def _packet_seqs(packet: ConversationContextPacket) -> set[int]:
 
 
 async def _run_sample(
-    sample: dict[str, Any], index: int, workdir: Path, results: Results, quick: bool
-) -> Conversation:
+    sample: dict[str, Any], index: int, workdir: Path, results: Results, quick: bool,
+    backend: Backend,
+) -> Conversation:  # fmt: skip
+    async with backend(workdir, sample["sample_id"]) as place:
+        return await _measure_sample(sample, index, place, workdir, results, quick)
+
+
+async def _measure_sample(
+    sample: dict[str, Any], index: int, place: Place, workdir: Path, results: Results,
+    quick: bool,
+) -> Conversation:  # fmt: skip
     chat_id = -(1000 + index)
-    db_path = workdir / f"{sample['sample_id']}.db"
     checkpoints = workdir / f"{sample['sample_id']}-checkpoints"
     clock = _Clock()
-    lane = await open_lane(_settings(db_path, checkpoints, BUDGETS[0]), clock=clock)
+    lane = await open_lane(_settings(place, checkpoints, BUDGETS[0]), clock=clock)
     try:
         await lane.hydrate()
         seq_of = await _feed(lane, clock, sample, chat_id)
@@ -340,7 +331,7 @@ async def _run_sample(
     if quick:
         conversation.questions = conversation.questions[::3]
     for budget in BUDGETS:
-        settings = _settings(db_path, checkpoints, budget)
+        settings = _settings(place, checkpoints, budget)
         db = await open_database(settings)
         lane = build_lane(settings, db, clock=clock)
         try:
@@ -353,18 +344,21 @@ async def _run_sample(
             window = _last_n(newest_first, budget)
             window_seqs = {t.seq for t in window}
             window_lines = "\n".join(_line(t) for t in window)
-            window_text, window_tokens = _norm(window_lines), estimate_tokens(window_lines)
+            window_text, window_tokens = norm(window_lines), estimate_tokens(window_lines)
             last3 = newest_first[:3]
-            for q in conversation.questions:
+            for number, q in enumerate(conversation.questions):
                 part = "5" if q.category == 5 else "1-4"
+                began = time.perf_counter()
                 packet = await lane.inspector.context(chat_id, q.text)
+                results.millis[budget].append((time.perf_counter() - began) * 1000)
                 rendered = "" if packet is None else render_packet(packet)
+                results.packets[sample["sample_id"], budget, number] = _contents(packet)
                 if packet is None or packet.token_estimate != estimate_tokens(rendered):
                     raise AssertionError(f"packet estimate is not its text's: {packet}")
                 if packet.token_estimate > budget:
                     # The goal includes this: the text an engine receives is never over budget.
                     raise AssertionError(f"packet over budget {budget}: {packet}")
-                text = _norm(rendered)
+                text = norm(rendered)
                 results.tallies[budget, "packet", part].add(
                     q, _packet_seqs(packet), text, packet.token_estimate
                 )
@@ -374,82 +368,28 @@ async def _run_sample(
                 results.tallies[budget, "last-N window", part].add(
                     q, window_seqs, window_text, window_tokens
                 )
-                order = await _bm25_order(db, session_id, q.text)
-                seqs, bm25_text, used = _bm25_packet(order, turns, last3, budget)
-                results.tallies[budget, "BM25 + last 3", part].add(q, seqs, bm25_text, used)
+                if isinstance(db, Database):  # plain FTS5 SQL: SQLite's alone
+                    order = await _bm25_order(db, session_id, q.text)
+                    seqs, bm25_text, used = _bm25_packet(order, turns, last3, budget)
+                    results.tallies[budget, "BM25 + last 3", part].add(q, seqs, bm25_text, used)
         finally:
             await lane.shutdown()
     return conversation
 
 
-def _table(results: Results, conversations: list[Conversation], seconds: float) -> str:
-    questions = sum(len(c.questions) for c in conversations)
-    turns_note = ", ".join(c.sample_id for c in conversations)
-    lines = [
-        "## Memory quality",
-        "",
-        f"`python bench/memory_quality.py` on LoCoMo ({turns_note}; {questions} questions;"
-        f" {seconds:.0f} s). Each conversation is fed through `ConversationLane.on_turn` as one"
-        " group-chat session (both speakers are members, every utterance a user turn, the bot"
-        " silent); then each question gets the packet a reply to it would get"
-        " (`MemoryInspector.context`, the retrieval path of `on_turn`). Evidence recall"
-        " *all*: every evidence utterance of the question is in the packet verbatim; *any*: at"
-        " least one is. Answer string: the answer occurs in the rendered packet. Tokens: mean"
-        " token estimate (4 characters per token) of the text a reply engine receives, headers"
-        " and newlines included; the packet's never exceeds the budget (the bench checks it)."
-        " Baselines: the newest turns that fill the budget (*last-N*), and the last 3 turns"
-        " plus the session's turns in plain FTS5 BM25 order for the question (*BM25 + last 3*),"
-        " costed like the packet: their lines as one text.",
-        "",
-        "Categories 1-4 (multi-hop, temporal, open-domain, single-hop):",
-        "",
-        "| budget | method | evidence (all) | evidence (any) | answer string | tokens |",
-        "|---:|---|---:|---:|---:|---:|",
-    ]
-    for budget in BUDGETS:
-        for method in METHODS:
-            row = results.tallies[budget, method, "1-4"].row()
-            name = f"**{method}**" if method == "packet" else method
-            lines.append(f"| {budget:,} | {name} | " + " | ".join(row) + " |")
-    lines += [
-        "",
-        "Category 5 (adversarial: the premise is false, no answer exists; evidence only):",
-        "",
-        "| budget | method | evidence (all) | evidence (any) | tokens |",
-        "|---:|---|---:|---:|---:|",
-    ]
-    for budget in BUDGETS:
-        for method in METHODS:
-            every, some, _, tokens = results.tallies[budget, method, "5"].row()
-            name = f"**{method}**" if method == "packet" else method
-            lines.append(f"| {budget:,} | {name} | {every} | {some} | {tokens} |")
-    lines += [
-        "",
-        "The packet by category (evidence all / answer string):",
-        "",
-        "| budget | 1 multi-hop | 2 temporal | 3 open-domain | 4 single-hop |",
-        "|---:|---:|---:|---:|---:|",
-    ]
-    for budget in BUDGETS:
-        cells = []
-        for category in (1, 2, 3, 4):
-            every, _, answer, _ = results.by_category[budget, category].row()
-            cells.append(f"{every} / {answer}")
-        lines.append(f"| {budget:,} | " + " | ".join(cells) + " |")
-    repaired = sum(c.repaired for c in conversations)
-    dropped = sum(c.dropped for c in conversations)
-    no_evidence = sum(c.no_evidence for c in conversations)
-    lines += [
-        "",
-        f"Evidence ids: {repaired} repaired (split or reformatted), {dropped} dropped (naming no"
-        f" utterance); {no_evidence} questions left without evidence are not counted for"
-        " evidence recall. The packet also carries the session state (topics, participants,"
-        " summaries) within the same budget; the baselines carry turns only. Data: LoCoMo"
-        " (Maharana et al., ACL 2024), CC BY-NC 4.0, read in place from a local copy (`--data`;"
-        " never shipped with the code: its licence is non-commercial).",
-        "",
-    ]
-    return "\n".join(lines)
+async def _run(
+    samples: list[dict[str, Any]], backend: Backend, quick: bool
+) -> tuple[Results, list[Conversation], float]:
+    started = time.perf_counter()
+    results = Results()
+    conversations = []
+    with tempfile.TemporaryDirectory(prefix="memory-quality-") as tmp:
+        for index, sample in enumerate(samples):
+            conversations.append(
+                await _run_sample(sample, index, Path(tmp), results, quick, backend)
+            )
+            print(f"{sample['sample_id']}: done", file=sys.stderr)
+    return results, conversations, time.perf_counter() - started
 
 
 async def main(argv: list[str] | None = None) -> int:
@@ -457,20 +397,24 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="two conversations, 1/3 of the Qs")
     parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
     parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
-    args = parser.parse_args(argv)
+    args = parse_with_backend(parser, argv)
     samples = json.loads(args.data.read_text(encoding="utf-8"))
     if args.quick:
         samples = samples[:2]
-    started = time.perf_counter()
-    results = Results()
-    conversations = []
-    with tempfile.TemporaryDirectory(prefix="memory-quality-") as tmp:
-        for index, sample in enumerate(samples):
-            conversations.append(await _run_sample(sample, index, Path(tmp), results, args.quick))
-            print(f"{sample['sample_id']}: done", file=sys.stderr)
-    section = _table(results, conversations, time.perf_counter() - started)
+    sqlite: Results | None = None
+    parts: list[str] = []
+    if args.backend in ("sqlite", "both"):
+        sqlite, conversations, seconds = await _run(samples, _sqlite_file, args.quick)
+        parts.append(sqlite_table(sqlite, conversations, seconds))
+    if args.backend in ("postgres", "both"):
+        results, conversations, seconds = await _run(
+            samples, _postgres(args.postgres_url), args.quick
+        )
+        questions = sum(len(c.questions) for c in conversations)
+        parts.append(postgres_table(results, sqlite, questions, seconds))
+    section = "\n".join(parts)
     print(section)
-    if not args.quick and not args.no_write:
+    if not args.quick and not args.no_write and sqlite is not None:
         print(f"written to {write_section(section)}", file=sys.stderr)
     return 0
 

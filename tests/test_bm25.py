@@ -1,23 +1,27 @@
-"""BM25 as FTS5 computes it (agent/db/bm25.py), and the statistics PostgreSQL keeps for it
-(``search_totals``, migrations 0004 and 0005 of schema_postgres.sql) against a real server."""
+"""BM25 as FTS5 computes it (agent/db/bm25.py), FTS5's tokens in a tsvector, and the statistics
+PostgreSQL keeps for it (``search_totals``, migrations 0004 and 0005 of schema_postgres.sql)
+against a real server."""
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
 
 from agent.db import Snapshot, Transaction
 from agent.db.bm25 import (
+    MAX_OCCURRENCES,
     IndexStatistics,
     best,
     bm25,
+    frequencies,
     index_statistics,
-    lexemes,
+    search_rows,
+    searchable,
     tsquery,
-    word_counts,
+    tsvector,
+    word_tokens,
 )
 from agent.memory.schemas import MemoryCandidate
 
@@ -36,13 +40,15 @@ def test_bm25_is_the_negated_sum_over_the_query_words():
     """Each word found adds idf * f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)); a word the row
     lacks adds nothing; lower is better."""
     statistics = IndexStatistics(rows=10, average_length=4.0, hits={"red": 2, "kayak": 3})
-    counts = Counter({"red": 2, "boat": 1})
+    counts = {"red": 2.0, "boat": 1.0}
     norm = 1.2 * (1 - 0.75 + 0.75 * 6 / 4.0)
     expected = -statistics.idf("red") * (2 * 2.2) / (2 + norm)
     assert bm25(statistics, ["red", "kayak"], counts, 6) == pytest.approx(expected)
     assert bm25(statistics, ["kayak"], counts, 6) == 0.0
     empty = IndexStatistics(rows=0, average_length=0.0, hits={})
     assert bm25(empty, ["red"], counts, 6) < 0
+    # A phrase twice in the query (two words with one stem) counts twice, as in FTS5.
+    assert bm25(statistics, ["red", "red"], counts, 6) == pytest.approx(2 * expected)
 
 
 def test_best_keeps_the_matching_rows_best_first_ties_in_order_up_to_the_limit():
@@ -50,22 +56,38 @@ def test_best_keeps_the_matching_rows_best_first_ties_in_order_up_to_the_limit()
     order; ``limit`` cuts after the ranking; a limit below 1 gives nothing."""
     statistics = IndexStatistics(rows=4, average_length=3.0, hits={"red": 3})
     rows = [
-        ("a", Counter({"red": 1}), 3),
-        ("b", Counter({"blue": 1}), 3),
-        ("c", Counter({"red": 2}), 3),
-        ("d", Counter({"red": 1}), 3),
+        ("a", {"red": 1.0}, 3),
+        ("b", {"blue": 1.0}, 3),
+        ("c", {"red": 2.0}, 3),
+        ("d", {"red": 1.0}, 3),
     ]
     assert [item for item, _ in best(statistics, ["red"], rows, 9)] == ["c", "a", "d"]
     assert [item for item, _ in best(statistics, ["red"], rows, 2)] == ["c", "a"]
     assert best(statistics, ["red"], rows, 0) == []
 
 
-def test_query_words_become_quoted_lexemes_and_text_its_word_counts():
-    """tsquery quotes each word and ORs them; a word too long for a lexeme is dropped;
-    word_counts lowercases the words of every text given (underscores kept, as in a query)."""
-    assert tsquery(["red", "or", "x_y"]) == "'red' | 'or' | 'x_y'"
-    assert lexemes(["ok", "a" * 3000, "fine"]) == ["ok", "fine"]
-    assert word_counts("Red red", "snake_case, RED!") == Counter({"red": 3, "snake_case": 1})
+def test_words_become_fts5s_tokens_quoted_in_a_tsquery():
+    """A word is the tokens FTS5's tokenizer makes of it (Porter stems, folded case and
+    diacritics, snake_case one token); a token too long for a lexeme is dropped; tsquery quotes
+    each token once and ORs them."""
+    assert word_tokens(["Painting", "cafés", "snake_case", "a" * 3000]) == [
+        ["paint"], ["cafe"], ["snake_cas"], []
+    ]  # fmt: skip
+    assert not searchable("a" * 3000)
+    assert tsquery(["paint", "o'k", "paint"]) == "'paint' | 'o''k'"
+
+
+def test_a_tsvector_numbers_each_occurrence_with_its_weight_class():
+    """Each occurrence of a token is a position labelled with its column's weight class, in
+    the order of the columns, at most MAX_OCCURRENCES; frequencies weighs them back from a
+    tsvector's text (an unlabelled position is class D, which weighs 0 unless given)."""
+    literal = tsvector([("A", ["kayak", "red", "kayak"]), ("B", ["kayak", "ada"])])
+    assert literal == "'kayak':1A,2A,3B 'red':1A 'ada':1B"
+    found = "'kayak':1A,2A,3B 'ada':1B 'it''s':1A,2"
+    assert frequencies(found, {"A": 1.0, "B": 0.5}) == {"kayak": 2.5, "ada": 0.5, "it's": 1.0}
+    assert frequencies(None, {"A": 1.0}) == {}
+    many = tsvector([("A", ["x"] * (MAX_OCCURRENCES + 10))])
+    assert many.count(",") == MAX_OCCURRENCES - 1
 
 
 @pytest.mark.postgres
@@ -141,3 +163,10 @@ async def test_search_totals_follow_inserts_updates_and_deletes(postgres_url):
 
         with pytest.raises(ValueError, match="searched tables"):
             await db.read(unknown)
+
+        def unknown_search(snap: Snapshot) -> object:
+            scope = ("session_id", "ses_b")
+            return search_rows(snap, "conversation_turns", "seq", "seq", scope, ["x"], 5)
+
+        with pytest.raises(ValueError, match="searched tables"):
+            await db.read(unknown_search)

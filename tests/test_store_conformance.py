@@ -922,6 +922,38 @@ async def test_memory_search_ranks_by_bm25_over_every_chat(backend: Backend):
     assert [m.text for m, _ in two] == ["red kayak", "a red bike"]
 
 
+
+async def test_memory_search_stems_words_as_fts5_does(backend: Backend):
+    """The memory search reads words as FTS5's porter tokenizer does ("painted" finds
+    "painting", "cafés" finds "cafe"), on every backend with the same scores, and follows a
+    merge to the survivor's new text."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    paint = await remember(
+        backend, 1, said("loves painting landscapes", "hobby", "hobby:paint"), source=("ses_a", 1)
+    )
+    cafe = said("Cafe on the harbour", "place", "place:cafe")
+    await remember(backend, 1, cafe, source=("ses_a", 2))
+    fence = said("painted the fence", "chore", "chore:fence")
+    await remember(backend, 2, fence, source=("ses_b", 1))
+    [painted, cafes, none] = await backend.db.read(
+        lambda snap: backend.memories.search(
+            snap, 1, ["painted landscape", "cafés", "fence"], limit=5
+        )
+    )
+    assert [(m.text, round(score, 4)) for m, score in painted] == [
+        ("loves painting landscapes", -0.5221)
+    ]
+    assert [m.text for m, _ in cafes] == ["Cafe on the harbour"]
+    assert none == []
+    survivor = paint.model_copy(update={"text": "sketching birds"})
+    await backend.write(lambda tx: backend.memories.merge(tx, survivor, []))
+    [old, new] = await backend.db.read(
+        lambda snap: backend.memories.search(snap, 1, ["painted", "sketches"], limit=5)
+    )
+    assert (old, [m.text for m, _ in new]) == ([], ["sketching birds"])
+
+
 # -- summary store ----------------------------------------------------------------------------
 
 
@@ -1137,6 +1169,28 @@ async def test_summary_search_scores_are_fts5s_bm25_over_every_session(backend: 
     )
     assert [hit.to_seq for hit in best] == [20]
 
+
+
+async def test_summary_search_stems_words_as_fts5_does(backend: Backend):
+    """The summary search reads words as FTS5's porter tokenizer does, with the same scores on
+    every backend, and follows a revised delta."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await backend.write(extractive(backend, "ses_a", 1, "we were painting the boats"))
+    await backend.write(extractive(backend, "ses_a", 2, "a walk in the rain"))
+    await backend.write(extractive(backend, "ses_a", 3, "sun"))
+    [painted] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["painted boat"], limit=5)
+    )
+    assert [(hit.to_seq, round(hit.bm25, 4)) for hit in painted] == [(10, -0.9147)]
+    await backend.write(
+        lambda tx: backend.summaries.revise_extractive(
+            tx, "ses_a", version=1, text="t", delta="sailing home"
+        )
+    )
+    [old, new] = await backend.db.read(
+        lambda snap: backend.summaries.search(snap, "ses_a", ["painted", "sails"], limit=5)
+    )
+    assert (old, [hit.to_seq for hit in new]) == ([], [10])
 
 async def test_erasing_a_session_takes_its_summaries_and_the_memories_it_alone_stated(
     backend: Backend,

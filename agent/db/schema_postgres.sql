@@ -136,14 +136,15 @@ CREATE TABLE session_checkpoints (
 -- never given again.
 --
 -- Full-text search of the deltas (schema.sql 0006 has FTS5 with BM25): `search` holds the
--- delta's words as agent.utils.text.split_words cuts them (runs of word characters, lowercased:
--- what agent.db.search.search_words makes of a query), as lexemes of the 'simple' kind (no
--- stemming, no stop words), with a GIN index; `search_length` is the row's length in tokens as
--- FTS5 counts it (the session id, one token, and the delta's words). A search fetches the rows
--- of the session that hold a query word (tsquery) and ranks them with FTS5's BM25 in Python
--- (agent.db.bm25), from the statistics of the whole index, as FTS5 does: search_totals holds
--- each index's row count and token count, kept by the statement triggers below (only a
--- change of length writes the row), and a word's document count is read from the GIN index.
+-- tokens FTS5's tokenizer makes of the delta (agent.db.search.index_tokens: Porter stems of
+-- folded words, snake_case whole; agent.db.bm25 says how they go in a tsvector), with a GIN
+-- index; `search_length` is the row's length in tokens as FTS5 counts it (the session id's
+-- and the delta's). The store writes both in the transaction that writes the row (the tokens
+-- come from Python: agent/memory/summaries/postgres_summary_store.py). A search fetches the
+-- rows of the session that hold a query token (tsquery) and ranks them with FTS5's BM25 in
+-- Python (agent.db.bm25), from the statistics of the whole index, as FTS5 does: search_totals
+-- holds each index's row count and token count, kept by the statement triggers below (only a
+-- change of length writes the row), and a token's document count is read from the GIN index.
 CREATE TABLE conversation_summaries (
     summary_id        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     session_id        TEXT COLLATE "C" NOT NULL
@@ -160,10 +161,8 @@ CREATE TABLE conversation_summaries (
     generation_ms     INTEGER,
     created_at        TEXT NOT NULL,
     completed_at      TEXT,
-    search            tsvector GENERATED ALWAYS AS (array_to_tsvector(
-                          array_remove(regexp_split_to_array(lower(delta), '\W+'), ''))) STORED,
-    search_length     INTEGER GENERATED ALWAYS AS (1 + cardinality(
-                          array_remove(regexp_split_to_array(lower(delta), '\W+'), ''))) STORED,
+    search            tsvector NOT NULL DEFAULT '',
+    search_length     INTEGER NOT NULL DEFAULT 0,
     CHECK (to_seq >= from_seq),
     CHECK (summarizer = 'llm' OR status = 'completed')
 );
@@ -229,8 +228,9 @@ CREATE OR REPLACE TRIGGER conversation_summaries_totals_update AFTER UPDATE ON c
 -- 0011 (SqliteMemoryStore; PostgresMemoryStore shares its statements), with the triggers of
 -- exact erasure as row triggers. REAL is DOUBLE PRECISION here (SQLite's REAL is 8 bytes).
 -- SQLite's chat_key column exists only to scope its FTS5 index: the search here filters on
--- chat_id. `search` holds the words of subject, attribute and text (the columns FTS5 ranks),
--- `search_length` counts them with the chat key's one token, as for the summaries (0004).
+-- chat_id. `search` holds the tokens of subject, attribute and text (the columns FTS5 ranks),
+-- `search_length` counts them with the chat key's one token; the store writes both, as for the
+-- summaries (0004; agent/memory/longterm/postgres_memory_store.py).
 CREATE TABLE memories (
     memory_id        TEXT COLLATE "C" PRIMARY KEY,
     chat_id          BIGINT NOT NULL,
@@ -254,12 +254,8 @@ CREATE TABLE memories (
     last_accessed_at TEXT NOT NULL,
     decay            DOUBLE PRECISION NOT NULL DEFAULT 1.0,
     archived_at      TEXT,
-    search           tsvector GENERATED ALWAYS AS (array_to_tsvector(array_remove(
-                         regexp_split_to_array(lower(subject || ' ' || attribute || ' ' || text),
-                                               '\W+'), ''))) STORED,
-    search_length    INTEGER GENERATED ALWAYS AS (1 + cardinality(array_remove(
-                         regexp_split_to_array(lower(subject || ' ' || attribute || ' ' || text),
-                                               '\W+'), ''))) STORED
+    search           tsvector NOT NULL DEFAULT '',
+    search_length    INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX memories_current ON memories (chat_id, key) WHERE valid_until IS NULL;
 CREATE INDEX memories_chat_active ON memories (chat_id, importance DESC)

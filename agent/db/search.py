@@ -9,9 +9,9 @@ erasure. The stores' own statements use these; the retriever never sees SQL.
 
 :func:`index_tokens` gives the tokens FTS5's tokenizer (:data:`FTS5_TOKENIZER`: Porter stems of
 case- and diacritic-folded words, ``snake_case`` whole) makes of texts, by running that very
-tokenizer in an in-memory SQLite database: the PostgreSQL turn index stores them
-(:mod:`agent.memory.storage.postgres_turn_search`), so that both backends index, count and rank
-the same words.
+tokenizer in an in-memory SQLite database: the PostgreSQL indexes of turns, summaries and
+memories store them (:mod:`agent.db.bm25`), so that both backends index, count and rank the same
+words.
 
 Tested in ``tests/test_store_conformance.py`` (the stores' searches),
 ``tests/test_conversation_retriever.py`` (injection, optimize) and

@@ -5,15 +5,12 @@
 policy and, by construction, the same numbers: the same words, counted the same way, ranked by
 the same formula.
 
-**The words are FTS5's.** Each turn has a row in ``conversation_turn_search``
-(``agent/db/schema_postgres.sql``, migration 0007): a ``tsvector`` of the tokens FTS5's tokenizer
-makes of its speaker, text and reply (:func:`agent.db.search.index_tokens` runs that tokenizer:
-Porter stems of case- and diacritic-folded words, ``snake_case`` whole), with a GIN index, and
-the turn's token count. A help or error reply and the whole of an erasure request are left out,
-as SQLite's migration 0013 does. The lexemes go in as they are (a ``tsvector`` literal, as the
-``'simple'`` configuration would keep them): no PostgreSQL configuration makes these tokens
-(``'simple'`` cuts ``snake_case`` at the underscore and stems nothing, ``'english'`` stems with
-Snowball's Porter2 and drops stop words), so ``word_counts`` would not count what SQLite counts.
+**The words are FTS5's** (:mod:`agent.db.bm25` says how a row's tokens, FTS5's own, go into a
+``tsvector``). Each turn has a row in ``conversation_turn_search``
+(``agent/db/schema_postgres.sql``, migration 0007): the tokens FTS5's tokenizer makes of its
+speaker (weight class B), text and reply (A), with a GIN index, and the turn's token count. A
+help or error reply and the whole of an erasure request are left out, as SQLite's migration 0013
+does.
 
 **Why the store writes the row, not a generated column.** A generated column can only call SQL,
 and the tokens come from Python: the store writes the row in the transaction that appends the
@@ -23,26 +20,15 @@ foreign key's ``ON DELETE CASCADE`` removes it with its turn, whatever erases th
 (``delete_session``, ``prune_sessions``, a session deleted by the CLI). The collection
 statistics, turns and tokens, are kept by a trigger on the row, in 16 shards summed when read.
 
-**Ranking: FTS5's bm25(), in Python.** ``ts_rank_cd`` knows neither IDF nor document length, so
-the candidates are fetched by ``@@`` (GIN, or the primary key over a range of the session's
-turns) with each query word's occurrences, weighted 1 in the text and the reply and 0.5 in the
-speaker (the SQLite search's ``bm25(fts, 0.0, 0.5, 1.0, 1.0)``), and scored as FTS5 does::
-
-    score = -sum over the query's words w of
-            idf(w) * f(w) * (k1 + 1) / (f(w) + k1 * (1 - b + b * length / avg_length))
-    idf(w) = max(log((turns - n(w) + 0.5) / (n(w) + 0.5)), 1e-6);  k1 = 1.2, b = 0.75
-
-where ``n(w)`` is the number of turns (of every session) with ``w``, counted through the GIN
-index as FTS5 counts it through its posting list, ``length`` is the turn's tokens with its
-session id's, and ``turns`` and ``avg_length`` are the index's. The two ranges of the SQLite
-search are kept (the last ``recent`` turns for every word, the turns before them for the words
-found in at most ``old_word_turns`` of those), and the order is the same: best score first,
-then the newer turn. A word's occurrences are kept as its positions (1, 2, ...: BM25 needs how
-often, never where), at most 256 (PostgreSQL's limit; BM25 saturates long before); a token over
-2,046 bytes, which PostgreSQL refuses as a lexeme, is neither indexed nor searched. A query word
-is one token: :func:`~agent.utils.text.split_words` keeps letters, digits and underscores, all
-token characters of FTS5's tokenizer; a word it would cut in several (a letter Unicode 6.1 did
-not know) is searched as its tokens, each its own word, where FTS5 reads them as a phrase.
+**Ranking: FTS5's bm25(), in Python** (:func:`agent.db.bm25.bm25`). ``ts_rank_cd`` knows neither
+IDF nor document length, so the candidates are fetched by ``@@`` (GIN, or the primary key over a
+range of the session's turns) with each query token's occurrences, weighted 1 in the text and
+the reply and 0.5 in the speaker (the SQLite search's ``bm25(fts, 0.0, 0.5, 1.0, 1.0)``), and
+scored as FTS5 does: a token's IDF counts the turns (of every session) that hold it, through the
+GIN index as FTS5 counts it through its posting list; a turn's length is its tokens with its
+session id's. The two ranges of the SQLite search are kept (the last ``recent`` turns for every
+word, the turns before them for the words found in at most ``old_word_turns`` of those), and the
+order is the same: best score first, then the newer turn.
 
 A packet's search is three statements on one snapshot: the session's last seq with the counts
 of its words in the older turns and the collection statistics, the candidates, and the winners'
@@ -53,11 +39,19 @@ texts (:meth:`get_turn_texts`). Tested by the conformance suite
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from agent.db import Snapshot, Transaction
+from agent.db.bm25 import (
+    IndexStatistics,
+    bm25,
+    frequencies,
+    occurrences,
+    tsquery,
+    tsvector,
+    word_tokens,
+)
 from agent.db.search import index_tokens, search_words
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS, UNRETRIEVED_REPLY_INTENTS
 from agent.memory.schemas import ConversationTurn
@@ -72,39 +66,17 @@ from agent.memory.storage.turn_search import (
 
 __all__ = ["PostgresTurnSearch", "turn_index_row"]
 
-#: FTS5's bm25() constants.
-_K1 = 1.2
-_B = 0.75
 #: A word's weight by where it occurs: A the text or the reply, B the speaker.
 _WEIGHTS = {"A": 1.0, "B": 0.5}
-#: PostgreSQL keeps at most this many positions of a lexeme ...
-_MAX_OCCURRENCES = 256
-#: ... and refuses a lexeme longer than this many bytes.
-_MAX_LEXEME_BYTES = 2046
 #: The largest seq (an ``INTEGER``): the end of the recent turns' range.
 _LAST_SEQ = 2**31 - 1
 
 #: The session's turns in a range of seqs that hold any of some tokens, with the occurrences of
-#: those tokens. Parameters: session id, lowest and highest seq, tsquery, the tokens.
+#: those tokens. Parameters: the tokens, session id, lowest and highest seq, tsquery.
 _CANDIDATES_SQL = (
-    "SELECT t.seq, t.length, u.lexeme, u.weights FROM conversation_turn_search AS t"
-    " CROSS JOIN LATERAL unnest(t.words) AS u"
+    f"SELECT t.seq, t.length, {occurrences('t.words')} FROM conversation_turn_search AS t"
     " WHERE t.session_id = ? AND t.seq BETWEEN ? AND ? AND t.words @@ ?::tsquery"
-    " AND u.lexeme = ANY(?::text[])"
 )
-
-
-def _quoted(token: str) -> str:
-    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _searchable(token: str) -> bool:
-    return len(token.encode()) <= _MAX_LEXEME_BYTES
-
-
-def _any_of(tokens: Sequence[str]) -> str:
-    """Return the tsquery text of "any of ``tokens``" (lexemes as they are)."""
-    return " | ".join(_quoted(token) for token in dict.fromkeys(tokens))
 
 
 def turn_index_row(
@@ -124,21 +96,8 @@ def turn_index_row(
     if intent in UNRETRIEVED_REPLY_INTENTS:
         assistant_text = None
     session, who, said, reply = index_tokens([session_id, speaker, user_text, assistant_text])
-    occurrences: dict[str, list[int]] = {}  # token -> [in the text and reply, in the speaker]
-    for token in said + reply:
-        occurrences.setdefault(token, [0, 0])[0] += 1
-    for token in who:
-        occurrences.setdefault(token, [0, 0])[1] += 1
-    lexemes: list[str] = []
-    for token, (in_text, by_speaker) in occurrences.items():
-        if not _searchable(token):
-            continue
-        in_text = min(in_text, _MAX_OCCURRENCES)
-        by_speaker = min(by_speaker, _MAX_OCCURRENCES - in_text)
-        positions = [f"{n}A" for n in range(1, in_text + 1)]
-        positions += [f"{n}B" for n in range(in_text + 1, in_text + by_speaker + 1)]
-        lexemes.append(f"{_quoted(token)}:{','.join(positions)}")
-    return " ".join(lexemes), len(session) + len(who) + len(said) + len(reply)
+    words = tsvector([("A", said + reply), ("B", who)])
+    return words, len(session) + len(who) + len(said) + len(reply)
 
 
 class PostgresTurnSearch(SqliteTurnSearch):
@@ -205,14 +164,11 @@ class PostgresTurnSearch(SqliteTurnSearch):
         if limit < 1 or not any(asked):
             return found
         every = list(dict.fromkeys(word for words in asked for word in words))
-        tokens = {
-            word: [token for token in word_tokens if _searchable(token)]
-            for word, word_tokens in zip(every, index_tokens(every), strict=True)
-        }
+        tokens = dict(zip(every, word_tokens(every), strict=True))
         stats = self._statistics(conn, session_id, tokens, recent, old_word_turns)
         if stats is None:
             return found
-        first_recent, old, idf, average = stats
+        first_recent, old, statistics = stats
         # Each query's words over the recent turns, and its rare ones over the older turns.
         searches: list[tuple[int, list[str], int, int]] = []
         for index, words in enumerate(asked):
@@ -225,9 +181,9 @@ class PostgresTurnSearch(SqliteTurnSearch):
         turns = self._candidates(conn, session_id, searches)
         ranked: list[list[tuple[float, int]]] = [[] for _ in queries]
         for index, phrases, low, high in searches:
-            for seq, (length, occurrences) in turns.items():
-                if low <= seq <= high and not occurrences.keys().isdisjoint(phrases):
-                    ranked[index].append((_bm25(phrases, occurrences, length, idf, average), seq))
+            for seq, (length, frequency) in turns.items():
+                if low <= seq <= high and not frequency.keys().isdisjoint(phrases):
+                    ranked[index].append((bm25(statistics, phrases, frequency, length), seq))
         best = [sorted(hits, key=lambda hit: (hit[0], -hit[1]))[:limit] for hits in ranked]
         texts = {
             text.seq: text
@@ -244,23 +200,23 @@ class PostgresTurnSearch(SqliteTurnSearch):
         tokens: dict[str, list[str]],
         recent: int,
         cap: int,
-    ) -> tuple[int, dict[str, int], dict[str, float], float] | None:
+    ) -> tuple[int, dict[str, int], IndexStatistics] | None:
         """Return the seq of the first of the session's last ``recent`` turns, in how many of
-        the turns before it each word occurs (up to ``cap + 1``), each token's IDF and the
-        average length of a turn; ``None`` for a session without turns. One statement."""
+        the turns before it each word occurs (up to ``cap + 1``) and the index's statistics
+        for the tokens; ``None`` for a session without turns. One statement."""
         words = [word for word, word_tokens in tokens.items() if word_tokens]
         terms = list(dict.fromkeys(token for word in words for token in tokens[word]))
         old = (
             ", (SELECT count(*) FROM (SELECT 1 FROM conversation_turn_search"
             "  WHERE session_id = ? AND seq <= s.top - ? AND words @@ ?::tsquery LIMIT ?) AS o)"
         )
-        hits = ", (SELECT count(*) FROM conversation_turn_search WHERE words @@ ?::tsquery)"
+        counted = ", (SELECT count(*) FROM conversation_turn_search WHERE words @@ ?::tsquery)"
         params: list[Any] = []
         for word in words:
-            params += [session_id, recent, _any_of(tokens[word]), cap + 1]
-        params += [_any_of([term]) for term in terms]
+            params += [session_id, recent, tsquery(tokens[word]), cap + 1]
+        params += [tsquery([term]) for term in terms]
         row = conn.fetchone(
-            "SELECT s.top, t.turns, t.tokens" + old * len(words) + hits * len(terms)
+            "SELECT s.top, t.turns, t.tokens" + old * len(words) + counted * len(terms)
             + " FROM (SELECT max(seq) AS top FROM conversation_turns WHERE session_id = ?) AS s,"
             " (SELECT coalesce(sum(turns), 0) AS turns, coalesce(sum(tokens), 0) AS tokens"
             "  FROM conversation_turn_search_totals) AS t",
@@ -268,15 +224,11 @@ class PostgresTurnSearch(SqliteTurnSearch):
         )  # fmt: skip
         if row is None or row[0] is None:
             return None
-        top, indexed, length, *counts = row
-        first_recent = max(int(top) - recent + 1, 1)
-        old_counts = dict(zip(words, map(int, counts[: len(words)]), strict=True))
-        rows = max(int(indexed), 1)
-        idf = {
-            term: max(math.log((rows - int(hit) + 0.5) / (int(hit) + 0.5)), 1e-6)
-            for term, hit in zip(terms, counts[len(words) :], strict=True)
-        }
-        return first_recent, old_counts, idf, int(length) / rows
+        top, indexed, length, *counts = (int(value) for value in row)
+        first_recent = max(top - recent + 1, 1)
+        old_counts = dict(zip(words, counts[: len(words)], strict=True))
+        hits = dict(zip(terms, counts[len(words) :], strict=True))
+        return first_recent, old_counts, IndexStatistics(indexed, length / max(indexed, 1), hits)
 
     def _candidates(
         self, conn: Snapshot, session_id: str, searches: list[tuple[int, list[str], int, int]]
@@ -292,14 +244,13 @@ class PostgresTurnSearch(SqliteTurnSearch):
         for (low, high), terms in ranges.items():
             if terms and low <= high:
                 arms.append(_CANDIDATES_SQL)
-                params += [session_id, low, high, _any_of(terms), list(dict.fromkeys(terms))]
-        turns: dict[int, tuple[int, dict[str, float]]] = {}
+                params += [list(dict.fromkeys(terms)), session_id, low, high, tsquery(terms)]
         if not arms:
-            return turns
-        for seq, length, lexeme, weights in conn.fetchall(" UNION ALL ".join(arms), params):
-            occurrences = turns.setdefault(int(seq), (int(length), {}))[1]
-            occurrences[lexeme] = sum(_WEIGHTS.get(weight, 0.0) for weight in weights)
-        return turns
+            return {}
+        return {
+            int(seq): (int(length), frequencies(found, _WEIGHTS))
+            for seq, length, found in conn.fetchall(" UNION ALL ".join(arms), params)
+        }
 
     def word_counts(self, conn: Snapshot, words: list[str], *, cap: int) -> WordCounts:
         """Return in how many turns (of all sessions) each word occurs, counting up to
@@ -311,15 +262,14 @@ class PostgresTurnSearch(SqliteTurnSearch):
         counts 0.
         """
         parts = [search_words(word) for word in words]
-        tokens = index_tokens([word for part in parts for word in part])
+        tokens = word_tokens([word for part in parts for word in part])
         asked: list[tuple[str, str]] = []
         start = 0
         for word, part in zip(words, parts, strict=True):
-            word_tokens = [t for found in tokens[start : start + len(part)] for t in found]
+            searched = [t for found in tokens[start : start + len(part)] for t in found]
             start += len(part)
-            searchable = [token for token in word_tokens if _searchable(token)]
-            if searchable:
-                asked.append((word, _any_of(searchable)))
+            if searched:
+                asked.append((word, tsquery(searched)))
         one = (
             ", (SELECT count(*) FROM (SELECT 1 FROM conversation_turn_search"
             " WHERE words @@ ?::tsquery LIMIT ?) AS c)"
@@ -335,20 +285,3 @@ class PostgresTurnSearch(SqliteTurnSearch):
         found = dict.fromkeys(words, 0)
         found.update((word, int(count)) for (word, _), count in zip(asked, counts, strict=True))
         return WordCounts(int(high_water), found)
-
-
-def _bm25(
-    phrases: list[str],
-    occurrences: dict[str, float],
-    length: int,
-    idf: dict[str, float],
-    average: float,
-) -> float:
-    """Return FTS5's bm25() of a turn for a query of ``phrases`` (negative: lower is better)."""
-    score = 0.0
-    for phrase in phrases:
-        frequency = occurrences.get(phrase, 0.0)
-        score += idf[phrase] * (
-            (frequency * (_K1 + 1.0)) / (frequency + _K1 * (1 - _B + _B * length / average))
-        )
-    return -1.0 * score
