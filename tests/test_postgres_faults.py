@@ -50,12 +50,12 @@ RESTART_COMMAND = (
 )
 
 
-def rows(conninfo: str, sql: str) -> list[tuple[Any, ...]]:
+def rows(conninfo: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Run one query on the test's schema (the bot may be running)."""
     import psycopg
 
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        return list(conn.execute(sql).fetchall())
+        return list(conn.execute(sql, params).fetchall())
 
 
 async def test_dead_pooled_connections_are_replaced_and_a_lost_write_is_a_refusal(
@@ -72,7 +72,8 @@ async def test_dead_pooled_connections_are_replaced_and_a_lost_write_is_a_refusa
             (closed,) = rows(
                 postgres_url,
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                f" WHERE application_name = '{name}'",
+                " WHERE application_name = %s",
+                (name,),
             )[0]
             assert closed >= 2
             await db.write(lambda tx: tx.execute("INSERT INTO t VALUES (1)"))
