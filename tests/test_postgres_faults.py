@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from agent.chat.storage_backlog import APOLOGY
 from agent.db.transaction import Transaction
 from agent.errors import DatabaseUnwritable
 from tests.bot_harness import FakeChats
@@ -39,15 +40,8 @@ CHATS = (301, 302, 303)
 #: How long the final run may take to answer everything left.
 SETTLE_TIMEOUT = 90.0
 RESTART = os.environ.get("AGENT_TEST_POSTGRES_RESTART") == "1"
-RESTART_COMMAND = (
-    "pg_ctlcluster",
-    "--skip-systemctl-redirect",
-    "15",
-    "main",
-    "restart",
-    "-m",
-    "immediate",
-)
+#: The server of this machine (PostgreSQL 15's cluster "main"), as ``.ci/start-postgres`` runs it.
+CLUSTER = ("pg_ctlcluster", "--skip-systemctl-redirect", "15", "main")
 
 
 def rows(conninfo: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -179,24 +173,49 @@ def test_the_bot_on_postgres_killed_mid_conversation_loses_and_doubles_nothing(
 def test_the_postgres_server_restarted_under_the_bot_loses_nothing(
     api: FakeBotApi, chats: FakeChats, launch: Launch, postgres_url: str
 ) -> None:
+    """Restarted (every pooled connection dead), then stopped for a while: messages that come
+    while it is down stay unconfirmed at Telegram until the bot can journal them; the bot logs
+    the outage and its end, and answers every message once."""
     url = database_url(postgres_url)
-    bot = launch(api, AGENT_DATABASE_URL=url, AGENT_LOG_LEVEL="INFO")
+    # Taking a connection waits 2 s for the server before the operation is refused.
+    bot = launch(api, AGENT_DATABASE_URL=url, AGENT_LOG_LEVEL="INFO", AGENT_DB_LOCK_TIMEOUT="2")
     bot.wait_until_polling(api)
     sent: list[tuple[int, int, int]] = []
-    for n in range(6):
-        chat = CHATS[n % len(CHATS)]
-        update, message = chats.send(chat, f"before the restart {n}")
-        sent.append((chat, update, message))
+
+    def burst(label: str) -> set[int]:
+        ids = set()
+        for n in range(6):
+            chat = CHATS[n % len(CHATS)]
+            update, message = chats.send(chat, f"{label} {n}")
+            sent.append((chat, update, message))
+            ids.add(update)
+        return ids
+
+    burst("before the restart")
     _settle(api, chats, sent, postgres_url)
-    subprocess.run(RESTART_COMMAND, check=True, capture_output=True, timeout=120)
-    for n in range(6):
-        chat = CHATS[n % len(CHATS)]
-        update, message = chats.send(chat, f"after the restart {n}")
-        sent.append((chat, update, message))
+    subprocess.run([*CLUSTER, "restart", "-m", "immediate"], check=True, timeout=120)
+    burst("after the restart")
+    _settle(api, chats, sent, postgres_url)
+    subprocess.run([*CLUSTER, "stop", "-m", "immediate"], check=True, timeout=120)
+    try:
+        while_down = burst("while the server is down")
+        deadline = time.monotonic() + 30
+        while "is unreachable" not in bot.stderr and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "is unreachable" in bot.stderr, "the outage was not logged"
+        time.sleep(1.0)
+        assert not while_down & api.confirmed_update_ids, "confirmed before it was journaled"
+    finally:
+        subprocess.run([*CLUSTER, "start"], check=True, timeout=120)
     _settle(api, chats, sent, postgres_url)
     assert bot.alive, "the bot died with the server"
+    assert "answers again" in bot.stderr, "the end of the outage was not logged"
     bot.stop()
     _check_turns(postgres_url, sent, api, final=True)
-    assert all(n == 1 for n in _replies(api, chats, sent))
+    answers = [
+        [call for call in chats.answers_to(chat, message) if call.text != APOLOGY]
+        for chat, _, message in sent
+    ]
+    assert all(len(calls) == 1 for calls in answers), f"not answered once: {answers}"
     (turns,) = rows(postgres_url, "SELECT count(*) FROM conversation_turns")[0]
     assert turns == len(sent)

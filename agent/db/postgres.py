@@ -22,16 +22,14 @@ the same rows at once) runs again, up to five times: a work has no side effect (
 where the writer reruns works). What a work raises of its own propagates as it is, and nothing
 of that work is committed.
 
-**A server that goes away** (restarted, failed over, the network cut): the pools' connections
-are dead, which a connection shows only when it is next used. A pooled connection found dead
-before anything of a read or a write ran on it (its ``BEGIN``, or a read's only statement) is
-dropped (the pool opens a fresh one) and the operation runs on another connection; while the
-server cannot be reached at all, taking a connection waits up to ``timeout`` seconds. A
-connection lost after that (the outcome of the work unknown), or no connection within the
-timeout, fails the operation with :class:`~agent.errors.DatabaseUnwritable`: what the bot could
-not write waits in :mod:`agent.chat.storage_backlog` (its Telegram update unconfirmed) and is
-written again once the server answers. The first such failure is logged as an error, the first
-success after it as a warning. Other errors of the driver become
+**A server that goes away** (restarted, failed over, the network cut): a pooled connection
+found dead before anything of a read or a write ran on it (its ``BEGIN``, a read's statement)
+is dropped and the operation runs on another; while the server is down, taking a connection
+waits up to ``timeout`` s (the pool reconnects with a backoff of up to 10 s). A connection lost
+mid-write (its outcome unknown) or none within the timeout fails the operation with
+:class:`~agent.errors.DatabaseUnwritable`: :mod:`agent.chat.storage_backlog` holds the work
+(the Telegram update unconfirmed) until the server answers. An outage is logged once as an
+error, its end as a warning (``tests/test_postgres_faults.py``). Other driver errors become
 :class:`~agent.errors.StorageError`.
 
 The DDL is ``agent/db/schema_postgres.sql`` (``-- migration: NNNN_name`` blocks, as
@@ -74,6 +72,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+# psycopg_pool logs each dead connection it drops and each failed reconnection as a warning,
+# dozens while a server is down; the database logs one line when an outage starts and one
+# when it ends (errors of the pool itself still show).
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 T = TypeVar("T")
 
