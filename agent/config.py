@@ -199,8 +199,9 @@ class Settings(BaseSettings):
         ge=1,
         alias="AGENT_RESIDENT_SESSIONS",
         description=(
-            "Sessions held as objects in memory, the most recently active; the others are "
-            "held as compact JSON until their chat talks again (a few KB instead of ~20 KB)."
+            "Sessions held as objects in memory, the most recently active; up to 16 times as "
+            "many others are held as compact JSON (a few KB instead of ~20 KB), and the rest "
+            "are read again from the database when their chat talks."
         ),
     )
     summarize_every: int = Field(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bench import alternatives, lane_cost, postgres_cost, throughput
+from bench import alternatives, lane_cost, postgres_cost, start_time, throughput
 
 
 async def _suite() -> int:
@@ -13,5 +13,6 @@ async def _suite() -> int:
     )
 
 
-# The throughput part drives a bot in a subprocess from threads: it runs outside the loop.
-raise SystemExit(asyncio.run(_suite()) or throughput.main())
+# The throughput and start-time parts drive a bot in a subprocess from threads: they run
+# outside the loop.
+raise SystemExit(asyncio.run(_suite()) or throughput.main() or start_time.main())

@@ -3,11 +3,13 @@
 A benchmark runs in :func:`temporary_workdir`, a temporary directory next to the repository
 (the same filesystem as a deployment from a clone, not a tmpfs), names the machine with
 :func:`machine` in its section of ``BENCHMARKS.md``, opens lanes there with
-:func:`lane_settings` and reports :func:`percentile` figures.
+:func:`lane_settings` and reports :func:`percentile` figures; a part that runs alone parses
+its command line with :func:`arguments`.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import os
@@ -19,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agent.config import Settings
+from bench.locomo_texts import DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,3 +70,12 @@ def percentile(values: list[float], q: float) -> float:
     """The nearest-rank ``q`` quantile (0 < q <= 1) of ``values``: 0.99 of 100 is the 99th."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def arguments(prog: str, doc: str, quick: str) -> argparse.ArgumentParser:
+    """A part's command line: ``--quick`` (described by ``quick``), ``--no-write``, ``--data``."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
+    parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
+    return parser

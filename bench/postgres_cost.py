@@ -24,7 +24,6 @@ run, and the skip without a server) by ``tests/test_postgres_cost.py``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import statistics
@@ -39,9 +38,8 @@ from agent.app.wiring import build_lane, open_database, open_lane
 from agent.config import Settings
 from agent.db import AnyDatabase
 from bench.benchmarks_file import write_section
-from bench.harness import lane_settings, machine, percentile, temporary_workdir
+from bench.harness import arguments, lane_settings, machine, percentile, temporary_workdir
 from bench.lane_cost import Messages, TrivialEngine
-from bench.locomo_texts import DATA
 from bench.locomo_texts import utterances as _texts
 
 __all__ = ["main"]
@@ -227,12 +225,7 @@ async def measure(
 
 
 async def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.postgres_cost", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--quick", action="store_true", help="a smaller run, printed only")
-    parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
-    parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
+    parser = arguments("python -m bench.postgres_cost", __doc__, "a smaller run, printed only")
     args = parser.parse_args(argv)
     url = os.environ.get("AGENT_TEST_POSTGRES_URL")
     if not url:

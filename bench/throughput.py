@@ -38,7 +38,6 @@ python-telegram-bot and httpx pays per turn before it does anything with the mes
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import shutil
@@ -53,8 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.benchmarks_file import write_section
-from bench.harness import ROOT, machine, percentile, temporary_workdir
-from bench.locomo_texts import DATA, utterances
+from bench.harness import ROOT, arguments, machine, percentile, temporary_workdir
+from bench.locomo_texts import utterances
 from tests.bot_harness import TOKEN, BotProcess, bot_env
 from tests.fake_bot_api import FakeBotApi, SentCall
 
@@ -485,12 +484,7 @@ def report(results: list[LevelResult]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print its section, and (full runs) write it to ``BENCHMARKS.md``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.throughput", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--quick", action="store_true", help="1 and 10 chats, printed only")
-    parser.add_argument("--no-write", action="store_true", help="print only, leave BENCHMARKS.md")
-    parser.add_argument("--data", type=Path, default=DATA, help="the LoCoMo JSON file")
+    parser = arguments("python -m bench.throughput", __doc__, "1 and 10 chats, printed only")
     parser.add_argument("--chats", help="comma-separated numbers of chats (default 1,10,100,1000)")
     parser.add_argument("--seconds", type=float, help="length of each measured window")
     args = parser.parse_args(argv)

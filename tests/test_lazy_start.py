@@ -18,6 +18,10 @@ from agent.memory import (
     Reply,
 )
 from agent.memory.conversation_store import SqliteConversationStore
+from agent.memory.lane_parts.hydration import CHECKED_BEFORE_REPLY
+from agent.memory.lane_parts.live_sessions import PACKED_PER_RESIDENT
+from agent.memory.lane_parts.parts import ChatLocks
+from tests.test_conversation_memory import JobEngine
 
 SESSIONS = 2_000
 
@@ -41,9 +45,17 @@ async def fill(db_path: Path, checkpoint_dir: Path, engine: object, chats: int) 
     await lane.shutdown()
 
 
-async def unknown_records(db_path: Path) -> list[str]:
+async def forget_records(db_path: Path) -> None:
+    """Make every record unknown, as migration 0015 leaves a database."""
     async with Database(db_path) as db:
-        return await SqliteConversationStore().checkpoint_unknown(db.reader)
+        await db.write(
+            lambda tx: tx.execute("UPDATE conversation_sessions SET checkpoint_seq = NULL")
+        )
+
+
+async def unknown_records(db_path: Path, limit: int | None = None) -> list[str]:
+    async with Database(db_path) as db:
+        return await SqliteConversationStore().checkpoint_unknown(db.reader, limit)
 
 
 class FileReadingEngine:
@@ -155,3 +167,121 @@ async def test_the_background_sweep_does_not_reorder_turns(
             ]
     finally:
         await lane.shutdown()
+
+
+async def test_the_first_start_after_migration_0015_checks_a_bounded_share_before_it_returns(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """Every record unknown (the first start after migration 0015): the start holds
+    CHECKED_BEFORE_REPLY sessions before it returns, not all; a file put back a turn behind,
+    beyond them, is rebuilt before its chat's turn (I5); the sweep checks and records the
+    rest."""
+    chats = CHECKED_BEFORE_REPLY * 3
+    await fill(db_path, checkpoint_dir, engine, chats)
+    last = chats - 1  # the newest session: last in the order the start takes them
+    lane = await start(db_path, checkpoint_dir)
+    await lane.hydrate()
+    sid = lane.session_id_for_chat(last)
+    assert sid is not None
+    old_bytes = (checkpoint_dir / f"{sid}.json").read_bytes()
+    await lane.on_turn(InboundMessage(chat_id=last, text="two"), engine)
+    await lane.shutdown()
+    (checkpoint_dir / f"{sid}.json").write_bytes(old_bytes)
+    await forget_records(db_path)
+    everything = await unknown_records(db_path)
+    assert len(everything) == chats
+    assert await unknown_records(db_path, 5) == sorted(everything)[:5]
+
+    reader = FileReadingEngine(checkpoint_dir, {last: sid})
+    again = await start(db_path, checkpoint_dir)
+    report = await again.hydrate(background=True)
+    try:
+        held = [chat for chat in range(chats) if again.session_id_for_chat(chat) is not None]
+        assert len(held) == CHECKED_BEFORE_REPLY  # the sweep has not run yet
+        assert last not in held
+        result = await again.on_turn(InboundMessage(chat_id=last, text="three"), reader)
+        assert reader.seen == {last: 2}  # rebuilt at the log's turn before the engine ran
+        assert result.packet is not None
+        assert result.packet.session_status == "resuming"
+        await again.swept()
+        assert report.sessions == chats
+        assert set(await unknown_records(db_path)) <= {sid}  # its new turn may wait
+    finally:
+        await again.shutdown()
+    assert await unknown_records(db_path) == []
+
+
+async def test_a_background_start_leaves_the_rows_status_to_each_sessions_next_turn(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """The foreground start marks every row ``resuming`` in one write; a background start
+    writes none: a session is ``resuming`` in memory once hydrated (its packet says so) and
+    its row keeps the clean stop's status until its next turn commits one."""
+    await fill(db_path, checkpoint_dir, engine, 3)
+    lane = await start(db_path, checkpoint_dir)
+    await lane.hydrate(background=True)
+    try:
+        await lane.swept()
+        quiet = await lane.inspector.open_session(2)
+        assert quiet is not None
+        assert quiet.status == "shutdown_clean"
+        packet = await lane.inspector.packet(1)
+        assert packet is not None
+        assert packet.session_status == "resuming"
+        result = await lane.on_turn(InboundMessage(chat_id=1, text="back again"), engine)
+        assert result.packet is not None
+        assert result.packet.session_status == "resuming"
+        talked = await lane.inspector.open_session(1)
+        assert talked is not None
+        assert talked.status == "active"
+    finally:
+        await lane.shutdown()
+
+
+async def test_the_sessions_held_stay_bounded_and_one_let_go_comes_back_whole(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """A lane that keeps 2 sessions as objects holds at most 2 x (1 + PACKED_PER_RESIDENT):
+    past that the least recently used are let go, but not one with a reminder; a chat let go
+    finds its turns and its checkpoint at its next message, as after a lazy start."""
+    resident = 2
+    bound = resident * (1 + PACKED_PER_RESIDENT)
+    chats = bound + 20
+    lane = await start(db_path, checkpoint_dir, resident=resident)
+    await lane.hydrate(background=True)
+    try:
+        await lane.on_turn(InboundMessage(chat_id=0, text="remind me of the report"), JobEngine())
+        for chat in range(1, chats):
+            message = InboundMessage(chat_id=chat, text=f"my code word is w{chat}")
+            await lane.on_turn(message, engine)
+        held = [chat for chat in range(chats) if lane.session_id_for_chat(chat) is not None]
+        assert len(held) == bound
+        assert 0 in held  # its reminder is scheduled from what the lane holds
+        assert [chat for chat, _ in lane.active_jobs()] == [0]
+        assert 1 not in held  # the least recently used
+        result = await lane.on_turn(InboundMessage(chat_id=1, text="what was it?"), engine)
+        assert result.packet is not None
+        assert [t.user_text for t in result.packet.recent_turns] == ["my code word is w1"]
+        assert result.turn.seq == 2
+        assert await lane.rewrite_stale_checkpoints() == 0
+    finally:
+        await lane.shutdown()
+
+
+async def test_a_chats_lock_lives_while_held_or_awaited_and_goes_after():
+    """The sweep takes every chat's lock once: a lock nobody holds or awaits is not kept, and
+    one held or awaited is the one every caller gets."""
+    locks = ChatLocks()
+    first = locks[7]
+    async with first:
+        waiter = asyncio.create_task(locks[7].acquire())
+        await asyncio.sleep(0)
+        assert locks[7] is first
+    await waiter
+    assert locks[7] is first
+    assert first.locked()
+    first.release()
+    del first, waiter
+    async with locks[8]:
+        pass
+    assert list(locks.keys()) == []

@@ -199,6 +199,8 @@ async def test_the_checkpoint_record_lags_the_state_and_names_sessions_with_jobs
         return sorted(await backend.turns.checkpoint_unknown(backend.db.reader))
 
     assert await unknown() == ["ses_a", "ses_b"]  # nothing recorded yet: NULL differs from 0
+    first = await backend.turns.checkpoint_unknown(backend.db.reader, 1)
+    assert first == ["ses_a"]  # a limit: the first by id (what a start checks at once)
     state = SessionState(session_id="ses_a", turn_count=2, active_job_refs=[JobRef(job_id="job_1")])
     await backend.write(lambda tx: backend.turns.save_state(tx, state, last_seq=2, now=T0))
     assert await unknown() == ["ses_a", "ses_b"]

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +47,7 @@ from agent.db.sqlite_faults import (
     storage_error,
     translate_write_error,
 )
+from agent.db.sqlite_files import file_sizes, make_private
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
 
@@ -66,7 +66,6 @@ Read = Callable[[Snapshot], T]
 
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
 # The database holds conversations: created readable and writable by its owner only.
-_PRIVATE_FILE = 0o600
 @dataclass(slots=True)
 class _Pending:
     work: Work[Any]
@@ -149,7 +148,7 @@ class Database:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _make_private(self.path)
+            make_private(self.path)
             self._writer = await self._connect()
             await self._enable_wal(self._writer)
             await migrate(self._writer, self._migrations)
@@ -289,14 +288,7 @@ class Database:
     async def bytes_on_disk(self) -> dict[str, int]:
         """Return the sizes of the database file, its write-ahead log and its shared-memory
         index (``0`` for a side file that does not exist)."""
-        return await asyncio.to_thread(self._file_sizes)
-
-    def _file_sizes(self) -> dict[str, int]:
-        sizes = {}
-        for part, suffix in (("database", ""), ("database-wal", "-wal"), ("database-shm", "-shm")):
-            path = self.path.with_name(self.path.name + suffix)
-            sizes[part] = path.stat().st_size if path.exists() else 0
-        return sizes
+        return await asyncio.to_thread(file_sizes, self.path)
 
     async def purge_erased(self) -> bool:
         """Copy the write-ahead log into the database file and empty it.
@@ -476,27 +468,6 @@ def _in_snapshot(conn: sqlite3.Connection, work: Read[T]) -> T:
         return work(SqliteSnapshot(conn))
     finally:
         conn.execute("COMMIT")  # it only read: ends the snapshot
-
-
-def _make_private(path: Path) -> None:
-    """Create the database file readable by its owner only (``0600``), or take the group's and
-    others' permissions away from it.
-
-    SQLite creates the ``-wal`` and ``-shm`` files with the database file's permissions, so
-    they are private too; existing ones are made so as well. The file holds conversations: no
-    other local user may read them. A file we may not change is left as it is, with a warning.
-    """
-    with contextlib.suppress(OSError):  # SQLite says why a file cannot be opened, better
-        os.close(os.open(path, os.O_RDONLY | os.O_CREAT, _PRIVATE_FILE))
-    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        try:
-            mode = name.stat().st_mode & 0o777
-            if mode & 0o077:
-                name.chmod(mode & ~0o077)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            logger.warning("%s stays readable by other users: %s", name, exc.strerror or exc)
 
 
 def _settle(

@@ -370,7 +370,9 @@ class PostgresDatabase:
 
     async def purge_erased(self) -> bool:
         """Vacuum the tables that hold conversation text, so that the row versions an erasure
-        left dead are removed from their pages (PostgreSQL keeps them until a vacuum).
+        left dead are removed from their pages (PostgreSQL keeps them until a vacuum). A version
+        that a transaction older than the erasure may still read stays until that transaction
+        ends (on a busy server, a moment); autovacuum removes it then.
 
         Returns:
             Whether every table was vacuumed (``False``: a table was busy or the server refused;

@@ -261,9 +261,13 @@ class CheckpointWriter:
         if not self.directory.is_dir():
             return 0
         removed = 0
-        for path in self.directory.glob(f"{_TEMP_PREFIX}*"):
+        # scandir and a prefix test: a glob matches a pattern against every name, which over
+        # 100,000 files held the start for 0.3 s (bench/start_time.py).
+        with os.scandir(self.directory) as entries:
+            temps = [entry.path for entry in entries if entry.name.startswith(_TEMP_PREFIX)]
+        for path in temps:
             with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+                os.unlink(path)
                 removed += 1
         if removed:
             logger.info("removed %d unfinished checkpoint temp files", removed)

@@ -106,8 +106,9 @@ class ConversationStore(Protocol):
         """Store a session's new state, its counters and its status."""
         ...
 
-    async def checkpoint_unknown(self, conn: Transaction) -> list[str]:
-        """Return the open sessions whose checkpoint is not recorded at their last turn."""
+    async def checkpoint_unknown(self, conn: Transaction, limit: int | None = None) -> list[str]:
+        """Return the open sessions whose checkpoint is not recorded at their last turn (at
+        most ``limit``)."""
         ...
 
     async def open_sessions_with_jobs(self, conn: Transaction) -> list[ConversationSession]:

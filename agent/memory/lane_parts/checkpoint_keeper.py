@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Iterable, Iterator
+from datetime import datetime
 
 from agent.errors import CheckpointError, StorageError
 from agent.memory.lane_parts.live_sessions import LiveSession
@@ -58,6 +59,9 @@ class CheckpointKeeper:
         self._failure: str | None = None
         # Files written since the last :meth:`record`: session id -> (its chat, the file's seq).
         self._written: dict[str, tuple[int, int]] = {}
+        #: Set by a background start (its time): a session last changed before it is
+        #: ``resuming`` once hydrated, as the start marks every session in the foreground.
+        self.resumed_at: datetime | None = None
 
     def audit(self) -> CheckpointAudit:
         """Return an audit of the lane's checkpoint files against its database."""
@@ -210,6 +214,8 @@ class CheckpointKeeper:
         if parts.summary_worker is not None:
             await parts.summary_worker.initialize([session.session_id])
         live = await self.checked(session, rebuilt)
+        if self.resumed_at is not None and session.updated_at <= self.resumed_at:
+            live.state = live.state.model_copy(update={"status": "resuming"})
         parts.sessions.add(live)
         return live
 

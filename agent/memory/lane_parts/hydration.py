@@ -25,17 +25,28 @@ Design (issue 18, "start in constant time"):
   the number of such sessions, not of all sessions. A file damaged behind the lane's back (or
   deleted) is still caught before its session serves a turn: every session is checked against
   the log when it is hydrated (below), and the background sweep checks the rest.
-- **Lazy hydration.** Before the first reply :meth:`Hydration.start` only marks the sessions
-  ``resuming``, rewrites the checkpoints the record does not vouch for, holds the sessions with
-  active jobs (their reminders are scheduled from memory; one partial-index query) and lists
-  the undelivered replies. Any other session is hydrated by
+- **Lazy hydration.** Before the first reply :meth:`Hydration.start` only rewrites the
+  checkpoints the record does not vouch for (up to :data:`CHECKED_BEFORE_REPLY` of them: after
+  a crash, the few chats that were talking; the first start after migration 0015, where no
+  file is recorded, leaves the rest to the sweep, which checks every file anyway), holds the
+  sessions with active jobs (their reminders are scheduled from memory; one partial-index
+  query) and lists the undelivered replies. Any other session is hydrated by
   :meth:`~agent.memory.lane_parts.checkpoint_keeper.CheckpointKeeper.open_live` under its
   chat's lock the moment its first message, command, edit or due job arrives, its checkpoint
   checked first (I5). The background sweep then holds the most recently active sessions up to
   the resident cap and checks every other file, one chat at a time under the chat's lock, so
-  it never reorders or blocks a chat's turns for longer than one session's check.
+  it never reorders or blocks a chat's turns for longer than one session's check; it records
+  the files it found good a page at a time, and rests after each page (:data:`SWEEP_PAUSE`) so
+  that turns keep most of the event loop.
   ``background=False`` (tools and tests) runs the sweep before returning and holds every
-  session, as the start did before.
+  session, as the start did before (up to the bound of
+  :class:`~agent.memory.lane_parts.live_sessions.LiveSessions`).
+- **Resuming, lazily.** The foreground start marks every open session ``resuming`` in one
+  write; over 100,000 sessions that write alone took 2-3 s (``bench/start_time.py``), and it
+  would hold the one writer meanwhile. A background start writes nothing: a session is
+  ``resuming`` in memory from the moment it is hydrated (the packet says so, as after the
+  foreground start) until its next turn's fold sets its status, which is then committed. Its
+  row keeps the status it had (``shutdown_clean`` after a clean stop) until that turn.
 """
 
 from __future__ import annotations
@@ -48,7 +59,15 @@ from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.schemas import ConversationSession, ConversationTurn
 
-__all__ = ["Hydration", "HydrationReport"]
+__all__ = ["CHECKED_BEFORE_REPLY", "SWEEP_PAUSE", "Hydration", "HydrationReport"]
+
+#: Sessions whose checkpoint is not recorded checked before a background start returns; the
+#: others (after migration 0015, every session) are left to the sweep, so the first reply
+#: does not wait for a scan of every file.
+CHECKED_BEFORE_REPLY = 64
+#: The background sweep rests this share of the time each page took (pacing: turns get the
+#: loop for at least a third of the sweep's time).
+SWEEP_PAUSE = 0.5
 
 # The lane's parts log as the lane: operators and tests follow one logger name.
 logger = logging.getLogger("agent.memory.lane")
@@ -100,15 +119,25 @@ class Hydration:
             logger.error("checkpoint directory %s unusable: %s", checkpoints.directory, exc)
         checkpoints.remove_temp_files()
         now = parts.clock()
-        await db.write(lambda tx: store.set_status(tx, "resuming", now=now))
+        if background:  # one write of every row would keep the first reply waiting
+            keeper.resumed_at = now
+        else:
+            await db.write(lambda tx: store.set_status(tx, "resuming", now=now))
         if parts.summary_worker is not None:
             await parts.summary_worker.initialize()
-        # The files the record does not vouch for, and the sessions whose jobs are scheduled.
-        unknown = await store.checkpoint_unknown(db.reader)
-        for sid in unknown:
+        # The files the record does not vouch for (a bounded share: the rest are the sweep's),
+        # and the sessions whose jobs are scheduled.
+        limit = CHECKED_BEFORE_REPLY + 1 if background else None
+        unknown = await store.checkpoint_unknown(db.reader, limit)
+        for sid in unknown[:limit and CHECKED_BEFORE_REPLY]:
             session = await store.get_session(db.reader, sid)
             if session is not None:
                 await self._hold(session.chat_id)
+        if limit is not None and len(unknown) == limit:
+            logger.info(
+                "more than %d checkpoints are not recorded: the background sweep checks them",
+                CHECKED_BEFORE_REPLY,
+            )
         for session in await store.open_sessions_with_jobs(db.reader):
             await self._hold(session.chat_id)
         await keeper.record()
@@ -156,7 +185,9 @@ class Hydration:
                 if self._stopping:
                     return
                 await self._hold(session.chat_id)
+        loop = asyncio.get_running_loop()
         async for sessions in store.open_session_pages(reader):
+            began = loop.time()
             for session in sessions:
                 if self._stopping:
                     return
@@ -165,7 +196,9 @@ class Hydration:
                 else:
                     await self._check(session)
                 report.sessions += 1
-        await self._keeper.record()
+            await self._keeper.record()  # a page at a time: the files noted stay few
+            if not hold_all:  # turns get the loop for a share of the sweep's time
+                await asyncio.sleep((loop.time() - began) * SWEEP_PAUSE)
         report.orphans_removed = await self._keeper.remove_orphans()
         logger.info(
             "hydrated %d sessions (%d checkpoints rebuilt, %d undelivered replies)",

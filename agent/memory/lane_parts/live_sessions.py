@@ -14,6 +14,13 @@ packed bytes, so no pass over all sessions unpacks one.
 A session whose chat is busy (a turn of it is under way: ``busy(chat_id)``) is never packed:
 the turn holds the object and will change its state, and the packed bytes would miss it.
 
+Packed sessions are bounded too (:data:`PACKED_PER_RESIDENT` per resident one): past that, the
+least recently used are let go, as if never hydrated since the start. Their chat's next
+message, command, edit or due job hydrates them again from the database, their checkpoint
+checked first (I5), as a lazy start does. A session with active jobs (its reminders are
+scheduled from :meth:`LiveSessions.active_jobs`) or whose checkpoint is not written (the
+maintenance job rewrites it from :meth:`LiveSessions.unwritten`) is kept.
+
 Covered by ``tests/test_conversation_memory.py`` (resident and packed sessions).
 """
 
@@ -35,10 +42,12 @@ from agent.memory.schemas import (
     dump_json,
 )
 
-__all__ = ["LiveSession", "LiveSessions"]
+__all__ = ["PACKED_PER_RESIDENT", "LiveSession", "LiveSessions"]
 
 #: Sessions kept as objects by default (the rest are packed; see the module docstring).
 DEFAULT_RESIDENT = 256
+#: Packed sessions kept per resident one; the least recently used others are let go.
+PACKED_PER_RESIDENT = 16
 
 
 @dataclass(slots=True)
@@ -97,6 +106,7 @@ class LiveSessions:
         self._maxlen = max(recent_turns, 1)
         self._busy = busy
         self._resident_limit = resident
+        self._packed_limit = resident * PACKED_PER_RESIDENT
         self._resident: OrderedDict[str, LiveSession] = OrderedDict()
         self._packed: dict[str, _Packed] = {}
         self._by_chat: dict[int, str] = {}
@@ -216,3 +226,17 @@ class LiveSessions:
                 jobs=live.state.active_job_refs,
                 checkpoint_status=live.checkpoint_status,
             )
+        self._let_go()
+
+    def _let_go(self) -> None:
+        excess = len(self._packed) - self._packed_limit
+        if excess <= 0:
+            return
+        idle: list[str] = []
+        for sid, packed in self._packed.items():  # least recently packed first
+            if len(idle) == excess:
+                break
+            if not packed.jobs and packed.checkpoint_status is not None:
+                idle.append(sid)
+        for sid in idle:
+            self.discard(sid)

@@ -28,3 +28,4 @@ class PostgresSessionTable(PostgresIdLists, SqliteSessionTable):
     DIFFERS = "IS DISTINCT FROM"
     ACTIVE_JOB_COUNT = "json_array_length(state::json -> 'active_job_refs')"
     CHECKPOINT_UNKNOWN_INDEX = ""
+    WITH_JOBS_INDEX = ""

@@ -1,0 +1,50 @@
+"""The files of a SQLite database: the main file, its write-ahead log and its shared-memory
+index, kept private and measured. Used by :class:`agent.db.Database`; tested in
+``tests/test_database.py`` (permissions) and ``tests/test_cli.py`` (``stats``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+__all__ = ["file_sizes", "make_private"]
+
+logger = logging.getLogger("agent.db.database")
+
+_PRIVATE_FILE = 0o600
+_PARTS = ("database", "database-wal", "database-shm")
+
+
+def _side_files(path: Path) -> tuple[Path, Path]:
+    return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def make_private(path: Path) -> None:
+    """Create the database file readable by its owner only (``0600``), or take the group's and
+    others' permissions away from it.
+
+    SQLite creates the ``-wal`` and ``-shm`` files with the database file's permissions, so
+    they are private too; existing ones are made so as well. The file holds conversations: no
+    other local user may read them. A file we may not change is left as it is, with a warning.
+    """
+    with contextlib.suppress(OSError):  # SQLite says why a file cannot be opened, better
+        os.close(os.open(path, os.O_RDONLY | os.O_CREAT, _PRIVATE_FILE))
+    for name in (path, *_side_files(path)):
+        try:
+            mode = name.stat().st_mode & 0o777
+            if mode & 0o077:
+                name.chmod(mode & ~0o077)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            logger.warning("%s stays readable by other users: %s", name, exc.strerror or exc)
+
+
+def file_sizes(path: Path) -> dict[str, int]:
+    """Return the sizes of the database file at ``path`` and of its side files (``0`` for one
+    that does not exist), keyed ``database``, ``database-wal``, ``database-shm``."""
+    parts = zip(_PARTS, (path, *_side_files(path)), strict=True)
+    return {part: name.stat().st_size if name.exists() else 0 for part, name in parts}
