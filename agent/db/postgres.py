@@ -448,7 +448,6 @@ class PostgresDatabase:
     # -- a server that goes away ---------------------------------------------------------------
 
     def _lost(self, exc: BaseException) -> None:
-        """Note that the server could not be reached."""
         if self._outage is None:
             logger.error(
                 "PostgreSQL %s is unreachable (%s); what needs the database waits until it "
@@ -490,8 +489,7 @@ _TEXT_TABLES = (
 
 
 def _stale_limit(pool: AsyncConnectionPool[Any] | ConnectionPool[Any]) -> int:
-    """How many dead pooled connections an operation may meet before it gives up: all the
-    pool can hold, and one more (a connection opened after the server came back)."""
+    """How many dead pooled connections an operation may meet: all the pool holds, and one."""
     return pool.max_size + 1
 
 
