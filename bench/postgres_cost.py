@@ -125,6 +125,42 @@ async def _writes_timed(db: AnyDatabase) -> AsyncIterator[list[float]]:
         del db.write
 
 
+@contextlib.contextmanager
+def _statements_counted() -> Iterator[dict[str, int]]:
+    """Count the statements sent while the block runs: on the async connections (writes and
+    single reads) and in the sync pool's snapshots (a read on a worker thread)."""
+    from agent.db.postgres_adapters import PostgresSnapshot, PostgresTransaction
+
+    counts = {"async": 0, "snapshot": 0}
+    undo: list[Callable[[], None]] = []
+
+    def count(owner: Any, name: str, key: str) -> None:
+        original = getattr(owner, name)
+
+        if key == "async":
+
+            async def counted(*args: Any, **kwargs: Any) -> Any:
+                counts[key] += 1
+                return await original(*args, **kwargs)
+        else:
+
+            def counted(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+                counts[key] += 1
+                return original(*args, **kwargs)
+
+        setattr(owner, name, counted)
+        undo.append(lambda: setattr(owner, name, original))
+
+    for name in ("execute", "executemany", "fetchall"):
+        count(PostgresTransaction, name, "async")
+    count(PostgresSnapshot, "fetchall", "snapshot")
+    try:
+        yield counts
+    finally:
+        for restore in reversed(undo):
+            restore()
+
+
 async def _turns(
     lane: Any, messages: Messages, engine: TrivialEngine, n: int, samples: dict[str, list[float]],
     key: str, writes: list[float] | None = None,
@@ -182,6 +218,8 @@ async def measure(
                     samples["floor async"].append(_ms(began))
                 await _turns(pg_lane, chats["pg"], engine, per_round, samples, "pg", writes)
                 await _turns(sqlite_lane, chats["sqlite"], engine, per_round, samples, "sqlite")
+        with _statements_counted() as statements:
+            await _turns(pg_lane, chats["pg"], engine, 20, warm, "pg")
         settings_rows = floor.sync.execute(
             "SELECT name, setting FROM pg_settings WHERE name IN"
             " ('synchronous_commit', 'fsync', 'wal_sync_method') ORDER BY name"
@@ -221,6 +259,14 @@ async def measure(
         " the floor's and the lane's connections are its only load from this run (other"
         " engineers' tests may share it). The SQLite row is the same lane on a file beside"
         " the repository: its own floor is in the *Per-turn cost* section.",
+        "",
+        f"Where the time goes: a turn on PostgreSQL sends"
+        f" {(statements['async'] + statements['snapshot']) / 20:.1f} statements, each a round"
+        f" trip to the server ({statements['snapshot'] / 20:.1f} of them in the retrieval's"
+        " snapshot, run on a worker thread of the sync pool), besides the `BEGIN` and"
+        " `COMMIT` of its two write transactions (the turn's, then its checkpoint row's) and"
+        " a pooled connection taken for each; the floor is one statement and one `COMMIT`."
+        " On SQLite the same statements are calls into a library in the process.",
     ]
 
 
