@@ -22,6 +22,7 @@ resends an update that was already acknowledged, which must come back as the sam
 Some updates are edits (``--edit-rate``) of a message of the chat already acknowledged, handed
 to :meth:`ConversationLane.on_edit`; their log lines carry ``edit_of`` (the edited message)
 and ``outcome``; a resent edit must come back as ``duplicate``.
+``--database-url`` runs the lane on PostgreSQL (checkpoints as rows) instead of the SQLite file.
 ``--text-bytes`` pads messages to that size, so that checkpoint files get large and a kill
 lands inside a checkpoint write more often. Nothing of ``agent`` is patched or faked.
 

@@ -11,7 +11,12 @@ exactly once, in order, with the text it replaced kept.
 
 The random choices come from ``random.Random(seed)``; the seed is in every failure message and
 ``CRASH_SEED=<seed>`` replays the same choices (the timing of the kills still varies).
-``CRASH_KILLS`` sets how many SIGKILLs must land on a worker that is turning (default 50);
+The test runs on both backends: the SQLite file with checkpoint files, and PostgreSQL (marked
+``postgres``: a fresh schema of the ``postgres_url`` fixture, handed to every worker as
+``--database-url``) with checkpoints as rows; the checks read checkpoints through the lane's
+checkpoint store either way, and their few SQL spellings that differ are :class:`Dialect`'s.
+``CRASH_KILLS`` sets how many SIGKILLs must land on a worker that is turning (default 50 on
+SQLite, 20 on PostgreSQL, where each cycle is slower);
 ``CRASH_MODE=stream`` or ``CRASH_MODE=checkpoint`` makes every cycle kill that way (the
 latter aims every kill at a checkpoint write).
 """
