@@ -4,7 +4,9 @@
   ``pg_terminate_backend`` here, a restart in production): a read or write that had not begun
   runs on a fresh connection; one cut off mid-transaction fails as
   :class:`~agent.errors.DatabaseUnwritable` (the refusal :mod:`agent.chat.storage_backlog`
-  holds work for) with nothing committed.
+  holds work for) with nothing committed; no connection within the pool's timeout (the server
+  refuses this role's logins) is that refusal after one timeout, logged once, and the pool
+  reconnects once the server lets it.
 * ``run_bot.py`` on PostgreSQL (``AGENT_DATABASE_URL``, a fresh schema), SIGKILLed at random
   moments mid-conversation and restarted: every update the fake Bot API saw confirmed is one
   turn, nothing is doubled, every message is answered (a second copy of a reply only for a
@@ -83,6 +85,62 @@ async def test_dead_pooled_connections_are_replaced_and_a_lost_write_is_a_refusa
         with pytest.raises(DatabaseUnwritable, match="unreachable"):
             await db.write(cut_off)
         assert [row["n"] for row in await db.fetchall("SELECT n FROM t")] == [1, 1, 1]
+
+
+async def test_a_server_that_refuses_connections_is_a_refusal_within_the_timeout(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No connection within the timeout (here the server refuses this role's logins; a server
+    down refuses them all): reads and writes fail as DatabaseUnwritable after one timeout, not
+    one per pooled connection, the outage is logged once and its end once."""
+    import psycopg
+    from psycopg import sql
+
+    from agent.db.postgres import PostgresDatabase
+
+    name = f"faults_{uuid.uuid4().hex[:12]}"
+    role = sql.Identifier(name)
+    options = str(psycopg.conninfo.conninfo_to_dict(postgres_url)["options"])
+    schema = sql.Identifier(options.split("=")[-1])  # "-c search_path=<schema>"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'faults'").format(role))
+        admin.execute(sql.SQL("GRANT ALL ON SCHEMA {} TO {}").format(schema, role))
+    url = f"{postgres_url} user={name} password=faults"
+    try:
+        async with PostgresDatabase(url, timeout=1.0) as db:
+            await db.write(lambda tx: tx.execute("CREATE TABLE t (n INTEGER)"))
+            with psycopg.connect(postgres_url, autocommit=True) as admin:
+                admin.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(role))
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                    (name,),
+                )
+            for attempt in (
+                db.write(lambda tx: tx.execute("INSERT INTO t VALUES (1)")),
+                db.fetchall("SELECT n FROM t"),
+                db.read(lambda snap: snap.fetchall("SELECT n FROM t")),
+            ):
+                began = time.monotonic()
+                with pytest.raises(DatabaseUnwritable, match="unreachable"):
+                    await attempt
+                assert time.monotonic() - began < 5.0
+            with psycopg.connect(postgres_url, autocommit=True) as admin:
+                admin.execute(sql.SQL("ALTER ROLE {} LOGIN").format(role))
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    await db.write(lambda tx: tx.execute("INSERT INTO t VALUES (2)"))
+                    break
+                except DatabaseUnwritable:
+                    assert time.monotonic() < deadline, "the pool never reconnected"
+            assert [row["n"] for row in await db.fetchall("SELECT n FROM t")] == [2]
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(role))
+            admin.execute(sql.SQL("DROP ROLE {}").format(role))
+    outage = [r.getMessage() for r in caplog.records if r.name == "agent.db.postgres"]
+    assert sum("is unreachable" in m for m in outage) == 1, outage
+    assert sum("is reachable again" in m for m in outage) == 1
 
 
 def _replies(api: FakeBotApi, chats: FakeChats, sent: list[tuple[int, int, int]]) -> list[int]:
@@ -209,7 +267,7 @@ def test_the_postgres_server_restarted_under_the_bot_loses_nothing(
         subprocess.run([*CLUSTER, "start"], check=True, timeout=120)
     _settle(api, chats, sent, postgres_url)
     assert bot.alive, "the bot died with the server"
-    assert "answers again" in bot.stderr, "the end of the outage was not logged"
+    assert "is reachable again" in bot.stderr, "the end of the outage was not logged"
     bot.stop()
     _check_turns(postgres_url, sent, api, final=True)
     answers = [

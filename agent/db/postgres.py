@@ -50,7 +50,7 @@ from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import IsolationLevel
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from agent.db.database import Read, Work
 from agent.db.migrations import Migration, parse_migrations
@@ -398,10 +398,10 @@ class PostgresDatabase:
             try:
                 with self._read_pool.connection() as conn, conn.transaction():
                     return work(PostgresSnapshot(conn))
-            except _LOST:
+            except _LOST as exc:
                 # A pooled connection the server closed meanwhile: dropped, a read runs again.
                 stale += 1
-                if stale >= _stale_limit(self._read_pool):
+                if isinstance(exc, PoolTimeout) or stale >= _stale_limit(self._read_pool):
                     raise
 
     # -- writes --------------------------------------------------------------------------------
@@ -435,9 +435,9 @@ class PostgresDatabase:
                 attempt += 1
             except _LOST as exc:
                 # Dead before BEGIN went through: nothing of the work ran, so another
-                # connection may run it (the pool drops this one and opens a fresh one).
+                # connection may (not after no connection came within the timeout).
                 stale += 1
-                if began or stale >= _stale_limit(self._pool):
+                if began or isinstance(exc, PoolTimeout) or stale >= _stale_limit(self._pool):
                     raise self._failure("write", exc) from exc
             except psycopg.Error as exc:
                 raise StorageError(f"write failed: {exc}") from exc
@@ -459,7 +459,7 @@ class PostgresDatabase:
 
     def _recovered(self) -> None:
         if self._outage is not None:
-            logger.warning("PostgreSQL %s answers again", self.location)
+            logger.warning("PostgreSQL %s is reachable again", self.location)
             self._outage = None
 
     def _failure(self, what: str, exc: psycopg.Error) -> StorageError:

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from psycopg.adapt import AdaptersMap, Dumper
 from psycopg.rows import RowMaker
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agent.db.transaction import Params, Row
 from agent.errors import StorageError
@@ -207,8 +207,8 @@ class PoolReader:
                 async with self._pool.connection() as conn:
                     return await PostgresTransaction(conn).fetchall(sql, params)
             except psycopg.OperationalError as exc:
-                stale += 1
-                if stale > self._pool.max_size:
+                stale += 1  # a dead connection: another runs it (none within the timeout: fail)
+                if isinstance(exc, PoolTimeout) or stale > self._pool.max_size:
                     raise self._failure("read", exc) from exc
             except psycopg.Error as exc:
                 raise self._failure("read", exc) from exc
