@@ -91,3 +91,26 @@ async def test_a_row_of_another_session_is_refused_as_corrupt(postgres_url):
         )
         with pytest.raises(CheckpointCorrupt, match="holds session"):
             await rows.load(SID)
+
+
+async def test_an_older_snapshot_does_not_replace_a_newer_row_but_repairs_one_ahead(postgres_url):
+    """A worker whose held session is behind (another served the chat since) writes an older
+    snapshot: the newer row stays. A row ahead of the session's log is replaced."""
+    async with PostgresDatabase(postgres_url) as db:
+        rows = DatabaseCheckpoints(db)
+        await open_session(db)
+        await db.write(
+            lambda tx: tx.execute(
+                "UPDATE conversation_sessions SET turn_count = 3 WHERE session_id = ?", (SID,)
+            )
+        )
+        await rows.write(snapshot(3))
+        await rows.write(snapshot(2))
+        loaded = await rows.load(SID)
+        assert loaded is not None
+        assert loaded.turn_count == 3
+        await rows.write(snapshot(5))  # ahead of the log: no writer does it, a test can
+        await rows.write(snapshot(3))
+        loaded = await rows.load(SID)
+        assert loaded is not None
+        assert loaded.turn_count == 3

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.chat.job_table import Job, JobTable, PostgresJobTable
+from agent.chat.job_table import Job, JobTable, PostgresJobTable, reminder_jobs
 from agent.db import AnyDatabase, Database, Transaction
-from agent.memory.schemas import utc_now
+from agent.memory.schemas import JobRef, utc_now
 from tests.clock import T0, Clock
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,3 +245,28 @@ async def _kill_a_claimer_and_fire_the_rest(url: str, dbs: list[AnyDatabase]) ->
     assert not any(worker == "doomed" for _, worker in rows)
     assert set(late) == doomed
     assert min(late.values()) >= 1.0  # not before the killed worker's lease ended
+
+
+def test_reminder_jobs_are_the_scheduled_reminders_with_their_refs_as_payload() -> None:
+    due = T0 + timedelta(minutes=5)
+    refs = [
+        (1, JobRef(job_id="r1", kind="reminder", label="call mom", due_at=due)),
+        (1, JobRef(job_id="r2", kind="reminder", label="done already", status="done")),
+        (2, JobRef(job_id="j1", kind="job", label="not a reminder")),
+        (2, JobRef(job_id="r3", kind="reminder", label="no time")),
+    ]
+    jobs = reminder_jobs(refs, T0)
+    assert [(j.job_id, j.chat_id, j.due_at) for j in jobs] == [("r1", 1, due), ("r3", 2, T0)]
+    assert JobRef.model_validate_json(jobs[0].payload) == refs[0][1]
+
+
+async def test_tracking_reminders_adds_the_scheduled_once_and_deletes_the_cancelled(
+    backend: Backend,
+) -> None:
+    table = backend.table(await backend.open_db(), "w1", clock=Clock(T0))
+    ref = JobRef(job_id="r1", kind="reminder", label="call mom", due_at=T0)
+    await table.track_reminders([(1, ref)])
+    await table.track_reminders([(1, ref)])  # a start adds the active ones again
+    assert [j.job_id for j in await table.claim()] == ["r1"]
+    await table.track_reminders([(1, ref.model_copy(update={"status": "cancelled"}))])
+    assert await table.next_due() is None

@@ -9,6 +9,7 @@ it with the database the application wired. Tested by ``tests/test_conversation_
 from __future__ import annotations
 
 from agent.chat.inbound_journal import InboundJournal
+from agent.chat.job_table import JobTable
 from agent.db import AnyDatabase
 from agent.memory import ConversationLane
 
@@ -20,7 +21,8 @@ async def forget_everywhere(lane: ConversationLane, db: AnyDatabase, session_id:
 
     When it is its chat's open conversation, the chat's inbound journal entries go first (of
     every bot: their payloads hold the same text; the entry of the request itself and messages
-    not yet tried stay, see :meth:`InboundJournal.forget_chat`); then the session, as
+    not yet tried stay, see :meth:`InboundJournal.forget_chat`), and so do its rows of the jobs
+    table (the reminders' labels: they never fire); then the session, as
     :meth:`ConversationLane.forget_session` erases it, which ends by emptying the write-ahead
     log of both.
 
@@ -34,5 +36,6 @@ async def forget_everywhere(lane: ConversationLane, db: AnyDatabase, session_id:
     if session.closed_at is None:
         for bot_id in await InboundJournal.bots_of_chat(db, session.chat_id):
             entries += await InboundJournal(db, bot_id).forget_chat(session.chat_id)
+        await JobTable(db, "erasure").forget_chat(session.chat_id)
     await lane.forget_session(session_id)
     return entries

@@ -23,15 +23,15 @@ concurrent claimers and one killed by SIGKILL).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from agent.db import AnyDatabase, Row, Transaction
-from agent.memory.schemas import utc_now
+from agent.memory.schemas import JobRef, utc_now
 from agent.utils.timestamps import from_db_time, to_db_time
 
-__all__ = ["Job", "JobTable", "PostgresJobTable"]
+__all__ = ["Job", "JobTable", "PostgresJobTable", "reminder_jobs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,16 @@ class Job:
     due_at: datetime
     payload: str = "{}"
     attempts: int = 0
+
+
+def reminder_jobs(refs: Iterable[tuple[int, JobRef]], now: datetime) -> list[Job]:
+    """The rows of the scheduled reminders among ``(chat_id, job ref)`` pairs: due when the
+    ref says (``now`` if it says nothing), the ref's JSON as the payload."""
+    return [
+        Job(ref.job_id, ref.kind, chat_id, ref.due_at or now, ref.model_dump_json())
+        for chat_id, ref in refs
+        if ref.kind == "reminder" and ref.status == "scheduled"
+    ]
 
 
 def _job(row: Row) -> Job:
@@ -99,7 +109,9 @@ class JobTable:
 
     async def add(self, jobs: Sequence[Job]) -> int:
         """Store jobs in one transaction; return how many were new (an id stored already, done
-        or not, is left as it is: adding is idempotent)."""
+        or not, is left as it is: adding is idempotent). No jobs: no transaction."""
+        if not jobs:
+            return 0
         return await self.db.write(lambda tx: self.add_in(tx, jobs))
 
     async def add_in(self, tx: Transaction, jobs: Sequence[Job]) -> int:
@@ -114,6 +126,15 @@ class JobTable:
             )
             added += len(rows)
         return added
+
+    async def track_reminders(self, refs: Iterable[tuple[int, JobRef]]) -> None:
+        """Add the scheduled reminders among ``(chat_id, job ref)`` pairs (idempotently) and
+        delete the cancelled ones: what a turn, or a start's active jobs, say of them."""
+        refs = list(refs)
+        await self.add(reminder_jobs(refs, self._clock()))
+        for _, ref in refs:
+            if ref.kind == "reminder" and ref.status == "cancelled":
+                await self.cancel(ref.job_id)
 
     async def claim(self, *, limit: int = 10) -> list[Job]:
         """Claim up to ``limit`` due jobs no live claim holds, the earliest due first.

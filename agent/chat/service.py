@@ -19,6 +19,15 @@ journaled updates never processed (I1) and schedules the active reminders; a mai
 (:meth:`ChatService.redeliver`) resends the replies the outbox could not send yet. What the
 database refuses to write waits in a :class:`~agent.chat.storage_backlog.StorageBacklog`.
 
+All of a chat's work runs under ``locks.hold(chat_id)`` (:class:`~agent.db.ChatLocks`). Given
+the jobs table (:class:`~agent.chat.job_table.JobTable`), the service is one of a bot's workers
+on one PostgreSQL database (issue 18 section 3): a chat's work first lets the lane refresh the
+chat (``lane.warm(chat_id, recheck=True)``); a journaled update queues a drain of its chat
+(:class:`~agent.chat.journal_drain.JournalDrain`), :meth:`ChatService.sweep` the drains of
+chats whose entries wait (a dead worker's; all at start); a reminder is a row, added by the
+turn that sets it (and at start, idempotently), claimed by one worker
+(:meth:`ChatService.claim_due`), fired under the chat's lock, then marked done.
+
 Tested by ``tests/test_chat_service.py`` (a real lane and engine, a recording outbox).
 """
 
@@ -35,10 +44,12 @@ from agent.chat.commands import CommandCenter, CommandReply
 from agent.chat.dispatcher import ChatDispatcher
 from agent.chat.erasure import forget_everywhere
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
+from agent.chat.job_table import JobTable
+from agent.chat.journal_drain import JournalDrain
 from agent.chat.outbox import Outbox
 from agent.chat.reminders import JobScheduler, Reminders
 from agent.chat.storage_backlog import REFUSALS, StorageBacklog
-from agent.db import AnyDatabase
+from agent.db import AnyDatabase, ChatLocks, LocalChatLocks
 from agent.errors import DeliveryError, DeliveryFailed, DeliveryRefused, UnreadableUpdate
 from agent.memory import ConversationLane, ConversationTurn, InboundMessage, JobRef, ReplyEngine
 from agent.utils.logging_setup import bind
@@ -68,6 +79,12 @@ class _Redeliver:
 @dataclass(frozen=True, slots=True)
 class _DueJob:
     job: JobRef
+    claimed: bool = False  # claimed in the jobs table: marked done there once fired
+
+
+@dataclass(frozen=True, slots=True)
+class _Drain:
+    """Process the chat's pending journal entries (a worker among several)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +95,7 @@ class _Queued:
     done: asyncio.Future[object]
 
 
-_Work = JournalEntry | _Redeliver | _DueJob | _Queued
+_Work = JournalEntry | _Redeliver | _DueJob | _Queued | _Drain
 
 
 class ChatService:
@@ -94,6 +111,9 @@ class ChatService:
             ``None`` (the console): the database's refusals reach the caller.
         max_concurrent_chats: chats handled at the same moment; past this, the chats with work
             waiting take turns, one item each (:class:`~agent.chat.dispatcher.ChatDispatcher`).
+        locks: held around each piece of a chat's work (default: within this process).
+        jobs: the jobs table the bot's workers share; given, the service is one of several
+            workers (see the module docstring).
     """
 
     def __init__(
@@ -106,6 +126,8 @@ class ChatService:
         scheduler: JobScheduler,
         journal: InboundJournal | None = None,
         max_concurrent_chats: int = 256,
+        locks: ChatLocks | None = None,
+        jobs: JobTable | None = None,
     ) -> None:
         self.lane = lane
         self.engine = engine
@@ -120,6 +142,13 @@ class ChatService:
         #: What the database refused to write, retried by a maintenance job (with a journal).
         self.backlog = None if journal is None else StorageBacklog(journal, self.submit)
         self._read: EntryReader | None = None
+        self._locks: ChatLocks = locks or LocalChatLocks()
+        self._jobs = jobs
+        # Chats with a drain queued that has not read the journal yet: one is enough.
+        self._drains: set[int] = set()
+        self._drain = (
+            None if journal is None else JournalDrain(journal, self._locks, self._process_read)
+        )
 
     # -- intake --------------------------------------------------------------------------------
 
@@ -128,7 +157,8 @@ class ChatService:
         self._read = reader
 
     def submit(self, entry: JournalEntry) -> None:
-        """Queue a journaled update behind its chat's earlier work.
+        """Queue a journaled update behind its chat's earlier work (a worker among several:
+        a drain of its chat, which processes it unless another worker did).
 
         Raises:
             RuntimeError: no reader was set (:meth:`read_entries_with`), or the service is
@@ -136,7 +166,15 @@ class ChatService:
         """
         if self._read is None or self.journal is None:
             raise RuntimeError("ChatService has no journal reader; call read_entries_with first")
-        self.dispatcher.submit(entry.chat_id or 0, entry)
+        if self._jobs is None:
+            self.dispatcher.submit(entry.chat_id or 0, entry)
+        else:
+            self._queue_drain(entry.chat_id or 0)
+
+    @property
+    def shared(self) -> bool:
+        """Whether this service is one of several workers on one database."""
+        return self._jobs is not None
 
     async def on_message(self, message: InboundMessage) -> None:
         """Handle a message, or a command (its text starts with ``/``), in its chat's order,
@@ -154,8 +192,43 @@ class ChatService:
         return cast(T, await done)
 
     async def job_due(self, chat_id: int, job: JobRef) -> None:
-        """Queue a due reminder behind its chat's earlier work (the reminders' callback)."""
-        self.dispatcher.submit(chat_id, _DueJob(job))
+        """Queue a due reminder behind its chat's earlier work (the reminders' callback); a
+        worker among several claims the due jobs of the table instead (:meth:`claim_due`)."""
+        if self._jobs is None:
+            self.dispatcher.submit(chat_id, _DueJob(job))
+        else:
+            await self.claim_due()
+
+    async def claim_due(self) -> int:
+        """Claim the jobs of the table that are due (each goes to one worker) and queue them
+        in their chats' order; return how many (``0`` without a jobs table)."""
+        jobs = self._jobs
+        if jobs is None:
+            return 0
+        due = await jobs.next_due()
+        if due is None or due > self.lane.now():
+            return 0
+        claimed = [job for job in await jobs.claim() if job.chat_id is not None]
+        for job in claimed:
+            ref = JobRef.model_validate_json(job.payload)
+            self.dispatcher.submit(job.chat_id or 0, _DueJob(ref, claimed=True))
+        return len(claimed)
+
+    async def sweep(self, *, older_than: timedelta) -> int:
+        """Queue a drain of every chat with journal entries pending for longer than
+        ``older_than`` (a worker among several: those of a worker that died, or all of them
+        at start); return how many chats."""
+        if self.journal is None or self._jobs is None:
+            return 0
+        chats = await self.journal.pending_chats(older_than=older_than)
+        for chat_id in chats:
+            self._queue_drain(chat_id)
+        return len(chats)
+
+    def _queue_drain(self, chat_id: int) -> None:
+        if chat_id not in self._drains:
+            self.dispatcher.submit(chat_id, _Drain())
+            self._drains.add(chat_id)
 
     # -- start-up and upkeep -------------------------------------------------------------------
 
@@ -176,17 +249,24 @@ class ChatService:
         ]
         for chat, turn in undelivered:
             self.dispatcher.submit(chat, _Redeliver(turn, None))
-        pending = [] if self.journal is None else await self.journal.pending()
-        for entry in pending:
-            self.submit(entry)
+        if self.shared:
+            pending = await self.sweep(older_than=timedelta(0))
+        else:
+            entries = [] if self.journal is None else await self.journal.pending()
+            for entry in entries:
+                self.submit(entry)
+            pending = len(entries)
         if undelivered or pending:
             logger.info(
-                "recovering %d undelivered replies and %d unprocessed updates",
+                "recovering %d undelivered replies and %d %s",
                 len(undelivered),
-                len(pending),
+                pending,
+                "chats of unprocessed updates" if self.shared else "unprocessed updates",
             )
         self.reminders.schedule_active()
-        return len(undelivered), len(pending)
+        if self._jobs is not None:
+            await self._jobs.track_reminders(self.lane.active_jobs())
+        return len(undelivered), pending
 
     async def redeliver(self, older_than: timedelta) -> None:
         """Queue again the replies older than ``older_than`` that the outbox has not sent yet
@@ -221,6 +301,9 @@ class ChatService:
         result = await self.lane.on_turn(message, self.engine)
         if not result.duplicate:
             self.reminders.schedule_from_turn(message.chat_id, result.turn)
+            if self._jobs is not None:
+                refs = ((message.chat_id, ref) for ref in result.turn.job_refs)
+                await self._jobs.track_reminders(refs)
         if result.needs_delivery:
             await self._deliver(message.chat_id, result.turn)
 
@@ -276,11 +359,28 @@ class ChatService:
     # -- the queue's handler ----------------------------------------------------------------------
 
     async def _handle(self, chat_id: int, work: _Work) -> None:
-        if isinstance(work, JournalEntry):
-            journal, backlog, read = self.journal, self.backlog, self._read
-            if journal is None or backlog is None or read is None:
-                raise RuntimeError("ChatService has no journal reader; call read_entries_with")
-            await self._process_entry(work, read, journal, backlog)
+        try:
+            async with self._locks.hold(chat_id):
+                # From here on the journal is read: what is journaled next needs a new drain.
+                self._drains.discard(chat_id)
+                if self._jobs is not None:
+                    # Another worker may have served the chat since this one last did.
+                    await self.lane.warm(chat_id, recheck=True)
+                await self._handle_held(chat_id, work)
+        except Exception as exc:
+            # The lock or the refresh failed (the database): a caller waiting gets it too.
+            self._drains.discard(chat_id)
+            if isinstance(work, _Queued) and not work.done.done():
+                work.done.set_exception(exc)
+            raise
+
+    async def _handle_held(self, chat_id: int, work: _Work) -> None:
+        if isinstance(work, _Drain):
+            if self._drain is None:
+                raise RuntimeError("ChatService has no journal")
+            await self._drain.drain_held(chat_id)
+        elif isinstance(work, JournalEntry):
+            await self._process_read(work)
         elif isinstance(work, _Queued):
             await self._run_queued(work)
         elif isinstance(work, _Redeliver):
@@ -289,7 +389,7 @@ class ChatService:
                 if current is not None and current.status == "answered":
                     await self._deliver(chat_id, current, attempts=work.attempts)
         else:
-            await self._fire(chat_id, work.job)
+            await self._fire(chat_id, work.job, claimed=work.claimed)
 
     @staticmethod
     async def _run_queued(queued: _Queued) -> None:
@@ -302,19 +402,31 @@ class ChatService:
         if not queued.done.done():
             queued.done.set_result(result)
 
-    async def _fire(self, chat_id: int, job: JobRef) -> None:
+    async def _fire(self, chat_id: int, job: JobRef, *, claimed: bool = False) -> None:
         with bind(chat_id=chat_id, job_id=job.job_id):
             try:
                 result = await self.lane.complete_job(chat_id, job.job_id, reminder_text(job))
             except REFUSALS as exc:
+                if claimed:  # claimable again once the claim's lease ends
+                    logger.debug("the database refused the reminder's turn: %s", exc)
+                    return
                 if self.backlog is None:
                     raise
                 # Not recorded, so not fired: it fires when the database takes writes.
                 logger.debug("the database refused the reminder's turn: %s", exc)
                 self.backlog.defer(("reminder", job.job_id), lambda: self.job_due(chat_id, job))
                 return
+            if claimed and self._jobs is not None:
+                # Fired now, or before (no longer active in the session): done either way.
+                await self._jobs.complete(job.job_id)
             if result is not None:
                 await self._deliver(chat_id, result.turn)
+
+    async def _process_read(self, entry: JournalEntry) -> None:
+        journal, backlog, read = self.journal, self.backlog, self._read
+        if journal is None or backlog is None or read is None:
+            raise RuntimeError("ChatService has no journal reader; call read_entries_with")
+        await self._process_entry(entry, read, journal, backlog)
 
     async def _process_entry(
         self,

@@ -190,25 +190,25 @@ class ConversationLane:
         logger.info("memory lane shut down cleanly (%d sessions)", len(self._sessions))
 
     async def close(self) -> None:
-        """Close the database of a lane that was never hydrated (a tool's reads and repairs).
-
-        The stop sequence (:meth:`shutdown`) marks sessions and writes checkpoints: it belongs
-        to the bot that hydrated them, not to a tool working beside it. Idempotent.
+        """Close the database of a lane that was never hydrated (a tool's reads and repairs;
+        the stop sequence, :meth:`shutdown`, belongs to the bot that hydrated them). Idempotent.
 
         Raises:
-            RuntimeError: the lane was hydrated (use :meth:`shutdown`).
-        """
+            RuntimeError: the lane was hydrated (use :meth:`shutdown`)."""
         if self._hydrated:
             raise RuntimeError("a hydrated ConversationLane stops with shutdown(), not close()")
         self._parts.closed = True
         await self._db.close()
 
-    async def warm(self, chat_id: int) -> None:
+    async def warm(self, chat_id: int, *, recheck: bool = False) -> None:
         """Hydrate the chat's open session if not held yet, its checkpoint checked first (I5);
-        messages, edits and due jobs do it themselves, a command calls this first."""
+        messages, edits and due jobs do it themselves, a command calls this first. ``recheck``:
+        first let go of what another process wrote past (`CheckpointKeeper.drop_if_behind`)."""
         self._parts.check_open()
         async with self._parts.chat_locks[chat_id]:
             self._parts.check_open()
+            if recheck and await self._keeper.drop_if_behind(chat_id):
+                logger.debug("chat %s moved on in another process; hydrated again", chat_id)
             await self._keeper.open_live(chat_id)
 
     # -- turns -----------------------------------------------------------------------------

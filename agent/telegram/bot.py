@@ -9,6 +9,11 @@ reminders), schedules the maintenance jobs, starts polling (or the webhook) and 
 ``stop``. Shutdown stops the intake first, lets every chat finish its queue, then the lane's
 shutdown sequence runs (the main's exit stack).
 
+Polling is the leader's (:class:`~agent.db.LeaderLock`): with several workers on PostgreSQL
+one polls, and when its lock is lost (it died, its connection broke) another takes over within
+the lock's retry interval; one process (SQLite) always leads. In webhook mode every worker
+serves the webhook and the leader lock only says who runs the maintenance of the database.
+
 A start during a Telegram outage waits for Telegram (its first calls are retried with back-off)
 instead of exiting: the replies owed since the last run (I4) need a running bot.
 
@@ -21,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +38,7 @@ from telegram.ext import Application, ApplicationBuilder, CallbackContext
 from agent.chat.inbound_journal import InboundJournal
 from agent.chat.service import ChatService
 from agent.config import Settings
+from agent.db import LeaderLock
 from agent.errors import ConfigError
 from agent.telegram.adapter import TelegramAdapter
 from agent.telegram.job_queue import JobQueueScheduler
@@ -162,9 +168,10 @@ class TelegramBot:
         journal: InboundJournal,
         jobs: Sequence[RepeatingJob],
         stack: AsyncExitStack,
+        leader: LeaderLock,
     ) -> None:
-        """Start, recover, schedule ``jobs``, take updates until ``stop`` is set; what must
-        stop goes on ``stack`` in the order it unwinds.
+        """Start, recover, schedule ``jobs``, take updates until ``stop`` is set (polling
+        while this worker leads); what must stop goes on ``stack`` in the order it unwinds.
 
         Raises:
             ConfigError: Telegram rejected the token (e.g. revoked while polling).
@@ -172,7 +179,7 @@ class TelegramBot:
         with _token_checked():
             if not await self._start(service, adapter, jobs, stack):
                 return
-            intake = await self._start_intake(service, adapter, journal, stack)
+            intake = await self._start_intake(service, adapter, journal, stack, leader)
             if intake is None:
                 return
             logger.info("bot @%s is up", self.application.bot.username)
@@ -242,8 +249,10 @@ class TelegramBot:
         adapter: TelegramAdapter,
         journal: InboundJournal,
         stack: AsyncExitStack,
+        leader: LeaderLock,
     ) -> asyncio.Task[Any] | None:
-        """Start polling or the webhook; return a task that ends only on a fatal error.
+        """Start polling (while leading) or the webhook; return a task that ends only on a
+        fatal error.
 
         Returns ``None`` when ``stop`` is set before Telegram answers.
         """
@@ -258,6 +267,8 @@ class TelegramBot:
                 bot=bot,
                 journal=journal,
                 on_entry=service.submit,
+                # Journaled already by a worker that died before its 200: drain it here.
+                on_known=service.submit if service.shared else None,
             )
             await server.start()
             stack.push_async_callback(server.stop)
@@ -269,7 +280,7 @@ class TelegramBot:
             )
             if not await self._until_answered(set_webhook):
                 return None
-            return asyncio.create_task(asyncio.Event().wait(), name="webhook-intake")
+            return asyncio.create_task(_lead(leader, None), name="webhook-intake")
         if not await self._until_answered(bot.delete_webhook):
             return None
         poller = UpdatePoller(
@@ -280,7 +291,34 @@ class TelegramBot:
             backoff=settings.telegram_backoff,
             on_refused=adapter.apologise,
         )
-        return asyncio.create_task(poller.run(), name="polling-intake")
+        return asyncio.create_task(_lead(leader, poller.run), name="polling-intake")
+
+
+async def _lead(
+    leader: LeaderLock, work: Callable[[], Coroutine[Any, Any, None]] | None
+) -> None:
+    """Lead whenever this worker can: take the leader lock, run ``work`` (polling) until the
+    lock is lost, and again; returns or raises only as ``work`` does."""
+    while True:
+        await leader.acquire()
+        lost = asyncio.create_task(leader.wait_lost())
+        running: asyncio.Task[None] | None = None
+        if work is not None:
+            running = asyncio.create_task(work())
+        try:
+            done, _ = await asyncio.wait(
+                {lost} if running is None else {lost, running},
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            for task in (lost, running):
+                if task is not None and not task.done():
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+        if running is not None and running in done:
+            running.result()  # a fatal error (e.g. the token was revoked)
+            return
+        logger.warning("this worker no longer leads; it waits to lead again")
 
 
 async def _run_job(work: Callable[[], Awaitable[object]], _: CallbackContext) -> None:  # type: ignore[type-arg]

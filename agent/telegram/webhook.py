@@ -63,6 +63,8 @@ class _UpdateHandler(tornado.web.RequestHandler):
             return
         for entry in fresh:
             self.server.on_entry(entry)
+        if not fresh and self.server.on_known is not None:
+            self.server.on_known(entry)
         self.set_status(200)
 
 
@@ -77,6 +79,7 @@ class WebhookServer:
         bot: the initialised bot (to parse updates).
         journal: where updates are committed before the 200.
         on_entry: called with each newly journaled update.
+        on_known: called with an update that was journaled already (``None``: ignored).
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class WebhookServer:
         bot: Bot,
         journal: InboundJournal,
         on_entry: Callable[[JournalEntry], None],
+        on_known: Callable[[JournalEntry], None] | None = None,
     ) -> None:
         self.url = url
         self.path = urlsplit(url).path or "/"
@@ -98,6 +102,7 @@ class WebhookServer:
         self.bot = bot
         self.journal = journal
         self.on_entry = on_entry
+        self.on_known = on_known
         self._server: tornado.httpserver.HTTPServer | None = None
 
     async def start(self) -> None:

@@ -219,6 +219,26 @@ class CheckpointKeeper:
         parts.sessions.add(live)
         return live
 
+    async def drop_if_behind(self, chat_id: int) -> bool:
+        """Let go of what the lane holds of a chat that another process may have moved on:
+        its memories at hand always, its session when the database's open session of the
+        chat is another one or has another state (a newer turn, an edit); the chat's next
+        use hydrates it again (:meth:`open_live`). Return whether the session was let go.
+
+        The caller holds the chat's lock. One indexed query when a session is held.
+        """
+        parts = self._parts
+        parts.memories.drop(chat_id)
+        held = parts.sessions.for_chat(chat_id)
+        if held is None:
+            return False
+        row = await parts.store.open_session_for_chat(parts.db.reader, chat_id)
+        if row is not None and row.session_id == held.session.session_id:
+            if row.state == held.state:
+                return False
+        parts.forget_live(held.session.session_id)
+        return True
+
     async def checked(
         self, session: ConversationSession, rebuilt: dict[str, str] | None = None
     ) -> LiveSession:

@@ -10,7 +10,8 @@ mirrored into a file there, atomically, by a :class:`CheckpointWriter` (a shared
 host for people who read files); reads come from the row.
 
 Writes of one session come from the worker holding its chat (the lane writes a checkpoint
-under the chat's lock), so the last write is the latest state. Tested in
+under the chat's lock), so the last write is the latest state; a worker whose held session is
+behind (a shutdown's or a heal's rewrite) does not replace a newer row. Tested in
 ``tests/test_checkpoint_rows.py``.
 """
 
@@ -68,7 +69,13 @@ class DatabaseCheckpoints:
                 " SELECT ?, ?, ?::jsonb, ? WHERE EXISTS"
                 " (SELECT 1 FROM conversation_sessions WHERE session_id = ?)"
                 " ON CONFLICT (session_id) DO UPDATE SET turn_count = excluded.turn_count,"
-                " snapshot = excluded.snapshot, written_at = excluded.written_at",
+                " snapshot = excluded.snapshot, written_at = excluded.written_at"
+                # A process whose held session is behind (another worker served the chat
+                # since) does not put its older snapshot over the newer one; a row ahead of
+                # the log (I5 broken) is replaced by the repair.
+                " WHERE session_checkpoints.turn_count <= excluded.turn_count"
+                " OR session_checkpoints.turn_count > (SELECT turn_count FROM"
+                " conversation_sessions WHERE session_id = excluded.session_id)",
                 (
                     snapshot.session_id,
                     snapshot.turn_count,
