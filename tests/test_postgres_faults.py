@@ -4,9 +4,9 @@
   ``pg_terminate_backend`` here, a restart in production): a read or write that had not begun
   runs on a fresh connection; one cut off mid-transaction fails as
   :class:`~agent.errors.DatabaseUnwritable` (the refusal :mod:`agent.chat.storage_backlog`
-  holds work for) with nothing committed; no connection within the pool's timeout (the server
-  refuses this role's logins) is that refusal after one timeout, logged once, and the pool
-  reconnects once the server lets it.
+  holds work for) with nothing committed; a chat lock asked on a dead connection is asked on
+  another; no connection within the pool's timeout (the server refuses this role's logins) is
+  that refusal after one timeout, logged once, and the pool reconnects once the server lets it.
 * ``run_bot.py`` on PostgreSQL (``AGENT_DATABASE_URL``, a fresh schema), SIGKILLed at random
   moments mid-conversation and restarted: every update the fake Bot API saw confirmed is one
   turn, nothing is doubled, every message is answered (a second copy of a reply only for a
@@ -85,6 +85,27 @@ async def test_dead_pooled_connections_are_replaced_and_a_lost_write_is_a_refusa
         with pytest.raises(DatabaseUnwritable, match="unreachable"):
             await db.write(cut_off)
         assert [row["n"] for row in await db.fetchall("SELECT n FROM t")] == [1, 1, 1]
+
+
+async def test_a_chat_lock_on_a_dead_pooled_connection_is_asked_on_another(
+    postgres_url: str,
+) -> None:
+    from agent.db.postgres_locks import PostgresChatLocks
+
+    name = f"faults-{uuid.uuid4().hex[:12]}"
+    async with PostgresChatLocks(f"{postgres_url} application_name={name}", name) as locks:
+        async with locks.hold(7):
+            pass
+        for _ in range(3):
+            (closed,) = rows(
+                postgres_url,
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE application_name = %s",
+                (name,),
+            )[0]
+            assert closed >= 1
+            async with locks.hold(7):
+                pass
 
 
 async def test_a_server_that_refuses_connections_is_a_refusal_within_the_timeout(
