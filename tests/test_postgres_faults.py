@@ -24,6 +24,7 @@ import random
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,7 +32,7 @@ import pytest
 from agent.chat.storage_backlog import APOLOGY
 from agent.db.transaction import Transaction
 from agent.errors import DatabaseUnwritable
-from tests.bot_harness import FakeChats
+from tests.bot_harness import BOT_USERNAME, TOKEN_SECRET, FakeChats
 from tests.conftest import Launch
 from tests.fake_bot_api import FakeBotApi
 from tests.lane_crash_worker import database_url
@@ -44,6 +45,15 @@ SETTLE_TIMEOUT = 90.0
 RESTART = os.environ.get("AGENT_TEST_POSTGRES_RESTART") == "1"
 #: The server of this machine (PostgreSQL 15's cluster "main"), as ``.ci/start-postgres`` runs it.
 CLUSTER = ("pg_ctlcluster", "--skip-systemctl-redirect", "15", "main")
+
+
+@pytest.fixture
+def api() -> Iterator[FakeBotApi]:
+    """A fake Bot API of a bot of its own: on PostgreSQL the leader lock is the bot's (its id)
+    across the whole database, so that bots of other test runs on the server are no rivals."""
+    token = f"{random.SystemRandom().randrange(10**9, 10**10)}:{TOKEN_SECRET}"
+    with FakeBotApi(token, username=BOT_USERNAME) as fake:
+        yield fake
 
 
 def rows(conninfo: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -217,7 +227,7 @@ def test_the_bot_on_postgres_killed_mid_conversation_loses_and_doubles_nothing(
     kills = 5
     caught = 0  # kills that left messages of the burst unanswered
     for cycle in range(kills):
-        bot = launch(api, AGENT_DATABASE_URL=url, AGENT_LOG_LEVEL="INFO")
+        bot = launch(api, token=api.token, AGENT_DATABASE_URL=url, AGENT_LOG_LEVEL="INFO")
         bot.wait_until_polling(api)
         burst = []
         for n in range(12):
@@ -232,7 +242,7 @@ def test_the_bot_on_postgres_killed_mid_conversation_loses_and_doubles_nothing(
         caught += not all(_replies(api, chats, sent))
         _check_turns(postgres_url, sent, api)
     assert caught, "no kill landed mid-conversation"
-    bot = launch(api, AGENT_DATABASE_URL=url, AGENT_LOG_LEVEL="INFO")
+    bot = launch(api, token=api.token, AGENT_DATABASE_URL=url, AGENT_LOG_LEVEL="INFO")
     bot.wait_until_polling(api)
     _settle(api, chats, sent, postgres_url)
     bot.stop()
@@ -257,7 +267,8 @@ def test_the_postgres_server_restarted_under_the_bot_loses_nothing(
     the outage and its end, and answers every message once."""
     url = database_url(postgres_url)
     # Taking a connection waits 2 s for the server before the operation is refused.
-    bot = launch(api, AGENT_DATABASE_URL=url, AGENT_LOG_LEVEL="INFO", AGENT_DB_LOCK_TIMEOUT="2")
+    env = {"AGENT_DATABASE_URL": url, "AGENT_LOG_LEVEL": "INFO", "AGENT_DB_LOCK_TIMEOUT": "2"}
+    bot = launch(api, token=api.token, **env)
     bot.wait_until_polling(api)
     sent: list[tuple[int, int, int]] = []
 
