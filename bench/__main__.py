@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from bench import alternatives, lane_cost, start_time, throughput
+from bench import alternatives, lane_cost, postgres_cost, start_time, throughput
 
 
 async def _suite() -> int:
-    return await lane_cost.main() or await alternatives.main()
+    return (
+        await lane_cost.main() or await postgres_cost.main() or await alternatives.main()
+    )
 
 
 # The throughput and start-time parts drive a bot in a subprocess from threads: they run

@@ -39,7 +39,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from agent.app.wiring import build_lane, open_database, open_lane, state_manager, summary_store
+from agent.app.wiring import build_lane, open_database, open_lane, state_manager, stores_for
 from agent.config import Settings
 from agent.db import Database
 from agent.memory import (
@@ -160,7 +160,7 @@ async def fill(
     longer fold ends in a state of the same size, and the fold is most of a fill's time.
     """
     store = SqliteConversationStore()
-    rules, chain = state_manager(settings), summary_store(settings)
+    rules, chain = state_manager(settings), stores_for(settings, db).summaries
     turns_of = dict(sessions)
     work: list[tuple[int, int, int]] = []  # chat, first seq, count
     for chat_id, turns in sessions:

@@ -22,6 +22,7 @@ resends an update that was already acknowledged, which must come back as the sam
 Some updates are edits (``--edit-rate``) of a message of the chat already acknowledged, handed
 to :meth:`ConversationLane.on_edit`; their log lines carry ``edit_of`` (the edited message)
 and ``outcome``; a resent edit must come back as ``duplicate``.
+``--database-url`` runs the lane on PostgreSQL (checkpoints as rows) instead of the SQLite file.
 ``--text-bytes`` pads messages to that size, so that checkpoint files get large and a kill
 lands inside a checkpoint write more often. Nothing of ``agent`` is patched or faked.
 
@@ -41,6 +42,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from agent.app.wiring import open_lane
 from agent.config import Settings
@@ -71,12 +73,20 @@ class Update:
     edit_of: int | None = None  # an edit of this message (the update id that sent it)
 
 
-def crash_settings(db: Path, checkpoints: Path) -> Settings:
-    """Return the settings of the crash test: durability ``full``, quick summary folds."""
+def crash_settings(db: Path, checkpoints: Path, database_url: str | None = None) -> Settings:
+    """Return the settings of the crash test: durability ``full``, quick summary folds.
+
+    With ``database_url`` the lane runs on that PostgreSQL database, its checkpoints rows
+    (no checkpoint directory); else on the SQLite file ``db`` with files in ``checkpoints``.
+    """
+    where: dict[str, Any] = (
+        {"db_path": db, "checkpoint_dir": checkpoints}
+        if database_url is None
+        else {"db_path": db, "database_url": database_url}
+    )
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
-        db_path=db,
-        checkpoint_dir=checkpoints,
+        **where,
         durability="full",
         lock_timeout=30.0,
         summarize_every=SUMMARIZE_EVERY,
@@ -84,6 +94,21 @@ def crash_settings(db: Path, checkpoints: Path) -> Settings:
         packet_token_budget=2000,
         log_level="WARNING",
     )
+
+
+def database_url(conninfo: str) -> str:
+    """Return ``conninfo`` (the ``postgres_url`` fixture's, with its schema in ``options``) as
+    the ``postgresql://`` URL that ``AGENT_DATABASE_URL`` takes, options kept."""
+    from psycopg.conninfo import conninfo_to_dict  # the `postgres` extra
+
+    info = {key: str(value) for key, value in conninfo_to_dict(conninfo).items()}
+    user = quote(info.pop("user", ""), safe="")
+    password = quote(info.pop("password", ""), safe="")
+    host = info.pop("host", "localhost")
+    port = info.pop("port", "5432")
+    dbname = quote(info.pop("dbname", ""), safe="")
+    query = urlencode(info, quote_via=quote)
+    return f"postgresql://{user}:{password}@{host}:{port}/{dbname}" + (f"?{query}" if query else "")
 
 
 def chat_ids(count: int) -> list[int]:
@@ -328,6 +353,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--checkpoints", type=Path, required=True)
+    parser.add_argument(
+        "--database-url", help="run on this PostgreSQL database (checkpoints as rows)"
+    )
     parser.add_argument("--log", type=Path, required=True, help="the acknowledgment log")
     parser.add_argument("--chats", type=int, default=4)
     parser.add_argument(
@@ -360,7 +388,7 @@ async def amain(args: argparse.Namespace) -> None:
     """Open and hydrate the lane, then stream turns; shut down cleanly if they run out."""
     log = AckLog(args.log)
     print("opening", flush=True)
-    lane = await open_lane(crash_settings(args.db, args.checkpoints))
+    lane = await open_lane(crash_settings(args.db, args.checkpoints, args.database_url))
     try:
         report = await lane.hydrate()
         for turn in report.undelivered:  # I4: replies committed but never sent go out first

@@ -19,10 +19,18 @@ them and adapts rows and parameters.
 
 A write the server aborts for a deadlock or a serialization conflict (another process wrote
 the same rows at once) runs again, up to five times: a work has no side effect (as on SQLite,
-where the writer reruns works). Other errors of the driver become
-:class:`~agent.errors.StorageError` (the connection could not be had or a statement failed);
-what a work raises of its own propagates as it is, and nothing of
-that work is committed.
+where the writer reruns works). What a work raises of its own propagates as it is, and nothing
+of that work is committed.
+
+**A server that goes away** (restarted, failed over, the network cut): a pooled connection
+found dead before anything of a read or a write ran on it (its ``BEGIN``, a read's statement)
+is dropped and the operation runs on another; while the server is down, taking a connection
+waits up to ``timeout`` s (the pool reconnects with a backoff of up to 10 s). A connection lost
+mid-write (its outcome unknown) or none within the timeout fails the operation with
+:class:`~agent.errors.DatabaseUnwritable`: :mod:`agent.chat.storage_backlog` holds the work
+(the Telegram update unconfirmed) until the server answers. An outage is logged once as an
+error, its end as a warning (``tests/test_postgres_faults.py``). Other driver errors become
+:class:`~agent.errors.StorageError`.
 
 The DDL is ``agent/db/schema_postgres.sql`` (``-- migration: NNNN_name`` blocks, as
 ``schema.sql`` for SQLite): :func:`migrate_postgres` applies the missing ones, each in one
@@ -42,7 +50,7 @@ from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import IsolationLevel
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from agent.db.database import Read, Work
 from agent.db.migrations import Migration, parse_migrations
@@ -54,7 +62,7 @@ from agent.db.postgres_adapters import (
     row_factory,
 )
 from agent.db.transaction import Row, Transaction
-from agent.errors import MigrationError, StorageError
+from agent.errors import DatabaseUnwritable, MigrationError, StorageError
 
 __all__ = [
     "PostgresDatabase",
@@ -64,6 +72,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+# psycopg_pool logs each dead connection it drops and each failed reconnection as a warning,
+# dozens while a server is down; the database logs one line when an outage starts and one
+# when it ends (errors of the pool itself still show).
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 T = TypeVar("T")
 
@@ -71,6 +83,9 @@ T = TypeVar("T")
 #: conflict (two workers writing the same rows at once) before it fails.
 _WRITE_ATTEMPTS = 5
 _RETRIED = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+#: What a server that went away (or cannot be reached) raises: connection failures (class 08),
+#: its shutdown (57P01...), no connection from the pool within its timeout (PoolTimeout).
+_LOST = psycopg.OperationalError
 #: The key of the advisory lock that serialises migrations between processes ("agent" + 1).
 _MIGRATION_LOCK = 0x6167656E74_01
 
@@ -195,8 +210,10 @@ class PostgresDatabase:
             configure=_configure_snapshot,
             name="agent-pg-read",
         )
-        self._reader = PoolReader(self._pool)
+        self._reader = PoolReader(self._pool, self._failure)
         self._open = False
+        # Why the server was unreachable, while it is: logged once (see the module docstring).
+        self._outage: BaseException | None = None
 
     async def __aenter__(self) -> Self:
         try:
@@ -249,11 +266,13 @@ class PostgresDatabase:
         return self._reader
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[Row]:
-        """Run a read query and return all its rows."""
-        try:
-            return await self.reader.fetchall(sql, tuple(params))
-        except psycopg.Error as exc:
-            raise StorageError(f"read failed: {exc}") from exc
+        """Run a read query and return all its rows.
+
+        Raises:
+            DatabaseUnwritable: the server cannot be reached.
+            StorageError: the query failed.
+        """
+        return await self.reader.fetchall(sql, tuple(params))
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> Row | None:
         """Run a read query and return its first row, if any."""
@@ -273,7 +292,7 @@ class PostgresDatabase:
         try:
             return await asyncio.to_thread(self._read_in_thread, work)
         except psycopg.Error as exc:
-            raise StorageError(f"read failed: {exc}") from exc
+            raise self._failure("read", exc) from exc
 
     @contextlib.asynccontextmanager
     async def snapshot(self) -> AsyncIterator[Transaction]:
@@ -282,14 +301,35 @@ class PostgresDatabase:
         if not self._open:
             raise RuntimeError("Database is not open: call `await db.open()` first")
         try:
-            async with self._pool.connection() as conn:
-                await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            conn = await self._begin_snapshot()
+            try:
+                yield PostgresTransaction(conn)
+            finally:
                 try:
-                    yield PostgresTransaction(conn)
-                finally:
                     await conn.execute("COMMIT")
+                finally:
+                    await self._pool.putconn(conn)
         except psycopg.Error as exc:
-            raise StorageError(f"read failed: {exc}") from exc
+            raise self._failure("read", exc) from exc
+
+    async def _begin_snapshot(self) -> psycopg.AsyncConnection[Any]:
+        """Take a connection in a read-only ``REPEATABLE READ`` transaction (the caller puts
+        it back); pooled connections the server closed meanwhile are dropped on the way."""
+        stale = 0
+        while True:
+            conn: psycopg.AsyncConnection[Any] = await self._pool.getconn()
+            try:
+                await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            except _LOST:
+                await self._pool.putconn(conn)
+                stale += 1
+                if stale >= _stale_limit(self._pool):
+                    raise
+            except BaseException:
+                await self._pool.putconn(conn)
+                raise
+            else:
+                return conn
 
     async def integrity_problems(self) -> list[str]:
         """Return the rows that break what the schema cannot declare (empty: none).
@@ -353,8 +393,16 @@ class PostgresDatabase:
         return True
 
     def _read_in_thread(self, work: Read[T]) -> T:
-        with self._read_pool.connection() as conn, conn.transaction():
-            return work(PostgresSnapshot(conn))
+        stale = 0
+        while True:
+            try:
+                with self._read_pool.connection() as conn, conn.transaction():
+                    return work(PostgresSnapshot(conn))
+            except _LOST as exc:
+                # A pooled connection the server closed meanwhile: dropped, a read runs again.
+                stale += 1
+                if isinstance(exc, PoolTimeout) or stale >= _stale_limit(self._read_pool):
+                    raise
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -371,10 +419,13 @@ class PostgresDatabase:
         if not self._open:
             raise RuntimeError("Database is not open: call `await db.open()` first")
         attempt = 1
+        stale = 0
         while True:
+            began = False
             try:
                 async with self._pool.connection() as conn, conn.transaction():
-                    return await work(PostgresTransaction(conn))
+                    began = True
+                    result = await work(PostgresTransaction(conn))
             except _RETRIED as exc:
                 # The server chose this transaction as the victim of a deadlock or a
                 # serialization conflict: the work has no side effect, so it runs again.
@@ -382,8 +433,43 @@ class PostgresDatabase:
                     raise StorageError(f"write failed {attempt} times: {exc}") from exc
                 logger.debug("write conflict (%s), attempt %d; retrying", exc, attempt)
                 attempt += 1
+            except _LOST as exc:
+                # Dead before BEGIN went through: nothing of the work ran, so another
+                # connection may (not after no connection came within the timeout).
+                stale += 1
+                if began or isinstance(exc, PoolTimeout) or stale >= _stale_limit(self._pool):
+                    raise self._failure("write", exc) from exc
             except psycopg.Error as exc:
                 raise StorageError(f"write failed: {exc}") from exc
+            else:
+                self._recovered()
+                return result
+
+    # -- a server that goes away ---------------------------------------------------------------
+
+    def _lost(self, exc: BaseException) -> None:
+        if self._outage is None:
+            logger.error(
+                "PostgreSQL %s is unreachable (%s); what needs the database waits until it "
+                "answers again",
+                self.location,
+                exc,
+            )
+        self._outage = exc
+
+    def _recovered(self) -> None:
+        if self._outage is not None:
+            logger.warning("PostgreSQL %s is reachable again", self.location)
+            self._outage = None
+
+    def _failure(self, what: str, exc: psycopg.Error) -> StorageError:
+        """Return the error a failed read or write raises (:class:`PoolReader`'s too):
+        :class:`DatabaseUnwritable` for a server that went away (the same operation may
+        succeed later)."""
+        if isinstance(exc, _LOST):
+            self._lost(exc)
+            return DatabaseUnwritable(f"{what} failed, PostgreSQL unreachable: {exc}")
+        return StorageError(f"{what} failed: {exc}")
 
 
 #: The tables whose rows hold what users said (vacuumed after an erasure); those not yet
@@ -400,6 +486,11 @@ _TEXT_TABLES = (
     "memory_sources",
     "memory_relations",
 )
+
+
+def _stale_limit(pool: AsyncConnectionPool[Any] | ConnectionPool[Any]) -> int:
+    """How many dead pooled connections an operation may meet: all the pool holds, and one."""
+    return pool.max_size + 1
 
 
 def _configure_snapshot(conn: psycopg.Connection[Any]) -> None:

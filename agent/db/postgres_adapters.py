@@ -18,15 +18,16 @@ Tested in ``tests/test_postgres.py``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
 from psycopg.adapt import AdaptersMap, Dumper
 from psycopg.rows import RowMaker
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agent.db.transaction import Params, Row
+from agent.errors import StorageError
 
 __all__ = [
     "ADAPTERS",
@@ -163,27 +164,54 @@ class PostgresTransaction:
 
 
 class PoolReader:
-    """The :attr:`PostgresDatabase.reader`: each statement on a pooled autocommit connection."""
+    """The :attr:`PostgresDatabase.reader`: each statement on a pooled autocommit connection.
 
-    __slots__ = ("_pool",)
+    A read meets a connection the server closed meanwhile (restarted): the pool drops it and
+    the read runs again on another, up to once per connection the pool holds and once more.
+    A driver error that remains is raised as what ``failure`` makes of it (a
+    :class:`~agent.errors.StorageError`).
+    """
 
-    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+    __slots__ = ("_failure", "_pool")
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        failure: Callable[[str, psycopg.Error], StorageError],
+    ) -> None:
         self._pool = pool
+        self._failure = failure
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement on its own; return how many rows it changed."""
-        async with self._pool.connection() as conn:
-            return await PostgresTransaction(conn).execute(sql, params)
+        """Run one statement on its own; return how many rows it changed (a write of its
+        own: not run again after a lost connection, whose outcome is unknown)."""
+        try:
+            async with self._pool.connection() as conn:
+                return await PostgresTransaction(conn).execute(sql, params)
+        except psycopg.Error as exc:
+            raise self._failure("write", exc) from exc
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
         """Run one statement once per parameter set; return how many rows they changed."""
-        async with self._pool.connection() as conn:
-            return await PostgresTransaction(conn).executemany(sql, rows)
+        try:
+            async with self._pool.connection() as conn:
+                return await PostgresTransaction(conn).executemany(sql, rows)
+        except psycopg.Error as exc:
+            raise self._failure("write", exc) from exc
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         """Run one statement on its own; return all its rows."""
-        async with self._pool.connection() as conn:
-            return await PostgresTransaction(conn).fetchall(sql, params)
+        stale = 0
+        while True:
+            try:
+                async with self._pool.connection() as conn:
+                    return await PostgresTransaction(conn).fetchall(sql, params)
+            except psycopg.OperationalError as exc:
+                stale += 1  # a dead connection: another runs it (none within the timeout: fail)
+                if isinstance(exc, PoolTimeout) or stale > self._pool.max_size:
+                    raise self._failure("read", exc) from exc
+            except psycopg.Error as exc:
+                raise self._failure("read", exc) from exc
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         """Run one statement on its own; return its first row, or ``None``."""

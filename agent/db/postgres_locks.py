@@ -35,7 +35,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from agent.db.locks import LocalChatLocks
-from agent.errors import StorageError
+from agent.errors import DatabaseUnwritable, StorageError
 
 __all__ = ["PostgresChatLocks", "PostgresLeaderLock", "advisory_key"]
 
@@ -54,6 +54,13 @@ def advisory_key(scope: str, value: int) -> int:
 async def _unlock_all(conn: psycopg.AsyncConnection[Any]) -> None:
     # The pool's reset: a connection never goes back to the pool with a lock of a past holder.
     await conn.execute("SELECT pg_advisory_unlock_all()")
+
+
+def _lock_failure(chat_id: int, exc: psycopg.Error) -> StorageError:
+    """The error of a chat lock not had: a refusal when the server cannot be reached."""
+    if isinstance(exc, psycopg.OperationalError):
+        return DatabaseUnwritable(f"cannot lock chat {chat_id}, PostgreSQL unreachable: {exc}")
+    return StorageError(f"cannot lock chat {chat_id}: {exc}")
 
 
 class PostgresChatLocks:
@@ -129,21 +136,30 @@ class PostgresChatLocks:
                 await self._unlock(conn, key, chat_id)
 
     async def _lock(self, key: int, chat_id: int) -> psycopg.AsyncConnection[Any]:
-        try:
-            conn: psycopg.AsyncConnection[Any] = await self._pool.getconn()
-        except psycopg.Error as exc:  # psycopg_pool.PoolTimeout too
-            raise StorageError(f"cannot lock chat {chat_id}: {exc}") from exc
-        try:
-            await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-        except BaseException as exc:
-            # Cancelled, or the statement failed: the server may still grant the lock;
-            # closing the session releases whatever it holds (the pool drops it).
-            await conn.close()
-            await self._pool.putconn(conn)
-            if isinstance(exc, psycopg.Error):
-                raise StorageError(f"cannot lock chat {chat_id}: {exc}") from exc
-            raise
-        return conn
+        """Take a connection holding the chat's lock. A pooled connection the server closed
+        meanwhile (restarted) is dropped and another asked, up to once per connection the
+        pool holds and once more; a server that cannot be reached is
+        :class:`~agent.errors.DatabaseUnwritable` (the chat's work waits, as for a refused
+        write)."""
+        for attempt in range(1, self._pool.max_size + 2):
+            try:
+                conn: psycopg.AsyncConnection[Any] = await self._pool.getconn()
+            except psycopg.Error as exc:  # psycopg_pool.PoolTimeout too
+                raise _lock_failure(chat_id, exc) from exc
+            try:
+                await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            except BaseException as exc:
+                # Cancelled, or the statement failed: the server may still grant the lock;
+                # closing the session releases whatever it holds (the pool drops it).
+                await conn.close()
+                await self._pool.putconn(conn)
+                if isinstance(exc, psycopg.OperationalError) and attempt <= self._pool.max_size:
+                    continue  # a dead connection: the lock was not granted on it
+                if isinstance(exc, psycopg.Error):
+                    raise _lock_failure(chat_id, exc) from exc
+                raise
+            return conn
+        raise AssertionError("unreachable")  # the last attempt returns or raises
 
     async def _unlock(self, conn: psycopg.AsyncConnection[Any], key: int, chat_id: int) -> None:
         try:

@@ -37,6 +37,7 @@ from telegram.ext import Application, ApplicationBuilder, CallbackContext
 
 from agent.chat.inbound_journal import InboundJournal
 from agent.chat.service import ChatService
+from agent.chat.storage_backlog import REFUSALS
 from agent.config import Settings
 from agent.db import LeaderLock
 from agent.errors import ConfigError
@@ -322,4 +323,9 @@ async def _lead(
 
 
 async def _run_job(work: Callable[[], Awaitable[object]], _: CallbackContext) -> None:  # type: ignore[type-arg]
-    await work()
+    try:
+        await work()
+    except REFUSALS as exc:
+        # The database refuses for a while (logged once where it happens): the job runs again
+        # at its next interval.
+        logger.debug("job %s waits for the database: %s", getattr(work, "__name__", work), exc)

@@ -69,13 +69,24 @@ class UpdatePoller:
             logger, "polling", "retrying with back-off; new messages wait at Telegram"
         )
 
+    async def _last_journaled(self) -> int | None:
+        """Return the last journaled update id, waiting while the database refuses (a server
+        restarting: logged where it happens); polling without it could confirm too much."""
+        wait = self._first_backoff
+        while True:
+            try:
+                return await self._journal.last_update_id()
+            except REFUSALS:
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, TELEGRAM_MAX_BACKOFF)
+
     async def run(self) -> None:
         """Poll until cancelled.
 
         Raises:
             InvalidToken, Forbidden: the token is wrong or revoked (no point retrying).
         """
-        last = await self._journal.last_update_id()
+        last = await self._last_journaled()
         # Everything up to the last journaled update may be confirmed: it is durable.
         offset = None if last is None else last + 1
         as_json = False  # the last batch held an update python-telegram-bot cannot read
