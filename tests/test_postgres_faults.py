@@ -36,15 +36,13 @@ from tests.bot_harness import BOT_USERNAME, TOKEN_SECRET, FakeChats
 from tests.conftest import Launch
 from tests.fake_bot_api import FakeBotApi
 from tests.lane_crash_worker import database_url
+from tests.postgres_server import CLUSTER, RESTART_ALLOWED, restart_immediately
 
 pytestmark = pytest.mark.postgres
 
 CHATS = (301, 302, 303)
 #: How long the final run may take to answer everything left.
 SETTLE_TIMEOUT = 90.0
-RESTART = os.environ.get("AGENT_TEST_POSTGRES_RESTART") == "1"
-#: The server of this machine (PostgreSQL 15's cluster "main"), as ``.ci/start-postgres`` runs it.
-CLUSTER = ("pg_ctlcluster", "--skip-systemctl-redirect", "15", "main")
 
 
 @pytest.fixture
@@ -256,7 +254,7 @@ def test_the_bot_on_postgres_killed_mid_conversation_loses_and_doubles_nothing(
 
 
 @pytest.mark.skipif(
-    not RESTART,
+    not RESTART_ALLOWED,
     reason="restarts the shared PostgreSQL server: set AGENT_TEST_POSTGRES_RESTART=1",
 )
 def test_the_postgres_server_restarted_under_the_bot_loses_nothing(
@@ -283,7 +281,7 @@ def test_the_postgres_server_restarted_under_the_bot_loses_nothing(
 
     burst("before the restart")
     _settle(api, chats, sent, postgres_url)
-    subprocess.run([*CLUSTER, "restart", "-m", "immediate"], check=True, timeout=120)
+    restart_immediately()
     burst("after the restart")
     _settle(api, chats, sent, postgres_url)
     subprocess.run([*CLUSTER, "stop", "-m", "immediate"], check=True, timeout=120)

@@ -4,7 +4,9 @@ Three real bots (``run_bot.py``) share a database of the real server: in webhook
 the fake Bot API's round-robin delivery (as Telegram posts to nginx), in polling mode with one
 leader. Four private chats and two groups send messages, commands and reminders; a worker is
 killed with SIGKILL mid-stream (once; a random one again and again, restarted on its port,
-``AGENT_TEST_WORKER_KILLS`` times, 6 by default; the polling leader). After it: every delivered
+``AGENT_TEST_WORKER_KILLS`` times, 6 by default, among them ``AGENT_TEST_POSTGRES_RESTARTS``
+immediate restarts of the server itself where ``AGENT_TEST_POSTGRES_RESTART=1``; the polling
+leader). After it: every delivered
 update is one turn, a chat's turns are in its updates' order, every reminder fired once, every
 journal entry is done, and ``agent-memory verify --deep`` finds every checkpoint row at its log
 and every state the fold of its log. Also the lane's refresh across two lanes on one database
@@ -42,6 +44,7 @@ from tests.bot_harness import (
     is_reminder,
 )
 from tests.fake_bot_api import FakeBotApi
+from tests.postgres_server import RESTART_ALLOWED, restart_immediately
 
 pytestmark = pytest.mark.postgres
 
@@ -369,10 +372,15 @@ def test_webhook_workers_killed_again_and_again_lose_and_double_nothing(
     api: FakeBotApi, workers: _Workers, database_url: str, postgres_url: str, tmp_path: Path
 ) -> None:
     """SIGKILL a random worker at a random moment of the stream, again and again
-    (``AGENT_TEST_WORKER_KILLS``, default 6), each restarted on its port: every delivered
-    update is one turn, in its chat's order, reminders fire once, checkpoints and states
-    stay consistent."""
+    (``AGENT_TEST_WORKER_KILLS``, default 6), each restarted on its port, and restart the
+    PostgreSQL server itself at once a few times among the kills
+    (``AGENT_TEST_POSTGRES_RESTARTS``, with ``AGENT_TEST_POSTGRES_RESTART=1``): every delivered
+    update is one turn, in its chat's order, reminders fire once, checkpoints and states stay
+    consistent."""
     kills = int(os.environ.get("AGENT_TEST_WORKER_KILLS", "6"))
+    restarts = int(os.environ.get("AGENT_TEST_POSTGRES_RESTARTS", "0")) if RESTART_ALLOWED else 0
+    # The server restarted at once (-m immediate) after these kills, spread over the run.
+    restart_after = {kills * (n + 1) // (restarts + 1) for n in range(restarts)}
     rng = random.Random(18)
     for _ in range(3):
         workers.start(webhook=True)
@@ -388,6 +396,8 @@ def test_webhook_workers_killed_again_and_again_lose_and_double_nothing(
         workers.procs[index].kill()
         workers.dead.append(workers.procs[index])
         workers.restart(index).wait_until_up()
+        if kill in restart_after:
+            restart_immediately()
     for update_id in chats.update_ids:
         delivery.wait_until_delivered(update_id, timeout=120)
     _wait_answers(api, dict.fromkeys(NAMES, sum(_is_turn(r) for r in range(kills))))
