@@ -39,7 +39,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from agent.app.wiring import build_lane, open_database, open_lane, state_manager, summary_store
+from agent.app.wiring import build_lane, open_database, open_lane, state_manager
 from agent.config import Settings
 from agent.db import Database
 from agent.memory import (
@@ -53,6 +53,7 @@ from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.schemas import dump_json
+from agent.memory.summaries.summary_store import SqliteSummaryStore
 from agent.memory.writer import write_summary_version
 from agent.utils import ids
 from bench.benchmarks_file import write_section
@@ -160,7 +161,7 @@ async def fill(
     longer fold ends in a state of the same size, and the fold is most of a fill's time.
     """
     store = SqliteConversationStore()
-    rules, chain = state_manager(settings), summary_store(settings)
+    rules, chain = state_manager(settings), SqliteSummaryStore(retention=settings.summary_retention)
     turns_of = dict(sessions)
     work: list[tuple[int, int, int]] = []  # chat, first seq, count
     for chat_id, turns in sessions:
