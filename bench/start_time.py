@@ -473,7 +473,8 @@ def main(argv: list[str] | None = None) -> int:
             " repository, on the same filesystem.",
             "",
             f"A database of N open private sessions of {TEMPLATE_TURNS} turns each (copies of one"
-            f" session the real lane made), their checkpoint files present;"
+            " session the real lane made), their checkpoints present (files on SQLite, rows on"
+            " PostgreSQL);"
             f" {UNRECORDED_SHARE:.0%} of the records unknown with a good file and"
             f" {STALE_SHARE:.0%} unknown with a file one turn behind (\"recorded\"), or every"
             " record unknown (\"after 0015\"). `python run_bot.py` (durability `full`, the"

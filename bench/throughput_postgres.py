@@ -212,12 +212,11 @@ def report(results: list[WorkersResult], sqlite: LevelResult, chats: int) -> lis
         "",
     ]
     one = results[0].turns_per_s if results and results[0].workers == 1 else 0.0
-    for r in results[1:] if one else []:
-        lines.append(
-            f"- {r.workers} workers / 1 worker: {r.turns_per_s / one:.2f}x the turns/s"
-            f" ({chats} chats)."
-        )
-    return lines
+    ratios = [f"{r.workers}/1: {r.turns_per_s / one:.2f}x" for r in results[1:] if one]
+    return [
+        *lines,
+        f"Scaling of the turns/s with {chats} chats, workers/1 worker: " + "; ".join(ratios) + ".",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
