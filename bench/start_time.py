@@ -29,8 +29,9 @@ sessions. Two scenarios: **recorded** (the database as a clean stop leaves it) a
 chat busy).
 
 **Backends.** What depends on the database is :class:`SqliteBackend` (fill, the scenario's
-records, the bot's environment); a PostgreSQL backend implements the same three methods and
-is chosen with ``--backend``.
+records, the bot's environment, the drop); ``--backend postgres`` takes
+:class:`bench.start_time_postgres.PostgresBackend` on the server of ``AGENT_TEST_POSTGRES_URL``
+and writes the "Start time on PostgreSQL" section.
 """
 
 from __future__ import annotations
