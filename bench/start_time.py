@@ -29,14 +29,16 @@ sessions. Two scenarios: **recorded** (the database as a clean stop leaves it) a
 chat busy).
 
 **Backends.** What depends on the database is :class:`SqliteBackend` (fill, the scenario's
-records, the bot's environment); a PostgreSQL backend implements the same three methods and
-is chosen with ``--backend``.
+records, the bot's environment, the drop); ``--backend postgres`` takes
+:class:`bench.start_time_postgres.PostgresBackend` on the server of ``AGENT_TEST_POSTGRES_URL``
+and writes the "Start time on PostgreSQL" section.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import shutil
 import sqlite3
@@ -94,7 +96,7 @@ class Backend(Protocol):
     """**Protocol:** what a run needs of a database backend; :func:`measure` calls it.
 
     ``fill`` once per size, ``forget_records`` before each run of the "after 0015" scenario,
-    ``env`` for each bot it starts.
+    ``env`` for each bot it starts, ``drop`` when the size is done.
     """
 
     name: str
@@ -104,6 +106,8 @@ class Backend(Protocol):
     def forget_records(self, home: Path) -> None: ...
 
     def env(self, home: Path) -> dict[str, str]: ...
+
+    def drop(self, home: Path) -> None: ...
 
 
 def _rows(conn: sqlite3.Connection, table: str, session_id: str) -> list[dict[str, Any]]:
@@ -256,6 +260,9 @@ class SqliteBackend:
         """The bot's environment: its files in ``home`` (:func:`tests.bot_harness.bot_env`)."""
         return {}
 
+    def drop(self, home: Path) -> None:
+        """Nothing beyond ``home``, which :func:`measure` removes."""
+
 
 async def _migrate(home: Path) -> None:
     settings = lane_settings(home, "memory", "process")
@@ -265,6 +272,12 @@ async def _migrate(home: Path) -> None:
 
 
 BACKENDS: dict[str, Backend] = {"sqlite": SqliteBackend()}
+
+
+def _postgres(url: str) -> Backend:
+    from bench.start_time_postgres import PostgresBackend  # it builds on this module
+
+    return PostgresBackend(url)
 
 
 @dataclass(slots=True)
@@ -379,6 +392,7 @@ def measure(
         out.append(scenario)
         if not sessions:
             break
+    backend.drop(home)
     shutil.rmtree(home)
     return out
 
@@ -434,13 +448,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = arguments("python -m bench.start_time", __doc__, "2,000 sessions, one run, printed")
     parser.add_argument("--sessions", help="comma-separated sizes (default 10000,100000)")
     parser.add_argument("--runs", type=int, help="runs per scenario (default 3)")
-    parser.add_argument("--backend", choices=sorted(BACKENDS), default="sqlite")
+    parser.add_argument("--backend", choices=[*BACKENDS, "postgres"], default="sqlite")
     args = parser.parse_args(argv)
+    if args.backend == "postgres" and not os.environ.get("AGENT_TEST_POSTGRES_URL"):
+        parser.error("--backend postgres needs the server of AGENT_TEST_POSTGRES_URL")
     sizes = [2_000] if args.quick else [10_000, 100_000]
     if args.sessions:
         sizes = [int(n) for n in args.sessions.split(",")]
     runs = args.runs or (1 if args.quick else 3)
-    backend = BACKENDS[args.backend]
+    backend = BACKENDS.get(args.backend) or _postgres(os.environ["AGENT_TEST_POSTGRES_URL"])
     started = time.perf_counter()
     with temporary_workdir(".bench-start-") as workdir:
         where = machine(workdir)
@@ -451,14 +467,15 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench" + (" --quick" if args.quick else "")
     section = "\n".join(
         [
-            "## Start time",
+            "## Start time" + ("" if backend.name == "sqlite" else " on PostgreSQL"),
             "",
             f"`{command}` or `python -m bench.start_time` ({elapsed:.0f} s for this part) on"
             f" {where}; backend {backend.name}; the temporary directory is next to the"
             " repository, on the same filesystem.",
             "",
             f"A database of N open private sessions of {TEMPLATE_TURNS} turns each (copies of one"
-            f" session the real lane made), their checkpoint files present;"
+            " session the real lane made), their checkpoints present (files on SQLite, rows on"
+            " PostgreSQL);"
             f" {UNRECORDED_SHARE:.0%} of the records unknown with a good file and"
             f" {STALE_SHARE:.0%} unknown with a file one turn behind (\"recorded\"), or every"
             " record unknown (\"after 0015\"). `python run_bot.py` (durability `full`, the"

@@ -200,3 +200,26 @@ async def test_a_caller_holding_the_chat_drains_it_without_asking_again(workers)
         assert not other.done()
     assert await asyncio.wait_for(other, 5) == 0
     assert processed == [1, 2]
+
+
+async def test_a_drain_leaves_what_is_journaled_meanwhile_to_the_next_drain(workers):
+    """A drain processes what was pending when it began (batch after batch while one comes
+    back full), not an entry journaled while it runs: that one is the next drain's, so a chat
+    whose user keeps writing lets go of its lock between drains (bench/throughput_postgres.py
+    found a worker's busy chats holding every lock connection and starving its other chats)."""
+    journal, locks = workers[0].journal, workers[0].locks
+    seen: list[int] = []
+
+    async def process(e: JournalEntry) -> None:
+        seen.append(e.update_id)
+        await journal.mark_done(e.update_id)
+        if e.update_id == 3:
+            await journal.record([entry(4)])  # the user writes again during the turn
+
+    drain = JournalDrain(journal, locks, process, batch=2)
+    await journal.record([entry(1), entry(2), entry(3)])
+    assert await drain.drain(7) == 3
+    assert seen == [1, 2, 3]
+    assert [e.update_id for e in await journal.pending_of_chat(7)] == [4]
+    assert await drain.drain(7) == 1
+    assert seen == [1, 2, 3, 4]

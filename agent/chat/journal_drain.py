@@ -9,7 +9,12 @@ Telegram is answered: I1) and then calls :meth:`JournalDrain.drain` for that cha
 2. reads the chat's pending entries, oldest ``update_id`` first
    (:meth:`~agent.chat.inbound_journal.InboundJournal.pending_of_chat`), and hands each to
    ``process``, which leaves it done or failed (the chat service marks it, after the turn's
-   commit) before the next is read; entries journaled meanwhile are read too;
+   commit) before the next is read; it reads what was pending when it began (batch after
+   batch while a batch comes back full), not what is journaled meanwhile: that is the next
+   drain's, which its arrival queued, so that a chat whose user keeps writing lets go of its
+   lock between drains and a worker's other chats get their turn (a worker holds at most as
+   many chats as its lock pool has connections: endless drains of a few busy chats starved
+   every other chat, found by ``bench/throughput_postgres.py``);
 3. lets the lock go.
 
 So the entries of a chat are processed one at a time and in order, and each once: an entry a
@@ -99,6 +104,8 @@ class JournalDrain:
                 processed += 1
             # Past what this drain tried: an entry left pending waits for a later drain.
             after = entries[-1].update_id
+            if len(entries) < self._batch:  # all that was pending: what came since is the
+                break  # next drain's (its arrival queued one)
         if processed:
             logger.debug("drained %d journal entries of chat %s", processed, chat_id)
         return processed
