@@ -53,7 +53,6 @@ from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.schemas import dump_json
-from agent.memory.summaries.summary_store import SqliteSummaryStore
 from agent.memory.writer import write_summary_version
 from agent.utils import ids
 from bench.benchmarks_file import write_section
