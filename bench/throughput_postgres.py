@@ -82,8 +82,10 @@ def postgres_cpu_pids(conninfo: str, application: str) -> list[int]:
             "SELECT pid, backend_type, application_name FROM pg_stat_activity"
         ).fetchall()
         [(backend,)] = conn.execute("SELECT pg_backend_pid()").fetchall()
-    # The postmaster is every backend's parent (field 4 of /proc/<pid>/stat).
-    postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        # The postmaster is every backend's parent (field 4 of /proc/<pid>/stat), read while
+        # this connection's backend still runs.
+        stat = Path(f"/proc/{backend}/stat").read_text()
+    postmaster = int(stat.rsplit(")", 1)[1].split()[1])
     mine = [pid for pid, kind, name in rows if kind != "client backend" or name == application]
     return [postmaster, *mine]
 
