@@ -147,6 +147,42 @@ async def test_a_due_job_is_claimed_by_one_worker_until_its_lease_ends(backend):
     assert await one.next_due() is None
 
 
+async def test_a_held_claim_is_renewed_and_one_let_go_or_abandoned_lapses(backend):
+    """A worker renews the leases of the claims it holds (a job queued behind a long turn stays
+    its own): another worker cannot claim them however long it holds them; a claim let go
+    (its firing failed) or held by a worker that stopped renewing (died) is claimable once
+    its lease ends; a claim another worker took meanwhile is no longer held."""
+    clock = Clock()
+    db = await backend.open_db()
+    one = backend.table(db, "w1", lease=timedelta(seconds=30), clock=clock)
+    two = backend.table(await backend.open_db(), "w2", lease=timedelta(seconds=30), clock=clock)
+    await one.add([job(1), job(2), job(3)])
+    clock.advance(seconds=1)
+    assert [j.job_id for j in await one.claim()] == ["job-001", "job-002", "job-003"]
+    assert one.held == {"job-001", "job-002", "job-003"}
+
+    clock.advance(seconds=10)
+    assert await one.renew() == 0  # more than half of the lease is left
+    one.let_go("job-002")  # its firing failed: left to its lease's end
+    for step in range(8):  # two minutes of renewals: jobs 1 and 3 stay w1's
+        clock.advance(seconds=15)
+        await one.renew()
+        # job 2's lease, not renewed, ends in the second step: w2 takes it and fires it
+        assert [j.job_id for j in await two.claim()] == (["job-002"] if step == 1 else [])
+        if step == 1:
+            assert await two.complete("job-002")
+    assert await one.complete("job-001")
+    assert one.held == {"job-003"}
+
+    clock.advance(seconds=31)  # w1 stopped renewing (it died): job 3 is free again
+    assert [(j.job_id, j.attempts) for j in await two.claim()] == [("job-003", 2)]
+    clock.advance(seconds=15)
+    assert await one.renew() == 0  # w2 holds it now
+    assert one.held == frozenset()
+    assert await two.renew() == 1
+    assert two.held == {"job-003"}
+
+
 async def test_jobs_go_with_their_chat_and_done_ones_are_pruned(backend):
     """``cancel`` deletes one job, ``forget_chat`` every job of a chat (done or not), ``prune``
     the jobs done long enough ago."""

@@ -13,8 +13,13 @@ job fires once whichever workers are alive (issue 18, section 3):
 * :meth:`JobTable.complete_in` marks the job done *in the transaction of what firing it
   writes*, and only while the claim is still this worker's: a worker that overran its lease
   and lost the job to another rolls its firing back. So a job's effect is committed once.
-* A worker that dies holding a claim loses it when the lease ends: the job is claimable again
-  (``attempts`` counts the claims; past ``max_attempts`` a job is no longer claimed).
+* A worker renews the leases of the claims it still holds (:meth:`JobTable.renew`, from its
+  claim loop), so a job queued behind a long turn of its chat is not taken from it. A worker
+  that dies holding a claim stops renewing it and loses it when the lease ends, within
+  ``lease`` (30 s by default): the job is claimable again (``attempts`` counts the claims; past
+  ``max_attempts`` a job is no longer claimed). Should two workers fire one job all the same
+  (a lease that lapsed while its worker stalled), the chat's lock and the session's record of
+  the job make the second firing find it fired.
 
 Times are the database's ISO text (:func:`~agent.utils.timestamps.to_db_time`), compared as
 text on both backends. Tested in ``tests/test_job_table.py`` (SQLite, PostgreSQL with
@@ -76,7 +81,8 @@ class JobTable:
     Args:
         db: the open database.
         worker_id: this worker's name (``AGENT_WORKER_ID``), written on its claims.
-        lease: how long a claim keeps a job from other workers; firing must end sooner.
+        lease: how long a claim keeps a job from other workers unless renewed; the claims
+            still held are renewed once less than half of it is left (:meth:`renew`).
         max_attempts: claims after which a job is left alone (a job that kills its worker).
         clock: returns the current time.
     """
@@ -97,7 +103,7 @@ class JobTable:
         db: AnyDatabase,
         worker_id: str,
         *,
-        lease: timedelta = timedelta(minutes=2),
+        lease: timedelta = timedelta(seconds=30),
         max_attempts: int = 5,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
@@ -106,6 +112,8 @@ class JobTable:
         self.lease = lease
         self.max_attempts = max_attempts
         self._clock = clock
+        self._held: set[str] = set()  # the claims this worker holds and has not let go
+        self._renewed_at: datetime | None = None
 
     async def add(self, jobs: Sequence[Job]) -> int:
         """Store jobs in one transaction; return how many were new (an id stored already, done
@@ -149,7 +157,49 @@ class JobTable:
                 self.CLAIM, (self.worker_id, until, at, self.max_attempts, at, limit)
             )
         )
+        if rows and not self._held:
+            self._renewed_at = now
+        self._held.update(row["job_id"] for row in rows)
         return sorted((_job(row) for row in rows), key=lambda j: (j.due_at, j.job_id))
+
+    @property
+    def held(self) -> frozenset[str]:
+        """The ids of the jobs this worker claimed and has neither completed, released nor
+        let go."""
+        return frozenset(self._held)
+
+    async def renew(self) -> int:
+        """Extend the lease of every claim still held, once less than half of it is left since
+        the last renewal (sooner does nothing); return how many claims were renewed.
+
+        A claim another worker took meanwhile (this worker stalled past its lease) is not
+        renewed, and no longer held.
+        """
+        now = self._clock()
+        if not self._held or (
+            self._renewed_at is not None and now - self._renewed_at < self.lease / 2
+        ):
+            return 0
+        until, held = to_db_time(now + self.lease), sorted(self._held)
+
+        async def extend(tx: Transaction) -> set[str]:
+            kept: set[str] = set()
+            for job_id in held:  # one lock order for every writer
+                kept.update(row["job_id"] for row in await tx.fetchall(
+                    "UPDATE jobs SET claimed_until = ? WHERE job_id = ? AND claimed_by = ?"
+                    " AND done_at IS NULL RETURNING job_id",
+                    (until, job_id, self.worker_id),
+                ))
+            return kept
+
+        kept = await self.db.write(extend)
+        self._renewed_at = now
+        self._held -= set(held) - kept  # taken by another worker meanwhile
+        return len(kept)
+
+    def let_go(self, job_id: str) -> None:
+        """Stop renewing a claim (its firing ended, or failed): left to its lease's end."""
+        self._held.discard(job_id)
 
     async def complete(self, job_id: str) -> bool:
         """Mark a job this worker claimed done, in a transaction of its own
@@ -169,11 +219,13 @@ class JobTable:
             " WHERE job_id = ? AND claimed_by = ? AND done_at IS NULL RETURNING job_id",
             (to_db_time(self._clock()), job_id, self.worker_id),
         )
+        self._held.discard(job_id)
         return bool(rows)
 
     async def release(self, job_id: str) -> None:
         """Hand a claimed job back undone, claimable again at once (a worker shutting down, a
         write the database refused)."""
+        self._held.discard(job_id)
         await self.db.write(
             lambda tx: tx.execute(
                 "UPDATE jobs SET claimed_until = NULL"

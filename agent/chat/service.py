@@ -205,6 +205,7 @@ class ChatService:
         jobs = self._jobs
         if jobs is None:
             return 0
+        await jobs.renew()  # the claims still queued or firing here stay this worker's
         due = await jobs.next_due()
         if due is None or due > self.lane.now():
             return 0
@@ -350,11 +351,9 @@ class ChatService:
 
     @staticmethod
     def _dropped(chat_id: int, exc: DeliveryError) -> None:
-        logger.warning(
-            "a message to chat %s was dropped (%s); it is no turn's reply, so it is not resent",
-            chat_id,
-            exc.reason,
-        )
+        reason = exc.reason
+        logger.warning("a message to chat %s was dropped (%s); it is no turn's reply, so it"
+                       " is not resent", chat_id, reason)
 
     # -- the queue's handler ----------------------------------------------------------------------
 
@@ -373,6 +372,9 @@ class ChatService:
             if isinstance(work, _Queued) and not work.done.done():
                 work.done.set_exception(exc)
             raise
+        finally:
+            if isinstance(work, _DueJob) and work.claimed and self._jobs is not None:
+                self._jobs.let_go(work.job.job_id)  # completed, or left to its lease's end
 
     async def _handle_held(self, chat_id: int, work: _Work) -> None:
         if isinstance(work, _Drain):
