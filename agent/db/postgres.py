@@ -242,11 +242,16 @@ class PostgresDatabase:
             return self
         try:
             await self._pool.open(wait=True, timeout=self._timeout)
+            # The snapshot pool connects in its own threads meanwhile: a snapshot read waits
+            # for a connection as it would for a busy one (its ``timeout``).
+            self._read_pool.open(wait=False)
             async with self._pool.connection() as conn:
                 await migrate_postgres(conn, self._migrations)
-            await asyncio.to_thread(self._read_pool.open, wait=True, timeout=self._timeout)
-        except psycopg.Error as exc:  # psycopg_pool.PoolTimeout too: the server is unreachable
-            raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
+        except BaseException as exc:
+            await self.close()  # no pool left connecting behind a failed open
+            if isinstance(exc, psycopg.Error):  # PoolTimeout too: the server is unreachable
+                raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
+            raise
         self._open = True
         return self
 
