@@ -46,6 +46,7 @@ __all__ = [
     "DeliberationTracker",
     "DeliberationUpdate",
     "is_deliberation_move",
+    "participant_key",
 ]
 
 #: The most participants a session keeps (the least recently heard leaves first).
@@ -253,12 +254,19 @@ class DeliberationUpdate:
     decision_id: str | None = None
 
 
+def participant_key(user_id: int | None, speaker: str | None) -> str | None:
+    """The :attr:`~agent.memory.group_schemas.Participant.participant_id` of a group member:
+    ``user:<telegram id>``, else ``name:<speaker>``; ``None`` for a message of neither."""
+    if user_id is not None:
+        return f"user:{user_id}"
+    return f"name:{speaker}" if speaker else None
+
+
 def _speaker(turn: ConversationTurn) -> tuple[str, str] | None:
-    if turn.user_id is not None:
-        return f"user:{turn.user_id}", turn.speaker or f"user {turn.user_id}"
-    if turn.speaker:
-        return f"name:{turn.speaker}", turn.speaker
-    return None
+    pid = participant_key(turn.user_id, turn.speaker)
+    if pid is None:
+        return None
+    return pid, turn.speaker or f"user {turn.user_id}"
 
 
 def _topic(text: str) -> str:
