@@ -168,9 +168,7 @@ def test_the_member_fits_the_budget_or_gives_way(budget):
     assert bob is not None
     assert len(bob.key_contributions) == 3
 
-    packet = ConversationContextBuilder(token_budget=budget).build(
-        state, turns, now=T0, member=bob
-    )
+    packet = ConversationContextBuilder(token_budget=budget).build(state, turns, now=T0, member=bob)
 
     rendered = render_packet(packet)
     assert packet.token_estimate == estimate_tokens(rendered) <= budget
