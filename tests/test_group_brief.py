@@ -29,7 +29,7 @@ from tests.fake_llm_api import Answer, FakeLLMApi, completion
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 CHAT = -4200
-IDS = {"Alice": 11, "Bob": 12, "Carol": 13, "Dave": 14}
+IDS = {"Alice": 11, "Bob": 12, "Carol": 13, "Dave": 14, "Erin": 15}
 # A planning thread: a proposal settled on a variant, an opinion, two proposals left open.
 THREAD = [
     ("Alice", "I propose we meet on Friday at 5 to plan the launch"),
@@ -63,7 +63,7 @@ def said(n: int, who: str, text: str, *, ask: bool = False, chat: int = CHAT) ->
         chat_id=chat,
         text=text,
         chat_type="group" if chat < 0 else "private",
-        user_id=IDS.get(who, 99),
+        user_id=IDS[who],
         speaker=who,
         update_id=n,
         wants_reply=ask,
@@ -131,8 +131,8 @@ async def test_a_private_chat_has_no_member(tmp_path):
         lane = ConversationLane(db, CheckpointWriter(tmp_path / "checkpoints"))
         await lane.hydrate()
         engine = Capture()
-        await lane.on_turn(said(1, "Ada", "I propose we go to Lisbon", ask=True, chat=7), engine)
-        await lane.on_turn(said(2, "Ada", "what did I say?", ask=True, chat=7), engine)
+        await lane.on_turn(said(1, "Erin", "I propose we go to Lisbon", ask=True, chat=7), engine)
+        await lane.on_turn(said(2, "Erin", "what did I say?", ask=True, chat=7), engine)
         await lane.shutdown()
     assert engine.packets[-1].member is None
     assert render_brief(engine.packets[-1]) == ""
@@ -299,7 +299,7 @@ async def test_a_private_chat_retries_with_the_full_prompt(tmp_path):
                 api.base_url, "test-model", None, fallback=Offline(), timeout=0.5, backoff=0.01
             )
             async with llm:
-                await lane.on_turn(said(1, "Ada", "hi there", ask=True, chat=7), llm)
+                await lane.on_turn(said(1, "Erin", "hi there", ask=True, chat=7), llm)
         await lane.shutdown()
     first, second = (r.body for r in api.requests)
     assert first == second

@@ -17,23 +17,10 @@ from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, TurnResult
 from tests.bot_harness import BOT_USERNAME, FakeChats
 from tests.fake_bot_api import FakeBotApi
+from tests.test_group_brief import IDS, THREAD
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 GROUP = -5100
-IDS = {"Alice": 21, "Bob": 22, "Carol": 23, "Dave": 24, "Erin": 25}
-THREAD = [
-    ("Alice", "I propose we meet on Friday at 5 to plan the launch"),
-    ("Bob", "+1"),
-    ("Carol", "I disagree, Friday evening is bad for me"),
-    ("Alice", "how about Friday at 3 instead?"),
-    ("Bob", "sounds good"),
-    ("Alice", "great, we agreed on Friday at 3 for the launch meeting"),
-    ("Bob", "I think the launch budget needs another review"),
-    ("Carol", "what if we cut the catering?"),
-    ("Alice", "-1"),
-    ("Bob", "I suggest we book the rooftop venue for the party"),
-    ("Dave", "lol"),
-]
 
 
 class Group:
