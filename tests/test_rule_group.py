@@ -157,6 +157,25 @@ async def test_the_question_itself_is_not_what_they_said(group):
     assert re.fullmatch(r"What you said last:\n• “lol” \(\d+ \w{3} \d{4}\)", said)
 
 
+async def test_words_said_to_the_bot_count_without_its_handle(group):
+    """What a member told the bot counts as theirs, quoted without the bot's handle; an
+    opinion told to the bot is their position."""
+    await group.ask("Bob", "@helper_bot the venue deposit is 300 euros")
+    intent, _ = await group.ask("Bob", "@helper_bot I think the deposit should stay that low")
+    assert intent == "deliberation"
+    for n in range(3):
+        await group.say("Alice", f"unrelated message {n}")
+
+    intent, said = await group.ask("Bob", "what did I say about the deposit?")
+
+    assert intent == "own_words"
+    assert said.startswith(
+        "Your previous position: I think the deposit should stay that low.\n\n"
+        "About the deposit, you said:\n• “the venue deposit is 300 euros” ("
+    )
+    assert "@helper_bot" not in said
+
+
 @pytest.mark.parametrize(
     "question",
     [
@@ -223,7 +242,7 @@ async def test_in_a_private_chat_the_group_questions_are_left_to_other_rules(lan
 
 
 def test_a_group_asks_the_bot_end_to_end(
-    api: FakeBotApi, chats: FakeChats, polling_bot: Any, capsys: pytest.CaptureFixture[str]
+    api: FakeBotApi, chats: FakeChats, polling_bot: Any
 ) -> None:
     """Four members plan in a Telegram group (messages to each other, not to the bot); then
     each asks the bot, by mention, what they said and what is still undecided. The transcript
@@ -254,19 +273,20 @@ def test_a_group_asks_the_bot_end_to_end(
     send("Ben", "what if we rent bikes for the second day?")
     send("Cleo", "I'd rather keep the budget for a good dinner")
 
+    ask("Ben", "I propose we invite the Porto team too")
     cleo_budget = ask("Cleo", "what did I say about the budget?")
     ben_position = ask("Ben", "what's my position?")
     undecided = ask("Dan", "what is still undecided?")
     dan_boats = ask("Dan", "did I say anything about boats?")
     still_open = ask("Ana", "what haven't we decided yet?")
     bot.stop()
-    with capsys.disabled():
-        print("\n" + "\n".join(lines))
+    print("\n".join(lines))
 
     assert "June" not in cleo_budget
     assert "I'd rather keep the budget for a good dinner" in cleo_budget
-    assert ben_position.startswith("Your previous position: proposes: we rent bikes")
-    assert "sounds good" in ben_position
+    assert ben_position.startswith("Your previous position: proposes: we invite the Porto team")
+    assert "• proposes: we rent bikes for the second day" in ben_position
+    assert "“sounds good”" in ben_position
     assert undecided.startswith("Still undecided:")
     assert "we rent bikes for the second day, proposed by Ben (no reactions yet)" in undecided
     assert "boat trip" in undecided

@@ -25,7 +25,11 @@ from dataclasses import dataclass
 from agent.engines.rule_reading import Reading, first_sentence
 from agent.memory.group_brief import stances, undecided
 from agent.memory.group_schemas import Participant
-from agent.memory.rules.deliberation import is_deliberation_move, participant_key
+from agent.memory.rules.deliberation import (
+    is_deliberation_move,
+    participant_key,
+    without_mention,
+)
 from agent.memory.rules.extraction import content_stems, split_clauses
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
@@ -169,7 +173,7 @@ def _statement(text: str) -> bool:
 
 def _said_line(said: _Said) -> str:
     when = f" ({said.date})" if said.date else ""
-    return f"• “{said.text}”{when}"
+    return f"• “{without_mention(said.text)}”{when}"
 
 
 def _said_by(packet: ConversationContextPacket, member: Participant) -> list[_Said]:
