@@ -645,3 +645,94 @@ def test_memories_lists_a_chats_long_term_memory_now_with_history_and_at_a_time(
     bad = cli(memory, "memories", str(PRIVATE_CHAT), "--at", "yesterday")
     assert bad.returncode == 2
     assert "expected a time" in bad.stderr
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The environment without any AGENT_ or TELEGRAM_ variable of the outside, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "TELEGRAM_"))}
+    return {**env, "AGENT_DURABILITY": "process", **extra}
+
+
+def _run(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=_clean_env(), input=stdin, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_the_cli_finds_the_bots_checkpoints_from_any_directory(tmp_path):
+    """The bot records its checkpoint directory in its database: `agent-memory --db PATH`
+    run from another directory checks the bot's files (not ./checkpoints there), `verify
+    --repair` rewrites them where the bot keeps them and writes nothing where it runs, and a
+    --checkpoints naming another directory is refused for --repair with one line."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    # A new user: default paths (memory.db, checkpoints/) in the bot's own directory.
+    talk = "my name is Ada\nremind me to book the hotel\n"
+    assert _run(home, str(ROOT / "run_bot.py"), "--console", stdin=talk).returncode == 0
+    (checkpoint,) = (home / "checkpoints").glob("ses_*.json")
+    db = str(home / "memory.db")
+
+    verified = ok(_run(elsewhere, "-m", "agent", "--db", db, "verify"))
+    assert "checkpoints  1 checked: 1 matches\n" in verified
+    assert verified.endswith("\nconsistent\n")
+    good = checkpoint.read_bytes()
+    checkpoint.write_bytes(good[:10])  # torn
+    repaired = ok(_run(elsewhere, "-m", "agent", "--db", db, "verify", "--repair"))
+    assert f"repaired {checkpoint.stem}: checkpoint rewritten" in repaired
+    assert CheckpointWriter.parse(checkpoint.read_bytes()).turn_count == 2
+    assert list(elsewhere.iterdir()) == []
+
+    refused = _run(
+        elsewhere, "-m", "agent", "--db", db, "--checkpoints", "copy", "verify", "--repair"
+    )
+    assert one_error_line(refused) == (
+        "agent-memory: error: --repair writes only into the bot's checkpoint directory, "
+        f"{home / 'checkpoints'} (recorded in the database), not {elsewhere / 'copy'}; leave "
+        "out --checkpoints"
+    )
+    assert list(elsewhere.iterdir()) == []
+    # Reading another directory (a copy) is fine: there the bot's checkpoint is missing.
+    copied = _run(elsewhere, "-m", "agent", "--db", db, "--checkpoints", "copy", "verify")
+    assert copied.returncode == 1
+    assert f"{checkpoint.stem}  missing" in copied.stdout
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_repair_never_creates_a_checkpoint_directory_the_bot_did_not_record(memory, tmp_path):
+    """A database whose bot recorded no checkpoint directory (written before the record
+    existed): --repair refuses a directory that does not exist, with one line, and creates
+    none; an existing one given with --checkpoints is repaired."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"AGENT_CHECKPOINT_DIR": "checkpoints"}  # relative: not here
+    run = subprocess.run(
+        [sys.executable, "-m", "agent", "--db", str(memory.db), "verify", "--repair"],
+        cwd=elsewhere, env={**memory.env, **env}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert one_error_line(run) == (
+        f"agent-memory: error: no checkpoint directory at {elsewhere / 'checkpoints'}: --repair "
+        "never creates one; pass --checkpoints DIR, the bot's AGENT_CHECKPOINT_DIR (nothing "
+        "was written)"
+    )
+    assert list(elsewhere.iterdir()) == []
+    assert ok(cli(memory, "verify", "--repair")).endswith("consistent\n")
+
+
+def test_history_grep_matches_words_unless_substring_is_asked(memory):
+    """`history --grep` matches words as /recall does (any case, any form: "hotels" finds
+    "hotel"), so "mind" does not find "remind"; --substring matches parts of words; a grep
+    of no word at all is refused with one line."""
+
+    def seqs(*args: str) -> list[str]:
+        text = ok(cli(memory, "history", memory.private, *args))
+        return [line.split()[0] for line in text.splitlines() if line.startswith("#")]
+
+    assert seqs("--grep", "mind") == []
+    assert seqs("--grep", "REMIND", "Hotels") == ["#3"]
+    assert seqs("--grep", "mind", "--substring") == ["#3", "#6"]
+    assert seqs("--grep", "jazz") == ["#7"]
+    assert seqs("--grep", "az", "--substring") == ["#7"]
+    assert seqs("--grep", "az") == []
+    assert "--substring" in one_error_line(cli(memory, "history", memory.private, "--grep", "!!"))

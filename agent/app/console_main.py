@@ -11,7 +11,7 @@ import sys
 from contextlib import AsyncExitStack
 from typing import TextIO
 
-from agent.app.wiring import build_lane, open_concierge, open_database
+from agent.app.wiring import build_lane, open_concierge, open_database, record_locations
 from agent.chat.reminders import AsyncioScheduler
 from agent.chat.service import ChatService
 from agent.config import Settings
@@ -29,6 +29,7 @@ async def run_console(
 ) -> None:
     """Chat on ``stdin``/``stdout`` until end of input or ``stop`` is set."""
     db = await open_database(settings)
+    await record_locations(settings, db)  # where agent-memory finds the checkpoint files
     lane = build_lane(settings, db)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(lane.shutdown)

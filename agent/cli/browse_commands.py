@@ -8,12 +8,13 @@ Covered by ``tests/test_cli.py`` (the real program).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, get_args
 
-from agent.cli.arguments import Commands, add_json, add_session, moment, positive
+from agent.cli.arguments import CommandError, Commands, add_json, add_session, moment, positive
 from agent.cli.opened import OpenedMemory
 from agent.cli.render import Column, Output, ago, excerpt, timestamp
+from agent.db.search import index_tokens
 from agent.memory import (
     CheckpointCheck,
     ConversationSession,
@@ -37,6 +38,7 @@ _SORTS: dict[str, tuple[Callable[[ConversationSession], Any], bool]] = {
     "id": (lambda s: s.session_id, False),
 }
 _TEXT = 300  # characters of a turn's text `history` prints per line, in a terminal
+_GREP_BATCH = 256  # turns tokenized at once by `history --grep`
 
 
 def session_title(session: ConversationSession) -> str:
@@ -242,9 +244,38 @@ def _summary_line(state: SessionState) -> str:
     return f"version {state.summary_version}, turns 1-{state.summarized_through}"
 
 
-def _matches(turn: ConversationTurn, words: list[str]) -> bool:
-    text = " ".join((turn.speaker or "", turn.user_text, turn.assistant_text or "")).casefold()
-    return all(word in text for word in words)
+def _turn_text(turn: ConversationTurn) -> str:
+    return " ".join((turn.speaker or "", turn.user_text, turn.assistant_text or ""))
+
+
+async def _grep(
+    turns: AsyncIterator[ConversationTurn], grep: list[str], substring: bool
+) -> list[ConversationTurn]:
+    """The turns holding every word of ``grep``: as words, stemmed as /recall's index stems
+    them ("hotel" finds "hotels", "mind" does not find "remind"); or, with ``substring``, as
+    parts of the text in any case."""
+    if substring:
+        parts = " ".join(grep).casefold().split()
+        return [t async for t in turns if all(p in _turn_text(t).casefold() for p in parts)]
+    wanted = set(index_tokens([" ".join(grep)])[0])
+    if not wanted:
+        raise CommandError("--grep needs a word of letters or digits; --substring finds any text")
+    found: list[ConversationTurn] = []
+    batch: list[ConversationTurn] = []
+
+    def keep(batch: list[ConversationTurn]) -> None:
+        tokens = index_tokens([_turn_text(turn) for turn in batch])
+        found.extend(
+            turn for turn, words in zip(batch, tokens, strict=True) if wanted <= set(words)
+        )
+
+    async for turn in turns:
+        batch.append(turn)
+        if len(batch) == _GREP_BATCH:
+            keep(batch)
+            batch = []
+    keep(batch)
+    return found
 
 
 async def _history(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
@@ -252,8 +283,7 @@ async def _history(opened: OpenedMemory, args: argparse.Namespace, out: Output) 
     session = await opened.session(args.session)
     sid = session.session_id
     if args.grep:
-        words = " ".join(args.grep).casefold().split()
-        turns = [t async for t in inspector.turns(sid) if _matches(t, words)]
+        turns = await _grep(inspector.turns(sid), args.grep, args.substring)
         turns = turns[-args.last :] if args.last else turns
     elif args.last:
         turns = await inspector.recent(sid, args.last)
@@ -357,7 +387,16 @@ def register(commands: Commands) -> None:
     add_session(history)
     history.add_argument("--last", type=positive, metavar="N", help="only the last N turns")
     history.add_argument(
-        "--grep", nargs="+", metavar="WORD", help="only turns containing every WORD (any case)"
+        "--grep",
+        nargs="+",
+        metavar="WORD",
+        help="only turns containing every WORD as a word, in any case and form, as /recall "
+        "matches them (hotel finds hotels; mind does not find remind)",
+    )
+    history.add_argument(
+        "--substring",
+        action="store_true",
+        help="with --grep: match each WORD anywhere in the text (mind finds remind)",
     )
     add_json(history)
 

@@ -99,6 +99,8 @@ class _Findings:
 
 async def _verify(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
     inspector = opened.inspector
+    if args.repair:
+        opened.check_repairable()  # before anything is read: nothing written elsewhere
     found = _Findings()
     found.integrity = await inspector.integrity_problems()
     found.checkpoints = await inspector.check_all()
