@@ -18,6 +18,8 @@ import logging
 import time
 from collections.abc import Callable
 
+from agent.utils.durations import spoken_duration
+
 __all__ = ["REMINDERS", "FailureStreak"]
 
 #: Seconds into a run of failures at which it is warned about again; the last one repeats.
@@ -69,7 +71,7 @@ class FailureStreak:
             self._logger.warning(
                 "%s still failing after %s, %d attempts (last: %s); %s",
                 self.what,
-                _duration(lasted),
+                spoken_duration(lasted),
                 self.failures,
                 problem,
                 self.meanwhile,
@@ -95,12 +97,3 @@ class FailureStreak:
         )
         self.failures = 0
 
-
-def _duration(seconds: float) -> str:
-    """``45s``, ``5 min``, ``2 h 15 min``."""
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    minutes = int(seconds // 60)
-    if minutes < 60:
-        return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60} min" if minutes % 60 else f"{minutes // 60} h"
