@@ -9,10 +9,13 @@ streaming turns through a real lane (``tests/lane_crash_worker.py``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import struct
 import subprocess
 import sys
+import termios
 import time
 import tomllib
 from dataclasses import dataclass
@@ -736,3 +739,148 @@ def test_history_grep_matches_words_unless_substring_is_asked(memory):
     assert seqs("--grep", "az", "--substring") == ["#7"]
     assert seqs("--grep", "az") == []
     assert "--substring" in one_error_line(cli(memory, "history", memory.private, "--grep", "!!"))
+
+
+def _terminal_run(
+    cwd: Path, env: dict[str, str], *args: str, stdin: bytes = b""
+) -> tuple[int, str]:
+    """Run ``python -m agent ARGS`` on a pseudo-terminal (stdin, stdout and stderr) of 120
+    columns; return its exit code and everything the terminal showed."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent", *args], cwd=cwd, env={**env, "TERM": "xterm-256color"},
+        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    if stdin:
+        os.write(master, stdin)
+    shown = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal closed: the process is gone
+                break
+            if not chunk:
+                break
+            shown += chunk
+        return proc.wait(120), shown.decode("utf-8", "replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+@pytest.fixture
+async def many(tmp_path: Path) -> Memory:
+    """A memory of 40 chats (one session of two turns each), written by the real lane."""
+    db, checkpoints = tmp_path / "memory.db", tmp_path / "checkpoints"
+    lane = await open_lane(settings_for(db, checkpoints))
+    try:
+        await lane.hydrate()
+        engine = RuleBasedConcierge()
+        for chat in range(1, 41):
+            for n, text in enumerate((f"my name is Person{chat}", "remind me to water plants")):
+                message = InboundMessage(
+                    chat_id=chat, text=text, user_id=chat, update_id=chat * 10 + n
+                )
+                await lane.on_turn(message, engine)
+    finally:
+        await lane.shutdown()
+    return Memory(tmp_path, db, checkpoints, "", "", "")
+
+
+_ESCAPE = "\x1b["
+
+
+def test_output_is_plain_when_piped_and_rich_in_a_terminal_unless_no_color(many):
+    """Piped, every command prints plain text (no escape codes, no trailing spaces); in a
+    terminal the same table comes with colour and emphasis, and with NO_COLOR set it is plain
+    again; --json is the same JSON everywhere."""
+    for args in (("sessions",), ("show", "chat:3"), ("verify",), ("stats",),
+                 ("history", "chat:3"), ("memories", "3")):  # fmt: skip
+        text = ok(cli(many, *args))
+        assert _ESCAPE not in text, args
+        assert all(line == line.rstrip() for line in text.splitlines()), args
+
+    code, shown = _terminal_run(many.root, many.env, "sessions")
+    assert code == 0
+    assert f"{_ESCAPE}1mSESSION" in shown  # the header, in bold
+    assert f"{_ESCAPE}32mmatches" in shown  # a verdict, in green
+    assert len([line for line in shown.splitlines() if "ses_" in line]) == 40
+    code, plain = _terminal_run(many.root, {**many.env, "NO_COLOR": "1"}, "sessions")
+    assert code == 0
+    assert _ESCAPE not in plain
+    piped = ok(cli(many, "sessions")).splitlines()
+    assert [line.split()[:2] for line in plain.splitlines()] == [line.split()[:2] for line in piped]
+
+    record = json.loads(ok(cli(many, "memories", "3", "--json")))
+    code, shown = _terminal_run(many.root, many.env, "memories", "3", "--json")
+    assert code == 0
+    assert json.loads(shown.replace("\r\n", "\n")) == record
+
+
+def test_long_work_shows_progress_in_a_terminal_and_nothing_when_piped(many, tmp_path):
+    """verify --deep, export --all, import and prune over many sessions draw a progress bar
+    in a terminal (gone when done); piped, stderr stays empty and stdout is the plain
+    result."""
+    code, shown = _terminal_run(many.root, many.env, "verify", "--deep")
+    assert code == 0
+    assert "folding each session's turn log" in shown
+    assert "━" in shown  # the bar
+    assert "40/40" in shown
+    assert shown.rstrip().endswith("consistent")
+    assert ok(cli(many, "verify", "--deep")).endswith("\nconsistent\n")
+
+    out = tmp_path / "exported"
+    code, shown = _terminal_run(many.root, many.env, "export", "--all", "-o", str(out))
+    assert code == 0
+    assert "exporting 40 sessions" in shown
+    assert f"exported 40 sessions (80 turns) to {out}" in shown
+    files = sorted(out.iterdir())
+    assert len(files) == 40
+    assert all(path.name.startswith("ses_") and path.suffix == ".json" for path in files)
+
+    code, shown = _terminal_run(
+        many.root, many.env, "prune", "--older-than", "0", "--yes"
+    )
+    assert code == 0
+    assert "erasing 40 sessions" in shown
+    assert "pruned 40 sessions" in shown
+    code, shown = _terminal_run(many.root, many.env, "import", *map(str, files[:20]))
+    assert code == 0
+    assert "importing 20 sessions" in shown
+    assert shown.count("imported session ") == 20
+    imported = ok(cli(many, "import", *map(str, files[20:])))
+    assert imported.count("imported session ") == 20
+    assert len(json.loads(ok(cli(many, "sessions", "--json")))) == 40
+    assert ok(cli(many, "verify", "--deep")).endswith("\nconsistent\n")
+
+
+def test_export_of_several_sessions_needs_a_directory_and_import_checks_every_file_first(
+    many, tmp_path
+):
+    """Several sessions export into a directory only (to stdout: one line, exit 2, nothing
+    written); an import of several files checks them all before writing any: one that is no
+    export, or a session that exists, refuses the whole import."""
+    refused = cli(many, "export", "chat:1", "chat:2")
+    assert one_error_line(refused).endswith(
+        "several sessions go into a directory: pass --output DIR"
+    )
+    assert refused.stdout == ""
+    assert "--all" in one_error_line(cli(many, "export"))
+    ok(cli(many, "export", "chat:1", "chat:2", "--format", "markdown", "-o", "two"))
+    assert sorted(p.suffix for p in (many.root / "two").iterdir()) == [".md", ".md"]
+    ok(cli(many, "export", "chat:1", "chat:2", "-o", "json"))
+    first, second = sorted((many.root / "json").iterdir())
+    (many.root / "junk.json").write_text("{}")
+    ok(cli(many, "forget", "chat:1", "--yes"))
+    assert "junk.json is not a session export" in one_error_line(
+        cli(many, "import", str(first), "junk.json")
+    )
+    assert "already exists" in one_error_line(cli(many, "import", str(first), str(second)))
+    assert len(json.loads(ok(cli(many, "sessions", "--json")))) == 39  # nothing imported
+    record = json.loads(ok(cli(many, "import", str(first), "--json")))
+    assert record["turns"] == 2  # one file: the record itself, as before

@@ -13,7 +13,7 @@ from typing import Any, get_args
 
 from agent.cli.arguments import CommandError, Commands, add_json, add_session, moment, positive
 from agent.cli.opened import OpenedMemory
-from agent.cli.render import Column, Output, ago, excerpt, timestamp
+from agent.cli.render import Column, Output, Section, ago, excerpt, timestamp
 from agent.db.search import index_tokens
 from agent.memory import (
     CheckpointCheck,
@@ -25,8 +25,10 @@ from agent.memory import (
 )
 from agent.memory.schemas import SessionStatus
 
-__all__ = ["register", "session_status", "session_title", "state_sections"]
+__all__ = ["VERDICT_STYLES", "register", "session_status", "session_title", "state_sections"]
 
+#: How a checkpoint's verdict looks in a terminal (any other: red, a problem).
+VERDICT_STYLES = {"matches": "green", "writing": "yellow", "-": ""}
 #: The status a closed session is shown (and filtered) with: its stored one is stale.
 CLOSED = "closed"
 # Each order: the key, and whether the largest comes first.
@@ -145,7 +147,8 @@ async def _sessions(opened: OpenedMemory, args: argparse.Namespace, out: Output)
     out.table(
         [Column("SESSION"), Column("CHAT", right=True), Column("TITLE", cut=True),
          Column("STATUS"), Column("TURNS", right=True), Column("ACTIVE"),
-         Column("CHECKPOINT", right=True), Column("MATCHES LOG")],
+         Column("CHECKPOINT", right=True),
+         Column("MATCHES LOG", styles=VERDICT_STYLES, other_style="red")],
         rows,
     )  # fmt: skip
     return 0
@@ -193,37 +196,32 @@ async def _show(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> 
         return 0
     state, now = session.state, inspector.now()
     written = check.snapshot.written_at if check.snapshot else None
-    out.line(f"Session {session.session_id}")
-    out.fields(
-        [
-            ("chat", f"{session.chat_id} ({session.chat_type})"),
-            ("title", session_title(session)),
-            ("status", session_status(session)),
-            ("turns", str(state.turn_count)),
-            ("created", timestamp(session.created_at)),
-            ("last activity", f"{timestamp(session.updated_at)} ({ago(session.updated_at, now)})"),
-            ("closed", timestamp(session.closed_at)),
-            (
-                "checkpoint",
-                check.detail + (f", written {ago(written, now)}" if written else ""),
-            ),
-            ("summary", _summary_line(state)),
-            ("last intent", state.last_intent or "-"),
-        ]
-    )
-    for title, columns, rows in [*state_sections(state), _memory_section(memories)]:
-        out.line()
-        if rows:
-            out.line(f"{title} ({len(rows)})")
-            out.table(columns, rows)
-        else:
-            out.line(f"{title}: none")
+    fields = [
+        ("chat", f"{session.chat_id} ({session.chat_type})"),
+        ("title", session_title(session)),
+        ("status", session_status(session)),
+        ("turns", str(state.turn_count)),
+        ("created", timestamp(session.created_at)),
+        ("last activity", f"{timestamp(session.updated_at)} ({ago(session.updated_at, now)})"),
+        ("closed", timestamp(session.closed_at)),
+        ("checkpoint", check.detail + (f", written {ago(written, now)}" if written else "")),
+        ("summary", _summary_line(state)),
+        ("last intent", state.last_intent or "-"),
+    ]
+    sections = [
+        Section(title, columns, rows)
+        for title, columns, rows in [*state_sections(state), _memory_section(memories)]
+    ]
     if state.rolling_summary:
-        out.line("\nRolling summary")
-        out.line(state.rolling_summary)
+        sections.append(Section("Rolling summary", text=state.rolling_summary))
     budget = inspector.token_budget
-    out.line(f"\nContext packet (about {packet.token_estimate} of {budget} tokens, as /memory)")
-    out.line(render_packet(packet))
+    sections.append(
+        Section(
+            f"Context packet (about {packet.token_estimate} of {budget} tokens, as /memory)",
+            text=render_packet(packet),
+        )
+    )
+    out.tree(f"Session {session.session_id}", fields, sections)
     return 0
 
 
