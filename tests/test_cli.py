@@ -18,6 +18,8 @@ import sys
 import termios
 import time
 import tomllib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
@@ -27,7 +29,7 @@ import pytest
 from agent.app.wiring import open_lane
 from agent.config import Settings
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import CheckpointWriter, InboundMessage, SessionArchive
+from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, SessionArchive
 from tests.lane_crash_worker import crash_settings, read_log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,14 +91,24 @@ def settings_for(db: Path, checkpoints: Path) -> Settings:
     )
 
 
+@asynccontextmanager
+async def writing_lane(
+    db: Path, checkpoints: Path
+) -> AsyncIterator[tuple[ConversationLane, RuleBasedConcierge]]:
+    """The real lane over ``db``, hydrated, and the offline concierge; shut down after."""
+    lane = await open_lane(settings_for(db, checkpoints))
+    try:
+        await lane.hydrate()
+        yield lane, RuleBasedConcierge()
+    finally:
+        await lane.shutdown()
+
+
 @pytest.fixture
 async def memory(tmp_path: Path) -> Memory:
     """A database and checkpoints written by the real lane: a private chat and a group."""
     db, checkpoints = tmp_path / "memory.db", tmp_path / "checkpoints"
-    lane = await open_lane(settings_for(db, checkpoints))
-    try:
-        await lane.hydrate()
-        engine = RuleBasedConcierge()
+    async with writing_lane(db, checkpoints) as (lane, engine):
         update = 100
         for text in PRIVATE_TALK:
             update += 1
@@ -120,8 +132,6 @@ async def memory(tmp_path: Path) -> Memory:
                 result = await lane.on_turn(message, engine)
             sessions.append(result.turn.session_id)
         private = lane.session_id_for_chat(PRIVATE_CHAT)
-    finally:
-        await lane.shutdown()
     assert private is not None
     return Memory(tmp_path, db, checkpoints, private, sessions[0], sessions[1])
 
@@ -777,18 +787,13 @@ def _terminal_run(
 async def many(tmp_path: Path) -> Memory:
     """A memory of 40 chats (one session of two turns each), written by the real lane."""
     db, checkpoints = tmp_path / "memory.db", tmp_path / "checkpoints"
-    lane = await open_lane(settings_for(db, checkpoints))
-    try:
-        await lane.hydrate()
-        engine = RuleBasedConcierge()
+    async with writing_lane(db, checkpoints) as (lane, engine):
         for chat in range(1, 41):
             for n, text in enumerate((f"my name is Person{chat}", "remind me to water plants")):
                 message = InboundMessage(
                     chat_id=chat, text=text, user_id=chat, update_id=chat * 10 + n
                 )
                 await lane.on_turn(message, engine)
-    finally:
-        await lane.shutdown()
     return Memory(tmp_path, db, checkpoints, "", "", "")
 
 

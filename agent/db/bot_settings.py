@@ -6,7 +6,8 @@ checkpoint directory's absolute path, :data:`CHECKPOINT_DIR`) and :func:`recorde
 reads it back; ``agent-memory`` takes it as its default. The table is ``bot_settings``
 (``schema.sql`` 0017, ``schema_postgres.sql`` 0008): one row per name, on both backends.
 
-Covered by ``tests/test_cli.py`` (the real bot records, the real CLI reads).
+Covered by ``tests/test_bot_settings.py`` (both backends) and ``tests/test_cli.py`` (the real
+bot records, the real CLI reads).
 """
 
 from __future__ import annotations
