@@ -34,6 +34,7 @@ import orjson
 
 from agent.chat.inbound_journal import JournalEntry
 from agent.chat.service import ChatService
+from agent.chat.storage_backlog import APOLOGY, REFUSALS
 from agent.memory import InboundMessage
 
 __all__ = [
@@ -234,6 +235,14 @@ class _Lines:
         if entry.update_id != self.live:
             # Typed before the last run ended and never answered: show what is answered.
             self.outbox.say(f"(you wrote before the restart: {line})")
+        try:
+            await self._run(line, entry.update_id)
+        except REFUSALS:
+            # The line stays pending in the journal: answered at the next start (I1).
+            self.outbox.say(f"{APOLOGY} (At the latest when the console starts again.)")
+            raise
+
+    async def _run(self, line: str, update_id: int) -> None:
         service, chat = self.service, CONSOLE_CHAT_ID
         name, _, args = line[1:].partition(" ")
         if line.startswith("/"):
@@ -247,7 +256,7 @@ class _Lines:
         await service.answer(
             InboundMessage(
                 chat_id=chat, text=line, chat_type="console", speaker="you",
-                update_id=entry.update_id, bot_id=CONSOLE_BOT_ID,
+                update_id=update_id, bot_id=CONSOLE_BOT_ID,
             )
         )  # fmt: skip
 
@@ -293,7 +302,11 @@ async def chat_in_terminal(
                 continue
             line = raw.strip()
             if line:
-                entry = await lines.record(line)
+                try:
+                    entry = await lines.record(line)
+                except REFUSALS as exc:
+                    outbox.say(f"I could not save that line ({exc}), so I kept none of it.")
+                    continue
                 lines.live = entry.update_id
                 service.submit(entry)
                 await service.join()

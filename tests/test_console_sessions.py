@@ -17,6 +17,7 @@ import pytest
 
 from tests.bot_harness import RUN_BOT, bot_env, db_rows
 from tests.fake_llm_api import Answer, FakeLLMApi
+from tests.test_disk_faults import SmallDisk
 
 REMINDER = "⏰ Reminder: call mom"
 
@@ -362,3 +363,34 @@ def test_a_line_typed_just_before_kill_9_is_answered_at_the_next_start(launch, t
     ]
     again = run_console(launch, ["/history"])
     assert "before the restart" not in again
+
+
+def test_a_line_the_database_cannot_take_is_said_and_the_chat_goes_on(launch, tmp_path):
+    """The database on a small disk, filled up: a line typed then cannot be journaled, and
+    the console says it kept nothing of it (no traceback, no exit); once the disk has room
+    again the chat goes on with what it kept before."""
+    disk = SmallDisk(tmp_path / "data", 16 * 1024)
+    try:
+        bot = launch(
+            token=None, args=("--console",), stdin=subprocess.PIPE,
+            prefix=disk.prefix(tmp_path), AGENT_DB_PATH=str(tmp_path / "data" / "memory.db"),
+        )  # fmt: skip
+        assert bot.proc is not None
+        assert bot.proc.stdin is not None
+
+        def say(line: str, reply: str) -> str:
+            bot.proc.stdin.write(f"{line}\n".encode())  # type: ignore[union-attr]
+            bot.proc.stdin.flush()  # type: ignore[union-attr]
+            return _wait_for(lambda: bot.stdout, reply)
+
+        say("my name is Ada", "Nice to meet you, Ada.")
+        disk.fill()
+        out = say("I live in Berlin", "so I kept none of it.")
+        assert re.search(r"bot> I could not save that line \(.+\), so I kept none of it\.\n", out)
+        disk.free()
+        say("what's my name?", "Your name is Ada.")
+        assert bot.communicate("") == 0, bot.stderr
+        assert "Traceback" not in bot.stderr
+        assert "Berlin" not in bot.stdout  # neither noted nor echoed (a pipe is not echoed)
+    finally:
+        disk.stop()
