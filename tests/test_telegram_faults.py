@@ -210,7 +210,7 @@ def test_replies_answered_during_an_outage_are_sent_after_restarts(
     assert all(len(chats.answers_to(chat, mid)) == 1 for chat, mid in messages)
     assert len(api.sent_messages()) == 3
     assert [len(turns(db, chat)) for chat in (301, 302)] == [2, 1]
-    assert "reaching Telegram failed" in bot.stderr
+    assert f"reaching Telegram at {api.base_url} failed" in bot.stderr
     assert "Traceback" not in bot.stderr
 
 
