@@ -683,3 +683,13 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_due ON jobs (due_at) WHERE done_at IS NULL;
 CREATE INDEX jobs_chat ON jobs (chat_id);
+
+-- migration: 0017_bot_settings
+-- Settings the bot records for the tools that work on its data (issue 21): the absolute path
+-- of its checkpoint directory ('checkpoint_dir'), so that `agent-memory` run from any directory
+-- checks and repairs the bot's own files. Written at each start; one row per name.
+CREATE TABLE bot_settings (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);

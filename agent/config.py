@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from agent.config_problems import describe_problems
 from agent.errors import ConfigError
 
 __all__ = ["TELEGRAM_MAX_BACKOFF", "Settings", "default_worker_id", "load_settings"]
@@ -341,7 +342,36 @@ class Settings(BaseSettings):
     @classmethod
     def _split_ids(cls, value: object) -> object:
         if isinstance(value, str):
-            return frozenset(int(part) for part in re.split(r"[,\s]+", value.strip()) if part)
+            parts = [part for part in re.split(r"[,\s]+", value.strip()) if part]
+            for part in parts:
+                if not part.lstrip("-").isdecimal():
+                    raise ValueError(
+                        f"{part[:20]!r} is not a user id, set comma-separated numeric Telegram "
+                        "user ids (empty: everyone)"
+                    )
+            return frozenset(int(part) for part in parts)
+        return value
+
+    @field_validator("telegram_base_url", "telegram_base_file_url", "llm_base_url", "webhook_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            shown = value if len(value) <= 60 else value[:59] + "…"
+            raise ValueError(
+                f"{shown!r} is not an http:// or https:// URL, set the full URL with its host"
+            )
+        return value
+
+    @field_validator("db_path", "checkpoint_dir")
+    @classmethod
+    def _check_path(cls, value: Path) -> Path:
+        if not str(value).strip() or str(value) == ".":
+            raise ValueError("the value is empty, set a path (or unset it for the default)")
+        if not value.name:
+            raise ValueError(f"{str(value)!r} names no file or directory, set a path that does")
         return value
 
     @field_validator("telegram_bot_token")
@@ -349,7 +379,9 @@ class Settings(BaseSettings):
     def _check_token(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and not _TOKEN.match(value.get_secret_value()):
             # The message must not echo the value: it is a secret.
-            raise ValueError("must look like 123456789:AA... (the token @BotFather gave you)")
+            raise ValueError(
+                "the value is not a bot token, set the token @BotFather gave you (123456789:AA...)"
+            )
         return value
 
     @field_validator("database_url")
@@ -360,8 +392,8 @@ class Settings(BaseSettings):
         if not _DATABASE_URL.match(value.get_secret_value()):
             # The message must not echo the value: it holds a password.
             raise ValueError(
-                "must be a PostgreSQL URL, postgresql://user:password@host:port/dbname "
-                "(unset it to keep the SQLite file)"
+                "the value is not a PostgreSQL URL, set "
+                "postgresql://user:password@host:port/dbname (or unset it to keep the SQLite file)"
             )
         return value
 
@@ -375,7 +407,9 @@ class Settings(BaseSettings):
     @classmethod
     def _check_webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and not _WEBHOOK_SECRET.match(value.get_secret_value()):
-            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
+            raise ValueError(
+                "the value is not valid, set 1-256 characters of A-Z, a-z, 0-9, _ and -"
+            )
         return value
 
     @property
@@ -411,14 +445,10 @@ def load_settings(env_file: str | Path | None = ".env") -> Settings:
         env_file: a dotenv file to read besides the environment (``None``: none).
 
     Raises:
-        ConfigError: a variable is malformed; the message names it and what it expects.
+        ConfigError: a variable is malformed; one line names it, what is wrong and what to
+            set (never the value of a secret).
     """
     try:
         return Settings(_env_file=env_file)  # type: ignore[call-arg]
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            name = str(error["loc"][0]) if error["loc"] else "settings"
-            # error["input"] is never shown: it may be the token.
-            problems.append(f"{name}: {error['msg']}")
-        raise ConfigError("invalid configuration: " + "; ".join(problems)) from exc
+        raise ConfigError("invalid configuration: " + describe_problems(exc, Settings)) from exc

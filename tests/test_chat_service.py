@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -19,13 +19,14 @@ import pytest
 
 from agent.app.wiring import build_lane, open_database
 from agent.chat.inbound_journal import InboundJournal, JournalEntry
+from agent.chat.reminder_message import reminder_text
 from agent.chat.reminders import AsyncioScheduler
-from agent.chat.service import ChatService, reminder_text
+from agent.chat.service import ChatService
 from agent.config import Settings
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.errors import DeliveryError, DeliveryFailed, DeliveryRefused, UnreadableUpdate
-from agent.memory import ConversationLane, InboundMessage
+from agent.memory import ConversationLane, InboundMessage, JobRef
 from tests.test_disk_faults import BIG, let_the_file_grow
 
 CHAT = 7
@@ -342,3 +343,25 @@ async def test_chats_run_in_order_each_and_concurrently_across(chat):
     release.set()
     assert (await first, await second) == ("slow", "after")
     assert order == ["other", "slow", "after"]
+
+
+@pytest.mark.parametrize(
+    ("late", "text"),
+    [
+        (timedelta(seconds=-30), "⏰ Reminder: water the plants"),  # early (a job run at once)
+        (timedelta(seconds=59), "⏰ Reminder: water the plants"),
+        (timedelta(minutes=1), "⏰ Late reminder (due 2026-03-01 09:30 UTC, 1 min ago): water "
+         "the plants"),
+        (timedelta(hours=2, minutes=5, seconds=40), "⏰ Late reminder (due 2026-03-01 09:30 "
+         "UTC, 2 h 5 min ago): water the plants"),
+        (timedelta(days=3, hours=1), "⏰ Late reminder (due 2026-03-01 09:30 UTC, 3 days 1 h "
+         "ago): water the plants"),
+    ],
+)  # fmt: skip
+def test_a_late_reminder_says_when_it_was_due(late, text):
+    """A reminder fired a minute or more after its time (the bot was down) says when it was
+    due and how long ago; one fired on time, or early, says only what to do."""
+    due = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+    job = JobRef(job_id="job-1", kind="reminder", label="water the plants", due_at=due)
+    assert reminder_text(job, due + late) == text
+    assert reminder_text(job) == "⏰ Reminder: water the plants"

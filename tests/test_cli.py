@@ -9,12 +9,17 @@ streaming turns through a real lane (``tests/lane_crash_worker.py``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import struct
 import subprocess
 import sys
+import termios
 import time
 import tomllib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
@@ -24,7 +29,7 @@ import pytest
 from agent.app.wiring import open_lane
 from agent.config import Settings
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import CheckpointWriter, InboundMessage, SessionArchive
+from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, SessionArchive
 from tests.lane_crash_worker import crash_settings, read_log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,14 +91,24 @@ def settings_for(db: Path, checkpoints: Path) -> Settings:
     )
 
 
+@asynccontextmanager
+async def writing_lane(
+    db: Path, checkpoints: Path
+) -> AsyncIterator[tuple[ConversationLane, RuleBasedConcierge]]:
+    """The real lane over ``db``, hydrated, and the offline concierge; shut down after."""
+    lane = await open_lane(settings_for(db, checkpoints))
+    try:
+        await lane.hydrate()
+        yield lane, RuleBasedConcierge()
+    finally:
+        await lane.shutdown()
+
+
 @pytest.fixture
 async def memory(tmp_path: Path) -> Memory:
     """A database and checkpoints written by the real lane: a private chat and a group."""
     db, checkpoints = tmp_path / "memory.db", tmp_path / "checkpoints"
-    lane = await open_lane(settings_for(db, checkpoints))
-    try:
-        await lane.hydrate()
-        engine = RuleBasedConcierge()
+    async with writing_lane(db, checkpoints) as (lane, engine):
         update = 100
         for text in PRIVATE_TALK:
             update += 1
@@ -117,8 +132,6 @@ async def memory(tmp_path: Path) -> Memory:
                 result = await lane.on_turn(message, engine)
             sessions.append(result.turn.session_id)
         private = lane.session_id_for_chat(PRIVATE_CHAT)
-    finally:
-        await lane.shutdown()
     assert private is not None
     return Memory(tmp_path, db, checkpoints, private, sessions[0], sessions[1])
 
@@ -645,3 +658,234 @@ def test_memories_lists_a_chats_long_term_memory_now_with_history_and_at_a_time(
     bad = cli(memory, "memories", str(PRIVATE_CHAT), "--at", "yesterday")
     assert bad.returncode == 2
     assert "expected a time" in bad.stderr
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The environment without any AGENT_ or TELEGRAM_ variable of the outside, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "TELEGRAM_"))}
+    return {**env, "AGENT_DURABILITY": "process", **extra}
+
+
+def _run(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=_clean_env(), input=stdin, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_the_cli_finds_the_bots_checkpoints_from_any_directory(tmp_path):
+    """The bot records its checkpoint directory in its database: `agent-memory --db PATH`
+    run from another directory checks the bot's files (not ./checkpoints there), `verify
+    --repair` rewrites them where the bot keeps them and writes nothing where it runs, and a
+    --checkpoints naming another directory is refused for --repair with one line."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    # A new user: default paths (memory.db, checkpoints/) in the bot's own directory.
+    talk = "my name is Ada\nremind me to book the hotel\n"
+    assert _run(home, str(ROOT / "run_bot.py"), "--console", stdin=talk).returncode == 0
+    (checkpoint,) = (home / "checkpoints").glob("ses_*.json")
+    db = str(home / "memory.db")
+
+    verified = ok(_run(elsewhere, "-m", "agent", "--db", db, "verify"))
+    assert "checkpoints  1 checked: 1 matches\n" in verified
+    assert verified.endswith("\nconsistent\n")
+    good = checkpoint.read_bytes()
+    checkpoint.write_bytes(good[:10])  # torn
+    repaired = ok(_run(elsewhere, "-m", "agent", "--db", db, "verify", "--repair"))
+    assert f"repaired {checkpoint.stem}: checkpoint rewritten" in repaired
+    assert CheckpointWriter.parse(checkpoint.read_bytes()).turn_count == 2
+    assert list(elsewhere.iterdir()) == []
+
+    refused = _run(
+        elsewhere, "-m", "agent", "--db", db, "--checkpoints", "copy", "verify", "--repair"
+    )
+    assert one_error_line(refused) == (
+        "agent-memory: error: --repair writes only into the bot's checkpoint directory, "
+        f"{home / 'checkpoints'} (recorded in the database), not {elsewhere / 'copy'}; leave "
+        "out --checkpoints"
+    )
+    assert list(elsewhere.iterdir()) == []
+    # Reading another directory (a copy) is fine: there the bot's checkpoint is missing.
+    copied = _run(elsewhere, "-m", "agent", "--db", db, "--checkpoints", "copy", "verify")
+    assert copied.returncode == 1
+    assert f"{checkpoint.stem}  missing" in copied.stdout
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_repair_never_creates_a_checkpoint_directory_the_bot_did_not_record(memory, tmp_path):
+    """A database whose bot recorded no checkpoint directory (written before the record
+    existed): --repair refuses a directory that does not exist, with one line, and creates
+    none; an existing one given with --checkpoints is repaired."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"AGENT_CHECKPOINT_DIR": "checkpoints"}  # relative: not here
+    run = subprocess.run(
+        [sys.executable, "-m", "agent", "--db", str(memory.db), "verify", "--repair"],
+        cwd=elsewhere, env={**memory.env, **env}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert one_error_line(run) == (
+        f"agent-memory: error: no checkpoint directory at {elsewhere / 'checkpoints'}: --repair "
+        "never creates one; pass --checkpoints DIR, the bot's AGENT_CHECKPOINT_DIR (nothing "
+        "was written)"
+    )
+    assert list(elsewhere.iterdir()) == []
+    assert ok(cli(memory, "verify", "--repair")).endswith("consistent\n")
+
+
+def test_history_grep_matches_words_unless_substring_is_asked(memory):
+    """`history --grep` matches words as /recall does (any case, any form: "hotels" finds
+    "hotel"), so "mind" does not find "remind"; --substring matches parts of words; a grep
+    of no word at all is refused with one line."""
+
+    def seqs(*args: str) -> list[str]:
+        text = ok(cli(memory, "history", memory.private, *args))
+        return [line.split()[0] for line in text.splitlines() if line.startswith("#")]
+
+    assert seqs("--grep", "mind") == []
+    assert seqs("--grep", "REMIND", "Hotels") == ["#3"]
+    assert seqs("--grep", "mind", "--substring") == ["#3", "#6"]
+    assert seqs("--grep", "jazz") == ["#7"]
+    assert seqs("--grep", "az", "--substring") == ["#7"]
+    assert seqs("--grep", "az") == []
+    assert "--substring" in one_error_line(cli(memory, "history", memory.private, "--grep", "!!"))
+
+
+def _terminal_run(
+    cwd: Path, env: dict[str, str], *args: str, stdin: bytes = b""
+) -> tuple[int, str]:
+    """Run ``python -m agent ARGS`` on a pseudo-terminal (stdin, stdout and stderr) of 120
+    columns; return its exit code and everything the terminal showed."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent", *args], cwd=cwd, env={**env, "TERM": "xterm-256color"},
+        stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    if stdin:
+        os.write(master, stdin)
+    shown = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal closed: the process is gone
+                break
+            if not chunk:
+                break
+            shown += chunk
+        return proc.wait(120), shown.decode("utf-8", "replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+@pytest.fixture
+async def many(tmp_path: Path) -> Memory:
+    """A memory of 40 chats (one session of two turns each), written by the real lane."""
+    db, checkpoints = tmp_path / "memory.db", tmp_path / "checkpoints"
+    async with writing_lane(db, checkpoints) as (lane, engine):
+        for chat in range(1, 41):
+            for n, text in enumerate((f"my name is Person{chat}", "remind me to water plants")):
+                message = InboundMessage(
+                    chat_id=chat, text=text, user_id=chat, update_id=chat * 10 + n
+                )
+                await lane.on_turn(message, engine)
+    return Memory(tmp_path, db, checkpoints, "", "", "")
+
+
+_ESCAPE = "\x1b["
+
+
+def test_output_is_plain_when_piped_and_rich_in_a_terminal_unless_no_color(many):
+    """Piped, every command prints plain text (no escape codes, no trailing spaces); in a
+    terminal the same table comes with colour and emphasis, and with NO_COLOR set it is plain
+    again; --json is the same JSON everywhere."""
+    for args in (("sessions",), ("show", "chat:3"), ("verify",), ("stats",),
+                 ("history", "chat:3"), ("memories", "3")):  # fmt: skip
+        text = ok(cli(many, *args))
+        assert _ESCAPE not in text, args
+        assert all(line == line.rstrip() for line in text.splitlines()), args
+
+    code, shown = _terminal_run(many.root, many.env, "sessions")
+    assert code == 0
+    assert f"{_ESCAPE}1mSESSION" in shown  # the header, in bold
+    assert f"{_ESCAPE}32mmatches" in shown  # a verdict, in green
+    assert len([line for line in shown.splitlines() if "ses_" in line]) == 40
+    code, plain = _terminal_run(many.root, {**many.env, "NO_COLOR": "1"}, "sessions")
+    assert code == 0
+    assert _ESCAPE not in plain
+    piped = ok(cli(many, "sessions")).splitlines()
+    assert [line.split()[:2] for line in plain.splitlines()] == [line.split()[:2] for line in piped]
+
+    record = json.loads(ok(cli(many, "memories", "3", "--json")))
+    code, shown = _terminal_run(many.root, many.env, "memories", "3", "--json")
+    assert code == 0
+    assert json.loads(shown.replace("\r\n", "\n")) == record
+
+
+def test_long_work_shows_progress_in_a_terminal_and_nothing_when_piped(many, tmp_path):
+    """verify --deep, export --all, import and prune over many sessions draw a progress bar
+    in a terminal (gone when done); piped, stderr stays empty and stdout is the plain
+    result."""
+    code, shown = _terminal_run(many.root, many.env, "verify", "--deep")
+    assert code == 0
+    assert "folding each session's turn log" in shown
+    assert "━" in shown  # the bar
+    assert "40/40" in shown
+    assert shown.rstrip().endswith("consistent")
+    assert ok(cli(many, "verify", "--deep")).endswith("\nconsistent\n")
+
+    out = tmp_path / "exported"
+    code, shown = _terminal_run(many.root, many.env, "export", "--all", "-o", str(out))
+    assert code == 0
+    assert "exporting 40 sessions" in shown
+    assert f"exported 40 sessions (80 turns) to {out}" in shown
+    files = sorted(out.iterdir())
+    assert len(files) == 40
+    assert all(path.name.startswith("ses_") and path.suffix == ".json" for path in files)
+
+    code, shown = _terminal_run(
+        many.root, many.env, "prune", "--older-than", "0", "--yes"
+    )
+    assert code == 0
+    assert "erasing 40 sessions" in shown
+    assert "pruned 40 sessions" in shown
+    code, shown = _terminal_run(many.root, many.env, "import", *map(str, files[:20]))
+    assert code == 0
+    assert "importing 20 sessions" in shown
+    assert shown.count("imported session ") == 20
+    imported = ok(cli(many, "import", *map(str, files[20:])))
+    assert imported.count("imported session ") == 20
+    assert len(json.loads(ok(cli(many, "sessions", "--json")))) == 40
+    assert ok(cli(many, "verify", "--deep")).endswith("\nconsistent\n")
+
+
+def test_export_of_several_sessions_needs_a_directory_and_import_checks_every_file_first(
+    many, tmp_path
+):
+    """Several sessions export into a directory only (to stdout: one line, exit 2, nothing
+    written); an import of several files checks them all before writing any: one that is no
+    export, or a session that exists, refuses the whole import."""
+    refused = cli(many, "export", "chat:1", "chat:2")
+    assert one_error_line(refused).endswith(
+        "several sessions go into a directory: pass --output DIR"
+    )
+    assert refused.stdout == ""
+    assert "--all" in one_error_line(cli(many, "export"))
+    ok(cli(many, "export", "chat:1", "chat:2", "--format", "markdown", "-o", "two"))
+    assert sorted(p.suffix for p in (many.root / "two").iterdir()) == [".md", ".md"]
+    ok(cli(many, "export", "chat:1", "chat:2", "-o", "json"))
+    first, second = sorted((many.root / "json").iterdir())
+    (many.root / "junk.json").write_text("{}")
+    ok(cli(many, "forget", "chat:1", "--yes"))
+    assert "junk.json is not a session export" in one_error_line(
+        cli(many, "import", str(first), "junk.json")
+    )
+    assert "already exists" in one_error_line(cli(many, "import", str(first), str(second)))
+    assert len(json.loads(ok(cli(many, "sessions", "--json")))) == 39  # nothing imported
+    record = json.loads(ok(cli(many, "import", str(first), "--json")))
+    assert record["turns"] == 2  # one file: the record itself, as before

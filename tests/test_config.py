@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -204,3 +206,126 @@ def test_the_worker_id_is_host_and_pid_unless_set(monkeypatch):
     monkeypatch.setenv("AGENT_WORKER_ID", "")
     with pytest.raises(ConfigError, match="AGENT_WORKER_ID"):
         load_settings(env_file=None)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "line"),
+    [
+        (
+            "AGENT_POLL_TIMEOUT", "99",
+            "AGENT_POLL_TIMEOUT: 99 is too large, set a whole number from 0 to 50 in the "
+            "environment or .env (default 30)",
+        ),
+        (
+            "AGENT_RECENT_TURNS", "-2",
+            "AGENT_RECENT_TURNS: -2 is too small, set a whole number (at least 0) in the "
+            "environment or .env (default 3)",
+        ),
+        (
+            "AGENT_DB_LOCK_TIMEOUT", "soon",
+            "AGENT_DB_LOCK_TIMEOUT: soon is not valid, set a number (above 0) in the "
+            "environment or .env (default 30)",
+        ),
+        (
+            "AGENT_TELEGRAM_BACKOFF", "45",
+            "AGENT_TELEGRAM_BACKOFF: 45 is too large, set a number (above 0, at most 30) in the "
+            "environment or .env (default 1)",
+        ),
+        (
+            "AGENT_LOG_LEVEL", "very loud",
+            "AGENT_LOG_LEVEL: 'very loud' is not valid, set DEBUG, INFO, WARNING or ERROR in "
+            "the environment or .env (default INFO)",
+        ),
+        (
+            "AGENT_LLM_SUMMARIZER", "maybe",
+            "AGENT_LLM_SUMMARIZER: maybe is not valid, set true or false in the environment or "
+            ".env (default false)",
+        ),
+        (
+            "AGENT_WORKER_ID", "",
+            "AGENT_WORKER_ID: empty is too short, set text of 1 to 200 characters in the "
+            "environment or .env, or unset it for the default",
+        ),
+        (
+            "AGENT_ALLOWED_USER_IDS", "42, @ada",
+            "AGENT_ALLOWED_USER_IDS: '@ada' is not a user id, set comma-separated numeric "
+            "Telegram user ids (empty: everyone)",
+        ),
+        (
+            "TELEGRAM_BASE_URL", "not-a-url",
+            "TELEGRAM_BASE_URL: 'not-a-url' is not an http:// or https:// URL, set the full "
+            "URL with its host",
+        ),
+        (
+            "AGENT_LLM_BASE_URL", "localhost:11434/v1",
+            "AGENT_LLM_BASE_URL: 'localhost:11434/v1' is not an http:// or https:// URL, set "
+            "the full URL with its host",
+        ),
+        (
+            "AGENT_DB_PATH", "",
+            "AGENT_DB_PATH: the value is empty, set a path (or unset it for the default)",
+        ),
+        (
+            "TELEGRAM_BOT_TOKEN", "123:hunter2",
+            "TELEGRAM_BOT_TOKEN: the value is not a bot token, set the token @BotFather gave "
+            "you (123456789:AA...)",
+        ),
+    ],
+)  # fmt: skip
+def test_a_config_error_is_one_line_in_our_words(monkeypatch, variable, value, line):
+    """Every config error is one line: the setting, what is wrong (the value, unless it is a
+    secret) and what to set, in our words, never pydantic's ("Input should be", "Value
+    error,")."""
+    monkeypatch.setenv(variable, value)
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env_file=None)
+
+    assert str(caught.value) == f"invalid configuration: {line}"
+    assert "hunter2" not in str(caught.value)
+
+
+def test_several_config_errors_share_the_one_line(monkeypatch):
+    """Two bad settings: one line naming both, each with its fix."""
+    monkeypatch.setenv("AGENT_DURABILITY", "fast")
+    monkeypatch.setenv("AGENT_SUMMARIZE_EVERY", "0")
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env_file=None)
+
+    assert str(caught.value) == (
+        "invalid configuration: AGENT_DURABILITY: fast is not valid, set full or process in "
+        "the environment or .env (default full); AGENT_SUMMARIZE_EVERY: 0 is too small, set a "
+        "whole number (at least 1) in the environment or .env (default 10)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("TELEGRAM_BASE_URL", "not-a-url"),
+        ("TELEGRAM_BASE_URL", "ftp://api.telegram.org/bot"),
+        ("TELEGRAM_BASE_URL", "http://"),
+        ("TELEGRAM_BASE_FILE_URL", "api.telegram.org/file/bot"),
+        ("AGENT_POLL_TIMEOUT", "forever"),
+    ],
+)
+def test_the_bot_exits_2_with_one_line_on_a_setting_that_cannot_work(tmp_path, variable, value):
+    """``run_bot.py`` with a setting that can never work (a Bot API URL that is no URL) stops
+    at once with exit code 2 and one line on stderr naming the setting, instead of retrying
+    forever; nothing is created."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "TELEGRAM_"))}
+    env |= {"TELEGRAM_BOT_TOKEN": "123456:AAHfakeSecretT0ken_for-config-tests", variable: value}
+    run = subprocess.run(
+        [sys.executable, str(README.parent / "run_bot.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert run.returncode == 2, run.stderr
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith(f"error: invalid configuration: {variable}: ")
+    assert "Input should" not in lines[0]
+    assert "fakeSecret" not in run.stderr
+    assert list(tmp_path.iterdir()) == []

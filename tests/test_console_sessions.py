@@ -3,11 +3,21 @@ fresh data directory, and run again on the same files (a restart)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import select
 import subprocess
+import sys
 import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from tests.bot_harness import db_rows
+import pytest
+
+from tests.bot_harness import RUN_BOT, bot_env, db_rows
+from tests.fake_llm_api import Answer, FakeLLMApi
+from tests.test_disk_faults import SmallDisk
 
 REMINDER = "⏰ Reminder: call mom"
 
@@ -175,3 +185,212 @@ def test_facts_remember_and_forget_in_plain_words_across_restarts(launch):
     assert "dinner party" not in about
     for kept in ("Ada", "Munich", "Lisbon", "spare key"):
         assert kept in about, kept
+
+
+def _wait_for(read, text: str, timeout: float = 60.0) -> str:
+    """Call ``read()`` (everything output so far) until it holds ``text``; return it."""
+    deadline = time.monotonic() + timeout
+    while text not in (out := read()):
+        assert time.monotonic() < deadline, f"{text!r} never came:\n{out[-2000:]}"
+        time.sleep(0.05)
+    return out
+
+
+def test_a_reminder_due_while_the_prompt_waits_gets_its_own_line_and_the_prompt_again(launch):
+    """Through a pipe: a reminder that falls due while the prompt waits for a line is printed
+    on a line of its own, after the waiting prompt, and the prompt is shown again; the next
+    line is answered as usual."""
+    bot = launch(token=None, args=("--console",), stdin=subprocess.PIPE)
+    assert bot.proc is not None
+    assert bot.proc.stdin is not None
+    bot.proc.stdin.write(b"remind me in 2 seconds to stretch\n")
+    bot.proc.stdin.flush()
+    out = _wait_for(lambda: bot.stdout, "⏰ Reminder: stretch")
+    assert out.endswith("you> \nbot> ⏰ Reminder: stretch\nyou> ")
+    assert bot.communicate("/loops\n") == 0, bot.stderr
+    assert bot.stdout.endswith("⏰ Reminder: stretch\nyou> bot> Nothing open: no to-dos, "
+                               "questions or reminders.\nyou> \n")  # fmt: skip
+
+
+def test_a_reminder_fired_late_says_when_it_was_due(launch, tmp_path):
+    """A reminder due while the console was closed fires at the next start; three minutes
+    late (libfaketime moves that run's clock), its message says when it was due and how long
+    ago, and the turn log holds the very text shown."""
+    libfaketime = pytest.importorskip("libfaketime")
+    _, faketime_env = libfaketime.get_reload_information()
+    out = run_console(launch, ["remind me in 1 minute to call mom"])
+    assert "call mom" in replies(out)[1]
+    due = datetime.now(UTC) + timedelta(minutes=1)
+    offset = tmp_path / "clock-offset"
+    offset.write_text("+240\n")  # the next run is four minutes later: three past its time
+    bot = launch(
+        token=None, args=("--console",), stdin=subprocess.PIPE,
+        FAKETIME_TIMESTAMP_FILE=str(offset), **faketime_env,
+    )  # fmt: skip
+    assert bot.communicate("/loops\n") == 0, bot.stderr
+    late = re.search(r"bot> (⏰ Late reminder \(due (\S+) (\S+) UTC, (\d) min ago\): call mom)\n",
+                     bot.stdout)  # fmt: skip
+    assert late is not None, bot.stdout
+    assert late[3] in {f"{due - timedelta(minutes=1):%H:%M}", f"{due:%H:%M}"}
+    assert late[4] in {"2", "3"}  # the minute of the reminder's due time is rounded down
+    assert db_rows(
+        tmp_path / "memory.db", "SELECT count(*) FROM conversation_turns WHERE assistant_text = ?",
+        (late[1],),
+    ) == [(1,)]  # fmt: skip
+
+
+def test_export_writes_the_file_and_prints_its_path(launch, tmp_path):
+    """/export in the console writes the checkpoint file into the working directory and
+    prints its path; a second /export never overwrites the first."""
+    out = run_console(launch, ["my name is Ada", "/export", "/export"])
+    saved = re.findall(r"^Saved as (/\S+)$", out, re.M)
+    assert len(saved) == 2
+    first, second = (Path(path) for path in saved)
+    assert first.parent == second.parent == tmp_path
+    assert first.name.startswith("ses_")
+    assert first.suffix == ".json"
+    assert second.name == f"{first.stem}-2.json"
+    assert json.loads(first.read_text())["state"]["turn_count"] == 1
+    assert '"turn_count"' not in out  # the file, not its text, in the terminal
+    assert list(tmp_path.glob(".*.tmp")) == []
+
+
+def test_a_line_too_long_for_a_message_is_said_and_not_kept(launch, tmp_path):
+    """Through a pipe, a line longer than a message may be (4096 characters, as on Telegram;
+    here also one past the pipe reader's 64 KiB chunk) is refused with one answer saying its
+    length and the limit, and nothing of it is kept; a line of exactly 4096 is taken."""
+    out = run_console(launch, ["x" * 5000, "y" * 100_000, "z" * 4096, "/history"])
+    answers = replies(out)
+    assert answers[1] == (
+        "That line has 5000 characters; a message holds at most 4096 (as on Telegram), so I "
+        "kept none of it. Send it in parts."
+    )
+    assert answers[2].startswith("That line has 100000 characters;")
+    assert "z" * 100 in answers[4]
+    texts = db_rows(tmp_path / "memory.db", "SELECT user_text FROM conversation_turns")
+    assert texts == [("z" * 4096,)]
+
+
+def _pty_console(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """``run_bot.py --console`` on a pseudo-terminal; return the process and the master end."""
+    master, slave = os.openpty()
+    env = bot_env(tmp_path, token=None)
+    proc = subprocess.Popen(
+        [sys.executable, str(RUN_BOT), "--console"], cwd=tmp_path, env=env,
+        stdin=slave, stdout=slave, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    os.close(slave)
+    return proc, master
+
+
+class _Screen:
+    """What a pseudo-terminal's master end has shown so far."""
+
+    def __init__(self, master: int) -> None:
+        self.master = master
+        self.text = ""
+
+    def __call__(self) -> str:
+        while select.select([self.master], [], [], 0.05)[0]:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # the process closed the terminal
+                break
+            if not chunk:
+                break
+            self.text += chunk.decode("utf-8", "replace")
+        return self.text
+
+    def type(self, data: bytes) -> None:
+        for start in range(0, len(data), 512):  # as a person pastes: the terminal's pace
+            os.write(self.master, data[start : start + 512])
+            time.sleep(0.01)
+            self()
+
+
+def test_the_console_in_a_terminal_reprompts_after_a_reminder_and_says_a_line_was_cut(tmp_path):
+    """In a (pseudo-)terminal: a reminder due while the prompt waits is printed on its own
+    line and the prompt shown again; a pasted line longer than the terminal passes on (it
+    cuts at 4095 characters) is noticed and said, and not kept; Ctrl-D ends the chat."""
+    proc, master = _pty_console(tmp_path)
+    screen = _Screen(master)
+    try:
+        _wait_for(screen, "you> ")
+        screen.type(b"remind me in 2 seconds to stretch\n")
+        out = _wait_for(screen, "⏰ Reminder: stretch")
+        out = _wait_for(screen, "⏰ Reminder: stretch\r\nyou> ")
+        assert "you> \r\nbot> ⏰ Reminder: stretch\r\nyou> " in out
+        screen.type(b"w" * 5000 + b"\n")
+        out = _wait_for(screen, "kept none of it")
+        assert "That line reached the 4095 characters a terminal passes on" in out
+        screen.type(b"\x04")  # Ctrl-D: end of input
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    texts = db_rows(tmp_path / "memory.db", "SELECT user_text FROM conversation_turns")
+    assert texts == [("remind me in 2 seconds to stretch",), ("",)]
+
+
+def test_a_line_typed_just_before_kill_9_is_answered_at_the_next_start(launch, tmp_path):
+    """The console journals each line before handling it: killed (SIGKILL) while the reply
+    engine (a slow LLM) still thinks, the next start answers that line, once, saying it was
+    written before the restart; a third start answers nothing again."""
+    with FakeLLMApi("Nice to meet you, Ada!") as llm:
+        llm.script(Answer(delay=60.0))  # the first request hangs; the next get the default
+        env = {"AGENT_LLM_BASE_URL": llm.base_url, "AGENT_LLM_MODEL": "test-model"}
+        bot = launch(token=None, args=("--console",), stdin=subprocess.PIPE, **env)
+        assert bot.proc is not None
+        assert bot.proc.stdin is not None
+        bot.proc.stdin.write(b"my name is Ada\n")
+        bot.proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not llm.requests:
+            assert bot.alive, bot.stderr
+            assert time.monotonic() < deadline, "the line never reached the model"
+            time.sleep(0.05)
+        bot.kill()
+        assert db_rows(tmp_path / "memory.db", "SELECT count(*) FROM conversation_turns") == [
+            (0,)
+        ]
+        out = run_console(lambda **kw: launch(**kw, **env), ["/history"])
+    assert "bot> (you wrote before the restart: my name is Ada)\n" in out
+    assert "bot> Nice to meet you, Ada!\n" in out
+    assert db_rows(tmp_path / "memory.db", "SELECT user_text FROM conversation_turns") == [
+        ("my name is Ada",)
+    ]
+    again = run_console(launch, ["/history"])
+    assert "before the restart" not in again
+
+
+def test_a_line_the_database_cannot_take_is_said_and_the_chat_goes_on(launch, tmp_path):
+    """The database on a small disk, filled up: a line typed then cannot be journaled, and
+    the console says it kept nothing of it (no traceback, no exit); once the disk has room
+    again the chat goes on with what it kept before."""
+    disk = SmallDisk(tmp_path / "data", 16 * 1024)
+    try:
+        bot = launch(
+            token=None, args=("--console",), stdin=subprocess.PIPE,
+            prefix=disk.prefix(tmp_path), AGENT_DB_PATH=str(tmp_path / "data" / "memory.db"),
+        )  # fmt: skip
+        assert bot.proc is not None
+        assert bot.proc.stdin is not None
+
+        def say(line: str, reply: str) -> str:
+            bot.proc.stdin.write(f"{line}\n".encode())  # type: ignore[union-attr]
+            bot.proc.stdin.flush()  # type: ignore[union-attr]
+            return _wait_for(lambda: bot.stdout, reply)
+
+        say("my name is Ada", "Nice to meet you, Ada.")
+        disk.fill()
+        out = say("I live in Berlin", "so I kept none of it.")
+        assert re.search(r"bot> I could not save that line \(.+\), so I kept none of it\.\n", out)
+        disk.free()
+        say("what's my name?", "Your name is Ada.")
+        assert bot.communicate("") == 0, bot.stderr
+        assert "Traceback" not in bot.stderr
+        assert "Berlin" not in bot.stdout  # neither noted nor echoed (a pipe is not echoed)
+    finally:
+        disk.stop()

@@ -50,3 +50,40 @@ def test_active_says_whether_the_last_attempt_failed(failures):
     for _ in range(failures):
         streak.failed("boom")
     assert streak.active is bool(failures)
+
+
+def test_a_long_outage_is_warned_about_again_at_growing_intervals(caplog):
+    """An outage that lasts is warned about again after 1, 5 and 15 minutes and every 15
+    minutes after that (so an operator sees the bot still tries), with how long and how many
+    attempts; the failures between stay at DEBUG, and a new run starts the cadence afresh."""
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    now = [0.0]
+    streak = FailureStreak(
+        logging.getLogger(LOGGER), "reaching Telegram at http://127.0.0.1:9/bot",
+        "retrying until it answers", clock=lambda: now[0],
+    )  # fmt: skip
+    for second in range(0, 3601, 30):  # an hour of attempts, one every 30 s (the back-off cap)
+        now[0] = float(second)
+        streak.failed("NetworkError: ConnectError")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings[0] == (
+        "reaching Telegram at http://127.0.0.1:9/bot failed (NetworkError: ConnectError); "
+        "retrying until it answers"
+    )
+    assert warnings[1:] == [
+        f"reaching Telegram at http://127.0.0.1:9/bot still failing after {after}, {attempts} "
+        "attempts (last: NetworkError: ConnectError); retrying until it answers"
+        for after, attempts in [
+            ("1 min", 3), ("5 min", 11), ("15 min", 31), ("30 min", 61), ("45 min", 91),
+            ("1 h", 121),
+        ]
+    ]  # fmt: skip
+    streak.succeeded()
+    caplog.clear()
+    for second in range(3700, 3700 + 61, 30):
+        now[0] = float(second)
+        streak.failed("TimedOut")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING][1:] == [
+        "reaching Telegram at http://127.0.0.1:9/bot still failing after 1 min, 3 attempts "
+        "(last: TimedOut); retrying until it answers"
+    ]

@@ -15,7 +15,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.bot_harness import ANSWER_TIMEOUT, BotProcess, FakeChats, db_rows
+from tests.bot_harness import (
+    ANSWER_TIMEOUT,
+    TOKEN_SECRET,
+    BotProcess,
+    FakeChats,
+    bot_env,
+    db_rows,
+    free_port,
+)
 from tests.fake_bot_api import FakeBotApi
 
 #: Seconds of AGENT_REDELIVER_INTERVAL below.
@@ -202,7 +210,7 @@ def test_replies_answered_during_an_outage_are_sent_after_restarts(
     assert all(len(chats.answers_to(chat, mid)) == 1 for chat, mid in messages)
     assert len(api.sent_messages()) == 3
     assert [len(turns(db, chat)) for chat in (301, 302)] == [2, 1]
-    assert "reaching Telegram failed" in bot.stderr
+    assert f"reaching Telegram at {api.base_url} failed" in bot.stderr
     assert "Traceback" not in bot.stderr
 
 
@@ -325,3 +333,32 @@ def test_polling_through_errors_drops_and_slow_answers_loses_and_repeats_nothing
     problems = log_lines(bot)
     assert len(problems) == 2, problems  # two outages, one line each
     assert all("polling failed" in line for line in problems)
+
+
+def test_a_bot_api_url_with_nothing_listening_is_named_in_the_warning(tmp_path):
+    """TELEGRAM_BASE_URL pointing where nothing listens: the bot keeps trying (it does not
+    exit), its warning names that URL but never the token, and later failures stay quiet until
+    the first "still failing" reminder (a minute in, tests/test_failure_streak.py); SIGTERM
+    stops it cleanly."""
+    closed = free_port()  # bound and released: nothing listens there
+    url = f"http://127.0.0.1:{closed}/bot"
+    env = bot_env(tmp_path, TELEGRAM_BASE_URL=url, **FAST)
+    bot = BotProcess(tmp_path, env).start()
+    try:
+        deadline = time.monotonic() + 60
+        while "reaching Telegram" not in bot.stderr:
+            assert bot.alive, bot.stderr
+            assert time.monotonic() < deadline, bot.stderr
+            time.sleep(0.05)
+        time.sleep(2)  # several more attempts (0.1 s back-off, doubling)
+        assert bot.alive
+        bot.stop()
+    finally:
+        bot.ensure_dead()
+    warnings = [line for line in bot.stderr.splitlines() if " WARNING " in line]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].endswith(
+        f"agent.telegram.bot: reaching Telegram at {url} failed (NetworkError: httpx.ConnectError:"
+        " All connection attempts failed); retrying until it answers"
+    )
+    assert TOKEN_SECRET not in bot.stderr

@@ -11,11 +11,12 @@ import sys
 from contextlib import AsyncExitStack
 from typing import TextIO
 
-from agent.app.wiring import build_lane, open_concierge, open_database
+from agent.app.wiring import build_lane, open_concierge, open_database, record_locations
+from agent.chat.inbound_journal import InboundJournal
 from agent.chat.reminders import AsyncioScheduler
 from agent.chat.service import ChatService
 from agent.config import Settings
-from agent.console import ConsoleOutbox, chat_in_terminal
+from agent.console import CONSOLE_BOT_ID, ConsoleOutbox, chat_in_terminal
 
 __all__ = ["run_console"]
 
@@ -29,6 +30,7 @@ async def run_console(
 ) -> None:
     """Chat on ``stdin``/``stdout`` until end of input or ``stop`` is set."""
     db = await open_database(settings)
+    await record_locations(settings, db)  # where agent-memory finds the checkpoint files
     lane = build_lane(settings, db)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(lane.shutdown)
@@ -38,7 +40,8 @@ async def run_console(
         engine = await open_concierge(settings, stack)
         outbox = ConsoleOutbox(stdout)
         scheduler = AsyncioScheduler()
-        service = ChatService(lane, engine, outbox, db=db, scheduler=scheduler)
+        journal = InboundJournal(db, CONSOLE_BOT_ID)  # each line, before it is handled (I1)
+        service = ChatService(lane, engine, outbox, db=db, scheduler=scheduler, journal=journal)
         stack.push_async_callback(service.shutdown)
         # Unwound first: no reminder is queued once the chat's queue drains.
         stack.push_async_callback(scheduler.shutdown)

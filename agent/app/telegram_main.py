@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from datetime import timedelta
 
-from agent.app.wiring import build_lane, open_concierge, open_database
+from agent.app.wiring import build_lane, open_concierge, open_database, record_locations
 from agent.app.workers import CHAT_LOCK_HOLDERS, Coordination, coordination_for
 from agent.chat.inbound_journal import InboundJournal
 from agent.chat.service import ChatService
@@ -57,6 +57,7 @@ async def run_telegram_bot(settings: Settings, stop: asyncio.Event) -> None:
     """
     bot = TelegramBot(settings, stop)
     db = await open_database(settings)
+    await record_locations(settings, db)  # where agent-memory finds the checkpoint files
     lane = build_lane(settings, db)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(lane.shutdown)

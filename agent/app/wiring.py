@@ -13,8 +13,9 @@ from datetime import datetime
 
 from agent.config import Settings
 from agent.db import AnyDatabase, Database
+from agent.db.bot_settings import CHECKPOINT_DIR, record_setting, recorded_setting
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.errors import ConfigError
+from agent.errors import ConfigError, StorageError
 from agent.memory import CheckpointWriter, ConversationLane, ReplyEngine
 from agent.memory.conversation_checkpoint import CheckpointStore
 from agent.memory.conversation_context_builder import ConversationContextBuilder
@@ -41,6 +42,7 @@ __all__ = [
     "open_concierge",
     "open_database",
     "open_lane",
+    "record_locations",
     "retrieval_policy",
     "state_manager",
     "stores_for",
@@ -138,6 +140,21 @@ async def open_database(settings: Settings) -> AnyDatabase:
     return await PostgresDatabase(
         settings.database_url.get_secret_value(), timeout=settings.lock_timeout
     ).open()
+
+
+async def record_locations(settings: Settings, db: AnyDatabase) -> None:
+    """Record in ``db`` where the bot keeps its checkpoint files (an absolute path; none
+    where checkpoints are rows only), so that ``agent-memory`` finds them from any directory.
+
+    Written only when it changed; a database that refuses the write is logged, not fatal
+    (the bot's own work does not need the record).
+    """
+    value = str(settings.checkpoint_dir.resolve()) if settings.checkpoint_files else None
+    try:
+        if await recorded_setting(db, CHECKPOINT_DIR) != value:
+            await record_setting(db, CHECKPOINT_DIR, value)
+    except StorageError as exc:
+        logger.warning("the checkpoint directory was not recorded for agent-memory: %s", exc)
 
 
 def checkpoint_store(settings: Settings, db: AnyDatabase) -> CheckpointStore:

@@ -47,6 +47,7 @@ from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.chat.job_table import JobTable
 from agent.chat.journal_drain import JournalDrain
 from agent.chat.outbox import Outbox
+from agent.chat.reminder_message import reminder_text
 from agent.chat.reminders import JobScheduler, Reminders
 from agent.chat.storage_backlog import REFUSALS, StorageBacklog
 from agent.db import AnyDatabase, ChatLocks, LocalChatLocks
@@ -54,7 +55,7 @@ from agent.errors import DeliveryError, DeliveryFailed, DeliveryRefused, Unreada
 from agent.memory import ConversationLane, ConversationTurn, InboundMessage, JobRef, ReplyEngine
 from agent.utils.logging_setup import bind
 
-__all__ = ["ChatService", "EntryReader", "reminder_text"]
+__all__ = ["ChatService", "EntryReader"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +64,6 @@ T = TypeVar("T")
 #: Reads a journaled update back and runs its handler (the transport's); raises
 #: :class:`~agent.errors.UnreadableUpdate` when the payload cannot be read.
 EntryReader = Callable[[JournalEntry], Awaitable[None]]
-
-
-def reminder_text(job: JobRef) -> str:
-    """The message a due reminder sends (and the turn that fires it records)."""
-    return f"⏰ Reminder: {job.label or '(no text)'}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +403,8 @@ class ChatService:
     async def _fire(self, chat_id: int, job: JobRef, *, claimed: bool = False) -> None:
         with bind(chat_id=chat_id, job_id=job.job_id):
             try:
-                result = await self.lane.complete_job(chat_id, job.job_id, reminder_text(job))
+                text = reminder_text(job, self.lane.now())
+                result = await self.lane.complete_job(chat_id, job.job_id, text)
             except REFUSALS as exc:
                 if claimed:  # claimable again once the claim's lease ends
                     logger.debug("the database refused the reminder's turn: %s", exc)

@@ -8,12 +8,13 @@ Covered by ``tests/test_cli.py`` (the real program).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, get_args
 
-from agent.cli.arguments import Commands, add_json, add_session, moment, positive
+from agent.cli.arguments import CommandError, Commands, add_json, add_session, moment, positive
 from agent.cli.opened import OpenedMemory
-from agent.cli.render import Column, Output, ago, excerpt, timestamp
+from agent.cli.render import Column, Output, Section, ago, excerpt, timestamp
+from agent.db.search import index_tokens
 from agent.memory import (
     CheckpointCheck,
     ConversationSession,
@@ -24,8 +25,10 @@ from agent.memory import (
 )
 from agent.memory.schemas import SessionStatus
 
-__all__ = ["register", "session_status", "session_title", "state_sections"]
+__all__ = ["VERDICT_STYLES", "register", "session_status", "session_title", "state_sections"]
 
+#: How a checkpoint's verdict looks in a terminal (any other: red, a problem).
+VERDICT_STYLES = {"matches": "green", "writing": "yellow", "-": ""}
 #: The status a closed session is shown (and filtered) with: its stored one is stale.
 CLOSED = "closed"
 # Each order: the key, and whether the largest comes first.
@@ -37,6 +40,7 @@ _SORTS: dict[str, tuple[Callable[[ConversationSession], Any], bool]] = {
     "id": (lambda s: s.session_id, False),
 }
 _TEXT = 300  # characters of a turn's text `history` prints per line, in a terminal
+_GREP_BATCH = 256  # turns tokenized at once by `history --grep`
 
 
 def session_title(session: ConversationSession) -> str:
@@ -143,7 +147,8 @@ async def _sessions(opened: OpenedMemory, args: argparse.Namespace, out: Output)
     out.table(
         [Column("SESSION"), Column("CHAT", right=True), Column("TITLE", cut=True),
          Column("STATUS"), Column("TURNS", right=True), Column("ACTIVE"),
-         Column("CHECKPOINT", right=True), Column("MATCHES LOG")],
+         Column("CHECKPOINT", right=True),
+         Column("MATCHES LOG", styles=VERDICT_STYLES, other_style="red")],
         rows,
     )  # fmt: skip
     return 0
@@ -191,37 +196,32 @@ async def _show(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> 
         return 0
     state, now = session.state, inspector.now()
     written = check.snapshot.written_at if check.snapshot else None
-    out.line(f"Session {session.session_id}")
-    out.fields(
-        [
-            ("chat", f"{session.chat_id} ({session.chat_type})"),
-            ("title", session_title(session)),
-            ("status", session_status(session)),
-            ("turns", str(state.turn_count)),
-            ("created", timestamp(session.created_at)),
-            ("last activity", f"{timestamp(session.updated_at)} ({ago(session.updated_at, now)})"),
-            ("closed", timestamp(session.closed_at)),
-            (
-                "checkpoint",
-                check.detail + (f", written {ago(written, now)}" if written else ""),
-            ),
-            ("summary", _summary_line(state)),
-            ("last intent", state.last_intent or "-"),
-        ]
-    )
-    for title, columns, rows in [*state_sections(state), _memory_section(memories)]:
-        out.line()
-        if rows:
-            out.line(f"{title} ({len(rows)})")
-            out.table(columns, rows)
-        else:
-            out.line(f"{title}: none")
+    fields = [
+        ("chat", f"{session.chat_id} ({session.chat_type})"),
+        ("title", session_title(session)),
+        ("status", session_status(session)),
+        ("turns", str(state.turn_count)),
+        ("created", timestamp(session.created_at)),
+        ("last activity", f"{timestamp(session.updated_at)} ({ago(session.updated_at, now)})"),
+        ("closed", timestamp(session.closed_at)),
+        ("checkpoint", check.detail + (f", written {ago(written, now)}" if written else "")),
+        ("summary", _summary_line(state)),
+        ("last intent", state.last_intent or "-"),
+    ]
+    sections = [
+        Section(title, columns, rows)
+        for title, columns, rows in [*state_sections(state), _memory_section(memories)]
+    ]
     if state.rolling_summary:
-        out.line("\nRolling summary")
-        out.line(state.rolling_summary)
+        sections.append(Section("Rolling summary", text=state.rolling_summary))
     budget = inspector.token_budget
-    out.line(f"\nContext packet (about {packet.token_estimate} of {budget} tokens, as /memory)")
-    out.line(render_packet(packet))
+    sections.append(
+        Section(
+            f"Context packet (about {packet.token_estimate} of {budget} tokens, as /memory)",
+            text=render_packet(packet),
+        )
+    )
+    out.tree(f"Session {session.session_id}", fields, sections)
     return 0
 
 
@@ -242,9 +242,38 @@ def _summary_line(state: SessionState) -> str:
     return f"version {state.summary_version}, turns 1-{state.summarized_through}"
 
 
-def _matches(turn: ConversationTurn, words: list[str]) -> bool:
-    text = " ".join((turn.speaker or "", turn.user_text, turn.assistant_text or "")).casefold()
-    return all(word in text for word in words)
+def _turn_text(turn: ConversationTurn) -> str:
+    return " ".join((turn.speaker or "", turn.user_text, turn.assistant_text or ""))
+
+
+async def _grep(
+    turns: AsyncIterator[ConversationTurn], grep: list[str], substring: bool
+) -> list[ConversationTurn]:
+    """The turns holding every word of ``grep``: as words, stemmed as /recall's index stems
+    them ("hotel" finds "hotels", "mind" does not find "remind"); or, with ``substring``, as
+    parts of the text in any case."""
+    if substring:
+        parts = " ".join(grep).casefold().split()
+        return [t async for t in turns if all(p in _turn_text(t).casefold() for p in parts)]
+    wanted = set(index_tokens([" ".join(grep)])[0])
+    if not wanted:
+        raise CommandError("--grep needs a word of letters or digits; --substring finds any text")
+    found: list[ConversationTurn] = []
+    batch: list[ConversationTurn] = []
+
+    def keep(batch: list[ConversationTurn]) -> None:
+        tokens = index_tokens([_turn_text(turn) for turn in batch])
+        found.extend(
+            turn for turn, words in zip(batch, tokens, strict=True) if wanted <= set(words)
+        )
+
+    async for turn in turns:
+        batch.append(turn)
+        if len(batch) == _GREP_BATCH:
+            keep(batch)
+            batch = []
+    keep(batch)
+    return found
 
 
 async def _history(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
@@ -252,8 +281,7 @@ async def _history(opened: OpenedMemory, args: argparse.Namespace, out: Output) 
     session = await opened.session(args.session)
     sid = session.session_id
     if args.grep:
-        words = " ".join(args.grep).casefold().split()
-        turns = [t async for t in inspector.turns(sid) if _matches(t, words)]
+        turns = await _grep(inspector.turns(sid), args.grep, args.substring)
         turns = turns[-args.last :] if args.last else turns
     elif args.last:
         turns = await inspector.recent(sid, args.last)
@@ -357,7 +385,16 @@ def register(commands: Commands) -> None:
     add_session(history)
     history.add_argument("--last", type=positive, metavar="N", help="only the last N turns")
     history.add_argument(
-        "--grep", nargs="+", metavar="WORD", help="only turns containing every WORD (any case)"
+        "--grep",
+        nargs="+",
+        metavar="WORD",
+        help="only turns containing every WORD as a word, in any case and form, as /recall "
+        "matches them (hotel finds hotels; mind does not find remind)",
+    )
+    history.add_argument(
+        "--substring",
+        action="store_true",
+        help="with --grep: match each WORD anywhere in the text (mind finds remind)",
     )
     add_json(history)
 

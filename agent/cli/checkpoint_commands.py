@@ -99,14 +99,18 @@ class _Findings:
 
 async def _verify(opened: OpenedMemory, args: argparse.Namespace, out: Output) -> int:
     inspector = opened.inspector
+    if args.repair:
+        opened.check_repairable()  # before anything is read: nothing written elsewhere
     found = _Findings()
     found.integrity = await inspector.integrity_problems()
     found.checkpoints = await inspector.check_all()
     if args.deep:
         sessions = await inspector.sessions()
-        found.state_mismatches = [
-            s.session_id for s in sessions if await inspector.state_differs(s.session_id)
-        ]
+        with out.progress("folding each session's turn log", len(sessions)) as step:
+            for session in sessions:
+                if await inspector.state_differs(session.session_id):
+                    found.state_mismatches.append(session.session_id)
+                step()
     statistics = await inspector.statistics()
     found.journal = statistics.journal
     # The bot's own list of replies to send at its next start (I4), read up to a bound.
@@ -169,7 +173,11 @@ def _print(found: _Findings, out: Output) -> None:
     if found.problems:
         out.line()
         out.table(
-            [Column("SESSION"), Column("CHECKPOINT"), Column("DETAIL", cut=True)],
+            [
+                Column("SESSION"),
+                Column("CHECKPOINT", other_style="red"),
+                Column("DETAIL", cut=True),
+            ],
             [[c.session_id, c.verdict, c.detail] for c in found.problems],
         )
     for sid in found.state_mismatches:

@@ -72,7 +72,9 @@ async def _prune(opened: OpenedMemory, args: argparse.Namespace, out: Output) ->
     if not await _confirm(question, args):
         out.line("nothing erased")
         return 0
-    pruned = await opened.lane.prune(older_than_days=args.older_than)
+    # One transaction erases them all: a spinner, not a count, shows it works.
+    with out.progress(f"erasing {len(stale)} sessions", None):
+        pruned = await opened.lane.prune(older_than_days=args.older_than)
     if args.json:
         out.json({"pruned": pruned, "would_prune": []})
     else:

@@ -9,6 +9,12 @@ database's read-only connections, which in WAL mode never wait for a running bot
 the same lock as the bot's writes and give up with :class:`~agent.errors.DatabaseLocked` after
 ``AGENT_DB_LOCK_TIMEOUT`` seconds.
 
+The checkpoint directory is the one the bot recorded in its database (an absolute path, written
+at each start: :mod:`agent.db.bot_settings`), so that a command run from any directory finds
+the bot's files; ``--checkpoints`` overrides it, and without either the settings' own
+(``AGENT_CHECKPOINT_DIR``) is used. :meth:`OpenedMemory.check_repairable` refuses a repair
+anywhere but in the bot's directory.
+
 Sessions are named on the command line by their id or, for a chat's open session, by
 ``chat:<chat id>`` (:class:`~agent.cli.arguments.SessionRef`).
 Tested by ``tests/test_cli.py``.
@@ -19,13 +25,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Self
 
 from agent.app.wiring import build_lane, open_database
-from agent.cli.arguments import SessionRef
+from agent.cli.arguments import CommandError, SessionRef
 from agent.cli.render import Output
 from agent.config import Settings
 from agent.db import AnyDatabase
+from agent.db.bot_settings import CHECKPOINT_DIR, recorded_setting
 from agent.db.migrations import schema_version
 from agent.errors import SessionNotFound, StorageError
 from agent.memory import ConversationLane, ConversationSession, MemoryInspector
@@ -42,10 +50,15 @@ class OpenedMemory:
     Args:
         settings: the bot's settings (database path, checkpoint directory, summary and
             retrieval settings, lock timeout).
+        checkpoints: the checkpoint directory named on the command line (``None``: the one
+            the bot recorded, else the settings').
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, checkpoints: Path | None = None) -> None:
         self.settings = settings
+        self._given = checkpoints
+        #: The checkpoint directory the bot recorded in its database, if it did.
+        self.recorded_checkpoints: Path | None = None
         self._lane: ConversationLane | None = None
         self._db: AnyDatabase | None = None
 
@@ -61,8 +74,41 @@ class OpenedMemory:
         # Model summaries run in the bot only; a tool never starts them.
         settings = self.settings.model_copy(update={"llm_summarizer": False})
         self._db = await open_database(settings)
+        try:
+            recorded = await recorded_setting(self._db, CHECKPOINT_DIR)
+        except BaseException:
+            await self._db.close()
+            raise
+        self.recorded_checkpoints = Path(recorded) if recorded is not None else None
+        directory = self._given or self.recorded_checkpoints
+        if directory is not None:
+            settings = settings.model_copy(update={"checkpoint_dir": directory})
+        self.settings = settings
         self._lane = build_lane(settings, self._db)
         return self
+
+    def check_repairable(self) -> None:
+        """Refuse to write checkpoint files anywhere but in the bot's checkpoint directory.
+
+        Raises:
+            CommandError: ``--checkpoints`` names another directory than the one the bot
+                recorded; or the bot recorded none and the directory does not exist (a
+                command never creates one where the bot may not look).
+        """
+        if not self.settings.checkpoint_files:
+            return  # rows: nothing is written outside the database
+        target = self.settings.checkpoint_dir.resolve()
+        recorded = self.recorded_checkpoints
+        if recorded is not None and target != recorded:
+            raise CommandError(
+                f"--repair writes only into the bot's checkpoint directory, {recorded} "
+                f"(recorded in the database), not {target}; leave out --checkpoints"
+            )
+        if recorded is None and not target.is_dir():
+            raise CommandError(
+                f"no checkpoint directory at {target}: --repair never creates one; pass "
+                "--checkpoints DIR, the bot's AGENT_CHECKPOINT_DIR (nothing was written)"
+            )
 
     async def _check_schema(self) -> None:
         """Refuse a database that is not the bot's before opening it (opening migrates)."""

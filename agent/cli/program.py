@@ -46,9 +46,11 @@ Inspect and manage what the bot remembers: sessions, turns, state, checkpoint fi
 
 It works on the bot's live database while the bot runs (reads never wait for it; writes take
 the bot's write lock and give up after AGENT_DB_LOCK_TIMEOUT seconds) and on a copy. Settings
-come from the environment and .env, as for the bot: AGENT_DB_PATH, AGENT_CHECKPOINT_DIR and the
-summary and retrieval settings; --db and --checkpoints override the paths. It never creates a
-database."""
+come from the environment and .env, as for the bot: AGENT_DB_PATH and the summary and retrieval
+settings; --db overrides the database's path. The checkpoint directory is the one the bot
+recorded in its database (so it works from any directory), else AGENT_CHECKPOINT_DIR;
+--checkpoints overrides it, and verify --repair writes only into the bot's own. It never
+creates a database."""
 
 _EPILOG = f"""\
 SESSION is a session id (ses_ and 32 hex digits) or chat:<chat id> for a chat's open session.
@@ -75,7 +77,8 @@ def _add_locations(parser: argparse.ArgumentParser) -> None:
         "--checkpoints",
         type=Path,
         metavar="DIR",
-        help="the checkpoint directory (default: AGENT_CHECKPOINT_DIR)",
+        help="the checkpoint directory (default: the one the bot recorded in the database, "
+        "else AGENT_CHECKPOINT_DIR)",
     )
 
 
@@ -107,13 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings()
-    paths = {"db_path": args.db, "checkpoint_dir": args.checkpoints}
-    return settings.model_copy(update={k: v for k, v in paths.items() if v is not None})
+    return settings if args.db is None else settings.model_copy(update={"db_path": args.db})
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     handler: Handler = args.handler
-    async with OpenedMemory(settings) as opened:
+    async with OpenedMemory(settings, checkpoints=args.checkpoints) as opened:
         return await handler(opened, args, Output(sys.stdout))
 
 

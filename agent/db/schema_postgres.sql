@@ -396,3 +396,12 @@ $$;
 CREATE OR REPLACE TRIGGER conversation_turn_search_count
     AFTER INSERT OR DELETE OR UPDATE OF length ON conversation_turn_search
     FOR EACH ROW EXECUTE FUNCTION conversation_turn_search_count();
+
+-- migration: 0008_bot_settings
+-- Settings the bot records for the tools that work on its data, as schema.sql's
+-- 0017_bot_settings (the checkpoint directory, where checkpoints are mirrored into files).
+CREATE TABLE bot_settings (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);

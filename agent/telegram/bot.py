@@ -15,7 +15,9 @@ the lock's retry interval; one process (SQLite) always leads. In webhook mode ev
 serves the webhook and the leader lock only says who runs the maintenance of the database.
 
 A start during a Telegram outage waits for Telegram (its first calls are retried with back-off)
-instead of exiting: the replies owed since the last run (I4) need a running bot.
+instead of exiting: the replies owed since the last run (I4) need a running bot. The warning
+names the Bot API's URL (never the token) and is repeated while the outage lasts
+(:class:`~agent.utils.failure_streak.FailureStreak`).
 
 Covered by ``tests/test_telegram_bot.py``, ``tests/test_telegram_faults.py`` and
 ``tests/test_bot_crash.py`` (the real program against the fake Bot API).
@@ -30,6 +32,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from telegram import Update
 from telegram.error import InvalidToken
@@ -231,7 +234,10 @@ class TelegramBot:
             await call()
             return True
 
-        failures = FailureStreak(logger, "reaching Telegram", "retrying until it answers")
+        where = _without_secrets(self._settings.telegram_base_url)
+        failures = FailureStreak(
+            logger, f"reaching Telegram at {where}", "retrying until it answers"
+        )
         answered = await retry_bot_api(
             attempt, failures=failures, backoff=self._settings.telegram_backoff, stop=self._stop
         )
@@ -288,6 +294,17 @@ class TelegramBot:
             on_refused=adapter.apologise,
         )
         return asyncio.create_task(_lead(leader, poller.run), name="polling-intake")
+
+
+def _without_secrets(url: str) -> str:
+    """The Bot API's URL as a log line may show it: no user, password, query or token."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host += f":{parts.port}"
+    # The token follows the base URL (…/bot<token>/getMe); a "{token}" template holds its place.
+    path = parts.path.split("{", 1)[0]
+    return urlunsplit((parts.scheme, host, path, "", ""))
 
 
 async def _lead(
