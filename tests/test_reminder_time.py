@@ -80,7 +80,7 @@ def test_new_york_tonight_is_new_york_tonight():
 
 
 def test_a_delay_is_an_hour_whatever_the_zone():
-    """"in 2 hours" is two hours of real time in any zone."""
+    """ "in 2 hours" is two hours of real time in any zone."""
     assert due_time("in 2 hours", NOW, NEW_YORK) == NOW + timedelta(hours=2)
 
 
@@ -125,7 +125,7 @@ def test_a_reminder_request_in_natural_time(text, label, due):
 
 
 def test_the_same_words_in_another_zone_are_another_moment():
-    """"tomorrow at 8am" for a user in New York is 13:00 UTC."""
+    """ "tomorrow at 8am" for a user in New York is 13:00 UTC."""
     request = parse_reminder("remind me tomorrow at 8am to run", NOW, NEW_YORK)
     assert request is not None
     assert request.due_at == datetime(2026, 11, 26, 13, 0, tzinfo=UTC)

@@ -45,6 +45,7 @@ message in :mod:`~agent.engines.rule_reading`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from agent.engines.rule_facts import (
     answer_about_you,
@@ -57,6 +58,7 @@ from agent.engines.rule_facts import (
 )
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_reading import Answer, Reading, utc
+from agent.engines.rule_reminders import answer_time, change_reminders
 from agent.engines.rule_talk import (
     UNKNOWN,
     answer_decisions,
@@ -92,6 +94,7 @@ from agent.memory.rules.session_rules import (
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
+from agent.utils.time_zones import zone_of
 
 __all__ = ["RuleBasedConcierge"]
 
@@ -101,7 +104,14 @@ _MAX_REPLY_CHARS = 4000
 _NO_TEXT = "I can only read text for now. Try “my name is Ada”, or send /help to see what I can do."
 
 # Reply intents that change the state, first: the reply is named after its side effect.
-_SIDE_EFFECTS = ("set_reminder", "close_todo", "add_todo", "close_question", "note_commitment")
+_SIDE_EFFECTS = (
+    "set_reminder",
+    "cancel_reminder",
+    "close_todo",
+    "add_todo",
+    "close_question",
+    "note_commitment",
+)
 
 # The questions answered, in the order they are tried: the first rule that recognises the
 # message answers it (someone's facts before the user's: "where does my sister live?").
@@ -109,6 +119,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_someone),
     ("ask_fact", answer_earlier),
     ("ask_fact", answer_name),
+    ("tell_time", answer_time),
     ("list_open", answer_open_items),
     ("list_facts", answer_about_you),
     ("list_decisions", answer_decisions),
@@ -164,27 +175,31 @@ class RuleBasedConcierge:
         new_facts = extract_facts(text, turn=seq)
         # What earlier sessions taught (long-term memory), overridden by this session's facts.
         known = merge_facts(remembered(packet), packet.facts)
+        facts = merge_facts(known, new_facts)
+        zone = zone_of(next((f.value for f in facts if f.key == "timezone"), None))
         reading = Reading(
             text=text,
             now=now,
             new_facts=new_facts,
-            facts=merge_facts(known, new_facts),
+            facts=facts,
             loops=update_open_loops(packet.open_loops, text, seq=seq),
-            reminder=parse_reminder(text, now),
+            reminder=parse_reminder(text, now, zone),
+            zone=zone,
         )
         parts: list[str] = []
         intents: list[str] = []
         jobs: tuple[JobRef, ...] = ()
+        change = None if reading.reminder is not None else change_reminders(packet, reading)
         if reading.reminder is not None:
-            job = JobRef(
-                job_id=self._job_ids(),
-                kind="reminder",
-                label=reading.reminder.label or "reminder",
-                due_at=reading.reminder.due_at,
-            )
-            jobs = (job,)
-            parts.append(reminder_set(reading.reminder, now))
+            jobs = (self._reminder(reading.reminder.label, reading.reminder.due_at),)
+            parts.append(reminder_set(reading.reminder, now, zone))
             intents.append("set_reminder")
+        elif change is not None:
+            jobs = tuple(r.model_copy(update={"status": "cancelled"}) for r in change.cancelled)
+            if change.due_at is not None:
+                jobs += (self._reminder(change.label, change.due_at),)
+            parts.append(change.text)
+            intents.append(change.intent)
         elif is_reminder_request(text):
             parts.append(REMINDER_FORMS)
             intents.append("reminder_unreadable")
@@ -210,6 +225,11 @@ class RuleBasedConcierge:
             intent=_main_intent(intents),
             action_name=_action(reading.loops, jobs),
             job_refs=jobs,
+        )
+
+    def _reminder(self, label: str, due_at: datetime) -> JobRef:
+        return JobRef(
+            job_id=self._job_ids(), kind="reminder", label=label or "reminder", due_at=due_at
         )
 
 
@@ -261,8 +281,10 @@ def _main_intent(intents: Sequence[str]) -> str:
 
 def _action(loops: LoopUpdate, jobs: Sequence[JobRef]) -> str | None:
     # The action names what changed: nothing changes when a to-do was already on the list.
-    if jobs:
+    if any(job.status == "scheduled" for job in jobs):
         return "schedule_reminder"
+    if jobs:
+        return "cancel_reminder"
     if loops.closed:
         return "close_todo"
     return "add_todo" if loops.opened else None

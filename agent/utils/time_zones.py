@@ -86,4 +86,3 @@ def zone_label(zone: ZoneInfo) -> str:
         sign = "-" if offset.group("sign") == "+" else "+"
         return f"UTC{sign}{offset.group('hours')}"
     return key
-

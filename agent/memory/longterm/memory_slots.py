@@ -89,6 +89,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "relative": SlotRule("entity", True, 0.7, "your {v}", "{s}'s {v}"),
     "pet": SlotRule("entity", True, 0.6, "your {v}", "{s}'s {v}"),
     "note": SlotRule("fact", True, 0.6, "{v}", "{s}: {v}"),
+    # An IANA name (agent.utils.time_zones): reminders and the time are said in it.
+    "timezone": SlotRule("fact", False, 1.0, "your time zone is {v}", "{s}'s time zone is {v}"),
 }
 # One slot for the two sides of one thing: the later one supersedes (contradicts) the other.
 _SHARED_SLOT = {"dislikes": "likes"}

@@ -20,6 +20,7 @@ from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.extraction import Clause, clean_value, split_clauses
 from agent.memory.schemas import Fact, FactMode
 from agent.utils.text import LETTER_WORD
+from agent.utils.time_zones import find_zone
 
 __all__ = ["PEOPLE", "PETS", "extract_facts"]
 
@@ -107,7 +108,7 @@ _DISLIKE = r"(?:(?:don't|do not|dont)\s+(?:like|love|enjoy)|hate|dislike|can't s
 class _FactRule:
     key: str
     pattern: re.Pattern[str]
-    kind: str  # how the value is read: name, strict_name, place, short, phrase, raw
+    kind: str  # how the value is read: name, strict_name, place, short, phrase, raw, zone
     in_questions: bool
 
 
@@ -117,6 +118,10 @@ def _rule(key: str, pattern: str, kind: str, *, in_questions: bool = False) -> _
 
 # The first rule that reads a clause wins; order matters ("I'm from X" is no name).
 _FACT_RULES: tuple[_FactRule, ...] = (
+    _rule("timezone", r"\bmy time\s*zone(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)", "zone"),
+    _rule("timezone", r"\b(?:set|change|switch|update) my time\s*zone to\s+(?P<v>.+)", "zone"),
+    _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?$",
+          "zone"),
     _rule("name", r"\bmy name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
     _rule("name", r"\bcall me\s+(?P<v>.+)", "name", in_questions=True),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
@@ -203,6 +208,9 @@ def _fact_value(kind: str, raw: str) -> str | None:
         return _name_value(raw, strict=False)
     if kind == "strict_name":
         return _name_value(raw, strict=True)
+    if kind == "zone":
+        zone = find_zone(raw)
+        return None if zone is None else zone.key
     if kind == "place":
         value = _cut(raw, _PLACE_STOP, 5)
     elif kind == "short":
@@ -219,7 +227,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     """Return the facts the user states in ``text``, in the order stated.
 
     About the user, keys are ``name``, ``age``, ``location``, ``hometown``, ``job``,
-    ``workplace``, ``birthday``, ``diet``, ``favourite:<thing>`` (one value each) and ``plan``,
+    ``workplace``, ``birthday``, ``diet``, ``timezone`` (an IANA name), ``favourite:<thing>``
+    (one value each) and ``plan``,
     ``goal``, ``decision``, ``likes``, ``dislikes``, ``allergy``, ``avoid``, ``routine``,
     ``relative``, ``pet`` (many values: the value is part of the key). About someone else the
     key starts with who they are: ``sister Mia/location``; naming them ("my sister Mia", "I
