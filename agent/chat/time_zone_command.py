@@ -5,7 +5,7 @@ UTC+2``) keeps the zone as the chat's long-term memory ``timezone`` (one value: 
 replaces the old one; ``/facts`` shows it, ``/facts forget`` removes it); the offline concierge
 reads it from the packet. ``/timezone`` alone says which zone is in use (UTC by default).
 
-Covered by ``tests/test_time_zone_command.py``.
+Covered by ``tests/test_rule_reminders.py`` (as a user sends it).
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from agent.engines.rule_facts import (
+    NOT_TOLD,
     answer_about_you,
     answer_earlier,
     answer_fact,
@@ -58,6 +59,7 @@ from agent.engines.rule_facts import (
 )
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_reading import Answer, Reading, utc
+from agent.engines.rule_recall import answer_from_memory, quote_memory
 from agent.engines.rule_reminders import answer_time, change_reminders
 from agent.engines.rule_talk import (
     UNKNOWN,
@@ -213,6 +215,10 @@ class RuleBasedConcierge:
         clauses = split_clauses(message.text)
         parts.extend(dialogue_acks(packet, message, reading, clauses, intents))
         answer = _question(packet, reading, jobs)
+        if answer is not None and answer[1].startswith(NOT_TOLD):
+            # No fact says it, but it may have been said in passing: quote it if so.
+            quoted = quote_memory(packet, message.text or "", now, personal=personal)
+            answer = answer if quoted is None else ("recall", quoted)
         if answer is not None:
             intents.append(answer[0])
             parts.append(answer[1])
@@ -256,6 +262,11 @@ def _unanswered(
         return talk
     if message.chat_type in GROUP_CHAT_TYPES and is_deliberation_move(message.text, clauses):
         return "deliberation", "Noted for the group. Ask “what did we decide?” to see where we are."
+    if any(clause.question for clause in clauses):
+        personal = message.chat_type in PERSONAL_CHAT_TYPES
+        recalled = answer_from_memory(packet, message.text, reading.now, personal=personal)
+        if recalled is not None:
+            return "recall", recalled
     kept = kept_open(packet, message, reading, clauses)
     if kept is not None:
         return "kept_open", kept

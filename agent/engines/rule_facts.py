@@ -27,6 +27,7 @@ from agent.memory.rules.fact_extraction import PEOPLE, PETS
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = [
+    "NOT_TOLD",
     "answer_about_you",
     "answer_earlier",
     "answer_fact",
@@ -35,6 +36,9 @@ __all__ = [
     "fact_acks",
     "remembered",
 ]
+
+#: How an answer that no fact covers begins ("You haven't told me where you live yet.").
+NOT_TOLD = "You haven't told me"
 
 _F = re.IGNORECASE
 _ASK_NAME = re.compile(
@@ -188,7 +192,7 @@ def answer_fact(
             wanted, missing = (f"favourite:{thing}",), f"your favourite {thing}"
         found = [f for f in reading.facts if _key_matches(f.key, wanted)]
         if not found:
-            return f"You haven't told me {missing} yet."
+            return f"{NOT_TOLD} {missing} yet."
         return " ".join(_answer_line(f) for f in found)
     return None
 
@@ -295,8 +299,8 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         return None  # "who is there?": not someone the user told about
     if named and attribute:
         names = " and ".join(role_and_name(f.value)[1] or f.value for f in named)
-        return f"You haven't told me that about {names} yet."
-    return f"You haven't told me about your {who} yet."
+        return f"{NOT_TOLD} that about {names} yet."
+    return f"{NOT_TOLD} about your {who} yet."
 
 
 def _earlier(
@@ -319,7 +323,7 @@ def _earlier(
         if now:
             current = " ".join(sentence(describe_fact(f)) for f in now)
             return f"I don't know of an earlier one: {current}"
-        return "You haven't told me about that yet."
+        return f"{NOT_TOLD} about that yet."
     lines = []
     for memory in past:
         fact = Fact(key=fact_key(USER, memory.attribute, memory.text), value=memory.text, turn=0)

@@ -33,8 +33,8 @@ _HELP = "I'm your offline concierge: no AI model, just rules I follow reliably. 
 
 # What a message not understood gets: at most 200 characters, one example, a pointer to /help.
 UNKNOWN = (
-    "Sorry, I didn't understand that, so I noted nothing. Try “remind me in 10 minutes to call "
-    "mom”, or send /help to see what I can do."
+    "Sorry, I didn't understand that, so I noted no fact (ask about it later and I'll look it "
+    "up). Try “remind me in 10 minutes to call mom”, or send /help to see what I can do."
 )
 
 _UNKNOWN_COMMAND = "I don't know the command {}. Send /help to see the commands I know."
