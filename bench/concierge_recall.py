@@ -71,7 +71,8 @@ async def _sample(sample: dict[str, Any], index: int, workdir: Path) -> list[Out
             evidence = _evidence(qa.get("evidence", []), seq_of, conversation)
             answer = qa.get("answer")
             packet = await lane.inspector.context(chat_id, str(qa["question"]))
-            found = None if packet is None else recollect(packet, str(qa["question"]))
+            question = str(qa["question"])
+            found = None if packet is None else recollect(packet, question, personal=False)
             if found is None:
                 outcomes.append(Outcome(int(qa["category"]), 0.0, False))
                 continue

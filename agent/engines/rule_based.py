@@ -51,7 +51,9 @@ from agent.engines.rule_facts import (
     NOT_TOLD,
     answer_about_you,
     answer_earlier,
+    answer_event,
     answer_fact,
+    answer_like,
     answer_name,
     answer_someone,
     fact_acks,
@@ -126,6 +128,8 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("list_facts", answer_about_you),
     ("list_decisions", answer_decisions),
     ("recap", answer_recap),
+    ("ask_fact", answer_like),
+    ("ask_fact", answer_event),
     ("ask_fact", answer_fact),
     ("help", answer_help),
 )

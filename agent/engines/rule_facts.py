@@ -19,10 +19,12 @@ from agent.memory.longterm.memory_slots import (
     USER,
     describe_fact,
     fact_key,
+    in_second_person,
     parse_key,
     role_and_name,
     slot_of,
 )
+from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
@@ -30,7 +32,9 @@ __all__ = [
     "NOT_TOLD",
     "answer_about_you",
     "answer_earlier",
+    "answer_event",
     "answer_fact",
+    "answer_like",
     "answer_name",
     "answer_someone",
     "fact_acks",
@@ -66,7 +70,8 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
         (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
          "about decisions of yours"),
-        (r"\bwhat am i allergic to\b|\bwhat are my allergies\b|\bam i allergic\b",
+        (r"\bwhat am i allergic to\b|\bwhat are my allergies\b|\bam i allergic\b"
+         r"|\bdo i have (?:any )?allerg",
          "allergy:", "about allergies"),
         (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
          r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
@@ -81,7 +86,7 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
          "about your family and friends"),
         (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b", "job workplace",
          "about your work"),
-        (r"\bwhat do i do for (?:a )?(?:living|work)\b", "job", "your job"),
+        (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
          "your birthday"),
         (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
@@ -133,6 +138,54 @@ _ATTRIBUTE_WORDS = {
     "work": "job", "profession": "job", "employer": "workplace", "company": "workplace",
     "bday": "birthday", "diet": "diet",
 }  # fmt: skip
+
+
+# "do I like jazz?", with the thing asked about.
+_ASK_LIKE = re.compile(
+    r"^(?:do|did) i (?:like|love|enjoy|hate|dislike) (?P<thing>.{1,80}?)\??$", _F
+)
+# "when is my flight?", "when's my dentist appointment?"
+_ASK_WHEN = re.compile(
+    r"^when(?:'s|\s+is|\s+are)\s+my\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)\??$", _F
+)
+
+
+def answer_like(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "do I like jazz?" from what the user said they like and dislike."""
+    match = _ASK_LIKE.match(reading.text)
+    if match is None:
+        return None
+    thing = match.group("thing")
+    wanted = content_stems(thing)
+    for fact in reversed(reading.facts):
+        name = parse_key(fact.key).name
+        if parse_key(fact.key).subject != USER or name not in {"likes", "dislikes"}:
+            continue
+        if wanted & content_stems(fact.value):
+            answer = "Yes" if name == "likes" else "No"
+            return f"{answer}: {_answer_line(fact)}"
+    return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
+
+
+def answer_event(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "when is my flight?" from the dated things the user told of; ``None`` when none
+    matches (another rule, or a line said in passing, may answer)."""
+    match = _ASK_WHEN.match(reading.text)
+    if match is None:
+        return None
+    wanted = content_stems(match.group("thing"))
+    found = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).subject == USER
+        and parse_key(f.key).name in {"event", "plan"}
+        and wanted <= content_stems(f.value)
+    ]
+    return " ".join(_answer_line(f) for f in found) if found else None
 
 
 def answer_someone(

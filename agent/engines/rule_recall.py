@@ -12,7 +12,8 @@ function words and the bot's own words left out) that it contains, each word wei
 rare it is among the candidates (``log(1 + n / (1 + df))``): a speaker's name said in half the
 turns counts little, "pinecone" or "wifi" much. :data:`RECALL_THRESHOLD` is tuned on the
 LoCoMo development split by ``bench/concierge_recall.py`` (BENCHMARKS.md, "Concierge recall").
-Questions asked earlier are no answers and are not candidates. Covered by
+Questions asked earlier are no answers and are not candidates, nor is a line that stated a
+fact no longer kept (forgotten with "forget that ...", or replaced). Covered by
 ``tests/test_rule_recall.py``.
 """
 
@@ -24,10 +25,11 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from agent.memory.longterm.memory_slots import describe_memory
+from agent.memory.longterm.memory_slots import describe_memory, fact_key, slot_of
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS
 from agent.memory.rules.extraction import content_stems
-from agent.memory.schemas import ConversationContextPacket
+from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.schemas import ConversationContextPacket, Fact
 from agent.utils.text import QUESTION_WORDS, SEARCH_STOP_WORDS
 
 __all__ = ["RECALL_THRESHOLD", "Recollection", "answer_from_memory", "quote_memory", "recollect"]
@@ -78,7 +80,7 @@ def _asked(question: str) -> frozenset[str]:
     return content_stems(question) - _NOT_ASKED
 
 
-def _candidates(packet: ConversationContextPacket) -> list[Recollection]:
+def _candidates(packet: ConversationContextPacket, *, personal: bool) -> list[Recollection]:
     """The lines a question may be answered with, in the order ties are settled: retrieved
     turns (the retriever's best first), then the recent turns (newest first), then memories."""
     found: dict[int, Recollection] = {}
@@ -99,8 +101,25 @@ def _candidates(packet: ConversationContextPacket) -> list[Recollection]:
                 turn.seq,
                 Recollection(turn.user_text, turn.speaker, turn.created_at.date(), 0.0, turn.seq),
             )
-    # A line that only asks answers nothing.
-    said = [c for c in found.values() if not _QUESTION_ONLY.fullmatch(c.said.strip())]
+    # A line that only asks answers nothing; one that stated a fact no longer kept must not
+    # bring it back: in a personal chat every fact lives in long-term memory (forgotten with
+    # "forget that ...", or replaced); in a group, a fact whose slot now holds another value.
+    kept = {fact_key(m.subject, m.attribute, m.text): m.text.casefold()
+            for m in packet.memories if m.valid_until is None}  # fmt: skip
+    kept.update((f.key, f.value.casefold()) for f in packet.facts)
+    slots = {slot_of(key): value for key, value in kept.items()}
+
+    def still_true(fact: Fact) -> bool:
+        if personal:
+            return kept.get(fact.key) == fact.value.casefold()
+        return slots.get(slot_of(fact.key), fact.value.casefold()) == fact.value.casefold()
+
+    said = [
+        c
+        for c in found.values()
+        if not _QUESTION_ONLY.fullmatch(c.said.strip())
+        and all(still_true(f) for f in extract_facts(c.said, turn=0))
+    ]
     memories = [
         Recollection(describe_memory(m), None, m.valid_from.date(), 0.0)
         for m in packet.memories
@@ -109,13 +128,16 @@ def _candidates(packet: ConversationContextPacket) -> list[Recollection]:
     return said + memories
 
 
-def recollect(packet: ConversationContextPacket, question: str) -> Recollection | None:
+def recollect(
+    packet: ConversationContextPacket, question: str, *, personal: bool = True
+) -> Recollection | None:
     """Return the packet's candidate that best covers ``question``, with its score, or ``None``.
 
     Ties go to the retriever's order (see :func:`_candidates`). The threshold is the caller's
-    (:data:`RECALL_THRESHOLD`).
+    (:data:`RECALL_THRESHOLD`). ``personal``: a personal chat (its facts live in long-term
+    memory: a line stating one that is not there is not quoted).
     """
-    candidates = _candidates(packet)
+    candidates = _candidates(packet, personal=personal)
     # A speaker the question names ("what did Caroline paint?") is who said it, not a word of
     # it: their lines are the candidates, and their name said by others counts for nothing.
     speakers = {c.speaker: content_stems(c.speaker) for c in candidates if c.speaker}
@@ -161,7 +183,7 @@ def quote_memory(
 ) -> str | None:
     """Quote what the packet holds that answers ``question``, with its day, or return ``None``
     when nothing covers it well enough (see :func:`answer_from_memory` for the arguments)."""
-    found = recollect(packet, question)
+    found = recollect(packet, question, personal=personal)
     if found is None or found.score < RECALL_THRESHOLD:
         return None
     quote = _quote(found.said, _asked(question))

@@ -77,6 +77,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     ),
     "diet": SlotRule("constraint", False, 0.7, "you're {v}", "{s} is {v}"),
     "plan": SlotRule("goal", True, 0.8, "you're planning {v}", "{s} is planning {v}"),
+    # "flight to Berlin is on 14 March": a dated thing on the user's calendar.
+    "event": SlotRule("goal", True, 0.8, "your {v}", "{s}'s {v}"),
     "goal": SlotRule("goal", True, 0.7, "your goal is {v}", "{s}'s goal is {v}"),
     "decision": SlotRule("decision", True, 0.7, "you decided {v}", "{s} decided {v}"),
     "likes": SlotRule("preference", True, 0.4, "you like {v}", "{s} likes {v}"),

@@ -157,7 +157,7 @@ _NO_FORGET = re.compile(
 )
 _OPENERS = (
     re.compile(
-        r"^i(?:\s+(?:really|still|also|just|definitely))?\s+(?:need to|have to|must|'ve got to"
+        r"^(?:i(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to|must|'ve got to"
         r"|have got to|gotta|got to)\s+(?P<v>.+)",
         _F,
     ),
@@ -186,15 +186,27 @@ _IRREGULAR_PAST = (
     "|put|set|met|brought|spoke|left|fed|hung|sat|won|cut|rang|drank|drove|ran|threw|swept"
 )
 _PAST_CLOSER = re.compile(
-    r"^i(?:'ve|\s+have)?(?:\s+(?:just|already|finally|now|also))?\s+"
+    r"^(?:i(?:'ve|\s+have)?\s+)?(?:(?:just|already|finally|now|also)\s+)?"
     rf"(?P<verb>{_IRREGULAR_PAST}|[^\W\d_]{{2,}}ed)\s+(?P<v>.+)",
+    _F,
+)
+# "the invoice is sent", "the dentist has been booked", "passport renewed": what was done,
+# said of the thing (its participle, the verb; not a completion word: read as a past tense).
+_DONE_TO = re.compile(
+    r"^(?P<v>[^\W\d_][\w' -]{0,80}?)\s+(?:(?:is|are|was|were|got|has been|have been)\s+)?"
+    rf"(?:(?:now|all|already|finally|just)\s+)?(?P<verb>{_IRREGULAR_PAST}|[^\W\d_]{{2,}}ed)$",
     _F,
 )
 # Past tenses that say nothing was done ("I wanted to book...", "I need..." ends in -ed too).
 _NOT_DONE = frozenset(
     """wanted needed tried planned hoped intended failed decided started used attempted wished
     liked loved hated considered forgot missed postponed delayed agreed offered promised
-    expected preferred asked wondered pretended refused learned learnt""".split()
+    expected preferred asked wondered pretended refused learned learnt cancelled canceled""".split()
+)
+# Participles that say how something is, not that it was done ("my cat is called Miso").
+_STATES = _NOT_DONE | frozenset(
+    """tired bored worried excited scared interested confused stressed married based called
+    named located supposed allowed closed crowded""".split()
 )
 _NEGATION = re.compile(r"(?:not|never|n't|no)\b", _F)
 
@@ -264,6 +276,11 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
                 rest = match.group("v")
                 if not rest.lower().startswith("to "):
                     closer = Closer(f"{match.group('verb')} {rest}", explicit=False)
+        if closer is None:
+            match = _DONE_TO.match(clause.text)
+            verb = match.group("verb").lower() if match else ""
+            if match and verb not in _STATES and not verb.endswith("eed"):
+                closer = Closer(f"{verb} {match.group('v')}", explicit=False)
         if closer is None or _NEGATION.match(closer.text):
             continue
         value = clean_value(closer.text)
