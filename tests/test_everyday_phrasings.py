@@ -117,3 +117,34 @@ async def test_look_alikes_state_no_fact(db, text):
     """What looks like a phrasing family but says nothing of the user is not noted."""
     reply = await Chat(db).say(text)
     assert reply.intent != "state_fact"
+
+
+@pytest.mark.parametrize(
+    ("text", "start"),
+    [
+        ("morning!", "Hi!"),
+        ("hey there", "Hi!"),
+        ("good evening", "Hi!"),
+        ("what's up?", "I'm doing well"),
+        ("thank you so much", "You're welcome"),
+        ("cheers mate", "You're welcome"),
+        ("ta", "You're welcome"),
+        ("great, thanks!", "You're welcome"),
+        ("ok", "👍"),
+        ("cool!", "👍"),
+        ("got it", "👍"),
+        ("see you tomorrow", "Bye"),
+    ],
+)
+async def test_greetings_thanks_and_nods_get_a_short_reply(db, text, start):
+    reply = await Chat(db).say(text)
+    assert reply.intent == "smalltalk"
+    assert (reply.text or "").startswith(start)
+    assert len(reply.text or "") <= 100
+
+
+async def test_a_returning_user_is_greeted_without_the_help_pointer(db):
+    chat = Chat(db)
+    await chat.say("my name is Ada")
+    said = (await chat.say("hello")).text
+    assert said == "Hi Ada! Good to see you again. What can I do for you?"
