@@ -165,7 +165,7 @@ def answer_like(
             continue
         if wanted & content_stems(fact.value):
             answer = "Yes" if name == "likes" else "No"
-            return f"{answer}: {_answer_line(fact)}"
+            return f"{answer}, {_answer_line(fact)[:1].lower()}{_answer_line(fact)[1:]}"
     return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
 
 

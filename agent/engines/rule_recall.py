@@ -22,8 +22,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import lru_cache
 
 from agent.memory.longterm.memory_slots import describe_memory, fact_key, slot_of
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS
@@ -48,9 +50,9 @@ _NOT_ASKED = content_stems(
 # "#12 Ada (8 May 2023): text" (a retrieved turn as the packet renders it), then "  bot: ...".
 _RENDERED_TURN = re.compile(
     r"#(?P<seq>\d+) (?P<who>[^(\n]{1,80}?) \((?P<day>\d{1,2}) (?P<month>[A-Z][a-z]{2}) "
-    r"(?P<year>\d{4})\): (?P<said>.*?)(?:\n  bot: |\Z)",
-    re.DOTALL,
+    r"(?P<year>\d{4})\): "
 )
+_BOT_LINE = "\n  bot: "
 _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|our|us)\b", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
@@ -80,52 +82,61 @@ def _asked(question: str) -> frozenset[str]:
     return content_stems(question) - _NOT_ASKED
 
 
-def _candidates(packet: ConversationContextPacket, *, personal: bool) -> list[Recollection]:
-    """The lines a question may be answered with, in the order ties are settled: retrieved
-    turns (the retriever's best first), then the recent turns (newest first), then memories."""
-    found: dict[int, Recollection] = {}
-    for item in packet.retrieved:
-        match = _RENDERED_TURN.match(item.text) if item.kind == "turn" else None
-        if match is None or match.group("month") not in _MONTHS:
-            continue
-        month = _MONTHS.index(match.group("month")) + 1
-        day = date(int(match.group("year")), month, int(match.group("day")))
-        who = match.group("who")
-        seq = int(match.group("seq"))
-        found[seq] = Recollection(
-            match.group("said").strip(), None if who == "user" else who, day, 0.0, seq
-        )
-    for turn in reversed(packet.recent_turns):
-        if turn.user_text.strip() and turn.intent not in MEMORY_ERASURE_INTENTS:
-            found.setdefault(
-                turn.seq,
-                Recollection(turn.user_text, turn.speaker, turn.created_at.date(), 0.0, turn.seq),
-            )
-    # A line that only asks answers nothing; one that stated a fact no longer kept must not
-    # bring it back: in a personal chat every fact lives in long-term memory (forgotten with
-    # "forget that ...", or replaced); in a group, a fact whose slot now holds another value.
+def _still_true(packet: ConversationContextPacket, *, personal: bool) -> Callable[[str], bool]:
+    """Whether a line states only facts still kept: one that stated a fact no longer kept must
+    not bring it back. In a personal chat every fact lives in long-term memory (forgotten with
+    "forget that ...", or replaced); in a group, a fact whose slot now holds another value."""
     kept = {fact_key(m.subject, m.attribute, m.text): m.text.casefold()
             for m in packet.memories if m.valid_until is None}  # fmt: skip
     kept.update((f.key, f.value.casefold()) for f in packet.facts)
     slots = {slot_of(key): value for key, value in kept.items()}
 
-    def still_true(fact: Fact) -> bool:
+    def fact_kept(fact: Fact) -> bool:
         if personal:
             return kept.get(fact.key) == fact.value.casefold()
         return slots.get(slot_of(fact.key), fact.value.casefold()) == fact.value.casefold()
 
-    said = [
-        c
-        for c in found.values()
-        if not _QUESTION_ONLY.fullmatch(c.said.strip())
-        and all(still_true(f) for f in extract_facts(c.said, turn=0))
-    ]
+    return lambda said: all(fact_kept(f) for f in extract_facts(said, turn=0))
+
+
+@lru_cache(maxsize=1024)  # a packet's retrieved turns come back in the next packets
+def _rendered_turn(text: str) -> Recollection | None:
+    match = _RENDERED_TURN.match(text)
+    if match is None or match.group("month") not in _MONTHS:
+        return None
+    month = _MONTHS.index(match.group("month")) + 1
+    day = date(int(match.group("year")), month, int(match.group("day")))
+    who = match.group("who")
+    said = text[match.end() :].partition(_BOT_LINE)[0].strip()
+    if _QUESTION_ONLY.fullmatch(said):
+        return None  # a line that only asks answers nothing
+    return Recollection(said, None if who == "user" else who, day, 0.0, int(match.group("seq")))
+
+
+def _candidates(packet: ConversationContextPacket) -> list[Recollection]:
+    """The lines a question may be answered with, in the order ties are settled: retrieved
+    turns (the retriever's best first), then the recent turns (newest first), then memories."""
+    found: dict[int, Recollection] = {}
+    for item in packet.retrieved:
+        line = _rendered_turn(item.text) if item.kind == "turn" else None
+        if line is not None and line.seq is not None:
+            found[line.seq] = line
+    for turn in reversed(packet.recent_turns):
+        said = turn.user_text.strip()
+        if (
+            said
+            and turn.intent not in MEMORY_ERASURE_INTENTS
+            and not _QUESTION_ONLY.fullmatch(said)
+        ):
+            found.setdefault(
+                turn.seq, Recollection(said, turn.speaker, turn.created_at.date(), 0.0, turn.seq)
+            )
     memories = [
         Recollection(describe_memory(m), None, m.valid_from.date(), 0.0)
         for m in packet.memories
         if m.valid_until is None
     ]
-    return said + memories
+    return [*found.values(), *memories]
 
 
 def recollect(
@@ -137,7 +148,7 @@ def recollect(
     (:data:`RECALL_THRESHOLD`). ``personal``: a personal chat (its facts live in long-term
     memory: a line stating one that is not there is not quoted).
     """
-    candidates = _candidates(packet, personal=personal)
+    candidates = _candidates(packet)
     # A speaker the question names ("what did Caroline paint?") is who said it, not a word of
     # it: their lines are the candidates, and their name said by others counts for nothing.
     speakers = {c.speaker: content_stems(c.speaker) for c in candidates if c.speaker}
@@ -157,8 +168,12 @@ def recollect(
         if named and candidate.speaker not in named:
             score *= _OTHER_SPEAKER
         scored.append((score, -rank, candidate))
-    score, _, best = max(scored, key=lambda entry: entry[:2])
-    return Recollection(best.said, best.speaker, best.when, score, best.seq)
+    # Best first; the facts a line states are read only for the lines in the running.
+    still_true = _still_true(packet, personal=personal)
+    for score, _, best in sorted(scored, key=lambda entry: entry[:2], reverse=True):
+        if best.seq is None or still_true(best.said):
+            return Recollection(best.said, best.speaker, best.when, score, best.seq)
+    return None
 
 
 def _day(when: date, today: datetime) -> str:

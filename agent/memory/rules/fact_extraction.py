@@ -162,7 +162,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         r"gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher|halal))\b",
         "raw",
     ),
-    _rule("job", rf"^(?:i'm|i am|im)\s+an?\s+(?P<v>(?:[\w-]+\s+){{0,2}}?(?:{JOBS}))\b", "short",
+    _rule("job", rf"^(?:i'm|i am|im)\s+(?P<v>an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS}))\b", "short",
           alongside=True),
     _rule("workplace", rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+(?:at|for)"
           r"\s+(?P<v>.+)", "place"),
