@@ -25,8 +25,10 @@ _CAPABILITIES = (
     "• answer “what's my name?”, “what do you know about me?”, “what did we talk about?”\n"
     "• keep your to-do list: “remind me to book the hotel”, then “I booked the hotel” "
     "(or “done 1”); ask “what is still open?”\n"
-    "• set reminders: “remind me in 10 minutes to call mom”, “remind me at 18:30 to stretch” "
-    "(times in UTC)"
+    "• set reminders: “remind me in 10 minutes to call mom”, “remind me tomorrow at 8am to "
+    "stretch”; then “cancel the stretch reminder” or “snooze it 10 minutes” (times in your zone: "
+    "/timezone Europe/Lisbon)\n"
+    "• answer from what you said: “what's the cabin wifi password?”"
 )
 
 _HELP = "I'm your offline concierge: no AI model, just rules I follow reliably. I can:\n"
