@@ -28,7 +28,7 @@ _CAPABILITIES = (
     "• set reminders: “remind me in 10 minutes to call mom”, “remind me tomorrow at 8am to "
     "stretch”; then “cancel the stretch reminder” or “snooze it 10 minutes” (times in your zone: "
     "/timezone Europe/Lisbon)\n"
-    "• answer from what you said: “what's the cabin wifi password?”"
+    "• answer from what you told me: “what's the cabin wifi password?” finds what you said"
 )
 
 _HELP = "I'm your offline concierge: no AI model, just rules I follow reliably. I can:\n"
