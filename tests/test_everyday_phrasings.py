@@ -37,9 +37,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my daughter Emma is 7", "how old is Emma?"], "7"),
         (["our dog Rex is 3 years old", "how old is Rex?"], "3"),
         (["I have a brother called Tom", "who is Tom?"], "brother"),
+        (["we've got a puppy called Biscuit, he's 1", "what's Biscuit's age?"], "1"),
     ],
     "allergies and constraints": [
         (["I'm allergic to peanuts", "what am I allergic to?"], "peanuts"),
+        (["I'm severely allergic to penicillin", "am I allergic to anything?"], "penicillin"),
         (["I have a peanut allergy", "do I have any allergies?"], "peanut"),
         (["I can't eat gluten", "what can't I eat?"], "gluten"),
         (["I don't eat meat", "what can't I eat?"], "meat"),
@@ -63,6 +65,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     "plans with dates": [
         (["my flight to Berlin is on 14 March", "when is my flight?"], "14 March"),
         (["I'm going to Japan in August", "where am I going in August?"], "Japan"),
+        (["I'm heading to Portugal in September", "where am I going in September?"], "Portugal"),
         (["I'm flying to Rome next Friday", "what are my plans?"], "Rome"),
         (["my dentist appointment is on Tuesday at 3pm", "when is my dentist appointment?"],
          "Tuesday at 3pm"),

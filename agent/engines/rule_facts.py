@@ -110,6 +110,7 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
         (rf"\bhow old is (?:my )?{_WHO}\b", "age"),
+        (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
         (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", ""),

@@ -367,7 +367,7 @@ class ReminderRequest:
     Attributes:
         label: what to remind of (``call mom``); empty when the user gave nothing.
         due_at: when, in UTC.
-        link: the word before the label as the user said it: ``to``, ``about`` or ``that``.
+        link: the word before the label: ``to``, ``about`` (also for "for") or ``that``.
     """
 
     label: str
@@ -415,5 +415,5 @@ def parse_reminder(
             return None
         label = clean_value(match.group("label") or "")
         link = (match.group("link") or "to").lower()
-        return ReminderRequest(label=label, due_at=due, link="to" if link == "for" else link)
+        return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
     return None

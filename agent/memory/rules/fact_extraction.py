@@ -43,7 +43,10 @@ _NAME_STOP = frozenset(
     today instead anytime at on in thanks ok okay""".split()
 )
 _AFTER_NAME = re.compile(r"(?:,|from\b|here\b|and\b|by the way\b|btw\b|$)", _F)
-_ADV = r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally))?"
+_ADV = (
+    r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally|severely"
+    r"|very|highly|seriously|mildly|slightly|quite))?"
+)
 _PLACE_STOP = re.compile(
     r"\s+(?:with|for|since|near|now|currently|and|but|at|on|in|because|as|where|which|last|this"
     r"|next|ago|recently)\b|,\s",
