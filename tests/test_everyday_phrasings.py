@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.test_console_sessions import replies, run_console
 from tests.test_rule_based import Chat
 
 
@@ -151,3 +152,39 @@ async def test_a_returning_user_is_greeted_without_the_help_pointer(db):
     await chat.say("my name is Ada")
     said = (await chat.say("hello")).text
     assert said == "Hi Ada! Good to see you again. What can I do for you?"
+
+
+def test_the_console_through_a_pipe_understands_everyday_messages(launch):
+    """``run_bot.py --console`` fed through a pipe, then run again on the same files: facts
+    said in passing are quoted, the zone is kept, a reminder in natural time is listed on the
+    user's clock, a cancelled reminder is gone after the restart."""
+    out = run_console(
+        launch,
+        [
+            "hi",
+            "the wifi password at the cabin is pinecone42",
+            "I've got a cat named Luna, she's 4",
+            "/timezone Asia/Tokyo",
+            "remind me tomorrow at 8am to take my vitamins",
+            "remind me in 3 hours to check the oven",
+            "cancel the oven reminder",
+            "thanks!",
+        ],
+    )
+    said = replies(out)  # said[0] is the console's greeting
+    assert said[2].startswith("Sorry, I didn't understand that")
+    assert said[3] == "Noted: your cat is called Luna and your cat Luna is 4."
+    assert "Asia/Tokyo" in said[4]
+    assert said[5] == "I'll remind you tomorrow at 08:00 Asia/Tokyo to take your vitamins."
+    assert said[7] == "Cancelled the reminder: check the oven."
+    assert said[8] == "You're welcome!"
+    out = run_console(
+        launch,
+        ["what's the cabin wifi password?", "how old is Luna?", "what reminders do I have?"],
+    )
+    wifi, luna, reminders = replies(out)[1:4]
+    assert wifi.endswith("you told me: the wifi password at the cabin is pinecone42")
+    assert luna == "Your cat Luna is 4."
+    assert "take your vitamins, " in reminders
+    assert "at 08:00 Asia/Tokyo" in reminders
+    assert "oven" not in reminders
