@@ -96,7 +96,8 @@ class Backend(Protocol):
     """**Protocol:** what a run needs of a database backend; :func:`measure` calls it.
 
     ``fill`` once per size, ``forget_records`` before each run of the "after 0015" scenario,
-    ``env`` for each bot it starts, ``drop`` when the size is done.
+    ``env`` for each bot it starts (variables to set; ``None``: to unset), ``drop`` when the
+    size is done.
     """
 
     name: str
@@ -105,7 +106,7 @@ class Backend(Protocol):
 
     def forget_records(self, home: Path) -> None: ...
 
-    def env(self, home: Path) -> dict[str, str]: ...
+    def env(self, home: Path) -> dict[str, str | None]: ...
 
     def drop(self, home: Path) -> None: ...
 
@@ -256,7 +257,7 @@ class SqliteBackend:
             conn.execute("UPDATE conversation_sessions SET checkpoint_seq = NULL")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def env(self, home: Path) -> dict[str, str]:
+    def env(self, home: Path) -> dict[str, str | None]:
         """The bot's environment: its files in ``home`` (:func:`tests.bot_harness.bot_env`)."""
         return {}
 
@@ -320,7 +321,12 @@ def start_once(
             if all(chat in arrived for chat in chats.values()):
                 done.set()
 
-    env = bot_env(home, None, AGENT_LOG_LEVEL="INFO", **backend.env(home))
+    env = bot_env(home, None, AGENT_LOG_LEVEL="INFO")
+    for key, value in backend.env(home).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     result = RunResult()
     with FakeBotApi(TOKEN, on_sent=on_sent) as api:
         env.update(TELEGRAM_BASE_URL=api.base_url, TELEGRAM_BASE_FILE_URL=api.base_file_url)

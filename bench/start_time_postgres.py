@@ -9,8 +9,8 @@ statement triggers of their totals run as for any insert), each turn's row of th
 (``conversation_turn_search``, the words :func:`turn_index_row` gives the template's turn; the
 index's totals trigger runs per row) and each session's checkpoint as a ``session_checkpoints``
 row, the place a PostgreSQL bot reads checkpoints from (the stale share's row is one turn
-behind, as the SQLite fill's file is). The bot reads checkpoints from the rows; its checkpoint
-directory (``bot_env`` sets one) is only a mirror that the checkpoints it writes go to too. The
+behind, as the SQLite fill's file is). The bot runs as PostgreSQL's default is: checkpoints as
+rows only (``AGENT_CHECKPOINT_DIR`` unset, so no file mirror and no fsync per checkpoint). The
 settings take a URL only: the schema is the ``options`` parameter of the server's URL. Tested
 in ``tests/test_start_time_postgres.py``.
 """
@@ -52,7 +52,6 @@ class PostgresBackend:
         stack = contextlib.ExitStack()
         conninfo = stack.enter_context(fresh_schema(self._url, f"start_{home.name}"))
         self._schemas[home] = (stack, conninfo)
-        (home / "checkpoints").mkdir(mode=0o700)
         asyncio.run(_migrate_postgres(conninfo))
         copier = _Copier(template, sessions)
         current, behind = (
@@ -105,10 +104,11 @@ class PostgresBackend:
         with psycopg.connect(self._conninfo(home), autocommit=True) as conn:
             conn.execute("UPDATE conversation_sessions SET checkpoint_seq = NULL")
 
-    def env(self, home: Path) -> dict[str, str]:
-        """The bot's database: the schema of ``home``."""
+    def env(self, home: Path) -> dict[str, str | None]:
+        """The bot's database: the schema of ``home``; checkpoints as rows only."""
         options = psycopg_conninfo().conninfo_to_dict(self._conninfo(home))["options"]
-        return {"AGENT_DATABASE_URL": f"{self._url}?options={quote(str(options))}"}
+        url = f"{self._url}?options={quote(str(options))}"
+        return {"AGENT_DATABASE_URL": url, "AGENT_CHECKPOINT_DIR": None}
 
     def drop(self, home: Path) -> None:
         """Drop the schema of ``home``."""

@@ -429,3 +429,20 @@ async def test_rebuild_starts_from_the_chat_type(chat_type):
 
     assert rebuilt == live
     assert rebuilt.proposals
+
+
+def test_a_message_addressed_by_handle_moves_the_deliberation():
+    """A message starting with a handle ("@helper_bot I think ...", "@Alice +1") is read
+    without it: an opinion becomes the speaker's position, a vote counts."""
+    state = group(
+        [
+            ("Alice", "I propose we meet on Friday at 5 to plan the launch"),
+            ("Bob", "@Alice +1"),
+            ("Carol", "@helper_bot I think Friday evening is bad for the team"),
+        ]
+    )
+
+    (proposal,) = state.proposals
+    assert proposal.reactions == (Reaction(participant="Bob", stance="support", turn=2),)
+    people = {p.name: p for p in state.participants}
+    assert people["Carol"].last_position == "I think Friday evening is bad for the team"

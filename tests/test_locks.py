@@ -9,6 +9,7 @@ holders are real processes (``tests/pg_worker.py``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from agent.db import LocalChatLocks, SoleLeader
+from tests.bot_harness import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -195,6 +197,60 @@ async def test_one_leader_at_a_time_and_the_next_takes_over_when_it_lets_go(post
     assert not second.held
     await asyncio.wait_for(first.acquire(), 5)  # the lock went with the session
     await first.release()
+
+
+@pytest.mark.postgres
+async def test_a_leader_lock_outage_is_logged_once_and_its_end_once(postgres_url, scope, caplog):
+    """A worker trying the leader lock while the server cannot be reached warns once, not at
+    every try; when the server answers again it says so once and leads."""
+    import psycopg
+
+    from agent.db.postgres_locks import PostgresLeaderLock
+
+    real = psycopg.conninfo.conninfo_to_dict(postgres_url)
+    port = free_port()  # nothing listens here until the forwarder starts
+    lock = PostgresLeaderLock(
+        psycopg.conninfo.make_conninfo(postgres_url, port=port), scope, retry=0.05
+    )
+
+    forwarding: list[asyncio.Task[object]] = []
+
+    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        forwarding.append(task)
+        server_reader, server_writer = await asyncio.open_connection(
+            str(real["host"]), int(str(real["port"]))
+        )
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+            dst.close()
+            await dst.wait_closed()
+
+        await asyncio.gather(pipe(reader, server_writer), pipe(server_reader, writer))
+
+    caplog.set_level(logging.DEBUG, logger="agent.db.postgres_locks")
+    trying = asyncio.create_task(lock.acquire())
+    await asyncio.sleep(1.0)  # about twenty tries refused
+    assert not trying.done()
+    server = await asyncio.start_server(forward, "127.0.0.1", port)
+    try:
+        await asyncio.wait_for(trying, 10)
+        assert lock.held
+        records = [r for r in caplog.records if r.name == "agent.db.postgres_locks"]
+        warned = [r for r in records if r.levelno == logging.WARNING]
+        assert len(warned) == 1, [r.getMessage() for r in warned]
+        assert "cannot try the leader lock" in warned[0].getMessage()
+        assert sum(r.levelno == logging.DEBUG for r in records) >= 5  # the others, quietly
+        said = [r.getMessage() for r in records if r.levelno == logging.INFO]
+        assert said == ["the leader lock can be tried again", f"this worker leads (lock {scope})"]
+    finally:
+        await lock.release()  # its connection closes: the forwarding ends
+        server.close()
+        await asyncio.wait_for(asyncio.gather(*forwarding), 5)
 
 
 def _lock_parts(key: int) -> tuple[int, int]:

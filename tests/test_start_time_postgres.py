@@ -29,7 +29,9 @@ def test_the_fill_copies_every_table_and_the_schema_is_dropped(
     home = tmp_path / "postgres-300"
     home.mkdir()
     backend.fill(home, template, 300)
-    url = backend.env(home)["AGENT_DATABASE_URL"]
+    env = backend.env(home)
+    assert env["AGENT_CHECKPOINT_DIR"] is None  # the bot runs as PostgreSQL's default: rows only
+    url = env["AGENT_DATABASE_URL"]
     assert Settings(_env_file=None, database_url=url).database_url is not None  # type: ignore[call-arg]
     conninfo = backend._conninfo(home)
     with psycopg.connect(conninfo) as conn:

@@ -9,6 +9,8 @@ the files it leaves behind.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import subprocess
 import time
@@ -799,3 +801,39 @@ def test_forget_in_plain_words_in_a_private_chat_and_a_group(api, chats, polling
     assert "no long-term memory" in said
     assert "your dog is called Rex" in chats.ask(private, "/facts").text
     bot.stop()
+
+
+async def test_a_repeating_job_still_running_is_skipped_quietly(caplog):
+    """A maintenance job slower than its interval (the database is slow or away) does not run
+    twice at once, and APScheduler does not warn at every interval that it skipped it."""
+    from telegram.ext import ApplicationBuilder
+
+    from agent.telegram.bot import RepeatingJob, schedule
+
+    application = ApplicationBuilder().token(TOKEN).build()
+    queue = application.job_queue
+    assert queue is not None
+    running, overlapped, runs = 0, 0, 0
+
+    async def slow() -> None:
+        nonlocal running, overlapped, runs
+        runs += 1
+        running += 1
+        overlapped = max(overlapped, running)
+        await asyncio.sleep(0.35)
+        running -= 1
+
+    caplog.set_level(logging.WARNING)
+    schedule(queue, RepeatingJob("slow", 0.05, slow, first=0))
+    await queue.start()
+    try:
+        await asyncio.sleep(1.2)  # 24 intervals
+        (job,) = queue.get_jobs_by_name("slow")
+        job.schedule_removal()
+        while running:  # the last run ends (stopping the queue would cancel it)
+            await asyncio.sleep(0.05)
+    finally:
+        await queue.stop()
+    assert overlapped == 1
+    assert 2 <= runs <= 8  # about one run per 0.35 s, not one per interval
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text

@@ -8,16 +8,14 @@ A :class:`Database` holds three connections to one file in WAL mode:
   turns therefore share one fsync (group commit): durability does not cap throughput
   (DESIGN.md section 3). A work that fails takes its transaction down: the writer rolls it
   back, fails that work alone, and runs the others again in the next transaction (work has no
-  side effect, so a rerun is safe). Failures are rare, and a savepoint around every work would
-  cost two more round trips to the connection's thread per work, taken one after the other by
-  the writer task: 14.6 round trips on the writer per turn of the bot instead of 8.0 (measured
-  under the load of ``bench/throughput.py``).
+  side effect, so a rerun is safe). A savepoint around every work would cost two more round
+  trips to the connection's thread per work: 14.6 round trips on the writer per turn of the
+  bot instead of 8.0 (under the load of ``bench/throughput.py``).
 * the **reader**, ``query_only``, for reads of committed data that never wait for writes;
 * the **searcher**, ``query_only`` too, a plain ``sqlite3`` connection in a thread of its own,
   for reads of many statements that depend on each other (retrieval): :meth:`Database.read`
   hands the whole read to that thread at once, where each statement on the reader is a round
-  trip of its own to aiosqlite's thread (a packet's retrieval took 5.5 of them: 2.7 ms of
-  statements against 1.8 ms run in one hand-over, at 100,000 turns).
+  trip to aiosqlite's thread (a packet's retrieval: 2.7 ms, against 1.8 ms in one hand-over).
 
 When another process (the inspection CLI, a backup) holds the write lock, ``BEGIN IMMEDIATE``
 is retried with exponential backoff until ``lock_timeout`` runs out, then
@@ -151,13 +149,7 @@ class Database:
             make_private(self.path)
             self._writer = await self._connect()
             await self._enable_wal(self._writer)
-            await migrate(self._writer, self._migrations)
-            self._reader = await self._connect()
-            await self._reader.execute("PRAGMA query_only = ON")
-            self._reader_tx = SqliteTransaction(self._reader)
-            self._search_thread = ThreadPoolExecutor(1, thread_name_prefix="agent-db-searcher")
-            loop = asyncio.get_running_loop()
-            self._searcher = await loop.run_in_executor(self._search_thread, self._connect_searcher)
+            self._reader_tx = SqliteTransaction(await self._migrate_and_connect(self._writer))
         except BaseException as exc:
             # A connection left open keeps its non-daemon thread: the process would hang at exit.
             await self.close()
@@ -169,17 +161,43 @@ class Database:
         self._writer_task = asyncio.create_task(self._run_writer(), name="agent-db-writer")
         return self
 
-    async def _connect(self) -> aiosqlite.Connection:
+    async def _migrate_and_connect(self, writer: aiosqlite.Connection) -> aiosqlite.Connection:
+        """Migrate on the writer while the reader and the searcher connect (each has its
+        thread); return the reader. What connected is kept for :meth:`close` if one fails."""
+        self._search_thread = ThreadPoolExecutor(1, thread_name_prefix="agent-db-searcher")
+        loop = asyncio.get_running_loop()
+        migrated, reader, searcher = await asyncio.gather(
+            migrate(writer, self._migrations),
+            self._connect(query_only=True),
+            loop.run_in_executor(self._search_thread, self._connect_searcher),
+            return_exceptions=True,
+        )
+        if isinstance(reader, aiosqlite.Connection):
+            self._reader = reader
+        if isinstance(searcher, sqlite3.Connection):
+            self._searcher = searcher
+        for outcome in (migrated, searcher):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        if isinstance(reader, BaseException):
+            raise reader
+        return reader
+
+    async def _connect(self, *, query_only: bool = False) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
         conn.row_factory = sqlite3.Row
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d}")
-            await conn.execute("PRAGMA foreign_keys = ON")
-            await conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[self.durability]}")
-            # Erasure (/forget) must leave no text in the file: zero what a delete frees, not
-            # only unlink it (some builds default to it, python.org's do not). Measured: no
+            # One call (one hop to the connection's thread) for every PRAGMA. Erasure (/forget)
+            # must leave no text in the file: secure_delete zeroes what a delete frees, not
+            # only unlinks it (some builds default to it, python.org's do not). Measured: no
             # difference in turn throughput within the noise of 600 turns.
-            await conn.execute("PRAGMA secure_delete = ON")
+            await conn.executescript(
+                f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d};"
+                " PRAGMA foreign_keys = ON;"
+                f" PRAGMA synchronous = {_SYNCHRONOUS[self.durability]};"
+                " PRAGMA secure_delete = ON;"
+                + (" PRAGMA query_only = ON;" if query_only else "")
+            )
         except BaseException:
             await conn.close()  # a file that is no database fails here
             raise
@@ -190,8 +208,9 @@ class Database:
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
             conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d}")
-            conn.execute("PRAGMA query_only = ON")
+            conn.executescript(
+                f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d}; PRAGMA query_only = ON;"
+            )
         except BaseException:
             conn.close()
             raise

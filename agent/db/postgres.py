@@ -1,8 +1,7 @@
 """The PostgreSQL database: psycopg 3 pools behind the same surface as :class:`~agent.db.Database`.
 
-Selected by ``AGENT_DATABASE_URL=postgresql://...`` (issue 18; the wiring into the application
-is not done yet). Needs the ``postgres`` extra (``psycopg[binary,pool]``). A
-:class:`PostgresDatabase` holds two pools:
+Selected by ``AGENT_DATABASE_URL=postgresql://...`` (:mod:`agent.app.wiring`); needs the
+``postgres`` extra (``psycopg[binary,pool]``). A :class:`PostgresDatabase` holds two pools:
 
 * an **async** pool (``psycopg_pool.AsyncConnectionPool``, autocommit connections):
   :meth:`PostgresDatabase.write` takes a connection and runs one work in one transaction
@@ -18,9 +17,8 @@ The stores' SQL keeps SQLite's ``?`` placeholders; :mod:`agent.db.postgres_adapt
 them and adapts rows and parameters.
 
 A write the server aborts for a deadlock or a serialization conflict (another process wrote
-the same rows at once) runs again, up to five times: a work has no side effect (as on SQLite,
-where the writer reruns works). What a work raises of its own propagates as it is, and nothing
-of that work is committed.
+the same rows at once) runs again, up to five times: a work has no side effect. What a work
+raises of its own propagates as it is, and nothing of that work is committed.
 
 **A server that goes away** (restarted, failed over, the network cut): a pooled connection
 found dead before anything of a read or a write ran on it (its ``BEGIN``, a read's statement)
@@ -242,11 +240,14 @@ class PostgresDatabase:
             return self
         try:
             await self._pool.open(wait=True, timeout=self._timeout)
+            self._read_pool.open(wait=False)  # it connects meanwhile, in threads of its own
             async with self._pool.connection() as conn:
                 await migrate_postgres(conn, self._migrations)
-            await asyncio.to_thread(self._read_pool.open, wait=True, timeout=self._timeout)
-        except psycopg.Error as exc:  # psycopg_pool.PoolTimeout too: the server is unreachable
-            raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
+        except BaseException as exc:
+            await self.close()  # no pool left connecting behind a failed open
+            if isinstance(exc, psycopg.Error):  # PoolTimeout too: the server is unreachable
+                raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
+            raise
         self._open = True
         return self
 

@@ -223,15 +223,23 @@ class PostgresLeaderLock:
 
     async def acquire(self) -> None:
         """Wait until this worker leads: try, then try again every ``retry`` seconds."""
+        failing = False  # an outage is logged once, at its start and at its end
         while not self._held:
             try:
-                if await self._run("SELECT pg_try_advisory_lock(%s)", (self.key,)):
+                leads = await self._run("SELECT pg_try_advisory_lock(%s)", (self.key,))
+            except (psycopg.Error, TimeoutError) as exc:
+                log = logger.debug if failing else logger.warning
+                log("cannot try the leader lock (%s); trying again every %g s", exc, self._retry)
+                failing = True
+                await self.release()
+            else:
+                if failing:
+                    logger.info("the leader lock can be tried again")
+                    failing = False
+                if leads:
                     self._held = True
                     logger.info("this worker leads (lock %s)", self.scope)
                     return
-            except (psycopg.Error, TimeoutError) as exc:
-                logger.warning("cannot try the leader lock (%s); trying again", exc)
-                await self.release()
             await asyncio.sleep(self._retry)
 
     async def wait_lost(self) -> None:

@@ -4,6 +4,11 @@ OpenAI, Ollama, llama.cpp's server and vLLM all speak ``POST {base_url}/chat/com
 The model sees the rendered :class:`ConversationContextPacket` in its system prompt and the new
 message as the user message: never the raw transcript, only what the packet carries.
 
+In a group, the packet carries the member who writes (their previous position and key
+contributions) and the group's decisions and undecided proposals. When an attempt timed out,
+the retries send the brief context alone (:func:`~agent.memory.group_brief.render_brief`): a
+prompt a slow model answers sooner, when it must decide quickly.
+
 The model is an option, never a requirement (DESIGN.md section 1). Every failure of the
 endpoint (timeouts, refused connections, 5xx, 429, malformed answers) ends in the offline
 fallback engine's reply within a bounded time, so a turn is always answered. Actions with side
@@ -34,6 +39,7 @@ from agent.memory import (
     ReplyEngine,
     render_packet,
 )
+from agent.memory.group_brief import render_brief
 
 __all__ = ["DEFAULT_DELEGATE_INTENTS", "OpenAICompatConcierge"]
 
@@ -59,6 +65,7 @@ _INSTRUCTIONS = (
     "The context below is what you remember of it: use it to answer. "
     "Be concise. If the context does not hold the answer, say so instead of guessing."
 )
+_BRIEF = "Time is short: the context is its brief (decisions, open proposals, last turns)."
 _TEMPERATURE = 0.3
 _RETRY_STATUSES = frozenset({429}) | frozenset(range(500, 600))
 
@@ -70,7 +77,8 @@ class OpenAICompatConcierge(ChatCompletionsClient):
     is returned and the model is not called. Otherwise the model is asked, with up to
     ``retries`` further attempts on timeouts, connection errors, 429 (honouring
     ``Retry-After`` up to ``max_backoff``) and 5xx, waiting ``backoff * 2**attempt`` between
-    attempts. A 4xx other than 429 is not retried. The whole sequence ends by
+    attempts (after a timeout, with the brief context of a group packet if it has one). A 4xx
+    other than 429 is not retried. The whole sequence ends by
     ``timeout * (retries + 1) + max_backoff * retries`` seconds; after that, or on a malformed
     answer, the fallback's reply (with its intent) is returned.
 
@@ -147,7 +155,9 @@ class OpenAICompatConcierge(ChatCompletionsClient):
                 logger.debug("intent %s handled by the offline rules", offline.intent)
                 return offline
         try:
-            text = await self._complete(self._prompt(packet, message))
+            text = await self._complete(
+                self._prompt(packet, message), self._quick_prompt(packet, message)
+            )
         except ReplyEngineError as exc:
             logger.warning("LLM endpoint failed, answering offline: %s", self._redact(str(exc)))
             return offline if offline is not None else await self.fallback.reply(packet, message)
@@ -158,8 +168,21 @@ class OpenAICompatConcierge(ChatCompletionsClient):
         logger.debug("asking %s: system prompt of %d characters", self.model, len(system))
         return self._payload(system, message.text, _TEMPERATURE)
 
-    async def _complete(self, payload: dict[str, Any]) -> str:
-        """Run the attempt sequence; return the model's text or raise ``ReplyEngineError``."""
+    def _quick_prompt(
+        self, packet: ConversationContextPacket, message: InboundMessage
+    ) -> dict[str, Any] | None:
+        """The prompt of the brief context, or ``None`` for a packet with no group state."""
+        brief = render_brief(packet)
+        if not brief:
+            return None
+        system = f"{_INSTRUCTIONS} {_BRIEF}\n\nContext:\n{brief}"
+        return self._payload(system, message.text, _TEMPERATURE)
+
+    async def _complete(self, payload: dict[str, Any], quick: dict[str, Any] | None) -> str:
+        """Run the attempt sequence; return the model's text or raise ``ReplyEngineError``.
+
+        After a timeout, the next attempts send ``quick`` (when there is one) instead.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.deadline
         attempt = 0
@@ -170,6 +193,8 @@ class OpenAICompatConcierge(ChatCompletionsClient):
                 response = await self._post(payload, min(self.timeout, remaining))
             except (httpx.TransportError, TimeoutError) as exc:
                 problem = describe(exc)
+                if quick is not None and isinstance(exc, httpx.TimeoutException | TimeoutError):
+                    payload = quick  # the model must decide quickly: the brief context only
             else:
                 if response.is_success:
                     return self._content(response)

@@ -24,7 +24,9 @@ What it understands (each reply names its ``intent``):
   request it cannot do, kept on the list: ``kept_open``; in a group, a proposal, vote or
   decision said to it: ``deliberation``;
 - "what did we talk about?": ``recap``; "what did we decide?": ``list_decisions`` (a group's
-  decisions and the proposals still open); greetings and thanks: ``smalltalk``; ``help``;
+  decisions and the proposals still open); in a group, "what did I say about X?":
+  ``own_words`` and "what is still undecided?": ``list_undecided``; greetings and thanks:
+  ``smalltalk``; ``help``;
 - anything else, where no rule acted: ``unknown`` (``reminder_unreadable`` for a reminder
   whose time it cannot read), said honestly in at most 200 characters with one example and a
   pointer to /help. The state manager then changes nothing (it reads the turn's intent), so
@@ -37,9 +39,10 @@ answers from both. It never touches the database.
 
 This module is the engine and its dispatch; the replies are grouped by what they are about:
 :mod:`~agent.engines.rule_facts` (facts), :mod:`~agent.engines.rule_forget` ("forget that ..."),
-:mod:`~agent.engines.rule_todos` (to-dos, reminders, promises, open questions) and
-:mod:`~agent.engines.rule_talk` (recap, decisions, help, small talk), over the reading of the
-message in :mod:`~agent.engines.rule_reading`.
+:mod:`~agent.engines.rule_todos` (to-dos, reminders, promises, open questions),
+:mod:`~agent.engines.rule_talk` (recap, decisions, help, small talk) and
+:mod:`~agent.engines.rule_group` (a group member's own words, what is undecided), over the
+reading of the message in :mod:`~agent.engines.rule_reading`.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from agent.engines.rule_facts import (
     remembered,
 )
 from agent.engines.rule_forget import forget_reply
+from agent.engines.rule_group import answer_own_words, answer_undecided
 from agent.engines.rule_reading import Answer, Reading, utc
 from agent.engines.rule_recall import answer_from_memory, quote_memory
 from agent.engines.rule_reminders import answer_time, change_reminders
@@ -119,7 +123,10 @@ _SIDE_EFFECTS = (
 
 # The questions answered, in the order they are tried: the first rule that recognises the
 # message answers it (someone's facts before the user's: "where does my sister live?").
+# A group's two questions come first ("what's still open for a decision?" is no to-do).
 _QUESTIONS: tuple[tuple[str, Answer], ...] = (
+    ("own_words", answer_own_words),
+    ("list_undecided", answer_undecided),
     ("ask_fact", answer_someone),
     ("ask_fact", answer_earlier),
     ("ask_fact", answer_name),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
+from agent.memory.group_brief import fit_member, member_lines
 from agent.memory.group_schemas import Decision, Participant, Proposal
 from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.packet_lines import (
@@ -220,6 +221,7 @@ class ConversationContextBuilder:
         memories: Sequence[Memory] = (),
         retrieved: Sequence[RetrievedItem] = (),
         llm_summary: str = "",
+        member: Participant | None = None,
     ) -> ConversationContextPacket:
         """Return the packet for the next turn of a session.
 
@@ -235,6 +237,8 @@ class ConversationContextBuilder:
                 :class:`~agent.memory.conversation_retriever.ConversationRetriever`).
             llm_summary: a model's summary of the session, carried last, when it fits (see
                 :attr:`ConversationContextPacket.llm_session_summary`).
+            member: in a group, the participant who writes now: carried first of the state
+                (see :mod:`agent.memory.group_brief`).
         """
         # The rendered text is at most token_budget * 4 characters: its lines cost one more.
         room = _Room(self.token_budget * CHARS_PER_TOKEN + 1)
@@ -247,7 +251,15 @@ class ConversationContextBuilder:
         asked = _take(room, CLARIFICATIONS_HEADER, clarification_line, state.pending_clarifications)
         loops = _take(room, LOOPS_HEADER, loop_line, state.open_loops)
         share = int(self.token_budget * self.state_share) * CHARS_PER_TOKEN
-        known_state = _fit_state(state, loops, _Room(max(share - room.used, 0)))
+        state_room = _Room(max(share - room.used, 0))
+        # A group member writing to the bot: their position first; not listed twice.
+        member = fit_member(member, state_room.take)
+        if member is not None:
+            others = tuple(
+                p for p in state.participants if p.participant_id != member.participant_id
+            )
+            state = state.model_copy(update={"participants": others})
+        known_state = _fit_state(state, loops, state_room)
         room.used += known_state.chars
         # Priority 2: the last raw turns, newest first, as long as they fit.
         turns: list[ConversationTurn] = []
@@ -327,6 +339,7 @@ class ConversationContextBuilder:
             participants=known_state.participants,
             proposals=known_state.proposals,
             decisions=known_state.decisions,
+            member=member,
             last_response_type=state.last_response_type,
             turn_count=state.turn_count,
             context_compiled_at=now,
@@ -346,6 +359,7 @@ def render_packet(packet: ConversationContextPacket) -> str:
     if packet.pending_clarifications:
         parts.append(CLARIFICATIONS_HEADER)
         parts.extend(clarification_line(c) for c in packet.pending_clarifications)
+    parts.extend(member_lines(packet.member))
     parts.extend(
         state_lines(
             topics=packet.active_topics,

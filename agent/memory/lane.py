@@ -258,7 +258,7 @@ class ConversationLane:
         if not message.wants_reply:  # kept without an answer: no engine, no packet
             return await self._turns.commit(live, is_new, message, Reply(), None)
         # Retrieval reads the database with the new message, before the engine runs.
-        packet = await self._parts.packet_for(live, message.text, is_new=is_new)
+        packet = await self._parts.packet_for(live, message.text, is_new=is_new, sender=message)
         reply = await engine.reply(packet, message)
         return await self._turns.commit(live, is_new, message, reply, packet)
 

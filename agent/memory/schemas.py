@@ -4,9 +4,8 @@ Every model that is persisted or handed across a module boundary lives here. Val
 frozen; a new state is made with ``model_copy(update=...)``. JSON goes through :func:`dump_json`
 and ``Model.model_validate_json`` only, so that every file and column has one spelling.
 
-A group's deliberation lives in :mod:`agent.memory.group_schemas`; the long-term memory models
-in :mod:`agent.memory.longterm.memory_schemas`, re-exported here (the design places them with
-the lane's contracts).
+A group's deliberation lives in :mod:`agent.memory.group_schemas`, the long-term memory models
+in :mod:`agent.memory.longterm.memory_schemas` (re-exported: the design puts them here).
 
 Covered by ``tests/test_conversation_checkpoint.py`` (round trips, corrupt files) and every
 memory test.
@@ -425,6 +424,7 @@ class ConversationContextPacket(Value):
     participants: tuple[Participant, ...] = ()
     proposals: tuple[Proposal, ...] = ()
     decisions: tuple[Decision, ...] = ()
+    member: Participant | None = Field(None, description="The group member writing now.")
     last_response_type: ResponseType = "none"
     turn_count: int = 0
     context_compiled_at: datetime

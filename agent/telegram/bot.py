@@ -33,7 +33,7 @@ from typing import Any
 
 from telegram import Update
 from telegram.error import InvalidToken
-from telegram.ext import Application, ApplicationBuilder, CallbackContext
+from telegram.ext import Application, ApplicationBuilder, CallbackContext, JobQueue
 
 from agent.chat.inbound_journal import InboundJournal
 from agent.chat.service import ChatService
@@ -49,7 +49,7 @@ from agent.telegram.sender import TelegramSender
 from agent.telegram.webhook import WebhookServer
 from agent.utils.failure_streak import FailureStreak
 
-__all__ = ["CONNECTION_POOL_SIZE", "RepeatingJob", "TelegramBot"]
+__all__ = ["CONNECTION_POOL_SIZE", "RepeatingJob", "TelegramBot", "schedule"]
 
 logger = logging.getLogger(__name__)
 
@@ -216,12 +216,7 @@ class TelegramBot:
             return False
         await service.recover()
         for job in jobs:
-            job_queue.run_repeating(
-                functools.partial(_run_job, job.work),
-                interval=job.interval,
-                first=job.first,
-                name=job.name,
-            )
+            schedule(job_queue, job)
         return True
 
     async def _until_answered(self, call: Callable[[], Awaitable[object]]) -> bool:
@@ -322,10 +317,32 @@ async def _lead(
         logger.warning("this worker no longer leads; it waits to lead again")
 
 
-async def _run_job(work: Callable[[], Awaitable[object]], _: CallbackContext) -> None:  # type: ignore[type-arg]
-    try:
-        await work()
-    except REFUSALS as exc:
-        # The database refuses for a while (logged once where it happens): the job runs again
-        # at its next interval.
-        logger.debug("job %s waits for the database: %s", getattr(work, "__name__", work), exc)
+def schedule(job_queue: JobQueue, job: RepeatingJob) -> None:  # type: ignore[type-arg]
+    """Run ``job`` on ``job_queue`` every ``job.interval`` seconds; a run due while the last
+    one goes on (the database is slow or away) is skipped quietly, not warned about by
+    APScheduler at every interval."""
+    job_queue.run_repeating(
+        functools.partial(_run_job, job.work, asyncio.Lock()),
+        interval=job.interval,
+        first=job.first,
+        name=job.name,
+        job_kwargs={"max_instances": 2},  # the second returns at once
+    )
+
+
+async def _run_job(
+    work: Callable[[], Awaitable[object]],
+    running: asyncio.Lock,
+    _: CallbackContext,  # type: ignore[type-arg]
+) -> None:
+    """One run of a repeating job; none while its previous run (holding ``running``) goes on."""
+    if running.locked():
+        return
+    async with running:
+        try:
+            await work()
+        except REFUSALS as exc:
+            # The database refuses for a while (logged once where it happens): the job runs
+            # again at its next interval.
+            name = getattr(work, "__name__", work)
+            logger.debug("job %s waits for the database: %s", name, exc)

@@ -37,7 +37,10 @@ Design (issue 18, "start in constant time"):
   the resident cap and checks every other file, one chat at a time under the chat's lock, so
   it never reorders or blocks a chat's turns for longer than one session's check; it records
   the files it found good a page at a time, and rests after each page (:data:`SWEEP_PAUSE`) so
-  that turns keep most of the event loop.
+  that turns keep most of the event loop. It begins :data:`SWEEP_DELAY` after the start: the
+  updates that waited through the restart are answered first, without the sweep's queries
+  between theirs (on PostgreSQL each of its checks is round trips to a server that shares the
+  machine's cores).
   ``background=False`` (tools and tests) runs the sweep before returning and holds every
   session, as the start did before (up to the bound of
   :class:`~agent.memory.lane_parts.live_sessions.LiveSessions`).
@@ -52,6 +55,7 @@ Design (issue 18, "start in constant time"):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 
@@ -59,7 +63,7 @@ from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.schemas import ConversationSession, ConversationTurn
 
-__all__ = ["CHECKED_BEFORE_REPLY", "SWEEP_PAUSE", "Hydration", "HydrationReport"]
+__all__ = ["CHECKED_BEFORE_REPLY", "SWEEP_DELAY", "SWEEP_PAUSE", "Hydration", "HydrationReport"]
 
 #: Sessions whose checkpoint is not recorded checked before a background start returns; the
 #: others (after migration 0015, every session) are left to the sweep, so the first reply
@@ -68,6 +72,10 @@ CHECKED_BEFORE_REPLY = 64
 #: The background sweep rests this share of the time each page took (pacing: turns get the
 #: loop for at least a third of the sweep's time).
 SWEEP_PAUSE = 0.5
+#: Seconds between a background start and its sweep: the first replies go first.
+SWEEP_DELAY = 1.0
+#: Sessions the sweep holds between two rests (the resident cap's, most recent first).
+_HOLD_PAGE = 32
 
 # The lane's parts log as the lane: operators and tests follow one logger name.
 logger = logging.getLogger("agent.memory.lane")
@@ -103,7 +111,7 @@ class Hydration:
         self._keeper = keeper
         self.report = HydrationReport()
         self._sweep: asyncio.Task[None] | None = None
-        self._stopping = False
+        self._stopping = asyncio.Event()
 
     async def start(self, *, background: bool) -> HydrationReport:
         """Do what cannot wait, then sweep the rest in the background (or now).
@@ -156,7 +164,7 @@ class Hydration:
 
     async def stop(self) -> None:
         """Stop the background sweep after the session it is at (the stop sequence)."""
-        self._stopping = True
+        self._stopping.set()
         if self._sweep is not None:
             await self._sweep
 
@@ -172,6 +180,8 @@ class Hydration:
 
     async def _run_sweep(self, *, hold_all: bool) -> None:
         try:
+            if not hold_all:
+                await self._rest(SWEEP_DELAY)
             await self._sweep_sessions(hold_all=hold_all)
         except Exception:  # a background task's error would otherwise go unseen
             logger.exception("the background checkpoint sweep stopped")
@@ -179,17 +189,21 @@ class Hydration:
     async def _sweep_sessions(self, *, hold_all: bool) -> None:
         parts, store, report = self._parts, self._parts.store, self.report
         reader = parts.db.reader
+        loop = asyncio.get_running_loop()
         if not hold_all:  # the chats most likely to talk first
             cap = parts.sessions.resident_limit
-            for session in await store.list_sessions(reader, limit=cap, open_only=True):
-                if self._stopping:
-                    return
-                await self._hold(session.chat_id)
-        loop = asyncio.get_running_loop()
+            recent = await store.list_sessions(reader, limit=cap, open_only=True)
+            for at in range(0, len(recent), _HOLD_PAGE):
+                began = loop.time()
+                for session in recent[at : at + _HOLD_PAGE]:
+                    if self._stopping.is_set():
+                        return
+                    await self._hold(session.chat_id)
+                await self._rest((loop.time() - began) * SWEEP_PAUSE)
         async for sessions in store.open_session_pages(reader):
             began = loop.time()
             for session in sessions:
-                if self._stopping:
+                if self._stopping.is_set():
                     return
                 if hold_all:
                     await self._hold(session.chat_id)
@@ -198,7 +212,7 @@ class Hydration:
                 report.sessions += 1
             await self._keeper.record()  # a page at a time: the files noted stay few
             if not hold_all:  # turns get the loop for a share of the sweep's time
-                await asyncio.sleep((loop.time() - began) * SWEEP_PAUSE)
+                await self._rest((loop.time() - began) * SWEEP_PAUSE)
         report.orphans_removed = await self._keeper.remove_orphans()
         logger.info(
             "hydrated %d sessions (%d checkpoints rebuilt, %d undelivered replies)",
@@ -206,6 +220,11 @@ class Hydration:
             len(report.rebuilt),
             len(report.undelivered),
         )
+
+    async def _rest(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less if the lane stops meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
 
     async def _check(self, session: ConversationSession) -> None:
         # Checked, not held (memory stays bounded); a session held was checked when hydrated.

@@ -28,11 +28,13 @@ from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import ConversationStore
+from agent.memory.group_brief import member_of
+from agent.memory.group_schemas import Participant
 from agent.memory.lane_parts.live_sessions import LiveSession, LiveSessions
 from agent.memory.longterm.chat_memories import ChatMemories
 from agent.memory.longterm.memory_consolidator import MemoryConsolidator
 from agent.memory.longterm.memory_store import MemoryStore
-from agent.memory.schemas import ConversationContextPacket, RetrievedItem
+from agent.memory.schemas import ConversationContextPacket, InboundMessage, RetrievedItem
 from agent.memory.summaries.summary_store import SummaryStore
 from agent.memory.summaries.summary_worker import SummaryWorker
 from agent.memory.writer import PromotionPolicy
@@ -151,9 +153,10 @@ class LaneParts:
             logger.warning("erased text stays on disk until the database's next clean-up")
 
     async def packet_for(
-        self, live: LiveSession, text: str, *, is_new: bool
+        self, live: LiveSession, text: str, *, is_new: bool, sender: InboundMessage | None = None
     ) -> ConversationContextPacket:
-        """Return the packet a message ``text`` gets in ``live``, retrieval included."""
+        """Return the packet a message ``text`` gets in ``live``, retrieval included; in a
+        group it carries the member who sent it, ``sender`` (:mod:`agent.memory.group_brief`)."""
         # The raw turns the packet carries anyway are no candidates; a session not committed
         # yet has no turns to search, but its chat may have memories.
         # One hand-over to the searcher's thread for every statement (Database.read).
@@ -167,10 +170,17 @@ class LaneParts:
             recent_turns=self.builder.recent_turns,
             token_budget=self.builder.token_budget,
         )
-        return await self.packet(live, await self.db.read(retrieve))
+        member = None
+        if sender is not None:
+            member = member_of(live.state.participants, sender.user_id, sender.speaker)
+        return await self.packet(live, await self.db.read(retrieve), member=member)
 
     async def packet(
-        self, live: LiveSession, retrieved: Sequence[RetrievedItem] = ()
+        self,
+        live: LiveSession,
+        retrieved: Sequence[RetrievedItem] = (),
+        *,
+        member: Participant | None = None,
     ) -> ConversationContextPacket:
         """Return the packet of ``live`` with ``retrieved`` as its retrieved items."""
         memories = await self.memories.of(self.db.reader, live.session.chat_id)
@@ -188,4 +198,5 @@ class LaneParts:
             memories=memories,
             retrieved=retrieved,
             llm_summary=llm_summary,
+            member=member,
         )

@@ -20,6 +20,9 @@ In a group chat every message moves the deliberation by rules, never by a model:
   record a decision against the proposal and reject it. A decision that says nothing
   ("we agreed!") settles the latest active proposal.
 
+A message addressed to someone ("@helper_bot I think ...", "@ana +1") is read without the
+handle it starts with.
+
 Everything is bounded (participants, their contributions, proposals, reactions, decisions) and
 a pure function of the state and the turn (I6): ids are made from the turn's seq.
 """
@@ -46,6 +49,8 @@ __all__ = [
     "DeliberationTracker",
     "DeliberationUpdate",
     "is_deliberation_move",
+    "participant_key",
+    "without_mention",
 ]
 
 #: The most participants a session keeps (the least recently heard leaves first).
@@ -139,6 +144,22 @@ _OPINION = re.compile(
 _TRAILING = re.compile(r"\s+(?:instead|then|maybe|perhaps)$", _F)
 _NOISE_STEMS = content_stems(" ".join(sorted(TOPIC_STOP_WORDS))) | frozenset({"we", "us", "our"})
 _STANCE_WORDS = {"support": "supports", "oppose": "opposes", "neutral": "is undecided on"}
+# A message addressed to someone starts with their handle: "@helper_bot I think ...".
+_MENTION = re.compile(r"^@\w+[\s,:]*")
+
+
+def without_mention(text: str) -> str:
+    """Return ``text`` without the handle it starts with, if any ("@helper_bot +1" -> "+1")."""
+    return _MENTION.sub("", text)
+
+
+def _unaddressed(text: str, clauses: Sequence[Clause]) -> tuple[str, Sequence[Clause]]:
+    """A message and its clauses as the patterns read them: the leading handle left out."""
+    if not clauses or not clauses[0].text.startswith("@"):
+        return text, clauses
+    first = Clause(without_mention(clauses[0].text), clauses[0].question)
+    rest = tuple(clauses[1:])
+    return without_mention(text), ((first, *rest) if first.text else rest)
 
 
 @lru_cache(maxsize=4096)  # pure; proposals are compared again on every message
@@ -230,7 +251,7 @@ def is_deliberation_move(text: str, clauses: Sequence[Clause]) -> bool:
         text: the message.
         clauses: ``text`` cut into clauses.
     """
-    move = _read_move(normalize_text(text), clauses)
+    move = _read_move(*_unaddressed(normalize_text(text), clauses))
     return any((move.reaction, move.decision, move.rejection, move.proposal, move.opinion))
 
 
@@ -253,12 +274,19 @@ class DeliberationUpdate:
     decision_id: str | None = None
 
 
+def participant_key(user_id: int | None, speaker: str | None) -> str | None:
+    """The :attr:`~agent.memory.group_schemas.Participant.participant_id` of a group member:
+    ``user:<telegram id>``, else ``name:<speaker>``; ``None`` for a message of neither."""
+    if user_id is not None:
+        return f"user:{user_id}"
+    return f"name:{speaker}" if speaker else None
+
+
 def _speaker(turn: ConversationTurn) -> tuple[str, str] | None:
-    if turn.user_id is not None:
-        return f"user:{turn.user_id}", turn.speaker or f"user {turn.user_id}"
-    if turn.speaker:
-        return f"name:{turn.speaker}", turn.speaker
-    return None
+    pid = participant_key(turn.user_id, turn.speaker)
+    if pid is None:
+        return None
+    return pid, turn.speaker or f"user {turn.user_id}"
 
 
 def _topic(text: str) -> str:
@@ -292,6 +320,7 @@ class DeliberationTracker:
             return DeliberationUpdate(tuple(participants), tuple(proposals), tuple(decisions))
         pid, name = who
         seq = turn.seq
+        text, clauses = _unaddressed(text, clauses)
         move = _read_move(text, clauses)
         people = {p.participant_id: p for p in participants}
         person = people.get(pid) or Participant(participant_id=pid, name=name)

@@ -1,0 +1,204 @@
+"""What the rule-based concierge answers a group member about the group's deliberation.
+
+Two questions, asked in a group (a packet with participants or a member writing; elsewhere
+these rules stay silent and leave the message to the others):
+
+- "what did I say about the budget?", "what was my position on the venue?", "where do I
+  stand?", "did I say anything about catering?": ``own_words``. The member's previous position
+  and key contributions (the packet's :attr:`~agent.memory.schemas.ConversationContextPacket.
+  member`), and what they said that the packet carries (the last turns, the retrieved turns,
+  the compressed and summarised lines bearing their name), about the topic when one is named;
+  an honest "nothing from you about it" when none of it is.
+- "what is still undecided?", "what haven't we decided yet?", "what's left to decide?",
+  "which proposals are still open?": ``list_undecided``. The proposals still under discussion,
+  who made them and who is for and against, or that nothing waits for a decision.
+
+Covered by ``tests/test_rule_group.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from agent.engines.rule_reading import Reading, first_sentence
+from agent.memory.group_brief import stances, undecided
+from agent.memory.group_schemas import Participant
+from agent.memory.rules.deliberation import (
+    is_deliberation_move,
+    participant_key,
+    without_mention,
+)
+from agent.memory.rules.extraction import content_stems, split_clauses
+from agent.memory.schemas import ConversationContextPacket, JobRef
+
+__all__ = ["answer_own_words", "answer_undecided"]
+
+_F = re.IGNORECASE
+_MOST_SAID = 5
+_SAID_CHARS = 160
+
+_ASK_OWN = re.compile(
+    r"\b(?:what\s+(?:did|have|had)\s+i\s+(?:just\s+|already\s+)?(?:say|said|suggest|suggested"
+    r"|propose|proposed|think|thought|argue|argued|mention|mentioned|write|wrote|written)"
+    r"|(?:remind\s+me|tell\s+me|recall)\s+what\s+i\s+(?:said|suggested|proposed|thought|wrote)"
+    r"|did\s+i\s+(?:say|mention|suggest|propose)\s+anything"
+    r"|what(?:'s|\s+is|\s+was|\s+were)\s+my\s+(?:previous\s+|last\s+|current\s+|own\s+)?"
+    r"(?:position|stance|view|opinion|take|point|suggestion|proposal|contribution)s?"
+    r"|where\s+(?:do|did)\s+i\s+stand|my\s+(?:previous|last)\s+position)\b",
+    _F,
+)
+# The topic named after the question: "... about the budget", "... on Friday's venue".
+_TOPIC = re.compile(
+    r"^\s*(?:so\s+far\s+|earlier\s+|before\s+)?(?:about|on|regarding|concerning|re|for"
+    r"|with\s+regard\s+to)\s+(?P<topic>[^?!.]+)",
+    _F,
+)
+_TOPIC_NOISE = content_stems("so far earlier before again today yesterday here anything it")
+
+_ASK_UNDECIDED = re.compile(
+    r"\bundecided\b|\bnot\s+(?:yet\s+|been\s+)?(?:decided|agreed|settled)\b"
+    r"|\b(?:have|has)n'?t\s+(?:we\s+|been\s+|yet\s+)*(?:decided|agreed|settled)\b"
+    r"|\b(?:left|need|needs|have|has|got)\s+to\s+(?:be\s+)?(?:decide|decided|agree|agreed"
+    r"|settle|settled)\b|\bremains?\s+(?:to\s+be\s+|open\b)|\bup\s+in\s+the\s+air\b"
+    r"|\b(?:open|active|pending|outstanding)\s+(?:proposals?|decisions?)\b"
+    r"|\bproposals?\s+(?:are\s+|is\s+)?still\s+open\b|\bneeds?\s+a\s+decision\b"
+    r"|\bstill\s+(?:under\s+discussion|being\s+discussed|on\s+the\s+table|open\s+for"
+    r"\s+(?:a\s+)?(?:decision|discussion|debate|vote))"
+    r"|\bwhat\s+are\s+we\s+still\s+(?:discussing|debating|deciding|voting\s+on)\b",
+    _F,
+)
+
+# A line of the packet naming its speaker: a retrieved turn "#12 Ada (8 May 2023): ...", a
+# compressed or summary line "#12 Ada: ..." or "#12 Ada [decision]: ...".
+_LINE = re.compile(
+    r"^#(?P<seq>\d+) (?P<who>[^:\n\[(]{1,80}?)(?: \((?P<date>[^)]{1,20})\))?"
+    r"(?: \[[a-z ]{1,20}\])?: (?P<said>.+)$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    """One thing the member said, where the packet has it."""
+
+    seq: int
+    text: str
+    date: str = ""
+
+
+def _is_group(packet: ConversationContextPacket) -> bool:
+    return packet.member is not None or bool(packet.participants)
+
+
+def answer_own_words(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what did I say about X?" in a group."""
+    match = _ASK_OWN.search(reading.text)
+    if match is None or not _is_group(packet):
+        return None
+    about = _TOPIC.match(reading.text[match.end() :])
+    topic = " ".join(about.group("topic").split()) if about else ""
+    wanted = content_stems(topic) - _TOPIC_NOISE
+    member = packet.member
+    if member is None:
+        return "I have nothing from you in this group yet: no position, no proposal."
+    points = [
+        p
+        for p in (member.last_position, *member.key_contributions)
+        if p and (not wanted or wanted & content_stems(p))
+    ]
+    said = [
+        s
+        for s in _said_by(packet, member)
+        if (not wanted or wanted & content_stems(s.text)) and not _restates(s.text, points)
+    ]
+    position = member.last_position if member.last_position in points else ""
+    extra = [p for p in dict.fromkeys(points) if p != member.last_position]
+    lines = [f"• {p}" for p in extra] + [_said_line(s) for s in said[-_MOST_SAID:]]
+    if wanted and not (position or lines):
+        told = f"I have nothing from you about {topic}."
+        if member.last_position:
+            told += f" Your previous position: {member.last_position}."
+        return told
+    sections = [f"Your previous position: {position}."] if position else []
+    if wanted and lines:
+        sections.append(f"About {topic}, you said:\n" + "\n".join(lines))
+    elif lines:
+        if extra:
+            sections.append("Your key contributions:\n" + "\n".join(lines[: len(extra)]))
+        if said:
+            sections.append("What you said last:\n" + "\n".join(lines[len(extra) :]))
+    if not sections:
+        return "You haven't taken a position here yet, and I keep nothing else you said."
+    return "\n\n".join(sections)
+
+
+def answer_undecided(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what is still undecided?" in a group."""
+    if not _ASK_UNDECIDED.search(reading.text) or not _is_group(packet):
+        return None
+    waiting = undecided(packet.proposals)
+    decided = len(packet.decisions)
+    so_far = f"{decided} decision{'' if decided == 1 else 's'} so far" if decided else ""
+    if not waiting:
+        said = "Nothing is waiting for a decision: no proposal is open."
+        if so_far:
+            said += f" {so_far.capitalize()} (ask “what did we decide?”)."
+        return said + " Propose something with “I propose …”."
+    lines = [f"• {p.text}, proposed by {p.proposer} ({stances(p)})" for p in waiting]
+    said = "Still undecided:\n" + "\n".join(lines)
+    return said + (f"\n\n{so_far.capitalize()}: ask “what did we decide?”." if so_far else "")
+
+
+def _restates(text: str, points: Sequence[str]) -> bool:
+    """Whether ``text`` says what one of ``points`` says (most of the words of the shorter)."""
+    words = content_stems(text)
+    for point in points:
+        theirs = content_stems(point)
+        if 4 * len(words & theirs) >= 3 * min(len(words), len(theirs)) > 0:
+            return True
+    return False
+
+
+def _statement(text: str) -> bool:
+    """Whether ``text`` says something of the member's own: not a question to the bot ("what
+    did I say?"), though a proposal asked as one ("what if we ...?") is."""
+    text = text.strip()
+    return not text.endswith("?") or is_deliberation_move(text, split_clauses(text))
+
+
+def _said_line(said: _Said) -> str:
+    when = f" ({said.date})" if said.date else ""
+    return f"• “{without_mention(said.text)}”{when}"
+
+
+def _said_by(packet: ConversationContextPacket, member: Participant) -> list[_Said]:
+    """What ``member`` said that the packet carries, oldest first, one entry per turn."""
+    found: dict[int, _Said] = {}
+    for said in _lines_of(packet, member.name):
+        found.setdefault(said.seq, said)
+    for turn in packet.recent_turns:
+        if participant_key(turn.user_id, turn.speaker) == member.participant_id:
+            date = f"{turn.created_at.day} {turn.created_at:%b %Y}"
+            found[turn.seq] = _Said(turn.seq, first_sentence(turn.user_text, _SAID_CHARS), date)
+    return [found[seq] for seq in sorted(found) if _statement(found[seq].text)]
+
+
+def _lines_of(packet: ConversationContextPacket, name: str) -> Iterator[_Said]:
+    """The lines of the packet's retrieved turns, compressed turns and summary by ``name``;
+    retrieved ones (with their date) first."""
+    texts = [item.text for item in packet.retrieved if item.kind != "memory"]
+    texts += packet.recent_turn_summaries
+    texts.append(packet.rolling_session_summary)
+    for text in texts:
+        for line in text.splitlines():
+            match = _LINE.match(line.strip())
+            if match is None or match.group("who") != name:
+                continue
+            said = match.group("said").split(" -> ", 1)[0]  # the bot's answer is not theirs
+            yield _Said(int(match.group("seq")), first_sentence(said, _SAID_CHARS),
+                        match.group("date") or "")  # fmt: skip

@@ -1,0 +1,295 @@
+"""Tests of the offline concierge's group questions: "what did I say about X?" and "what is still
+undecided?", in many phrasings, through the real lane on a SQLite file, and end to end: the real
+bot (``run_bot.py``) in a group of the fake Bot API over real HTTP."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.db import Database
+from agent.engines.rule_based import RuleBasedConcierge
+from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, TurnResult
+from tests.bot_harness import BOT_USERNAME, FakeChats
+from tests.fake_bot_api import FakeBotApi
+from tests.test_group_brief import IDS, THREAD
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+GROUP = -5100
+
+
+class Group:
+    """A group chat on a real lane, answered by the offline concierge."""
+
+    def __init__(self, lane: ConversationLane, chat_id: int = GROUP) -> None:
+        self.lane = lane
+        self.chat_id = chat_id
+        self.engine = RuleBasedConcierge()
+        self.n = 0
+
+    async def say(self, who: str, text: str, *, ask: bool = False) -> TurnResult:
+        """``who`` writes ``text``; to the bot when ``ask``."""
+        self.n += 1
+        message = InboundMessage(
+            chat_id=self.chat_id,
+            text=text,
+            chat_type="group" if self.chat_id < 0 else "private",
+            user_id=IDS[who],
+            speaker=who,
+            update_id=self.n,
+            wants_reply=ask,
+            received_at=T0 + timedelta(minutes=self.n),
+        )
+        return await self.lane.on_turn(message, self.engine)
+
+    async def ask(self, who: str, text: str) -> tuple[str, str]:
+        """``who`` asks the bot ``text``; return the reply's intent and text."""
+        turn = (await self.say(who, text, ask=True)).turn
+        return turn.intent or "", turn.assistant_text or ""
+
+
+@pytest.fixture
+async def lane(tmp_path: Path) -> AsyncIterator[ConversationLane]:
+    async with Database(tmp_path / "memory.db") as db:
+        memory_lane = ConversationLane(db, CheckpointWriter(tmp_path / "checkpoints"))
+        await memory_lane.hydrate()
+        yield memory_lane
+        await memory_lane.shutdown()
+
+
+@pytest.fixture
+async def group(lane: ConversationLane) -> Group:
+    chat = Group(lane)
+    for who, text in THREAD:
+        await chat.say(who, text)
+    return chat
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "@bot what did I say about the budget?",
+        "what have I said regarding the budget so far?",
+        "remind me what I said about the budget",
+        "did I say anything about the budget?",
+        "what was my take on the budget?",
+        "hey, what's my position on the budget?",
+        "What did I mention about budgets earlier?",
+    ],
+)
+async def test_what_did_i_say_about_a_topic(group, question):
+    """A member asks what they said about a topic: their words on it, not the others', not
+    their words on other topics."""
+    intent, said = await group.ask("Bob", question)
+
+    assert intent == "own_words"
+    assert "I think the launch budget needs another review" in said
+    assert "catering" not in said
+    assert "rooftop" not in said
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what was my position?",
+        "@bot where do I stand?",
+        "what did I propose?",
+        "what have I said so far?",
+        "my previous position?",
+        "what were my suggestions?",
+    ],
+)
+async def test_what_did_i_say_without_a_topic(group, question):
+    """Without a topic: the member's previous position and what else they said, not another
+    member's words."""
+    intent, said = await group.ask("Carol", question)
+
+    assert intent == "own_words"
+    assert said.startswith("Your previous position: proposes: we cut the catering.")
+    assert "I disagree, Friday evening is bad for me" in said
+    assert "budget" not in said
+    assert "rooftop" not in said
+
+
+async def test_words_said_long_ago_are_found(group):
+    """A member's words from before forty turns of others' chatter (in no verbatim turn of the
+    packet any more) are still found, with the day they were said."""
+    await group.say("Erin", "the cabin by the lake has space for twelve people")
+    for n in range(40):
+        await group.say("Alice" if n % 2 else "Dave", f"chatter number {n} about nothing much")
+
+    intent, said = await group.ask("Erin", "what did I say about the cabin?")
+
+    assert intent == "own_words"
+    assert re.search(
+        r"“the cabin by the lake has space for twelve people” \(\d+ \w{3} \d{4}\)", said
+    )
+
+
+async def test_nothing_said_on_the_topic_is_said_honestly(group):
+    """A topic the member never spoke of, or one only others spoke of: "nothing from you
+    about it", with their position; a newcomer has nothing at all."""
+    _, pizza = await group.ask("Bob", "did I say anything about pizza?")
+    assert pizza == (
+        "I have nothing from you about pizza. Your previous position: proposes: we book the "
+        "rooftop venue for the party."
+    )
+    _, budget = await group.ask("Carol", "what did I say about the budget?")
+    assert budget.startswith("I have nothing from you about the budget.")
+    intent, newcomer = await group.ask("Erin", "what did I say about the venue?")
+    assert (intent, newcomer) == (
+        "own_words",
+        "I have nothing from you in this group yet: no position, no proposal.",
+    )
+
+
+async def test_the_question_itself_is_not_what_they_said(group):
+    """Asking twice does not list the first question among the member's words."""
+    await group.ask("Dave", "what did I say?")
+    _, said = await group.ask("Dave", "what have I said so far?")
+
+    assert "what did I say" not in said
+    assert re.fullmatch(r"What you said last:\n• “lol” \(\d+ \w{3} \d{4}\)", said)
+
+
+async def test_words_said_to_the_bot_count_without_its_handle(group):
+    """What a member told the bot counts as theirs, quoted without the bot's handle; an
+    opinion told to the bot is their position."""
+    await group.ask("Bob", "@helper_bot the venue deposit is 300 euros")
+    intent, _ = await group.ask("Bob", "@helper_bot I think the deposit should stay that low")
+    assert intent == "deliberation"
+    for n in range(3):
+        await group.say("Alice", f"unrelated message {n}")
+
+    intent, said = await group.ask("Bob", "what did I say about the deposit?")
+
+    assert intent == "own_words"
+    assert said.startswith(
+        "Your previous position: I think the deposit should stay that low.\n\n"
+        "About the deposit, you said:\n• “the venue deposit is 300 euros” ("
+    )
+    assert "@helper_bot" not in said
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what is still undecided?",
+        "@bot what haven't we decided yet?",
+        "what's left to decide?",
+        "what do we still need to agree on?",
+        "which proposals are still open?",
+        "anything still up in the air?",
+        "what remains to be decided?",
+        "what's still on the table?",
+        "what still needs a decision?",
+        "what are we still discussing?",
+        "open proposals?",
+    ],
+)
+async def test_what_is_still_undecided(group, question):
+    """The proposals still open, who made them and who is for and against; not the settled
+    ones."""
+    intent, said = await group.ask("Dave", question)
+
+    assert intent == "list_undecided"
+    assert said.startswith("Still undecided:\n")
+    assert "• we cut the catering, proposed by Carol (against: Alice)" in said
+    assert "• we book the rooftop venue for the party, proposed by Bob (no reactions yet)" in said
+    assert "Friday" not in said
+    assert said.endswith("1 decision so far: ask “what did we decide?”.")
+
+
+async def test_reactions_show_up_and_a_decision_closes_a_proposal(group):
+    """A vote on an open proposal shows in the answer; once decided, it is no longer
+    undecided; with nothing open, the answer says so."""
+    await group.say("Carol", "+1 on the rooftop venue")
+    _, said = await group.ask("Dave", "what is still undecided?")
+    assert "• we book the rooftop venue for the party, proposed by Bob (for: Carol)" in said
+
+    await group.say("Bob", "let's go with the rooftop venue for the party")
+    await group.say("Alice", "we decided against cutting the catering")
+    _, said = await group.ask("Dave", "what is still undecided?")
+    assert said == (
+        "Nothing is waiting for a decision: no proposal is open. 3 decisions so far (ask “what"
+        " did we decide?”). Propose something with “I propose …”."
+    )
+
+
+async def test_other_group_questions_keep_their_answers(group):
+    """ "What did we decide?", "what is still open?" and "what did we talk about?" keep
+    their own answers in a group."""
+    assert (await group.ask("Bob", "what did we decide?"))[0] == "list_decisions"
+    assert (await group.ask("Bob", "what is still open?"))[0] == "list_open"
+    assert (await group.ask("Bob", "what did we talk about?"))[0] == "recap"
+
+
+async def test_in_a_private_chat_the_group_questions_are_left_to_other_rules(lane):
+    """In a private chat there is no group: these rules stay silent."""
+    chat = Group(lane, chat_id=IDS["Bob"])
+    await chat.say("Bob", "I think the budget is too small", ask=True)
+
+    assert (await chat.ask("Bob", "what did I say about the budget?"))[0] != "own_words"
+    assert (await chat.ask("Bob", "what is still undecided?"))[0] != "list_undecided"
+
+
+# -- end to end: the real bot in a group ---------------------------------------------------------
+
+
+def test_a_group_asks_the_bot_end_to_end(
+    api: FakeBotApi, chats: FakeChats, polling_bot: Any
+) -> None:
+    """Four members plan in a Telegram group (messages to each other, not to the bot); then
+    each asks the bot, by mention, what they said and what is still undecided. The transcript
+    is printed (pytest -s shows it)."""
+    bot = polling_bot()
+    chat = -7300
+    members = {name: 700 + n for n, name in enumerate(("Ana", "Ben", "Cleo", "Dan"))}
+    lines: list[str] = []
+
+    def send(who: str, text: str) -> None:
+        chats.send(chat, text, user_id=members[who], first_name=who, chat_type="group",
+                   chat_title="Offsite")  # fmt: skip
+        lines.append(f"{who}: {text}")
+
+    def ask(who: str, text: str) -> str:
+        said = f"@{BOT_USERNAME} {text}"
+        answer = chats.ask(chat, said, user_id=members[who], first_name=who, chat_type="group",
+                           chat_title="Offsite").text or ""  # fmt: skip
+        lines.extend([f"{who}: {said}", f"bot: {answer}"])
+        return answer
+
+    send("Ana", "I propose we hold the offsite in Sintra in June")
+    send("Ben", "sounds good")
+    send("Cleo", "I think June is too busy for the sales team")
+    send("Dan", "how about a boat trip on the Tagus?")
+    send("Ana", "-1, boats make me seasick")
+    send("Cleo", "we agreed on Sintra then")
+    send("Ben", "what if we rent bikes for the second day?")
+    send("Cleo", "I'd rather keep the budget for a good dinner")
+
+    ask("Ben", "I propose we invite the Porto team too")
+    cleo_budget = ask("Cleo", "what did I say about the budget?")
+    ben_position = ask("Ben", "what's my position?")
+    undecided = ask("Dan", "what is still undecided?")
+    dan_boats = ask("Dan", "did I say anything about boats?")
+    still_open = ask("Ana", "what haven't we decided yet?")
+    bot.stop()
+    print("\n".join(lines))
+
+    assert "June" not in cleo_budget
+    assert "I'd rather keep the budget for a good dinner" in cleo_budget
+    assert ben_position.startswith("Your previous position: proposes: we invite the Porto team")
+    assert "• proposes: we rent bikes for the second day" in ben_position
+    assert "“sounds good”" in ben_position
+    assert undecided.startswith("Still undecided:")
+    assert "we rent bikes for the second day, proposed by Ben (no reactions yet)" in undecided
+    assert "boat trip" in undecided
+    assert "Sintra" not in undecided.split("\n\n")[0]
+    assert "boat trip on the Tagus" in dan_boats
+    assert still_open == undecided
