@@ -63,15 +63,11 @@ _CANCEL_WORDS = content_stems(
     "this reminder reminders about to for please you can could would no longer needed is"
 )
 
-_ASK_TIME: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(pattern, _F)
-    for pattern in (
-        r"\bwhat(?:'s|\s+is)?\s+the\s+time\b",
-        r"\bwhat\s+time\s+is\s+it\b",
-        r"\b(?:tell me|do you know)\s+the\s+time\b",
-        r"\b(?:the\s+)?(?:current|local)\s+time\b",
-        r"\bwhat(?:'s|\s+is)\s+(?:the\s+|today's\s+)?date\b|\bwhat\s+day\s+is\s+(?:it|today)\b",
-    )
+_ASK_TIME = re.compile(
+    r"\bwhat(?:'s|\s+is)?\s+the\s+time\b|\bwhat\s+time\s+is\s+it\b"
+    r"|\b(?:tell me|do you know)\s+the\s+time\b|\b(?:the\s+)?(?:current|local)\s+time\b"
+    r"|\bwhat(?:'s|\s+is)\s+(?:the\s+|today's\s+)?date\b|\bwhat\s+day\s+is\s+(?:it|today)\b",
+    _F,
 )
 _ASK_ZONE = re.compile(r"\bwhat(?:'s|\s+is)\s+my\s+time\s*zone\b|\bwhich\s+time\s*zone\b", _F)
 
@@ -117,6 +113,9 @@ def answer_time(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
     """Answer "what time is it?" and "what's my time zone?" in the user's zone."""
+    lowered = reading.text.casefold()
+    if "time" not in lowered and "date" not in lowered and "day" not in lowered:
+        return None  # most messages: no pattern to try
     zone, label = reading.zone, zone_label(reading.zone)
     unset = (
         " Set yours with /timezone, e.g. /timezone Europe/Lisbon." if zone == DEFAULT_ZONE else ""
@@ -125,7 +124,7 @@ def answer_time(
         if zone == DEFAULT_ZONE:
             return "I use UTC for you: you haven't set a time zone." + unset
         return f"Your time zone is {label}."
-    if not any(p.search(reading.text) for p in _ASK_TIME):
+    if not _ASK_TIME.search(reading.text):
         return None
     local = reading.now.astimezone(zone)
     day = f"{_WEEKDAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]} {local.year}"

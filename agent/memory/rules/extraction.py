@@ -276,7 +276,9 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
                 rest = match.group("v")
                 if not rest.lower().startswith("to "):
                     closer = Closer(f"{match.group('verb')} {rest}", explicit=False)
-        if closer is None:
+        # Only a clause that ends in a past participle can say what was done to something.
+        last = clause.text.rstrip(" .!").rpartition(" ")[2].casefold()
+        if closer is None and (last.endswith("ed") or last in _IRREGULAR_STEMS):
             match = _DONE_TO.match(clause.text)
             verb = match.group("verb").lower() if match else ""
             if match and verb not in _STATES and not verb.endswith("eed"):
