@@ -124,6 +124,7 @@ def test_clean_value_trims_punctuation_emoji_please_and_length():
         ("my favourite colour is blue", "favourite:colour", "blue"),
         ("My favorite ice cream is mint", "favourite:ice cream", "mint"),
         ("my birthday is on 12 March", "birthday", "12 March"),
+        ("I'm a nurse", "job", "a nurse"),  # a job, never a name
     ],
 )
 def test_a_stated_fact_is_read_into_its_slot(text, key, value):
@@ -138,7 +139,6 @@ def test_a_stated_fact_is_read_into_its_slot(text, key, value):
         "I'm Tired",
         "I'm in Lisbon",
         "I'm Running late",
-        "I'm a nurse",
         "call me later",
         "call me when you land",
         "what's my name?",

@@ -240,7 +240,9 @@ async def test_client_error_other_than_429_is_not_retried(api, status):
     assert len(api.requests) == 1
 
 
-@pytest.mark.parametrize("intent", ["set_reminder", "add_todo", "close_todo"])
+@pytest.mark.parametrize(
+    "intent", ["set_reminder", "cancel_reminder", "add_todo", "close_todo", "tell_time"]
+)
 async def test_delegate_intents_skip_the_model(api, intent):
     """A fallback reply with a delegated intent is returned; the model is never called."""
     async with concierge(api.base_url, FixedEngine(intent=intent)) as llm:

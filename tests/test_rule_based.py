@@ -56,6 +56,9 @@ INTENTS = {
     "close_question",
     "kept_open",
     "deliberation",
+    "recall",
+    "cancel_reminder",
+    "tell_time",
 }
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agent.chat.erasure import forget_everywhere
+from agent.chat.time_zone_command import TIMEZONE_HELP, time_zone_command
 from agent.db import AnyDatabase
 from agent.errors import SessionNotFound
 from agent.memory import (
@@ -53,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "forget": "Erase this conversation everywhere (asks first)",
     "export": "Send this conversation's checkpoint file",
     "stats": "Numbers about this conversation",
+    "timezone": TIMEZONE_HELP,
 }
 
 _HISTORY_DEFAULT = 10
@@ -348,6 +350,9 @@ class CommandCenter:
         except ValueError as exc:
             return CommandReply(f"I can't keep that note: {exc}.")
         return CommandReply(f"I'll remember: {memory.text}")
+
+    async def _cmd_timezone(self, chat_id: int, args: str) -> CommandReply:
+        return CommandReply(await time_zone_command(self.lane, chat_id, args))
 
     async def _cmd_new(self, chat_id: int, args: str) -> CommandReply:
         switch = await self.lane.new_session(chat_id)

@@ -46,10 +46,18 @@ __all__ = ["DEFAULT_DELEGATE_INTENTS", "OpenAICompatConcierge"]
 logger = logging.getLogger(__name__)
 
 #: Intents the offline rules own: their replies carry side effects (jobs, open loops, the
-#: erasure of long-term memories), or say that a reminder could not be set (a model must not
-#: claim it was).
+#: erasure of long-term memories), say that a reminder could not be set (a model must not
+#: claim it was), or tell the time in the user's zone (a model has neither).
 DEFAULT_DELEGATE_INTENTS: frozenset[str] = frozenset(
-    {"set_reminder", "add_todo", "close_todo", "reminder_unreadable", "forget_memory"}
+    {
+        "set_reminder",
+        "cancel_reminder",
+        "add_todo",
+        "close_todo",
+        "reminder_unreadable",
+        "forget_memory",
+        "tell_time",
+    }
 )
 
 _INSTRUCTIONS = (

@@ -48,11 +48,15 @@ reading of the message in :mod:`~agent.engines.rule_reading`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from agent.engines.rule_facts import (
+    NOT_TOLD,
     answer_about_you,
     answer_earlier,
+    answer_event,
     answer_fact,
+    answer_like,
     answer_name,
     answer_someone,
     fact_acks,
@@ -61,6 +65,8 @@ from agent.engines.rule_facts import (
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_undecided
 from agent.engines.rule_reading import Answer, Reading, utc
+from agent.engines.rule_recall import answer_from_memory, quote_memory
+from agent.engines.rule_reminders import answer_time, change_reminders
 from agent.engines.rule_talk import (
     UNKNOWN,
     answer_decisions,
@@ -96,6 +102,7 @@ from agent.memory.rules.session_rules import (
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
+from agent.utils.time_zones import zone_of
 
 __all__ = ["RuleBasedConcierge"]
 
@@ -105,7 +112,14 @@ _MAX_REPLY_CHARS = 4000
 _NO_TEXT = "I can only read text for now. Try “my name is Ada”, or send /help to see what I can do."
 
 # Reply intents that change the state, first: the reply is named after its side effect.
-_SIDE_EFFECTS = ("set_reminder", "close_todo", "add_todo", "close_question", "note_commitment")
+_SIDE_EFFECTS = (
+    "set_reminder",
+    "cancel_reminder",
+    "close_todo",
+    "add_todo",
+    "close_question",
+    "note_commitment",
+)
 
 # The questions answered, in the order they are tried: the first rule that recognises the
 # message answers it (someone's facts before the user's: "where does my sister live?").
@@ -116,10 +130,13 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_someone),
     ("ask_fact", answer_earlier),
     ("ask_fact", answer_name),
+    ("tell_time", answer_time),
     ("list_open", answer_open_items),
     ("list_facts", answer_about_you),
     ("list_decisions", answer_decisions),
     ("recap", answer_recap),
+    ("ask_fact", answer_like),
+    ("ask_fact", answer_event),
     ("ask_fact", answer_fact),
     ("help", answer_help),
 )
@@ -171,27 +188,31 @@ class RuleBasedConcierge:
         new_facts = extract_facts(text, turn=seq)
         # What earlier sessions taught (long-term memory), overridden by this session's facts.
         known = merge_facts(remembered(packet), packet.facts)
+        facts = merge_facts(known, new_facts)
+        zone = zone_of(next((f.value for f in facts if f.key == "timezone"), None))
         reading = Reading(
             text=text,
             now=now,
             new_facts=new_facts,
-            facts=merge_facts(known, new_facts),
+            facts=facts,
             loops=update_open_loops(packet.open_loops, text, seq=seq),
-            reminder=parse_reminder(text, now),
+            reminder=parse_reminder(text, now, zone),
+            zone=zone,
         )
         parts: list[str] = []
         intents: list[str] = []
         jobs: tuple[JobRef, ...] = ()
+        change = None if reading.reminder is not None else change_reminders(packet, reading)
         if reading.reminder is not None:
-            job = JobRef(
-                job_id=self._job_ids(),
-                kind="reminder",
-                label=reading.reminder.label or "reminder",
-                due_at=reading.reminder.due_at,
-            )
-            jobs = (job,)
-            parts.append(reminder_set(reading.reminder, now))
+            jobs = (self._reminder(reading.reminder.label, reading.reminder.due_at),)
+            parts.append(reminder_set(reading.reminder, now, zone))
             intents.append("set_reminder")
+        elif change is not None:
+            jobs = tuple(r.model_copy(update={"status": "cancelled"}) for r in change.cancelled)
+            if change.due_at is not None:
+                jobs += (self._reminder(change.label, change.due_at),)
+            parts.append(change.text)
+            intents.append(change.intent)
         elif is_reminder_request(text):
             parts.append(REMINDER_FORMS)
             intents.append("reminder_unreadable")
@@ -205,6 +226,10 @@ class RuleBasedConcierge:
         clauses = split_clauses(message.text)
         parts.extend(dialogue_acks(packet, message, reading, clauses, intents))
         answer = _question(packet, reading, jobs)
+        if answer is not None and answer[1].startswith(NOT_TOLD):
+            # No fact says it, but it may have been said in passing: quote it if so.
+            quoted = quote_memory(packet, message.text or "", now, personal=personal)
+            answer = answer if quoted is None else ("recall", quoted)
         if answer is not None:
             intents.append(answer[0])
             parts.append(answer[1])
@@ -217,6 +242,11 @@ class RuleBasedConcierge:
             intent=_main_intent(intents),
             action_name=_action(reading.loops, jobs),
             job_refs=jobs,
+        )
+
+    def _reminder(self, label: str, due_at: datetime) -> JobRef:
+        return JobRef(
+            job_id=self._job_ids(), kind="reminder", label=label or "reminder", due_at=due_at
         )
 
 
@@ -243,6 +273,11 @@ def _unanswered(
         return talk
     if message.chat_type in GROUP_CHAT_TYPES and is_deliberation_move(message.text, clauses):
         return "deliberation", "Noted for the group. Ask “what did we decide?” to see where we are."
+    if any(clause.question for clause in clauses):
+        personal = message.chat_type in PERSONAL_CHAT_TYPES
+        recalled = answer_from_memory(packet, message.text, reading.now, personal=personal)
+        if recalled is not None:
+            return "recall", recalled
     kept = kept_open(packet, message, reading, clauses)
     if kept is not None:
         return "kept_open", kept
@@ -268,8 +303,10 @@ def _main_intent(intents: Sequence[str]) -> str:
 
 def _action(loops: LoopUpdate, jobs: Sequence[JobRef]) -> str | None:
     # The action names what changed: nothing changes when a to-do was already on the list.
-    if jobs:
+    if any(job.status == "scheduled" for job in jobs):
         return "schedule_reminder"
+    if jobs:
+        return "cancel_reminder"
     if loops.closed:
         return "close_todo"
     return "add_todo" if loops.opened else None

@@ -19,22 +19,30 @@ from agent.memory.longterm.memory_slots import (
     USER,
     describe_fact,
     fact_key,
+    in_second_person,
     parse_key,
     role_and_name,
     slot_of,
 )
+from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = [
+    "NOT_TOLD",
     "answer_about_you",
     "answer_earlier",
+    "answer_event",
     "answer_fact",
+    "answer_like",
     "answer_name",
     "answer_someone",
     "fact_acks",
     "remembered",
 ]
+
+#: How an answer that no fact covers begins ("You haven't told me where you live yet.").
+NOT_TOLD = "You haven't told me"
 
 _F = re.IGNORECASE
 _ASK_NAME = re.compile(
@@ -62,7 +70,8 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
         (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
          "about decisions of yours"),
-        (r"\bwhat am i allergic to\b|\bwhat are my allergies\b|\bam i allergic\b",
+        (r"\bwhat am i allergic to\b|\bwhat are my allergies\b|\bam i allergic\b"
+         r"|\bdo i have (?:any )?allerg",
          "allergy:", "about allergies"),
         (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
          r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
@@ -77,7 +86,7 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
          "about your family and friends"),
         (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b", "job workplace",
          "about your work"),
-        (r"\bwhat do i do for (?:a )?(?:living|work)\b", "job", "your job"),
+        (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
          "your birthday"),
         (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
@@ -101,6 +110,7 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
         (rf"\bhow old is (?:my )?{_WHO}\b", "age"),
+        (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
         (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", ""),
@@ -129,6 +139,54 @@ _ATTRIBUTE_WORDS = {
     "work": "job", "profession": "job", "employer": "workplace", "company": "workplace",
     "bday": "birthday", "diet": "diet",
 }  # fmt: skip
+
+
+# "do I like jazz?", with the thing asked about.
+_ASK_LIKE = re.compile(
+    r"^(?:do|did) i (?:like|love|enjoy|hate|dislike) (?P<thing>.{1,80}?)\??$", _F
+)
+# "when is my flight?", "when's my dentist appointment?"
+_ASK_WHEN = re.compile(
+    r"^when(?:'s|\s+is|\s+are)\s+my\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)\??$", _F
+)
+
+
+def answer_like(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "do I like jazz?" from what the user said they like and dislike."""
+    match = _ASK_LIKE.match(reading.text)
+    if match is None:
+        return None
+    thing = match.group("thing")
+    wanted = content_stems(thing)
+    for fact in reversed(reading.facts):
+        name = parse_key(fact.key).name
+        if parse_key(fact.key).subject != USER or name not in {"likes", "dislikes"}:
+            continue
+        if wanted & content_stems(fact.value):
+            answer = "Yes" if name == "likes" else "No"
+            return f"{answer}, {_answer_line(fact)[:1].lower()}{_answer_line(fact)[1:]}"
+    return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
+
+
+def answer_event(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "when is my flight?" from the dated things the user told of; ``None`` when none
+    matches (another rule, or a line said in passing, may answer)."""
+    match = _ASK_WHEN.match(reading.text)
+    if match is None:
+        return None
+    wanted = content_stems(match.group("thing"))
+    found = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).subject == USER
+        and parse_key(f.key).name in {"event", "plan"}
+        and wanted <= content_stems(f.value)
+    ]
+    return " ".join(_answer_line(f) for f in found) if found else None
 
 
 def answer_someone(
@@ -188,7 +246,7 @@ def answer_fact(
             wanted, missing = (f"favourite:{thing}",), f"your favourite {thing}"
         found = [f for f in reading.facts if _key_matches(f.key, wanted)]
         if not found:
-            return f"You haven't told me {missing} yet."
+            return f"{NOT_TOLD} {missing} yet."
         return " ".join(_answer_line(f) for f in found)
     return None
 
@@ -295,8 +353,8 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         return None  # "who is there?": not someone the user told about
     if named and attribute:
         names = " and ".join(role_and_name(f.value)[1] or f.value for f in named)
-        return f"You haven't told me that about {names} yet."
-    return f"You haven't told me about your {who} yet."
+        return f"{NOT_TOLD} that about {names} yet."
+    return f"{NOT_TOLD} about your {who} yet."
 
 
 def _earlier(
@@ -319,7 +377,7 @@ def _earlier(
         if now:
             current = " ".join(sentence(describe_fact(f)) for f in now)
             return f"I don't know of an earlier one: {current}"
-        return "You haven't told me about that yet."
+        return f"{NOT_TOLD} about that yet."
     lines = []
     for memory in past:
         fact = Fact(key=fact_key(USER, memory.attribute, memory.text), value=memory.text, turn=0)

@@ -12,10 +12,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from agent.memory.rules.extraction import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
+from agent.utils.time_zones import DEFAULT_ZONE, zone_label
 
 __all__ = ["Answer", "Reading", "first_sentence", "say_when", "sentence", "utc"]
 
@@ -28,7 +30,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """The current message read against the packet: what the state will become."""
+    """The current message read against the packet: what the state will become.
+
+    ``zone`` is the user's time zone (their ``timezone`` fact; UTC if they set none).
+    """
 
     text: str
     now: datetime
@@ -36,6 +41,7 @@ class Reading:
     facts: tuple[Fact, ...]
     loops: LoopUpdate
     reminder: ReminderRequest | None
+    zone: ZoneInfo = DEFAULT_ZONE
 
 
 #: A question rule: the answer to the message if it asks what the rule answers, else ``None``.
@@ -48,11 +54,12 @@ def utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def say_when(due: datetime, now: datetime) -> str:
-    """Say when ``due`` is, seen from ``now``: "at 18:30 UTC", "tomorrow at …", "on 3 May at …"."""
-    due = utc(due)
-    short = due - now < timedelta(minutes=1) and due.second
-    clock = due.strftime("%H:%M:%S" if short else "%H:%M") + " UTC"
+def say_when(due: datetime, now: datetime, zone: ZoneInfo = DEFAULT_ZONE) -> str:
+    """Say when ``due`` is, seen from ``now``, on the clock of ``zone``: "at 18:30 UTC",
+    "tomorrow at 08:00 Europe/Lisbon", "on 3 May at …"."""
+    short = utc(due) - utc(now) < timedelta(minutes=1) and due.second
+    due, now = utc(due).astimezone(zone), utc(now).astimezone(zone)
+    clock = due.strftime("%H:%M:%S" if short else "%H:%M") + " " + zone_label(zone)
     if due.date() == now.date():
         return f"at {clock}"
     if due.date() == (now + timedelta(days=1)).date():

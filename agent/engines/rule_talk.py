@@ -25,16 +25,18 @@ _CAPABILITIES = (
     "• answer “what's my name?”, “what do you know about me?”, “what did we talk about?”\n"
     "• keep your to-do list: “remind me to book the hotel”, then “I booked the hotel” "
     "(or “done 1”); ask “what is still open?”\n"
-    "• set reminders: “remind me in 10 minutes to call mom”, “remind me at 18:30 to stretch” "
-    "(times in UTC)"
+    "• set reminders: “remind me in 10 minutes to call mom”, “remind me tomorrow at 8am to "
+    "stretch”; then “cancel the stretch reminder” or “snooze it 10 minutes” (times in your zone: "
+    "/timezone Europe/Lisbon)\n"
+    "• answer from what you told me: “what's the cabin wifi password?” finds what you said"
 )
 
 _HELP = "I'm your offline concierge: no AI model, just rules I follow reliably. I can:\n"
 
 # What a message not understood gets: at most 200 characters, one example, a pointer to /help.
 UNKNOWN = (
-    "Sorry, I didn't understand that, so I noted nothing. Try “remind me in 10 minutes to call "
-    "mom”, or send /help to see what I can do."
+    "Sorry, I didn't understand that, so I noted no fact (ask about it later and I'll look it "
+    "up). Try “remind me in 10 minutes to call mom”, or send /help to see what I can do."
 )
 
 _UNKNOWN_COMMAND = "I don't know the command {}. Send /help to see the commands I know."
@@ -59,14 +61,25 @@ _ASK_HELP = re.compile(
 )
 
 _GREETING = re.compile(
-    r"^(?:hi|hello|hey|hiya|howdy|yo|hallo|hola|salut|ciao|bonjour|greetings"
-    r"|good (?:morning|afternoon|evening|day))\b",
+    r"^(?:(?:hi|hello|hey|hiya|howdy|yo|hallo|hola|salut|ciao|bonjour|greetings|heya"
+    r"|good (?:morning|afternoon|evening|day))\b|(?:morning|afternoon|evening)[!. ]*$)",
     _F,
 )
 
-_THANKS = re.compile(r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated)\b", _F)
+_THANKS = re.compile(
+    r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated|many thanks|thank u)\b|^ta[!. ]*$", _F
+)
 
-_HOW_ARE_YOU = re.compile(r"\bhow are you\b|\bhow(?:'s| is) it going\b", _F)
+_HOW_ARE_YOU = re.compile(
+    r"\bhow are you\b|\bhow(?:'s| is) it going\b|^(?:what'?s up|wh?at'?s up|sup|wassup)\b", _F
+)
+
+# A message that only acknowledges ("ok", "cool", "got it"): a nod back.
+_ACKNOWLEDGE = re.compile(
+    r"^(?:ok(?:ay)?|k|kk|cool|nice|great|good|fine|perfect|awesome|lovely|brilliant|alright"
+    r"|all right|sure|got it|noted|sounds good|understood|right|yes|yep|yeah|👍)[.!👍 ]*$",
+    _F,
+)
 
 _BYE = re.compile(r"^(?:bye|goodbye|good night|see you|see ya|cya|later)\b", _F)
 
@@ -179,6 +192,8 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         if count:
             plural = "item is" if count == 1 else "items are"
             said += f" {count} {plural} still open: ask “what is still open?” to see them."
+        elif packet.turn_count:
+            said += " What can I do for you?"
         else:
             said += " What can I do for you? Say “help” to see what I can do."
         return "smalltalk", said
@@ -190,4 +205,6 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", f"Bye{name.replace(' ', ', ', 1)}! I'll remember all this next time."
     if is_dismissal(text):  # nothing of theirs left to drop (else dialogue_acks said so)
         return "smalltalk", "OK, never mind."
+    if _ACKNOWLEDGE.match(text):
+        return "smalltalk", "👍"
     return None

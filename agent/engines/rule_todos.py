@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from agent.engines.rule_reading import Reading, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person
@@ -39,8 +40,8 @@ __all__ = [
 _F = re.IGNORECASE
 #: What a reminder whose time cannot be read gets.
 REMINDER_FORMS = (
-    "I couldn't read the time of that reminder. Try “remind me in 10 minutes to call mom” "
-    "(times in UTC, up to a year ahead), or see /help."
+    "I couldn't read the time of that reminder (a bare hour is morning or evening: say 6am or "
+    "18:00). Try “remind me in 10 minutes to call mom”, or see /help."
 )
 
 _ASK_OPEN = re.compile(
@@ -82,9 +83,9 @@ def kept_open(
     )
 
 
-def reminder_set(reminder: ReminderRequest, now: datetime) -> str:
-    """Say that ``reminder`` is set, and when."""
-    when = say_when(reminder.due_at, now)
+def reminder_set(reminder: ReminderRequest, now: datetime, zone: ZoneInfo) -> str:
+    """Say that ``reminder`` is set, and when (on the clock of ``zone``)."""
+    when = say_when(reminder.due_at, now, zone)
     if not reminder.label:
         return f"I'll remind you {when}."
     return f"I'll remind you {when} {reminder.link} {in_second_person(reminder.label)}."
@@ -192,10 +193,12 @@ def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Seque
             label = in_second_person(ref.label or ref.job_id)
             if ref.due_at is None:
                 lines.append(f"• {label}")
-            elif utc(ref.due_at) <= reading.now:
-                lines.append(f"• {label} (was due {say_when(ref.due_at, reading.now)})")
+                continue
+            when = say_when(ref.due_at, reading.now, reading.zone)
+            if utc(ref.due_at) <= reading.now:
+                lines.append(f"• {label} (was due {when})")
             else:
-                lines.append(f"• {label}, {say_when(ref.due_at, reading.now)}")
+                lines.append(f"• {label}, {when}")
         title = "Reminders:" if all(r.kind == "reminder" for r in scheduled) else "Scheduled:"
         sections.append(title + "\n" + "\n".join(lines))
     if not sections:

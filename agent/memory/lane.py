@@ -457,16 +457,15 @@ class ConversationLane:
 
     # -- long-term memory ------------------------------------------------------------------
 
-    async def remember(self, chat_id: int, text: str) -> Memory:
-        """Keep ``text`` verbatim as a note the user stated (``/remember``; seed 003's manual
-        promotion): active at once, and no session's erasure takes it (only ``/facts
-        forget``).
+    async def remember(self, chat_id: int, text: str, attribute: str = "note") -> Memory:
+        """Keep ``text`` verbatim as a note (``/remember``; seed 003's manual promotion), or as
+        ``attribute`` (``/timezone``): active at once, no session's erasure takes it.
 
         Raises:
             ValueError: ``text`` is empty or longer than
                 :data:`~agent.memory.lane_parts.memory_commands.MAX_NOTE_CHARS`.
         """
-        return await self._memory.remember(chat_id, text)
+        return await self._memory.remember(chat_id, text, attribute)
 
     async def confirm_memory(self, chat_id: int, memory_id: str) -> Memory | None:
         """Make an unconfirmed memory of the chat active (``/facts confirm N``).

@@ -32,7 +32,7 @@ class MemoryCommands:
     def __init__(self, parts: LaneParts) -> None:
         self._parts = parts
 
-    async def remember(self, chat_id: int, text: str) -> Memory:
+    async def remember(self, chat_id: int, text: str, attribute: str = "note") -> Memory:
         """See :meth:`agent.memory.lane.ConversationLane.remember`.
 
         Raises:
@@ -43,13 +43,13 @@ class MemoryCommands:
         if not note or len(note) > MAX_NOTE_CHARS:
             raise ValueError(f"a note holds 1 to {MAX_NOTE_CHARS} characters, this one {len(note)}")
         candidate = MemoryCandidate(
-            kind=attribute_of("note").kind,
-            attribute="note",
-            key=fact_key(USER, "note", note),
+            kind=attribute_of(attribute).kind,
+            attribute=attribute,
+            key=fact_key(USER, attribute, note),
             text=note,
             origin="noted",
             confidence=1.0,
-            importance=attribute_of("note").importance,
+            importance=attribute_of(attribute).importance,
         )
         now = parts.clock()
         threshold = parts.promotion.threshold

@@ -77,6 +77,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     ),
     "diet": SlotRule("constraint", False, 0.7, "you're {v}", "{s} is {v}"),
     "plan": SlotRule("goal", True, 0.8, "you're planning {v}", "{s} is planning {v}"),
+    # "flight to Berlin is on 14 March": a dated thing on the user's calendar.
+    "event": SlotRule("goal", True, 0.8, "your {v}", "{s}'s {v}"),
     "goal": SlotRule("goal", True, 0.7, "your goal is {v}", "{s}'s goal is {v}"),
     "decision": SlotRule("decision", True, 0.7, "you decided {v}", "{s} decided {v}"),
     "likes": SlotRule("preference", True, 0.4, "you like {v}", "{s} likes {v}"),
@@ -89,6 +91,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "relative": SlotRule("entity", True, 0.7, "your {v}", "{s}'s {v}"),
     "pet": SlotRule("entity", True, 0.6, "your {v}", "{s}'s {v}"),
     "note": SlotRule("fact", True, 0.6, "{v}", "{s}: {v}"),
+    # An IANA name (agent.utils.time_zones): reminders and the time are said in it.
+    "timezone": SlotRule("fact", False, 1.0, "your time zone is {v}", "{s}'s time zone is {v}"),
 }
 # One slot for the two sides of one thing: the later one supersedes (contradicts) the other.
 _SHARED_SLOT = {"dislikes": "likes"}

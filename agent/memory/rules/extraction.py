@@ -17,11 +17,14 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
+from zoneinfo import ZoneInfo
 
+from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, due_time
 from agent.memory.schemas import OpenLoop
 from agent.utils.text import LOOP_STOP_WORDS, split_words
+from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = [
     "MAX_REMINDER_DELAY",
@@ -38,9 +41,6 @@ __all__ = [
     "parse_reminder",
     "split_clauses",
 ]
-
-#: The furthest ahead a reminder may be set.
-MAX_REMINDER_DELAY = timedelta(days=366)
 
 _VALUE_CHARS = 200
 _F = re.IGNORECASE
@@ -157,7 +157,7 @@ _NO_FORGET = re.compile(
 )
 _OPENERS = (
     re.compile(
-        r"^i(?:\s+(?:really|still|also|just|definitely))?\s+(?:need to|have to|must|'ve got to"
+        r"^(?:i(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to|must|'ve got to"
         r"|have got to|gotta|got to)\s+(?P<v>.+)",
         _F,
     ),
@@ -186,15 +186,27 @@ _IRREGULAR_PAST = (
     "|put|set|met|brought|spoke|left|fed|hung|sat|won|cut|rang|drank|drove|ran|threw|swept"
 )
 _PAST_CLOSER = re.compile(
-    r"^i(?:'ve|\s+have)?(?:\s+(?:just|already|finally|now|also))?\s+"
+    r"^(?:i(?:'ve|\s+have)?\s+)?(?:(?:just|already|finally|now|also)\s+)?"
     rf"(?P<verb>{_IRREGULAR_PAST}|[^\W\d_]{{2,}}ed)\s+(?P<v>.+)",
+    _F,
+)
+# "the invoice is sent", "the dentist has been booked", "passport renewed": what was done,
+# said of the thing (its participle, the verb; not a completion word: read as a past tense).
+_DONE_TO = re.compile(
+    r"^(?P<v>[^\W\d_][\w' -]{0,80}?)\s+(?:(?:is|are|was|were|got|has been|have been)\s+)?"
+    rf"(?:(?:now|all|already|finally|just)\s+)?(?P<verb>{_IRREGULAR_PAST}|[^\W\d_]{{2,}}ed)$",
     _F,
 )
 # Past tenses that say nothing was done ("I wanted to book...", "I need..." ends in -ed too).
 _NOT_DONE = frozenset(
     """wanted needed tried planned hoped intended failed decided started used attempted wished
     liked loved hated considered forgot missed postponed delayed agreed offered promised
-    expected preferred asked wondered pretended refused learned learnt""".split()
+    expected preferred asked wondered pretended refused learned learnt cancelled canceled""".split()
+)
+# Participles that say how something is, not that it was done ("my cat is called Miso").
+_STATES = _NOT_DONE | frozenset(
+    """tired bored worried excited scared interested confused stressed married based called
+    named located supposed allowed closed crowded""".split()
 )
 _NEGATION = re.compile(r"(?:not|never|n't|no)\b", _F)
 
@@ -264,6 +276,13 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
                 rest = match.group("v")
                 if not rest.lower().startswith("to "):
                     closer = Closer(f"{match.group('verb')} {rest}", explicit=False)
+        # Only a clause that ends in a past participle can say what was done to something.
+        last = clause.text.rstrip(" .!").rpartition(" ")[2].casefold()
+        if closer is None and (last.endswith("ed") or last in _IRREGULAR_STEMS):
+            match = _DONE_TO.match(clause.text)
+            verb = match.group("verb").lower() if match else ""
+            if match and verb not in _STATES and not verb.endswith("eed"):
+                closer = Closer(f"{verb} {match.group('v')}", explicit=False)
         if closer is None or _NEGATION.match(closer.text):
             continue
         value = clean_value(closer.text)
@@ -336,40 +355,13 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
 
 # -- timed reminders ---------------------------------------------------------------------------
 
-_NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
-    "thirty": 30, "forty": 40, "forty-five": 45, "fifty": 50, "sixty": 60, "ninety": 90,
-    "half a": 0.5, "half an": 0.5, "a couple of": 2, "a few": 3,
-}  # fmt: skip
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-# A digit amount may touch its unit ("10min"); a word amount is followed by a space.
-_NUM = (
-    r"\d{1,9}(?:[.,]\d{1,3})?\s*"
-    r"|(?:half an?|a couple of|a few|[a-z]+(?:-[a-z]+)?)\s+"
-)
-_UNIT = r"s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?"
-_MERIDIEM = r"[ap]\.?m\.?"
-_WHEN = (
-    rf"in\s+(?:{_NUM})(?:{_UNIT})\b"
-    rf"|at\s+(?:\d{{1,2}}(?:[:.h]\d{{2}})?\s*(?:{_MERIDIEM})?|noon|midday|midnight)"
-    r"(?:\s*utc)?"
-)
 _REMIND = r"(?:please\s+)?(?:remind me|set (?:a |an )?reminder(?: for me)?)"
 _LINK = r"(?P<link>to|about|that|for)"
 _REMINDER_FORMS = (
-    re.compile(rf"\b{_REMIND}\s+(?P<when>{_WHEN})\s*,?\s*(?:{_LINK}\s+(?P<label>.+))?$", _F),
-    re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{_WHEN})$", _F),
-    re.compile(rf"^(?P<when>{_WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
+    re.compile(rf"\b{_REMIND}\s+(?P<when>{WHEN})\s*,?\s*(?:{_LINK}\s+(?P<label>.+))?$", _F),
+    re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{WHEN})$", _F),
+    re.compile(rf"^(?P<when>{WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
 )
-_DELAY = re.compile(rf"in\s+(?P<n>{_NUM})(?P<u>{_UNIT})", _F)
-_CLOCK = re.compile(
-    rf"at\s+(?:(?P<h>\d{{1,2}})(?:[:.h](?P<m>\d{{2}}))?\s*(?P<ap>{_MERIDIEM})?"
-    r"|(?P<word>noon|midday|midnight))",
-    _F,
-)
-
-
 @dataclass(frozen=True, slots=True)
 class ReminderRequest:
     """A request for a reminder at a time: "remind me in 10 minutes to call mom".
@@ -377,7 +369,7 @@ class ReminderRequest:
     Attributes:
         label: what to remind of (``call mom``); empty when the user gave nothing.
         due_at: when, in UTC.
-        link: the word before the label as the user said it: ``to``, ``about`` or ``that``.
+        link: the word before the label: ``to``, ``about`` (also for "for") or ``that``.
     """
 
     label: str
@@ -394,76 +386,36 @@ def _match_reminder(clause: str) -> re.Match[str] | None:
     return None
 
 
-def _delay(when: str) -> timedelta | None:
-    match = _DELAY.match(when)
-    if match is None:
-        return None
-    raw = " ".join(match.group("n").lower().replace(",", ".").split())
-    amount = _NUMBER_WORDS.get(raw)
-    if amount is None:
-        if not raw[0].isdigit():
-            return None
-        amount = float(raw)
-    unit = match.group("u").lower()
-    seconds = amount * _UNIT_SECONDS["m" if unit.startswith("mi") else unit[0]]
-    if not 0 < seconds <= MAX_REMINDER_DELAY.total_seconds():
-        return None
-    return timedelta(seconds=seconds)
-
-
-def _clock_time(when: str, now: datetime) -> datetime | None:
-    match = _CLOCK.match(when)
-    if match is None:
-        return None
-    if match.group("word"):
-        hour, minute = (0, 0) if match.group("word").lower() == "midnight" else (12, 0)
-    else:
-        hour, minute = int(match.group("h")), int(match.group("m") or 0)
-        meridiem = (match.group("ap") or "").lower().replace(".", "")
-        if not meridiem and match.group("m") is None:
-            return None  # "at 6" could be morning or evening
-        if meridiem:
-            if not 1 <= hour <= 12:
-                return None
-            hour = hour % 12 + (12 if meridiem == "pm" else 0)
-        if hour > 23 or minute > 59:
-            return None
-    due = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
-    return due if due > now else due + timedelta(days=1)  # the next occurrence
-
-
-def _as_utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
 def is_reminder_request(text: str) -> bool:
     """Tell whether ``text`` asks for a reminder at a time, valid or not ("in 0 minutes")."""
     return any(_match_reminder(clause.text) for clause in split_clauses(text))
 
 
-def parse_reminder(text: str, now: datetime) -> ReminderRequest | None:
+def parse_reminder(
+    text: str, now: datetime, zone: ZoneInfo = DEFAULT_ZONE
+) -> ReminderRequest | None:
     """Return the first timed reminder ``text`` asks for, or ``None``.
 
     Forms: "remind me in 10 minutes to call mom", "remind me to call mom in 2 hours", "in 30
-    seconds remind me to stretch", "remind me at 18:30 to ..." (UTC, the next occurrence),
-    "at 6pm", "at noon". Delays run from one second to 366 days; "at 6" (no minutes, no am/pm)
-    is ambiguous and refused.
+    seconds remind me to stretch", "remind me tomorrow at 8am to ...", "remind me on Friday to
+    ...", "remind me next Monday at 9:15 to ...", "at 6pm remind me to ...". The time is read by
+    :func:`~agent.memory.rules.reminder_time.due_time` in ``zone``: a clock time is its next
+    occurrence, a day without one is at 09:00; delays run from one second to 366 days; "at 6"
+    (no minutes, no am/pm) is ambiguous and refused.
 
     Args:
         text: one user message.
         now: the time the message was received (a naive time is taken as UTC).
+        zone: the user's time zone (UTC unless they set one).
     """
-    now = _as_utc(now)
     for clause in split_clauses(text):
         match = _match_reminder(clause.text)
         if match is None:
             continue
-        when = match.group("when")
-        delay = _delay(when)
-        due = now + delay if delay is not None else _clock_time(when, now)
+        due = due_time(match.group("when"), now, zone)
         if due is None:
             return None
         label = clean_value(match.group("label") or "")
         link = (match.group("link") or "to").lower()
-        return ReminderRequest(label=label, due_at=due, link="to" if link == "for" else link)
+        return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
     return None

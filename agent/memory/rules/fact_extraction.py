@@ -20,6 +20,7 @@ from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.extraction import Clause, clean_value, split_clauses
 from agent.memory.schemas import Fact, FactMode
 from agent.utils.text import LETTER_WORD
+from agent.utils.time_zones import find_zone
 
 __all__ = ["PEOPLE", "PETS", "extract_facts"]
 
@@ -42,7 +43,10 @@ _NAME_STOP = frozenset(
     today instead anytime at on in thanks ok okay""".split()
 )
 _AFTER_NAME = re.compile(r"(?:,|from\b|here\b|and\b|by the way\b|btw\b|$)", _F)
-_ADV = r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally))?"
+_ADV = (
+    r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally|severely"
+    r"|very|highly|seriously|mildly|slightly|quite))?"
+)
 _PLACE_STOP = re.compile(
     r"\s+(?:with|for|since|near|now|currently|and|but|at|on|in|because|as|where|which|last|this"
     r"|next|ago|recently)\b|,\s",
@@ -78,14 +82,35 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"works as\s+", "job", "short"),
         (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
         (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
-        (r"is (?=\d{1,3}(?:\s*(?:years?\s+old|yo))?$)", "age", "raw"),
+        (r"is (?:actually |now |really |just )?(?=\d{1,3}(?:\s*(?:years?\s+old|yo))?$)", "age",
+         "raw"),
         (r"is allergic to\s+", "allergy", "short"),
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
     )
 )  # fmt: skip
-_ENTITY = re.compile(rf"\bmy {_WHO}\b", _F)
-_HAVE_ENTITY = re.compile(rf"\bi (?:have|'ve got|have got) (?:an?|one|two|three) {_WHO}\b", _F)
+_ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
+_HAVE_ENTITY = re.compile(
+    rf"\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:an?|one|two|three)\s+{_WHO}\b", _F
+)
+# "..., she's 4", "and he is 5": what follows a name said of the one named.
+_PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
+#: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
+JOBS = (
+    "nurse|teacher|doctor|engineer|developer|programmer|designer|lawyer|accountant|architect"
+    "|chef|cook|baker|student|writer|journalist|photographer|artist|musician|pilot|driver"
+    "|electrician|plumber|carpenter|mechanic|pharmacist|dentist|vet|veterinarian|scientist"
+    "|researcher|professor|lecturer|consultant|manager|analyst|librarian|firefighter"
+    "|police officer|paramedic|farmer|waiter|waitress|barista|cashier|translator|therapist"
+    "|psychologist|secretary|receptionist|entrepreneur|freelancer|surgeon|midwife"
+    "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
+)
+# What a user may have on their calendar: "my flight to Berlin is on 14 March".
+_EVENTS = (
+    "flight|train|bus|ferry|trip|holiday|vacation|appointment|meeting|interview|exam|test"
+    "|wedding|party|concert|match|game|class|lesson|presentation|deadline|check-?up|surgery"
+    "|operation|reservation|booking|visit|course|conference|show|date"
+)
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
     r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
@@ -107,18 +132,32 @@ _DISLIKE = r"(?:(?:don't|do not|dont)\s+(?:like|love|enjoy)|hate|dislike|can't s
 class _FactRule:
     key: str
     pattern: re.Pattern[str]
-    kind: str  # how the value is read: name, strict_name, place, short, phrase, raw
+    kind: str  # how the value is read: name, strict_name, place, short, phrase, raw, zone, trip
     in_questions: bool
+    alongside: bool  # the clause may state another fact too: the next rules still read it
 
 
-def _rule(key: str, pattern: str, kind: str, *, in_questions: bool = False) -> _FactRule:
-    return _FactRule(key, re.compile(pattern, _F), kind, in_questions)
+def _rule(
+    key: str, pattern: str, kind: str, *, in_questions: bool = False, alongside: bool = False
+) -> _FactRule:
+    return _FactRule(key, re.compile(pattern, _F), kind, in_questions, alongside)
 
 
 # The first rule that reads a clause wins; order matters ("I'm from X" is no name).
 _FACT_RULES: tuple[_FactRule, ...] = (
+    _rule("timezone", r"\bmy time\s*zone(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)", "zone"),
+    _rule("timezone", r"\b(?:set|change|switch|update) my time\s*zone to\s+(?P<v>.+)", "zone"),
+    _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?$",
+          "zone"),
     _rule("name", r"\bmy name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
     _rule("name", r"\bcall me\s+(?P<v>.+)", "name", in_questions=True),
+    _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
+    _rule(
+        "event",
+        rf"^my (?P<v>(?:[\w'-]+\s+){{0,2}}?(?:{_EVENTS})\b.{{0,80}}?\s(?:is|are|leaves|departs"
+        r"|starts|begins)\s.+)$",
+        "phrase",
+    ),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
     _rule(
         "diet",
@@ -126,6 +165,12 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         r"gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher|halal))\b",
         "raw",
     ),
+    _rule("job", rf"^(?:i'm|i am|im)\s+(?P<v>an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS}))\b", "short",
+          alongside=True),
+    _rule("workplace", rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+(?:at|for)"
+          r"\s+(?P<v>.+)", "place"),
+    _rule("plan", r"\bi(?:'m|\s+am)\s+(?:going|flying|travel(?:l)?ing|heading|driving|off|sailing)"
+          r"\s+to\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
     _rule("location", rf"\bi{_ADV}\s+{_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
@@ -148,6 +193,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     ),
     _rule("birthday", r"\bi was born on\s+(?P<v>.+)", "short"),
     _rule("allergy", rf"\bi(?:'m|\s+am){_ADV}\s+allergic\s+to\s+(?P<v>.+)", "short"),
+    _rule("allergy", r"\bi(?:'ve|\s+have)(?:\s+got)?\s+(?:an?\s+)?(?:severe\s+|bad\s+|mild\s+)?"
+          r"(?P<v>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+allergy\b", "short"),
     _rule(
         "avoid",
         rf"\bi{_ADV}\s+(?:can't|cannot|can not|don't|do not|never)\s+"
@@ -166,6 +213,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     ),
     _rule("dislikes", rf"\bi{_ADV}\s+{_DISLIKE}\s+(?P<v>.+)", "short"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "short"),
+    _rule("likes", r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
+          "short"),
+    _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "short"),
 )
 
 
@@ -203,6 +253,12 @@ def _fact_value(kind: str, raw: str) -> str | None:
         return _name_value(raw, strict=False)
     if kind == "strict_name":
         return _name_value(raw, strict=True)
+    if kind == "zone":
+        zone = find_zone(raw)
+        return None if zone is None else zone.key
+    if kind == "trip":  # "going to Japan in August": a place, by its capital letter
+        place = _cut(raw, _PHRASE_STOP, 8)
+        return f"a trip to {place}" if place[:1].isupper() else None
     if kind == "place":
         value = _cut(raw, _PLACE_STOP, 5)
     elif kind == "short":
@@ -219,7 +275,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     """Return the facts the user states in ``text``, in the order stated.
 
     About the user, keys are ``name``, ``age``, ``location``, ``hometown``, ``job``,
-    ``workplace``, ``birthday``, ``diet``, ``favourite:<thing>`` (one value each) and ``plan``,
+    ``workplace``, ``birthday``, ``diet``, ``timezone`` (an IANA name), ``favourite:<thing>``
+    (one value each) and ``plan``,
     ``goal``, ``decision``, ``likes``, ``dislikes``, ``allergy``, ``avoid``, ``routine``,
     ``relative``, ``pet`` (many values: the value is part of the key). About someone else the
     key starts with who they are: ``sister Mia/location``; naming them ("my sister Mia", "I
@@ -255,7 +312,9 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
 
 
 def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tuple[str, str]]:
-    # One fact per clause: the first rule that reads it.
+    # One fact per clause, the first rule's that reads it, and those of the rules before it
+    # that let others read on ("I'm a nurse at the city hospital": a job and a workplace).
+    found: list[tuple[str, str]] = []
     for rule in _FACT_RULES:
         if questions_only and not rule.in_questions:
             continue
@@ -270,8 +329,10 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
             continue
         if attribute == "favourite":
             attribute = f"favourite:{' '.join(match.group('k').casefold().split())}"
-        return [(fact_key(USER, attribute, value), value)]
-    return []
+        found.append((fact_key(USER, attribute, value), value))
+        if not rule.alongside:
+            break
+    return found
 
 
 def _read_entity_facts(text: str) -> list[tuple[str, str]]:
@@ -306,7 +367,7 @@ def _read_entity_facts(text: str) -> list[tuple[str, str]]:
     if name is not None:
         attribute = "pet" if _PET.match(role) else "relative"
         facts.append((fact_key(USER, attribute, subject), subject))
-    said = after.lstrip(" ,")
+    said = _PRONOUN_IS.sub("is ", after.lstrip(" ,"))
     for predicate, attribute, kind in _OTHER_PREDICATES:
         found = predicate.match(said)
         if found is None:

@@ -1,0 +1,241 @@
+"""Answering a question no rule answers from what the packet carries: "you told me ...".
+
+A detail said in passing ("the wifi password at the cabin is pinecone42") becomes no fact, but
+the retriever finds its turn for a later question about it. :func:`recollect` picks, among the
+packet's turns (recent and retrieved) and long-term memories, the one that best covers the
+question's content words, and :func:`answer_from_memory` quotes it with when it was said ("On
+25 Nov you told me: the wifi password at the cabin is pinecone42"), or says honestly that
+nothing was told when no candidate covers the question well enough.
+
+The score of a candidate is the share of the question's content words (stems; question words,
+function words and the bot's own words left out) that it contains, each word weighted by how
+rare it is among the candidates (``log(1 + n / (1 + df))``): a speaker's name said in half the
+turns counts little, "pinecone" or "wifi" much. :data:`RECALL_THRESHOLD` is tuned on the
+LoCoMo development split by ``bench/concierge_recall.py`` (BENCHMARKS.md, "Concierge recall").
+Questions asked earlier are no answers and are not candidates, nor is a line that stated a
+fact no longer kept (forgotten with "forget that ...", or replaced). Covered by
+``tests/test_rule_recall.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from functools import lru_cache
+
+from agent.memory.longterm.memory_slots import describe_memory, fact_key, slot_of
+from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS
+from agent.memory.rules.extraction import content_stems
+from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.schemas import ConversationContextPacket, Fact
+from agent.utils.text import QUESTION_WORDS, SEARCH_STOP_WORDS
+
+__all__ = ["RECALL_THRESHOLD", "Recollection", "answer_from_memory", "quote_memory", "recollect"]
+
+#: The least score a candidate needs to be quoted (tuned on LoCoMo's development split).
+RECALL_THRESHOLD = 0.75
+
+_QUOTE_CHARS = 240
+# What a line said by someone other than the speaker a question names is worth.
+_OTHER_SPEAKER = 0.5
+# What a question says about itself, not about what it asks: asking words and the bot's.
+_NOT_ASKED = content_stems(
+    " ".join(sorted(SEARCH_STOP_WORDS | QUESTION_WORDS))
+    + " tell told say said remember remind know knew mention mentioned again ever"
+    # Light verbs say nothing of what is asked ("where am I going in August?").
+    + " go going goes went gone get got"
+)
+# "#12 Ada (8 May 2023): text" (a retrieved turn as the packet renders it), then "  bot: ...".
+_RENDERED_TURN = re.compile(
+    r"#(?P<seq>\d+) (?P<who>[^(\n]{1,80}?) \((?P<day>\d{1,2}) (?P<month>[A-Z][a-z]{2}) "
+    r"(?P<year>\d{4})\): "
+)
+_BOT_LINE = "\n  bot: "
+_MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|our|us)\b", re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+_QUESTION_ONLY = re.compile(r"[^.!?]*\?+")
+
+
+@dataclass(frozen=True, slots=True)
+class Recollection:
+    """The candidate that best answers a question.
+
+    Attributes:
+        said: the words to quote (the turn's user text, or the memory as the bot says it).
+        speaker: who said it (``None``: the user of a personal chat, or a memory).
+        when: the day it was said, if known.
+        score: the share of the question's words it covers, weighted by rarity (0-1).
+        seq: the turn's seq (``None`` for a memory).
+    """
+
+    said: str
+    speaker: str | None
+    when: date | None
+    score: float
+    seq: int | None = None
+
+
+def _asked(question: str) -> frozenset[str]:
+    return content_stems(question) - _NOT_ASKED
+
+
+def _still_true(packet: ConversationContextPacket, *, personal: bool) -> Callable[[str], bool]:
+    """Whether a line states only facts still kept: one that stated a fact no longer kept must
+    not bring it back. In a personal chat every fact lives in long-term memory (forgotten with
+    "forget that ...", or replaced); in a group, a fact whose slot now holds another value."""
+    kept = {fact_key(m.subject, m.attribute, m.text): m.text.casefold()
+            for m in packet.memories if m.valid_until is None}  # fmt: skip
+    kept.update((f.key, f.value.casefold()) for f in packet.facts)
+    slots = {slot_of(key): value for key, value in kept.items()}
+
+    def fact_kept(fact: Fact) -> bool:
+        if personal:
+            return kept.get(fact.key) == fact.value.casefold()
+        return slots.get(slot_of(fact.key), fact.value.casefold()) == fact.value.casefold()
+
+    return lambda said: all(fact_kept(f) for f in extract_facts(said, turn=0))
+
+
+@lru_cache(maxsize=1024)  # a packet's retrieved turns come back in the next packets
+def _rendered_turn(text: str) -> Recollection | None:
+    match = _RENDERED_TURN.match(text)
+    if match is None or match.group("month") not in _MONTHS:
+        return None
+    month = _MONTHS.index(match.group("month")) + 1
+    day = date(int(match.group("year")), month, int(match.group("day")))
+    who = match.group("who")
+    said = text[match.end() :].partition(_BOT_LINE)[0].strip()
+    if _QUESTION_ONLY.fullmatch(said):
+        return None  # a line that only asks answers nothing
+    return Recollection(said, None if who == "user" else who, day, 0.0, int(match.group("seq")))
+
+
+def _candidates(packet: ConversationContextPacket) -> list[Recollection]:
+    """The lines a question may be answered with, in the order ties are settled: retrieved
+    turns (the retriever's best first), then the recent turns (newest first), then memories."""
+    found: dict[int, Recollection] = {}
+    for item in packet.retrieved:
+        line = _rendered_turn(item.text) if item.kind == "turn" else None
+        if line is not None and line.seq is not None:
+            found[line.seq] = line
+    for turn in reversed(packet.recent_turns):
+        said = turn.user_text.strip()
+        if (
+            said
+            and turn.intent not in MEMORY_ERASURE_INTENTS
+            and not _QUESTION_ONLY.fullmatch(said)
+        ):
+            found.setdefault(
+                turn.seq, Recollection(said, turn.speaker, turn.created_at.date(), 0.0, turn.seq)
+            )
+    memories = [
+        Recollection(describe_memory(m), None, m.valid_from.date(), 0.0)
+        for m in packet.memories
+        if m.valid_until is None
+    ]
+    return [*found.values(), *memories]
+
+
+def recollect(
+    packet: ConversationContextPacket, question: str, *, personal: bool = True
+) -> Recollection | None:
+    """Return the packet's candidate that best covers ``question``, with its score, or ``None``.
+
+    Ties go to the retriever's order (see :func:`_candidates`). The threshold is the caller's
+    (:data:`RECALL_THRESHOLD`). ``personal``: a personal chat (its facts live in long-term
+    memory: a line stating one that is not there is not quoted).
+    """
+    candidates = _candidates(packet)
+    # A speaker the question names ("what did Caroline paint?") is who said it, not a word of
+    # it: their lines are the candidates, and their name said by others counts for nothing.
+    speakers = {c.speaker: content_stems(c.speaker) for c in candidates if c.speaker}
+    every_name = frozenset().union(*speakers.values()) if speakers else frozenset()
+    asked = _asked(question)
+    named = {s for s, stems in speakers.items() if stems and stems <= asked}
+    asked -= every_name
+    if not asked or not candidates:
+        return None
+    words = [content_stems(c.said) - every_name for c in candidates]
+    seen = Counter(w for found in words for w in found & asked)
+    weight = {w: math.log(1 + len(candidates) / (1 + seen[w])) for w in asked}
+    total = sum(weight.values())
+    scored: list[tuple[float, int, Recollection]] = []
+    for rank, (candidate, found) in enumerate(zip(candidates, words, strict=True)):
+        score = sum(weight[w] for w in found & asked) / total
+        if named and candidate.speaker not in named:
+            score *= _OTHER_SPEAKER
+        scored.append((score, -rank, candidate))
+    # Best first; the facts a line states are read only for the lines in the running.
+    still_true = _still_true(packet, personal=personal)
+    for score, _, best in sorted(scored, key=lambda entry: entry[:2], reverse=True):
+        if best.seq is None or still_true(best.said):
+            return Recollection(best.said, best.speaker, best.when, score, best.seq)
+    return None
+
+
+def _day(when: date, today: datetime) -> str:
+    if when == today.date():
+        return "Earlier today"
+    said = f"{when.day} {_MONTHS[when.month - 1]}"
+    return f"On {said}" if when.year == today.year else f"On {said} {when.year}"
+
+
+def _quote(said: str, asked: frozenset[str]) -> str:
+    flat = " ".join(said.split())
+    if len(flat) <= _QUOTE_CHARS:
+        return flat
+    # The sentence that holds most of what was asked.
+    sentences = _SENTENCES.split(flat)
+    best = max(sentences, key=lambda s: len(content_stems(s) & asked))
+    return best if len(best) <= _QUOTE_CHARS else best[: _QUOTE_CHARS - 1].rstrip() + "…"
+
+
+def quote_memory(
+    packet: ConversationContextPacket, question: str, now: datetime, *, personal: bool
+) -> str | None:
+    """Quote what the packet holds that answers ``question``, with its day, or return ``None``
+    when nothing covers it well enough (see :func:`answer_from_memory` for the arguments)."""
+    found = recollect(packet, question, personal=personal)
+    if found is None or found.score < RECALL_THRESHOLD:
+        return None
+    quote = _quote(found.said, _asked(question))
+    when = _day(found.when, now) if found.when else "Earlier"
+    if found.seq is None:
+        return f"{when} you told me that {quote}."
+    if personal or found.speaker is None:
+        return f"{when} you told me: {quote}"
+    return f"{when} {found.speaker} said: {quote}"
+
+
+def answer_from_memory(
+    packet: ConversationContextPacket, question: str, now: datetime, *, personal: bool
+) -> str | None:
+    """Answer ``question`` with what the packet holds, or say it was not told.
+
+    Args:
+        packet: the session before the question.
+        question: the question, as the user asked it.
+        now: the time of the question (to say "earlier today", or the year when it differs).
+        personal: a personal chat (the user is "you"; in a group, speakers are named).
+
+    Returns:
+        The quote with its day; "you haven't told me" when nothing covers the question and it
+        is about the user (or someone the conversation names); ``None`` when it is neither
+        (a question about the world: not this rule's to answer).
+    """
+    quoted = quote_memory(packet, question, now, personal=personal)
+    if quoted is not None:
+        return quoted
+    names = {t.speaker.casefold() for t in packet.recent_turns if t.speaker}
+    names.update(p.name.casefold() for p in packet.participants)
+    about = _FIRST_PERSON.search(question) or any(
+        word.casefold() in names for word in re.findall(r"\w+", question)
+    )
+    if not about:
+        return None
+    return "You haven't told me that, as far as I can find. Tell me and I'll remember it."

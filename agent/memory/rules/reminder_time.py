@@ -1,0 +1,173 @@
+"""When a reminder is due: the time phrases a person says, read in their time zone.
+
+:data:`WHEN` is the grammar of the phrases a reminder may carry (bounded, so a hostile message is
+read quickly): a delay ("in 10 minutes", "in an hour and a half" is not, "in 1.5 hours" is), a
+day ("tomorrow", "on Friday", "next Monday", "on 3 May", "the 12th of December", "tonight"),
+a clock time ("at 18:30", "at 8am", "at noon"), or a day with a clock time ("tomorrow at 8am",
+"next Monday at 9:15", "Friday evening"). :func:`due_time` turns the phrase into a moment:
+
+- a delay is added to now (an hour is an hour, whatever a clock change does);
+- a day or a clock time is read by ``dateparser`` (the calendar, weekdays, "next", month
+  names) on the user's wall clock, then placed in their zone (``zoneinfo``: the real offset of
+  that day, summer time included). A day without a clock time is at 09:00, a part of the day
+  at its usual hour (morning 09:00, afternoon 15:00, evening 19:00, tonight 21:00); a bare hour
+  ("at 6") is morning or evening and is refused, unless the day says which ("tonight at 9");
+- the result must be ahead of now and at most :data:`MAX_REMINDER_DELAY` ahead: "today at 8am"
+  at noon is refused, not moved to tomorrow; "at 8am" alone is the next 8am.
+
+A pure function of its arguments (``now`` is passed in). Tested by ``tests/test_reminder_time.py``
+and, as part of a reminder request, ``tests/test_extraction.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+__all__ = ["MAX_REMINDER_DELAY", "WHEN", "due_time", "read_delay"]
+
+#: The furthest ahead a reminder may be set.
+MAX_REMINDER_DELAY = timedelta(days=366)
+
+_F = re.IGNORECASE
+
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+    "thirty": 30, "forty": 40, "forty-five": 45, "fifty": 50, "sixty": 60, "ninety": 90,
+    "half a": 0.5, "half an": 0.5, "a couple of": 2, "a few": 3,
+}  # fmt: skip
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# A digit amount may touch its unit ("10min"); a word amount is followed by a space.
+_NUM = (
+    r"\d{1,9}(?:[.,]\d{1,3})?\s*"
+    r"|(?:half an?|a couple of|a few|[a-z]+(?:-[a-z]+)?)\s+"
+)
+_UNIT = r"s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?"
+_MERIDIEM = r"[ap]\.?m\.?"
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_ORDINAL = r"\d{1,2}(?:st|nd|rd|th)?"
+_PART = r"morning|afternoon|evening|night"
+_DATE = rf"(?:the\s+)?{_ORDINAL}(?:\s+of)?\s+{_MONTH}|{_MONTH}\s+{_ORDINAL}|the\s+{_ORDINAL}"
+_DAY = (
+    rf"today|tonight|tomorrow(?:\s+(?:{_PART}))?|the day after tomorrow|next week"
+    rf"|this\s+(?:{_PART})|(?:(?:on|next|this|coming)\s+)?{_WEEKDAY}(?:\s+(?:{_PART}))?"
+    rf"|(?:on\s+)?(?:{_DATE})"
+)
+_CLOCK = (
+    rf"(?:at\s+)?\d{{1,2}}(?:[:.h]\d{{2}})?\s*{_MERIDIEM}|at\s+\d{{1,2}}(?:[:.h]\d{{2}})?"
+    r"|(?:at\s+)?(?:noon|midday|midnight)"
+)
+_DELAY_PHRASE = rf"in\s+(?:{_NUM})(?:{_UNIT})\b"
+#: A time phrase of a reminder (a regular-expression source, no groups of its own).
+WHEN = (
+    rf"(?:{_DELAY_PHRASE}"
+    rf"|(?:{_DAY})(?:\s*,?\s*(?:{_CLOCK}))?(?:\s*utc)?"
+    rf"|(?:{_CLOCK})(?:\s*utc)?(?:\s*,?\s*(?:{_DAY}))?)"
+)
+
+_DELAY = re.compile(rf"in\s+(?P<n>{_NUM})(?P<u>{_UNIT})", _F)
+_BARE_HOUR = re.compile(r"\bat\s+(?P<h>\d{1,2})\b(?![:.h]?\d|\s*[ap]\.?m)", _F)
+_HAS_CLOCK = re.compile(rf"\d\s*{_MERIDIEM}|\d[:.h]\d{{2}}|\b(?:noon|midday|midnight)\b", _F)
+_EVENING = re.compile(r"\b(?:tonight|evening|night)\b", _F)
+_PART_HOURS = {"morning": "09:00", "afternoon": "15:00", "evening": "19:00", "night": "21:00"}
+_PART_WORD = re.compile(rf"\b(?:this\s+)?(?P<part>{_PART})\b", _F)
+_DOTTED = re.compile(r"(?P<h>\d{1,2})[.h](?P<m>\d{2})\b")
+_NAMES_DAY = re.compile(rf"\b(?:today|tonight|tomorrow|week|{_WEEKDAY}|{_MONTH}|the)\b", _F)
+_UTC = re.compile(r"\s*\butc\b", _F)
+#: When a day is said without a clock time.
+_DEFAULT_CLOCK = "09:00"
+
+_SETTINGS: dict[str, Any] = {
+    "PREFER_DATES_FROM": "future",
+    "RETURN_AS_TIMEZONE_AWARE": False,
+    # The phrase is read on the user's wall clock (RELATIVE_BASE), zone-free: the zone is
+    # applied after, by zoneinfo, with the offset of the day found.
+    "TIMEZONE": "UTC",
+    "PREFER_DAY_OF_MONTH": "first",
+}
+
+
+def read_delay(when: str) -> timedelta | None:
+    """Return the delay an "in 10 minutes" phrase says, or ``None`` (none, or out of range)."""
+    match = _DELAY.match(when)
+    if match is None:
+        return None
+    raw = " ".join(match.group("n").lower().replace(",", ".").split())
+    amount = _NUMBER_WORDS.get(raw)
+    if amount is None:
+        if not raw[0].isdigit():
+            return None
+        amount = float(raw)
+    unit = match.group("u").lower()
+    seconds = amount * _UNIT_SECONDS["m" if unit.startswith("mi") else unit[0]]
+    if not 0 < seconds <= MAX_REMINDER_DELAY.total_seconds():
+        return None
+    return timedelta(seconds=seconds)
+
+
+def _wall_clock_phrase(when: str) -> str | None:
+    """The phrase as dateparser reads it, or ``None`` for a bare hour nothing disambiguates."""
+    said = " ".join(when.split())
+    bare = _BARE_HOUR.search(said)
+    if bare is not None:
+        if _EVENING.search(said) is None:
+            return None  # "at 6": morning or evening?
+        said = said[: bare.end()] + "pm" + said[bare.end() :]
+    said = _DOTTED.sub(r"\g<h>:\g<m>", said)
+    said = re.sub(rf"(\d)\s*({_MERIDIEM})", lambda m: m.group(1) + m.group(2).replace(".", ""),
+                  said, flags=_F)  # fmt: skip
+    said = re.sub(r"\btonight\b", "today night", said, flags=_F)
+    said = re.sub(r"\b(?:noon|midday)\b", "12:00", said, flags=_F)
+    said = re.sub(r"\bmidnight\b", "00:00", said, flags=_F)
+    if _HAS_CLOCK.search(said) is None and _PART_WORD.search(said) is None:
+        return f"{said} {_DEFAULT_CLOCK}"
+    part = _PART_WORD.search(said)
+    if part is not None:
+        hour = _PART_HOURS[part.group("part").lower()]
+        rest = (said[: part.start()] + said[part.end() :]).strip()
+        # "Friday evening at 8pm": the clock time wins over the part of the day.
+        said = rest if _HAS_CLOCK.search(rest) else f"{rest or 'today'} {hour}"
+    return said
+
+
+def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
+    """Return when a reminder said with ``when`` is due, in UTC, or ``None``.
+
+    Args:
+        when: a phrase :data:`WHEN` matched, e.g. ``tomorrow at 8am``.
+        now: the time the message was received (a naive time is taken as UTC).
+        zone: the user's time zone (a phrase ending in "UTC" is read in UTC).
+    """
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    if _DELAY.match(when):
+        delay = read_delay(when)
+        return None if delay is None else now + delay
+    if _UTC.search(when):
+        zone, when = ZoneInfo("UTC"), _UTC.sub("", when)
+    phrase = _wall_clock_phrase(when)
+    if phrase is None:
+        return None
+    # Imported here: dateparser loads its language data on first use (~0.2 s), which a bot
+    # that is never asked for a reminder should not pay at start-up.
+    import dateparser
+
+    base = now.astimezone(zone).replace(tzinfo=None)
+    local: datetime | None = dateparser.parse(
+        phrase, languages=["en"], settings={**_SETTINGS, "RELATIVE_BASE": base}
+    )
+    if local is None:
+        return None
+    due = local.replace(tzinfo=zone).astimezone(UTC)
+    if due <= now and _NAMES_DAY.search(when) is None:
+        # "at 10:32" said at 10:32: the next occurrence, tomorrow.
+        due = (local + timedelta(days=1)).replace(tzinfo=zone).astimezone(UTC)
+    if not now < due <= now + MAX_REMINDER_DELAY:
+        return None
+    return due

@@ -1,0 +1,190 @@
+"""Everyday phrasings of what a user tells the offline concierge, family by family: several ways
+of saying each thing, and of asking about it later. Each case is a short conversation (real
+state manager, real long-term memory in a SQLite file: the ``Chat`` of test_rule_based.py); the
+last reply must contain what a person expects.
+
+The rules are data: the fact patterns of ``agent/memory/rules/fact_extraction.py``, the to-do
+patterns of ``agent/memory/rules/extraction.py`` and the question patterns of
+``agent/engines/rule_facts.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_console_sessions import replies, run_console
+from tests.test_rule_based import Chat
+
+
+async def conversation(chat: Chat, lines: list[str]) -> str:
+    said = ""
+    for line in lines:
+        said = (await chat.say(line)).text or ""
+    return said
+
+
+CASES: dict[str, list[tuple[list[str], str]]] = {
+    "names": [
+        (["call me Sam", "what do you call me?"], "Sam"),
+        (["you can call me Sam", "what's my name?"], "Sam"),
+        (["I go by Sam", "what's my name?"], "Your name is Sam."),
+        (["people call me Sammy", "who am I?"], "Sammy"),
+        (["my name is Samuel but call me Sam", "what's my name?"], "Sam"),
+    ],
+    "pets and relatives": [
+        (["I have a dog called Rex", "what's my dog called?"], "Rex"),
+        (["I've got a cat named Luna, she's 4", "how old is Luna?"], "4"),
+        (["we have a parrot called Kiwi", "what pets do I have?"], "Kiwi"),
+        (["my daughter Emma is 7", "how old is Emma?"], "7"),
+        (["our dog Rex is 3 years old", "how old is Rex?"], "3"),
+        (["I have a brother called Tom", "who is Tom?"], "brother"),
+        (["we've got a puppy called Biscuit, he's 1", "what's Biscuit's age?"], "1"),
+    ],
+    "allergies and constraints": [
+        (["I'm allergic to peanuts", "what am I allergic to?"], "peanuts"),
+        (["I'm severely allergic to penicillin", "am I allergic to anything?"], "penicillin"),
+        (["I have a peanut allergy", "do I have any allergies?"], "peanut"),
+        (["I can't eat gluten", "what can't I eat?"], "gluten"),
+        (["I don't eat meat", "what can't I eat?"], "meat"),
+        (["I'm vegan", "what's my diet?"], "vegan"),
+    ],
+    "work": [
+        (["I'm a nurse", "what's my job?"], "nurse"),
+        (["I work as a nurse", "what do I do for a living?"], "nurse"),
+        (["I'm a software engineer at Google", "where do I work?"], "Google"),
+        (["I work at a bakery", "where do I work?"], "bakery"),
+        (["I'm a teacher", "what do I do?"], "teacher"),
+    ],
+    "likes and dislikes": [
+        (["I love hiking", "do I like hiking?"], "Yes"),
+        (["I'm a big fan of jazz", "do I like jazz?"], "Yes"),
+        (["I'm into pottery", "what do I like?"], "pottery"),
+        (["I can't stand loud music", "do I like loud music?"], "No"),
+        (["I hate cilantro", "what don't I like?"], "cilantro"),
+        (["I love hiking", "do I like opera?"], "haven't told me"),
+    ],
+    "plans with dates": [
+        (["my flight to Berlin is on 14 March", "when is my flight?"], "14 March"),
+        (["I'm going to Japan in August", "where am I going in August?"], "Japan"),
+        (["I'm heading to Portugal in September", "where am I going in September?"], "Portugal"),
+        (["I'm flying to Rome next Friday", "what are my plans?"], "Rome"),
+        (["my dentist appointment is on Tuesday at 3pm", "when is my dentist appointment?"],
+         "Tuesday at 3pm"),
+        (["my exam is on 12 June", "when is my exam?"], "12 June"),
+    ],
+    "corrections": [
+        (["I live in Lisbon", "actually I live in Porto", "where do I live?"], "Porto"),
+        (["my name is Tom", "no, my name is Sam", "what's my name?"], "Sam"),
+        (["my cat Luna is 4", "sorry, my cat Luna is actually 5", "how old is Luna?"], "5"),
+        (["I work at a bakery", "correction: I work at a bank", "where do I work?"], "bank"),
+    ],
+    "to-dos closed in other words": [
+        (["I need to send the invoice", "the invoice is sent"],
+         "I've ticked off: send the invoice."),
+        (["need to pay the electricity bill", "the electricity bill is paid"],
+         "I've ticked off: pay the electricity bill."),
+        (["I have to call the plumber", "called the plumber"],
+         "I've ticked off: call the plumber."),
+        (["remind me to renew my passport", "passport renewed"],
+         "I've ticked off: renew your passport."),
+        (["I must book the dentist", "the dentist has been booked"],
+         "I've ticked off: book the dentist."),
+        (["gotta water the plants", "just watered the plants"],
+         "I've ticked off: water the plants."),
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [case for family in CASES.values() for case in family],
+    ids=[f"{family}: {case[0][0]}" for family, cases in CASES.items() for case in cases],
+)
+async def test_an_everyday_phrasing_is_understood(db, lines, expected):
+    said = await conversation(Chat(db), lines)
+    assert expected in said
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm a bit tired",
+        "I'm a fan",
+        "I'm into it",
+        "we have a problem",
+        "I'm going to bed",
+        "the meeting is postponed",
+        "needed more time",
+    ],
+)
+async def test_look_alikes_state_no_fact(db, text):
+    """What looks like a phrasing family but says nothing of the user is not noted."""
+    reply = await Chat(db).say(text)
+    assert reply.intent != "state_fact"
+
+
+@pytest.mark.parametrize(
+    ("text", "start"),
+    [
+        ("morning!", "Hi!"),
+        ("hey there", "Hi!"),
+        ("good evening", "Hi!"),
+        ("what's up?", "I'm doing well"),
+        ("thank you so much", "You're welcome"),
+        ("cheers mate", "You're welcome"),
+        ("ta", "You're welcome"),
+        ("great, thanks!", "You're welcome"),
+        ("ok", "👍"),
+        ("cool!", "👍"),
+        ("got it", "👍"),
+        ("see you tomorrow", "Bye"),
+    ],
+)
+async def test_greetings_thanks_and_nods_get_a_short_reply(db, text, start):
+    reply = await Chat(db).say(text)
+    assert reply.intent == "smalltalk"
+    assert (reply.text or "").startswith(start)
+    assert len(reply.text or "") <= 100
+
+
+async def test_a_returning_user_is_greeted_without_the_help_pointer(db):
+    chat = Chat(db)
+    await chat.say("my name is Ada")
+    said = (await chat.say("hello")).text
+    assert said == "Hi Ada! Good to see you again. What can I do for you?"
+
+
+def test_the_console_through_a_pipe_understands_everyday_messages(launch):
+    """``run_bot.py --console`` fed through a pipe, then run again on the same files: facts
+    said in passing are quoted, the zone is kept, a reminder in natural time is listed on the
+    user's clock, a cancelled reminder is gone after the restart."""
+    out = run_console(
+        launch,
+        [
+            "hi",
+            "the wifi password at the cabin is pinecone42",
+            "I've got a cat named Luna, she's 4",
+            "/timezone Asia/Tokyo",
+            "remind me tomorrow at 8am to take my vitamins",
+            "remind me in 3 hours to check the oven",
+            "cancel the oven reminder",
+            "thanks!",
+        ],
+    )
+    said = replies(out)  # said[0] is the console's greeting
+    assert said[2].startswith("Sorry, I didn't understand that")
+    assert said[3] == "Noted: your cat is called Luna and your cat Luna is 4."
+    assert "Asia/Tokyo" in said[4]
+    assert said[5] == "I'll remind you tomorrow at 08:00 Asia/Tokyo to take your vitamins."
+    assert said[7] == "Cancelled the reminder: check the oven."
+    assert said[8] == "You're welcome!"
+    out = run_console(
+        launch,
+        ["what's the cabin wifi password?", "how old is Luna?", "what reminders do I have?"],
+    )
+    wifi, luna, reminders = replies(out)[1:4]
+    assert wifi.endswith("you told me: the wifi password at the cabin is pinecone42")
+    assert luna == "Your cat Luna is 4."
+    assert "take your vitamins, " in reminders
+    assert "at 08:00 Asia/Tokyo" in reminders
+    assert "oven" not in reminders

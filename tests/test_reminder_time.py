@@ -1,0 +1,146 @@
+"""When a reminder is due: the phrases people say, read in their time zone.
+
+Now is Wednesday 25 November 2026, 23:00 UTC in most cases (23:00 in Lisbon, which is on UTC
+in winter; 00:00 on Thursday in Berlin).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent.memory.rules.extraction import parse_reminder
+from agent.memory.rules.reminder_time import WHEN, due_time
+
+NOW = datetime(2026, 11, 25, 23, 0, tzinfo=UTC)  # a Wednesday
+NOON = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+LISBON = ZoneInfo("Europe/Lisbon")
+NEW_YORK = ZoneInfo("America/New_York")
+UTC_ZONE = ZoneInfo("UTC")
+
+
+def at(*parts: int, zone: ZoneInfo = UTC_ZONE) -> datetime:
+    return datetime(*parts, tzinfo=zone).astimezone(UTC)
+
+
+@pytest.mark.parametrize(
+    ("phrase", "due"),
+    [
+        ("tomorrow at 8am", at(2026, 11, 26, 8, 0)),
+        ("tomorrow 8am", at(2026, 11, 26, 8, 0)),
+        ("tomorrow at 20:00", at(2026, 11, 26, 20, 0)),
+        ("tomorrow", at(2026, 11, 26, 9, 0)),
+        ("tomorrow morning", at(2026, 11, 26, 9, 0)),
+        ("tomorrow evening", at(2026, 11, 26, 19, 0)),
+        ("on Friday", at(2026, 11, 27, 9, 0)),
+        ("friday at 6pm", at(2026, 11, 27, 18, 0)),
+        ("on Friday at 18:30", at(2026, 11, 27, 18, 30)),
+        ("next Monday", at(2026, 11, 30, 9, 0)),
+        ("next monday at 9:15", at(2026, 11, 30, 9, 15)),
+        ("sunday morning", at(2026, 11, 29, 9, 0)),
+        ("the day after tomorrow at noon", at(2026, 11, 27, 12, 0)),
+        ("on the 3rd of December at 5pm", at(2026, 12, 3, 17, 0)),
+        ("on 3 May", at(2027, 5, 3, 9, 0)),
+        ("December 24th at 7 p.m.", at(2026, 12, 24, 19, 0)),
+        ("in 2 hours", NOW + timedelta(hours=2)),
+        ("in 10 minutes", NOW + timedelta(minutes=10)),
+        ("in half an hour", NOW + timedelta(minutes=30)),
+        ("at 8am", at(2026, 11, 26, 8, 0)),
+        ("at 23:30", at(2026, 11, 25, 23, 30)),
+    ],
+)
+def test_a_phrase_is_due_when_a_person_means(phrase, due):
+    """Weekdays, "next", dates, parts of the day and delays; a day alone is at 09:00."""
+    assert re.fullmatch(WHEN, phrase, re.IGNORECASE)
+    assert due_time(phrase, NOW, UTC_ZONE) == due
+
+
+@pytest.mark.parametrize(
+    ("phrase", "due"),
+    [
+        # Lisbon keeps UTC in winter and UTC+1 in summer: the offset of the day found.
+        ("tomorrow at 8am", at(2026, 11, 26, 8, 0, zone=LISBON)),
+        ("on 3 May at 10:00", at(2027, 5, 3, 10, 0, zone=LISBON)),
+    ],
+)
+def test_a_phrase_is_read_on_the_users_wall_clock(phrase, due):
+    """The clock time is the user's: 10:00 in Lisbon in May is 09:00 UTC."""
+    assert due_time(phrase, NOW, LISBON) == due
+    assert due_time("on 3 May at 10:00", NOW, LISBON) == datetime(2027, 5, 3, 9, 0, tzinfo=UTC)
+
+
+def test_new_york_tonight_is_new_york_tonight():
+    """At 23:00 UTC it is 18:00 in New York: "tonight at 9" is 21:00 there, 02:00 UTC."""
+    assert due_time("tonight at 9", NOW, NEW_YORK) == datetime(2026, 11, 26, 2, 0, tzinfo=UTC)
+    assert due_time("tonight", NOW, NEW_YORK) == datetime(2026, 11, 26, 2, 0, tzinfo=UTC)
+
+
+def test_a_delay_is_an_hour_whatever_the_zone():
+    """ "in 2 hours" is two hours of real time in any zone."""
+    assert due_time("in 2 hours", NOW, NEW_YORK) == NOW + timedelta(hours=2)
+
+
+def test_a_phrase_ending_in_utc_is_read_in_utc():
+    assert due_time("at 18:30 utc", NOON, LISBON) == datetime(2026, 11, 25, 18, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "today at 8am",  # passed at noon: not moved to tomorrow
+        "at 6",  # morning or evening?
+        "tomorrow at 9",
+        "in 0 minutes",
+        "in 400 days",
+    ],
+)
+def test_a_passed_ambiguous_or_too_far_time_is_refused(phrase):
+    assert due_time(phrase, NOON, UTC_ZONE) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "due"),
+    [
+        ("remind me tomorrow at 8am to take my vitamins", "take my vitamins",
+         at(2026, 11, 26, 8, 0)),
+        ("remind me on Friday to water the plants", "water the plants", at(2026, 11, 27, 9, 0)),
+        ("Remind me next Monday at 9:30 to renew my passport", "renew my passport",
+         at(2026, 11, 30, 9, 30)),
+        ("can you remind me to call the bank tomorrow?", "call the bank", at(2026, 11, 26, 9, 0)),
+        ("please remind me about the dentist on Thursday at 3pm", "the dentist",
+         at(2026, 11, 26, 15, 0)),
+        ("tomorrow at 7am, remind me to feed the cat", "feed the cat", at(2026, 11, 26, 7, 0)),
+        ("set a reminder for the team call next Tuesday at 10am", "the team call",
+         at(2026, 12, 1, 10, 0)),
+    ],
+)  # fmt: skip
+def test_a_reminder_request_in_natural_time(text, label, due):
+    request = parse_reminder(text, NOW)
+    assert request is not None
+    assert (request.label, request.due_at) == (label, due)
+
+
+def test_the_same_words_in_another_zone_are_another_moment():
+    """ "tomorrow at 8am" for a user in New York is 13:00 UTC."""
+    request = parse_reminder("remind me tomorrow at 8am to run", NOW, NEW_YORK)
+    assert request is not None
+    assert request.due_at == datetime(2026, 11, 26, 13, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["remind me to meet Bob at 5 Main Street", "remind me to buy a new phone", "tomorrow"],
+)
+def test_no_time_phrase_no_reminder(text):
+    assert parse_reminder(text, NOW) is None
+
+
+def test_a_hostile_phrase_is_read_quickly():
+    text = "remind me " + "tomorrow at " * 300 + "to x"
+    began = time.perf_counter()
+    parse_reminder(text[:4096], NOW)
+    assert time.perf_counter() - began < 1.0

@@ -1,0 +1,146 @@
+"""Questions no rule answers, answered from the packet through a real lane: the line said in
+passing is quoted with its day, or the concierge says honestly that it was not told."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent.engines.rule_based import RuleBasedConcierge
+from agent.engines.rule_recall import RECALL_THRESHOLD, recollect
+from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, TurnResult
+from tests.clock import Clock
+from tests.test_rule_based_lane import CHAT, Conversation
+
+T0 = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
+LATER = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
+
+SMALL_TALK = [
+    "the weather was lovely this morning",
+    "I had pasta for lunch",
+    "the train was late again",
+    "we watched a film about sharks",
+    "my neighbour is painting his fence",
+    "the cat knocked over a plant",
+    "traffic on the bridge was awful",
+    "I finally fixed the bike chain",
+] * 3
+
+
+class DatedConversation(Conversation):
+    """A conversation whose turns are recorded at the times the messages are sent."""
+
+    def __init__(self, lane: ConversationLane, clock: Clock) -> None:
+        super().__init__(lane)
+        self.clock = clock
+
+    async def say(self, text: str, at: datetime | None = None) -> TurnResult:
+        self.clock.now = at or self.clock.now + timedelta(minutes=1)
+        return await super().say(text, self.clock.now)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(T0)
+
+
+@pytest.fixture
+async def lane(db, checkpoint_dir, clock):
+    """The lane of the conftest, on the test's clock: a turn's day is the day it is sent."""
+    memory_lane = ConversationLane(db, CheckpointWriter(checkpoint_dir), clock=clock)
+    await memory_lane.hydrate()
+    yield memory_lane
+    await memory_lane.shutdown()
+
+
+async def told(lane, clock, lines: list[str]) -> Conversation:
+    chat = DatedConversation(lane, clock)
+    for n, line in enumerate(lines):
+        await chat.say(line, T0 + timedelta(minutes=n))
+    return chat
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what's the wifi password at the cabin?",
+        "what was the cabin wifi password again?",
+        "do you remember the wifi password?",
+        "wifi password?",
+    ],
+)
+async def test_a_detail_said_in_passing_is_quoted_with_its_day(lane, clock, question):
+    chat = await told(lane, clock, ["the wifi password at the cabin is pinecone42", *SMALL_TALK])
+    result = await chat.say(question, LATER)
+    assert result.turn.assistant_text == (
+        "On 25 Nov you told me: the wifi password at the cabin is pinecone42"
+    )
+    assert result.turn.intent == "recall"
+
+
+async def test_a_line_said_today_is_said_to_be_from_earlier_today(lane, clock):
+    chat = await told(lane, clock, ["the gate code for the garage is 7741", "ok"])
+    said = await chat.reply("what's the garage gate code?", T0 + timedelta(hours=2))
+    assert said == "Earlier today you told me: the gate code for the garage is 7741"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what's my passport number?", "when is my dentist appointment?", "where did I park the car?"],
+)
+async def test_what_was_never_told_is_admitted(lane, clock, question):
+    chat = await told(lane, clock, ["the wifi password at the cabin is pinecone42", *SMALL_TALK])
+    result = await chat.say(question, LATER)
+    assert (result.turn.assistant_text or "").startswith("You haven't told me that")
+    assert result.turn.intent == "recall"
+
+
+async def test_a_question_about_the_world_is_still_kept_open(lane, clock):
+    chat = await told(lane, clock, SMALL_TALK[:3])
+    said = await chat.reply("what's the capital of Mongolia?", LATER)
+    assert said.startswith("I can't answer that offline")
+
+
+async def test_a_rule_with_no_fact_gives_way_to_what_was_said(lane, clock):
+    """ "When is my birthday?" finds no birthday fact, but the line that says it is quoted."""
+    lines = ["we always celebrate my birthday at the lake on June 3rd", *SMALL_TALK]
+    chat = await told(lane, clock, lines)
+    said = await chat.reply("when is my birthday?", LATER)
+    assert said == "On 25 Nov you told me: we always celebrate my birthday at the lake on June 3rd"
+
+
+async def test_a_line_whose_fact_was_forgotten_or_replaced_is_not_quoted(lane, clock):
+    """What the user had forgotten, or said again differently, is not brought back by a quote
+    of the line that first said it."""
+    chat = await told(
+        lane, clock, ["the boat's mooring number is B-17", "my sister Mia lives in Porto"]
+    )
+    assert (await chat.reply("forget that my sister lives in Porto", LATER)).startswith("Done")
+    said = await chat.reply("where does Mia live?", LATER + timedelta(minutes=1))
+    assert "Porto" not in said
+    await chat.say("I live in Lisbon", LATER + timedelta(minutes=2))
+    await chat.say("actually I live in Braga", LATER + timedelta(minutes=3))
+    said = await chat.reply("what city do I live in these days?", LATER + timedelta(minutes=4))
+    assert "Lisbon" not in said
+
+
+async def test_in_a_group_the_speaker_named_is_the_one_quoted(lane, clock):
+    concierge = RuleBasedConcierge()
+    lines = [
+        ("Ana", "I booked the venue by the river for Saturday"),
+        ("Bo", "Ana told me the venue is great"),
+        ("Bo", "I will bring the speakers for the party"),
+    ]
+    for n, (who, text) in enumerate(lines):
+        await lane.on_turn(
+            InboundMessage(chat_id=CHAT, chat_type="group", text=text, speaker=who,
+                           user_id=n % 2 + 1, update_id=n + 1, received_at=T0),
+            concierge,
+        )  # fmt: skip
+    packet = await lane.inspector.context(CHAT, "what venue did Ana book?")
+    assert packet is not None
+    found = recollect(packet, "what venue did Ana book?", personal=False)
+    assert found is not None
+    assert found.speaker == "Ana"
+    assert found.score >= RECALL_THRESHOLD

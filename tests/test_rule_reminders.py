@@ -1,0 +1,150 @@
+"""Reminders in words through a real lane: set in natural time and in the user's zone, cancelled
+and snoozed by name; "what time is it?" in the user's zone. A cancelled reminder never fires."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent.chat.commands import CommandCenter
+from tests.test_rule_based_lane import CHAT, Conversation
+
+# Wednesday 25 November 2026, 23:00 UTC (23:00 in Lisbon, 18:00 in New York).
+T0 = datetime(2026, 11, 25, 23, 0, tzinfo=UTC)
+
+
+def later(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+async def test_natural_times_are_set_and_said_back(lane):
+    chat = Conversation(lane)
+    assert await chat.reply("remind me tomorrow at 8am to take my vitamins", T0) == (
+        "I'll remind you tomorrow at 08:00 UTC to take your vitamins."
+    )
+    assert await chat.reply("Remind me on Friday to water the plants", later(1)) == (
+        "I'll remind you on 27 November at 09:00 UTC to water the plants."
+    )
+    result = await chat.say("can you remind me next Monday at 9:30 to renew my passport?", later(2))
+    (job,) = result.turn.job_refs
+    assert job.due_at == datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("setting", "zone"),
+    [
+        ("/timezone America/New_York", "America/New_York"),
+        ("/timezone new york", "America/New_York"),
+        ("my time zone is New York", "America/New_York"),
+        ("I'm on New York time", "America/New_York"),
+    ],
+)
+async def test_a_users_zone_moves_their_clock_times(lane, db, setting, zone):
+    """Set by the command or in words, the zone is kept and reminders are read in it: 8am in
+    New York is 13:00 UTC, and the reply says the user's clock."""
+    chat = Conversation(lane)
+    await chat.say("hello", T0)
+    if setting.startswith("/"):
+        name, _, args = setting[1:].partition(" ")
+        said = (await CommandCenter(lane, db).run(CHAT, name, args)).text
+        assert zone in said
+    else:
+        assert zone in await chat.reply(setting, later(1))
+    result = await chat.say("remind me tomorrow at 8am to run", later(2))
+    (job,) = result.turn.job_refs
+    assert job.due_at == datetime(2026, 11, 26, 13, 0, tzinfo=UTC)
+    assert result.turn.assistant_text == f"I'll remind you tomorrow at 08:00 {zone} to run."
+    assert await chat.reply("what time is it?", later(3)) == (
+        f"It's 18:03 on Wednesday 25 November 2026 ({zone})."
+    )
+    assert await chat.reply("what's my time zone?", later(4)) == f"Your time zone is {zone}."
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what time is it?", "What's the time", "tell me the time please", "what's the date?"],
+)
+async def test_the_time_is_told_in_utc_until_a_zone_is_set(lane, question):
+    said = await Conversation(lane).reply(question, T0)
+    assert said.startswith("It's 23:00 on Wednesday 25 November 2026 (UTC).")
+    assert "/timezone" in said
+
+
+async def test_an_unknown_zone_is_refused_and_utc_stays(lane, db):
+    commands = CommandCenter(lane, db)
+    assert "I don't know the time zone" in (await commands.run(CHAT, "timezone", "Atlantis")).text
+    assert "UTC (the default)" in (await commands.run(CHAT, "timezone")).text
+
+
+@pytest.mark.parametrize(
+    "cancel",
+    [
+        "cancel the oven reminder",
+        "please delete my reminder about the oven",
+        "remove the reminder to check the oven",
+        "cancel reminder 2",
+        "the oven reminder is no longer needed",
+    ],
+)
+async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):
+    chat = Conversation(lane)
+    await chat.say("remind me in 2 hours to call mom", T0)
+    (oven,) = (await chat.say("remind me in 1 hour to check the oven", later(1))).turn.job_refs
+    result = await chat.say(cancel, later(2))
+    assert result.turn.assistant_text == "Cancelled the reminder: check the oven."
+    assert [(j.job_id, j.status) for j in result.turn.job_refs] == [(oven.job_id, "cancelled")]
+    assert await lane.complete_job(CHAT, oven.job_id, "⏰ Reminder: check the oven") is None
+    listed = await chat.reply("what reminders do I have?", later(3))
+    assert "call mom" in listed
+    assert "oven" not in listed
+
+
+async def test_cancel_asks_which_when_several_match_and_says_when_none_is_set(lane):
+    chat = Conversation(lane)
+    assert "no reminders set" in await chat.reply("cancel the reminder", T0)
+    await chat.say("remind me in 2 hours to call mom", later(1))
+    await chat.say("remind me in 1 hour to check the oven", later(2))
+    said = await chat.reply("cancel the reminder", later(3))
+    assert said.startswith("Which reminder?")
+    assert "1. call mom" in said
+    assert "2. check the oven" in said
+    result = await chat.say("cancel all my reminders", later(4))
+    assert {j.status for j in result.turn.job_refs} == {"cancelled"}
+    assert len(result.turn.job_refs) == 2
+
+
+@pytest.mark.parametrize(
+    ("snooze", "minutes"),
+    [
+        ("snooze it 10 minutes", 10),
+        ("snooze", 10),
+        ("snooze for 5 min", 5),
+        ("Snooze it for half an hour", 30),
+        ("remind me again in 15 minutes", 15),
+    ],
+)
+async def test_a_fired_reminder_is_snoozed_by_the_delay_said(lane, snooze, minutes):
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me in 1 minute to stretch", T0)).turn.job_refs
+    assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: stretch") is not None
+    result = await chat.say(snooze, later(2))
+    (again,) = result.turn.job_refs
+    assert (again.label, again.status) == ("stretch", "scheduled")
+    assert again.job_id != job.job_id
+    assert again.due_at == later(2) + timedelta(minutes=minutes)
+    assert (result.turn.assistant_text or "").startswith("Snoozed: I'll remind you at 23:")
+
+
+async def test_a_reminder_not_fired_yet_is_moved_by_a_snooze(lane):
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me in 1 hour to check the oven", T0)).turn.job_refs
+    result = await chat.say("snooze the oven reminder 10 minutes", later(1))
+    moved, again = result.turn.job_refs
+    assert (moved.job_id, moved.status) == (job.job_id, "cancelled")
+    assert again.due_at == later(70)
+    assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: check the oven") is None
+
+
+async def test_nothing_to_snooze_is_said(lane):
+    assert await Conversation(lane).reply("snooze it", T0) == "There is no reminder to snooze."
