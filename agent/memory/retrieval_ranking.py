@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from agent.memory.longterm.memory_consolidator import DecayPolicy
+from agent.memory.packet_lines import split_day
 from agent.memory.schemas import RetrievedItem, RetrievedKind, SessionState
 from agent.utils.tokens import estimate_tokens
 
@@ -222,7 +223,9 @@ def _could_fit(ranked: list[_Ranked], budget: int) -> list[_Ranked]:
     costs: list[int] = []  # the costs of the kept items, sorted
     never = budget + 1  # an item costing this much or more cannot be taken
     for entry in ranked:
-        cost = estimate_tokens(entry.candidate.text)
+        # A turn's day is a line shared by that day's turns: its own cost is its line's.
+        text = entry.candidate.text
+        cost = estimate_tokens(split_day(text)[1] if entry.candidate.kind == "turn" else text)
         if cost >= never:
             continue
         if cost + sum(costs[: bisect_right(costs, cost)]) > budget:
