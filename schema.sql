@@ -683,3 +683,26 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_due ON jobs (due_at) WHERE done_at IS NULL;
 CREATE INDEX jobs_chat ON jobs (chat_id);
+
+-- migration: 0017_turn_vectors
+-- Each turn's sentence vector, for the optional semantic search (the `semantic` extra,
+-- AGENT_EMBEDDING_MODEL; agent/memory/turn_vectors.py): the float32s the named model made of
+-- the turn's words, written after the turn's commit, off its path. These rows are the source
+-- of truth; the nearest-neighbour index a process searches is a cache rebuilt from them. A
+-- vector goes with its turn whatever erases it (the foreign key's cascade: /forget, prune, a
+-- session deleted), and an edit of the turn's words drops it (the trigger), to be computed
+-- again.
+CREATE TABLE conversation_turn_vectors (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    model      TEXT NOT NULL,
+    vector     BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq),
+    FOREIGN KEY (session_id, seq)
+        REFERENCES conversation_turns (session_id, seq) ON DELETE CASCADE
+);
+CREATE TRIGGER conversation_turn_vectors_edited
+    AFTER UPDATE OF user_text ON conversation_turns
+BEGIN
+    DELETE FROM conversation_turn_vectors WHERE session_id = NEW.session_id AND seq = NEW.seq;
+END;
