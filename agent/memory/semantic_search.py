@@ -26,7 +26,7 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from agent.db import Snapshot
@@ -110,12 +110,13 @@ class SemanticSearch:
         self._cached_sessions = cached_sessions
         self._indexes: OrderedDict[str, _SessionIndex] = OrderedDict()
         self._lock = threading.Lock()  # the searcher's thread and the others share the cache
+        self._loading = threading.Lock()  # the model loads once (seconds: not under _lock)
         self._pending: dict[str, None] = {}
         self._task: asyncio.Task[None] | None = None
 
     def _encode(self, texts: list[str]) -> Any:
         # In a thread (embed_query, the indexer): the first call loads the model.
-        with self._lock:
+        with self._loading:
             if self._loaded is None:
                 self._loaded = self._load()
                 self.dimension = self._loaded[1]
@@ -210,7 +211,3 @@ class SemanticSearch:
         with self._lock:
             cached = self._indexes.get(session_id)
             return 0 if cached is None else cached.last_seq
-
-    def indexed(self, conn: Snapshot, session_ids: Sequence[str]) -> dict[str, int]:
-        """Return how many turns of each session have a vector (the CLI, tests)."""
-        return {session_id: self._store.count(conn, session_id) for session_id in session_ids}

@@ -85,11 +85,3 @@ class TurnVectorStore:
             (session_id, after_seq, model),
         )
         return [(row["seq"], bytes(row["vector"])) for row in rows]
-
-    def count(self, conn: Snapshot, session_id: str) -> int:
-        """Return how many of the session's turns have a vector (any model)."""
-        row = conn.fetchone(
-            "SELECT COUNT(*) AS n FROM conversation_turn_vectors WHERE session_id = ?",
-            (session_id,),
-        )
-        return 0 if row is None else int(row["n"])
