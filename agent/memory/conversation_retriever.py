@@ -14,11 +14,12 @@ long-term memories. Each candidate gets a score in [0, 1]::
   the optional semantic search (:mod:`agent.memory.semantic_search`), BM25's ranking of the
   turns fused with their ranking by the message's vector (:func:`~agent.memory.
   retrieval_ranking.fuse`), times ``speaker_boost`` for a turn said by someone the message
-  names, divided by the best of that query among all candidates, so the best match is 1. Memories are searched for the message
-  and for the topics; the session's turns and summaries for the message, and for the topics
-  too when no word of the message was found in a turn. The turns next to a strong hit inherit
-  part of its relevance (``neighbour_weight`` / distance, less for the turns before it): in a
-  chat the answer is often the reply to the message that shares the question's words;
+  names, divided by the best of that query among all candidates, so the best match is 1.
+  Memories are searched for the message and for the topics; the session's turns and summaries
+  for the message, and for the topics too when no word of the message was found in a turn.
+  The turns next to a strong hit inherit part of its relevance (``neighbour_weight`` /
+  distance, less for the turns before it): in a chat the answer is often the reply to the
+  message that shares the question's words;
 * **recency**: turns and summaries halve every ``recency_half_life_turns`` turns back;
   memories use their decay factor (seed 003: half-life in days, boosted by accesses);
 * **importance**: a memory's importance times its decay; turns that stated a fact or carry a
@@ -336,16 +337,15 @@ class ConversationRetriever:
         ref = f"turn:{turn.seq}"
         if ref in found:
             return
-        important = turn.has_jobs or turn.seq in facts
+        policy, important = self.policy, turn.has_jobs or turn.seq in facts
         found[ref] = Candidate(
             kind="turn",
             ref=ref,
             text=render_turn(turn),
             seq=turn.seq,
             speaker=turn.speaker,
-            importance=(
-                self.policy.fact_turn_importance if important else self.policy.turn_importance
-            ),
+            day_chars=len(_date(turn.created_at)) + 3,  # " (8 May 2023)": once per day
+            importance=policy.fact_turn_importance if important else policy.turn_importance,
             open_loop=1.0 if turn.seq in loops else 0.0,
         )
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from agent.memory.longterm.memory_consolidator import DecayPolicy
-from agent.memory.packet_lines import split_day
 from agent.memory.schemas import RetrievedItem, RetrievedKind, SessionState
-from agent.utils.tokens import estimate_tokens
+from agent.utils.tokens import tokens_for_chars
 
 __all__ = [
     "Candidate",
@@ -129,6 +128,7 @@ class Candidate:
     text: str
     seq: int | None
     speaker: str | None = None
+    day_chars: int = 0  # of ``text``, what a packet shows once per day, not once per item
     message: float = 0.0  # raw BM25 strength (-bm25) for the message query
     topics: float = 0.0  # ... for the topic query
     recency: float = 0.0
@@ -250,8 +250,7 @@ def _could_fit(ranked: list[_Ranked], budget: int) -> list[_Ranked]:
     never = budget + 1  # an item costing this much or more cannot be taken
     for entry in ranked:
         # A turn's day is a line shared by that day's turns: its own cost is its line's.
-        text = entry.candidate.text
-        cost = estimate_tokens(split_day(text)[1] if entry.candidate.kind == "turn" else text)
+        cost = tokens_for_chars(len(entry.candidate.text) - entry.candidate.day_chars)
         if cost >= never:
             continue
         if cost + sum(costs[: bisect_right(costs, cost)]) > budget:
