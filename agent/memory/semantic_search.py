@@ -53,8 +53,12 @@ def load_encoder(model: str) -> tuple[Encoder, int]:
     Raises:
         ImportError: the ``semantic`` extra is not installed.
     """
-    from sentence_transformers import SentenceTransformer  # the optional "semantic" extra
+    import torch  # the optional "semantic" extra
+    from sentence_transformers import SentenceTransformer
 
+    # One thread: the bot's own threads (the loop, the searcher, the writer) keep theirs; torch
+    # on every core made a turn with a reply 10 times slower while the indexer ran.
+    torch.set_num_threads(1)
     encoder = SentenceTransformer(model, device="cpu")
     # Renamed in sentence-transformers 6 (the old name warns there).
     measure = getattr(encoder, "get_embedding_dimension", None)
