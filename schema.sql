@@ -686,12 +686,12 @@ CREATE INDEX jobs_chat ON jobs (chat_id);
 
 -- migration: 0017_turn_vectors
 -- Each turn's sentence vector, for the optional semantic search (the `semantic` extra,
--- AGENT_EMBEDDING_MODEL; agent/memory/turn_vectors.py): the float32s the named model made of
--- the turn's words, written after the turn's commit, off its path. These rows are the source
--- of truth; the nearest-neighbour index a process searches is a cache rebuilt from them. A
--- vector goes with its turn whatever erases it (the foreign key's cascade: /forget, prune, a
--- session deleted), and an edit of the turn's words drops it (the trigger), to be computed
--- again.
+-- AGENT_EMBEDDING_MODEL; agent/memory/storage/turn_vectors.py): the float32s the named model
+-- made of the turn's words, written after the turn's commit, off its path. These rows are the
+-- source of truth; the nearest-neighbour index a process searches is a cache rebuilt from them.
+-- A vector goes with its turn whatever erases it (the foreign key's cascade: /forget, prune, a
+-- session deleted), and an edit of the turn's words drops it (the trigger): the edited turn is
+-- then found by its words (FTS5) alone.
 CREATE TABLE conversation_turn_vectors (
     session_id TEXT NOT NULL,
     seq        INTEGER NOT NULL,

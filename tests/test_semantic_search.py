@@ -96,6 +96,7 @@ async def _say(lane: ConversationLane, texts: list[str], first_update: int = 1) 
                 user_id=1,
                 speaker="Ada",
                 update_id=first_update + n,
+                message_id=first_update + n,
                 wants_reply=False,
                 received_at=start + timedelta(minutes=n),
             ),
@@ -180,6 +181,30 @@ async def test_forgetting_a_session_removes_its_vectors(tmp_path: Path, backend:
         await _say(lane, ["Hello again"], first_update=200)
         packet = await lane.inspector.context(7, _QUESTION)
         assert packet is not None
+        assert "Rex" not in render_packet(packet)
+
+
+async def test_an_edit_drops_the_vector_of_the_old_words(tmp_path: Path, backend: str | None):
+    """Editing a message drops its turn's vector (the trigger): no vector of words the user
+    took back stays, and the turn is found by its new words."""
+    async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
+        await _say(lane, _conversation())
+    async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
+        assert _vectors(tmp_path, backend) == len(_conversation())
+        edit = InboundMessage(
+            chat_id=7,
+            text="We adopted a kitten last week, a tabby called Mog",
+            user_id=1,
+            speaker="Ada",
+            update_id=500,
+            message_id=2,
+            received_at=datetime(2026, 5, 2, tzinfo=UTC),
+        )
+        assert await lane.on_edit(edit) == "edited"
+        assert _vectors(tmp_path, backend) == len(_conversation()) - 1
+        packet = await lane.inspector.context(7, "Tell me about the tabby")
+        assert packet is not None
+        assert "a tabby called Mog" in render_packet(packet)
         assert "Rex" not in render_packet(packet)
 
 

@@ -4,7 +4,8 @@ Table ``conversation_turn_vectors`` (``schema.sql`` migration 0017, ``schema_pos
 0008): one row per turn with the float32s a named model made of its words. The same SQL runs
 on both backends (``?`` parameters, ``ON CONFLICT``, a vector as ``BLOB`` or ``BYTEA``). A row goes
 with its turn (the foreign key's cascade) and an edit of the turn's words drops it (a trigger),
-so whatever erases or changes a turn leaves no vector of its old words. Tested in
+so whatever erases or changes a turn leaves no vector of its old words (an edited turn is found
+by its words alone: the indexer encodes the turns after the last one with a vector). Tested in
 ``tests/test_semantic_search.py``.
 """
 
