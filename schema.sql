@@ -693,3 +693,26 @@ CREATE TABLE bot_settings (
     value      TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
+
+-- migration: 0018_turn_vectors
+-- Each turn's sentence vector, for the optional semantic search (the `semantic` extra,
+-- AGENT_EMBEDDING_MODEL; agent/memory/storage/turn_vectors.py): the float32s the named model
+-- made of the turn's words, written after the turn's commit, off its path. These rows are the
+-- source of truth; the nearest-neighbour index a process searches is a cache rebuilt from them.
+-- A vector goes with its turn whatever erases it (the foreign key's cascade: /forget, prune, a
+-- session deleted), and an edit of the turn's words drops it (the trigger): the edited turn is
+-- then found by its words (FTS5) alone.
+CREATE TABLE conversation_turn_vectors (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    model      TEXT NOT NULL,
+    vector     BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq),
+    FOREIGN KEY (session_id, seq)
+        REFERENCES conversation_turns (session_id, seq) ON DELETE CASCADE
+);
+CREATE TRIGGER conversation_turn_vectors_edited
+    AFTER UPDATE OF user_text ON conversation_turns
+BEGIN
+    DELETE FROM conversation_turn_vectors WHERE session_id = NEW.session_id AND seq = NEW.seq;
+END;

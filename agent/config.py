@@ -246,6 +246,14 @@ class Settings(BaseSettings):
             " receives it (its rendered text)."
         ),
     )
+    embedding_model: str | None = Field(
+        default=None,
+        alias="AGENT_EMBEDDING_MODEL",
+        description=(
+            "A sentence-transformers model (hub name or folder) for semantic retrieval, fused"
+            " with BM25; needs the `semantic` extra. Unset: BM25 alone."
+        ),
+    )
     retrieval_weight_message: float = Field(
         default=1.0,
         ge=0,

@@ -17,8 +17,9 @@ copied into this repository), and for each conversation:
    recording the question. The bench asserts that the rendered packet (the text a reply engine
    receives) is within the budget: ``estimate_tokens(render_packet(packet)) <= budget``.
 3. **Scores it.** *Evidence recall (all)*: share of questions whose evidence utterances are all
-   in the packet verbatim (a recent turn or a retrieved turn; a summary line does not count);
-   *(any)*: at least one is. *Answer recall*: share whose answer string (case-folded,
+   in the rendered packet verbatim, each on a line of its own after its speaker or date (a
+   recent turn or a retrieved turn, whatever section carries it; a summary line does not
+   count); *(any)*: at least one is. *Answer recall*: share whose answer string (case-folded,
    punctuation removed) occurs in the rendered packet. Category 5 (adversarial, no answer in the
    conversation) is reported apart, evidence only.
 4. **Computes two baselines** from the same database and the same costing: the *last-N
@@ -290,10 +291,14 @@ def _contents(packet: ConversationContextPacket | None) -> tuple[object, ...]:
     return recent, tuple((item.kind, item.seq, item.text) for item in packet.retrieved)
 
 
-def _packet_seqs(packet: ConversationContextPacket) -> set[int]:
-    seqs = {turn.seq for turn in packet.recent_turns}
-    seqs.update(item.seq for item in packet.retrieved if item.kind == "turn" and item.seq)
-    return seqs
+def _shown_seqs(
+    evidence: Iterable[int], turns: dict[int, ConversationTurn], rendered: str
+) -> set[int]:
+    """The evidence turns whose words the rendered packet carries verbatim, each on a line of
+    its own after its speaker or date (``Ada: ...``, ``#12 Ada (8 May 2023): ...``): what a
+    reply engine reads, whatever part of the packet the turn came in."""
+    text = rendered + "\n"
+    return {seq for seq in evidence if f": {turns[seq].user_text}\n" in text}
 
 
 async def _run_sample(
@@ -358,13 +363,9 @@ async def _measure_sample(
                 if packet.token_estimate > budget:
                     # The goal includes this: the text an engine receives is never over budget.
                     raise AssertionError(f"packet over budget {budget}: {packet}")
-                text = norm(rendered)
-                results.tallies[budget, "packet", part].add(
-                    q, _packet_seqs(packet), text, packet.token_estimate
-                )
-                results.by_category[budget, q.category].add(
-                    q, _packet_seqs(packet), text, packet.token_estimate
-                )
+                text, shown = norm(rendered), _shown_seqs(q.evidence, turns, rendered)
+                results.tallies[budget, "packet", part].add(q, shown, text, packet.token_estimate)
+                results.by_category[budget, q.category].add(q, shown, text, packet.token_estimate)
                 results.tallies[budget, "last-N window", part].add(
                     q, window_seqs, window_text, window_tokens
                 )

@@ -190,6 +190,69 @@ def test_compressed_lines_of_raw_turns_are_not_repeated():
     assert not any(s.startswith(("#6 ", "#7 ", "#8 ")) for s in packet.recent_turn_summaries)
 
 
+def test_a_retrieved_turn_is_not_repeated_in_short_nor_in_the_summary():
+    """A turn the packet carries verbatim among the retrieved ones is in that section only: its
+    compressed line and its summary lines are left out, and the room goes to the rest."""
+    summary = "[turns 1-4]\n#2 user [fact]: the castle looked grim\n#3 user: we left at dawn"
+    state = tight_state(rolling_summary=summary)
+    old = turn(2, user="The castle looked grim in the rain")
+    retrieved = [RetrievedItem(kind="turn", ref="turn:2", text=render_turn(old), seq=2, score=1)]
+    for seq in (4, 5):  # two turns still in the buffer, retrieved too
+        retrieved.append(
+            RetrievedItem(kind="turn", ref=f"turn:{seq}", text=render_turn(turn(seq)), seq=seq,
+                          score=0.5)
+        )  # fmt: skip
+    builder = ConversationContextBuilder(token_budget=10_000, recent_turns=3)
+    packet = builder.build(state, RECENT, now=T0, retrieved=retrieved)
+
+    assert [item.seq for item in packet.retrieved] == [2, 4, 5]
+    assert [s[:3] for s in packet.recent_turn_summaries] == ["#1 ", "#3 "]
+    assert packet.rolling_session_summary == "[turns 1-4]\n#3 user: we left at dawn"
+    rendered = render_packet(packet)
+    assert rendered.count("castle looked grim") == 1
+    assert_counts_the_rendered_text(packet, 10_000)
+
+
+def test_retrieved_turns_are_grouped_under_the_day_they_were_said():
+    """Each retrieved turn reads ``#12 Ada: ...`` under one ``On <day>:`` line per day, in
+    conversation order; the cost counts each day's line once."""
+    days = {3: T0, 4: T0, 9: T0.replace(month=5, day=8)}
+    retrieved = [
+        RetrievedItem(
+            kind="turn",
+            ref=f"turn:{seq}",
+            text=render_turn(turn(seq).model_copy(update={"created_at": day, "speaker": "Ada"})),
+            seq=seq,
+            score=1 / seq,
+        )
+        for seq, day in days.items()
+    ]
+    builder = ConversationContextBuilder(token_budget=10_000, recent_turns=0)
+    packet = builder.build(SessionState(session_id=SID, turn_count=12), [], now=T0,
+                           retrieved=retrieved)  # fmt: skip
+
+    lines = render_packet(packet).splitlines()
+    start = lines.index("Relevant earlier in this conversation:")
+    assert lines[start + 1] == "On 1 Mar 2025:"
+    assert lines[start + 2].startswith("#3 Ada: u003")
+    assert lines[start + 4].startswith("#4 Ada: u004")
+    assert lines[start + 6] == "On 8 May 2025:"
+    assert lines[start + 7].startswith("#9 Ada: u009")
+    assert_counts_the_rendered_text(packet, 10_000)
+
+
+def test_a_fact_whose_key_holds_its_value_says_it_once():
+    """``likes:jazz`` = ``jazz`` reads ``- likes: jazz``; other facts read ``key: value``."""
+    facts = (Fact(key="likes:jazz", value="jazz", turn=1), Fact(key="name", value="Ada", turn=2))
+    builder = ConversationContextBuilder(token_budget=10_000, recent_turns=0)
+    packet = builder.build(SessionState(session_id=SID, turn_count=2, facts=facts), [], now=T0)
+
+    lines = render_packet(packet).splitlines()
+    assert "- likes: jazz" in lines
+    assert "- name: Ada" in lines
+    assert_counts_the_rendered_text(packet, 10_000)
+
+
 @pytest.mark.parametrize("budget", [32, 33, 57, 99, 150, 333, 2000])
 def test_token_estimate_is_the_rendered_texts_and_never_exceeds_the_budget(budget):
     """The estimate is that of the text an engine receives, headers included, within budget."""

@@ -40,6 +40,7 @@ from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.longterm.memory_store import SqliteMemoryStore
+from agent.memory.packet_lines import split_day
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.schemas import Fact, MemoryCandidate, Topic
 from agent.memory.storage.turn_search import turn_search_sql
@@ -370,7 +371,12 @@ async def test_packet_stays_within_budget_with_retrieved_items(db_path, checkpoi
     assert all(item.kind == "turn" and item.seq < 397 for item in packet.retrieved)
     rendered = render_packet(packet)
     assert "Relevant earlier in this conversation:" in rendered
-    assert all(item.text in rendered for item in packet.retrieved)
+    # Each retrieved turn is there, under the day it was said (its own line, once).
+    for item in packet.retrieved:
+        day, line = split_day(item.text)
+        assert day is not None
+        assert f"\n{day}\n" in rendered
+        assert line in rendered
 
 
 async def test_recall_uses_the_retriever(lane, db):

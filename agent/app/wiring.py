@@ -10,6 +10,8 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
+from importlib.util import find_spec
 
 from agent.config import Settings
 from agent.db import AnyDatabase, Database
@@ -30,6 +32,7 @@ from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.longterm.memory_consolidator import DecayPolicy, MemoryConsolidator
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.schemas import utc_now
+from agent.memory.semantic_search import SemanticSearch, load_encoder
 from agent.memory.storage.checkpoint_rows import DatabaseCheckpoints
 from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
 from agent.memory.summaries.summary_worker import SummaryWorker
@@ -44,6 +47,7 @@ __all__ = [
     "open_lane",
     "record_locations",
     "retrieval_policy",
+    "semantic_search",
     "state_manager",
     "stores_for",
 ]
@@ -224,12 +228,35 @@ def build_lane(
         summary_store=summaries,
         summary_worker=worker,
         retriever=ConversationRetriever(
-            stores.turns, stores.memories, retrieval_policy(settings), summary_store=summaries
+            stores.turns,
+            stores.memories,
+            retrieval_policy(settings),
+            summary_store=summaries,
+            semantic=semantic_search(settings, db),
         ),
         consolidator=MemoryConsolidator(stores.memories, decay_policy(settings)),
         resident_sessions=settings.resident_sessions,
         clock=clock,
     )
+
+
+def semantic_search(settings: Settings, db: AnyDatabase) -> SemanticSearch | None:
+    """Return the semantic search of turns ``AGENT_EMBEDDING_MODEL`` asks for (``None``: unset).
+
+    The model loads at its first use, in a thread (a start does not wait for it).
+
+    Raises:
+        ConfigError: a model is named but the ``semantic`` extra is not installed.
+    """
+    model = settings.embedding_model
+    if not model:
+        return None
+    if find_spec("sentence_transformers") is None or find_spec("usearch") is None:
+        raise ConfigError(
+            "AGENT_EMBEDDING_MODEL needs the semantic extra: pip install 'agent[semantic]'"
+            " (torch first, for its CPU build), or unset AGENT_EMBEDDING_MODEL"
+        )
+    return SemanticSearch(db, model, partial(load_encoder, model))
 
 
 async def open_concierge(settings: Settings, stack: AsyncExitStack) -> ReplyEngine:

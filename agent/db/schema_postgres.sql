@@ -405,3 +405,26 @@ CREATE TABLE bot_settings (
     value      TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
+
+-- migration: 0009_turn_vectors
+-- Each turn's sentence vector, for the optional semantic search: schema.sql's migration
+-- 0018_turn_vectors says why and how (the source of truth of a nearest-neighbour cache; gone
+-- with its turn by the cascade, dropped by an edit of its words).
+CREATE TABLE conversation_turn_vectors (
+    session_id TEXT COLLATE "C" NOT NULL,
+    seq        INTEGER NOT NULL,
+    model      TEXT NOT NULL,
+    vector     BYTEA NOT NULL,
+    PRIMARY KEY (session_id, seq),
+    FOREIGN KEY (session_id, seq)
+        REFERENCES conversation_turns (session_id, seq) ON DELETE CASCADE
+);
+CREATE FUNCTION conversation_turn_vectors_edited() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM conversation_turn_vectors WHERE session_id = NEW.session_id AND seq = NEW.seq;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE TRIGGER conversation_turn_vectors_edited
+    AFTER UPDATE OF user_text ON conversation_turns
+    FOR EACH ROW EXECUTE FUNCTION conversation_turn_vectors_edited();

@@ -37,7 +37,9 @@ from agent.memory.packet_lines import (
     TOPICS_HEADER,
     TURNS_HEADER,
     clarification_line,
+    earlier_line,
     entity_line,
+    line_seq,
     listed_lines,
     loop_line,
     memory_line,
@@ -91,16 +93,18 @@ class _Room:
         self.used += chars
         return True
 
-    def take_line(self, header: str, line: str) -> bool:
-        """Take ``line`` under ``header`` (the header too, if its section is new) if it fits.
+    def take_line(self, header: str, line: str, subheader: str | None = None) -> bool:
+        """Take ``line`` under ``header`` (the header too, if its section is new) and under
+        ``subheader`` within it (a day of retrieved turns: paid once too) if it fits.
 
         A ``line`` may hold newlines (a turn and its answer): it costs its length plus one.
         """
-        cost = len(line) + 1 if header in self.opened else len(line) + len(header) + 2
+        headers = [h for h in (header, subheader) if h is not None and h not in self.opened]
+        cost = len(line) + 1 + sum(len(h) + 1 for h in headers)
         if self.used + cost > self.limit:
             return False
         self.used += cost
-        self.opened.add(header)
+        self.opened.update(headers)
         return True
 
 
@@ -286,7 +290,8 @@ class ConversationContextBuilder:
             elif item.kind == "memory":
                 fits = room.take_line(RELEVANT_MEMORIES_HEADER, f"- {item.text}")
             else:
-                fits = room.take_line(EARLIER_HEADER, item.text)
+                said_on, line = earlier_line(item)
+                fits = room.take_line(EARLIER_HEADER, line, said_on)
             if not fits:
                 continue
             carried.add(item.ref)
@@ -302,9 +307,13 @@ class ConversationContextBuilder:
             kept.append(memory)
         # Priority 4: the compressed lines of turns not yet in the rolling summary, newest
         # first. The buffer ends with the latest turn, so its last lines are the raw turns.
+        # A turn the packet carries verbatim is not repeated in short, here or in priority 5.
+        verbatim = {turn.seq for turn in turns} | {i.seq for i in chosen if i.kind == "turn"}
         unsummarized = state.summary_buffer[: max(len(state.summary_buffer) - len(turns), 0)]
         lines: list[str] = []
         for line in reversed(unsummarized):
+            if line_seq(line) in verbatim:
+                continue
             if not room.take_line(COMPRESSED_HEADER, line):
                 break
             lines.append(line)
@@ -312,7 +321,7 @@ class ConversationContextBuilder:
         # Priority 5: the rolling summary, its newest lines first (blank lines left out).
         summary_lines: list[str] = []
         for line in reversed(state.rolling_summary.splitlines()):
-            if not line:
+            if not line or line_seq(line) in verbatim:
                 continue
             if not room.take_line(SUMMARY_HEADER, line):
                 break

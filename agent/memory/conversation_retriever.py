@@ -10,13 +10,16 @@ long-term memories. Each candidate gets a score in [0, 1]::
              + w_recency * recency + w_importance * importance
              + w_open_loop * open-loop priority) / (sum of the weights)
 
-* **relevance**: FTS5 BM25 of the candidate for the query (function words dropped), times
-  ``speaker_boost`` for a turn said by someone the message names, divided by the best of that
-  query among all candidates, so the best match is 1. Memories are searched for the message
-  and for the topics; the session's turns and summaries for the message, and for the topics
-  too when no word of the message was found in a turn. The turns next to a strong hit inherit
-  part of its relevance (``neighbour_weight`` / distance, less for the turns before it): in a
-  chat the answer is often the reply to the message that shares the question's words;
+* **relevance**: FTS5 BM25 of the candidate for the query (function words dropped) or, with
+  the optional semantic search (:mod:`agent.memory.semantic_search`), BM25's ranking of the
+  turns fused with their ranking by the message's vector (:func:`~agent.memory.
+  retrieval_ranking.fuse`), times ``speaker_boost`` for a turn said by someone the message
+  names, divided by the best of that query among all candidates, so the best match is 1.
+  Memories are searched for the message and for the topics; the session's turns and summaries
+  for the message, and for the topics too when no word of the message was found in a turn.
+  The turns next to a strong hit inherit part of its relevance (``neighbour_weight`` /
+  distance, less for the turns before it): in a chat the answer is often the reply to the
+  message that shares the question's words;
 * **recency**: turns and summaries halve every ``recency_half_life_turns`` turns back;
   memories use their decay factor (seed 003: half-life in days, boosted by accesses);
 * **importance**: a memory's importance times its decay; turns that stated a fact or carry a
@@ -50,6 +53,7 @@ from __future__ import annotations
 import logging
 from datetime import date, datetime
 from functools import lru_cache
+from typing import Any
 
 from agent.db import Snapshot, Transaction
 from agent.db.search import QUERY_WORDS
@@ -62,11 +66,13 @@ from agent.memory.retrieval_ranking import (
     RetrievalPolicy,
     RetrievalWeights,
     fact_turns,
+    fuse,
     loop_turns,
     rank,
     spread,
 )
 from agent.memory.schemas import ConversationTurn, RetrievedItem, SessionState
+from agent.memory.semantic_search import SemanticSearch
 from agent.memory.storage.word_frequencies import WordFrequencies
 from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
 from agent.utils.text import SEARCH_STOP_WORDS as _STOP_WORDS
@@ -137,6 +143,8 @@ class ConversationRetriever:
         memory_store: the long-term memories (its ``search`` is BM25 over a chat's memories).
         policy: the weights and bounds.
         summary_store: the summary chain (its ``search`` is BM25 over a session's deltas).
+        semantic: the optional semantic search of turns (the ``semantic`` extra): its
+            ranking is fused with BM25's for the message; ``None``: BM25 alone.
     """
 
     def __init__(
@@ -146,8 +154,10 @@ class ConversationRetriever:
         policy: RetrievalPolicy | None = None,
         *,
         summary_store: SummaryStore | None = None,
+        semantic: SemanticSearch | None = None,
     ) -> None:
         self.store: ConversationStore = store or SqliteConversationStore()
+        self.semantic = semantic
         self.memory_store: MemoryStore = memory_store or SqliteMemoryStore()
         self.summary_store: SummaryStore = summary_store or SqliteSummaryStore()
         self.policy = policy or RetrievalPolicy()
@@ -173,6 +183,7 @@ class ConversationRetriever:
         before_seq: int | None = None,
         after_seq: int = 0,
         token_budget: int | None = None,
+        query_vector: Any = None,
     ) -> list[RetrievedItem]:
         """Return the candidates for a new message, best first, scored as the module says.
 
@@ -193,6 +204,8 @@ class ConversationRetriever:
                 candidate set, and the candidates that a first fit of it, best first, could
                 never take are left out (see :func:`_could_fit`): the packet is the same
                 without them, and they are not built.
+            query_vector: the message's vector (:meth:`query_vector`); with one, the
+                session's turns nearest it are ranked too, and the ranking fused with BM25's.
         """
         limit = self.candidate_limit(token_budget)
         message = " ".join(query_words(text))
@@ -207,9 +220,12 @@ class ConversationRetriever:
         # point. Memories (a few per chat) are searched for both.
         session_queries = queries[:1] if said else queries
         candidates: dict[str, Candidate] = {}
-        if session_id is not None and session_queries:
+        nearest: list[int] = []
+        if session_id is not None and self.semantic is not None and query_vector is not None:
+            nearest = self.semantic.search(conn, session_id, query_vector, limit, before_seq)
+        if session_id is not None and (session_queries or nearest):
             hits = self._turn_candidates(
-                conn, candidates, session_id, session_queries, limit, before_seq, state
+                conn, candidates, session_id, session_queries, limit, before_seq, state, nearest
             )
             # A summary delta repeats turns in short: it is a candidate where the turns found
             # do not fill the candidate set. Searched always, summaries took room that turns
@@ -239,14 +255,18 @@ class ConversationRetriever:
         limit: int,
         before_seq: int | None,
         state: SessionState | None,
+        nearest: list[int],
     ) -> int:
         # Returns how many turns matched a query (the raw turns at the end left out). The raw
         # turns at the end are matched too and dropped here: ask for that many more.
         slack = 0 if before_seq is None or state is None else max(state.turn_count - before_seq, 0)
         facts, loops = fact_turns(state), loop_turns(state)
-        results = self.store.search_turn_texts(
-            conn, session_id, [query for query, _ in queries], limit + slack + 1
-        )
+        texts = [query for query, _ in queries]
+        results = self.store.search_turn_texts(conn, session_id, texts, limit + slack + 1)
+        if not queries:  # no word of the message to search for: its vector alone
+            queries, results = [("", "message")], [[]]
+        for turn in self.store.get_turn_texts(conn, session_id, nearest):  # [] reads nothing
+            self._add_turn(found, turn, facts, loops)
         scored: list[tuple[str, dict[int, float], dict[int, float]]] = []
         for (query, slot), hits in zip(queries, results, strict=True):
             words = set(query.split())
@@ -254,10 +274,14 @@ class ConversationRetriever:
             for turn, bm25 in hits:
                 if before_seq is not None and turn.seq >= before_seq:
                     continue
-                # A turn said by someone the message names ("what did Ada say about...").
-                named = not words.isdisjoint(_name_words(turn.speaker))
-                strength[turn.seq] = -bm25 * (self.policy.speaker_boost if named else 1.0)
+                strength[turn.seq] = -bm25
                 self._add_turn(found, turn, facts, loops)
+            if slot == "message" and nearest:
+                strength = fuse(strength, nearest, self.policy)
+            for seq in strength:
+                # A turn said by someone the message names ("what did Ada say about...").
+                named = not words.isdisjoint(_name_words(found[f"turn:{seq}"].speaker))
+                strength[seq] *= self.policy.speaker_boost if named else 1.0
             # Conversational context: the replies after a hit (and the lines before it) often
             # carry the answer without sharing its words, so they inherit part of its strength.
             scored.append((slot, strength, spread(strength, before_seq, self.policy)))
@@ -313,15 +337,15 @@ class ConversationRetriever:
         ref = f"turn:{turn.seq}"
         if ref in found:
             return
-        important = turn.has_jobs or turn.seq in facts
+        policy, important = self.policy, turn.has_jobs or turn.seq in facts
         found[ref] = Candidate(
             kind="turn",
             ref=ref,
             text=render_turn(turn),
             seq=turn.seq,
-            importance=(
-                self.policy.fact_turn_importance if important else self.policy.turn_importance
-            ),
+            speaker=turn.speaker,
+            day_chars=len(_date(turn.created_at)) + 3,  # " (8 May 2023)": once per day
+            importance=policy.fact_turn_importance if important else policy.turn_importance,
             open_loop=1.0 if turn.seq in loops else 0.0,
         )
 
@@ -394,6 +418,7 @@ class ConversationRetriever:
         state: SessionState,
         recent_turns: int,
         token_budget: int,
+        query_vector: Any = None,
     ) -> list[RetrievedItem]:
         """Return the candidates for a packet: the last ``recent_turns`` turns, which the
         packet carries verbatim anyway, are none of them; the budget sizes the set."""
@@ -407,6 +432,7 @@ class ConversationRetriever:
             before_seq=state.turn_count - recent_turns + 1,
             after_seq=state.cleared_through,
             token_budget=token_budget,
+            query_vector=query_vector,
         )
 
     def recall(
@@ -430,6 +456,21 @@ class ConversationRetriever:
             state=state.model_copy(update={"active_topics": ()}),
         )
 
+    async def query_vector(self, text: str) -> Any:
+        """Return a message's vector for :meth:`for_packet` (``None``: no semantic search)."""
+        has_words = self.semantic is not None and text.strip()
+        return await self.semantic.embed_query(text) if self.semantic and has_words else None
+
+    def turn_committed(self, session_id: str) -> None:
+        """Index the session's new turns in the background (after a turn's commit, never in it)."""
+        if self.semantic is not None:
+            self.semantic.schedule(session_id)
+
+    async def shutdown(self) -> None:
+        """Finish the indexing in flight (before the database closes)."""
+        if self.semantic is not None:
+            await self.semantic.shutdown()
+
     async def purge(self, tx: Transaction) -> None:
         """Merge the full-text indexes so that erased rows leave no trace in their pages.
 
@@ -439,6 +480,8 @@ class ConversationRetriever:
         """
         await self.store.purge_search(tx)
         self._frequencies.forget()  # words of the erased turns count no more
+        if self.semantic is not None:
+            self.semantic.forget()  # the cascade took their vectors: the cache reads anew
 
 
 @lru_cache(maxsize=1024)

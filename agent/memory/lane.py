@@ -167,8 +167,7 @@ class ConversationLane:
         """Finish the turns in flight, mark sessions ``shutdown_clean``, checkpoint, close.
 
         The PRD-014 stop sequence. Idempotent. The pending summary delta goes into each
-        checkpoint's ``pending_summary_delta``; the state stays the fold of the log (I6).
-        """
+        checkpoint's ``pending_summary_delta``; the state stays the fold of the log (I6)."""
         parts, store = self._parts, self._store
         if parts.closed:
             return
@@ -178,8 +177,9 @@ class ConversationLane:
         for lock in list(parts.chat_locks.values()):
             await lock.acquire()
         try:
-            if parts.summary_worker is not None:
-                await parts.summary_worker.shutdown()  # its runs write to the database: first
+            if parts.summary_worker is not None:  # its runs write to the database: first
+                await parts.summary_worker.shutdown()
+            await parts.retriever.shutdown()  # so does the semantic search's indexer
             if self._db.is_open:
                 now = parts.clock()
                 await self._db.write(lambda tx: store.set_status(tx, "shutdown_clean", now=now))

@@ -8,6 +8,7 @@ Covered by ``tests/test_conversation_context_builder.py``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,10 +40,12 @@ __all__ = [
     "TURNS_HEADER",
     "clarification_line",
     "decision_line",
+    "earlier_line",
     "entity_line",
     "entity_lines",
     "fact_line",
     "job_line",
+    "line_seq",
     "listed_lines",
     "loop_line",
     "memory_line",
@@ -50,6 +53,7 @@ __all__ = [
     "proposal_line",
     "reference_labels",
     "retrieved_lines",
+    "split_day",
     "state_lines",
     "title",
     "topic_lines",
@@ -95,7 +99,11 @@ def job_line(job: JobRef) -> str:
 
 
 def fact_line(fact: Fact) -> str:
-    """A fact the user told about themselves: ``key: value``."""
+    """A fact the user told about themselves: ``key: value``, and ``likes: jazz`` for a key
+    that holds its value already (``likes:jazz``: the value is not said twice)."""
+    kind, colon, rest = fact.key.partition(":")
+    if colon and rest == fact.value:
+        return f"- {kind}: {fact.value}"
     return f"- {fact.key}: {fact.value}"
 
 
@@ -211,8 +219,37 @@ def state_lines(
     return lines
 
 
+# A retrieved turn as render_turn writes it: "#12 Ada (8 May 2023): ..." (the speaker may hold
+# anything but the date in brackets before the colon).
+_DATED_TURN = re.compile(r"(#\d+ .*?) \((\d{1,2} \w{3} \d{4})\): ", re.DOTALL)
+_LINE_SEQ = re.compile(r"#(\d+) ")
+
+
+def earlier_line(item: RetrievedItem) -> tuple[str | None, str]:
+    """A retrieved turn or summary as the packet shows it: the day it was said (a line of
+    its own, ``On 8 May 2023:``, above that day's turns) and the line without it
+    (``#12 Ada: ...``); a summary has no day."""
+    return split_day(item.text) if item.kind == "turn" else (None, item.text)
+
+
+def split_day(text: str) -> tuple[str | None, str]:
+    """Split a retrieved turn's text (``#12 Ada (8 May 2023): ...``) into the line of its day
+    and its line without the day; a text without a day is its own line."""
+    match = _DATED_TURN.match(text)
+    if match is None:
+        return None, text
+    return f"On {match.group(2)}:", f"{match.group(1)}: {text[match.end() :]}"
+
+
+def line_seq(line: str) -> int | None:
+    """The seq of the turn a summary or compressed line starts with (``#12 Ada: ...``)."""
+    match = _LINE_SEQ.match(line)
+    return None if match is None else int(match.group(1))
+
+
 def retrieved_lines(items: Sequence[RetrievedItem]) -> list[str]:
-    """Render retrieved items: memories, then older turns and summaries in conversation order."""
+    """Render retrieved items: memories, then summaries and older turns in conversation order,
+    the turns under the day they were said."""
     lines: list[str] = []
     memories = [item for item in items if item.kind == "memory"]
     if memories:
@@ -220,9 +257,15 @@ def retrieved_lines(items: Sequence[RetrievedItem]) -> list[str]:
         lines.extend(f"- {item.text}" for item in memories)
     earlier = sorted(
         (item for item in items if item.kind != "memory"),
-        key=lambda item: (item.seq or 0, item.kind != "summary", item.ref),
+        key=lambda item: (item.kind != "summary", item.seq or 0, item.ref),
     )
     if earlier:
         lines.append(EARLIER_HEADER)
-        lines.extend(item.text for item in earlier)
+    day: str | None = None
+    for item in earlier:
+        said_on, line = earlier_line(item)
+        if said_on is not None and said_on != day:
+            lines.append(said_on)
+            day = said_on
+        lines.append(line)
     return lines

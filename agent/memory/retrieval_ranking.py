@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right, insort
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from agent.memory.longterm.memory_consolidator import DecayPolicy
 from agent.memory.schemas import RetrievedItem, RetrievedKind, SessionState
-from agent.utils.tokens import estimate_tokens
+from agent.utils.tokens import tokens_for_chars
 
 __all__ = [
     "Candidate",
     "RetrievalPolicy",
     "RetrievalWeights",
     "fact_turns",
+    "fuse",
     "loop_turns",
     "rank",
     "spread",
@@ -81,6 +82,9 @@ class RetrievalPolicy:
             of every search: it says little, and ranking by it would cost more and more as the
             history grows. 1,000 kept bench/memory_quality.py's recall of 2,000 to the
             question (500 lost half a point) at half the cost of the words near the cap.
+        fusion_k: the rank offset of reciprocal rank fusion (:func:`fuse`; 60 is the
+            usual choice).
+        semantic_weight: the semantic ranking's weight in the fusion (BM25's is 1).
         decay: how memories decay (their recency and importance).
     """
 
@@ -97,6 +101,8 @@ class RetrievalPolicy:
     neighbour_span: int = 2
     neighbour_hits: int = 10
     max_word_turns: int = 1000
+    fusion_k: int = 2
+    semantic_weight: float = 1.0
     decay: DecayPolicy = field(default_factory=DecayPolicy)
 
     def __post_init__(self) -> None:
@@ -121,6 +127,8 @@ class Candidate:
     ref: str
     text: str
     seq: int | None
+    speaker: str | None = None
+    day_chars: int = 0  # of ``text``, what a packet shows once per day, not once per item
     message: float = 0.0  # raw BM25 strength (-bm25) for the message query
     topics: float = 0.0  # ... for the topic query
     recency: float = 0.0
@@ -192,6 +200,25 @@ def spread(
     return inherited
 
 
+def fuse(
+    lexical: dict[int, float], semantic: Sequence[int], policy: RetrievalPolicy
+) -> dict[int, float]:
+    """Return the turns' strengths for the message as the fusion of two rankings: BM25's
+    (``lexical``: seq -> strength) and the semantic search's (``semantic``: seqs, nearest
+    first), by reciprocal rank fusion: ``1 / (k + rank)`` summed over the rankings that hold
+    a turn, the semantic one weighted ``semantic_weight``. Ranks, not scores: BM25's and the
+    cosine's scales do not compare. Scaled so that a turn first in both scores 1 per ranking.
+    """
+    k = policy.fusion_k
+    fused: dict[int, float] = {}
+    order = sorted(lexical.items(), key=lambda hit: (-hit[1], -hit[0]))
+    for rank, (seq, _) in enumerate(order, start=1):
+        fused[seq] = (k + 1) / (k + rank)
+    for rank, seq in enumerate(semantic, start=1):
+        fused[seq] = fused.get(seq, 0.0) + policy.semantic_weight * (k + 1) / (k + rank)
+    return fused
+
+
 def fact_turns(state: SessionState | None) -> set[int]:
     """Return the turns that stated one of the session's facts."""
     return set() if state is None else {fact.turn for fact in state.facts}
@@ -222,7 +249,8 @@ def _could_fit(ranked: list[_Ranked], budget: int) -> list[_Ranked]:
     costs: list[int] = []  # the costs of the kept items, sorted
     never = budget + 1  # an item costing this much or more cannot be taken
     for entry in ranked:
-        cost = estimate_tokens(entry.candidate.text)
+        # A turn's day is a line shared by that day's turns: its own cost is its line's.
+        cost = tokens_for_chars(len(entry.candidate.text) - entry.candidate.day_chars)
         if cost >= never:
             continue
         if cost + sum(costs[: bisect_right(costs, cost)]) > budget:

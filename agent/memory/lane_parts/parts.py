@@ -159,7 +159,9 @@ class LaneParts:
         group it carries the member who sent it, ``sender`` (:mod:`agent.memory.group_brief`)."""
         # The raw turns the packet carries anyway are no candidates; a session not committed
         # yet has no turns to search, but its chat may have memories.
-        # One hand-over to the searcher's thread for every statement (Database.read).
+        # One hand-over to the searcher's thread for every statement (Database.read); the
+        # message's vector (the optional semantic search) is encoded in a thread before.
+        vector = None if is_new else await self.retriever.query_vector(text)
         retrieve = partial(
             self.retriever.for_packet,
             chat_id=live.session.chat_id,
@@ -169,6 +171,7 @@ class LaneParts:
             state=live.state,
             recent_turns=self.builder.recent_turns,
             token_budget=self.builder.token_budget,
+            query_vector=vector,
         )
         member = None
         if sender is not None:

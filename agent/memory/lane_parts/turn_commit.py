@@ -192,6 +192,7 @@ class TurnCommitter:
         # A /clear's version is empty and summarises nothing the packet shows.
         if parts.summary_worker is not None and folded and control is None:
             parts.summary_worker.schedule(session.session_id)  # after the commit, never inside
+        parts.retriever.turn_committed(session.session_id)  # its vector, in the background
         return TurnResult(turn=turn, packet=packet)
 
     async def session_for(self, message: InboundMessage) -> tuple[LiveSession, bool]:

@@ -1,0 +1,217 @@
+"""Semantic search of a session's turns: sentence vectors, a nearest-neighbour cache, an indexer.
+
+Optional: the ``semantic`` extra (sentence-transformers, usearch) and ``AGENT_EMBEDDING_MODEL``
+(a sentence-transformers model: a hub name, or the path of a model folder). Without them the
+retriever is lexical only (FTS5 BM25) and nothing here runs.
+
+* **Vectors after the commit, off the turn's path.** :meth:`SemanticSearch.schedule` is called
+  once a turn is committed; a background task reads the session's turns that have no vector
+  yet, encodes them in a thread and writes the vectors in a transaction of their own
+  (:class:`~agent.memory.storage.turn_vectors.TurnVectorStore`). A packet uses what is indexed:
+  a turn not indexed yet is still found by FTS5. A turn is encoded as ``speaker: words``.
+* **The database is the source of truth; the index is a cache.** Each process keeps a usearch
+  index per recently searched session (at most ``cached_sessions``), filled from the database
+  at its first search and topped up from it at each search (the vectors after the last seq it
+  holds), so a process that crashed, or another worker, finds the same vectors. An erasure
+  (:meth:`forget`) empties the cache; the cascade has removed the rows.
+* **Fused with BM25** by the retriever (reciprocal rank fusion,
+  :func:`agent.memory.retrieval_ranking.fuse`).
+
+Tested in ``tests/test_semantic_search.py`` (skipped without the extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from agent.db import Snapshot
+from agent.db.transaction import AnyDatabase
+from agent.memory.storage.turn_vectors import TurnVectorStore
+
+__all__ = ["SemanticSearch", "load_encoder"]
+
+logger = logging.getLogger(__name__)
+
+#: Turns encoded and written per step of the indexer.
+_BATCH = 64
+
+#: Encodes texts into unit vectors (float32 rows, one per text).
+Encoder = Callable[[list[str]], Any]
+
+
+def load_encoder(model: str) -> tuple[Encoder, int]:
+    """Load a sentence-transformers model (a hub name or a folder) on the CPU.
+
+    Returns:
+        A function of texts to their normalised vectors, and the vectors' dimension.
+
+    Raises:
+        ImportError: the ``semantic`` extra is not installed.
+    """
+    import torch  # the optional "semantic" extra
+    from sentence_transformers import SentenceTransformer
+
+    # One thread: the bot's own threads (the loop, the searcher, the writer) keep theirs; torch
+    # on every core made a turn with a reply 10 times slower while the indexer ran.
+    torch.set_num_threads(1)
+    encoder = SentenceTransformer(model, device="cpu")
+    # Renamed in sentence-transformers 6 (the old name warns there).
+    measure = getattr(encoder, "get_embedding_dimension", None)
+    measure = measure or encoder.get_sentence_embedding_dimension
+    dimension = int(measure() or 0)
+
+    def encode(texts: list[str]) -> Any:
+        return encoder.encode(texts, batch_size=_BATCH, normalize_embeddings=True)
+
+    return encode, dimension
+
+
+class _SessionIndex:
+    """A usearch index of one session's vectors and the last seq it holds."""
+
+    def __init__(self, dimension: int) -> None:
+        from usearch.index import Index  # the optional "semantic" extra
+
+        self.index = Index(ndim=dimension, metric="cos", dtype="f32")
+        self.last_seq = 0
+
+
+class SemanticSearch:
+    """Sentence vectors of turns: the indexer, the cache of indexes, the search.
+
+    Args:
+        db: the database the vectors are read from and written to.
+        model: the model's name as ``AGENT_EMBEDDING_MODEL`` gives it (stored with each vector:
+            a vector of another model is not compared).
+        load: loads the model, returning its encoding function and its dimension
+            (:func:`load_encoder`); called once, in a thread, at the first encoding (loading
+            takes seconds: a start does not wait for it).
+        store: the vectors' table.
+        cached_sessions: how many sessions' indexes a process keeps (the most recently
+            searched).
+    """
+
+    def __init__(
+        self,
+        db: AnyDatabase,
+        model: str,
+        load: Callable[[], tuple[Encoder, int]],
+        *,
+        store: TurnVectorStore | None = None,
+        cached_sessions: int = 32,
+    ) -> None:
+        self._db = db
+        self.model = model
+        self._load = load
+        self._loaded: tuple[Encoder, int] | None = None
+        self.dimension = 0
+        self._store = store or TurnVectorStore()
+        self._cached_sessions = cached_sessions
+        self._indexes: OrderedDict[str, _SessionIndex] = OrderedDict()
+        self._lock = threading.Lock()  # the searcher's thread and the others share the cache
+        self._loading = threading.Lock()  # the model loads once (seconds: not under _lock)
+        self._pending: dict[str, None] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def _encode(self, texts: list[str]) -> Any:
+        # In a thread (embed_query, the indexer): the first call loads the model.
+        with self._loading:
+            if self._loaded is None:
+                self._loaded = self._load()
+                self.dimension = self._loaded[1]
+            encode = self._loaded[0]
+        return encode(texts)
+
+    async def embed_query(self, text: str) -> Any:
+        """Return the unit vector of ``text`` (encoded in a thread: the loop stays free)."""
+        return (await asyncio.to_thread(self._encode, [text]))[0]
+
+    def schedule(self, session_id: str) -> None:
+        """Index the session's new turns in the background (call after the turn's commit)."""
+        self._pending[session_id] = None
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="turn-indexer")
+
+    async def drain(self) -> None:
+        """Wait until every scheduled session is indexed (tools, tests and benchmarks)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+    async def shutdown(self) -> None:
+        """Finish the indexing in flight (its writes need the database: call before closing)."""
+        await self.drain()
+
+    def forget(self) -> None:
+        """Drop every cached index (after an erasure: the next search reads the database)."""
+        with self._lock:
+            self._indexes.clear()
+
+    async def _run(self) -> None:
+        while self._pending:
+            session_id = next(iter(self._pending))
+            try:
+                done = await self._index_some(session_id)
+            except Exception:
+                # The turns stay unindexed (FTS5 still finds them); the next commit retries.
+                logger.exception("indexing the turns of %s failed", session_id)
+                done = True
+            if done:
+                self._pending.pop(session_id, None)
+
+    async def _index_some(self, session_id: str) -> bool:
+        """Index up to a batch of the session's turns; return whether none are left."""
+        turns = await self._store.unindexed(self._db.reader, session_id, self.model, _BATCH)
+        if not turns:
+            return True
+        vectors = await asyncio.to_thread(self._encode, [turn.sentence for turn in turns])
+        rows = [
+            (turn, vector.astype("float32").tobytes())
+            for turn, vector in zip(turns, vectors, strict=True)
+        ]
+
+        async def write(tx: Any) -> None:
+            await self._store.write(tx, session_id, self.model, rows)
+
+        await self._db.write(write)
+        after = await self._store.unindexed(self._db.reader, session_id, self.model, 1)
+        # A turn erased or edited while it was encoded is not written: no progress, stop.
+        return not after or after[0].seq == turns[0].seq
+
+    def search(
+        self, conn: Snapshot, session_id: str, vector: Any, limit: int, before_seq: int | None
+    ) -> list[int]:
+        """Return the seqs of the session's turns nearest ``vector``, nearest first, before
+        ``before_seq`` (``None``: any), at most ``limit``; runs in the searcher's thread."""
+        import numpy as np  # comes with the optional "semantic" extra
+
+        fresh = self._store.vectors(conn, session_id, self.model, self._last_seq(session_id))
+        with self._lock:
+            cached = self._indexes.get(session_id)
+            if cached is None:
+                cached = self._indexes[session_id] = _SessionIndex(self.dimension)
+            self._indexes.move_to_end(session_id)
+            while len(self._indexes) > self._cached_sessions:
+                self._indexes.popitem(last=False)
+            new = [(seq, blob) for seq, blob in fresh if seq > cached.last_seq]
+            if new:
+                keys = np.array([seq for seq, _ in new], dtype=np.uint64)
+                rows = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in new])
+                cached.index.add(keys, rows)
+                cached.last_seq = new[-1][0]
+            held = len(cached.index)
+            if not held:
+                return []
+            extra = 0 if before_seq is None else max(cached.last_seq - before_seq + 1, 0)
+            found = cached.index.search(np.asarray(vector, dtype=np.float32), limit + extra)
+        seqs = [int(key) for key in found.keys]
+        return [seq for seq in seqs if before_seq is None or seq < before_seq][:limit]
+
+    def _last_seq(self, session_id: str) -> int:
+        with self._lock:
+            cached = self._indexes.get(session_id)
+            return 0 if cached is None else cached.last_seq

