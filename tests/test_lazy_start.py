@@ -18,7 +18,7 @@ from agent.memory import (
     Reply,
 )
 from agent.memory.conversation_store import SqliteConversationStore
-from agent.memory.lane_parts.hydration import CHECKED_BEFORE_REPLY
+from agent.memory.lane_parts.hydration import CHECKED_FIRST
 from agent.memory.lane_parts.live_sessions import PACKED_PER_RESIDENT
 from agent.memory.lane_parts.parts import ChatLocks
 from tests.test_conversation_memory import JobEngine
@@ -169,14 +169,14 @@ async def test_the_background_sweep_does_not_reorder_turns(
         await lane.shutdown()
 
 
-async def test_the_first_start_after_migration_0015_checks_a_bounded_share_before_it_returns(
+async def test_a_start_with_every_record_unknown_checks_nothing_before_it_returns(
     db_path: Path, checkpoint_dir: Path, engine
 ):
-    """Every record unknown (the first start after migration 0015): the start holds
-    CHECKED_BEFORE_REPLY sessions before it returns, not all; a file put back a turn behind,
-    beyond them, is rebuilt before its chat's turn (I5); the sweep checks and records the
-    rest."""
-    chats = CHECKED_BEFORE_REPLY * 3
+    """Every record unknown (the first start after migration 0015, or a crash with every chat
+    busy): a background start holds no session before it returns (no check is owed before the
+    first reply); a file put back a turn behind is rebuilt before its chat's turn (I5); the
+    sweep holds CHECKED_FIRST of the unknown ones first, then checks and records the rest."""
+    chats = CHECKED_FIRST * 3
     await fill(db_path, checkpoint_dir, engine, chats)
     last = chats - 1  # the newest session: last in the order the start takes them
     lane = await start(db_path, checkpoint_dir)
@@ -197,8 +197,7 @@ async def test_the_first_start_after_migration_0015_checks_a_bounded_share_befor
     report = await again.hydrate(background=True)
     try:
         held = [chat for chat in range(chats) if again.session_id_for_chat(chat) is not None]
-        assert len(held) == CHECKED_BEFORE_REPLY  # the sweep has not run yet
-        assert last not in held
+        assert held == []  # the sweep has not begun
         result = await again.on_turn(InboundMessage(chat_id=last, text="three"), reader)
         assert reader.seen == {last: 2}  # rebuilt at the log's turn before the engine ran
         assert result.packet is not None
