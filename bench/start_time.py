@@ -37,6 +37,7 @@ and writes the "Start time on PostgreSQL" section.
 from __future__ import annotations
 
 import asyncio
+import compileall
 import contextlib
 import os
 import re
@@ -57,7 +58,7 @@ from bench.benchmarks_file import write_section
 from bench.harness import arguments, lane_settings, machine, temporary_workdir
 from bench.lane_cost import Messages, TrivialEngine
 from bench.locomo_texts import utterances
-from tests.bot_harness import TOKEN, BotProcess, bot_env, message_update
+from tests.bot_harness import REPO, TOKEN, BotProcess, bot_env, message_update
 from tests.fake_bot_api import FakeBotApi, SentCall
 
 #: Bars of issue 18: the first reply within 1 s of start, RSS under 200 MB at 100,000.
@@ -463,6 +464,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [int(n) for n in args.sessions.split(",")]
     runs = args.runs or (1 if args.quick else 3)
     backend = BACKENDS.get(args.backend) or _postgres(os.environ["AGENT_TEST_POSTGRES_URL"])
+    # The bot's bytecode compiled, as pip leaves an installed package: the bots run with
+    # PYTHONDONTWRITEBYTECODE (bot_env), so a tree never imported would be compiled anew at
+    # every start, and that is no start a user sees.
+    compileall.compile_dir(REPO / "agent", quiet=1)
     started = time.perf_counter()
     with temporary_workdir(".bench-start-") as workdir:
         where = machine(workdir)
