@@ -62,6 +62,17 @@ def rows(conninfo: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[An
         return list(conn.execute(sql, params).fetchall())
 
 
+def terminate(conninfo: str, application_name: str) -> int:
+    """Have the server close every connection named ``application_name``; return how many."""
+    ((closed,),) = rows(
+        conninfo,
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+        " WHERE application_name = %s",
+        (application_name,),
+    )
+    return int(closed)
+
+
 async def test_dead_pooled_connections_are_replaced_and_a_lost_write_is_a_refusal(
     postgres_url: str,
 ) -> None:
@@ -73,12 +84,7 @@ async def test_dead_pooled_connections_are_replaced_and_a_lost_write_is_a_refusa
         await db.write(lambda tx: tx.execute("CREATE TABLE t (n INTEGER)"))
         for _ in range(3):
             # Every connection of the database, idle in the pools, closed by the server.
-            (closed,) = rows(
-                postgres_url,
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                " WHERE application_name = %s",
-                (name,),
-            )[0]
+            closed = terminate(postgres_url, name)
             assert closed >= 2
             await db.write(lambda tx: tx.execute("INSERT INTO t VALUES (1)"))
             assert await db.fetchall("SELECT n FROM t")
@@ -105,12 +111,7 @@ async def test_a_chat_lock_on_a_dead_pooled_connection_is_asked_on_another(
         async with locks.hold(7):
             pass
         for _ in range(3):
-            (closed,) = rows(
-                postgres_url,
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                " WHERE application_name = %s",
-                (name,),
-            )[0]
+            closed = terminate(postgres_url, name)
             assert closed >= 1
             async with locks.hold(7):
                 pass
