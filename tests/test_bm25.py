@@ -15,6 +15,7 @@ from agent.db.bm25 import (
     IndexStatistics,
     best,
     bm25,
+    capped_count,
     frequencies,
     index_statistics,
     search_rows,
@@ -170,3 +171,51 @@ async def test_search_totals_follow_inserts_updates_and_deletes(postgres_url):
 
         with pytest.raises(ValueError, match="searched tables"):
             await db.read(unknown_search)
+
+
+@pytest.mark.postgres
+async def test_a_word_of_most_memories_takes_its_share_from_the_statistics(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+):
+    """A token of more rows than COUNTED_ROWS is counted only up to it (a word of every
+    summary made a cold chat's first packet count 100,000 rows) and then estimated from what
+    ANALYZE keeps of the column: exact where it sampled every row; the cap before any ANALYZE.
+    A rarer token is counted exactly."""
+    pytest.importorskip("psycopg", reason="postgres: the `postgres` extra is not installed")
+    from agent.db import bm25 as ranking
+    from agent.db.postgres import PostgresDatabase
+    from agent.memory.longterm.postgres_memory_store import PostgresMemoryStore
+
+    from agent.memory.storage.postgres_session_table import PostgresSessionTable
+
+    memories, sessions = PostgresMemoryStore(), PostgresSessionTable()
+    monkeypatch.setattr(ranking, "COUNTED_ROWS", 4)
+
+    async def fill(tx: Transaction) -> None:
+        for chat in range(1, 13):
+            await sessions.create_session(
+                tx, session_id=f"ses_{chat}", chat_id=chat, chat_type="private", user_id=chat,
+                title=None, now=T0,
+            )  # fmt: skip
+            town = "porto" if chat <= 2 else f"town{chat}"
+            for key, text in (("boat", f"kayak number {chat}"), ("location", town)):
+                candidate = MemoryCandidate(
+                    kind="fact", attribute=key, key=key, text=text, confidence=0.9,
+                    importance=0.5,
+                )  # fmt: skip
+                await memories.record(
+                    tx, chat, candidate, source=(f"ses_{chat}", 1), threshold=0.5, now=T0
+                )
+
+    def hits(snap: Snapshot) -> dict[str, int]:
+        return index_statistics(snap, "memories", ["kayak", "porto", "absent"]).hits
+
+    async with PostgresDatabase(postgres_url) as db:
+        await db.write(fill)
+        before = await db.read(hits)
+        await db.write(lambda tx: tx.execute("ANALYZE memories"))
+        after = await db.read(hits)
+    assert before == {"kayak": 4, "porto": 2, "absent": 0}
+    assert after == {"kayak": 12, "porto": 2, "absent": 0}
+    with pytest.raises(ValueError, match="no counted search index"):
+        capped_count("conversation_turns")

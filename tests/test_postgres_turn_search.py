@@ -201,19 +201,18 @@ async def test_concurrent_writers_keep_the_ranking_statistics(tmp_path: Path, po
 
 @pytest.mark.postgres
 async def test_a_word_of_most_turns_takes_its_share_from_the_statistics(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ):
-    """Past COUNTED_TURNS a token's turns are not counted one by one (0.36 s for a word of
+    """Past COUNTED_ROWS a token's turns are not counted one by one (0.36 s for a word of
     most messages over 100,000 sessions) but taken from what ANALYZE keeps of the column:
     where it sampled every row the share is exact and so are the scores; before any ANALYZE
     the cap stands in, and the searches still find turns."""
+    from agent.db import bm25
     from agent.db.postgres import PostgresDatabase
     from agent.memory.storage.postgres_conversation_store import PostgresConversationStore
 
-    class Capped(PostgresConversationStore):
-        COUNTED_TURNS = 3  # most of the query words are in more of the 260 turns
-
-    sqlite_store, capped = SqliteConversationStore(), Capped()
+    monkeypatch.setattr(bm25, "COUNTED_ROWS", 3)  # most query words are in more of the turns
+    sqlite_store, capped = SqliteConversationStore(), PostgresConversationStore()
     async with Database(tmp_path / "search.db") as lite, PostgresDatabase(postgres_url) as pg:
         await fill(lite, sqlite_store)
         await fill(pg, capped)

@@ -25,8 +25,9 @@ IDF nor document length, so the candidates are fetched by ``@@`` (GIN, or the pr
 range of the session's turns) with each query token's occurrences, weighted 1 in the text and
 the reply and 0.5 in the speaker (the SQLite search's ``bm25(fts, 0.0, 0.5, 1.0, 1.0)``), and
 scored as FTS5 does: a token's IDF counts the turns (of every session) that hold it, through the
-GIN index as FTS5 counts it through its posting list; a turn's length is its tokens with its
-session id's. The two ranges of the SQLite search are kept (the last ``recent`` turns for every
+GIN index as FTS5 counts it through its posting list, up to :data:`~agent.db.bm25.COUNTED_ROWS`
+and estimated from ANALYZE's statistics past it; a turn's length is its tokens with its session
+id's. The two ranges of the SQLite search are kept (the last ``recent`` turns for every
 word, the turns before them for the words found in at most ``old_word_turns`` of those), and the
 order is the same: best score first, then the newer turn.
 
@@ -43,9 +44,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent.db import Snapshot, Transaction
+from agent.db import bm25 as ranking
 from agent.db.bm25 import (
     IndexStatistics,
     bm25,
+    capped_count,
+    estimated_hits,
     frequencies,
     occurrences,
     tsquery,
@@ -107,12 +111,6 @@ class PostgresTurnSearch(SqliteTurnSearch):
 
     TURN_TEXT_COLUMNS = turn_text_columns("json_array_length(job_refs::json)")
     SEQS = "SELECT unnest(?::integer[])"
-    #: Turns a token's IDF counts before the count stops. Counting every posting of a word of
-    #: most messages took 0.36 s over 100,000 sessions (400,000 turns; a packet pays it): a
-    #: token in more turns than this takes its share of the turns from the statistics
-    #: ANALYZE keeps of the column (``pg_stats.most_common_elems``), and the cap where they
-    #: have none. Below it the count is FTS5's, exactly.
-    COUNTED_TURNS = 5_000
 
     @staticmethod
     def seqs_param(seqs: list[int]) -> Any:
@@ -216,15 +214,12 @@ class PostgresTurnSearch(SqliteTurnSearch):
             ", (SELECT count(*) FROM (SELECT 1 FROM conversation_turn_search"
             "  WHERE session_id = ? AND seq <= s.top - ? AND words @@ ?::tsquery LIMIT ?) AS o)"
         )
-        counted = (
-            ", (SELECT count(*) FROM (SELECT 1 FROM conversation_turn_search"
-            "  WHERE words @@ ?::tsquery LIMIT ?) AS c)"
-        )
+        counted = capped_count("conversation_turn_search")
         params: list[Any] = []
         for word in words:
             params += [session_id, recent, tsquery(tokens[word]), cap + 1]
         for term in terms:
-            params += [tsquery([term]), self.COUNTED_TURNS]
+            params += [tsquery([term]), ranking.COUNTED_ROWS]
         row = conn.fetchone(
             "SELECT s.top, t.turns, t.tokens" + old * len(words) + counted * len(terms)
             + " FROM (SELECT max(seq) AS top FROM conversation_turns WHERE session_id = ?) AS s,"
@@ -237,29 +232,9 @@ class PostgresTurnSearch(SqliteTurnSearch):
         top, indexed, length, *counts = (int(value) for value in row)
         first_recent = max(top - recent + 1, 1)
         old_counts = dict(zip(words, counts[: len(words)], strict=True))
-        hits = dict(zip(terms, counts[len(words) :], strict=True))
-        if any(count >= self.COUNTED_TURNS for count in hits.values()):
-            hits |= self._estimated(conn, [t for t, n in hits.items() if n >= self.COUNTED_TURNS])
+        counted_hits = dict(zip(terms, counts[len(words) :], strict=True))
+        hits = estimated_hits(conn, "conversation_turn_search", counted_hits)
         return first_recent, old_counts, IndexStatistics(indexed, length / max(indexed, 1), hits)
-
-    def _estimated(self, conn: Snapshot, terms: list[str]) -> dict[str, int]:
-        """In how many turns each of ``terms`` (each in :attr:`COUNTED_TURNS` or more) occurs,
-        from the column's statistics: its share of the rows ANALYZE sampled, times the rows;
-        the cap where the statistics do not list it."""
-        row = conn.fetchone(
-            "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs,"
-            " (SELECT reltuples FROM pg_class WHERE oid = 'conversation_turn_search'::regclass)"
-            " AS turns FROM pg_stats WHERE schemaname = current_schema()"
-            " AND tablename = 'conversation_turn_search' AND attname = 'words'",
-        )
-        if row is None or row["elems"] is None:  # not analyzed yet
-            return dict.fromkeys(terms, self.COUNTED_TURNS)
-        # The frequencies end with three figures of their own (min, max, nulls): not elements.
-        shares = dict(zip(row["elems"], row["freqs"], strict=False))
-        turns = float(row["turns"])
-        return {
-            term: max(self.COUNTED_TURNS, round(shares.get(term, 0.0) * turns)) for term in terms
-        }
 
     def _candidates(
         self, conn: Snapshot, session_id: str, searches: list[tuple[int, list[str], int, int]]
@@ -301,10 +276,7 @@ class PostgresTurnSearch(SqliteTurnSearch):
             start += len(part)
             if searched:
                 asked.append((word, tsquery(searched)))
-        one = (
-            ", (SELECT count(*) FROM (SELECT 1 FROM conversation_turn_search"
-            " WHERE words @@ ?::tsquery LIMIT ?) AS c)"
-        )
+        one = capped_count("conversation_turn_search")
         params: list[Any] = []
         for _, query in asked:
             params += [query, cap + 1]
