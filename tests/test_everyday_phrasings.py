@@ -54,6 +54,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm a software engineer at Google", "where do I work?"], "Google"),
         (["I work at a bakery", "where do I work?"], "bakery"),
         (["I'm a teacher", "what do I do?"], "teacher"),
+        (["I work as a developer for Spotify", "where do I work?"], "Spotify"),
+        (["I work as a chef at Nobu", "what's my job?"], "You work as a chef."),
     ],
     "likes and dislikes": [
         (["I love hiking", "do I like hiking?"], "Yes"),
@@ -71,6 +73,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my dentist appointment is on Tuesday at 3pm", "when is my dentist appointment?"],
          "Tuesday at 3pm"),
         (["my exam is on 12 June", "when is my exam?"], "12 June"),
+        (["my flight to Tokyo is on 14 March", "where am I going in March?"], "Tokyo"),
+        (["my train to Porto leaves on Friday", "where am I going?"], "Porto"),
+        (["I'm travelling to Oslo in May", "where am I flying to?"], "Oslo"),
+        (["I'm going to Japan in August", "where am I going in July?"],
+         "haven't told me about a trip in July"),
     ],
     "corrections": [
         (["I live in Lisbon", "actually I live in Porto", "where do I live?"], "Porto"),
@@ -103,6 +110,27 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
 async def test_an_everyday_phrasing_is_understood(db, lines, expected):
     said = await conversation(Chat(db), lines)
     assert expected in said
+
+
+@pytest.mark.parametrize(
+    ("lines", "question", "now", "before"),
+    [
+        (["I work as a nurse at St Mary's hospital", "actually I work at City Clinic now"],
+         "where do I work?", "City Clinic", "St Mary"),
+        (["I work as a developer for Acme", "I work for Globex these days"],
+         "where do I work?", "Globex", "Acme"),
+        (["my flight to Tokyo is on 14 March", "my flight to Tokyo is now on 15 March"],
+         "when is my flight?", "15 March", "14 March"),
+        (["my dentist appointment is on Tuesday", "sorry, my dentist appointment is on Thursday"],
+         "when is my dentist appointment?", "Thursday", "Tuesday"),
+    ],
+)  # fmt: skip
+async def test_a_changed_fact_is_answered_without_the_old_value(db, lines, question, now, before):
+    """A new workplace or a rescheduled event replaces what was said before: the answer has
+    the new value and not the old one (a job said with its workplace is two facts)."""
+    said = await conversation(Chat(db), [*lines, question])
+    assert now in said
+    assert before not in said
 
 
 @pytest.mark.parametrize(

@@ -117,6 +117,7 @@ def test_clean_value_trims_punctuation_emoji_please_and_length():
         ("my mum loves gardening", "mum/likes:gardening", "gardening"),
         ("I have a dog called Rex", "pet:dog rex", "dog Rex"),
         ("I work as a nurse", "job", "a nurse"),
+        ("my train to Porto leaves at 9", "event:train to porto", "train to Porto leaves at 9"),
         ("I work at Google", "workplace", "Google"),
         ("I like jazz", "likes:jazz", "jazz"),
         ("I really love Sushi", "likes:sushi", "Sushi"),
@@ -154,6 +155,26 @@ def test_a_stated_fact_is_read_into_its_slot(text, key, value):
 def test_no_fact_is_read_from_moods_questions_or_pronouns(text):
     """Moods are no names, questions state nothing, "I like it" names nothing."""
     assert facts_of(text) == {}
+
+
+def test_a_job_said_with_its_workplace_is_two_facts():
+    """"I work as a nurse at St Mary's" is a job and a workplace, so that a new workplace
+    replaces the place without leaving it inside the job."""
+    assert facts_of("I work as a nurse at St Mary's hospital") == {
+        "job": "a nurse",
+        "workplace": "St Mary's hospital",
+    }
+    assert facts_of("I work as a developer for Acme") == {"job": "a developer", "workplace": "Acme"}
+
+
+def test_an_event_keeps_its_slot_when_its_date_changes():
+    """An event's slot is the event, so a new date replaces the old one."""
+    assert facts_of("my flight to Tokyo is on 14 March") == {
+        "event:flight to tokyo": "flight to Tokyo is on 14 March"
+    }
+    assert facts_of("my flight to Tokyo is now on 15 March") == {
+        "event:flight to tokyo": "flight to Tokyo is now on 15 March"
+    }
 
 
 def test_several_facts_in_one_message_each_keep_their_turn():

@@ -59,6 +59,7 @@ from agent.engines.rule_facts import (
     answer_like,
     answer_name,
     answer_someone,
+    answer_trip,
     fact_acks,
     remembered,
 )
@@ -137,6 +138,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("recap", answer_recap),
     ("ask_fact", answer_like),
     ("ask_fact", answer_event),
+    ("ask_fact", answer_trip),
     ("ask_fact", answer_fact),
     ("help", answer_help),
 )

@@ -37,6 +37,7 @@ __all__ = [
     "answer_like",
     "answer_name",
     "answer_someone",
+    "answer_trip",
     "fact_acks",
     "remembered",
 ]
@@ -141,6 +142,16 @@ _ATTRIBUTE_WORDS = {
 }  # fmt: skip
 
 
+# "where am I going in August?", "where am I flying to?", with the time asked about.
+_ASK_TRIP = re.compile(
+    r"\bwhere (?:am i|are we|will i be|will we be|do i|shall i|should i)"
+    r" (?:going|headed|heading|off|flying|travel(?:l)?ing|travel|go|fly|driving|sailing)\b"
+    r"(?: to)?(?P<when>(?: (?:in|on|this|next|at|for|during) [\w' -]{1,40}?)?)\??$",
+    _F,
+)
+# A journey with a place it goes to ("flight to Tokyo is on 14 March").
+_DESTINATION = re.compile(r"\bto\s+[A-Z]")
+
 # "do I like jazz?", with the thing asked about.
 _ASK_LIKE = re.compile(
     r"^(?:do|did) i (?:like|love|enjoy|hate|dislike) (?P<thing>.{1,80}?)\??$", _F
@@ -187,6 +198,32 @@ def answer_event(
         and wanted <= content_stems(f.value)
     ]
     return " ".join(_answer_line(f) for f in found) if found else None
+
+
+def answer_trip(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "where am I going (in August)?" from the trips and journeys the user told of
+    ("I'm going to Lisbon in August", "my flight to Tokyo is on 14 March"): those said with
+    the time asked about, or all of them when none is asked; an honest "not told" else."""
+    match = _ASK_TRIP.search(reading.text)
+    if match is None:
+        return None
+    trips = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).subject == USER
+        and (
+            parse_key(f.key).name == "plan"
+            or (parse_key(f.key).name == "event" and _DESTINATION.search(f.value))
+        )
+    ]
+    when = match.group("when")
+    if when:
+        trips = [f for f in trips if content_stems(when) <= content_stems(f.value)]
+    if not trips:
+        return f"{NOT_TOLD} about a trip{' ' + when.strip() if when else ''} yet."
+    return " ".join(_answer_line(f) for f in trips)
 
 
 def answer_someone(

@@ -154,8 +154,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
     _rule(
         "event",
-        rf"^my (?P<v>(?:[\w'-]+\s+){{0,2}}?(?:{_EVENTS})\b.{{0,80}}?\s(?:is|are|leaves|departs"
-        r"|starts|begins)\s.+)$",
+        rf"^my (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{_EVENTS})\b.{{0,80}}?)\s(?:is|are|leaves"
+        r"|departs|starts|begins)\s.+)$",
         "phrase",
     ),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
@@ -177,7 +177,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
     _rule("plan", rf"\bi(?:'m|\s+am){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
     _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
-    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+)", "short"),
+    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for)\s+.+)?$", "short",
+          alongside=True),
+    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?P<v>.+)", "place"),
     _rule(
@@ -329,7 +331,9 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
             continue
         if attribute == "favourite":
             attribute = f"favourite:{' '.join(match.group('k').casefold().split())}"
-        found.append((fact_key(USER, attribute, value), value))
+        # An event's slot is the event, not its date: "my flight is now on the 15th" replaces.
+        item = match.group("item") if "item" in rule.pattern.groupindex else value
+        found.append((fact_key(USER, attribute, item), value))
         if not rule.alongside:
             break
     return found
