@@ -38,6 +38,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my daughter Emma is 7", "how old is Emma?"], "7"),
         (["our dog Rex is 3 years old", "how old is Rex?"], "3"),
         (["I have a brother called Tom", "who is Tom?"], "brother"),
+        (["my husband Raj is a pilot", "what does Raj do?"], "pilot"),
+        (["my sister Ana is a nurse at the city hospital", "what's Ana's job?"], "a nurse."),
         (["we've got a puppy called Biscuit, he's 1", "what's Biscuit's age?"], "1"),
     ],
     "allergies and constraints": [
@@ -47,6 +49,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I can't eat gluten", "what can't I eat?"], "gluten"),
         (["I don't eat meat", "what can't I eat?"], "meat"),
         (["I'm vegan", "what's my diet?"], "vegan"),
+        (["I'm allergic to peanuts", "can I eat peanut butter?"],
+         "Better not. You're allergic to peanuts."),
+        (["I don't eat pork", "should I have the pork ribs?"], "Better not."),
+        (["I'm allergic to shellfish", "I'm vegetarian", "can I have pasta?"],
+         "Nothing you told me rules it out (you're allergic to shellfish; you're vegetarian)."),
     ],
     "work": [
         (["I'm a nurse", "what's my job?"], "nurse"),

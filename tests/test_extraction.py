@@ -114,6 +114,7 @@ def test_clean_value_trims_punctuation_emoji_please_and_length():
          "to learn Portuguese"),
         ("my goal is to run a marathon", "goal:to run a marathon", "to run a marathon"),
         ("my brother works as a nurse", "brother/job", "a nurse"),
+        ("my mum is a retired teacher", "mum/job", "a retired teacher"),
         ("my mum loves gardening", "mum/likes:gardening", "gardening"),
         ("I have a dog called Rex", "pet:dog rex", "dog Rex"),
         ("I work as a nurse", "job", "a nurse"),
@@ -165,6 +166,15 @@ def test_a_job_said_with_its_workplace_is_two_facts():
         "workplace": "St Mary's hospital",
     }
     assert facts_of("I work as a developer for Acme") == {"job": "a developer", "workplace": "Acme"}
+
+
+def test_someone_is_given_a_job_only_for_a_word_of_work():
+    """"my husband Raj is a pilot" gives Raj a job; "my dog Rex is a good boy" does not."""
+    assert facts_of("my husband Raj is a pilot") == {
+        "relative:husband raj": "husband Raj",
+        "husband Raj/job": "a pilot",
+    }
+    assert facts_of("my dog Rex is a good boy") == {"pet:dog rex": "dog Rex"}
 
 
 def test_an_event_keeps_its_slot_when_its_date_changes():

@@ -53,6 +53,7 @@ from datetime import datetime
 from agent.engines.rule_facts import (
     NOT_TOLD,
     answer_about_you,
+    answer_can_have,
     answer_earlier,
     answer_event,
     answer_fact,
@@ -139,6 +140,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_like),
     ("ask_fact", answer_event),
     ("ask_fact", answer_trip),
+    ("ask_fact", answer_can_have),
     ("ask_fact", answer_fact),
     ("help", answer_help),
 )

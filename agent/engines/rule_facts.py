@@ -31,6 +31,7 @@ from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 __all__ = [
     "NOT_TOLD",
     "answer_about_you",
+    "answer_can_have",
     "answer_earlier",
     "answer_event",
     "answer_fact",
@@ -142,6 +143,12 @@ _ATTRIBUTE_WORDS = {
 }  # fmt: skip
 
 
+# "can I eat peanuts?", "should I have the cheese?", with the thing asked about.
+_ASK_CAN_HAVE = re.compile(
+    r"^(?:can|could|may|should) i (?:eat|have|drink|take|try) (?P<thing>.{1,60}?)\??$", _F
+)
+#: The facts that say what a user should not eat or drink.
+_CONSTRAINTS = frozenset({"allergy", "avoid", "diet"})
 # "where am I going in August?", "where am I flying to?", with the time asked about.
 _ASK_TRIP = re.compile(
     r"\bwhere (?:am i|are we|will i be|will we be|do i|shall i|should i)"
@@ -198,6 +205,31 @@ def answer_event(
         and wanted <= content_stems(f.value)
     ]
     return " ".join(_answer_line(f) for f in found) if found else None
+
+
+def answer_can_have(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "can I eat peanuts?" from the user's allergies, what they avoid and their diet:
+    "Better not." with the allergy or constraint that names it; what they told of their diet
+    when nothing names it; ``None`` when they told of none (another rule may answer)."""
+    match = _ASK_CAN_HAVE.match(reading.text)
+    if match is None:
+        return None
+    wanted = content_stems(match.group("thing"))
+    told = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).subject == USER and parse_key(f.key).name in _CONSTRAINTS
+    ]
+    against = [
+        f for f in told if parse_key(f.key).name != "diet" and wanted & content_stems(f.value)
+    ]
+    if against:
+        return "Better not. " + " ".join(_answer_line(f) for f in against)
+    if not told:
+        return None
+    return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
 
 
 def answer_trip(

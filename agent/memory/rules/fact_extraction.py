@@ -72,6 +72,16 @@ _PET = re.compile(rf"(?:{PETS})$", _F)
 # Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
 _CALLED = r"(?:'s name is|s' name is| is called| is named| called| named|,)?"
 _ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
+#: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
+JOBS = (
+    "nurse|teacher|doctor|engineer|developer|programmer|designer|lawyer|accountant|architect"
+    "|chef|cook|baker|student|writer|journalist|photographer|artist|musician|pilot|driver"
+    "|electrician|plumber|carpenter|mechanic|pharmacist|dentist|vet|veterinarian|scientist"
+    "|researcher|professor|lecturer|consultant|manager|analyst|librarian|firefighter"
+    "|police officer|paramedic|farmer|waiter|waitress|barista|cashier|translator|therapist"
+    "|psychologist|secretary|receptionist|entrepreneur|freelancer|surgeon|midwife"
+    "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
+)
 # What is said of someone: (predicate, attribute, how the value is read).
 _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     (re.compile(pattern, _F), attribute, kind)
@@ -80,6 +90,7 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
          "location", "place"),
         (r"(?:is|comes) from\s+", "hometown", "place"),
         (r"works as\s+", "job", "short"),
+        (rf"is (?=an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\b)", "job", "place"),
         (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
         (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
         (r"is (?:actually |now |really |just )?(?=\d{1,3}(?:\s*(?:years?\s+old|yo))?$)", "age",
@@ -95,16 +106,6 @@ _HAVE_ENTITY = re.compile(
 )
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
-#: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
-JOBS = (
-    "nurse|teacher|doctor|engineer|developer|programmer|designer|lawyer|accountant|architect"
-    "|chef|cook|baker|student|writer|journalist|photographer|artist|musician|pilot|driver"
-    "|electrician|plumber|carpenter|mechanic|pharmacist|dentist|vet|veterinarian|scientist"
-    "|researcher|professor|lecturer|consultant|manager|analyst|librarian|firefighter"
-    "|police officer|paramedic|farmer|waiter|waitress|barista|cashier|translator|therapist"
-    "|psychologist|secretary|receptionist|entrepreneur|freelancer|surgeon|midwife"
-    "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
-)
 # What a user may have on their calendar: "my flight to Berlin is on 14 March".
 _EVENTS = (
     "flight|train|bus|ferry|trip|holiday|vacation|appointment|meeting|interview|exam|test"
