@@ -41,6 +41,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my husband Raj is a pilot", "what does Raj do?"], "pilot"),
         (["my sister Ana is a nurse at the city hospital", "what's Ana's job?"], "a nurse."),
         (["we've got a puppy called Biscuit, he's 1", "what's Biscuit's age?"], "1"),
+        (["my son Leo is 3", "my son Leo just turned 4", "how old is Leo?"], "Leo is 4."),
+        (["I'm 34", "I just turned 35", "how old am I?"], "You're 35."),
     ],
     "allergies and constraints": [
         (["I'm allergic to peanuts", "what am I allergic to?"], "peanuts"),
@@ -71,6 +73,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I can't stand loud music", "do I like loud music?"], "No"),
         (["I hate cilantro", "what don't I like?"], "cilantro"),
         (["I love hiking", "do I like opera?"], "haven't told me"),
+        (["I love sushi", "what food do I like?"], "sushi"),
+        (["I like jazz", "I no longer like jazz", "do I like jazz?"], "No"),
+        (["I love running", "I don't like running anymore", "do I like running?"],
+         "No, you don't like running."),
+        (["I'm a fan of opera", "I'm not into opera any more", "do I like opera?"], "No"),
     ],
     "plans with dates": [
         (["my flight to Berlin is on 14 March", "when is my flight?"], "14 March"),

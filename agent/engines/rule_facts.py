@@ -92,8 +92,8 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
          "your birthday"),
         (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
-        (r"\bwhat do i (?:like|love|enjoy)\b|\bwhat are my (?:hobbies|interests)\b", "likes:",
-         "what you like"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b"
+         r"|\bwhat are my (?:hobbies|interests)\b", "likes:", "what you like"),
         (r"\bwhat(?:'s| is) my (?:favou?rite|fav) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
          "favourite:", "your favourites"),
     )

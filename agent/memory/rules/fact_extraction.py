@@ -95,6 +95,7 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
         (r"is (?:actually |now |really |just )?(?=\d{1,3}(?:\s*(?:years?\s+old|yo))?$)", "age",
          "raw"),
+        (r"(?:has )?(?:just )?turned\s+(?=\d{1,3}(?:\s*(?:years?\s+old|yo))?$)", "age", "raw"),
         (r"is allergic to\s+", "allergy", "short"),
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
@@ -126,7 +127,10 @@ _CORRECTION = re.compile(
 
 _LIVE = r"(?:live|reside|'m living|am living|'m based|am based|'m staying|am staying)"
 _WORK = r"(?:work|'m working|am working)"
-_DISLIKE = r"(?:(?:don't|do not|dont)\s+(?:like|love|enjoy)|hate|dislike|can't stand|cannot stand)"
+_DISLIKE = (
+    r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
+    r"|can't stand|cannot stand|(?:am|'m) (?:no longer|not) (?:a fan of|into))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +164,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         "phrase",
     ),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
+    _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
+          "raw"),
     _rule(
         "diet",
         r"^(?:i'm|i am|im)(?:\s+an?)?\s+(?P<v>(?:vegetarian|vegan|pescatarian|"
@@ -214,7 +220,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         r"wednesday|thursday|friday|saturday|sunday)\s+i\s+.+)",
         "phrase",
     ),
-    _rule("dislikes", rf"\bi{_ADV}\s+{_DISLIKE}\s+(?P<v>.+)", "short"),
+    _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "short"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "short"),
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
           "short"),
