@@ -112,6 +112,20 @@ async def test_cancel_asks_which_when_several_match_and_says_when_none_is_set(la
     result = await chat.say("cancel all my reminders", later(4))
     assert {j.status for j in result.turn.job_refs} == {"cancelled"}
     assert len(result.turn.job_refs) == 2
+    # The cancel is the whole answer: no list of what was just cancelled after it.
+    assert result.turn.assistant_text == "Cancelled the reminders: call mom; check the oven."
+    assert "no reminders are set" in await chat.reply("what are my reminders?", later(5))
+
+
+async def test_reminders_are_listed_soonest_first_and_set_in_other_words(lane):
+    chat = Conversation(lane)
+    await chat.say("remind me on Friday to pay rent", T0)
+    await chat.say("set a reminder for tomorrow morning to call the dentist", later(1))
+    await chat.say("remind me in 20 minutes to check the oven", later(2))
+    listed = await chat.reply("what are my reminders?", later(3))
+    assert listed.index("check the oven") < listed.index("call the dentist")
+    assert listed.index("call the dentist") < listed.index("pay rent")
+    assert "call the dentist, tomorrow at 09:00 UTC" in listed
 
 
 @pytest.mark.parametrize(

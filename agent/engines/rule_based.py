@@ -229,7 +229,8 @@ class RuleBasedConcierge:
         )
         clauses = split_clauses(message.text)
         parts.extend(dialogue_acks(packet, message, reading, clauses, intents))
-        answer = _question(packet, reading, jobs)
+        # A cancel or snooze is the answer ("cancel all my reminders" asks for no list).
+        answer = None if change is not None else _question(packet, reading, jobs)
         if answer is not None and answer[1].startswith(NOT_TOLD):
             # No fact says it, but it may have been said in passing: quote it if so.
             quoted = quote_memory(packet, message.text or "", now, personal=personal)

@@ -19,7 +19,7 @@ from agent.memory.rules.session_rules import LoopUpdate
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 from agent.utils.time_zones import DEFAULT_ZONE, zone_label
 
-__all__ = ["Answer", "Reading", "first_sentence", "say_when", "sentence", "utc"]
+__all__ = ["Answer", "Reading", "due_order", "first_sentence", "say_when", "sentence", "utc"]
 
 _MONTHS = (
     "January February March April May June July August September October November December"
@@ -52,6 +52,12 @@ Answer = Callable[[ConversationContextPacket, Reading, Sequence[JobRef]], str | 
 def utc(moment: datetime) -> datetime:
     """Return ``moment`` in UTC (a naive time is taken to be UTC already)."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def due_order(ref: JobRef) -> tuple[bool, datetime]:
+    """Sort key of scheduled jobs: the soonest first, one without a time last."""
+    due = ref.due_at
+    return (due is None, utc(due) if due is not None else datetime.max.replace(tzinfo=UTC))
 
 
 def say_when(due: datetime, now: datetime, zone: ZoneInfo = DEFAULT_ZONE) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from agent.engines.rule_reading import Reading, say_when, utc
+from agent.engines.rule_reading import Reading, due_order, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.dialogue_acts import read_acts
 from agent.memory.rules.extraction import Clause, ReminderRequest
@@ -186,7 +186,11 @@ def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Seque
     if packet.pending_clarifications:
         asked = [f"• {c.question}" for c in packet.pending_clarifications]
         sections.append("Waiting for your answer:\n" + "\n".join(asked))
-    scheduled = [*packet.active_job_refs, *jobs]
+    # This turn's changes over what was set (a cancelled reminder is gone), soonest first.
+    by_id = {ref.job_id: ref for ref in [*packet.active_job_refs, *jobs]}
+    scheduled = sorted(
+        (ref for ref in by_id.values() if ref.status != "cancelled"), key=due_order
+    )
     if scheduled:
         lines = []
         for ref in scheduled:

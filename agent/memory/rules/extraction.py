@@ -358,7 +358,9 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
 _REMIND = r"(?:please\s+)?(?:remind me|set (?:a |an )?reminder(?: for me)?)"
 _LINK = r"(?P<link>to|about|that|for)"
 _REMINDER_FORMS = (
-    re.compile(rf"\b{_REMIND}\s+(?P<when>{WHEN})\s*,?\s*(?:{_LINK}\s+(?P<label>.+))?$", _F),
+    re.compile(
+        rf"\b{_REMIND}\s+(?:for\s+)?(?P<when>{WHEN})\s*,?\s*(?:{_LINK}\s+(?P<label>.+))?$", _F
+    ),
     re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{WHEN})$", _F),
     re.compile(rf"^(?P<when>{WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
 )
