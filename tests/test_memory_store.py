@@ -284,6 +284,21 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
 
 
+async def test_forget_of_something_said_in_passing_says_the_conversation_still_holds_it(
+    lane, db
+):
+    """A detail no fact keeps ("my locker code is 4512") is still in the conversation, and
+    quoted when asked: "forget my locker code" erases no memory, and says so without claiming
+    the bot does not remember it, pointing to /forget; what was never said is "erased nothing"."""
+    chat = Chat(lane, db)
+    await chat.say("my locker code is 4512")
+    assert "4512" in await chat.say("what's my locker code?")
+    reply = await chat.say("forget my locker code")
+    assert reply.startswith("I keep no fact like “my locker code”, so there was none to erase.")
+    assert "/forget" in reply
+    assert "erased nothing" in await chat.say("forget my bike lock code")
+
+
 async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to_them(lane, db):
     """ "I don't like jazz" ends "I like jazz" with a contradicts relation (one slot, the later
     wins, the earlier is history); a fact about someone is related_to the memory naming them;

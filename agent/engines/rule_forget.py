@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from agent.engines.rule_reading import first_sentence
+from agent.engines.rule_recall import RECALL_THRESHOLD, recollect
 from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import describe_memory, parse_key, role_and_name
 from agent.memory.rules.extraction import content_stems
@@ -65,6 +66,12 @@ _ATTRIBUTE_STEMS: dict[str, frozenset[str]] = {
     for stem in content_stems(words)
 }
 
+_ONLY_SAID = (
+    "I keep no fact like “{said}”, so there was none to erase. You did say it in this "
+    "conversation, and I can still find it there: to erase that too, send /forget (it erases "
+    "this whole conversation; I ask first)."
+)
+
 _FORGET_IN_GROUP = (
     "I keep no long-term memory about anyone in a group, so there is nothing of that kind to "
     "forget. /forget erases this group's conversation."
@@ -105,6 +112,16 @@ def _forget(packet: ConversationContextPacket, message: InboundMessage, what: st
     matched = _matching_memories(current, what)
     if not matched:
         said = first_sentence(what, 80)
+        found = recollect(packet, what)
+        words = content_stems(what) - _FORGET_FILLER
+        if (
+            found is not None
+            and found.seq is not None
+            and found.score >= RECALL_THRESHOLD
+            and words <= content_stems(found.said)
+        ):
+            # Said in passing: no memory to erase, but the conversation still holds it.
+            return Reply(text=_ONLY_SAID.format(said=said), intent="forget_memory")
         return Reply(
             text=f"I don't remember anything like “{said}”, so I erased nothing. "
             "/facts lists what I remember.",
