@@ -30,6 +30,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I go by Sam", "what's my name?"], "Your name is Sam."),
         (["people call me Sammy", "who am I?"], "Sammy"),
         (["my name is Samuel but call me Sam", "what's my name?"], "Sam"),
+        (["hello! the name's Jo", "what's my name?"], "Your name is Jo."),
+        (["everyone calls me JJ", "what do you call me?"], "JJ"),
     ],
     "pets and relatives": [
         (["I have a dog called Rex", "what's my dog called?"], "Rex"),
@@ -42,6 +44,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my sister Ana is a nurse at the city hospital", "what's Ana's job?"], "a nurse."),
         (["we've got a puppy called Biscuit, he's 1", "what's Biscuit's age?"], "1"),
         (["my son Leo is 3", "my son Leo just turned 4", "how old is Leo?"], "Leo is 4."),
+        (["I have 2 cats, Tom and Jerry", "what pets do I have?"],
+         "Your cat is called Tom. Your cat is called Jerry."),
+        (["we have two kids called Ana and Leo", "who is Leo?"], "kid"),
         (["I'm 34", "I just turned 35", "how old am I?"], "You're 35."),
     ],
     "allergies and constraints": [
@@ -64,6 +69,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I work at a bakery", "where do I work?"], "bakery"),
         (["I'm a teacher", "what do I do?"], "teacher"),
         (["I work as a developer for Spotify", "where do I work?"], "Spotify"),
+        (["I'm employed at Deloitte", "where do I work?"], "Deloitte"),
+        (["my employer is the city council", "where do I work?"], "the city council"),
         (["I work as a chef at Nobu", "what's my job?"], "You work as a chef."),
     ],
     "likes and dislikes": [
@@ -87,6 +94,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my dentist appointment is on Tuesday at 3pm", "when is my dentist appointment?"],
          "Tuesday at 3pm"),
         (["my exam is on 12 June", "when is my exam?"], "12 June"),
+        (["my birthday's on the 3rd of June", "when's my birthday?"], "the 3rd of June"),
         (["my flight to Tokyo is on 14 March", "where am I going in March?"], "Tokyo"),
         (["my train to Porto leaves on Friday", "where am I going?"], "Porto"),
         (["I'm travelling to Oslo in May", "where am I flying to?"], "Oslo"),

@@ -177,6 +177,27 @@ def test_someone_is_given_a_job_only_for_a_word_of_work():
     assert facts_of("my dog Rex is a good boy") == {"pet:dog rex": "dog Rex"}
 
 
+def test_several_named_at_once_are_each_a_pet_or_relative():
+    """"I have two cats, Tom and Jerry" names two cats (the list spans the clauses); a number
+    without names, or things that are no one, name nobody."""
+    assert facts_of("I have 2 cats, Tom and Jerry") == {
+        "pet:cat tom": "cat Tom",
+        "pet:cat jerry": "cat Jerry",
+    }
+    assert facts_of("we have two children, Sam and Alex, and I live in Lisbon") == {
+        "relative:child sam": "child Sam",
+        "relative:child alex": "child Alex",
+        "location": "Lisbon",
+    }
+    assert facts_of("I have two sisters named Ana, Bea, and Cat") == {
+        "relative:sister ana": "sister Ana",
+        "relative:sister bea": "sister Bea",
+        "relative:sister cat": "sister Cat",
+    }
+    assert facts_of("I have two cats") == {}
+    assert facts_of("I have two meetings, Monday and Tuesday") == {}
+
+
 def test_an_event_keeps_its_slot_when_its_date_changes():
     """An event's slot is the event, so a new date replaces the old one."""
     assert facts_of("my flight to Tokyo is on 14 March") == {

@@ -105,6 +105,13 @@ _ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
 _HAVE_ENTITY = re.compile(
     rf"\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:an?|one|two|three)\s+{_WHO}\b", _F
 )
+# "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
+_HAVE_SEVERAL = re.compile(
+    rf"(?i:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)\s+"
+    rf"(?P<rel>children|{PEOPLE}|{PETS})(?:e?s)?\b(?:\s*[,:]|\s+(?:called|named))?)\s+"
+    r"(?P<names>[A-Z][^\W\d_]+(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)[A-Z][^\W\d_]+)+)",
+)
+_NAME_LIST = re.compile(r"\s*,\s*and\s+|\s*,\s*|\s+and\s+")
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # What a user may have on their calendar: "my flight to Berlin is on 14 March".
@@ -156,6 +163,13 @@ _FACT_RULES: tuple[_FactRule, ...] = (
           "zone"),
     _rule("name", r"\bmy name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
     _rule("name", r"\bcall me\s+(?P<v>.+)", "name", in_questions=True),
+    _rule("name", r"^(?:the\s+)?name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
+    _rule(
+        "name",
+        r"\b(?:everyone|everybody|people|friends|my friends|they|most people)\s+calls?\s+me"
+        r"\s+(?P<v>.+)",
+        "name",
+    ),
     _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
     _rule(
         "event",
@@ -189,6 +203,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?P<v>.+)", "place"),
+    _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
+    _rule("workplace", r"\bmy (?:employer|company|workplace) is\s+(?P<v>.+)", "place"),
     _rule(
         "favourite",
         r"\bmy (?:favou?rite|fav)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)\s+(?P<v>.+)",
@@ -196,7 +212,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     ),
     _rule(
         "birthday",
-        r"\bmy (?:birthday|bday|date of birth) is\s+(?:actually\s+|really\s+)?"
+        r"\bmy (?:birthday|bday|date of birth)(?:'s|\s+is)\s+(?:actually\s+|really\s+)?"
         r"(?:on\s+)?(?P<v>.+)",
         "short",
     ),
@@ -302,7 +318,9 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     Returns:
         The facts, at most one per key (the last stated wins).
     """
-    found: dict[str, Fact] = {}
+    found: dict[str, Fact] = {
+        key: Fact(key=key, value=value, turn=turn) for key, value in _read_several(text)
+    }
     correcting = _CORRECTION.search(text) is not None
     for clause in split_clauses(text, statements=True):
         if clause.question:
@@ -344,6 +362,19 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         if not rule.alongside:
             break
     return found
+
+
+def _read_several(text: str) -> list[tuple[str, str]]:
+    """Read "I have two cats, Tom and Jerry": one ``pet`` or ``relative`` fact for each name
+    (from the whole message: its list of names spans what the clauses cut apart)."""
+    several = _HAVE_SEVERAL.search(text)
+    if several is None:
+        return []
+    role = " ".join(several.group("rel").casefold().split())
+    role = "child" if role == "children" else role
+    attribute = "pet" if _PET.match(role) else "relative"
+    named = [f"{role} {name}" for name in _NAME_LIST.split(several.group("names"))]
+    return [(fact_key(USER, attribute, subject), subject) for subject in named]
 
 
 def _read_entity_facts(text: str) -> list[tuple[str, str]]:
