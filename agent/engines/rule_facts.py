@@ -151,7 +151,7 @@ _ASK_CAN_HAVE = re.compile(
 _CONSTRAINTS = frozenset({"allergy", "avoid", "diet"})
 # "where am I going in August?", "where am I flying to?", with the time asked about.
 _ASK_TRIP = re.compile(
-    r"\bwhere (?:am i|are we|will i be|will we be|do i|shall i|should i)"
+    r"\bwhere (?:am i|are we|will i be|will we be|do i)"
     r" (?:going|headed|heading|off|flying|travel(?:l)?ing|travel|go|fly|driving|sailing)\b"
     r"(?: to)?(?P<when>(?: (?:in|on|this|next|at|for|during) [\w' -]{1,40}?)?)\??$",
     _F,
