@@ -39,12 +39,7 @@ from typing import Any, Literal, Self, TypeVar
 import aiosqlite
 
 from agent.db.migrations import Migration, migrate
-from agent.db.sqlite_faults import (
-    is_busy,
-    read_only_hint,
-    storage_error,
-    translate_write_error,
-)
+from agent.db.sqlite_faults import is_busy, read_only_hint, storage_error, translate_write_error
 from agent.db.sqlite_files import file_sizes, make_private
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
@@ -63,6 +58,8 @@ Work = Callable[[Transaction], Awaitable[T]]
 Read = Callable[[Snapshot], T]
 
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
+# Temporary b-trees (sorts, FTS5 merges) in memory: in files they were most of a turn's writes.
+_TEMP_STORE = "PRAGMA temp_store = MEMORY;"
 # The database holds conversations: created readable and writable by its owner only.
 @dataclass(slots=True)
 class _Pending:
@@ -193,6 +190,7 @@ class Database:
             # difference in turn throughput within the noise of 600 turns.
             await conn.executescript(
                 f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d};"
+                f" {_TEMP_STORE}"
                 " PRAGMA foreign_keys = ON;"
                 f" PRAGMA synchronous = {_SYNCHRONOUS[self.durability]};"
                 " PRAGMA secure_delete = ON;"
@@ -209,7 +207,8 @@ class Database:
         try:
             conn.row_factory = sqlite3.Row
             conn.executescript(
-                f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d}; PRAGMA query_only = ON;"
+                f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d}; {_TEMP_STORE}"
+                " PRAGMA query_only = ON;"
             )
         except BaseException:
             conn.close()
