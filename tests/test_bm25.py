@@ -185,7 +185,6 @@ async def test_a_word_of_most_memories_takes_its_share_from_the_statistics(
     from agent.db import bm25 as ranking
     from agent.db.postgres import PostgresDatabase
     from agent.memory.longterm.postgres_memory_store import PostgresMemoryStore
-
     from agent.memory.storage.postgres_session_table import PostgresSessionTable
 
     memories, sessions = PostgresMemoryStore(), PostgresSessionTable()
