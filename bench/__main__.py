@@ -11,12 +11,16 @@ from bench import (
     start_time,
     throughput,
     throughput_postgres,
+    turn_cost,
 )
 
 
 async def _suite() -> int:
     return (
-        await lane_cost.main() or await postgres_cost.main() or await alternatives.main()
+        await lane_cost.main()
+        or await turn_cost.main()
+        or await postgres_cost.main()
+        or await alternatives.main()
     )
 
 
