@@ -87,22 +87,6 @@ async def test_temporary_tables_stay_in_memory_on_every_connection(db_path):
     assert searcher == (2,)
 
 
-async def test_a_new_file_has_small_pages_and_an_existing_file_keeps_its_own(tmp_path):
-    """A turn changes a little of many pages and the log writes whole ones: a new database has
-    1 KB pages. A file made before keeps its page size, and its rows, when opened again."""
-    with sqlite3.connect(tmp_path / "old.db") as conn:
-        conn.execute("PRAGMA page_size = 4096")
-        conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT UNIQUE)")
-        conn.execute("INSERT INTO items (name) VALUES ('kept')")
-    for name in ("new.db", "old.db"):
-        async with Database(tmp_path / name) as db:
-            await db.write(lambda tx: tx.execute("CREATE TABLE IF NOT EXISTS items (name TEXT)"))
-    with sqlite3.connect(tmp_path / "new.db") as new, sqlite3.connect(tmp_path / "old.db") as old:
-        assert new.execute("PRAGMA page_size").fetchone() == (1024,)
-        assert old.execute("PRAGMA page_size").fetchone() == (4096,)
-    assert _names_on_disk(tmp_path / "old.db") == {"kept"}
-
-
 def test_unknown_durability_is_rejected(db_path):
     """A durability other than 'full' or 'process' is refused before anything is opened."""
     with pytest.raises(ValueError, match="durability must be 'full' or 'process'"):

@@ -59,8 +59,9 @@ Read = Callable[[Snapshot], T]
 
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
 # Temporary b-trees (sorts, FTS5 merges) in memory: in files they were most of a turn's writes.
-# A new file has 1 KB pages: the WAL writes whole pages, and a turn changes a little of ~25.
-_TEMP_STORE, _NEW_FILE = "PRAGMA temp_store = MEMORY;", "PRAGMA page_size = 1024;"
+_TEMP_STORE = "PRAGMA temp_store = MEMORY;"
+
+
 @dataclass(slots=True)
 class _Pending:
     work: Work[Any]
@@ -191,8 +192,7 @@ class Database:
             await conn.executescript(
                 f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d};"
                 f" {_TEMP_STORE}"
-                + ("" if query_only else f" {_NEW_FILE}")
-                + " PRAGMA foreign_keys = ON;"
+                " PRAGMA foreign_keys = ON;"
                 f" PRAGMA synchronous = {_SYNCHRONOUS[self.durability]};"
                 " PRAGMA secure_delete = ON;"
                 + (" PRAGMA query_only = ON;" if query_only else "")
