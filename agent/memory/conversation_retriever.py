@@ -50,7 +50,9 @@ of every index, which bounds that read per word (``bench/retrieval_cost.py`` mea
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import Future
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
@@ -220,13 +222,14 @@ class ConversationRetriever:
         # point. Memories (a few per chat) are searched for both.
         session_queries = queries[:1] if said else queries
         candidates: dict[str, Candidate] = {}
-        nearest: list[int] = []
-        if session_id is not None and self.semantic is not None and query_vector is not None:
-            nearest = self.semantic.search(conn, session_id, query_vector, limit, before_seq)
-        if session_id is not None and (session_queries or nearest):
+        # The memories first: searched while the message's vector may still be encoded.
+        self._memory_candidates(conn, candidates, chat_id, queries, limit, now)
+        semantic = self.semantic is not None and query_vector is not None
+        if session_id is not None and (session_queries or semantic):
             hits = self._turn_candidates(
-                conn, candidates, session_id, session_queries, limit, before_seq, state, nearest
-            )
+                conn, candidates, session_id, session_queries, limit, before_seq, state,
+                query_vector,
+            )  # fmt: skip
             # A summary delta repeats turns in short: it is a candidate where the turns found
             # do not fill the candidate set. Searched always, summaries took room that turns
             # fill better (bench/memory_quality.py: 2 points of recall at every budget) and
@@ -239,7 +242,6 @@ class ConversationRetriever:
                 for ref, c in candidates.items()
                 if c.kind == "memory" or (c.seq or 0) > after_seq
             }
-        self._memory_candidates(conn, candidates, chat_id, queries, limit, now)
         if state is not None:
             last_seq = state.turn_count
         else:
@@ -255,7 +257,7 @@ class ConversationRetriever:
         limit: int,
         before_seq: int | None,
         state: SessionState | None,
-        nearest: list[int],
+        query_vector: Any,
     ) -> int:
         # Returns how many turns matched a query (the raw turns at the end left out). The raw
         # turns at the end are matched too and dropped here: ask for that many more.
@@ -263,6 +265,8 @@ class ConversationRetriever:
         facts, loops = fact_turns(state), loop_turns(state)
         texts = [query for query, _ in queries]
         results = self.store.search_turn_texts(conn, session_id, texts, limit + slack + 1)
+        # The words searched, the message's vector is waited for (encoded meanwhile).
+        nearest = self._nearest(conn, session_id, query_vector, limit, before_seq)
         if not queries:  # no word of the message to search for: its vector alone
             queries, results = [("", "message")], [[]]
         for turn in self.store.get_turn_texts(conn, session_id, nearest):  # [] reads nothing
@@ -297,6 +301,26 @@ class ConversationRetriever:
                     best = max(value, strength.get(seq, 0.0), inherited.get(seq, 0.0))
                     setattr(candidate, slot, max(getattr(candidate, slot), best))
         return len({seq for _, strength, _ in scored for seq in strength})
+
+    def _nearest(
+        self,
+        conn: Snapshot,
+        session_id: str,
+        query_vector: Any,
+        limit: int,
+        before_seq: int | None,
+    ) -> list[int]:
+        """Return the session's turns nearest the message's vector (a vector, or the future of
+        one: :meth:`query_vector`), nearest first; none if it could not be encoded."""
+        if self.semantic is None or query_vector is None:
+            return []
+        if isinstance(query_vector, Future):
+            try:
+                query_vector = query_vector.result()
+            except Exception:
+                logger.exception("encoding the message failed: its words alone are searched")
+                return []
+        return self.semantic.search(conn, session_id, query_vector, limit, before_seq)
 
     def _selective(self, conn: Snapshot, queries: list[str]) -> list[tuple[str, bool]]:
         """Leave out of each query the words found in more than ``max_word_turns`` turns;
@@ -456,10 +480,24 @@ class ConversationRetriever:
             state=state.model_copy(update={"active_topics": ()}),
         )
 
-    async def query_vector(self, text: str) -> Any:
-        """Return a message's vector for :meth:`for_packet` (``None``: no semantic search)."""
-        has_words = self.semantic is not None and text.strip()
-        return await self.semantic.embed_query(text) if self.semantic and has_words else None
+    async def query_vector(self, text: str, speaker: str | None = None) -> Future[Any] | None:
+        """Start encoding a message for :meth:`for_packet`; return its vector's future
+        (``None``: no semantic search).
+
+        The vector is made in a thread while the packet's words are searched: the retriever
+        waits for it after the lexical searches, so only what is left of the encoding adds to
+        the packet's time. It is encoded as the message's turn will be (``speaker: words``)
+        and the indexer stores the same vector for that turn once it is committed, without
+        encoding it again. While the model loads (the first encoding: seconds) the vector is
+        awaited here, on the loop, not in the searcher's thread that other chats share.
+        """
+        if self.semantic is None or not text.strip():
+            return None
+        loaded = self.semantic.loaded
+        vector = self.semantic.encode_message(text, speaker)
+        if not loaded:
+            await asyncio.wait([asyncio.wrap_future(vector)])
+        return vector
 
     def turn_committed(self, session_id: str) -> None:
         """Index the session's new turns in the background (after a turn's commit, never in it)."""
