@@ -368,7 +368,8 @@ class ConversationRetriever:
             text=render_turn(turn),
             seq=turn.seq,
             speaker=turn.speaker,
-            day_chars=len(_date(turn.created_at)) + 3,  # " (8 May 2023)": once per day
+            # "#12 " and " (8 May 2023)": the packet's line shows neither (split_day).
+            unlisted_chars=len(str(turn.seq)) + 2 + len(_date(turn.created_at)) + 3,
             importance=policy.fact_turn_importance if important else policy.turn_importance,
             open_loop=1.0 if turn.seq in loops else 0.0,
         )

@@ -128,7 +128,9 @@ class Candidate:
     text: str
     seq: int | None
     speaker: str | None = None
-    day_chars: int = 0  # of ``text``, what a packet shows once per day, not once per item
+    # Of ``text``, what a packet does not show on the item's line: a turn's seq, and its day
+    # (a line of its own, shared by that day's turns).
+    unlisted_chars: int = 0
     message: float = 0.0  # raw BM25 strength (-bm25) for the message query
     topics: float = 0.0  # ... for the topic query
     recency: float = 0.0
@@ -250,7 +252,7 @@ def _could_fit(ranked: list[_Ranked], budget: int) -> list[_Ranked]:
     never = budget + 1  # an item costing this much or more cannot be taken
     for entry in ranked:
         # A turn's day is a line shared by that day's turns: its own cost is its line's.
-        cost = tokens_for_chars(len(entry.candidate.text) - entry.candidate.day_chars)
+        cost = tokens_for_chars(len(entry.candidate.text) - entry.candidate.unlisted_chars)
         if cost >= never:
             continue
         if cost + sum(costs[: bisect_right(costs, cost)]) > budget:
