@@ -43,11 +43,15 @@ class RetrievalWeights:
     loops. On ``bench/memory_quality.py`` those lost to plain BM25 (the topics and recency of
     the moment pulled in turns unrelated to the question), so relevance to the message now
     dominates and the other signals break ties and fill in when the message matches nothing.
+    Recency is off by default: at 0.1 it pulled the later sessions' turns above the earlier
+    ones that answer (``bench/memory_quality.py``, all 999 questions: 0 found the evidence
+    of 0.4 / 1.1 points more of them at 1,000 / 2,000 tokens, multi-hop 3.5 more); equal
+    scores still go to the newer item, and the last turns are in every packet verbatim.
     """
 
     message: float = 1.0
     topics: float = 0.1
-    recency: float = 0.1
+    recency: float = 0.0
     importance: float = 0.1
     open_loop: float = 0.1
 
