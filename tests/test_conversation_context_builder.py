@@ -28,10 +28,10 @@ from agent.memory import (
     render_packet,
 )
 from agent.memory.conversation_context_builder import ConversationContextBuilder
-from agent.memory.conversation_retriever import render_turn
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.group_schemas import Decision, Participant, Proposal, Reaction
+from agent.memory.packet_lines import render_turn
 from agent.memory.schemas import Fact, Memory, PendingClarification, RetrievedItem, Topic, dump_json
 from agent.utils.ids import session_id
 from agent.utils.tokens import estimate_tokens, tokens_for_chars

@@ -53,7 +53,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import Future
-from datetime import date, datetime
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -63,6 +63,7 @@ from agent.memory.conversation_store import ConversationStore, SqliteConversatio
 from agent.memory.longterm.memory_consolidator import decay_factor
 from agent.memory.longterm.memory_slots import render_memory
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
+from agent.memory.packet_lines import render_turn, turn_day
 from agent.memory.retrieval_ranking import (
     Candidate,
     RetrievalPolicy,
@@ -73,7 +74,7 @@ from agent.memory.retrieval_ranking import (
     rank,
     spread,
 )
-from agent.memory.schemas import ConversationTurn, RetrievedItem, SessionState
+from agent.memory.schemas import RetrievedItem, SessionState
 from agent.memory.semantic_search import SemanticSearch
 from agent.memory.storage.word_frequencies import WordFrequencies
 from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
@@ -85,7 +86,6 @@ __all__ = [
     "RetrievalPolicy",
     "RetrievalWeights",
     "query_words",
-    "render_turn",
 ]
 
 logger = logging.getLogger(__name__)
@@ -117,24 +117,6 @@ def query_words(text: str) -> list[str]:
         word for word in words if word not in _STOP_WORDS and not (word.isdigit() and len(word) < 3)
     ]
     return list(dict.fromkeys(kept))[:QUERY_WORDS]
-
-
-def _date(moment: datetime) -> str:
-    return f"{moment.day} {_month(moment.year, moment.month)}"
-
-
-@lru_cache(maxsize=1024)
-def _month(year: int, month: int) -> str:
-    # Cached: strftime costs more than the rest of a rendered turn, and turns share months.
-    return f"{date(year, month, 1):%b %Y}"
-
-
-def render_turn(turn: ConversationTurn | TurnText) -> str:
-    """Return a turn as a retrieved item shows it: ``#12 Ada (8 May 2023): ...``."""
-    text = f"#{turn.seq} {turn.speaker or 'user'} ({_date(turn.created_at)}): {turn.user_text}"
-    if turn.assistant_text:
-        text += f"\n  bot: {turn.assistant_text}"
-    return text
 
 
 class ConversationRetriever:
@@ -266,7 +248,9 @@ class ConversationRetriever:
         texts = [query for query, _ in queries]
         results = self.store.search_turn_texts(conn, session_id, texts, limit + slack + 1)
         # The words searched, the message's vector is waited for (encoded meanwhile).
-        nearest = self._nearest(conn, session_id, query_vector, limit, before_seq)
+        semantic, vector = self.semantic, query_vector
+        nearest = [] if semantic is None else semantic.search(conn, session_id, vector, limit,
+                                                                before_seq)  # fmt: skip
         if not queries:  # no word of the message to search for: its vector alone
             queries, results = [("", "message")], [[]]
         for turn in self.store.get_turn_texts(conn, session_id, nearest):  # [] reads nothing
@@ -301,26 +285,6 @@ class ConversationRetriever:
                     best = max(value, strength.get(seq, 0.0), inherited.get(seq, 0.0))
                     setattr(candidate, slot, max(getattr(candidate, slot), best))
         return len({seq for _, strength, _ in scored for seq in strength})
-
-    def _nearest(
-        self,
-        conn: Snapshot,
-        session_id: str,
-        query_vector: Any,
-        limit: int,
-        before_seq: int | None,
-    ) -> list[int]:
-        """Return the session's turns nearest the message's vector (a vector, or the future of
-        one: :meth:`query_vector`), nearest first; none if it could not be encoded."""
-        if self.semantic is None or query_vector is None:
-            return []
-        if isinstance(query_vector, Future):
-            try:
-                query_vector = query_vector.result()
-            except Exception:
-                logger.exception("encoding the message failed: its words alone are searched")
-                return []
-        return self.semantic.search(conn, session_id, query_vector, limit, before_seq)
 
     def _selective(self, conn: Snapshot, queries: list[str]) -> list[tuple[str, bool]]:
         """Leave out of each query the words found in more than ``max_word_turns`` turns;
@@ -369,7 +333,7 @@ class ConversationRetriever:
             seq=turn.seq,
             speaker=turn.speaker,
             # "#12 " and " (8 May 2023)": the packet's line shows neither (split_day).
-            unlisted_chars=len(str(turn.seq)) + 2 + len(_date(turn.created_at)) + 3,
+            unlisted_chars=len(str(turn.seq)) + 2 + len(turn_day(turn.created_at)) + 3,
             importance=policy.fact_turn_importance if important else policy.turn_importance,
             open_loop=1.0 if turn.seq in loops else 0.0,
         )
@@ -482,15 +446,11 @@ class ConversationRetriever:
         )
 
     async def query_vector(self, text: str, speaker: str | None = None) -> Future[Any] | None:
-        """Start encoding a message for :meth:`for_packet`; return its vector's future
-        (``None``: no semantic search).
+        """Start encoding a message for :meth:`for_packet` (:meth:`SemanticSearch.
+        encode_message`); return its vector's future (``None``: no semantic search).
 
-        The vector is made in a thread while the packet's words are searched: the retriever
-        waits for it after the lexical searches, so only what is left of the encoding adds to
-        the packet's time. It is encoded as the message's turn will be (``speaker: words``)
-        and the indexer stores the same vector for that turn once it is committed, without
-        encoding it again. While the model loads (the first encoding: seconds) the vector is
-        awaited here, on the loop, not in the searcher's thread that other chats share.
+        The retriever waits for it after its lexical searches. While the model loads (the
+        first encoding: seconds) it is awaited here, on the loop, not in the searcher's thread.
         """
         if self.semantic is None or not text.strip():
             return None

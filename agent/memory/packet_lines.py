@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from datetime import date, datetime
+from functools import lru_cache
 from typing import Any
 
 from agent.memory.group_schemas import Decision, Participant, Proposal
@@ -24,6 +26,7 @@ from agent.memory.schemas import (
     RetrievedItem,
     Topic,
 )
+from agent.memory.storage.turn_search import TurnText
 
 __all__ = [
     "CLARIFICATIONS_HEADER",
@@ -52,11 +55,13 @@ __all__ = [
     "participant_line",
     "proposal_line",
     "reference_labels",
+    "render_turn",
     "retrieved_lines",
     "split_day",
     "state_lines",
     "title",
     "topic_lines",
+    "turn_day",
     "turn_lines",
 ]
 
@@ -217,6 +222,25 @@ def state_lines(
     lines += topic_lines(topics)
     lines += entity_lines(entities, reference_labels(loops, jobs, proposals, decisions))
     return lines
+
+
+def turn_day(moment: datetime) -> str:
+    """The day a turn was said, as its line shows it: ``8 May 2023``."""
+    return f"{moment.day} {_month(moment.year, moment.month)}"
+
+
+@lru_cache(maxsize=1024)
+def _month(year: int, month: int) -> str:
+    # Cached: strftime costs more than the rest of a rendered turn, and turns share months.
+    return f"{date(year, month, 1):%b %Y}"
+
+
+def render_turn(turn: ConversationTurn | TurnText) -> str:
+    """Return a turn as a retrieved item shows it: ``#12 Ada (8 May 2023): ...``."""
+    text = f"#{turn.seq} {turn.speaker or 'user'} ({turn_day(turn.created_at)}): {turn.user_text}"
+    if turn.assistant_text:
+        text += f"\n  bot: {turn.assistant_text}"
+    return text
 
 
 # A retrieved turn as render_turn writes it: "#12 Ada (8 May 2023): ..." (the speaker may hold

@@ -219,11 +219,21 @@ class SemanticSearch:
     def search(
         self, conn: Snapshot, session_id: str, vector: Any, limit: int, before_seq: int | None
     ) -> list[int]:
-        """Return the seqs of the session's turns nearest ``vector``, nearest first, before
-        ``before_seq`` (``None``: any), at most ``limit``; runs in the searcher's thread."""
+        """Return the seqs of the session's turns nearest ``vector`` (a vector, or the future
+        of one: :meth:`encode_message`; ``None``: none), nearest first, before ``before_seq``
+        (``None``: any), at most ``limit``; runs in the searcher's thread. A message that could
+        not be encoded finds none (its words are still searched)."""
         import numpy as np  # comes with the optional "semantic" extra
 
+        if vector is None:
+            return []
         fresh = self._store.vectors(conn, session_id, self.model, self._last_seq(session_id))
+        if isinstance(vector, Future):  # read while it was encoded: wait for it now
+            try:
+                vector = vector.result()
+            except Exception:
+                logger.exception("encoding the message failed: its words alone are searched")
+                return []
         with self._lock:
             cached = self._indexes.get(session_id)
             if cached is None:
