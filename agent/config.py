@@ -270,7 +270,7 @@ class Settings(BaseSettings):
         ),
     )
     retrieval_weight_recency: float = Field(
-        default=0.1,
+        default=0.0,
         ge=0,
         alias="AGENT_RETRIEVAL_WEIGHT_RECENCY",
         description="Retrieval score weight of recency (turns back; a memory's decay).",

@@ -86,8 +86,8 @@ from agent.memory import (  # noqa: E402
     Reply,
     render_packet,
 )
-from agent.memory.conversation_retriever import render_turn  # noqa: E402
 from agent.memory.conversation_store import match_query  # noqa: E402
+from agent.memory.packet_lines import render_turn  # noqa: E402
 from agent.utils.tokens import estimate_tokens, tokens_for_chars  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"

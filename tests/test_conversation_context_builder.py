@@ -28,10 +28,10 @@ from agent.memory import (
     render_packet,
 )
 from agent.memory.conversation_context_builder import ConversationContextBuilder
-from agent.memory.conversation_retriever import render_turn
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.group_schemas import Decision, Participant, Proposal, Reaction
+from agent.memory.packet_lines import render_turn
 from agent.memory.schemas import Fact, Memory, PendingClarification, RetrievedItem, Topic, dump_json
 from agent.utils.ids import session_id
 from agent.utils.tokens import estimate_tokens, tokens_for_chars
@@ -214,8 +214,8 @@ def test_a_retrieved_turn_is_not_repeated_in_short_nor_in_the_summary():
 
 
 def test_retrieved_turns_are_grouped_under_the_day_they_were_said():
-    """Each retrieved turn reads ``#12 Ada: ...`` under one ``On <day>:`` line per day, in
-    conversation order; the cost counts each day's line once."""
+    """Each retrieved turn reads ``Ada: ...`` (no seq: a token or two of every line) under one
+    ``On <day>:`` line per day, in conversation order; the cost counts each day's line once."""
     days = {3: T0, 4: T0, 9: T0.replace(month=5, day=8)}
     retrieved = [
         RetrievedItem(
@@ -234,22 +234,28 @@ def test_retrieved_turns_are_grouped_under_the_day_they_were_said():
     lines = render_packet(packet).splitlines()
     start = lines.index("Relevant earlier in this conversation:")
     assert lines[start + 1] == "On 1 Mar 2025:"
-    assert lines[start + 2].startswith("#3 Ada: u003")
-    assert lines[start + 4].startswith("#4 Ada: u004")
+    assert lines[start + 2].startswith("Ada: u003")
+    assert lines[start + 4].startswith("Ada: u004")
     assert lines[start + 6] == "On 8 May 2025:"
-    assert lines[start + 7].startswith("#9 Ada: u009")
+    assert lines[start + 7].startswith("Ada: u009")
     assert_counts_the_rendered_text(packet, 10_000)
 
 
 def test_a_fact_whose_key_holds_its_value_says_it_once():
-    """``likes:jazz`` = ``jazz`` reads ``- likes: jazz``; other facts read ``key: value``."""
-    facts = (Fact(key="likes:jazz", value="jazz", turn=1), Fact(key="name", value="Ada", turn=2))
+    """``likes:jazz`` = ``jazz`` reads ``- likes: jazz``, and so does a value said in other
+    case (``likes:miles davis`` = ``Miles Davis``); other facts read ``key: value``."""
+    facts = (
+        Fact(key="likes:jazz", value="jazz", turn=1),
+        Fact(key="name", value="Ada", turn=2),
+        Fact(key="likes:miles davis", value="Miles Davis", turn=3),
+    )
     builder = ConversationContextBuilder(token_budget=10_000, recent_turns=0)
     packet = builder.build(SessionState(session_id=SID, turn_count=2, facts=facts), [], now=T0)
 
     lines = render_packet(packet).splitlines()
     assert "- likes: jazz" in lines
     assert "- name: Ada" in lines
+    assert "- likes: Miles Davis" in lines
     assert_counts_the_rendered_text(packet, 10_000)
 
 

@@ -651,8 +651,7 @@ async def test_memory_command_shows_what_retrieval_adds_for_the_last_message(lan
     reply = await CommandCenter(lane, db).run(CHAT, "memory")
 
     assert "Relevant earlier in this conversation:" in reply.text
-    assert "#1 user" in reply.text
-    assert "The kayak is yellow." in reply.text
+    assert "\nuser: The kayak is yellow.\n" in reply.text  # turn 1, retrieved
     assert "tokens" in reply.text
 
 

@@ -208,6 +208,50 @@ async def test_an_edit_drops_the_vector_of_the_old_words(tmp_path: Path, backend
         assert "Rex" not in render_packet(packet)
 
 
+class _Answering:
+    async def reply(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
+        return Reply(text="Noted.")
+
+
+async def test_a_replied_message_is_encoded_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message the bot answers is encoded for its packet's search, as ``speaker: words``,
+    and its turn is indexed with that vector, not encoded again: as many sentences encoded as
+    turns, and each turn's stored vector is the one of its message."""
+    import numpy as np
+
+    from agent.app import wiring
+    from agent.memory.semantic_search import load_encoder
+
+    encoded: list[str] = []
+
+    def counting(model: str) -> tuple[Any, int]:
+        encode, dimension = load_encoder(model)
+
+        def counted(texts: list[str]) -> Any:
+            encoded.extend(texts)
+            return encode(texts)
+
+        return counted, dimension
+
+    monkeypatch.setattr(wiring, "load_encoder", counting)
+    texts = _conversation()[:5]
+    async with _lane(tmp_path, semantic=True) as lane:
+        for n, text in enumerate(texts, start=1):
+            message = InboundMessage(chat_id=7, text=text, user_id=1, speaker="Ada",
+                                     update_id=n, message_id=n, wants_reply=True)  # fmt: skip
+            result = await lane.on_turn(message, _Answering())
+            assert result.packet is not None
+    assert sorted(encoded) == sorted(f"Ada: {text}" for text in texts)
+    encode, _ = load_encoder(_model())
+    with closing(sqlite3.connect(tmp_path / "memory.db")) as conn:
+        sql = "SELECT vector FROM conversation_turn_vectors ORDER BY seq"
+        rows = conn.execute(sql).fetchall()
+    stored = np.stack([np.frombuffer(row[0], dtype=np.float32) for row in rows])
+    assert np.allclose(stored, encode([f"Ada: {text}" for text in texts]), atol=1e-5)
+
+
 def test_the_model_encodes_unit_vectors() -> None:
     """The loader gives the model's dimension and unit-length rows (cosine = dot product)."""
     import numpy as np

@@ -50,8 +50,10 @@ of every index, which bounds that read per word (``bench/retrieval_cost.py`` mea
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from datetime import date, datetime
+from concurrent.futures import Future
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -61,6 +63,7 @@ from agent.memory.conversation_store import ConversationStore, SqliteConversatio
 from agent.memory.longterm.memory_consolidator import decay_factor
 from agent.memory.longterm.memory_slots import render_memory
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
+from agent.memory.packet_lines import render_turn, turn_day
 from agent.memory.retrieval_ranking import (
     Candidate,
     RetrievalPolicy,
@@ -71,7 +74,7 @@ from agent.memory.retrieval_ranking import (
     rank,
     spread,
 )
-from agent.memory.schemas import ConversationTurn, RetrievedItem, SessionState
+from agent.memory.schemas import RetrievedItem, SessionState
 from agent.memory.semantic_search import SemanticSearch
 from agent.memory.storage.word_frequencies import WordFrequencies
 from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
@@ -83,7 +86,6 @@ __all__ = [
     "RetrievalPolicy",
     "RetrievalWeights",
     "query_words",
-    "render_turn",
 ]
 
 logger = logging.getLogger(__name__)
@@ -115,24 +117,6 @@ def query_words(text: str) -> list[str]:
         word for word in words if word not in _STOP_WORDS and not (word.isdigit() and len(word) < 3)
     ]
     return list(dict.fromkeys(kept))[:QUERY_WORDS]
-
-
-def _date(moment: datetime) -> str:
-    return f"{moment.day} {_month(moment.year, moment.month)}"
-
-
-@lru_cache(maxsize=1024)
-def _month(year: int, month: int) -> str:
-    # Cached: strftime costs more than the rest of a rendered turn, and turns share months.
-    return f"{date(year, month, 1):%b %Y}"
-
-
-def render_turn(turn: ConversationTurn | TurnText) -> str:
-    """Return a turn as a retrieved item shows it: ``#12 Ada (8 May 2023): ...``."""
-    text = f"#{turn.seq} {turn.speaker or 'user'} ({_date(turn.created_at)}): {turn.user_text}"
-    if turn.assistant_text:
-        text += f"\n  bot: {turn.assistant_text}"
-    return text
 
 
 class ConversationRetriever:
@@ -220,13 +204,14 @@ class ConversationRetriever:
         # point. Memories (a few per chat) are searched for both.
         session_queries = queries[:1] if said else queries
         candidates: dict[str, Candidate] = {}
-        nearest: list[int] = []
-        if session_id is not None and self.semantic is not None and query_vector is not None:
-            nearest = self.semantic.search(conn, session_id, query_vector, limit, before_seq)
-        if session_id is not None and (session_queries or nearest):
+        # The memories first: searched while the message's vector may still be encoded.
+        self._memory_candidates(conn, candidates, chat_id, queries, limit, now)
+        semantic = self.semantic is not None and query_vector is not None
+        if session_id is not None and (session_queries or semantic):
             hits = self._turn_candidates(
-                conn, candidates, session_id, session_queries, limit, before_seq, state, nearest
-            )
+                conn, candidates, session_id, session_queries, limit, before_seq, state,
+                query_vector,
+            )  # fmt: skip
             # A summary delta repeats turns in short: it is a candidate where the turns found
             # do not fill the candidate set. Searched always, summaries took room that turns
             # fill better (bench/memory_quality.py: 2 points of recall at every budget) and
@@ -239,7 +224,6 @@ class ConversationRetriever:
                 for ref, c in candidates.items()
                 if c.kind == "memory" or (c.seq or 0) > after_seq
             }
-        self._memory_candidates(conn, candidates, chat_id, queries, limit, now)
         if state is not None:
             last_seq = state.turn_count
         else:
@@ -255,7 +239,7 @@ class ConversationRetriever:
         limit: int,
         before_seq: int | None,
         state: SessionState | None,
-        nearest: list[int],
+        query_vector: Any,
     ) -> int:
         # Returns how many turns matched a query (the raw turns at the end left out). The raw
         # turns at the end are matched too and dropped here: ask for that many more.
@@ -263,6 +247,10 @@ class ConversationRetriever:
         facts, loops = fact_turns(state), loop_turns(state)
         texts = [query for query, _ in queries]
         results = self.store.search_turn_texts(conn, session_id, texts, limit + slack + 1)
+        # The words searched, the message's vector is waited for (encoded meanwhile).
+        semantic, vector = self.semantic, query_vector
+        nearest = [] if semantic is None else semantic.search(conn, session_id, vector, limit,
+                                                                before_seq)  # fmt: skip
         if not queries:  # no word of the message to search for: its vector alone
             queries, results = [("", "message")], [[]]
         for turn in self.store.get_turn_texts(conn, session_id, nearest):  # [] reads nothing
@@ -344,7 +332,8 @@ class ConversationRetriever:
             text=render_turn(turn),
             seq=turn.seq,
             speaker=turn.speaker,
-            day_chars=len(_date(turn.created_at)) + 3,  # " (8 May 2023)": once per day
+            # "#12 " and " (8 May 2023)": the packet's line shows neither (split_day).
+            unlisted_chars=len(str(turn.seq)) + 2 + len(turn_day(turn.created_at)) + 3,
             importance=policy.fact_turn_importance if important else policy.turn_importance,
             open_loop=1.0 if turn.seq in loops else 0.0,
         )
@@ -456,10 +445,20 @@ class ConversationRetriever:
             state=state.model_copy(update={"active_topics": ()}),
         )
 
-    async def query_vector(self, text: str) -> Any:
-        """Return a message's vector for :meth:`for_packet` (``None``: no semantic search)."""
-        has_words = self.semantic is not None and text.strip()
-        return await self.semantic.embed_query(text) if self.semantic and has_words else None
+    async def query_vector(self, text: str, speaker: str | None = None) -> Future[Any] | None:
+        """Start encoding a message for :meth:`for_packet` (:meth:`SemanticSearch.
+        encode_message`); return its vector's future (``None``: no semantic search).
+
+        The retriever waits for it after its lexical searches. While the model loads (the
+        first encoding: seconds) it is awaited here, on the loop, not in the searcher's thread.
+        """
+        if self.semantic is None or not text.strip():
+            return None
+        loaded = self.semantic.loaded
+        vector = self.semantic.encode_message(text, speaker)
+        if not loaded:
+            await asyncio.wait([asyncio.wrap_future(vector)])
+        return vector
 
     def turn_committed(self, session_id: str) -> None:
         """Index the session's new turns in the background (after a turn's commit, never in it)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from datetime import date, datetime
+from functools import lru_cache
 from typing import Any
 
 from agent.memory.group_schemas import Decision, Participant, Proposal
@@ -24,6 +26,7 @@ from agent.memory.schemas import (
     RetrievedItem,
     Topic,
 )
+from agent.memory.storage.turn_search import TurnText
 
 __all__ = [
     "CLARIFICATIONS_HEADER",
@@ -52,11 +55,13 @@ __all__ = [
     "participant_line",
     "proposal_line",
     "reference_labels",
+    "render_turn",
     "retrieved_lines",
     "split_day",
     "state_lines",
     "title",
     "topic_lines",
+    "turn_day",
     "turn_lines",
 ]
 
@@ -99,10 +104,10 @@ def job_line(job: JobRef) -> str:
 
 
 def fact_line(fact: Fact) -> str:
-    """A fact the user told about themselves: ``key: value``, and ``likes: jazz`` for a key
-    that holds its value already (``likes:jazz``: the value is not said twice)."""
+    """A fact the user told about themselves: ``key: value``, and ``likes: Jazz`` for a key
+    that holds its value already, in any case (``likes:jazz``: the value is not said twice)."""
     kind, colon, rest = fact.key.partition(":")
-    if colon and rest == fact.value:
+    if colon and rest.casefold() == fact.value.casefold():
         return f"- {kind}: {fact.value}"
     return f"- {fact.key}: {fact.value}"
 
@@ -219,22 +224,43 @@ def state_lines(
     return lines
 
 
+def turn_day(moment: datetime) -> str:
+    """The day a turn was said, as its line shows it: ``8 May 2023``."""
+    return f"{moment.day} {_month(moment.year, moment.month)}"
+
+
+@lru_cache(maxsize=1024)
+def _month(year: int, month: int) -> str:
+    # Cached: strftime costs more than the rest of a rendered turn, and turns share months.
+    return f"{date(year, month, 1):%b %Y}"
+
+
+def render_turn(turn: ConversationTurn | TurnText) -> str:
+    """Return a turn as a retrieved item shows it: ``#12 Ada (8 May 2023): ...``."""
+    text = f"#{turn.seq} {turn.speaker or 'user'} ({turn_day(turn.created_at)}): {turn.user_text}"
+    if turn.assistant_text:
+        text += f"\n  bot: {turn.assistant_text}"
+    return text
+
+
 # A retrieved turn as render_turn writes it: "#12 Ada (8 May 2023): ..." (the speaker may hold
 # anything but the date in brackets before the colon).
-_DATED_TURN = re.compile(r"(#\d+ .*?) \((\d{1,2} \w{3} \d{4})\): ", re.DOTALL)
+_DATED_TURN = re.compile(r"#\d+ (.*?) \((\d{1,2} \w{3} \d{4})\): ", re.DOTALL)
 _LINE_SEQ = re.compile(r"#(\d+) ")
 
 
 def earlier_line(item: RetrievedItem) -> tuple[str | None, str]:
     """A retrieved turn or summary as the packet shows it: the day it was said (a line of
     its own, ``On 8 May 2023:``, above that day's turns) and the line without it
-    (``#12 Ada: ...``); a summary has no day."""
+    (``Ada: ...``); a summary has no day."""
     return split_day(item.text) if item.kind == "turn" else (None, item.text)
 
 
 def split_day(text: str) -> tuple[str | None, str]:
     """Split a retrieved turn's text (``#12 Ada (8 May 2023): ...``) into the line of its day
-    and its line without the day; a text without a day is its own line."""
+    and its line without the day nor the seq (``Ada: ...``: the packet lists the turns in
+    conversation order, and the seq costs a token or two of every line; bench/memory_quality.py
+    found more evidence without it at every budget); a text without a day is its own line."""
     match = _DATED_TURN.match(text)
     if match is None:
         return None, text

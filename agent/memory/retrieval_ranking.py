@@ -43,11 +43,15 @@ class RetrievalWeights:
     loops. On ``bench/memory_quality.py`` those lost to plain BM25 (the topics and recency of
     the moment pulled in turns unrelated to the question), so relevance to the message now
     dominates and the other signals break ties and fill in when the message matches nothing.
+    Recency is off by default: at 0.1 it pulled the later sessions' turns above the earlier
+    ones that answer (``bench/memory_quality.py``, all 999 questions: 0 found the evidence
+    of 0.4 / 1.1 points more of them at 1,000 / 2,000 tokens, multi-hop 3.5 more); equal
+    scores still go to the newer item, and the last turns are in every packet verbatim.
     """
 
     message: float = 1.0
     topics: float = 0.1
-    recency: float = 0.1
+    recency: float = 0.0
     importance: float = 0.1
     open_loop: float = 0.1
 
@@ -128,7 +132,9 @@ class Candidate:
     text: str
     seq: int | None
     speaker: str | None = None
-    day_chars: int = 0  # of ``text``, what a packet shows once per day, not once per item
+    # Of ``text``, what a packet does not show on the item's line: a turn's seq, and its day
+    # (a line of its own, shared by that day's turns).
+    unlisted_chars: int = 0
     message: float = 0.0  # raw BM25 strength (-bm25) for the message query
     topics: float = 0.0  # ... for the topic query
     recency: float = 0.0
@@ -250,7 +256,7 @@ def _could_fit(ranked: list[_Ranked], budget: int) -> list[_Ranked]:
     never = budget + 1  # an item costing this much or more cannot be taken
     for entry in ranked:
         # A turn's day is a line shared by that day's turns: its own cost is its line's.
-        cost = tokens_for_chars(len(entry.candidate.text) - entry.candidate.day_chars)
+        cost = tokens_for_chars(len(entry.candidate.text) - entry.candidate.unlisted_chars)
         if cost >= never:
             continue
         if cost + sum(costs[: bisect_right(costs, cost)]) > budget:

@@ -14,6 +14,10 @@ retriever is lexical only (FTS5 BM25) and nothing here runs.
   at its first search and topped up from it at each search (the vectors after the last seq it
   holds), so a process that crashed, or another worker, finds the same vectors. An erasure
   (:meth:`forget`) empties the cache; the cascade has removed the rows.
+* **The message's vector beside its words' search, made once.** A packet's message is encoded
+  in a thread of its own (:meth:`SemanticSearch.encode_message`) while the retriever runs its
+  lexical searches, and waited for only after them; the vector is kept, so the indexer stores
+  it for the message's turn instead of encoding the same ``speaker: words`` again.
 * **Fused with BM25** by the retriever (reciprocal rank fusion,
   :func:`agent.memory.retrieval_ranking.fuse`).
 
@@ -27,11 +31,12 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from agent.db import Snapshot
 from agent.db.transaction import AnyDatabase
-from agent.memory.storage.turn_vectors import TurnVectorStore
+from agent.memory.storage.turn_vectors import TurnVectorStore, UnindexedTurn
 
 __all__ = ["SemanticSearch", "load_encoder"]
 
@@ -39,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 #: Turns encoded and written per step of the indexer.
 _BATCH = 64
+#: The messages' vectors kept for the indexer, the newest (a message's vector is its turn's).
+_KEPT_MESSAGES = 64
 
 #: Encodes texts into unit vectors (float32 rows, one per text).
 Encoder = Callable[[list[str]], Any]
@@ -116,6 +123,10 @@ class SemanticSearch:
         self._lock = threading.Lock()  # the searcher's thread and the others share the cache
         self._loading = threading.Lock()  # the model loads once (seconds: not under _lock)
         self._pending: dict[str, None] = {}
+        # Sentence -> vector of the messages encoded for a packet: the turn each one becomes
+        # is indexed with it, not encoded twice (under _lock: the loop and the threads).
+        self._messages: OrderedDict[str, Any] = OrderedDict()
+        self._messages_encoder = ThreadPoolExecutor(1, thread_name_prefix="message-encoder")
         self._task: asyncio.Task[None] | None = None
 
     def _encode(self, texts: list[str]) -> Any:
@@ -127,9 +138,28 @@ class SemanticSearch:
             encode = self._loaded[0]
         return encode(texts)
 
-    async def embed_query(self, text: str) -> Any:
-        """Return the unit vector of ``text`` (encoded in a thread: the loop stays free)."""
-        return (await asyncio.to_thread(self._encode, [text]))[0]
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is loaded (its first encoding loads it: seconds)."""
+        return self._loaded is not None
+
+    def encode_message(self, text: str, speaker: str | None = None) -> Future[Any]:
+        """Start encoding a message in a thread of its own; return its unit vector's future.
+
+        The caller searches the message's words meanwhile (the retriever waits for the vector
+        only after its lexical searches). The message is encoded as its turn will be
+        (``speaker: words``) and the vector kept: when the turn is committed, the indexer
+        stores it instead of encoding the words again.
+        """
+        return self._messages_encoder.submit(self._encode_message, UnindexedTurn(0, text, speaker))
+
+    def _encode_message(self, message: UnindexedTurn) -> Any:
+        vector = self._encode([message.sentence])[0]
+        with self._lock:
+            self._messages[message.sentence] = vector
+            while len(self._messages) > _KEPT_MESSAGES:
+                self._messages.popitem(last=False)
+        return vector
 
     def schedule(self, session_id: str) -> None:
         """Index the session's new turns in the background (call after the turn's commit)."""
@@ -145,6 +175,7 @@ class SemanticSearch:
     async def shutdown(self) -> None:
         """Finish the indexing in flight (its writes need the database: call before closing)."""
         await self.drain()
+        self._messages_encoder.shutdown(wait=True)
 
     def forget(self) -> None:
         """Drop every cached index (after an erasure: the next search reads the database)."""
@@ -168,11 +199,14 @@ class SemanticSearch:
         turns = await self._store.unindexed(self._db.reader, session_id, self.model, _BATCH)
         if not turns:
             return True
-        vectors = await asyncio.to_thread(self._encode, [turn.sentence for turn in turns])
-        rows = [
-            (turn, vector.astype("float32").tobytes())
-            for turn, vector in zip(turns, vectors, strict=True)
-        ]
+        sentences = list(dict.fromkeys(turn.sentence for turn in turns))
+        with self._lock:  # the messages encoded for their packets are not encoded again
+            known = {s: self._messages.pop(s) for s in sentences if s in self._messages}
+        missing = [sentence for sentence in sentences if sentence not in known]
+        if missing:
+            vectors = await asyncio.to_thread(self._encode, missing)
+            known.update(zip(missing, vectors, strict=True))
+        rows = [(turn, known[turn.sentence].astype("float32").tobytes()) for turn in turns]
 
         async def write(tx: Any) -> None:
             await self._store.write(tx, session_id, self.model, rows)
@@ -185,11 +219,21 @@ class SemanticSearch:
     def search(
         self, conn: Snapshot, session_id: str, vector: Any, limit: int, before_seq: int | None
     ) -> list[int]:
-        """Return the seqs of the session's turns nearest ``vector``, nearest first, before
-        ``before_seq`` (``None``: any), at most ``limit``; runs in the searcher's thread."""
+        """Return the seqs of the session's turns nearest ``vector`` (a vector, or the future
+        of one: :meth:`encode_message`; ``None``: none), nearest first, before ``before_seq``
+        (``None``: any), at most ``limit``; runs in the searcher's thread. A message that could
+        not be encoded finds none (its words are still searched)."""
         import numpy as np  # comes with the optional "semantic" extra
 
+        if vector is None:
+            return []
         fresh = self._store.vectors(conn, session_id, self.model, self._last_seq(session_id))
+        if isinstance(vector, Future):  # read while it was encoded: wait for it now
+            try:
+                vector = vector.result()
+            except Exception:
+                logger.exception("encoding the message failed: its words alone are searched")
+                return []
         with self._lock:
             cached = self._indexes.get(session_id)
             if cached is None:

@@ -160,8 +160,10 @@ class LaneParts:
         # The raw turns the packet carries anyway are no candidates; a session not committed
         # yet has no turns to search, but its chat may have memories.
         # One hand-over to the searcher's thread for every statement (Database.read); the
-        # message's vector (the optional semantic search) is encoded in a thread before.
-        vector = None if is_new else await self.retriever.query_vector(text)
+        # message's vector (the optional semantic search) is encoded in a thread meanwhile,
+        # waited for only after the lexical searches.
+        speaker = None if sender is None else sender.speaker
+        vector = None if is_new else await self.retriever.query_vector(text, speaker)
         retrieve = partial(
             self.retriever.for_packet,
             chat_id=live.session.chat_id,
