@@ -210,6 +210,31 @@ async def test_a_start_with_every_record_unknown_checks_nothing_before_it_return
     assert await unknown_records(db_path) == []
 
 
+async def test_a_stop_right_after_a_start_leaves_no_file_behind_its_log(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """A crash left a file a turn behind and its record unknown; the next run stops before
+    its sweep began (a restart that is stopped at once): the clean stop checks what the sweep
+    had not, so the file is at the log's turn when the bot exits (I5)."""
+    lane = await start(db_path, checkpoint_dir)
+    await lane.hydrate()
+    first = await lane.on_turn(InboundMessage(chat_id=3, text="one"), engine)
+    behind = checkpoint_dir / f"{first.turn.session_id}.json"
+    old_bytes = behind.read_bytes()
+    await lane.on_turn(InboundMessage(chat_id=3, text="two"), engine)
+    await lane.shutdown()
+    behind.write_bytes(old_bytes)
+    await forget_records(db_path)
+
+    again = await start(db_path, checkpoint_dir)
+    await again.hydrate(background=True)
+    await again.shutdown()  # before SWEEP_DELAY: the sweep has held nothing
+    snapshot = await CheckpointWriter(checkpoint_dir).load(first.turn.session_id)
+    assert snapshot is not None
+    assert snapshot.turn_count == 2
+    assert await unknown_records(db_path) == []
+
+
 async def test_a_background_start_leaves_the_rows_status_to_each_sessions_next_turn(
     db_path: Path, checkpoint_dir: Path, engine
 ):
