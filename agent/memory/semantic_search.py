@@ -178,9 +178,11 @@ class SemanticSearch:
         self._messages_encoder.shutdown(wait=True)
 
     def forget(self) -> None:
-        """Drop every cached index (after an erasure: the next search reads the database)."""
+        """Drop every cached index and kept message (after an erasure: the next search reads
+        the database; a message's words and vector are not kept past it)."""
         with self._lock:
             self._indexes.clear()
+            self._messages.clear()
 
     async def _run(self) -> None:
         while self._pending:
