@@ -145,7 +145,7 @@ _ATTRIBUTE_WORDS = {
 
 # "can I eat peanuts?", "should I have the cheese?", with the thing asked about.
 _ASK_CAN_HAVE = re.compile(
-    r"^(?:can|could|may|should) i (?:eat|have|drink|take|try) (?P<thing>.{1,60}?)\??$", _F
+    r"^(?:can|could|may|should) i (?P<verb>eat|have|drink|take|try) (?P<thing>.{1,60}?)\??$", _F
 )
 #: The facts that say what a user should not eat or drink.
 _CONSTRAINTS = frozenset({"allergy", "avoid", "diet"})
@@ -227,8 +227,8 @@ def answer_can_have(
     ]
     if against:
         return "Better not. " + " ".join(_answer_line(f) for f in against)
-    if not told:
-        return None
+    if not told or match.group("verb").casefold() not in {"eat", "drink"}:
+        return None  # "can I have your help?" asks nothing of food
     return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
 
 
