@@ -134,6 +134,14 @@ async def test_an_everyday_phrasing_is_understood(db, lines, expected):
     assert expected in said
 
 
+async def test_a_question_of_help_is_no_question_of_diet(db):
+    """"can I have your help?" is not answered with the user's diet; "can I eat pasta?" is."""
+    chat = Chat(db)
+    await conversation(chat, ["I'm vegan"])
+    assert "rules it out" not in ((await chat.say("can I have your help?")).text or "")
+    assert "rules it out" in ((await chat.say("can I eat pasta?")).text or "")
+
+
 @pytest.mark.parametrize(
     ("lines", "question", "now", "before"),
     [
@@ -147,14 +155,6 @@ async def test_an_everyday_phrasing_is_understood(db, lines, expected):
          "when is my dentist appointment?", "Thursday", "Tuesday"),
     ],
 )  # fmt: skip
-async def test_a_question_of_help_is_no_question_of_diet(db):
-    """"can I have your help?" is not answered with the user's diet; "can I eat pasta?" is."""
-    chat = Chat(db)
-    await conversation(chat, ["I'm vegan"])
-    assert "rules it out" not in ((await chat.say("can I have your help?")).text or "")
-    assert "rules it out" in ((await chat.say("can I eat pasta?")).text or "")
-
-
 async def test_a_changed_fact_is_answered_without_the_old_value(db, lines, question, now, before):
     """A new workplace or a rescheduled event replaces what was said before: the answer has
     the new value and not the old one (a job said with its workplace is two facts)."""
