@@ -147,6 +147,12 @@ _ATTRIBUTE_WORDS = {
 _ASK_CAN_HAVE = re.compile(
     r"^(?:can|could|may|should) i (?P<verb>eat|have|drink|take|try) (?P<thing>.{1,60}?)\??$", _F
 )
+# What "can I have ..." asks for that is no food or drink ("your help", "a minute").
+_NOT_FOOD = re.compile(
+    r"^(?:your|my)\b|\b(?:help|question|word|minute|moment|second|reminder|break|look|chat"
+    r"|call|go|try|day off|refund|discount|receipt|list)\b",
+    _F,
+)
 #: The facts that say what a user should not eat or drink.
 _CONSTRAINTS = frozenset({"allergy", "avoid", "diet"})
 # "where am I going in August?", "where am I flying to?", with the time asked about.
@@ -212,7 +218,8 @@ def answer_can_have(
 ) -> str | None:
     """Answer "can I eat peanuts?" from the user's allergies, what they avoid and their diet:
     "Better not." with the allergy or constraint that names it; what they told of their diet
-    when nothing names it; ``None`` when they told of none (another rule may answer)."""
+    when nothing names it; ``None`` when they told of none, or the thing is no food ("can I
+    have your help?": another rule may answer)."""
     match = _ASK_CAN_HAVE.match(reading.text)
     if match is None:
         return None
@@ -227,7 +234,8 @@ def answer_can_have(
     ]
     if against:
         return "Better not. " + " ".join(_answer_line(f) for f in against)
-    if not told or match.group("verb").casefold() not in {"eat", "drink"}:
+    eats = match.group("verb").casefold() in {"eat", "drink"}
+    if not told or not (eats or _NOT_FOOD.search(match.group("thing")) is None):
         return None  # "can I have your help?" asks nothing of food
     return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
 
