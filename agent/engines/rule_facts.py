@@ -154,7 +154,7 @@ _NOT_FOOD = re.compile(
     _F,
 )
 #: The facts that say what a user should not eat or drink.
-_CONSTRAINTS = frozenset({"allergy", "avoid", "diet"})
+_CONSTRAINTS = ("allergy", "avoid", "diet")
 # "where am I going in August?", "where am I flying to?", with the time asked about.
 _ASK_TRIP = re.compile(
     r"\bwhere (?:am i|are we|will i be|will we be|do i)"
@@ -203,13 +203,7 @@ def answer_event(
     if match is None:
         return None
     wanted = content_stems(match.group("thing"))
-    found = [
-        f
-        for f in reading.facts
-        if parse_key(f.key).subject == USER
-        and parse_key(f.key).name in {"event", "plan"}
-        and wanted <= content_stems(f.value)
-    ]
+    found = [f for f in _own(reading, "event", "plan") if wanted <= content_stems(f.value)]
     return " ".join(_answer_line(f) for f in found) if found else None
 
 
@@ -224,11 +218,7 @@ def answer_can_have(
     if match is None:
         return None
     wanted = content_stems(match.group("thing"))
-    told = [
-        f
-        for f in reading.facts
-        if parse_key(f.key).subject == USER and parse_key(f.key).name in _CONSTRAINTS
-    ]
+    told = _own(reading, *_CONSTRAINTS)
     against = [
         f for f in told if parse_key(f.key).name != "diet" and wanted & content_stems(f.value)
     ]
@@ -251,12 +241,8 @@ def answer_trip(
         return None
     trips = [
         f
-        for f in reading.facts
-        if parse_key(f.key).subject == USER
-        and (
-            parse_key(f.key).name == "plan"
-            or (parse_key(f.key).name == "event" and _DESTINATION.search(f.value))
-        )
+        for f in _own(reading, "plan", "event")
+        if parse_key(f.key).name == "plan" or _DESTINATION.search(f.value)
     ]
     when = match.group("when")
     if when:
@@ -466,6 +452,15 @@ def _earlier(
     if now:
         lines.append("Now " + "; ".join(describe_fact(f) for f in now) + ".")
     return " ".join(lines)
+
+
+def _own(reading: Reading, *attributes: str) -> list[Fact]:
+    """The user's own facts (not someone else's) of ``attributes``, in the reading's order."""
+    return [
+        f
+        for f in reading.facts
+        if (key := parse_key(f.key)).subject == USER and key.name in attributes
+    ]
 
 
 def _key_matches(key: str, wanted: Sequence[str]) -> bool:
