@@ -48,6 +48,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I have 2 cats, Tom and Jerry", "who is Jerry?"], "Your cat is called Jerry."),
         (["we have two kids called Ana and Leo", "who is Leo?"], "kid"),
         (["I'm 34", "I just turned 35", "how old am I?"], "You're 35."),
+        (["I've got a brother called Tom who lives in Dublin", "where does Tom live?"],
+         "Your brother Tom lives in Dublin."),
+        (["my sister Ana, who works at the city hospital, is great", "where does Ana work?"],
+         "Your sister Ana works at the city hospital."),
+        (["we have a dog named Rex that loves long walks", "what does Rex like?"],
+         "Your dog Rex likes long walks."),
     ],
     "allergies and constraints": [
         (["I'm allergic to peanuts", "what am I allergic to?"], "peanuts"),
@@ -85,6 +91,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I love running", "I don't like running anymore", "do I like running?"],
          "No, you don't like running."),
         (["I'm a fan of opera", "I'm not into opera any more", "do I like opera?"], "No"),
+        (["I prefer tea over coffee", "do I like tea?"], "Yes"),
+        (["I much prefer the mountains to the beach", "what do I like?"], "the mountains"),
+        (["I prefer cycling", "what do I enjoy?"], "cycling"),
     ],
     "plans with dates": [
         (["my flight to Berlin is on 14 March", "when is my flight?"], "14 March"),
@@ -100,6 +109,10 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm travelling to Oslo in May", "where am I flying to?"], "Oslo"),
         (["I'm going to Japan in August", "where am I going in July?"],
          "haven't told me about a trip in July"),
+        (["I'm flying to Lisbon on August 3rd", "when is my flight?"], "August 3rd"),
+        (["I'm travelling to Oslo in May", "when's my trip?"], "Oslo in May"),
+        (["I'm going to Rome in September for a conference", "when is my holiday?"],
+         "September"),
     ],
     "corrections": [
         (["I live in Lisbon", "actually I live in Porto", "where do I live?"], "Porto"),
@@ -120,6 +133,17 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "I've ticked off: book the dentist."),
         (["gotta water the plants", "just watered the plants"],
          "I've ticked off: water the plants."),
+        (["I need to book a dentist appointment", "I booked the dentist appointment"],
+         "I've ticked off: book a dentist appointment."),
+        (["I have to renew my passport", "I've renewed my passport"],
+         "I've ticked off: renew your passport."),
+    ],
+    "goals": [
+        (["I'd like to learn Spanish", "what are my goals?"], "learn Spanish"),
+        (["I want to run a marathon this year", "what are my goals?"], "run a marathon"),
+        (["I'm hoping to become a pilot one day", "what are my goals?"], "become a pilot"),
+        (["my dream is to visit Japan", "what are my goals?"], "visit Japan"),
+        (["I'd like to set a reminder", "what are my goals?"], "haven't told me"),
     ],
 }  # fmt: skip
 

@@ -164,6 +164,12 @@ _ASK_TRIP = re.compile(
 )
 # A journey with a place it goes to ("flight to Tokyo is on 14 March").
 _DESTINATION = re.compile(r"\bto\s+[A-Z]")
+# What "when is my flight?" may ask of a trip told in other words ("I'm flying to Rome in May").
+_JOURNEY = re.compile(
+    r"(?:flights?|trips?|travels?|journeys?|holidays?|vacations?|trains?|drives?|voyages?"
+    r"|getaways?|break)",
+    _F,
+)
 
 # "do I like jazz?", with the thing asked about.
 _ASK_LIKE = re.compile(
@@ -202,8 +208,11 @@ def answer_event(
     match = _ASK_WHEN.match(reading.text)
     if match is None:
         return None
-    wanted = content_stems(match.group("thing"))
+    thing = match.group("thing")
+    wanted = content_stems(thing)
     found = [f for f in _own(reading, "event", "plan") if wanted <= content_stems(f.value)]
+    if not found and _JOURNEY.fullmatch(thing.strip()):
+        found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word
     return " ".join(_answer_line(f) for f in found) if found else None
 
 
@@ -239,11 +248,7 @@ def answer_trip(
     match = _ASK_TRIP.search(reading.text)
     if match is None:
         return None
-    trips = [
-        f
-        for f in _own(reading, "plan", "event")
-        if parse_key(f.key).name == "plan" or _DESTINATION.search(f.value)
-    ]
+    trips = _trips(reading)
     when = match.group("when")
     if when:
         trips = [f for f in trips if content_stems(when) <= content_stems(f.value)]
@@ -460,6 +465,15 @@ def _own(reading: Reading, *attributes: str) -> list[Fact]:
         f
         for f in reading.facts
         if (key := parse_key(f.key)).subject == USER and key.name in attributes
+    ]
+
+
+def _trips(reading: Reading) -> list[Fact]:
+    """The user's plans, and the events that go to a place ("my flight to Tokyo is on ...")."""
+    return [
+        f
+        for f in _own(reading, "plan", "event")
+        if parse_key(f.key).name == "plan" or _DESTINATION.search(f.value)
     ]
 
 
