@@ -119,6 +119,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my name is Tom", "no, my name is Sam", "what's my name?"], "Sam"),
         (["my cat Luna is 4", "sorry, my cat Luna is actually 5", "how old is Luna?"], "5"),
         (["I work at a bakery", "correction: I work at a bank", "where do I work?"], "bank"),
+        (["I live in Bristol", "actually it's Bath, not Bristol", "where do I live?"],
+         "You live in Bath."),
+        (["I live in Bristol", "sorry, Bath not Bristol"], "Corrected: you live in Bath"),
+        (["my sister Ana lives in Lisbon", "no, not Lisbon, Porto", "where does Ana live?"],
+         "Your sister Ana lives in Porto."),
+        (["my dentist appointment is on Monday at 3pm", "oops, Tuesday, not Monday",
+          "when is my dentist appointment?"], "Tuesday at 3pm"),
+        (["I'm a nurse", "I said nurse but I meant midwife", "what's my job?"], "midwife"),
     ],
     "to-dos closed in other words": [
         (["I need to send the invoice", "the invoice is sent"],
@@ -139,7 +147,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "I've ticked off: renew your passport."),
     ],
     "goals": [
-        (["I'd like to learn Spanish", "what are my goals?"], "learn Spanish"),
+        (["I'd like to learn Spanish", "what are my goals?"], "Your goal is to learn Spanish."),
         (["I want to run a marathon this year", "what are my goals?"], "run a marathon"),
         (["I'm hoping to become a pilot one day", "what are my goals?"], "become a pilot"),
         (["my dream is to visit Japan", "what are my goals?"], "visit Japan"),

@@ -31,6 +31,7 @@ from agent.memory import (
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.longterm.memory_slots import memory_facts
 from agent.memory.longterm.memory_store import SqliteMemoryStore
 from agent.memory.rules.dialogue_acts import NOT_UNDERSTOOD_INTENTS
 from agent.memory.schemas import PendingClarification
@@ -100,7 +101,7 @@ class Chat:
         self.state = self.manager.apply(self.state, turn)
         self.turns.append(turn)
         # Long-term memory, as the lane keeps it for a personal chat.
-        candidates = memory_candidates(turn)
+        candidates = memory_candidates(turn, known=memory_facts(self.memories))
         if candidates:
             await self.db.write(
                 lambda tx: write_if_worthy(

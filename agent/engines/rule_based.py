@@ -101,6 +101,7 @@ from agent.memory.rules.session_rules import (
     merge_facts,
     update_open_loops,
 )
+from agent.memory.rules.value_corrections import correct_by_value
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
@@ -189,9 +190,9 @@ class RuleBasedConcierge:
             return forgotten
         seq = packet.turn_count + 1
         now = utc(message.received_at)
-        new_facts = extract_facts(text, turn=seq)
         # What earlier sessions taught (long-term memory), overridden by this session's facts.
         known = merge_facts(remembered(packet), packet.facts)
+        new_facts = extract_facts(text, turn=seq) or correct_by_value(text, known, turn=seq)
         facts = merge_facts(known, new_facts)
         zone = zone_of(next((f.value for f in facts if f.key == "timezone"), None))
         reading = Reading(

@@ -20,6 +20,7 @@ from agent.memory.longterm.memory_slots import (
     describe_fact,
     fact_key,
     in_second_person,
+    memory_facts,
     parse_key,
     role_and_name,
     slot_of,
@@ -324,16 +325,7 @@ def remembered(packet: ConversationContextPacket) -> tuple[Fact, ...]:
 
     An unconfirmed one (said with a hedge) is read as hedged: answers say so.
     """
-    return tuple(
-        Fact(
-            key=fact_key(m.subject, m.attribute, m.text),
-            value=m.text,
-            turn=0,
-            mode="hedged" if m.status == "candidate" else "stated",
-        )
-        for m in packet.memories
-        if m.valid_until is None
-    )
+    return memory_facts(packet.memories)
 
 
 def _past(packet: ConversationContextPacket) -> list[Memory]:

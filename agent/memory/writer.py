@@ -18,6 +18,7 @@ from agent.memory.conversation_store import ConversationStore
 from agent.memory.longterm.memory_slots import attribute_of, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.value_corrections import correct_by_value
 from agent.memory.schemas import (
     ConversationTurn,
     Fact,
@@ -62,11 +63,16 @@ class PromotionPolicy:
 
 
 def memory_candidates(
-    turn: ConversationTurn, policy: PromotionPolicy = PromotionPolicy()
+    turn: ConversationTurn,
+    policy: PromotionPolicy = PromotionPolicy(),
+    *,
+    known: Sequence[Fact] = (),
 ) -> list[MemoryCandidate]:
-    """Return the memory candidates of the facts a turn's message states."""
+    """Return the memory candidates of the facts a turn's message states, or of the one it
+    corrects by naming the wrong value among ``known`` ("actually it's Bath, not Bristol")."""
     candidates = []
-    for fact in extract_facts(turn.user_text, turn=turn.seq):
+    said = extract_facts(turn.user_text, turn=turn.seq)
+    for fact in said or correct_by_value(turn.user_text, known, turn=turn.seq):
         parts = parse_key(fact.key)
         attribute = attribute_of(parts.attribute)
         candidates.append(

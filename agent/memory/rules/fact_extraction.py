@@ -240,12 +240,11 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     ),
     _rule("goal", r"\bmy (?:main |big |biggest )?(?:goal|dream|ambition|aim) is\s+(?P<v>.+)",
           "phrase"),
-    _rule("goal", rf"\bi(?:'d|{_ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+to\s+"
-          rf"(?P<v>{_GOAL}\b.+)", "phrase"),
-    _rule("goal", rf"\bi{_ADV}\s+(?:want|wanna|hope|dream|aim)\s+(?:to\s+|of\s+)?"
-          rf"(?P<v>{_GOAL}\b.+)", "phrase"),
-    _rule("goal", rf"\bi(?:'m|\s+am){_ADV}\s+(?:hoping|aiming|trying)\s+to\s+"
-          rf"(?P<v>{_GOAL}\b.+)", "phrase"),
+    _rule("goal", rf"\bi(?:'d|{_ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+"
+          rf"(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
+    _rule("goal", rf"\bi{_ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
+    _rule("goal", rf"\bi(?:'m|\s+am){_ADV}\s+(?:hoping|aiming|trying)\s+"
+          rf"(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
     _rule(
         "routine",
         r"^(?P<v>every\s+(?:morning|evening|night|day|week|weekend|monday|tuesday|"
