@@ -116,8 +116,8 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", ""),
-        (rf"\bwhat(?:'s| is) my {_WHO} called\b", ""),
+        (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", "name"),
+        (rf"\bwhat(?:'s| is) my {_WHO} called\b", "name"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
     )
@@ -398,6 +398,11 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         for f in reading.facts
         if parse_key(f.key).name in {"relative", "pet"} and _is_about(f.value, who)
     ]
+    if attribute == "name":  # "what's my son's name?": the ones named, or not told
+        named = [f for f in named if role_and_name(f.value)[1]]
+        if named:
+            return " ".join(sentence(describe_fact(f)) for f in named)
+        return f"{NOT_TOLD} your {who}'s name yet."
     said = [
         f
         for f in reading.facts
