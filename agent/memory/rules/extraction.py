@@ -355,7 +355,10 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
 
 # -- timed reminders ---------------------------------------------------------------------------
 
-_REMIND = r"(?:please\s+)?(?:remind me|set (?:a |an )?reminder(?: for me)?)"
+_REMIND = (
+    r"(?:please\s+)?(?:remind me|set (?:a |an |my )?(?:reminder|alarm|timer)(?: for me)?"
+    r"|wake me(?: up)?)"
+)
 _LINK = r"(?P<link>to|about|that|for)"
 _REMINDER_FORMS = (
     re.compile(
@@ -379,8 +382,12 @@ class ReminderRequest:
     link: str = "to"
 
 
+# "set a timer for 10 minutes": a timer's length is a delay.
+_TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)
+
+
 def _match_reminder(clause: str) -> re.Match[str] | None:
-    clause = clean_value(clause, len(clause) + 1)
+    clause = _TIMER_FOR.sub("timer in ", clean_value(clause, len(clause) + 1))
     for pattern in _REMINDER_FORMS:
         match = pattern.search(clause)
         if match is not None:
