@@ -62,7 +62,6 @@ from agent.engines.rule_facts import (
     answer_someone,
     answer_trip,
     fact_acks,
-    remembered,
 )
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_undecided
@@ -84,6 +83,7 @@ from agent.engines.rule_todos import (
     reminder_set,
     todo_acks,
 )
+from agent.memory.longterm.memory_slots import memory_facts
 from agent.memory.rules.deliberation import is_deliberation_move
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.rules.extraction import (
@@ -194,7 +194,7 @@ class RuleBasedConcierge:
         if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
             text = resolve_pronoun(text, said_before(packet.recent_turns))
         # What earlier sessions taught (long-term memory), overridden by this session's facts.
-        known = merge_facts(remembered(packet), packet.facts)
+        known = merge_facts(memory_facts(packet.memories), packet.facts)
         new_facts = extract_facts(text, turn=seq) or correct_by_value(text, known, turn=seq)
         facts = merge_facts(known, new_facts)
         zone = zone_of(next((f.value for f in facts if f.key == "timezone"), None))

@@ -2,7 +2,7 @@
 
 Facts the user states ("my name is Ada", "my sister Mia lives in Porto") are acknowledged as
 kept (:func:`fact_acks`); questions about them are answered from the reading's facts (this
-session's, over the chat's long-term memories, :func:`remembered`): their name, what is known
+session's, over the chat's long-term memories): their name, what is known
 about them, someone in their life, a value they replaced, one of their facts. Each ``answer_*``
 function is an :data:`~agent.engines.rule_reading.Answer`. Covered by
 ``tests/test_rule_based.py``.
@@ -20,7 +20,6 @@ from agent.memory.longterm.memory_slots import (
     describe_fact,
     fact_key,
     in_second_person,
-    memory_facts,
     parse_key,
     role_and_name,
     slot_of,
@@ -41,7 +40,6 @@ __all__ = [
     "answer_someone",
     "answer_trip",
     "fact_acks",
-    "remembered",
 ]
 
 #: How an answer that no fact covers begins ("You haven't told me where you live yet.").
@@ -312,20 +310,13 @@ def answer_fact(
         wanted = keys
         if "thing" in pattern.groupindex:
             thing = " ".join(match.group("thing").casefold().split())
-            wanted, missing = (f"favourite:{thing}",), f"your favourite {thing}"
+            wanted = tuple(f"favourite:{spelt}" for spelt in _spellings(thing))
+            missing = f"your favourite {thing}"
         found = [f for f in reading.facts if _key_matches(f.key, wanted)]
         if not found:
             return f"{NOT_TOLD} {missing} yet."
         return " ".join(_answer_line(f) for f in found)
     return None
-
-
-def remembered(packet: ConversationContextPacket) -> tuple[Fact, ...]:
-    """Return the chat's current long-term memories as the facts the rules read.
-
-    An unconfirmed one (said with a hedge) is read as hedged: answers say so.
-    """
-    return memory_facts(packet.memories)
 
 
 def _past(packet: ConversationContextPacket) -> list[Memory]:
@@ -463,6 +454,12 @@ def _own(reading: Reading, *attributes: str) -> list[Fact]:
         for f in reading.facts
         if (key := parse_key(f.key)).subject == USER and key.name in attributes
     ]
+
+
+def _spellings(thing: str) -> set[str]:
+    """``thing`` in British and American spelling ("colour", "color")."""
+    american = re.sub(r"(?<=\w{3})our\b", "or", thing)
+    return {thing, american, re.sub(r"(?<=\w{3})or\b", "our", american)}
 
 
 def _trips(reading: Reading) -> list[Fact]:

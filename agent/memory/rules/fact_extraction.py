@@ -37,6 +37,11 @@ _NOT_NAMES = frozenset(
     right wrong bad better worse alright awake asleep away around into over under working
     trying looking thinking planning hoping moving leaving coming staying living crazy anything
     whatever something sometimes back""".split()
+) | frozenset(  # "my dad is Irish", "my parents are French and Italian": no names
+    """english french irish scottish welsh british american canadian mexican brazilian german
+    italian spanish portuguese dutch belgian swiss swedish norwegian danish finnish polish
+    russian ukrainian greek turkish chinese japanese korean indian pakistani australian african
+    asian european latino catholic christian jewish muslim hindu buddhist atheist""".split()
 )
 _NAME_STOP = frozenset(
     """and but or from here btw by the i my so because who when if please later now tomorrow
@@ -77,7 +82,11 @@ PETS = (
 _WHO = rf"(?P<rel>{PEOPLE}|{PETS})"
 _PET = re.compile(rf"(?:{PETS})$", _F)
 # Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
-_CALLED = r"(?:'s name is|s' name is| is called| is named| called| named|,)?"
+# "my best friend is Jake": a name that ends the clause after "is".
+_CALLED = (
+    r"(?:'s name is|s' name is| is called| is named| called| named|,"
+    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?\s*[.!]*$))?"
+)
 _ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
 #: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
 JOBS = (
@@ -114,8 +123,9 @@ _HAVE_ENTITY = re.compile(
 )
 # "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
 _HAVE_SEVERAL = re.compile(
-    rf"(?i:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)\s+"
-    rf"(?P<rel>children|{PEOPLE}|{PETS})(?:e?s)?\b(?:\s*[,:]|\s+(?:called|named))?)\s+"
+    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)"
+    rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?P<rel>children|twins|{PEOPLE}|{PETS})"
+    r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
     r"(?P<names>[A-Z][^\W\d_]+(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)[A-Z][^\W\d_]+)+)",
 )
 _NAME_LIST = re.compile(r"\s*,\s*and\s+|\s*,\s*|\s+and\s+")
@@ -180,6 +190,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         "name",
     ),
     _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
+    _rule("name", r"^(?:hi|hello|hey)?[,!. ]*i(?:'m|\s+am)\s+(?:called|named)\s+(?P<v>.+)", "name"),
     _rule(
         "event",
         rf"^my (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{_EVENTS})\b.{{0,80}}?)\s(?:is|are|leaves"
@@ -388,9 +399,12 @@ def _read_several(text: str) -> list[tuple[str, str]]:
     if several is None:
         return []
     role = " ".join(several.group("rel").casefold().split())
-    role = "child" if role == "children" else role
+    role = {"children": "child", "twins": "twin"}.get(role, role)
     attribute = "pet" if _PET.match(role) else "relative"
-    named = [f"{role} {name}" for name in _NAME_LIST.split(several.group("names"))]
+    names = _NAME_LIST.split(several.group("names"))
+    if any(name.casefold() in _NOT_NAMES for name in names):
+        return []  # "my parents are French and Italian"
+    named = [f"{role} {name}" for name in names]
     return [(fact_key(USER, attribute, subject), subject) for subject in named]
 
 
