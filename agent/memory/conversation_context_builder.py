@@ -99,12 +99,18 @@ class _Room:
 
         A ``line`` may hold newlines (a turn and its answer): it costs its length plus one.
         """
-        headers = [h for h in (header, subheader) if h is not None and h not in self.opened]
-        cost = len(line) + 1 + sum(len(h) + 1 for h in headers)
+        opened = self.opened
+        cost = len(line) + 1
+        if header not in opened:
+            cost += len(header) + 1
+        if subheader is not None and subheader not in opened:
+            cost += len(subheader) + 1
         if self.used + cost > self.limit:
             return False
         self.used += cost
-        self.opened.update(headers)
+        opened.add(header)
+        if subheader is not None:
+            opened.add(subheader)
         return True
 
 

@@ -458,7 +458,13 @@ class CheckpointTurn(Value):
     @classmethod
     def of(cls, turn: ConversationTurn) -> CheckpointTurn:
         """Return ``turn`` without the fields its delivery sets (step 3, after the file)."""
-        return cls.model_validate(turn.model_dump(include=set(cls.model_fields)))
+        # From the turn's values, not through a dump of it (twice as fast; every checkpoint
+        # write takes the session's recent turns).
+        return cls(**{name: getattr(turn, name) for name in _CHECKPOINT_TURN_FIELDS})
+
+
+#: The fields of a :class:`CheckpointTurn` (those of a turn it keeps).
+_CHECKPOINT_TURN_FIELDS = tuple(CheckpointTurn.model_fields)
 
 
 class ConversationCheckpointSnapshot(Value):
