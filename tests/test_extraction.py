@@ -146,7 +146,7 @@ def test_a_stated_fact_is_read_into_its_slot(text, key, value):
          "every morning I swim in the sea"),
         ("i was born on 3 June", "birthday", "3 June"),
         ("Hey there. Actually, I've got a severe nut allergy!", "allergy:nut", "nut"),
-        ("so yeah, I’m really into bouldering", "likes:bouldering", "bouldering"),
+        ("so yeah, I\u2019m really into bouldering", "likes:bouldering", "bouldering"),
         ("Set my timezone to Europe/Lisbon", "timezone", "Europe/Lisbon"),
     ],
 )
