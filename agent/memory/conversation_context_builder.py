@@ -38,6 +38,7 @@ from agent.memory.packet_lines import (
     TURNS_HEADER,
     clarification_line,
     earlier_line,
+    earlier_line_floor,
     entity_line,
     line_seq,
     listed_lines,
@@ -295,6 +296,8 @@ class ConversationContextBuilder:
                 fits = room.take_line(REMEMBERED_HEADER, memory_line(memory))
             elif item.kind == "memory":
                 fits = room.take_line(RELEVANT_MEMORIES_HEADER, f"- {item.text}")
+            elif earlier_line_floor(item) >= room.limit - room.used:
+                continue  # cannot fit, whatever its line (it costs one more, its newline)
             else:
                 said_on, line = earlier_line(item)
                 fits = room.take_line(EARLIER_HEADER, line, said_on)
