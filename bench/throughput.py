@@ -68,15 +68,15 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 _LOG_TAIL = 40
 #: Where the bot's main thread spends its time: (label, frame that marks it, indent).
 _PROFILE_ROWS = [
-    ("handling an update (`Application.process_update`)", "Application.process_update", 0),
+    ("handling an update (`ChatService._handle`)", "ChatService._handle", 0),
     ("memory lane `on_turn`", "ConversationLane.on_turn", 1),
-    ("packet build with retrieval", "ConversationLane._packet_for", 2),
+    ("packet build with retrieval", "LaneParts.packet_for", 2),
     ("reply engine (rule-based concierge)", "RuleBasedConcierge.reply", 2),
-    ("state fold, commit, checkpoint", "ConversationLane._commit_turn", 2),
+    ("state fold, commit, checkpoint", "TurnCommitter.commit", 2),
     ("sending the reply (PTB + httpx)", "Bot.send_message", 1),
     ("httpcore connection pool upkeep", "AsyncConnectionPool._assign_requests_to_connections", 2),
     ("recording the delivery", "ConversationLane.mark_delivered", 1),
-    ("marking the journal entry done", "InboundJournal.mark_done", 0),
+    ("marking the journal entry done", "InboundJournal.mark_done", 1),
     ("polling and journaling (`UpdatePoller.run`)", "UpdatePoller.run", 0),
     ("parsing updates (`Update.de_json`)", "Update.de_json", 0),
     ("database writer task (group commits)", "Database._run_writer", 0),

@@ -31,7 +31,7 @@ from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.group_schemas import Decision, Participant, Proposal, Reaction
-from agent.memory.packet_lines import render_turn
+from agent.memory.packet_lines import earlier_line, earlier_line_floor, render_turn
 from agent.memory.schemas import Fact, Memory, PendingClarification, RetrievedItem, Topic, dump_json
 from agent.utils.ids import session_id
 from agent.utils.tokens import estimate_tokens, tokens_for_chars
@@ -239,6 +239,39 @@ def test_retrieved_turns_are_grouped_under_the_day_they_were_said():
     assert lines[start + 6] == "On 8 May 2025:"
     assert lines[start + 7].startswith("Ada: u009")
     assert_counts_the_rendered_text(packet, 10_000)
+
+
+@given(
+    seq=st.integers(1, 10**12),
+    speaker=st.none() | texts(max_size=60),
+    said=texts(max_size=300),
+    answer=st.none() | texts(max_size=100),
+    day=st.datetimes(timezones=st.just(UTC)),
+    other=texts(max_size=200),
+)
+def test_a_retrieved_lines_floor_never_exceeds_its_line(seq, speaker, said, answer, day, other):
+    """The packet passes over a retrieved item whose line cannot fit without splitting its
+    day off; the length it reads that from is never more than the line's, whatever the turn
+    (any seq, speaker or day) and whatever a text that is no rendered turn holds."""
+    rendered = turn(seq, said, answer).model_copy(update={"speaker": speaker, "created_at": day})
+    for kind, text in (("turn", render_turn(rendered)), ("turn", other), ("summary", other)):
+        item = RetrievedItem(kind=kind, ref=f"{kind}:{seq}", text=text, seq=seq)
+        assert earlier_line_floor(item) <= len(earlier_line(item)[1])
+
+
+def test_a_retrieved_turn_too_long_for_the_room_left_leaves_it_to_a_shorter_one():
+    """First fit: a retrieved turn longer than what is left is passed over, and a shorter one
+    ranked after it still comes."""
+    def item(seq: int, words: str) -> RetrievedItem:
+        said = turn(seq, words).model_copy(update={"speaker": "Ada"})
+        return RetrievedItem(kind="turn", ref=f"turn:{seq}", text=render_turn(said), seq=seq)
+
+    long, short = item(3, "x" * 400), item(4, "short and sweet")
+    builder = ConversationContextBuilder(token_budget=60, recent_turns=0)
+    packet = builder.build(SessionState(session_id=SID, turn_count=12), [], now=T0,
+                           retrieved=[long, short])  # fmt: skip
+    assert [i.ref for i in packet.retrieved] == ["turn:4"]
+    assert_counts_the_rendered_text(packet, 60)
 
 
 def test_a_fact_whose_key_holds_its_value_says_it_once():

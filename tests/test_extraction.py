@@ -135,6 +135,29 @@ def test_a_stated_fact_is_read_into_its_slot(text, key, value):
 
 
 @pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("MY NAME IS ADA", "name", "ADA"),
+        ("Im 41", "age", "41"),
+        ("Name's Bo", "name", "Bo"),
+        ("everyone calls me Bo", "name", "Bo"),
+        ("I go by Sam", "name", "Sam"),
+        ("every morning I swim in the sea", "routine:every morning i swim in the sea",
+         "every morning I swim in the sea"),
+        ("i was born on 3 June", "birthday", "3 June"),
+        ("Hey there. Actually, I've got a severe nut allergy!", "allergy:nut", "nut"),
+        ("so yeah, I\u2019m really into bouldering", "likes:bouldering", "bouldering"),
+        ("Set my timezone to Europe/Lisbon", "timezone", "Europe/Lisbon"),
+    ],
+)
+def test_a_fact_is_read_however_its_speaker_is_written(text, key, value):
+    """A fact is read whatever the case, spelling or place of the words by which the user
+    speaks of themselves ("MY", "Im", "Name's", "calls me", "...I swim")."""
+    facts = {fact.key: fact.value for fact in extract_facts(text, turn=1)}
+    assert facts.get(key) == value
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "I'm tired",

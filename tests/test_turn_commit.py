@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from agent.db import Database
 from agent.errors import StorageError
-from agent.memory import InboundMessage, Reply
+from agent.memory import ConversationLane, InboundMessage, Reply
+from agent.memory.conversation_checkpoint import CheckpointWriter
 from agent.memory.conversation_store import SqliteConversationStore
 
 CHAT = 8181
@@ -60,3 +62,33 @@ async def test_a_commit_that_fails_leaves_nothing_and_the_chat_goes_on(
     result = await lane.on_turn(InboundMessage(chat_id=CHAT, text="kept"), engine)
     assert result.turn.seq == 1
     assert [t.user_text for t in await lane.inspector.history(CHAT, 5)] == ["kept"]
+
+
+async def test_an_update_another_worker_recorded_meanwhile_is_a_duplicate(
+    lane, engine, db_path, tmp_path
+):
+    """Another worker on the same database records the same update while this one's engine
+    is still answering it: this one's commit returns that turn as a duplicate and writes
+    nothing, so the update is one turn (I3), whichever worker's check saw it first."""
+    await lane.on_turn(InboundMessage(chat_id=CHAT, text="hello", update_id=1), engine)
+    message = InboundMessage(chat_id=CHAT, text="the same update twice", update_id=2)
+    async with Database(db_path) as other_db:
+        other = ConversationLane(other_db, CheckpointWriter(tmp_path / "other-checkpoints"))
+        await other.hydrate()
+        recorded = []
+
+        class OtherWorkerFirst:
+            async def reply(self, packet, inbound):
+                recorded.append(await other.on_turn(inbound, engine))
+                return Reply(text="a reply nobody sees")
+
+        try:
+            result = await lane.on_turn(message, OtherWorkerFirst())
+        finally:
+            await other.shutdown()
+    assert result.duplicate
+    assert result.turn.turn_id == recorded[0].turn.turn_id
+    history = await lane.inspector.history(CHAT, 5)
+    assert [(t.seq, t.user_text) for t in history] == [(1, "hello"), (2, "the same update twice")]
+    assert history[-1].turn_id == recorded[0].turn.turn_id
+    assert history[-1].assistant_text != "a reply nobody sees"

@@ -38,6 +38,7 @@ from agent.memory.packet_lines import (
     TURNS_HEADER,
     clarification_line,
     earlier_line,
+    earlier_line_floor,
     entity_line,
     line_seq,
     listed_lines,
@@ -99,12 +100,18 @@ class _Room:
 
         A ``line`` may hold newlines (a turn and its answer): it costs its length plus one.
         """
-        headers = [h for h in (header, subheader) if h is not None and h not in self.opened]
-        cost = len(line) + 1 + sum(len(h) + 1 for h in headers)
+        opened = self.opened
+        cost = len(line) + 1
+        if header not in opened:
+            cost += len(header) + 1
+        if subheader is not None and subheader not in opened:
+            cost += len(subheader) + 1
         if self.used + cost > self.limit:
             return False
         self.used += cost
-        self.opened.update(headers)
+        opened.add(header)
+        if subheader is not None:
+            opened.add(subheader)
         return True
 
 
@@ -289,6 +296,8 @@ class ConversationContextBuilder:
                 fits = room.take_line(REMEMBERED_HEADER, memory_line(memory))
             elif item.kind == "memory":
                 fits = room.take_line(RELEVANT_MEMORIES_HEADER, f"- {item.text}")
+            elif earlier_line_floor(item) >= room.limit - room.used:
+                continue  # cannot fit, whatever its line (it costs one more, its newline)
             else:
                 said_on, line = earlier_line(item)
                 fits = room.take_line(EARLIER_HEADER, line, said_on)

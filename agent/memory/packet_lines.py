@@ -44,6 +44,7 @@ __all__ = [
     "clarification_line",
     "decision_line",
     "earlier_line",
+    "earlier_line_floor",
     "entity_line",
     "entity_lines",
     "fact_line",
@@ -256,6 +257,21 @@ def earlier_line(item: RetrievedItem) -> tuple[str | None, str]:
     return split_day(item.text) if item.kind == "turn" else (None, item.text)
 
 
+def earlier_line_floor(item: RetrievedItem) -> int:
+    """The fewest characters :func:`earlier_line`'s line of ``item`` can have, read without
+    splitting it: a turn's line drops from its text at most its seq (``#12 ``: up to its first
+    space) and its day (`` (8 May 2023)``, 14 characters at most) and adds ``: ``. A packet
+    passes over the items that cannot fit in what is left with it."""
+    text = item.text
+    if item.kind != "turn":
+        return len(text)
+    return len(text) - max(text.find(" "), 0) - 15
+
+
+# A packet carries dozens of retrieved turns, and the next packets of a chat many of the same:
+# cached for several packets' worth of texts (a turn is at most 4,096 characters, so a few MB
+# at worst).
+@lru_cache(maxsize=1024)
 def split_day(text: str) -> tuple[str | None, str]:
     """Split a retrieved turn's text (``#12 Ada (8 May 2023): ...``) into the line of its day
     and its line without the day nor the seq (``Ada: ...``: the packet lists the turns in

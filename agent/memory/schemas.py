@@ -458,7 +458,7 @@ class CheckpointTurn(Value):
     @classmethod
     def of(cls, turn: ConversationTurn) -> CheckpointTurn:
         """Return ``turn`` without the fields its delivery sets (step 3, after the file)."""
-        return cls.model_validate(turn.model_dump(include=set(cls.model_fields)))
+        return cls(**{name: getattr(turn, name) for name in cls.model_fields})  # no dump
 
 
 class ConversationCheckpointSnapshot(Value):

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from agent.db import Transaction
+from agent.errors import StorageError
 from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.memory_commands import MemoryCommands
@@ -70,6 +71,23 @@ class TurnResult:
 
 #: Work run first in a turn's transaction (a session command closes or switches sessions).
 Prelude = Callable[[Transaction], Awaitable[object]]
+
+
+async def _known_turn(
+    tx: Transaction, parts: LaneParts, message: InboundMessage
+) -> ConversationTurn:
+    """The turn an update already became (its insert changed nothing, I3).
+
+    Raises:
+        StorageError: there is none (the insert failed to add a turn for another reason).
+    """
+    known = None
+    if message.update_id is not None:
+        known = await parts.store.turn_for_update(tx, message.bot_id, message.update_id)
+    if known is None:
+        raise StorageError(f"the turn of update {message.update_id} was neither added nor found")
+    return known
+
 
 class TurnCommitter:
     """Commits turns of held sessions (see the module docstring).
@@ -162,7 +180,8 @@ class TurnCommitter:
                     title=session.title,
                     now=now,
                 )
-            await write_conversation_turn(tx, parts.store, turn, state, now=now)
+            if not await write_conversation_turn(tx, parts.store, turn, state, now=now):
+                return await _known_turn(tx, parts, message)
             # The summary version the fold made commits with its turn (I6: never apart).
             await write_summary_version(tx, parts.summary_store, before, state, now=now)
             if candidates:

@@ -272,6 +272,11 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 )
 
 
+# A word every rule of _FACT_RULES matches as a whole word (the user speaks of themselves: "I",
+# "I'm", "im", "my", "me", or "name is ..."): a clause without one is read by none of them.
+_USER_CUE = re.compile(r"\b(?:i|im|my|me|name)\b", _F)
+
+
 def _name_value(raw: str, *, strict: bool) -> str | None:
     match = _NAME.match(raw)
     if match is None:
@@ -370,6 +375,8 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
     # One fact per clause, the first rule's that reads it, and those of the rules before it
     # that let others read on ("I'm a nurse at the city hospital": a job and a workplace).
     found: list[tuple[str, str]] = []
+    if _USER_CUE.search(clause.text) is None:  # no rule can read it: none is tried
+        return found
     for rule in _FACT_RULES:
         if questions_only and not rule.in_questions:
             continue
