@@ -446,3 +446,41 @@ def test_a_message_addressed_by_handle_moves_the_deliberation():
     assert proposal.reactions == (Reaction(participant="Bob", stance="support", turn=2),)
     people = {p.name: p for p in state.participants}
     assert people["Carol"].last_position == "I think Friday evening is bad for the team"
+
+
+@pytest.mark.parametrize(
+    ("said", "stance"),
+    [
+        ("the picnic sounds good to me", "support"),
+        ("a picnic in the park works for me", "support"),
+        ("I'm all for the picnic", "support"),
+        ("I vote for the picnic", "support"),
+        ("the park is fine by me", "support"),
+        ("I'm not for the picnic", "oppose"),
+        ("the picnic doesn't sound good to me", "oppose"),
+        ("a picnic in the park doesn't work for me", "oppose"),
+    ],
+)
+def test_a_reaction_may_name_what_it_reacts_to_first(said, stance):
+    """"the picnic sounds good to me": the reaction is inside the sentence, after what it is
+    about, and goes to the proposal that names it."""
+    state = group(
+        [
+            ("Alice", "I propose a picnic in the park"),
+            ("Dave", "my suggestion is a museum visit"),
+            ("Carol", said),
+        ]
+    )
+    picnic, museum = state.proposals
+    assert picnic.reactions == (Reaction(participant="Carol", stance=stance, turn=3),)
+    assert museum.reactions == ()
+
+
+def test_a_long_story_that_sounds_good_somewhere_is_no_reaction():
+    state = group(
+        [
+            ("Alice", "I propose a picnic in the park"),
+            ("Carol", "yesterday my neighbour told me a long story and the ending sounds good"),
+        ]
+    )
+    assert state.proposals[0].reactions == ()

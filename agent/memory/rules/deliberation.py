@@ -136,6 +136,20 @@ _NEUTRAL = re.compile(
 _SHORT_SUPPORT = re.compile(r"^(?:yes|yep|yeah|yup|sure|absolutely|definitely|exactly)\b", _F)
 _SHORT_OPPOSE = re.compile(r"^(?:no|nah)\b", _F)
 _SHORT_WORDS = 5
+# A reaction after what it reacts to, in a short message ("the picnic sounds good to me").
+_NAMED_OPPOSE = re.compile(
+    r"\b(?:doesn'?t|does\s+not|don'?t|do\s+not)\s+(?:really\s+)?(?:sound|look|work)\b"
+    r"|\bi(?:'m|\s+am)\s+(?:not\s+for|against)\b"
+    r"|\bi\s+vote\s+against\b",
+    _F,
+)
+_NAMED_SUPPORT = re.compile(
+    r"\b(?:sounds?|looks?)\s+(?:good|great|fine|perfect|right)\b|\bworks?\s+for\s+me\b"
+    r"|\bfine\s+by\s+me\b|\bi(?:'m|\s+am)\s+(?:all\s+)?for\b|\bi\s+vote\s+for\b"
+    r"|\bi(?:'m|\s+am)\s+in\s+favou?r\s+of\b",
+    _F,
+)
+_NAMED_WORDS = 10
 _OPINION = re.compile(
     r"^(?:i\s+(?:think|believe|feel|guess|reckon|prefer)|in\s+my\s+(?:opinion|view)|imo\b"
     r"|i'?d\s+rather|we\s+(?:should|shouldn'?t|need\s+to|must|could))\b",
@@ -209,6 +223,11 @@ def _read_reaction(text: str, clauses: Sequence[Clause]) -> Stance | None:
             return "support"
         if _SHORT_OPPOSE.match(text):
             return "oppose"
+    if len(text.split()) <= _NAMED_WORDS and not text.rstrip().endswith("?"):
+        if _NAMED_OPPOSE.search(text):
+            return "oppose"
+        if _NAMED_SUPPORT.search(text):
+            return "support"
     return None
 
 
