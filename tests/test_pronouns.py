@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.memory.rules.pronouns import resolve_pronoun
+from agent.memory.rules.pronouns import resolve_name, resolve_pronoun
+from agent.memory.schemas import Fact
 
 
 @pytest.mark.parametrize(
@@ -51,3 +52,27 @@ def test_a_pronoun_points_past_messages_that_name_no_one_but_not_past_two_people
     assert resolve_pronoun("how old is he?", ["my son and my brother came", *said]) == (
         "how old is he?"
     )
+
+
+_KNOWN = (
+    Fact(key="pet:dog rex", value="dog Rex", turn=1),
+    Fact(key="relative:wife clara", value="wife Clara", turn=2),
+    Fact(key="relative:friend sam", value="friend Sam", turn=3),
+    Fact(key="relative:cousin sam", value="cousin Sam", turn=4),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "resolved"),
+    [
+        ("Rex is 5", "my dog Rex is 5"),
+        ("Clara works at the hospital", "my wife Clara works at the hospital"),
+        ("Clara's birthday is on 3 May", "my wife Clara's birthday is on 3 May"),
+        ("Sam is 30", "Sam is 30"),  # two people are called Sam
+        ("Tom is 30", "Tom is 30"),  # no one known is
+        ("Rex", "Rex"),
+        ("London is lovely", "London is lovely"),
+    ],
+)
+def test_a_name_that_opens_a_message_is_the_one_known_by_it(text, resolved):
+    assert resolve_name(text, _KNOWN) == resolved

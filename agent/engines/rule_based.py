@@ -94,7 +94,7 @@ from agent.memory.rules.extraction import (
     split_clauses,
 )
 from agent.memory.rules.fact_extraction import extract_facts
-from agent.memory.rules.pronouns import resolve_pronoun, said_before
+from agent.memory.rules.pronouns import resolve_name, resolve_pronoun, said_before
 from agent.memory.rules.session_rules import (
     GROUP_CHAT_TYPES,
     PERSONAL_CHAT_TYPES,
@@ -191,10 +191,10 @@ class RuleBasedConcierge:
             return forgotten
         seq = packet.turn_count + 1
         now = utc(message.received_at)
-        if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
-            text = resolve_pronoun(text, said_before(packet.recent_turns))
         # What earlier sessions taught (long-term memory), overridden by this session's facts.
         known = merge_facts(memory_facts(packet.memories), packet.facts)
+        if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
+            text = resolve_name(resolve_pronoun(text, said_before(packet.recent_turns)), known)
         new_facts = extract_facts(text, turn=seq) or correct_by_value(text, known, turn=seq)
         facts = merge_facts(known, new_facts)
         zone = zone_of(next((f.value for f in facts if f.key == "timezone"), None))

@@ -18,7 +18,7 @@ from agent.memory.conversation_store import ConversationStore
 from agent.memory.longterm.memory_slots import attribute_of, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.rules.fact_extraction import extract_facts
-from agent.memory.rules.pronouns import resolve_pronoun
+from agent.memory.rules.pronouns import resolve_name, resolve_pronoun
 from agent.memory.rules.value_corrections import correct_by_value
 from agent.memory.schemas import (
     ConversationTurn,
@@ -74,10 +74,11 @@ def memory_candidates(
     corrects by naming the wrong value among ``known`` ("actually it's Bath, not Bristol").
 
     A message that opens with "he", "she" or "they" states them of the one the ``previous``
-    messages named, newest first (:func:`~agent.memory.rules.pronouns.resolve_pronoun`).
+    messages named, newest first; one that opens with a name ("Rex is 5"), of the one of
+    ``known`` by that name (:mod:`agent.memory.rules.pronouns`).
     """
     candidates = []
-    text = resolve_pronoun(turn.user_text, previous)
+    text = resolve_name(resolve_pronoun(turn.user_text, previous), known)
     said = extract_facts(text, turn=turn.seq)
     for fact in said or correct_by_value(text, known, turn=turn.seq):
         parts = parse_key(fact.key)

@@ -99,6 +99,8 @@ JOBS = (
     "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
 )
 # What is said of someone: (predicate, attribute, how the value is read).
+# An age said of someone: "5", "5 years old", "5 now".
+_AGE = r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year))?"
 _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     (re.compile(pattern, _F), attribute, kind)
     for pattern, attribute, kind in (
@@ -109,9 +111,10 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (rf"is (?=an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\b)", "job", "place"),
         (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
         (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
-        (r"is (?:actually |now |really |just )?(?=\d{1,3}(?:\s*(?:years?\s+old|yo))?$)", "age",
-         "raw"),
-        (r"(?:has )?(?:just )?turned\s+(?=\d{1,3}(?:\s*(?:years?\s+old|yo))?$)", "age", "raw"),
+        (r"(?:job|profession|occupation) is\s+", "job", "short"),
+        (r"age is\s+(?=\d{1,3}$)", "age", "raw"),
+        (rf"is (?:actually |now |really |just )?(?={_AGE}$)", "age", "age"),
+        (rf"(?:has )?(?:just )?turned\s+(?={_AGE}$)", "age", "age"),
         (r"is allergic to\s+", "allergy", "short"),
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
@@ -163,7 +166,7 @@ _DISLIKE = (
 class _FactRule:
     key: str
     pattern: re.Pattern[str]
-    kind: str  # how the value is read: name, strict_name, place, short, phrase, raw, zone, trip
+    kind: str  # how the value is read (_fact_value): name, place, short, phrase, raw, zone...
     in_questions: bool
     alongside: bool  # the clause may state another fact too: the next rules still read it
 
@@ -314,6 +317,8 @@ def _fact_value(kind: str, raw: str) -> str | None:
     if kind == "zone":
         zone = find_zone(raw)
         return None if zone is None else zone.key
+    if kind == "age":  # "5 now": the number and its unit
+        return re.sub(r"\s+(?:now|already|today|this year)$", "", raw.strip(), flags=_F)
     if kind == "trip":  # "going to Japan in August": a place, by its capital letter
         place = _cut(raw, _PHRASE_STOP, 8)
         return f"a trip to {place}" if place[:1].isupper() else None
@@ -447,7 +452,8 @@ def _read_entity_facts(text: str) -> list[tuple[str, str]]:
     if name is not None:
         attribute = "pet" if _PET.match(role) else "relative"
         facts.append((fact_key(USER, attribute, subject), subject))
-    said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,")))
+    # "my mom's birthday is ...": what follows the possessive is said of them.
+    said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
     for predicate, attribute, kind in _OTHER_PREDICATES:
         found = predicate.match(said)
         if found is None:

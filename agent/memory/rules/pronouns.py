@@ -1,4 +1,4 @@
-"""Who "he", "she" or "they" is, when the user's message before named someone.
+"""Who "he", "she", "they" or a bare name is, when the user named someone before.
 
 People tell of someone over two messages: "my son is 12", then "his name is Leo"; "my wife's
 name is Clara", then "she works at the hospital"; "I have a dog called Rex", then "how old is
@@ -6,7 +6,9 @@ he?" was never answerable. :func:`resolve_pronoun` puts the one the previous mes
 place of the pronoun that opens the message ("my son's name is Leo"), so that the fact rules
 and the questions read it as if it had been said in one go. A pronoun whose gender the role
 contradicts ("my daughter is 7", then "his name is ...") names no one, nor does a message
-before that named nobody or several people. A pure function of the two texts.
+before that named nobody or several people. :func:`resolve_name` does the same for a name
+that opens a message ("Rex is 5 now": "my dog Rex is 5 now") from the facts known. Pure
+functions of their arguments.
 
 Tested by ``tests/test_pronouns.py`` and the "pets and relatives" family of
 ``tests/test_everyday_phrasings.py``.
@@ -19,9 +21,9 @@ from collections.abc import Sequence
 
 from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
 from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
-from agent.memory.schemas import ConversationTurn
+from agent.memory.schemas import ConversationTurn, Fact
 
-__all__ = ["resolve_pronoun", "said_before"]
+__all__ = ["resolve_name", "resolve_pronoun", "said_before"]
 
 _F = re.IGNORECASE
 # How many of the user's messages back a pronoun may point.
@@ -42,6 +44,11 @@ _OPENING = re.compile(
 )
 # A question's pronoun, wherever it is: "how old is she?", "what's his name?".
 _ASKED = re.compile(r"^(?=.*\?\s*$).*?\b(?P<p>he|she|they|his|her|their)\b(?P<be>)", _F)
+# A name that opens a statement about its bearer: "Rex is 5", "Clara's birthday is ...".
+_NAME_FIRST = re.compile(
+    r"^(?P<name>[A-Z][^\W\d_]+)(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
+    r"|turned|moved|got)\b))"
+)
 # Each one a message speaks of: "my sister ... and my brother ...": two, no telling who.
 _ROLE = re.compile(rf"\b(?:my|our|a|an)\s+(?P<role>{PEOPLE}|{PETS})\b", _F)
 _OTHER_GENDER = {"he": _FEMALE, "his": _FEMALE, "she": _MALE, "her": _MALE}
@@ -68,6 +75,24 @@ def _named(previous: str) -> tuple[str | None, bool]:
     if len(roles) != 1:
         return None, len(roles) > 1
     return (labels[-1] if labels else mentioned[-1]), False  # "what's my son's name?": "son"
+
+
+def resolve_name(text: str, known: Sequence[Fact]) -> str:
+    """Return ``text`` with the name that opens it ("Rex is 5", "Clara works at the
+    hospital") made the one the user named before ("my dog Rex is 5"), when ``known`` (their
+    facts) names exactly one by it; else ``text`` as it is."""
+    match = _NAME_FIRST.match(text)
+    if match is None:
+        return text
+    labels = {
+        f.value
+        for f in known
+        if parse_key(f.key).name in {"relative", "pet"}
+        and role_and_name(f.value)[1].casefold() == match.group("name").casefold()
+    }
+    if len(labels) != 1:
+        return text
+    return f"my {labels.pop()}" + text[match.end() :]
 
 
 def said_before(turns: Sequence[ConversationTurn]) -> list[str]:
