@@ -261,6 +261,15 @@ async def test_look_alikes_state_no_fact(db, text):
         ("cool!", "👍"),
         ("got it", "👍"),
         ("see you tomorrow", "Bye"),
+        ("ttyl", "Bye"),
+        ("gotta go", "Bye"),
+        ("talk to you later!", "Bye"),
+        ("you're great", "Thank you"),
+        ("nice one, you're the best", "Thank you"),
+        ("sorry", "No problem"),
+        ("my bad, sorry about that", "No problem"),
+        ("brb", "Sure"),
+        ("hold on a sec", "Sure"),
     ],
 )
 async def test_greetings_thanks_and_nods_get_a_short_reply(db, text, start):

@@ -81,7 +81,22 @@ _ACKNOWLEDGE = re.compile(
     _F,
 )
 
-_BYE = re.compile(r"^(?:bye|goodbye|good night|see you|see ya|cya|later)\b", _F)
+_BYE = re.compile(
+    r"^(?:bye|goodbye|good night|see you|see ya|cya|later|ttyl|talk (?:to you )?(?:later|soon)"
+    r"|(?:i )?(?:gotta|got to|have to|must) (?:go|run)\b(?:[.!]*$)|bye for now)\b",
+    _F,
+)
+# Praise of the bot, an apology, a pause: each gets a word back.
+_OTHER_TALK = tuple(
+    (re.compile(pattern, _F), said)
+    for pattern, said in (
+        (r"^(?:you(?:'re| are) (?:great|the best|awesome|amazing|a star|brilliant|so helpful)"
+         r"|(?:nice|good) (?:one|job|work)|well done|good bot|love (?:you|it))\b", "Thank you! 😊"),
+        (r"^(?:sorry|my bad|oops|apologies)\b(?:[\w ,'!.]{0,30})$", "No problem!"),
+        (r"^(?:brb|be right back|hold on|hang on|one (?:sec|second|moment|minute)|wait a (?:sec"
+         r"|second|minute))\b[\w ,.!]{0,12}$", "Sure, I'll be here."),
+    )
+)  # fmt: skip
 
 # A summary line: "#12 Ada: ..." or, tagged by the summarizer, "#12 Ada [decision]: ...".
 _SUMMARY_LINE = re.compile(
@@ -207,4 +222,5 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", "OK, never mind."
     if _ACKNOWLEDGE.match(text):
         return "smalltalk", "👍"
-    return None
+    answer = next((said for pattern, said in _OTHER_TALK if pattern.search(text)), None)
+    return None if answer is None else ("smalltalk", answer)

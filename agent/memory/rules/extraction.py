@@ -176,6 +176,7 @@ _TODO_VERBS = frozenset(
     study clear empty hoover vacuum mow repair replace refill transfer apply register confirm
     arrange wrap grab iron change cut paint pickup shop""".split()
 )
+_LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
 # "I've finished everything", "all done": every open to-do at once.
 EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
                         "my whole list", "the whole list", "all my to-dos", "all my todos"})
@@ -277,6 +278,8 @@ def extract_openers(text: str) -> tuple[str, ...]:
         if match is None:
             continue
         for value in _several_todos(clean_value(match.group("v"))):
+            if value.casefold() in _LEAVING:
+                continue  # "gotta go": a goodbye, not a to-do
             if value and value.casefold() not in {v.casefold() for v in found}:
                 found.append(value)
     return tuple(found)
