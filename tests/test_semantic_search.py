@@ -44,7 +44,7 @@ _FILLER = [
     "I need new running shoes before the marathon",
     "The neighbours are renovating their attic",
 ]
-_PET = "We adopted a beagle last week and called him Rex"
+_PET = "We adopted a puppy last week, a beagle called Rex"
 _QUESTION = "What is the name of my dog?"
 
 
@@ -133,7 +133,7 @@ def backend(request: pytest.FixtureRequest) -> str | None:
 async def test_a_turn_is_found_by_its_meaning_when_no_word_matches(
     tmp_path: Path, backend: str | None
 ):
-    """Asked about "my dog", the packet retrieves the turn about a beagle called Rex: no word in
+    """Asked about "my dog", the packet retrieves the turn about a puppy called Rex: no word in
     common, found by its vector; without the semantic search it is not retrieved."""
     async with _lane(tmp_path, semantic=True, database_url=backend) as lane:
         await _say(lane, _conversation())

@@ -10,19 +10,15 @@ long-term memories. Each candidate gets a score in [0, 1]::
              + w_recency * recency + w_importance * importance
              + w_open_loop * open-loop priority) / (sum of the weights)
 
-* **relevance**: FTS5 BM25 of the candidate for the query (function words dropped) or, with
-  the optional semantic search (:mod:`agent.memory.semantic_search`), BM25's ranking of the
-  turns fused with their ranking by the message's vector (:func:`~agent.memory.
-  retrieval_ranking.fuse`), times ``speaker_boost`` for a turn said by someone the message
-  names, divided by the best of that query among all candidates, so the best match is 1.
-  Memories are searched for the message and for the topics; the session's turns and summaries
-  for the message, and for the topics too when no word of the message was found in a turn.
-  The turns next to a strong hit inherit part of its relevance (``neighbour_weight`` /
-  distance, less for the turns before it): in a chat the answer is often the reply to the
-  message that shares the question's words. The turns are searched a second time, for the
-  message's words and those of its best hits and the cues of what it asks about
-  (:mod:`agent.memory.retrieval_queries`), these hits ranked below the message's best; with
-  the semantic search, the message's vector moves towards its best hits' vectors;
+* **relevance**: FTS5 BM25 of the candidate for the query (function words dropped) or, with the
+  optional semantic search (:mod:`agent.memory.semantic_search`), BM25's ranking of the turns fused
+  with their ranking by the message's vector, moved towards its best hits'
+  (:func:`~agent.memory.retrieval_ranking.fuse`), times ``speaker_boost`` for a turn said by
+  someone the message names, over the best one's (1 for the best). Memories are searched for the
+  message and the topics; the session's turns and summaries for the message, and for the topics too
+  when no word of the message was found in a turn. The turns next to a strong hit inherit part of
+  its relevance (``neighbour_weight`` / distance, less for the turns before it): in a chat the
+  answer is often the reply to the message that shares the question's words;
 * **recency**: turns and summaries halve every ``recency_half_life_turns`` turns back;
   memories use their decay factor (seed 003: half-life in days, boosted by accesses);
 * **importance**: a memory's importance times its decay; turns that stated a fact or carry a
@@ -32,23 +28,23 @@ long-term memories. Each candidate gets a score in [0, 1]::
 
 The cost is bounded whatever the history's length: each index returns at most ``k`` candidates
 (BM25 order with ``LIMIT k``, ``k`` set by the token budget only) and the neighbours are one
-primary-key read. A session's turn searches (recent and older turns) are one statement (two with
-the expanded query), and so are their neighbours and the summary searches. The retriever is
-synchronous: a packet's statements, and the scoring between them, run in the database's searcher
-thread in one hand-over, on one snapshot (:meth:`Database.read <agent.db.database.Database.read>`).
-Turns are read as plain texts (the store's ``TurnText``, no model) and scored as such; with a token
-budget, only the items a first fit of that budget could take are built (see
-:meth:`ConversationRetriever.retrieve`): a packet carries a few dozen of the few hundred
-candidates. FTS5's bm25() counts the documents of every phrase of its query by reading the phrase's
-whole posting list, so a session-id term in the MATCH cost a read of every turn of the session
-(profiled: 4.3 ms of 7.9 at 100,000 turns). Migration 0007 numbers the turn index so that a session
-is one rowid range, and the turn search restricts with ``rowid BETWEEN`` instead: all query words
-over the session's last ``RECENT_TURNS`` turns, and over the older turns only the words found in at
-most ``OLD_WORD_TURNS`` of them (a fact said once long ago is found; a word said throughout is not
-searched for there). Both are FTS5 BM25 of the same index, so their scores compare. bm25() still
-counts each query word's documents in the whole index, so function words and words found in more
-than ``max_word_turns`` turns are dropped from the queries of every index, which bounds that read
-per word (``bench/retrieval_cost.py`` measures the whole at 100,000 turns).
+primary-key read. A session's turn searches (recent and older turns) are one statement, and so are
+their neighbours and the summary searches. The retriever is synchronous: a packet's statements, and
+the scoring between them, run in the database's searcher thread in one hand-over, on one snapshot
+(:meth:`Database.read <agent.db.database.Database.read>`). Turns are read as plain texts (the
+store's ``TurnText``, no model) and scored as such; with a token budget, only the items a first fit
+of that budget could take are built (see :meth:`ConversationRetriever.retrieve`): a packet carries
+a few dozen of the few hundred candidates. FTS5's bm25() counts the documents of every phrase of
+its query by reading the phrase's whole posting list, so a session-id term in the MATCH cost a read
+of every turn of the session (profiled: 4.3 ms of 7.9 at 100,000 turns). Migration 0007 numbers the
+turn index so that a session is one rowid range, and the turn search restricts with ``rowid
+BETWEEN`` instead: all query words over the session's last ``RECENT_TURNS`` turns, and over the
+older turns only the words found in at most ``OLD_WORD_TURNS`` of them (a fact said once long ago
+is found; a word said throughout is not searched for there). Both are FTS5 BM25 of the same index,
+so their scores compare. bm25() still counts each query word's documents in the whole index, so
+function words and words found in more than ``max_word_turns`` turns are dropped from the queries
+of every index, which bounds that read per word (``bench/retrieval_cost.py`` measures the whole at
+100,000 turns).
 """
 
 from __future__ import annotations
@@ -57,22 +53,16 @@ import asyncio
 import logging
 from concurrent.futures import Future
 from datetime import datetime
-from functools import partial
+from functools import lru_cache
 from typing import Any
 
 from agent.db import Snapshot, Transaction
+from agent.db.search import QUERY_WORDS
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore, TurnText
 from agent.memory.longterm.memory_consolidator import decay_factor
 from agent.memory.longterm.memory_slots import render_memory
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.packet_lines import render_turn, turn_day
-from agent.memory.retrieval_queries import (
-    expand_query,
-    merge_expanded,
-    name_words,
-    query_words,
-    topic_names,
-)
 from agent.memory.retrieval_ranking import (
     Candidate,
     RetrievalPolicy,
@@ -87,6 +77,8 @@ from agent.memory.schemas import RetrievedItem, SessionState
 from agent.memory.semantic_search import SemanticSearch
 from agent.memory.storage.word_frequencies import WordFrequencies
 from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
+from agent.utils.text import SEARCH_STOP_WORDS as _STOP_WORDS
+from agent.utils.text import split_words
 
 __all__ = [
     "ConversationRetriever",
@@ -101,6 +93,8 @@ logger = logging.getLogger(__name__)
 # the documents of each (up to max_word_turns), so this bounds a long message's searches; 6
 # lost half a point of bench/memory_quality.py's recall, 8 a tenth or two.
 _RANKED_WORDS = 8
+# Topics that make the topic query, heaviest first.
+_QUERY_TOPICS = 5
 # Tokens a candidate is assumed to cost when sizing the candidate set to the budget. A turn
 # item costs ~40 tokens of LoCoMo talk; asking each index for a third as many candidates as 16
 # did left bench/memory_quality.py's recall unchanged (within one question of 999) and reads,
@@ -108,6 +102,20 @@ _RANKED_WORDS = 8
 _TOKENS_PER_CANDIDATE = 48
 # The excerpt of a summary delta an item carries at most (characters).
 _SUMMARY_CHARS = 600
+
+
+def query_words(text: str) -> list[str]:
+    """Return the content words of ``text``, lowercased, in order, without repeats.
+
+    Function words are dropped; what remains is searched for word by word (see
+    :func:`agent.db.search.match_query`), so no FTS5 syntax survives.
+    """
+    words = (word.lower() for word in split_words(text))
+    # Years and other long numbers are content; "3" or "10" alone are not.
+    kept = [
+        word for word in words if word not in _STOP_WORDS and not (word.isdigit() and len(word) < 3)
+    ]
+    return list(dict.fromkeys(kept))[:QUERY_WORDS]
 
 
 class ConversationRetriever:
@@ -183,9 +191,9 @@ class ConversationRetriever:
                 session's turns nearest it are ranked too, and the ranking fused with BM25's.
         """
         limit = self.candidate_limit(token_budget)
-        words = query_words(text)
-        topics = " ".join(query_words(" ".join(topic_names(state))))
-        (message, said), (topics, _) = self._selective(conn, [" ".join(words), topics])
+        message = " ".join(query_words(text))
+        topics = " ".join(query_words(" ".join(_topic_names(state))))
+        (message, said), (topics, _) = self._selective(conn, [message, topics])
         queries = [
             (query, slot) for query, slot in ((message, "message"), (topics, "topics")) if query
         ]
@@ -201,7 +209,7 @@ class ConversationRetriever:
         if session_id is not None and (session_queries or semantic):
             hits = self._turn_candidates(
                 conn, candidates, session_id, session_queries, limit, before_seq, state,
-                query_vector, words,
+                query_vector,
             )  # fmt: skip
             # A summary delta repeats turns in short: it is a candidate where the turns found
             # do not fill the candidate set. Searched always, summaries took room that turns
@@ -231,7 +239,6 @@ class ConversationRetriever:
         before_seq: int | None,
         state: SessionState | None,
         query_vector: Any,
-        said: list[str],
     ) -> int:
         # Returns how many turns matched a query (the raw turns at the end left out). The raw
         # turns at the end are matched too and dropped here: ask for that many more.
@@ -239,22 +246,15 @@ class ConversationRetriever:
         facts, loops = fact_turns(state), loop_turns(state)
         texts = [query for query, _ in queries]
         results = self.store.search_turn_texts(conn, session_id, texts, limit + slack + 1)
-        # The message's best hits: their words expand its query, their vectors its vector.
-        asked = queries[0][0] if queries and queries[0][1] == "message" else ""
-        first = results[0] if asked else []
-        top = [(t, -bm25) for t, bm25 in first if before_seq is None or t.seq < before_seq]
-        expanded = self._expanded(conn, session_id, asked, said, top, limit + slack + 1, before_seq)
-        # The words searched, the message's vector is waited for (encoded meanwhile), and moved
-        # towards the vectors of BM25's best hits (feedback: SemanticSearch.search).
-        semantic, vector, policy = self.semantic, query_vector, self.policy
-        seeds = [turn.seq for turn, _ in top[: policy.feedback_hits]]
-        nearest = [] if semantic is None else semantic.search(
-            conn, session_id, vector, limit, before_seq, seeds=seeds, feedback=policy.feedback
-        )  # fmt: skip
+        # The words searched, the message's vector (encoded meanwhile) moved towards its hits'.
+        first = results[0] if queries and queries[0][1] == "message" else []
+        seeds = [t.seq for t, _ in first if before_seq is None or t.seq < before_seq]
+        nearest = [] if self.semantic is None else self.semantic.search(
+            conn, session_id, query_vector, limit, before_seq,
+            seeds=seeds[: self.policy.feedback_hits], feedback=self.policy.feedback)  # fmt: skip
         if not queries:  # no word of the message to search for: its vector alone
             queries, results = [("", "message")], [[]]
-        near = self.store.get_turn_texts(conn, session_id, nearest)  # [] reads nothing
-        for turn in [*near, *(turn for turn, _ in expanded)]:
+        for turn in self.store.get_turn_texts(conn, session_id, nearest):  # [] reads nothing
             self._add_turn(found, turn, facts, loops)
         scored: list[tuple[str, dict[int, float], dict[int, float]]] = []
         for (query, slot), hits in zip(queries, results, strict=True):
@@ -265,14 +265,11 @@ class ConversationRetriever:
                     continue
                 strength[turn.seq] = -bm25
                 self._add_turn(found, turn, facts, loops)
-            if slot == "message":  # the expanded query's hits below the message's best
-                more = {turn.seq: value for turn, value in expanded}
-                strength = merge_expanded(strength, more, policy.expansion_share)
             if slot == "message" and nearest:
                 strength = fuse(strength, nearest, self.policy)
             for seq in strength:
                 # A turn said by someone the message names ("what did Ada say about...").
-                named = not words.isdisjoint(name_words(found[f"turn:{seq}"].speaker))
+                named = not words.isdisjoint(_name_words(found[f"turn:{seq}"].speaker))
                 strength[seq] *= self.policy.speaker_boost if named else 1.0
             # Conversational context: the replies after a hit (and the lines before it) often
             # carry the answer without sharing its words, so they inherit part of its strength.
@@ -289,19 +286,6 @@ class ConversationRetriever:
                     best = max(value, strength.get(seq, 0.0), inherited.get(seq, 0.0))
                     setattr(candidate, slot, max(getattr(candidate, slot), best))
         return len({seq for _, strength, _ in scored for seq in strength})
-
-    def _expanded(
-        self, conn: Snapshot, session_id: str, asked: str, said: list[str],
-        top: list[tuple[TurnText, float]], limit: int, before_seq: int | None,
-    ) -> list[tuple[TurnText, float]]:  # fmt: skip
-        """Return the turns, with their BM25 strengths, that the message's query (``asked``)
-        finds expanded as :func:`~agent.memory.retrieval_queries.expand_query` says from its
-        ``top`` hits (never with the words ``said`` that it left out); ``[]``: none added."""
-        hits = [(query_words(t.user_text), value) for t, value in top[: self.policy.expansion_hits]]
-        count = partial(self._frequencies.counts, conn)
-        query = expand_query(asked.split(), hits, count, self.policy, said=said) if asked else ""
-        found = self.store.search_turn_texts(conn, session_id, [query], limit)[0] if query else []
-        return [(t, -bm25) for t, bm25 in found if before_seq is None or t.seq < before_seq]
 
     def _selective(self, conn: Snapshot, queries: list[str]) -> list[tuple[str, bool]]:
         """Leave out of each query the words found in more than ``max_word_turns`` turns;
@@ -498,3 +482,19 @@ class ConversationRetriever:
         self._frequencies.forget()  # words of the erased turns count no more
         if self.semantic is not None:
             self.semantic.forget()  # the cascade took their vectors: the cache reads anew
+
+
+@lru_cache(maxsize=1024)
+def _name_words(speaker: str | None) -> frozenset[str]:
+    # Cached: a chat has few speakers, and each hit of each packet asks.
+    if not speaker:
+        return frozenset()
+    return frozenset(word for word in query_words(speaker) if len(word) > 2)
+
+
+def _topic_names(state: SessionState | None) -> list[str]:
+    if state is None:
+        return []
+    topics = sorted(state.active_topics, key=lambda t: (-t.weight, t.name))[:_QUERY_TOPICS]
+    return [topic.name for topic in topics]
+

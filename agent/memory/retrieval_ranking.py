@@ -89,16 +89,10 @@ class RetrievalPolicy:
         fusion_k: the rank offset of reciprocal rank fusion (:func:`fuse`; 60 is the
             usual choice).
         semantic_weight: the semantic ranking's weight in the fusion (BM25's is 1).
-        feedback_hits: the best BM25 hits whose vectors move the message's towards them
-            (:meth:`SemanticSearch.search <agent.memory.semantic_search.SemanticSearch.
-            search>`; 0: none).
+        feedback_hits: the message's best BM25 hits whose vectors move its vector towards
+            theirs before the semantic search (:meth:`SemanticSearch.search <agent.memory.
+            semantic_search.SemanticSearch.search>`; 0: none).
         feedback: the weight of their mean vector there (the message's is 1).
-        expansion_hits: the best BM25 hits whose words may expand the message's query
-            (:mod:`agent.memory.retrieval_queries`).
-        expansion_terms: how many of their words at most (0: none; the category cues still).
-        expansion_max_turns: a word in more turns than this is not added.
-        expansion_share: what the expanded search's best hit scores, as a share of the
-            message's own best (the rest scaled alike).
         decay: how memories decay (their recency and importance).
     """
 
@@ -119,10 +113,6 @@ class RetrievalPolicy:
     semantic_weight: float = 1.0
     feedback_hits: int = 5
     feedback: float = 1.0
-    expansion_hits: int = 8
-    expansion_terms: int = 5
-    expansion_max_turns: int = 100
-    expansion_share: float = 0.5
     decay: DecayPolicy = field(default_factory=DecayPolicy)
 
     def __post_init__(self) -> None:
