@@ -14,7 +14,7 @@ long-term memories. Each candidate gets a score in [0, 1]::
   optional semantic search (:mod:`agent.memory.semantic_search`), BM25's ranking of the turns fused
   with their ranking by the message's vector, moved towards its best hits'
   (:func:`~agent.memory.retrieval_ranking.fuse`), times ``speaker_boost`` for a turn said by
-  someone the message names, over the best one's (1 for the best). Memories are searched for the
+  someone the message names, divided by the best's (1 for the best). Memories are searched for the
   message and the topics; the session's turns and summaries for the message, and for the topics too
   when no word of the message was found in a turn. The turns next to a strong hit inherit part of
   its relevance (``neighbour_weight`` / distance, less for the turns before it): in a chat the

@@ -19,7 +19,8 @@ retriever is lexical only (FTS5 BM25) and nothing here runs.
   lexical searches, and waited for only after them; the vector is kept, so the indexer stores
   it for the message's turn instead of encoding the same ``speaker: words`` again.
 * **Fused with BM25** by the retriever (reciprocal rank fusion,
-  :func:`agent.memory.retrieval_ranking.fuse`).
+  :func:`agent.memory.retrieval_ranking.fuse`), the message's vector first moved towards the
+  vectors of its best BM25 hits (:meth:`SemanticSearch.search`'s ``seeds``).
 
 Tested in ``tests/test_semantic_search.py`` (skipped without the extra).
 """
