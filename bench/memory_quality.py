@@ -364,6 +364,8 @@ async def _measure_sample(
                     # The goal includes this: the text an engine receives is never over budget.
                     raise AssertionError(f"packet over budget {budget}: {packet}")
                 text, shown = norm(rendered), _shown_seqs(q.evidence, turns, rendered)
+                evidence = [turns[seq].user_text for seq in q.evidence] if part == "1-4" else []
+                results.add_sections(budget, rendered, evidence)
                 results.tallies[budget, "packet", part].add(q, shown, text, packet.token_estimate)
                 results.by_category[budget, q.category].add(q, shown, text, packet.token_estimate)
                 results.tallies[budget, "last-N window", part].add(

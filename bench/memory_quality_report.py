@@ -1,13 +1,16 @@
 """The tables of ``bench/memory_quality.py``: what it counts per question, and the section of
-``BENCHMARKS.md`` it writes ("Memory quality": SQLite's tables, and PostgreSQL's comparison with
-them). Tested in ``tests/test_memory_quality_report.py``.
+``BENCHMARKS.md`` it writes ("Memory quality": SQLite's tables, where the packet's tokens go,
+and PostgreSQL's comparison with them). Tested in ``tests/test_memory_quality_report.py``.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from agent.memory import packet_lines
 
 __all__ = [
     "BUDGETS",
@@ -19,6 +22,7 @@ __all__ = [
     "Results",
     "Tally",
     "norm",
+    "packet_sections",
     "postgres_table",
     "sqlite_table",
 ]
@@ -31,6 +35,24 @@ METHODS = ("packet", "last-N window", "BM25 + last 3")
 POSTGRES_METHODS = METHODS[:2]
 #: The largest fall of the packet's evidence recall on PostgreSQL from SQLite's (points).
 POSTGRES_TOLERANCE = 3.0
+# A rendered packet's section headers, and the part of the packet each one opens.
+_SECTIONS = {
+    packet_lines.LOOPS_HEADER: "open loops",
+    packet_lines.CLARIFICATIONS_HEADER: "pending clarifications",
+    packet_lines.REMEMBERED_HEADER: "memories",
+    packet_lines.RELEVANT_MEMORIES_HEADER: "memories",
+    packet_lines.EARLIER_HEADER: "retrieved",
+    packet_lines.SUMMARY_HEADER: "summaries",
+    packet_lines.LLM_SUMMARY_HEADER: "summaries",
+    packet_lines.COMPRESSED_HEADER: "recent turns, compressed",
+    packet_lines.TURNS_HEADER: "last turns",
+    packet_lines.REFERENCES_HEADER: "state",
+    **{header: "state" for header, _ in packet_lines.LISTED.values()},
+    packet_lines.LISTED["facts"][0]: "facts",
+    packet_lines.LISTED["jobs"][0]: "scheduled jobs",
+}
+# Sections opened by a line of their own that starts so.
+_OPENING = {packet_lines.TOPICS_HEADER: "state", "The member writing now:": "member"}
 
 
 @dataclass(slots=True)
@@ -98,6 +120,42 @@ class Results:
     # (sample id, budget, question) -> what its packet carries; budget -> ms per packet
     packets: dict[tuple[str, int, int], tuple[object, ...]] = field(default_factory=dict)
     millis: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    # budget -> section -> tokens over all packets; evidence utterances found in it; packets
+    section_tokens: dict[int, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    section_evidence: dict[int, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    sectioned: Counter[int] = field(default_factory=Counter)
+
+    def add_sections(self, budget: int, rendered: str, evidence: Iterable[str]) -> None:
+        """Count a packet's tokens per section and where its ``evidence`` lines are."""
+        self.sectioned[budget] += 1
+        for section, tokens, found in packet_sections(rendered, evidence):
+            self.section_tokens[budget][section] += tokens
+            self.section_evidence[budget][section] += found
+
+
+def packet_sections(rendered: str, evidence: Iterable[str]) -> list[tuple[str, float, int]]:
+    """Return each section of a rendered packet (in order of first appearance), the tokens its
+    lines take (4 characters a token, newline included) and how many of the ``evidence``
+    utterances it shows on a line of their own after a speaker or date (``Ada: words``).
+
+    The title is the first line; topics, references, decisions, proposals and participants
+    are the state.
+    """
+    wanted = {f": {text}" for text in evidence}
+    tokens: dict[str, float] = {}
+    found: Counter[str] = Counter()
+    section = "title"
+    for number, line in enumerate(rendered.split("\n")):
+        opening = [name for start, name in _OPENING.items() if line.startswith(start)]
+        if line in _SECTIONS or opening:
+            section = _SECTIONS.get(line) or opening[0]
+        elif number and section == "title":
+            section = "state"
+        tokens[section] = tokens.get(section, 0.0) + (len(line) + 1) / 4
+        shown = {ending for ending in wanted if line.endswith(ending)}
+        found[section] += len(shown)
+        wanted -= shown
+    return [(section, spent, found[section]) for section, spent in tokens.items()]
 
 
 def norm(text: str) -> str:
@@ -160,6 +218,25 @@ def sqlite_table(results: Results, conversations: list[Conversation], seconds: f
             every, _, answer, _ = results.by_category[budget, category].row()
             cells.append(f"{every} / {answer}")
         lines.append(f"| {budget:,} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Where the packet's tokens go: mean tokens per packet of each section (all questions),"
+        " and the evidence utterances of categories 1-4 found in it:",
+        "",
+        "| section | " + " | ".join(f"{budget:,}" for budget in BUDGETS) + " |",
+        "|---|" + "---:|" * len(BUDGETS),
+    ]
+    every = sorted(
+        {section for budget in BUDGETS for section in results.section_tokens[budget]},
+        key=lambda section: -results.section_tokens[BUDGETS[0]][section],
+    )
+    for section in every:
+        cells = [
+            f"{results.section_tokens[budget][section] / max(results.sectioned[budget], 1):.0f}"
+            f" / {results.section_evidence[budget][section]}"
+            for budget in BUDGETS
+        ]
+        lines.append(f"| {section} | " + " | ".join(cells) + " |")
     repaired = sum(c.repaired for c in conversations)
     dropped = sum(c.dropped for c in conversations)
     no_evidence = sum(c.no_evidence for c in conversations)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from bench.memory_quality_report import BUDGETS, Question, Results, postgres_table
+from agent.memory import packet_lines
+from bench.memory_quality_report import (
+    BUDGETS,
+    Question,
+    Results,
+    packet_sections,
+    postgres_table,
+)
 
 
 def _results(found: int, *, contents: str) -> Results:
@@ -37,3 +44,30 @@ def test_without_sqlite_the_table_has_no_comparison():
     alone = postgres_table(_results(8, contents="same"), None, 10, 1.0)
     assert "| 4,000 | **packet** | 80.0% | 80.0% | 100.0% | 900 | n/a | n/a | n/a |" in alone
     assert "within" not in alone
+
+
+def test_a_packets_tokens_and_evidence_are_counted_by_section():
+    """Each line counts for the section its header opened; an evidence utterance counts where
+    it is shown after a speaker or a date, once, and not where it is only quoted in part."""
+    rendered = "\n".join([
+        "Conversation c1 (40 turns)",
+        packet_lines.LOOPS_HEADER,
+        "- Ada: I will bring the tent (promised)",
+        f"{packet_lines.TOPICS_HEADER}camping",
+        packet_lines.EARLIER_HEADER,
+        "8 May 2023",
+        "Ada: I was in Chicago, it was awesome!",
+        packet_lines.TURNS_HEADER,
+        "Bob: I was in Chicago, it was awesome!",
+        "Bob: The lake was cold",
+    ])  # fmt: skip
+    evidence = ["I was in Chicago, it was awesome!", "The lake was cold", "the tent"]
+    sections = {
+        name: (tokens, found) for name, tokens, found in packet_sections(rendered, evidence)
+    }
+    assert list(sections) == ["title", "open loops", "state", "retrieved", "last turns"]
+    assert sections["retrieved"][1] == 1
+    assert sections["last turns"][1] == 1
+    assert sections["open loops"][1] == 0  # "the tent" is inside a loop line, not after a speaker
+    assert sum(tokens for tokens, _ in sections.values()) == (len(rendered) + 1) / 4
+    assert sections["open loops"][0] == (len(packet_lines.LOOPS_HEADER) + 1 + 40) / 4

@@ -262,3 +262,36 @@ def test_the_model_encodes_unit_vectors() -> None:
     rows: Any = encode(["a puppy called Rex", "the quarterly report"])
     assert rows.shape == (2, dimension)
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-4)
+
+
+async def test_the_best_lexical_hits_move_the_search_towards_their_subject(tmp_path: Path):
+    """Given turns known to match (BM25's best hits) as seeds, the vector searched moves
+    towards theirs (Rocchio feedback): the more weight, the nearer their subject comes; with
+    none, the message's own nearest come first as before."""
+    from functools import partial
+
+    from agent.db import Database
+    from agent.memory.semantic_search import SemanticSearch, load_encoder
+
+    async with _lane(tmp_path, semantic=True) as lane:
+        await _say(lane, _conversation())
+        session_id = lane.session_id_for_chat(7)
+    seqs = {text: seq for seq, text in enumerate(_conversation(), start=1)}
+    pottery, train = seqs[_FILLER[7]], seqs[_FILLER[4]]
+    db = await Database(tmp_path / "memory.db").open()
+    try:
+        semantic = SemanticSearch(db, _model(), lambda: load_encoder(_model()))
+        vector = semantic.encode_message("Which class did I sign up for?", "Ada")
+        search = partial(
+            semantic.search, session_id=session_id, vector=vector.result(), limit=3,
+            before_seq=None,
+        )  # fmt: skip
+        alone = await db.read(search)
+        assert alone[0] == pottery
+        assert await db.read(partial(search, seeds=[train], feedback=0.0)) == alone
+        moved = await db.read(partial(search, seeds=[train], feedback=3.0))
+        assert moved[0] == train
+        assert await db.read(partial(search, seeds=[999], feedback=3.0)) == alone  # no vector
+    finally:
+        await semantic.shutdown()
+        await db.close()

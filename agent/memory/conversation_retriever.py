@@ -10,16 +10,15 @@ long-term memories. Each candidate gets a score in [0, 1]::
              + w_recency * recency + w_importance * importance
              + w_open_loop * open-loop priority) / (sum of the weights)
 
-* **relevance**: FTS5 BM25 of the candidate for the query (function words dropped) or, with
-  the optional semantic search (:mod:`agent.memory.semantic_search`), BM25's ranking of the
-  turns fused with their ranking by the message's vector (:func:`~agent.memory.
-  retrieval_ranking.fuse`), times ``speaker_boost`` for a turn said by someone the message
-  names, divided by the best of that query among all candidates, so the best match is 1.
-  Memories are searched for the message and for the topics; the session's turns and summaries
-  for the message, and for the topics too when no word of the message was found in a turn.
-  The turns next to a strong hit inherit part of its relevance (``neighbour_weight`` /
-  distance, less for the turns before it): in a chat the answer is often the reply to the
-  message that shares the question's words;
+* **relevance**: FTS5 BM25 of the candidate for the query (function words dropped) or, with the
+  optional semantic search (:mod:`agent.memory.semantic_search`), BM25's ranking of the turns fused
+  with their ranking by the message's vector, moved towards its best hits'
+  (:func:`~agent.memory.retrieval_ranking.fuse`), times ``speaker_boost`` for a turn said by
+  someone the message names, divided by the best's (1 for the best). Memories are searched for the
+  message and the topics; the session's turns and summaries for the message, and for the topics too
+  when no word of the message was found in a turn. The turns next to a strong hit inherit part of
+  its relevance (``neighbour_weight`` / distance, less for the turns before it): in a chat the
+  answer is often the reply to the message that shares the question's words;
 * **recency**: turns and summaries halve every ``recency_half_life_turns`` turns back;
   memories use their decay factor (seed 003: half-life in days, boosted by accesses);
 * **importance**: a memory's importance times its decay; turns that stated a fact or carry a
@@ -247,10 +246,12 @@ class ConversationRetriever:
         facts, loops = fact_turns(state), loop_turns(state)
         texts = [query for query, _ in queries]
         results = self.store.search_turn_texts(conn, session_id, texts, limit + slack + 1)
-        # The words searched, the message's vector is waited for (encoded meanwhile).
-        semantic, vector = self.semantic, query_vector
-        nearest = [] if semantic is None else semantic.search(conn, session_id, vector, limit,
-                                                                before_seq)  # fmt: skip
+        # The words searched, the message's vector (encoded meanwhile) moved towards its hits'.
+        first = results[0] if queries and queries[0][1] == "message" else []
+        seeds = [t.seq for t, _ in first if before_seq is None or t.seq < before_seq]
+        nearest = [] if self.semantic is None else self.semantic.search(
+            conn, session_id, query_vector, limit, before_seq,
+            seeds=seeds[: self.policy.feedback_hits], feedback=self.policy.feedback)  # fmt: skip
         if not queries:  # no word of the message to search for: its vector alone
             queries, results = [("", "message")], [[]]
         for turn in self.store.get_turn_texts(conn, session_id, nearest):  # [] reads nothing

@@ -89,6 +89,10 @@ class RetrievalPolicy:
         fusion_k: the rank offset of reciprocal rank fusion (:func:`fuse`; 60 is the
             usual choice).
         semantic_weight: the semantic ranking's weight in the fusion (BM25's is 1).
+        feedback_hits: the message's best BM25 hits whose vectors move its vector towards
+            theirs before the semantic search (:meth:`SemanticSearch.search <agent.memory.
+            semantic_search.SemanticSearch.search>`; 0: none).
+        feedback: the weight of their mean vector there (the message's is 1).
         decay: how memories decay (their recency and importance).
     """
 
@@ -107,6 +111,8 @@ class RetrievalPolicy:
     max_word_turns: int = 1000
     fusion_k: int = 2
     semantic_weight: float = 1.0
+    feedback_hits: int = 5
+    feedback: float = 1.0
     decay: DecayPolicy = field(default_factory=DecayPolicy)
 
     def __post_init__(self) -> None:

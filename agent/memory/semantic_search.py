@@ -19,7 +19,8 @@ retriever is lexical only (FTS5 BM25) and nothing here runs.
   lexical searches, and waited for only after them; the vector is kept, so the indexer stores
   it for the message's turn instead of encoding the same ``speaker: words`` again.
 * **Fused with BM25** by the retriever (reciprocal rank fusion,
-  :func:`agent.memory.retrieval_ranking.fuse`).
+  :func:`agent.memory.retrieval_ranking.fuse`), the message's vector first moved towards the
+  vectors of its best BM25 hits (:meth:`SemanticSearch.search`'s ``seeds``).
 
 Tested in ``tests/test_semantic_search.py`` (skipped without the extra).
 """
@@ -30,7 +31,7 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -219,12 +220,27 @@ class SemanticSearch:
         return not after or after[0].seq == turns[0].seq
 
     def search(
-        self, conn: Snapshot, session_id: str, vector: Any, limit: int, before_seq: int | None
+        self,
+        conn: Snapshot,
+        session_id: str,
+        vector: Any,
+        limit: int,
+        before_seq: int | None,
+        *,
+        seeds: Sequence[int] = (),
+        feedback: float = 1.0,
     ) -> list[int]:
         """Return the seqs of the session's turns nearest ``vector`` (a vector, or the future
         of one: :meth:`encode_message`; ``None``: none), nearest first, before ``before_seq``
         (``None``: any), at most ``limit``; runs in the searcher's thread. A message that could
-        not be encoded finds none (its words are still searched)."""
+        not be encoded finds none (its words are still searched).
+
+        With ``seeds`` (turns known to match, e.g. BM25's best hits), the vector searched is
+        the message's plus ``feedback`` times the mean of the seeds' vectors, normalised
+        (Rocchio's pseudo-relevance feedback): it moves towards what the conversation said of
+        the subject, so turns that share no word with the message, nor its phrasing, but talk
+        of what its hits talk of come nearer. Seeds without a vector are left out.
+        """
         import numpy as np  # comes with the optional "semantic" extra
 
         if vector is None:
@@ -253,7 +269,14 @@ class SemanticSearch:
             if not held:
                 return []
             extra = 0 if before_seq is None else max(cached.last_seq - before_seq + 1, 0)
-            found = cached.index.search(np.asarray(vector, dtype=np.float32), limit + extra)
+            query = np.asarray(vector, dtype=np.float32).reshape(-1)
+            held_rows = (cached.index.get(np.uint64(seq)) for seq in seeds)
+            known = [np.asarray(row, dtype=np.float32).reshape(-1) for row in held_rows if
+                     row is not None]  # fmt: skip
+            if known and feedback:  # Rocchio: towards the seeds' mean, as a unit vector again
+                query = query + feedback * np.mean(known, axis=0)
+                query = query / (np.linalg.norm(query) or 1.0)
+            found = cached.index.search(query, limit + extra)
         seqs = [int(key) for key in found.keys]
         return [seq for seq in seqs if before_seq is None or seq < before_seq][:limit]
 
