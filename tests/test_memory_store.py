@@ -321,3 +321,21 @@ async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to
     assert "don't like jazz" in await chat.say("what do you know about me?")
     await chat.forget_conversation()
     assert {m.attribute for m in await lane.inspector.facts(CHAT)} == {"likes"}
+
+
+async def test_forget_what_is_mine_erases_mine_not_someone_elses(lane, db):
+    """ "forget where I live" is the user's home, not their sister's; "don't remember my
+    allergy" forgets; "delete everything you know about me" says how (a command, confirmed)."""
+    chat = Chat(lane, db)
+    await chat.say("I live in Porto")
+    await chat.say("my sister Mia lives in Lisbon")
+    await chat.say("I'm allergic to nuts")
+    assert await chat.say("forget where I live") == "Done, I've forgotten: you live in Porto."
+    assert "Lisbon" in await chat.say("where does Mia live?")
+    assert "nuts" in await chat.say("don't remember my allergy")
+    assert "nuts" not in await chat.say("what am I allergic to?")
+    assert "/forget" in await chat.say("delete everything you know about me")
+    assert await chat.current() == {
+        "relative:sister mia": "sister Mia",
+        "sister Mia/location": "Lisbon",
+    }

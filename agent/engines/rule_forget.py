@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from agent.engines.rule_reading import first_sentence
 from agent.engines.rule_recall import RECALL_THRESHOLD, recollect
 from agent.memory.longterm.memory_schemas import Memory
-from agent.memory.longterm.memory_slots import describe_memory, parse_key, role_and_name
+from agent.memory.longterm.memory_slots import USER, describe_memory, parse_key, role_and_name
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, Reply
 
@@ -26,7 +26,7 @@ _F = re.IGNORECASE
 # "forget that my sister lives in Porto", "please forget my sister", "delete my birthday"
 _FORGET = re.compile(
     r"^(?:@\w+[,:]?\s+)?(?:please\s+|(?:can|could|would) you(?: please)?\s+)?"
-    r"(?:forget|erase|delete|remove)\s+"
+    r"(?:forget|erase|delete|remove|wipe|don'?t remember|do not remember|stop remembering)\s+"
     r"(?:(?:the fact )?that\s+|about\s+|what i (?:said|told you) about\s+)?(?P<what>.+?)"
     r"[\s.!?]*$",
     _F,
@@ -40,10 +40,14 @@ _NOT_FORGETTABLE = re.compile(
 
 # "forget everything": more than one memory at a time is a command, with a confirmation.
 _FORGET_ALL = re.compile(
-    r"(?:everything|all|all of (?:it|this)|it all|this conversation|the conversation|our "
-    r"conversation|(?:everything|all) (?:about me|you know|i (?:said|told you)))",
+    r"(?:all of (?:it|this)|it all|this conversation|the conversation|our conversation|me"
+    r"|(?:everything|all)(?: (?:that )?(?:you know|you remember|you have|i (?:said|told you)))?"
+    r"(?: (?:about|of|on) me)?)",
     _F,
 )
+# A request about the user's own things ("where I live"), unless it names someone else.
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|my|me|mine|myself)\b", _F)
+_SOMEONE = re.compile(rf"(?i:\b(?:{PEOPLE}|{PETS})\b)|(?<!^)\b[A-Z][^\W\d_]+")
 
 _HOW_TO_FORGET = (
     "To erase this whole conversation, send /forget (I'll ask first). To erase one thing I "
@@ -157,8 +161,11 @@ def _matching_memories(memories: Sequence[Memory], what: str) -> list[Memory]:
         attributes = memory.attribute.replace(":", " ")
         return content_stems(f"{memory.subject} {attributes} {memory.text}")
 
+    mine = _FIRST_PERSON.search(what) is not None and _SOMEONE.search(what) is None
     found = []
     for memory in memories:
+        if mine and memory.subject != USER:
+            continue  # "forget where I live": not where my sister lives
         kept = stems_of(memory)
         if all(
             word in kept or bool(_ATTRIBUTE_STEMS.get(word, frozenset()) & kept) for word in words
