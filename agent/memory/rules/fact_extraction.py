@@ -197,7 +197,15 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule(
         "event",
         rf"^my (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{_EVENTS})\b.{{0,80}}?)\s(?:is|are|leaves"
-        r"|departs|starts|begins)\s.+)$",
+        r"|departs|starts|begins|(?:got|was|has been|is being)\s+(?:moved|rescheduled|pushed"
+        r"|postponed|changed)|moved)\s.+)$",
+        "phrase",
+    ),
+    # "I have a job interview on Monday at 10am": the event, then when it is.
+    _rule(
+        "event",
+        rf"^i(?:'ve|\s+have)?(?:\s+got)?\s+(?:a|an|my|the)\s+(?P<item>(?:[\w'-]+\s+){{0,2}}?"
+        rf"(?:{_EVENTS}))\s+(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today)\b.{{0,60}})$",
         "phrase",
     ),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
@@ -391,7 +399,10 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         attribute = rule.key
         if attribute in {"likes", "dislikes"} and _PRONOUN_OBJECT.match(match.group("v")):
             continue
-        value = _fact_value(rule.kind, match.group("v"))
+        said = match.group("v") if "when" not in rule.pattern.groupindex else (
+            f"{match.group('item')} is {match.group('when')}"
+        )
+        value = _fact_value(rule.kind, said)
         if value is None:
             continue
         if attribute == "favourite":
