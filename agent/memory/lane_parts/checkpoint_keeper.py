@@ -143,8 +143,13 @@ class CheckpointKeeper:
             await lock.acquire()  # free: returns at once
             held.append(lock)
             taken[sid] = self._written.pop(sid)
-        batch = [(sid, seq) for sid, (_, seq) in taken.items()]
         try:
+            if not taken:
+                return 0
+            # A file found matching a row whose record is at its seq already (every file at a
+            # start after a clean stop) needs no write: one read instead of a commit.
+            records = await parts.store.checkpoint_records(parts.db.reader, list(taken))
+            batch = [(sid, seq) for sid, (_, seq) in taken.items() if records.get(sid, seq) != seq]
             if not batch:
                 return 0
             return await parts.db.write(lambda tx: parts.store.record_checkpoints(tx, batch))
@@ -195,14 +200,15 @@ class CheckpointKeeper:
             return live.checkpoint_status is not None
 
     async def open_live(
-        self, chat_id: int, rebuilt: dict[str, str] | None = None
+        self, chat_id: int, rebuilt: dict[str, str] | None = None, *, resuming: bool = False
     ) -> LiveSession | None:
         """Return the chat's open session, held; one not held yet is hydrated first.
 
         The caller holds the chat's lock. A session the lane does not hold (not hydrated since
         the start, or opened by another process) is read from the database (its row and last
         turns, through indexes) and its checkpoint checked (:meth:`checked`) before it serves
-        a turn (I5).
+        a turn (I5). It is ``resuming`` when ``resuming`` (the start holds it, before any
+        turn) or when its row last changed before the start.
         """
         parts = self._parts
         live = parts.sessions.for_chat(chat_id)
@@ -214,7 +220,7 @@ class CheckpointKeeper:
         if parts.summary_worker is not None:
             await parts.summary_worker.initialize([session.session_id])
         live = await self.checked(session, rebuilt)
-        if self.resumed_at is not None and session.updated_at <= self.resumed_at:
+        if resuming or (self.resumed_at is not None and session.updated_at <= self.resumed_at):
             live.state = live.state.model_copy(update={"status": "resuming"})
         parts.sessions.add(live)
         return live
