@@ -29,7 +29,7 @@ from bench.harness import ROOT, lane_settings, machine, temporary_workdir
 from bench.locomo_texts import DATA
 from bench.locomo_texts import utterances as texts_of
 
-__all__ = ["child", "main", "measure"]
+__all__ = ["child", "main", "measure", "report", "run"]
 
 _CHAT = 21
 _FOLD_LAST = 5_000
@@ -97,9 +97,13 @@ _CHILD_HEAD = (
 def _child_source() -> str:
     import inspect
 
-    return _CHILD_HEAD + inspect.getsource(child) + (
-        "print(json.dumps(asyncio.run(child(Path(sys.argv[1]), int(sys.argv[2]),"
-        " int(sys.argv[3])))))\n"
+    return (
+        _CHILD_HEAD
+        + inspect.getsource(child)
+        + (
+            "print(json.dumps(asyncio.run(child(Path(sys.argv[1]), int(sys.argv[2]),"
+            " int(sys.argv[3])))))\n"
+        )
     )
 
 
@@ -107,10 +111,55 @@ def _p50(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-async def _fill_all(workdir: Path, sizes: list[int], data: Path) -> None:
-    texts = texts_of(data)
+async def _fill_all(workdir: Path, sizes: list[int], texts: list[str]) -> None:
     for size in sizes:
         await _fill(workdir, size, texts)
+
+
+Samples = dict[tuple[str, int], dict[str, list[float]]]
+
+
+def run(
+    workdir: Path, trees: dict[str, Path], sizes: list[int], *, rounds: int, starts: int,
+    texts: list[str],
+) -> Samples:  # fmt: skip
+    """Fill one database per size in ``workdir``, then time the starts of each tree over it,
+    alternated round by round; return ``(tree, size) -> {"first", "open", "hydrate",
+    "total"}`` in ms (``first``: the first start of each process, not in the others)."""
+    asyncio.run(_fill_all(workdir, sizes, texts))
+    got: Samples = {
+        (name, size): {"first": [], "open": [], "hydrate": [], "total": []}
+        for name in trees
+        for size in sizes
+    }
+    for round_ in range(rounds):
+        order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
+        for size in sizes:
+            for name in order:
+                times = measure(trees[name], workdir, size, starts)
+                into = got[(name, size)]
+                into["first"].append(times["open"][0] + times["hydrate"][0])
+                opens, hydrates = times["open"][1:], times["hydrate"][1:]
+                into["open"] += opens
+                into["hydrate"] += hydrates
+                into["total"] += [o + h for o, h in zip(opens, hydrates, strict=True)]
+        print(f"round {round_ + 1} of {rounds} done", file=sys.stderr)
+    return got
+
+
+def report(samples: Samples) -> list[str]:
+    """The table of p50s, a row per tree and size."""
+    lines = [
+        "| tree | turns | open p50 ms | hydrate p50 ms | open + hydrate p50 ms"
+        " | first start of a process p50 ms |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for (name, size), got in sorted(samples.items(), key=lambda item: (item[0][1], item[0][0])):
+        lines.append(
+            f"| {name} | {size:,} | {_p50(got['open']):.2f} | {_p50(got['hydrate']):.2f}"
+            f" | {_p50(got['total']):.2f} | {_p50(got['first']):.2f} |"
+        )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,34 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"after": ROOT} | ({"before": args.before.resolve()} if args.before else {})
     with temporary_workdir(".bench-open-") as workdir:
         print(f"machine: {machine(workdir)}", file=sys.stderr)
-        asyncio.run(_fill_all(workdir, sizes, args.data))
-        got = {(name, size): {"first": [], "open": [], "hydrate": [], "total": []}
-               for name in trees for size in sizes}  # fmt: skip
-        for round_ in range(args.rounds):
-            order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
-            for size in sizes:
-                for name in order:
-                    times = measure(trees[name], workdir, size, args.starts)
-                    into = got[(name, size)]
-                    into["first"].append(times["open"][0] + times["hydrate"][0])
-                    into["open"] += times["open"][1:]
-                    into["hydrate"] += times["hydrate"][1:]
-                    into["total"] += [
-                        o + h for o, h in zip(times["open"][1:], times["hydrate"][1:], strict=True)
-                    ]
-            print(f"round {round_ + 1} of {args.rounds} done", file=sys.stderr)
-    print(
-        "| tree | turns | open p50 ms | hydrate p50 ms | open + hydrate p50 ms"
-        " | first start p50 ms |"
-    )
-    print("|---|---:|---:|---:|---:|---:|")
-    for size in sizes:
-        for name in trees:
-            into = got[(name, size)]
-            print(
-                f"| {name} | {size:,} | {_p50(into['open']):.2f} | {_p50(into['hydrate']):.2f}"
-                f" | {_p50(into['total']):.2f} | {_p50(into['first']):.2f} |"
-            )
+        samples = run(
+            workdir, trees, sizes, rounds=args.rounds, starts=args.starts,
+            texts=texts_of(args.data),
+        )  # fmt: skip
+    print("\n".join(report(samples)))
     return 0
 
 

@@ -7,7 +7,10 @@ background sweep neither reorders nor blocks turns, and the checkpoint record
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from agent.db import Database
 from agent.memory import (
@@ -309,3 +312,34 @@ async def test_a_chats_lock_lives_while_held_or_awaited_and_goes_after():
     async with locks[8]:
         pass
     assert list(locks.keys()) == []
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+async def test_a_start_after_a_clean_stop_commits_nothing_before_the_first_turn(
+    db_path: Path, checkpoint_dir: Path, engine, background: bool
+):
+    """Issue 20: a start pays no commit (no fsync): every session is ``resuming`` in memory
+    and its checkpoint record is already at its turn, so nothing is written until a turn."""
+    await fill(db_path, checkpoint_dir, engine, 3)
+    watcher = sqlite3.connect(db_path)  # another connection sees every commit in data_version
+    try:
+        before = watcher.execute("PRAGMA data_version").fetchone()
+        lane = await start(db_path, checkpoint_dir)
+        try:
+            report = await lane.hydrate(background=background)
+            await lane.swept()
+            assert report.rebuilt == {}
+            assert watcher.execute("PRAGMA data_version").fetchone() == before
+            assert Path(f"{db_path}-wal").stat().st_size == 0
+            packet = await lane.inspector.packet(1)
+            assert packet is not None
+            assert packet.session_status == "resuming"
+            result = await lane.on_turn(InboundMessage(chat_id=1, text="back again"), engine)
+            assert result.packet is not None
+            assert result.packet.session_status == "resuming"
+            assert watcher.execute("PRAGMA data_version").fetchone() != before
+        finally:
+            await lane.shutdown()
+    finally:
+        watcher.close()
+    assert await unknown_records(db_path) == []

@@ -12,10 +12,10 @@ A :class:`Database` holds three connections to one file in WAL mode:
   trips to the connection's thread per work: 14.6 round trips on the writer per turn of the
   bot instead of 8.0 (under the load of ``bench/throughput.py``).
 * the **reader**, ``query_only``, for reads of committed data that never wait for writes;
-* the **searcher**, ``query_only`` too, a plain ``sqlite3`` connection in a thread of its own,
-  for reads of many statements that depend on each other (retrieval): :meth:`Database.read`
-  hands the whole read to that thread at once, where each statement on the reader is a round
-  trip to aiosqlite's thread (a packet's retrieval: 2.7 ms, against 1.8 ms in one hand-over).
+* the **searcher**, ``query_only`` too, a plain ``sqlite3`` connection in a thread of its own
+  made by the first read, for reads of many statements that depend on each other (retrieval):
+  :meth:`Database.read` hands the whole read to that thread at once, where each statement on
+  the reader is a round trip to aiosqlite's thread (a packet's retrieval: 2.7 ms against 1.8).
 
 When another process (the inspection CLI, a backup) holds the write lock, ``BEGIN IMMEDIATE``
 is retried with exponential backoff until ``lock_timeout`` runs out, then
@@ -163,9 +163,8 @@ class Database:
         return self
 
     async def _connect_all(self) -> aiosqlite.Connection:
-        """Connect the writer (switched to WAL, then migrated if behind) and the reader at
-        once, each in its thread; return the reader. The searcher connects at the first
-        :meth:`read`. What connected is kept for :meth:`close` if one fails."""
+        """Connect the writer (migrated if behind) and the reader at once, each in its thread;
+        return the reader. What connected is kept for :meth:`close` if one fails."""
         self._search_thread = ThreadPoolExecutor(1, thread_name_prefix="agent-db-searcher")
         self._searched = False
         writer, reader = await asyncio.gather(
