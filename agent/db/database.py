@@ -31,7 +31,6 @@ import contextlib
 import functools
 import logging
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ import aiosqlite
 
 from agent.db.migrations import Migration, migrate, schema_is_current
 from agent.db.sqlite_faults import is_busy, read_only_hint, storage_error, translate_write_error
-from agent.db.sqlite_files import file_sizes, make_private
+from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
 
@@ -181,17 +180,25 @@ class Database:
         return self._reader
 
     async def _connect(self, *, query_only: bool) -> aiosqlite.Connection:
-        # One hop to the connection's new thread: connect, switch to WAL, set the PRAGMAs.
-        connector = functools.partial(self._open_connection, query_only)
-        return await aiosqlite.Connection(connector, iter_chunk_size=64)
+        # One hop to the connection's new thread: connect, switch to WAL, set the PRAGMAs. A
+        # failure is raised once the thread has stopped (it must not outlive the loop).
+        failed: list[Exception] = []
+        connector = functools.partial(self._open_connection, query_only, failed)
+        conn = await aiosqlite.Connection(connector, iter_chunk_size=64)
+        if failed:
+            await conn.close()
+            raise failed[0]
+        return conn
 
-    def _open_connection(self, query_only: bool) -> sqlite3.Connection:
+    def _open_connection(
+        self, query_only: bool, failed: list[Exception] | None = None
+    ) -> sqlite3.Connection:
         # Runs in the thread of the connection. Every connection asks for WAL (the writer and
         # the reader connect at once: on a new file, either may be first).
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
             conn.row_factory = sqlite3.Row
-            self._enable_wal(conn)
+            switch_to_wal(conn, self._lock_timeout)
             # One call for every PRAGMA. Erasure (/forget) must leave no text in the file:
             # secure_delete zeroes what a delete frees, not only unlinks it (some builds
             # default to it, python.org's do not). Measured: no difference in turn throughput
@@ -206,9 +213,11 @@ class Database:
             )
             if not query_only:
                 self._version_at_open = conn.execute("PRAGMA user_version").fetchone()[0]
-        except BaseException:
-            conn.close()  # a file that is no database fails here
-            raise
+        except Exception as exc:  # a file that is no database fails here
+            if failed is None:
+                conn.close()
+                raise
+            failed.append(exc)
         return conn
 
     async def close(self) -> None:
@@ -441,23 +450,6 @@ class Database:
             )
         self._refusal = error
         return True
-
-    def _enable_wal(self, conn: sqlite3.Connection) -> None:
-        # Two connections switching a new file to WAL at once can get SQLITE_BUSY at once,
-        # without SQLite's busy handler waiting (lock escalation): retry like _begin does. In
-        # the connection's own thread, so the sleeps hold up nothing else.
-        deadline = time.monotonic() + self._lock_timeout
-        delay = 0.01
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-            except sqlite3.Error as exc:
-                if not is_busy(exc) or time.monotonic() >= deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-            else:
-                return
 
     async def _begin(self, conn: aiosqlite.Connection) -> None:
         loop = asyncio.get_running_loop()

@@ -19,7 +19,7 @@ from datetime import datetime
 from agent.errors import CheckpointError, StorageError
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.parts import LaneParts
-from agent.memory.ops.checkpoint_audit import CheckpointAudit
+from agent.memory.ops.checkpoint_audit import CheckpointAudit, CheckpointCheck
 from agent.memory.schemas import (
     CheckpointTurn,
     ConversationCheckpointSnapshot,
@@ -256,9 +256,12 @@ class CheckpointKeeper:
         """
         parts = self._parts
         sid = session.session_id
-        recent = await parts.store.recent_turns(parts.db.reader, sid, parts.builder.recent_turns)
+        recent, check = await asyncio.gather(
+            parts.store.recent_turns(parts.db.reader, sid, parts.builder.recent_turns),
+            self.audit().check(session),  # the file is read while the turns are
+        )
         live = parts.sessions.new(session, recent)
-        problem = await self.problem(live)
+        problem = self._problem(live, check)
         if problem is not None:
             logger.warning("checkpoint of session %s %s; rebuilt from the turn log", sid, problem)
             if rebuilt is not None:
@@ -266,10 +269,9 @@ class CheckpointKeeper:
             await self.save(live)
         return live
 
-    async def problem(self, live: LiveSession) -> str | None:
+    def _problem(self, live: LiveSession, check: CheckpointCheck) -> str | None:
         """Return why a hydrated session's file must be rebuilt (``None``: it is good)."""
         # At hydration the session row holds the state the lane starts from (live.state).
-        check = await self.audit().check(live.session)
         if check.verdict != "matches" or check.snapshot is None:
             return check.detail
         live.checkpoint_status = check.snapshot.state.status
@@ -282,8 +284,10 @@ class CheckpointKeeper:
         on_disk = await parts.checkpoints.session_ids()
         if not on_disk:
             return []
-        known = await parts.store.existing_session_ids(parts.db.reader, on_disk)
-        orphans = [sid for sid in on_disk if sid not in known]
+        # A session the lane holds was read from the database: only the others are asked for.
+        rest = [sid for sid in on_disk if parts.sessions.get(sid) is None]
+        known = await parts.store.existing_session_ids(parts.db.reader, rest) if rest else set()
+        orphans = [sid for sid in rest if sid not in known]
         for sid in orphans:
             logger.warning("checkpoint of session %s has no session in the database; deleted", sid)
             await parts.checkpoints.delete(sid)

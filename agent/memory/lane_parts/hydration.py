@@ -135,13 +135,17 @@ class Hydration:
         keeper.resumed_at = parts.clock()
         if parts.summary_worker is not None:
             await parts.summary_worker.initialize()
-        if not background:  # the files the record does not vouch for; else the sweep's
-            for sid in await store.checkpoint_unknown(db.reader):
-                await self._hold_session(sid)
-        for session in await store.open_sessions_with_jobs(db.reader):
+        # The start's reads at once (one wait, not three); no turn runs before they are used.
+        unknown, with_jobs, report.undelivered = await asyncio.gather(
+            _no_ids() if background else store.checkpoint_unknown(db.reader),
+            store.open_sessions_with_jobs(db.reader),
+            store.undelivered_turns(db.reader),
+        )
+        for sid in unknown:  # the files the record does not vouch for (else the sweep's)
+            await self._hold_session(sid)
+        for session in with_jobs:
             await self._hold(session.chat_id)
         await keeper.record()
-        report.undelivered = await store.undelivered_turns(db.reader)
         logger.info(
             "started with %d sessions held (%d checkpoints rebuilt, %d undelivered replies)",
             len(parts.sessions),
@@ -250,3 +254,7 @@ class Hydration:
             if row is None or row.closed_at is not None:
                 return
             await self._keeper.checked(row, self.report.rebuilt)
+
+
+async def _no_ids() -> list[str]:
+    return []
