@@ -126,6 +126,7 @@ def run(
     """Fill one database per size in ``workdir``, then time the starts of each tree over it,
     alternated round by round; return ``(tree, size) -> {"first", "open", "hydrate",
     "total"}`` in ms (``first``: the first start of each process, not in the others)."""
+    logging.getLogger("agent").setLevel(logging.ERROR)  # "checkpoint missing": expected here
     asyncio.run(_fill_all(workdir, sizes, texts))
     got: Samples = {
         (name, size): {"first": [], "open": [], "hydrate": [], "total": []}
