@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from agent.app.wiring import build_lane, open_database
-from agent.chat.inbound_journal import InboundJournal, JournalEntry
+from agent.chat.inbound_journal import HANDLING_FAILED, InboundJournal, JournalEntry
 from agent.chat.reminder_message import reminder_text
 from agent.chat.reminders import AsyncioScheduler
 from agent.chat.service import ChatService
@@ -258,6 +258,8 @@ async def test_journaled_updates_are_marked_by_what_their_handling_returned(chat
     ]
     assert "Ada" in chat.outbox.texts()[-1]
     assert chat.outbox.sent[-1].reply_to is None
+    # The user whose message failed is told so, once; an unreadable update is no message.
+    assert chat.outbox.texts().count(HANDLING_FAILED) == 1
 
 
 async def test_an_update_the_database_refuses_is_held_and_handled_once_it_accepts(chat):

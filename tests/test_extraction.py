@@ -240,6 +240,11 @@ def test_the_last_statement_of_a_slot_in_one_message_wins():
         ("Ok so I need to call Bob. Also todo: email Alice", ("call Bob", "email Alice")),
         ("I need to book the hotel and I need to book the flight", ("book the hotel",
                                                                      "book the flight")),
+        ("I need to buy milk, call the bank and pick up the kids",
+         ("buy milk", "call the bank", "pick up the kids")),
+        ("todo: email Sarah, then book flights", ("email Sarah", "book flights")),
+        ("I have to buy milk, eggs and bread", ("buy milk, eggs and bread",)),
+        ("I need to call Tom and Jerry", ("call Tom and Jerry",)),
     ],
 )  # fmt: skip
 def test_openers_name_the_todo(text, todos):

@@ -31,8 +31,10 @@ from agent.memory import (
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
+from agent.memory.longterm.memory_slots import memory_facts
 from agent.memory.longterm.memory_store import SqliteMemoryStore
 from agent.memory.rules.dialogue_acts import NOT_UNDERSTOOD_INTENTS
+from agent.memory.rules.pronouns import said_before
 from agent.memory.schemas import PendingClarification
 from agent.memory.writer import memory_candidates, write_if_worthy
 
@@ -100,7 +102,8 @@ class Chat:
         self.state = self.manager.apply(self.state, turn)
         self.turns.append(turn)
         # Long-term memory, as the lane keeps it for a personal chat.
-        candidates = memory_candidates(turn)
+        previous = said_before(self.turns[:-1])
+        candidates = memory_candidates(turn, known=memory_facts(self.memories), previous=previous)
         if candidates:
             await self.db.write(
                 lambda tx: write_if_worthy(

@@ -85,6 +85,8 @@ async def test_an_unknown_zone_is_refused_and_utc_stays(lane, db):
         "remove the reminder to check the oven",
         "cancel reminder 2",
         "the oven reminder is no longer needed",
+        "cancel the oven one",
+        "turn off the oven alarm",
     ],
 )
 async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):
@@ -162,3 +164,75 @@ async def test_a_reminder_not_fired_yet_is_moved_by_a_snooze(lane):
 
 async def test_nothing_to_snooze_is_said(lane):
     assert await Conversation(lane).reply("snooze it", T0) == "There is no reminder to snooze."
+
+
+async def test_a_named_reminder_is_delayed_or_moved_to_a_time_in_words(lane):
+    """"delay the X reminder by an hour" moves the one named, not the soonest; "move the X
+    reminder to 8am" sets it at that time. The old one never fires."""
+    chat = Conversation(lane)
+    (mom,) = (await chat.say("remind me in 2 hours to call mom", T0)).turn.job_refs
+    (oven,) = (await chat.say("remind me in 1 hour to check the oven", later(1))).turn.job_refs
+    result = await chat.say("delay the mom reminder by an hour", later(2))
+    moved, again = result.turn.job_refs
+    assert (moved.job_id, moved.status) == (mom.job_id, "cancelled")
+    assert (again.label, again.due_at) == ("call mom", later(180))
+    result = await chat.say("postpone the oven reminder 30 minutes", later(3))
+    assert [j.due_at for j in result.turn.job_refs if j.status == "scheduled"] == [later(91)]
+    result = await chat.say("move the mom reminder to 8am tomorrow", later(4))
+    assert result.turn.assistant_text == "Moved: I'll remind you tomorrow at 08:00 UTC to call mom."
+    assert [j.due_at for j in result.turn.job_refs if j.status == "scheduled"] == [
+        datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
+    ]
+    result = await chat.say("change the oven one to 11:30pm", later(5))
+    assert [j.due_at for j in result.turn.job_refs if j.status == "scheduled"] == [later(30)]
+    assert await lane.complete_job(CHAT, mom.job_id, "⏰ Reminder: call mom") is None
+    assert await lane.complete_job(CHAT, oven.job_id, "⏰ Reminder: check the oven") is None
+    listed = await chat.reply("what are my reminders?", later(6))
+    assert listed.count("call mom") == 1
+    assert listed.count("check the oven") == 1
+    assert "I couldn't read" in await chat.reply("move the oven reminder to sometime", later(7))
+
+
+@pytest.mark.parametrize(
+    "repeating",
+    [
+        "remind me every morning to take vitamins",
+        "remind me every Monday at 9am to water the plants",
+        "set a daily reminder to stretch",
+    ],
+)
+async def test_a_repeating_reminder_is_refused_with_what_works(lane, repeating):
+    result = await Conversation(lane).say(repeating, T0)
+    assert "one-time" in (result.turn.assistant_text or "")
+    assert result.turn.job_refs == ()
+
+
+@pytest.mark.parametrize(
+    ("alarm", "due"),
+    [
+        ("set an alarm for 6:30am tomorrow", datetime(2026, 11, 26, 6, 30, tzinfo=UTC)),
+        ("wake me up at 7am", datetime(2026, 11, 26, 7, 0, tzinfo=UTC)),
+        ("set a timer for 10 minutes", later(10)),
+    ],
+)
+async def test_an_alarm_or_a_timer_is_a_reminder(lane, alarm, due):
+    chat = Conversation(lane)
+    await chat.say("remind me in 2 hours to call mom", T0)
+    result = await chat.say(alarm, T0)
+    (job,) = result.turn.job_refs
+    assert job.due_at == due
+    assert (result.turn.assistant_text or "").startswith("I'll remind you")
+    result = await chat.say("cancel the alarm", later(1))
+    assert [(j.job_id, j.status) for j in result.turn.job_refs] == [(job.job_id, "cancelled")]
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("what time is it in Tokyo?", "It's 08:00 on Thursday 26 November 2026 in Tokyo"),
+        ("what's the time in New York", "It's 18:00 on Wednesday 25 November 2026 in New York"),
+        ("what time is it in Atlantis?", "I don't know the time zone of Atlantis"),
+    ],
+)
+async def test_the_time_in_a_city_is_told_in_its_zone(lane, question, said):
+    assert said in await Conversation(lane).reply(question, T0)

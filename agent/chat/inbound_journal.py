@@ -20,7 +20,10 @@ from agent.db import AnyDatabase, Row, Transaction
 from agent.memory.schemas import utc_now
 from agent.utils.timestamps import to_db_time
 
-__all__ = ["InboundJournal", "JournalEntry"]
+__all__ = ["HANDLING_FAILED", "InboundJournal", "JournalEntry"]
+
+#: What a user is told when handling their message failed (a fault of ours, a failed attempt).
+HANDLING_FAILED = "Sorry, something went wrong on my side with that message. Please send it again."
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from typing import Any, TypeVar, cast
 from agent.chat.commands import CommandCenter, CommandReply
 from agent.chat.dispatcher import ChatDispatcher
 from agent.chat.erasure import forget_everywhere
-from agent.chat.inbound_journal import InboundJournal, JournalEntry
+from agent.chat.inbound_journal import HANDLING_FAILED, InboundJournal, JournalEntry
 from agent.chat.job_table import JobTable
 from agent.chat.journal_drain import JournalDrain
 from agent.chat.outbox import Outbox
@@ -450,9 +450,10 @@ class ChatService:
             except Exception:
                 logger.exception("handling an update failed")
                 if await journal.mark_failed_attempt(entry.update_id, "handler failed"):
-                    logger.error(
-                        "update %s failed %d times; given up", entry.update_id, journal.max_attempts
-                    )
+                    logger.error("update %s given up after %d attempts", entry.update_id,
+                                 journal.max_attempts)
+                if entry.chat_id is not None:  # silence would read as ignored
+                    await self.notify(entry.chat_id, HANDLING_FAILED)
                 return
             try:
                 await journal.mark_done(entry.update_id)

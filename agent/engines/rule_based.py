@@ -94,6 +94,7 @@ from agent.memory.rules.extraction import (
     split_clauses,
 )
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.pronouns import resolve_pronoun, said_before
 from agent.memory.rules.session_rules import (
     GROUP_CHAT_TYPES,
     PERSONAL_CHAT_TYPES,
@@ -101,6 +102,7 @@ from agent.memory.rules.session_rules import (
     merge_facts,
     update_open_loops,
 )
+from agent.memory.rules.value_corrections import correct_by_value
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
@@ -189,9 +191,11 @@ class RuleBasedConcierge:
             return forgotten
         seq = packet.turn_count + 1
         now = utc(message.received_at)
-        new_facts = extract_facts(text, turn=seq)
+        if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
+            text = resolve_pronoun(text, said_before(packet.recent_turns))
         # What earlier sessions taught (long-term memory), overridden by this session's facts.
         known = merge_facts(remembered(packet), packet.facts)
+        new_facts = extract_facts(text, turn=seq) or correct_by_value(text, known, turn=seq)
         facts = merge_facts(known, new_facts)
         zone = zone_of(next((f.value for f in facts if f.key == "timezone"), None))
         reading = Reading(

@@ -20,6 +20,7 @@ from agent.memory.longterm.memory_slots import (
     describe_fact,
     fact_key,
     in_second_person,
+    memory_facts,
     parse_key,
     role_and_name,
     slot_of,
@@ -115,8 +116,8 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", ""),
-        (rf"\bwhat(?:'s| is) my {_WHO} called\b", ""),
+        (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", "name"),
+        (rf"\bwhat(?:'s| is) my {_WHO} called\b", "name"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
     )
@@ -164,6 +165,12 @@ _ASK_TRIP = re.compile(
 )
 # A journey with a place it goes to ("flight to Tokyo is on 14 March").
 _DESTINATION = re.compile(r"\bto\s+[A-Z]")
+# What "when is my flight?" may ask of a trip told in other words ("I'm flying to Rome in May").
+_JOURNEY = re.compile(
+    r"(?:flights?|trips?|travels?|journeys?|holidays?|vacations?|trains?|drives?|voyages?"
+    r"|getaways?|break)",
+    _F,
+)
 
 # "do I like jazz?", with the thing asked about.
 _ASK_LIKE = re.compile(
@@ -202,8 +209,11 @@ def answer_event(
     match = _ASK_WHEN.match(reading.text)
     if match is None:
         return None
-    wanted = content_stems(match.group("thing"))
+    thing = match.group("thing")
+    wanted = content_stems(thing)
     found = [f for f in _own(reading, "event", "plan") if wanted <= content_stems(f.value)]
+    if not found and _JOURNEY.fullmatch(thing.strip()):
+        found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word
     return " ".join(_answer_line(f) for f in found) if found else None
 
 
@@ -239,11 +249,7 @@ def answer_trip(
     match = _ASK_TRIP.search(reading.text)
     if match is None:
         return None
-    trips = [
-        f
-        for f in _own(reading, "plan", "event")
-        if parse_key(f.key).name == "plan" or _DESTINATION.search(f.value)
-    ]
+    trips = _trips(reading)
     when = match.group("when")
     if when:
         trips = [f for f in trips if content_stems(when) <= content_stems(f.value)]
@@ -319,16 +325,7 @@ def remembered(packet: ConversationContextPacket) -> tuple[Fact, ...]:
 
     An unconfirmed one (said with a hedge) is read as hedged: answers say so.
     """
-    return tuple(
-        Fact(
-            key=fact_key(m.subject, m.attribute, m.text),
-            value=m.text,
-            turn=0,
-            mode="hedged" if m.status == "candidate" else "stated",
-        )
-        for m in packet.memories
-        if m.valid_until is None
-    )
+    return memory_facts(packet.memories)
 
 
 def _past(packet: ConversationContextPacket) -> list[Memory]:
@@ -401,6 +398,11 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         for f in reading.facts
         if parse_key(f.key).name in {"relative", "pet"} and _is_about(f.value, who)
     ]
+    if attribute == "name":  # "what's my son's name?": the ones named, or not told
+        named = [f for f in named if role_and_name(f.value)[1]]
+        if named:
+            return " ".join(sentence(describe_fact(f)) for f in named)
+        return f"{NOT_TOLD} your {who}'s name yet."
     said = [
         f
         for f in reading.facts
@@ -460,6 +462,15 @@ def _own(reading: Reading, *attributes: str) -> list[Fact]:
         f
         for f in reading.facts
         if (key := parse_key(f.key)).subject == USER and key.name in attributes
+    ]
+
+
+def _trips(reading: Reading) -> list[Fact]:
+    """The user's plans, and the events that go to a place ("my flight to Tokyo is on ...")."""
+    return [
+        f
+        for f in _own(reading, "plan", "event")
+        if parse_key(f.key).name == "plan" or _DESTINATION.search(f.value)
     ]
 
 

@@ -1,14 +1,17 @@
 """What the rule-based concierge does with reminders once set, and with the clock.
 
 - "cancel the oven reminder", "delete my reminder about the dentist", "cancel reminder 2",
-  "cancel the reminder" (when there is one), "cancel all reminders": the reminders named are
-  put on the reply as ``cancelled`` (the lane drops them from the session's active jobs in the
-  turn's commit, and a cancelled reminder never fires);
-- "snooze it 10 minutes", "snooze for an hour", "remind me again in 5 minutes": the reminder
-  that just fired comes back after the delay (10 minutes if none is said); one not fired yet
-  is moved by the delay;
+  "turn off the oven alarm", "cancel the oven one", "cancel the reminder" (when there is one),
+  "cancel all reminders": the reminders named are put on the reply as ``cancelled`` (the lane
+  drops them from the session's active jobs in the turn's commit, and a cancelled reminder
+  never fires);
+- "snooze it 10 minutes", "snooze for an hour", "remind me again in 5 minutes", "delay the oven
+  reminder by an hour": the reminder named, or the one that just fired, comes back after the
+  delay (10 minutes if none is said); one not fired yet is moved by the delay;
+- "move the oven reminder to 7pm", "change it to tomorrow at 9": set at that time instead;
+- "remind me every morning ...": refused, saying what works (reminders fire once);
 - "what time is it?", "what's the date?", "what's my time zone?": answered in the user's time
-  zone (UTC until they set one with ``/timezone``).
+  zone (UTC until they set one with ``/timezone``); "what time is it in Tokyo?" in Tokyo's.
 
 Each phrasing family is a tuple of patterns (data), tried in order. Covered by
 ``tests/test_rule_reminders.py``.
@@ -20,25 +23,28 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from agent.engines.rule_reading import Reading, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.reminder_time import read_delay
+from agent.memory.rules.reminder_time import due_time, read_delay
 from agent.memory.schemas import ConversationContextPacket, JobRef
-from agent.utils.time_zones import DEFAULT_ZONE, zone_label
+from agent.utils.time_zones import DEFAULT_ZONE, find_zone, zone_label
 
 __all__ = ["ReminderChange", "answer_time", "change_reminders"]
 
 _F = re.IGNORECASE
 _SNOOZE_DEFAULT = timedelta(minutes=10)
 
+_PLEASE = r"^(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?)?"
+# What names a reminder in a request: "the oven reminder", "the alarm", "the oven one".
+_REMINDER = r"(?:\breminders?\b|\balarms?\b|\btimers?\b|\bthe\s+[\w' -]{1,60}?\s+one\b)"
 _CANCEL: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
-        r"^(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?)?(?:cancel|delete|remove|drop"
-        r"|clear|scrap|forget|call off|turn off|stop|kill|undo)\s+(?P<what>.{0,200}?\breminders?"
-        r"\b.{0,200}?)[\s.!?]*$",
+        rf"{_PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget|call off|turn off|stop|kill"
+        rf"|undo)\s+(?P<what>(?=.{{0,200}}?{_REMINDER}).{{0,300}}?)[\s.!?]*$",
         r"^(?P<what>(?:the|my)\s+.{0,200}?\breminders?\b.{0,100}?)\s+(?:is|isn't|is not)\s+"
         r"(?:cancelled|canceled|off|needed|necessary|no longer needed)[\s.!?]*$",
     )
@@ -46,27 +52,55 @@ _CANCEL: tuple[re.Pattern[str], ...] = tuple(
 _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
-        r"^(?:please\s+)?snooze\b(?P<rest>.{0,120})$",
+        rf"{_PLEASE}(?:snooze|delay|postpone|push back|put off|defer)\b(?P<rest>.{{0,120}})$",
         r"^(?:please\s+)?remind me (?:again|later)\b(?P<rest>.{0,120})$",
     )
+)
+# "move the oven reminder to 7pm", "change it to tomorrow at 9".
+_MOVE = re.compile(
+    rf"{_PLEASE}(?:move|change|reschedule|shift|push|set)\s+(?P<what>it|that|(?=.{{0,120}}?"
+    rf"{_REMINDER}).{{1,120}}?)\s+(?:to|for|till|until)\s+(?P<when>.{{1,80}}?)[\s.!?]*$",
+    _F,
+)
+# "remind me every morning ...", "a daily reminder": reminders fire once.
+_REPEATING = re.compile(
+    r"\b(?:remind me|reminders?|alarms?|wake me)\b.*\b(?:every|each)\s+(?:other\s+)?(?:day|morning"
+    r"|afternoon|evening|night|week|weekday|weekend|month|year|hour|monday|tuesday|wednesday"
+    r"|thursday|friday|saturday|sunday|\d+\s+\w+)\b|\b(?:daily|weekly|monthly|hourly|recurring"
+    r"|repeating)\s+(?:reminders?|alarms?)\b",
+    _F,
+)
+_ONE_TIME = (
+    "I can only set one-time reminders so far: say when, e.g. “remind me tomorrow at 8am to "
+    "take my vitamins”, and set the next one when it fires."
 )
 _AMOUNT = re.compile(
     r"(?:in|for|by|another)?\s*(?P<n>\d{1,4}(?:[.,]\d{1,2})?\s*|half an?\s+|an?\s+|[a-z]+\s+)"
     r"(?P<u>s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)\b",
     _F,
 )
+_ALARM = re.compile(r"\b(?:alarm|timer)\b", _F)
 _NUMBERED = re.compile(r"\breminders?\s*(?:#|no\.?|number)?\s*(?P<n>\d{1,3})\b", _F)
 _ALL = re.compile(r"\b(?:all|every|each)\b", _F)
 # Words of a cancel request that do not name a reminder.
 _CANCEL_WORDS = content_stems(
     "cancel delete remove drop clear scrap forget call off turn stop kill undo the my a that "
-    "this reminder reminders about to for please you can could would no longer needed is"
+    "this reminder reminders about to for please you can could would no longer needed is one "
+    "alarm alarms timer timers it snooze delay postpone push back put defer move change "
+    "reschedule shift set by again later another half an second seconds minute minutes hour "
+    "hours day days min mins"
 )
 
 _ASK_TIME = re.compile(
     r"\bwhat(?:'s|\s+is)?\s+the\s+time\b|\bwhat\s+time\s+is\s+it\b"
     r"|\b(?:tell me|do you know)\s+the\s+time\b|\b(?:the\s+)?(?:current|local)\s+time\b"
     r"|\bwhat(?:'s|\s+is)\s+(?:the\s+|today's\s+)?date\b|\bwhat\s+day\s+is\s+(?:it|today)\b",
+    _F,
+)
+# "what time is it in Tokyo?": the place asked about (not "in my time zone").
+_IN_PLACE = re.compile(
+    r"\bin\s+(?!my\b|your\b|here\b|the\s+morning\b)(?P<place>[^\W\d_][\w .'/-]{0,40}?)"
+    r"\s*(?:right now|now|today)?\s*[?.!]*$",
     _F,
 )
 _ASK_ZONE = re.compile(r"\bwhat(?:'s|\s+is)\s+my\s+time\s*zone\b|\bwhich\s+time\s*zone\b", _F)
@@ -97,7 +131,10 @@ class ReminderChange:
 
 
 def change_reminders(packet: ConversationContextPacket, reading: Reading) -> ReminderChange | None:
-    """Cancel or snooze the reminders ``reading`` names, or return ``None`` if it asks neither."""
+    """Cancel, snooze or move the reminders ``reading`` names (or refuse a repeating one), or
+    return ``None`` if it asks none of these."""
+    if _REPEATING.search(reading.text):
+        return ReminderChange(_ONE_TIME, "reminder_unreadable")
     for pattern in _CANCEL:
         match = pattern.match(reading.text)
         if match is not None:
@@ -106,6 +143,9 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
         match = pattern.match(reading.text)
         if match is not None:
             return _snooze(packet, reading, match.group("rest"))
+    match = _MOVE.match(reading.text)
+    if match is not None and _reminders(packet):
+        return _move(packet, reading, match.group("what"), match.group("when"))
     return None
 
 
@@ -126,9 +166,23 @@ def answer_time(
         return f"Your time zone is {label}."
     if not _ASK_TIME.search(reading.text):
         return None
-    local = reading.now.astimezone(zone)
+    place = _IN_PLACE.search(reading.text)
+    if place is not None:
+        there = find_zone(place.group("place"))
+        if there is None:
+            return (
+                f"I don't know the time zone of {place.group('place')}. Ask about a big city "
+                "near it, or a zone such as Asia/Kolkata."
+            )
+        return f"It's {_clock(reading.now, there)} in {place.group('place')} ({there.key})."
+    return f"It's {_clock(reading.now, zone)} ({label}).{unset}"
+
+
+def _clock(now: datetime, zone: ZoneInfo) -> str:
+    """"08:00 on Thursday 26 November 2026": ``now`` on the clock of ``zone``."""
+    local = now.astimezone(zone)
     day = f"{_WEEKDAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]} {local.year}"
-    return f"It's {local:%H:%M} on {day} ({label}).{unset}"
+    return f"{local:%H:%M} on {day}"
 
 
 def _reminders(packet: ConversationContextPacket) -> list[JobRef]:
@@ -136,7 +190,36 @@ def _reminders(packet: ConversationContextPacket) -> list[JobRef]:
 
 
 def _named(what: str) -> frozenset[str]:
-    return content_stems(what) - _CANCEL_WORDS
+    return frozenset(w for w in content_stems(what) - _CANCEL_WORDS if not w[:1].isdigit())
+
+
+def _chosen(active: list[JobRef], what: str) -> list[JobRef]:
+    """The active reminders ``what`` names: by number, all, by their words, or the only one."""
+    if not active:
+        return []
+    numbered = _NUMBERED.search(what)
+    words = _named(what)
+    if numbered is not None:
+        index = int(numbered.group("n")) - 1
+        chosen = [active[index]] if 0 <= index < len(active) else []
+    elif _ALL.search(what) is not None:
+        return active
+    elif words:
+        scored = [(len(words & content_stems(ref.label)), ref) for ref in active]
+        best = max(score for score, _ in scored)
+        chosen = [ref for score, ref in scored if score == best and score > 0]
+    elif _ALARM.search(what):  # "cancel the alarm": the one set without words
+        chosen = [ref for ref in active if ref.label in {"", "reminder"}]
+    else:
+        chosen = active if len(active) == 1 else []
+    return chosen if len(chosen) == 1 else []  # two match as well: ask which
+
+
+def _which(active: list[JobRef], example: str) -> str:
+    listing = "\n".join(
+        f"{n}. {in_second_person(ref.label or 'reminder')}" for n, ref in enumerate(active, 1)
+    )
+    return f"Which reminder? Say e.g. “{example}”:\n" + listing
 
 
 def _cancel(packet: ConversationContextPacket, what: str) -> ReminderChange:
@@ -144,28 +227,9 @@ def _cancel(packet: ConversationContextPacket, what: str) -> ReminderChange:
     if not active:
         return ReminderChange("You have no reminders set, so there is nothing to cancel.",
                               "cancel_reminder")  # fmt: skip
-    numbered = _NUMBERED.search(what)
-    words = _named(what)
-    if numbered is not None:
-        index = int(numbered.group("n")) - 1
-        chosen = [active[index]] if 0 <= index < len(active) else []
-    elif _ALL.search(what) is not None:
-        chosen = active
-    elif words:
-        scored = [(len(words & content_stems(ref.label)), ref) for ref in active]
-        best = max(score for score, _ in scored)
-        chosen = [ref for score, ref in scored if score == best and score > 0]
-    else:
-        chosen = active if len(active) == 1 else []
-    if len(chosen) > 1 and not _ALL.search(what):
-        chosen = []  # two reminders match as well: ask which
+    chosen = _chosen(active, what)
     if not chosen:
-        listing = "\n".join(
-            f"{n}. {in_second_person(ref.label or 'reminder')}" for n, ref in enumerate(active, 1)
-        )
-        return ReminderChange(
-            "Which reminder? Say e.g. “cancel reminder 1”:\n" + listing, "cancel_reminder"
-        )
+        return ReminderChange(_which(active, "cancel reminder 1"), "cancel_reminder")
     names = "; ".join(in_second_person(ref.label or "reminder") for ref in chosen)
     plural = "reminders" if len(chosen) > 1 else "reminder"
     return ReminderChange(f"Cancelled the {plural}: {names}.", "cancel_reminder", tuple(chosen))
@@ -194,6 +258,9 @@ def _snooze(packet: ConversationContextPacket, reading: Reading, rest: str) -> R
         )
     fired = _last_fired(packet)
     active = sorted(_reminders(packet), key=lambda r: utc(r.due_at or reading.now))
+    named = _chosen(active, rest) if _named(rest) else []
+    if named:  # "delay the oven reminder by an hour": that one, not the soonest
+        fired, active = None, named
     cancelled: tuple[JobRef, ...] = ()
     if fired is not None:
         label, due = fired.label, reading.now + delay
@@ -207,3 +274,32 @@ def _snooze(packet: ConversationContextPacket, reading: Reading, rest: str) -> R
         f" to {in_second_person(label)}." if label else "."
     )
     return ReminderChange(said, "set_reminder", cancelled, label, due)
+
+
+def _move(
+    packet: ConversationContextPacket, reading: Reading, what: str, when: str
+) -> ReminderChange:
+    """Set the reminder ``what`` names (or the only one, or the one that just fired, for "it")
+    at the time ``when`` says instead."""
+    active = _reminders(packet)
+    fired = _last_fired(packet)
+    if what.casefold() in {"it", "that"}:
+        chosen = [fired] if fired is not None else active if len(active) == 1 else []
+    else:
+        chosen = _chosen(active, what)
+    if not chosen:
+        return ReminderChange(_which(active, "move reminder 1 to 7pm"), "cancel_reminder")
+    due = due_time(when, reading.now, reading.zone) or due_time(f"at {when}", reading.now,
+                                                                 reading.zone)  # fmt: skip
+    if due is None:
+        return ReminderChange(
+            f"I couldn't read “{when}” as a time. Try “move the reminder to 7pm” or “to "
+            "tomorrow at 9am”.",
+            "reminder_unreadable",
+        )
+    ref = chosen[0]
+    said = f"Moved: I'll remind you {say_when(due, reading.now, reading.zone)}" + (
+        f" to {in_second_person(ref.label)}." if ref.label else "."
+    )
+    cancelled = (ref,) if ref.status == "scheduled" else ()
+    return ReminderChange(said, "set_reminder", cancelled, ref.label, due)

@@ -45,7 +45,9 @@ REMINDER_FORMS = (
 )
 
 _ASK_OPEN = re.compile(
-    r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:still\s+)?(?:open|pending|left to do)\b|\bon my (?:to-?do "
+    r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:still\s+)?(?:open|pending|left(?: to do)?|remaining)\b"
+    r"|\b(?:anything|something|what)\s+(?:else\s+)?(?:left|remaining)\b|\bwhat else do i (?:need"
+    r"|have) to do\b|\bwhat remains\b|\bon my (?:to-?do "
     r")?list\b|\b(?:my|the) (?:to-?do|task) list\b|\bshow (?:me )?my (?:list|to-?dos?|tasks|"
     r"reminders)\b|\bwhat do i (?:still )?(?:need|have) to do\b|\b(?:my|any|what) reminders\b"
     r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$",
@@ -100,8 +102,12 @@ def todo_acks(loops: LoopUpdate, intents: list[str]) -> list[str]:
     """Acknowledge the to-dos ticked off, not found, added or already listed (and name the
     intents in ``intents``)."""
     said: list[str] = []
-    if loops.closed:
-        said.append(f"Great, I've ticked off: {_listing([lp.text for lp in loops.closed])}.")
+    done = [lp for lp in loops.closed if lp not in loops.removed]
+    if done:
+        said.append(f"Great, I've ticked off: {_listing([lp.text for lp in done])}.")
+        intents.append("close_todo")
+    if loops.removed:
+        said.append(f"Removed from your list: {_listing([lp.text for lp in loops.removed])}.")
         intents.append("close_todo")
     if loops.unmatched:
         missing = ", ".join(f"“{in_second_person(text)}”" for text in loops.unmatched)

@@ -71,6 +71,7 @@ from agent.memory.rules.session_rules import (
     update_open_loops,
 )
 from agent.memory.rules.topic_tracker import TopicTracker, key_phrases
+from agent.memory.rules.value_corrections import correct_by_value
 from agent.memory.schemas import (
     ChatType,
     ConversationTurn,
@@ -227,7 +228,8 @@ class ConversationStateManager:
         clauses = split_clauses(turn.user_text) if turn.user_text.strip() else ()
         facts = state.facts
         if state.chat_type not in PERSONAL_CHAT_TYPES:
-            facts = merge_facts(facts, extract_facts(turn.user_text, turn=seq))
+            said = extract_facts(turn.user_text, turn=seq)
+            facts = merge_facts(facts, said or correct_by_value(turn.user_text, facts, turn=seq))
         todos = update_open_loops(state.open_loops, turn.user_text, seq=seq)
         todo_loops = todos.loops
         if owner is not None:  # in a group, a to-do belongs to whoever said it

@@ -18,6 +18,8 @@ from agent.memory.conversation_store import ConversationStore
 from agent.memory.longterm.memory_slots import attribute_of, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.pronouns import resolve_pronoun
+from agent.memory.rules.value_corrections import correct_by_value
 from agent.memory.schemas import (
     ConversationTurn,
     Fact,
@@ -62,11 +64,22 @@ class PromotionPolicy:
 
 
 def memory_candidates(
-    turn: ConversationTurn, policy: PromotionPolicy = PromotionPolicy()
+    turn: ConversationTurn,
+    policy: PromotionPolicy = PromotionPolicy(),
+    *,
+    known: Sequence[Fact] = (),
+    previous: Sequence[str] = (),
 ) -> list[MemoryCandidate]:
-    """Return the memory candidates of the facts a turn's message states."""
+    """Return the memory candidates of the facts a turn's message states, or of the one it
+    corrects by naming the wrong value among ``known`` ("actually it's Bath, not Bristol").
+
+    A message that opens with "he", "she" or "they" states them of the one the ``previous``
+    messages named, newest first (:func:`~agent.memory.rules.pronouns.resolve_pronoun`).
+    """
     candidates = []
-    for fact in extract_facts(turn.user_text, turn=turn.seq):
+    text = resolve_pronoun(turn.user_text, previous)
+    said = extract_facts(text, turn=turn.seq)
+    for fact in said or correct_by_value(text, known, turn=turn.seq):
         parts = parse_key(fact.key)
         attribute = attribute_of(parts.attribute)
         candidates.append(

@@ -21,6 +21,7 @@ Covered by ``tests/test_memory_store.py`` and ``tests/test_memory_erasure_model.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent.memory.longterm.memory_schemas import Memory, MemoryKind
@@ -35,6 +36,7 @@ __all__ = [
     "describe_memory",
     "fact_key",
     "in_second_person",
+    "memory_facts",
     "parse_key",
     "render_memory",
     "role_and_name",
@@ -194,6 +196,27 @@ def describe_memory(memory: Memory) -> str:
     """Say a long-term memory to the user (as :func:`describe_fact`)."""
     key = fact_key(memory.subject, memory.attribute, memory.text)
     return describe_fact(Fact(key=key, value=memory.text, turn=0))
+
+
+def memory_facts(memories: Iterable[Memory]) -> tuple[Fact, ...]:
+    """Return the current ones of ``memories`` as the facts rules read.
+
+    A fact's key is its memory's (an event's is the event: ``event:flight to tokyo``), unless
+    that is the slot it shares with another attribute (a dislike is kept in its like's slot).
+    An unconfirmed memory (said with a hedge) is a hedged fact.
+    """
+    return tuple(
+        Fact(
+            key=m.key
+            if parse_key(m.key).attribute == m.attribute
+            else fact_key(m.subject, m.attribute, m.text),
+            value=m.text,
+            turn=0,
+            mode="hedged" if m.status == "candidate" else "stated",
+        )
+        for m in memories
+        if m.valid_until is None
+    )
 
 
 def render_memory(memory: Memory) -> str:

@@ -27,6 +27,7 @@ from agent.utils.text import LOOP_STOP_WORDS, split_words
 from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = [
+    "EVERYTHING",
     "MAX_REMINDER_DELAY",
     "Clause",
     "Closer",
@@ -164,7 +165,24 @@ _OPENERS = (
     re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),
     re.compile(r"^add\s+(?P<v>.+?)\s+to\s+my\s+(?:[\w-]+\s+)?list$", _F),
 )
+# Where a list of to-dos said at once is cut: before each part that starts with a verb
+# ("buy milk, call the bank and pick up the kids"; not "buy milk, eggs and bread").
+_TODO_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|then\s+)?|\s+(?:and|then)\s+(?:then\s+)?", _F)
+_TODO_VERBS = frozenset(
+    """buy call pick send email book pay clean fix write finish check get take make bring return
+    renew order schedule cancel file submit prepare pack wash water feed walk visit meet reply
+    text ring phone print sign read review update find sort tidy cook bake do go see ask tell
+    post mail drop collect fill charge install move plan organize organise practice practise
+    study clear empty hoover vacuum mow repair replace refill transfer apply register confirm
+    arrange wrap grab iron change cut paint pickup shop""".split()
+)
+# "I've finished everything", "all done": every open to-do at once.
+EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
+                        "my whole list", "the whole list", "all my to-dos", "all my todos"})
 _EXPLICIT_CLOSERS = (
+    re.compile(
+        r"^(?:all|everything(?:'s| is)?)\s+(?P<v>)(?:done|finished|completed?|sorted)\b", _F
+    ),
     re.compile(
         r"^(?:done|finished|completed|ticked off|tick off|check off|checked off)\b\s*"
         r"(?:[:#-]\s*|with\s+)?(?P<v>.+)",
@@ -211,18 +229,30 @@ _STATES = _NOT_DONE | frozenset(
 _NEGATION = re.compile(r"(?:not|never|n't|no)\b", _F)
 
 
+# "remove walk the dog from my list", "take the dog walk off my list": dropped, not done.
+_REMOVERS = (
+    re.compile(r"^(?:please\s+)?(?:remove|delete|drop|strike|erase|scratch)\s+(?P<v>.+?)\s+"
+               r"(?:from|off)\s+(?:my|the)\s+(?:[\w-]+\s+)?list$", _F),
+    re.compile(r"^(?:please\s+)?(?:take|cross|strike|scratch)\s+(?P<v>.+?)\s+off(?:\s+(?:my|the)"
+               r"\s+(?:[\w-]+\s+)?list)?$", _F),
+)  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class Closer:
-    """A statement that something is done.
+    """A statement that something is done, or is to be dropped from the list.
 
     Attributes:
-        text: what is done, e.g. ``booked the hotel`` or ``2`` (the second to-do).
+        text: what is done, e.g. ``booked the hotel``, ``2`` (the second to-do), or one of
+            :data:`EVERYTHING` (every open to-do).
         explicit: said as a completion ("done: X", "X is done", "I did X"), not merely in the
             past tense ("I booked the hotel"): worth a reply when it matches no open loop.
+        removal: "remove X from my list": dropped, not done.
     """
 
     text: str
     explicit: bool
+    removal: bool = False
 
 
 def _reminder_clause(clause: Clause) -> bool:
@@ -246,10 +276,21 @@ def extract_openers(text: str) -> tuple[str, ...]:
             match = next((m for p in _OPENERS if (m := p.match(clause.text))), None)
         if match is None:
             continue
-        value = clean_value(match.group("v"))
-        if value and value.casefold() not in {v.casefold() for v in found}:
-            found.append(value)
+        for value in _several_todos(clean_value(match.group("v"))):
+            if value and value.casefold() not in {v.casefold() for v in found}:
+                found.append(value)
     return tuple(found)
+
+
+def _several_todos(value: str) -> list[str]:
+    """Cut "buy milk, call the bank and pick up the kids" into its to-dos."""
+    items, start = [], 0
+    for separator in _TODO_SEPARATOR.finditer(value):
+        following = value[separator.end() :].split(maxsplit=1)
+        if len(following) == 2 and following[0].casefold() in _TODO_VERBS:
+            items.append(value[start : separator.start()])
+            start = separator.end()
+    return [*items, value[start:]]
 
 
 def extract_closers(text: str) -> tuple[Closer, ...]:
@@ -263,10 +304,15 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
         if clause.question:
             continue
         closer: Closer | None = None
-        for pattern in _EXPLICIT_CLOSERS:
+        for pattern in _REMOVERS:
             match = pattern.match(clause.text)
             if match:
-                closer = Closer(match.group("v"), explicit=True)
+                closer = Closer(match.group("v"), explicit=True, removal=True)
+                break
+        for pattern in _EXPLICIT_CLOSERS if closer is None else ():
+            match = pattern.match(clause.text)
+            if match:
+                closer = Closer(match.group("v") or "everything", explicit=True)
                 break
         if closer is None:
             match = _PAST_CLOSER.match(clause.text)
@@ -287,7 +333,7 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
             continue
         value = clean_value(closer.text)
         if value:
-            found.append(Closer(value, closer.explicit))
+            found.append(Closer(value, closer.explicit, closer.removal))
     return tuple(found)
 
 
@@ -355,7 +401,10 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
 
 # -- timed reminders ---------------------------------------------------------------------------
 
-_REMIND = r"(?:please\s+)?(?:remind me|set (?:a |an )?reminder(?: for me)?)"
+_REMIND = (
+    r"(?:please\s+)?(?:remind me|set (?:a |an |my )?(?:reminder|alarm|timer)(?: for me)?"
+    r"|wake me(?: up)?)"
+)
 _LINK = r"(?P<link>to|about|that|for)"
 _REMINDER_FORMS = (
     re.compile(
@@ -379,8 +428,12 @@ class ReminderRequest:
     link: str = "to"
 
 
+# "set a timer for 10 minutes": a timer's length is a delay.
+_TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)
+
+
 def _match_reminder(clause: str) -> re.Match[str] | None:
-    clause = clean_value(clause, len(clause) + 1)
+    clause = _TIMER_FOR.sub("timer in ", clean_value(clause, len(clause) + 1))
     for pattern in _REMINDER_FORMS:
         match = pattern.search(clause)
         if match is not None:

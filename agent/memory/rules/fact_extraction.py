@@ -52,6 +52,13 @@ _PLACE_STOP = re.compile(
     r"|next|ago|recently)\b|,\s",
     _F,
 )
+# What a goal does ("I'd like to learn Spanish"; not "I'd like to set a reminder").
+_GOAL = (
+    r"(?:learn|become|run|lose|gain|save|visit|travel|improve|master|speak|study|retire|quit"
+    r"|stop|build|write|finish|climb|complete|graduate|pass|earn|own|launch|open|start (?:my|a|an)"
+    r"|get (?:fit|better|in shape|a degree|promoted|married)|move (?:to|abroad|out)|read more"
+    r"|spend more|be (?:a|an|more|better))"
+)
 _PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas)\b", _F)
 _PRONOUN_OBJECT = re.compile(r"(?:it|that|this|them|you|him|her|those|these|me)\b", _F)
 
@@ -114,6 +121,8 @@ _HAVE_SEVERAL = re.compile(
 _NAME_LIST = re.compile(r"\s*,\s*and\s+|\s*,\s*|\s+and\s+")
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
+# "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
+_PRONOUN_DOES = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which|that)\s+(?=\w)", _F)
 # What a user may have on their calendar: "my flight to Berlin is on 14 March".
 _EVENTS = (
     "flight|train|bus|ferry|trip|holiday|vacation|appointment|meeting|interview|exam|test"
@@ -229,7 +238,13 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule(
         "decision", rf"\bi(?:'ve|\s+have)?{_ADV}\s+decided\s+(?P<v>(?:to|that|on)\s+.+)", "phrase"
     ),
-    _rule("goal", r"\bmy (?:main |big )?goal is\s+(?P<v>.+)", "phrase"),
+    _rule("goal", r"\bmy (?:main |big |biggest )?(?:goal|dream|ambition|aim) is\s+(?P<v>.+)",
+          "phrase"),
+    _rule("goal", rf"\bi(?:'d|{_ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+"
+          rf"(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
+    _rule("goal", rf"\bi{_ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
+    _rule("goal", rf"\bi(?:'m|\s+am){_ADV}\s+(?:hoping|aiming|trying)\s+"
+          rf"(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
     _rule(
         "routine",
         r"^(?P<v>every\s+(?:morning|evening|night|day|week|weekend|monday|tuesday|"
@@ -241,6 +256,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
           "short"),
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "short"),
+    _rule("likes", rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>.+?)"
+          r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$", "short"),
 )
 
 
@@ -409,7 +426,7 @@ def _read_entity_facts(text: str) -> list[tuple[str, str]]:
     if name is not None:
         attribute = "pet" if _PET.match(role) else "relative"
         facts.append((fact_key(USER, attribute, subject), subject))
-    said = _PRONOUN_IS.sub("is ", after.lstrip(" ,"))
+    said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,")))
     for predicate, attribute, kind in _OTHER_PREDICATES:
         found = predicate.match(said)
         if found is None:

@@ -32,6 +32,7 @@ from agent.memory.rules.dialogue_acts import (
     read_acts,
 )
 from agent.memory.rules.extraction import (
+    EVERYTHING,
     Clause,
     content_stems,
     extract_closers,
@@ -112,6 +113,7 @@ class LoopUpdate:
         closed: loops it closed (with ``closed_turn`` set).
         already_open: to-dos it restated that were open already.
         unmatched: explicit closers ("done: X") that matched no open loop.
+        removed: the closed loops the user dropped ("remove X from my list"), not did.
     """
 
     loops: tuple[OpenLoop, ...]
@@ -119,6 +121,7 @@ class LoopUpdate:
     closed: tuple[OpenLoop, ...] = ()
     already_open: tuple[OpenLoop, ...] = ()
     unmatched: tuple[str, ...] = ()
+    removed: tuple[OpenLoop, ...] = ()
 
 
 def update_open_loops(
@@ -137,13 +140,21 @@ def update_open_loops(
     """
     remaining = list(loops)
     closed: list[OpenLoop] = []
+    removed: list[OpenLoop] = []
     unmatched: list[str] = []
     for closer in extract_closers(text):
-        hit = match_loop(closer.text, remaining)
-        if hit is not None:
+        if closer.text.casefold() in EVERYTHING:  # "I've finished everything": every to-do
+            hits = [lp for lp in remaining if lp.kind in CARRIED_LOOP_KINDS]
+        else:
+            hit = match_loop(closer.text, remaining)
+            hits = [] if hit is None else [hit]
+        for hit in hits:
             remaining.remove(hit)
             closed.append(hit.model_copy(update={"closed_turn": seq}))
-        elif closer.explicit and (closer.text.strip().isdecimal() or content_stems(closer.text)):
+            if closer.removal:
+                removed.append(closed[-1])
+        said = closer.text.strip().isdecimal() or content_stems(closer.text)
+        if not hits and closer.explicit and said and closer.text.casefold() not in EVERYTHING:
             # "done: the hotel" with no such loop deserves a reply; "I did it" does not.
             unmatched.append(closer.text)
     opened: list[OpenLoop] = []
@@ -162,6 +173,7 @@ def update_open_loops(
         closed=tuple(closed),
         already_open=tuple(already),
         unmatched=tuple(unmatched),
+        removed=tuple(removed),
     )
 
 

@@ -1,0 +1,109 @@
+"""Who "he", "she" or "they" is, when the user's message before named someone.
+
+People tell of someone over two messages: "my son is 12", then "his name is Leo"; "my wife's
+name is Clara", then "she works at the hospital"; "I have a dog called Rex", then "how old is
+he?" was never answerable. :func:`resolve_pronoun` puts the one the previous message named in
+place of the pronoun that opens the message ("my son's name is Leo"), so that the fact rules
+and the questions read it as if it had been said in one go. A pronoun whose gender the role
+contradicts ("my daughter is 7", then "his name is ...") names no one, nor does a message
+before that named nobody or several people. A pure function of the two texts.
+
+Tested by ``tests/test_pronouns.py`` and the "pets and relatives" family of
+``tests/test_everyday_phrasings.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
+from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
+from agent.memory.schemas import ConversationTurn
+
+__all__ = ["resolve_pronoun", "said_before"]
+
+_F = re.IGNORECASE
+# How many of the user's messages back a pronoun may point.
+_LOOK_BACK = 3
+_FEMALE = frozenset(
+    """wife girlfriend fiancee fiancée mother mom mum mommy stepmother stepsister sister daughter
+    grandmother grandma granny aunt niece mother-in-law""".split()
+)
+_MALE = frozenset(
+    """husband boyfriend fiance fiancé father dad daddy stepfather stepbrother brother son
+    grandfather grandpa uncle nephew father-in-law""".split()
+)
+# The pronoun that opens a message, and what it becomes: "he's" -> "<who> is", "his" -> "<who>'s".
+_OPENING = re.compile(
+    r"^(?:and\s+|oh\s+and\s+|also,?\s+)?(?P<p>he|she|they|his|her|their)"
+    r"(?P<be>'s|'re|\s+is|\s+are|\s+was|\s+were)?(?=\s|$)",
+    _F,
+)
+# A question's pronoun, wherever it is: "how old is she?", "what's his name?".
+_ASKED = re.compile(r"^(?=.*\?\s*$).*?\b(?P<p>he|she|they|his|her|their)\b(?P<be>)", _F)
+# Each one a message speaks of: "my sister ... and my brother ...": two, no telling who.
+_ROLE = re.compile(rf"\b(?:my|our|a|an)\s+(?P<role>{PEOPLE}|{PETS})\b", _F)
+_OTHER_GENDER = {"he": _FEMALE, "his": _FEMALE, "she": _MALE, "her": _MALE}
+
+
+def _named(previous: str) -> tuple[str | None, bool]:
+    """The one label ("son", "sister Ana") a message said something of or named, and whether
+    it spoke of several (no telling who)."""
+    labels: list[str] = []
+    for fact in extract_facts(previous, turn=0):
+        key = parse_key(fact.key)
+        if key.subject != USER:
+            label = key.subject
+        elif key.name in {"relative", "pet"}:
+            label = fact.value
+        else:
+            continue
+        if label not in labels:
+            labels.append(label)
+    # "my son Leo": named and said of under the same label; two people: no telling who.
+    roles = {label.split()[0].casefold() for label in labels}
+    mentioned = [m.group("role").casefold() for m in _ROLE.finditer(previous)]
+    roles.update(mentioned)
+    if len(roles) != 1:
+        return None, len(roles) > 1
+    return (labels[-1] if labels else mentioned[-1]), False  # "what's my son's name?": "son"
+
+
+def said_before(turns: Sequence[ConversationTurn]) -> list[str]:
+    """The user's messages of the last few of ``turns`` (a packet's recent turns), newest
+    first: where :func:`resolve_pronoun` looks for who a pronoun is."""
+    return [turn.user_text for turn in reversed(turns[-_LOOK_BACK:])]
+
+
+def resolve_pronoun(text: str, previous: Sequence[str]) -> str:
+    """Return ``text`` with its pronoun replaced by the one the newest of ``previous`` (the
+    user's messages before it, newest first) that speaks of someone named (``"his name is
+    Leo"`` after ``"my son is 12"``: ``"my son's name is Leo"``), or ``text`` as it is."""
+    opening = _OPENING.match(text)
+    match = opening or _ASKED.match(text)
+    if match is None:
+        return text
+    label = None
+    for said in previous:
+        label, several = _named(said)
+        if label is not None or several:
+            break
+    if label is None:
+        return text
+    role = label.split()[0].casefold()
+    pronoun = match.group("p").casefold()
+    if role in _OTHER_GENDER.get(pronoun, frozenset()):
+        return text
+    # A question asks of someone by name ("what does Miso like?"), a statement says "my cat Miso".
+    name = role_and_name(label)[1]
+    who = name if name and opening is None else f"my {label}"
+    if pronoun in {"his", "her", "their"}:
+        if match.group("be"):
+            return text  # "his is ..." / "her's": not a pronoun before a thing of theirs
+        said = f"{who}'s"
+    else:
+        said = f"{who} is" if match.group("be") else who
+        if match.group("be") and match.group("be").strip().casefold() in {"was", "were"}:
+            said = f"{who} was"
+    return text[: match.start("p")] + said + text[match.end() :]

@@ -1,0 +1,91 @@
+"""Reading a correction that names only the values: "actually it's Bath, not Bristol".
+
+Such a message states no fact by itself (:func:`~agent.memory.rules.fact_extraction.extract_facts`
+reads none): it says which value was wrong and which is right. :func:`correct_by_value` finds,
+among the facts known before the message, the one whose value holds the wrong value, and returns
+it with the right one in its place, as a ``corrected`` fact of the same key, so that it replaces
+the old one wherever facts are kept (a session's state, long-term memory, the concierge's
+acknowledgement). A pure function of the text and the known facts.
+
+A fact whose key is its value (a like, a plan, a relative: many-value attributes of
+:mod:`agent.memory.longterm.memory_slots`) is not corrected this way: the new value would be a
+new fact beside the old one, not in its place.
+
+Tested by ``tests/test_value_corrections.py`` and the "corrections" family of
+``tests/test_everyday_phrasings.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agent.memory.longterm.memory_slots import parse_key
+from agent.memory.schemas import Fact
+
+__all__ = ["correct_by_value"]
+
+_F = re.IGNORECASE
+# What may open a correction: "no,", "sorry -", "oops, actually".
+_LEAD = r"^(?:(?:no|nope|sorry|oops|actually|correction|wait|my bad|my mistake)\b[\s,:!.-]*)*"
+_VALUE = r"[^,.!?;:]{1,40}?"
+_END = r"\s*[.!]*$"
+# (new) "not" (old), "not" (old) (new), "I said" (old) "but I meant" (new).
+_INSTEAD = tuple(
+    re.compile(pattern, _F)
+    for pattern in (
+        rf"{_LEAD}(?:(?:it's|it is|that's|that is|i meant|i mean|make that|it should be)\s+)?"
+        rf"(?P<new>{_VALUE}),?\s+not\s+(?P<old>{_VALUE}){_END}",
+        rf"{_LEAD}not\s+(?P<old>{_VALUE})\s*[,;-]\s*(?:but\s+)?(?:it's\s+|it is\s+)?"
+        rf"(?P<new>{_VALUE}){_END}",
+        rf"{_LEAD}i (?:said|wrote|typed)\s+(?P<old>{_VALUE}),?\s+but\s+(?:i\s+)?meant\s+"
+        rf"(?P<new>{_VALUE}){_END}",
+    )
+)
+# A clause of its own is no value ("I like cats, not dogs" states a like), nor a filler.
+_CLAUSE = re.compile(
+    r"\b(?:i|i'm|i've|my|me|you|we|is|are|was|am|do|don't|like|love|it|its|that|this|no|nope"
+    r"|sorry|oops|actually|wait)\b",
+    _F,
+)
+_MOST_WORDS = 5
+
+
+def _instead(text: str) -> list[tuple[str, str]]:
+    """The (right, wrong) values ``text`` may name, in the order of its patterns."""
+    said = []
+    for pattern in _INSTEAD:
+        match = pattern.match(text.strip())
+        if match is None:
+            continue
+        new, old = (" ".join(match.group(g).split()) for g in ("new", "old"))
+        if any(_CLAUSE.search(v) or len(v.split()) > _MOST_WORDS for v in (new, old)):
+            continue
+        if new.casefold() != old.casefold():
+            said.append((new, old))
+    return said
+
+
+def _is_its_value(fact: Fact) -> bool:
+    # A many-value fact's key ends with its value: a new value is a new key.
+    return parse_key(fact.key).item == " ".join(fact.value.casefold().split())
+
+
+def correct_by_value(text: str, known: Sequence[Fact], *, turn: int) -> tuple[Fact, ...]:
+    """Return the fact ``text`` corrects by naming its wrong and right values, or nothing.
+
+    Args:
+        text: one user message ("actually it's Bath, not Bristol").
+        known: the facts known before it, oldest first: the newest holding the wrong value
+            is the one corrected.
+        turn: the seq of the turn that corrects (recorded on the fact).
+    """
+    for new, old in _instead(text):
+        wrong = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", _F)
+        for fact in reversed(known):
+            found = wrong.search(fact.value)
+            if _is_its_value(fact) or found is None:
+                continue
+            value = fact.value[: found.start()] + new + fact.value[found.end() :]
+            return (Fact(key=fact.key, value=value, turn=turn, mode="corrected"),)
+    return ()
