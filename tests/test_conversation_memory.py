@@ -239,7 +239,8 @@ async def test_engine_failure_writes_nothing_and_the_chat_recovers(lane, db, eng
 
 
 async def test_session_after_restart_has_same_packet_state_and_turns(db_path, checkpoint_dir):
-    """After a restart the packet, state and recent turns are as before, status ``resuming``."""
+    """After a restart the packet, state and recent turns are as before, status ``resuming``
+    (in the packet; the row's is committed by the next turn)."""
     clock = Clock()
     engine = CountingEngine()
     async with running_lane(db_path, checkpoint_dir, clock=clock) as (lane, _, _):
@@ -262,7 +263,9 @@ async def test_session_after_restart_has_same_packet_state_and_turns(db_path, ch
         session = await lane.inspector.session(sid)
         assert session is not None
         assert session_before is not None
-        assert session.status == "resuming"
+        # A start writes nothing (issue 20): the row keeps the clean stop's status until the
+        # next turn commits one; the lane and its packets say ``resuming`` meanwhile.
+        assert session.status == "shutdown_clean"
         assert session.state.log_view() == session_before.state.log_view()
         assert await lane.inspector.recent(sid, 3) == recent_before
 
@@ -898,7 +901,8 @@ async def test_hydrate_rebuilds_a_bad_checkpoint_from_the_log(
         assert await lane.inspector.packet(CHAT_A) == expected
         session = await lane.inspector.session(history.sid_a)
         assert session is not None
-        assert session.state == hydrated
+        # A start writes nothing (issue 20): the row keeps the clean stop's status.
+        assert session.state == hydrated.model_copy(update={"status": "shutdown_clean"})
         snapshot = await lane.inspector.checkpoint(history.sid_a)
         assert snapshot is not None
         assert snapshot.turn_count == 12

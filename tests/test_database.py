@@ -388,3 +388,26 @@ async def test_the_database_and_its_log_files_are_readable_by_their_owner_only(t
     path.chmod(0o644)
     async with Database(path):
         assert path.stat().st_mode & 0o777 == 0o600
+
+
+def _searcher_threads() -> int:
+    return sum(thread.name.startswith("agent-db-searcher") for thread in threading.enumerate())
+
+
+async def test_the_searcher_connects_at_the_first_read_only(db_path):
+    """A database that never reads a snapshot (a CLI command, a start) opens two connections,
+    not three (issue 20); the first :meth:`Database.read` connects the searcher, the close
+    ends its thread."""
+    before = _searcher_threads()
+    db = await Database(db_path).open()
+    try:
+        assert _searcher_threads() == before
+        await _create_items(db)
+        await db.write(_insert("a"))
+        rows = await db.read(lambda conn: conn.fetchall("SELECT name FROM items"))
+        names = [row["name"] for row in rows]
+        assert names == ["a"]
+        assert _searcher_threads() == before + 1
+    finally:
+        await db.close()
+    assert _searcher_threads() == before

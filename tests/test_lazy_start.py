@@ -7,7 +7,10 @@ background sweep neither reorders nor blocks turns, and the checkpoint record
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from agent.db import Database
 from agent.memory import (
@@ -235,17 +238,24 @@ async def test_a_stop_right_after_a_start_leaves_no_file_behind_its_log(
     assert await unknown_records(db_path) == []
 
 
-async def test_a_background_start_leaves_the_rows_status_to_each_sessions_next_turn(
-    db_path: Path, checkpoint_dir: Path, engine
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+async def test_a_start_commits_nothing_and_leaves_the_rows_status_to_each_sessions_next_turn(
+    db_path: Path, checkpoint_dir: Path, engine, background: bool
 ):
-    """The foreground start marks every row ``resuming`` in one write; a background start
-    writes none: a session is ``resuming`` in memory once hydrated (its packet says so) and
-    its row keeps the clean stop's status until its next turn commits one."""
+    """A start writes nothing before the first turn (issue 20: no commit, no fsync; it once
+    marked every row ``resuming`` in one write): a session is ``resuming`` in memory once
+    hydrated (its packet says so), its row keeps the clean stop's status until its next turn
+    commits one, and its checkpoint record is at its turn already."""
     await fill(db_path, checkpoint_dir, engine, 3)
+    watcher = sqlite3.connect(db_path)  # another connection sees every commit in data_version
     lane = await start(db_path, checkpoint_dir)
-    await lane.hydrate(background=True)
     try:
+        before = watcher.execute("PRAGMA data_version").fetchone()
+        report = await lane.hydrate(background=background)
         await lane.swept()
+        assert report.rebuilt == {}
+        assert watcher.execute("PRAGMA data_version").fetchone() == before
+        assert Path(f"{db_path}-wal").stat().st_size == 0
         quiet = await lane.inspector.open_session(2)
         assert quiet is not None
         assert quiet.status == "shutdown_clean"
@@ -255,11 +265,14 @@ async def test_a_background_start_leaves_the_rows_status_to_each_sessions_next_t
         result = await lane.on_turn(InboundMessage(chat_id=1, text="back again"), engine)
         assert result.packet is not None
         assert result.packet.session_status == "resuming"
+        assert watcher.execute("PRAGMA data_version").fetchone() != before
         talked = await lane.inspector.open_session(1)
         assert talked is not None
         assert talked.status == "active"
     finally:
         await lane.shutdown()
+        watcher.close()
+    assert await unknown_records(db_path) == []
 
 
 async def test_the_sessions_held_stay_bounded_and_one_let_go_comes_back_whole(

@@ -12,6 +12,7 @@ import aiosqlite
 import pytest
 
 from agent.db import Database, Migration, load_schema_text, migrate, parse_migrations
+from agent.db.migrations import schema_is_current
 from agent.errors import MigrationError
 from agent.memory import ConversationTurn
 from agent.memory.conversation_store import SqliteConversationStore
@@ -270,3 +271,29 @@ async def test_two_databases_opening_one_new_file_at_once_both_succeed(tmp_path)
                 await database.close()
         assert results == databases
         assert _bookkeeping(path)[:2] == (LATEST, _rows_of(REAL))
+
+
+async def test_an_up_to_date_database_opens_without_a_write_and_a_behind_one_is_migrated(
+    db_path,
+):
+    """What a start checks (issue 20): ``schema_is_current`` says whether a version has every
+    migration of schema.sql (or of a list); an up-to-date file opens without a commit, one a
+    migration behind gets it on open."""
+    assert schema_is_current(LATEST)
+    assert not schema_is_current(LATEST - 1)
+    assert not schema_is_current(LATEST + 1)
+    assert schema_is_current(LATEST + 1, GOOD_EXTRA)
+    assert schema_is_current(0, [])
+    async with Database(db_path, migrations=REAL[:-1]):
+        pass
+    assert _bookkeeping(db_path)[0] == LATEST - 1
+    with sqlite3.connect(db_path) as watcher:  # sees every commit of another connection
+        before = watcher.execute("PRAGMA data_version").fetchone()
+        async with Database(db_path):
+            pass
+        migrated = watcher.execute("PRAGMA data_version").fetchone()
+        assert migrated != before
+        async with Database(db_path):
+            pass
+        assert watcher.execute("PRAGMA data_version").fetchone() == migrated
+    assert _bookkeeping(db_path)[:2] == (LATEST, _rows_of(REAL))

@@ -219,6 +219,22 @@ async def test_the_checkpoint_record_lags_the_state_and_names_sessions_with_jobs
     assert await unknown() == ["ses_a"]
 
 
+async def test_checkpoint_records_reads_each_sessions_record_in_one_call(backend: Backend):
+    """The recorded seq of each session asked for (``None``: unknown); a session not in the
+    database is left out (what a start reads instead of committing a record it has)."""
+    await new_session(backend, "ses_a", chat_id=1)
+    await new_session(backend, "ses_b", chat_id=2)
+    state = SessionState(session_id="ses_a", turn_count=3)
+    await backend.write(lambda tx: backend.turns.save_state(tx, state, last_seq=3, now=T0))
+    await backend.write(lambda tx: backend.turns.record_checkpoints(tx, [("ses_a", 3)]))
+    reader = backend.db.reader
+    records = await backend.turns.checkpoint_records(reader, ["ses_a", "ses_b", "ses_gone"])
+    assert records == {"ses_a": 3, "ses_b": None}
+    assert await backend.turns.checkpoint_records(reader, []) == {}
+    await backend.write(lambda tx: backend.turns.save_state(tx, state, last_seq=4, now=T0))
+    assert await backend.turns.checkpoint_records(reader, ["ses_a"]) == {"ses_a": None}
+
+
 async def test_deleting_and_pruning_sessions_take_their_turns(backend: Backend):
     """delete_session says whether it existed; prune_sessions returns the ids it deleted;
     turns go with their session."""

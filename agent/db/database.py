@@ -12,10 +12,10 @@ A :class:`Database` holds three connections to one file in WAL mode:
   trips to the connection's thread per work: 14.6 round trips on the writer per turn of the
   bot instead of 8.0 (under the load of ``bench/throughput.py``).
 * the **reader**, ``query_only``, for reads of committed data that never wait for writes;
-* the **searcher**, ``query_only`` too, a plain ``sqlite3`` connection in a thread of its own,
-  for reads of many statements that depend on each other (retrieval): :meth:`Database.read`
-  hands the whole read to that thread at once, where each statement on the reader is a round
-  trip to aiosqlite's thread (a packet's retrieval: 2.7 ms, against 1.8 ms in one hand-over).
+* the **searcher**, ``query_only`` too, a plain ``sqlite3`` connection in a thread of its own
+  made by the first read, for reads of many statements that depend on each other (retrieval):
+  :meth:`Database.read` hands the whole read to that thread at once, where each statement on
+  the reader is a round trip to aiosqlite's thread (a packet's retrieval: 2.7 ms against 1.8).
 
 When another process (the inspection CLI, a backup) holds the write lock, ``BEGIN IMMEDIATE``
 is retried with exponential backoff until ``lock_timeout`` runs out, then
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -39,9 +40,9 @@ from typing import Any, Literal, Self, TypeVar
 import aiosqlite
 
 from agent.db.free_pages import SECURE_DELETE, zero_free_pages
-from agent.db.migrations import Migration, migrate
+from agent.db.migrations import Migration, migrate, schema_is_current
 from agent.db.sqlite_faults import is_busy, read_only_hint, storage_error, translate_write_error
-from agent.db.sqlite_files import file_sizes, make_private
+from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
 
@@ -107,8 +108,11 @@ class Database:
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._reader_tx: SqliteTransaction | None = None
+        # Made by the first read, in the searcher's thread (the only one that touches it).
         self._searcher: sqlite3.Connection | None = None
         self._search_thread: ThreadPoolExecutor | None = None
+        self._searched = False
+        self._version_at_open = 0
         self._queue: list[_Pending] = []
         self._wakeup = asyncio.Event()
         self._writer_task: asyncio.Task[None] | None = None
@@ -146,9 +150,7 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             make_private(self.path)
-            self._writer = await self._connect()
-            await self._enable_wal(self._writer)
-            self._reader_tx = SqliteTransaction(await self._migrate_and_connect(self._writer))
+            self._reader_tx = SqliteTransaction(await self._connect_all())
         except BaseException as exc:
             # A connection left open keeps its non-daemon thread: the process would hang at exit.
             await self.close()
@@ -160,36 +162,48 @@ class Database:
         self._writer_task = asyncio.create_task(self._run_writer(), name="agent-db-writer")
         return self
 
-    async def _migrate_and_connect(self, writer: aiosqlite.Connection) -> aiosqlite.Connection:
-        """Migrate on the writer while the reader and the searcher connect (each has its
-        thread); return the reader. What connected is kept for :meth:`close` if one fails."""
+    async def _connect_all(self) -> aiosqlite.Connection:
+        """Connect the writer (migrated if behind) and the reader at once, each in its thread;
+        return the reader. What connected is kept for :meth:`close` if one fails."""
         self._search_thread = ThreadPoolExecutor(1, thread_name_prefix="agent-db-searcher")
-        loop = asyncio.get_running_loop()
-        migrated, reader, searcher = await asyncio.gather(
-            migrate(writer, self._migrations),
+        self._searched = False
+        writer, reader = await asyncio.gather(
+            self._connect(query_only=False),
             self._connect(query_only=True),
-            loop.run_in_executor(self._search_thread, self._connect_searcher),
             return_exceptions=True,
         )
-        if isinstance(reader, aiosqlite.Connection):
-            self._reader = reader
-        if isinstance(searcher, sqlite3.Connection):
-            self._searcher = searcher
-        for outcome in (migrated, searcher):
-            if isinstance(outcome, BaseException):
-                raise outcome
-        if isinstance(reader, BaseException):
-            raise reader
-        return reader
+        self._writer = writer if isinstance(writer, aiosqlite.Connection) else None
+        self._reader = reader if isinstance(reader, aiosqlite.Connection) else None
+        if self._writer is None or self._reader is None:
+            raise next(o for o in (writer, reader) if isinstance(o, BaseException))
+        if not schema_is_current(self._version_at_open, self._migrations):
+            await migrate(self._writer, self._migrations)
+        return self._reader
 
-    async def _connect(self, *, query_only: bool = False) -> aiosqlite.Connection:
-        conn = await aiosqlite.connect(self.path, isolation_level=None)
-        conn.row_factory = sqlite3.Row
+    async def _connect(self, *, query_only: bool) -> aiosqlite.Connection:
+        # One hop to the connection's new thread: connect, switch to WAL, set the PRAGMAs. A
+        # failure is raised once the thread has stopped (it must not outlive the loop).
+        failed: list[Exception] = []
+        connector = functools.partial(self._open_connection, query_only, failed)
+        conn = await aiosqlite.Connection(connector, iter_chunk_size=64)
+        if failed:
+            await conn.close()
+            raise failed[0]
+        return conn
+
+    def _open_connection(
+        self, query_only: bool, failed: list[Exception] | None = None
+    ) -> sqlite3.Connection:
+        # Runs in the thread of the connection. Every connection asks for WAL (the writer and
+        # the reader connect at once: on a new file, either may be first).
+        conn = sqlite3.connect(self.path, isolation_level=None)
         try:
-            # One call (one hop to the connection's thread) for every PRAGMA. Erasure (/forget)
-            # must leave no text in the file: deleted content is zeroed in the pages a write
-            # touches, and purge_erased zeroes the free pages (agent.db.free_pages).
-            await conn.executescript(
+            conn.row_factory = sqlite3.Row
+            switch_to_wal(conn, self._lock_timeout)
+            # One call for every PRAGMA. Erasure (/forget) must leave no text in the file:
+            # deleted content is zeroed in the pages a write touches, and purge_erased zeroes
+            # the free pages (agent.db.free_pages).
+            conn.executescript(
                 f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d};"
                 f" {_TEMP_STORE}"
                 " PRAGMA foreign_keys = ON;"
@@ -197,23 +211,13 @@ class Database:
                 f" {SECURE_DELETE}"
                 + (" PRAGMA query_only = ON;" if query_only else "")
             )
-        except BaseException:
-            await conn.close()  # a file that is no database fails here
-            raise
-        return conn
-
-    def _connect_searcher(self) -> sqlite3.Connection:
-        # Runs in the searcher's thread, the only one that ever uses the connection.
-        conn = sqlite3.connect(self.path, isolation_level=None)
-        try:
-            conn.row_factory = sqlite3.Row
-            conn.executescript(
-                f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d}; {_TEMP_STORE}"
-                " PRAGMA query_only = ON;"
-            )
-        except BaseException:
-            conn.close()
-            raise
+            if not query_only:
+                self._version_at_open = conn.execute("PRAGMA user_version").fetchone()[0]
+        except Exception as exc:  # a file that is no database fails here
+            if failed is None:
+                conn.close()
+                raise
+            failed.append(exc)
         return conn
 
     async def close(self) -> None:
@@ -228,11 +232,10 @@ class Database:
                 await conn.close()
         self._reader = self._writer = None
         self._reader_tx = None
-        searcher, thread = self._searcher, self._search_thread
-        self._searcher = self._search_thread = None
+        thread, self._search_thread = self._search_thread, None
         if thread is not None:
-            if searcher is not None:  # after the reads already handed over (one thread, in order)
-                await asyncio.get_running_loop().run_in_executor(thread, searcher.close)
+            if self._searched:  # after the reads already handed over (one thread, in order)
+                await asyncio.get_running_loop().run_in_executor(thread, self._close_searcher)
             thread.shutdown()
 
     # -- reads ---------------------------------------------------------------------------------
@@ -289,15 +292,29 @@ class Database:
         Raises:
             StorageError: a statement of ``work`` failed.
         """
-        searcher, thread = self._searcher, self._search_thread
-        if searcher is None or thread is None:
+        thread = self._search_thread
+        if thread is None:
             raise RuntimeError("Database is not open: call `await db.open()` first")
+        self._searched = True
         try:
-            return await asyncio.get_running_loop().run_in_executor(
-                thread, _in_snapshot, searcher, work
-            )
+            return await asyncio.get_running_loop().run_in_executor(thread, self._search, work)
         except sqlite3.Error as exc:
             raise StorageError(f"read failed: {exc}") from exc
+
+    def _search(self, work: Read[T]) -> T:
+        # In the searcher's thread. A start that reads no snapshot connects two, not three.
+        if self._searcher is None:
+            self._searcher = self._open_connection(True)
+        self._searcher.execute("BEGIN")
+        try:
+            return work(SqliteSnapshot(self._searcher))
+        finally:
+            self._searcher.execute("COMMIT")  # it only read: ends the snapshot
+
+    def _close_searcher(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
 
     @property
     def location(self) -> str:
@@ -434,23 +451,6 @@ class Database:
         self._refusal = error
         return True
 
-    async def _enable_wal(self, conn: aiosqlite.Connection) -> None:
-        # Two connections switching a new file to WAL at once can get SQLITE_BUSY at once,
-        # without SQLite's busy handler waiting (lock escalation): retry like _begin does.
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._lock_timeout
-        delay = 0.01
-        while True:
-            try:
-                await conn.execute("PRAGMA journal_mode = WAL")
-            except sqlite3.Error as exc:
-                if not is_busy(exc) or loop.time() >= deadline:
-                    raise
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
-            else:
-                return
-
     async def _begin(self, conn: aiosqlite.Connection) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._lock_timeout
@@ -479,14 +479,6 @@ class Database:
                 await conn.execute("ROLLBACK")
             except sqlite3.Error:
                 logger.exception("rollback failed")
-
-
-def _in_snapshot(conn: sqlite3.Connection, work: Read[T]) -> T:
-    conn.execute("BEGIN")
-    try:
-        return work(SqliteSnapshot(conn))
-    finally:
-        conn.execute("COMMIT")  # it only read: ends the snapshot
 
 
 def _settle(

@@ -1,6 +1,7 @@
 """The files of a SQLite database: the main file, its write-ahead log and its shared-memory
-index, kept private and measured. Used by :class:`agent.db.Database`; tested in
-``tests/test_database.py`` (permissions) and ``tests/test_cli.py`` (``stats``).
+index, kept private, in WAL mode and measured. Used by :class:`agent.db.Database`; tested in
+``tests/test_database.py`` (permissions, WAL on every connection, two opening one new file in
+``tests/test_migrations.py``) and ``tests/test_cli.py`` (``stats``).
 """
 
 from __future__ import annotations
@@ -8,9 +9,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sqlite3
+import time
 from pathlib import Path
 
-__all__ = ["file_sizes", "make_private"]
+from agent.db.sqlite_faults import is_busy
+
+__all__ = ["file_sizes", "make_private", "switch_to_wal"]
 
 logger = logging.getLogger("agent.db.database")
 
@@ -48,3 +53,24 @@ def file_sizes(path: Path) -> dict[str, int]:
     that does not exist), keyed ``database``, ``database-wal``, ``database-shm``."""
     parts = zip(_PARTS, (path, *_side_files(path)), strict=True)
     return {part: name.stat().st_size if name.exists() else 0 for part, name in parts}
+
+
+def switch_to_wal(conn: sqlite3.Connection, lock_timeout: float) -> None:
+    """Put the database of ``conn`` in WAL mode (a no-op once it is: the mode is persistent).
+
+    Two connections switching a new file to WAL at once can get SQLITE_BUSY at once, without
+    SQLite's busy handler waiting (lock escalation): retried with backoff for up to
+    ``lock_timeout`` seconds. It sleeps: call it in the connection's own thread.
+    """
+    deadline = time.monotonic() + lock_timeout
+    delay = 0.01
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        else:
+            return

@@ -120,6 +120,13 @@ class ConversationStore(Protocol):
         ``seq``; return how many were recorded."""
         ...
 
+    async def checkpoint_records(
+        self, conn: Transaction, session_ids: Sequence[str]
+    ) -> dict[str, int | None]:
+        """Return the recorded checkpoint seq (``None``: unknown) of each of ``session_ids``
+        that is in the database (one query)."""
+        ...
+
     async def set_status(self, tx: Transaction, status: SessionStatus, *, now: datetime) -> int:
         """Set the status of every open session; return how many changed."""
         ...

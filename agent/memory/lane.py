@@ -142,13 +142,14 @@ class ConversationLane:
     # -- start and stop --------------------------------------------------------------------
 
     async def hydrate(self, *, background: bool = False) -> HydrationReport:
-        """Mark open sessions ``resuming``, rebuild stale checkpoints, find undelivered replies.
+        """Hydrate open sessions, rebuild stale checkpoints, find undelivered replies.
 
         The PRD-014 start-up sequence (:mod:`agent.memory.lane_parts.hydration`): a checkpoint
         not at the database's turn is rewritten from the database (I5), files of erased sessions
         are deleted, and the replies never delivered are reported (I4). With ``background``
         only what cannot wait is done before this returns; other sessions are hydrated by their
-        first message, command, edit or due job, or by the sweep this leaves running.
+        first message, command, edit or due job, or by the sweep this leaves running. Nothing
+        is written unless a file was repaired: a session is ``resuming`` until its next turn.
 
         Raises:
             RuntimeError: called twice, or after :meth:`shutdown`.

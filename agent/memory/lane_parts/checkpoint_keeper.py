@@ -19,7 +19,7 @@ from datetime import datetime
 from agent.errors import CheckpointError, StorageError
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.parts import LaneParts
-from agent.memory.ops.checkpoint_audit import CheckpointAudit
+from agent.memory.ops.checkpoint_audit import CheckpointAudit, CheckpointCheck
 from agent.memory.schemas import (
     CheckpointTurn,
     ConversationCheckpointSnapshot,
@@ -143,8 +143,13 @@ class CheckpointKeeper:
             await lock.acquire()  # free: returns at once
             held.append(lock)
             taken[sid] = self._written.pop(sid)
-        batch = [(sid, seq) for sid, (_, seq) in taken.items()]
         try:
+            if not taken:
+                return 0
+            # A file found matching a row whose record is at its seq already (every file at a
+            # start after a clean stop) needs no write: one read instead of a commit.
+            records = await parts.store.checkpoint_records(parts.db.reader, list(taken))
+            batch = [(sid, seq) for sid, (_, seq) in taken.items() if records.get(sid, seq) != seq]
             if not batch:
                 return 0
             return await parts.db.write(lambda tx: parts.store.record_checkpoints(tx, batch))
@@ -195,14 +200,15 @@ class CheckpointKeeper:
             return live.checkpoint_status is not None
 
     async def open_live(
-        self, chat_id: int, rebuilt: dict[str, str] | None = None
+        self, chat_id: int, rebuilt: dict[str, str] | None = None, *, resuming: bool = False
     ) -> LiveSession | None:
         """Return the chat's open session, held; one not held yet is hydrated first.
 
         The caller holds the chat's lock. A session the lane does not hold (not hydrated since
         the start, or opened by another process) is read from the database (its row and last
         turns, through indexes) and its checkpoint checked (:meth:`checked`) before it serves
-        a turn (I5).
+        a turn (I5). It is ``resuming`` when ``resuming`` (the start holds it, before any
+        turn) or when its row last changed before the start.
         """
         parts = self._parts
         live = parts.sessions.for_chat(chat_id)
@@ -214,7 +220,7 @@ class CheckpointKeeper:
         if parts.summary_worker is not None:
             await parts.summary_worker.initialize([session.session_id])
         live = await self.checked(session, rebuilt)
-        if self.resumed_at is not None and session.updated_at <= self.resumed_at:
+        if resuming or (self.resumed_at is not None and session.updated_at <= self.resumed_at):
             live.state = live.state.model_copy(update={"status": "resuming"})
         parts.sessions.add(live)
         return live
@@ -250,9 +256,12 @@ class CheckpointKeeper:
         """
         parts = self._parts
         sid = session.session_id
-        recent = await parts.store.recent_turns(parts.db.reader, sid, parts.builder.recent_turns)
+        recent, check = await asyncio.gather(
+            parts.store.recent_turns(parts.db.reader, sid, parts.builder.recent_turns),
+            self.audit().check(session),  # the file is read while the turns are
+        )
         live = parts.sessions.new(session, recent)
-        problem = await self.problem(live)
+        problem = self._problem(live, check)
         if problem is not None:
             logger.warning("checkpoint of session %s %s; rebuilt from the turn log", sid, problem)
             if rebuilt is not None:
@@ -260,10 +269,9 @@ class CheckpointKeeper:
             await self.save(live)
         return live
 
-    async def problem(self, live: LiveSession) -> str | None:
+    def _problem(self, live: LiveSession, check: CheckpointCheck) -> str | None:
         """Return why a hydrated session's file must be rebuilt (``None``: it is good)."""
         # At hydration the session row holds the state the lane starts from (live.state).
-        check = await self.audit().check(live.session)
         if check.verdict != "matches" or check.snapshot is None:
             return check.detail
         live.checkpoint_status = check.snapshot.state.status
@@ -276,8 +284,10 @@ class CheckpointKeeper:
         on_disk = await parts.checkpoints.session_ids()
         if not on_disk:
             return []
-        known = await parts.store.existing_session_ids(parts.db.reader, on_disk)
-        orphans = [sid for sid in on_disk if sid not in known]
+        # A session the lane holds was read from the database: only the others are asked for.
+        rest = [sid for sid in on_disk if parts.sessions.get(sid) is None]
+        known = await parts.store.existing_session_ids(parts.db.reader, rest) if rest else set()
+        orphans = [sid for sid in rest if sid not in known]
         for sid in orphans:
             logger.warning("checkpoint of session %s has no session in the database; deleted", sid)
             await parts.checkpoints.delete(sid)

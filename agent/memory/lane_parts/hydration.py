@@ -45,12 +45,14 @@ Design (issue 18, "start in constant time"):
   ``background=False`` (tools and tests) runs the sweep before returning and holds every
   session, as the start did before (up to the bound of
   :class:`~agent.memory.lane_parts.live_sessions.LiveSessions`).
-- **Resuming, lazily.** The foreground start marks every open session ``resuming`` in one
-  write; over 100,000 sessions that write alone took 2-3 s (``bench/start_time.py``), and it
-  would hold the one writer meanwhile. A background start writes nothing: a session is
-  ``resuming`` in memory from the moment it is hydrated (the packet says so, as after the
-  foreground start) until its next turn's fold sets its status, which is then committed. Its
-  row keeps the status it had (``shutdown_clean`` after a clean stop) until that turn.
+- **Resuming, lazily.** A start writes nothing before the first turn (issue 20: a commit
+  with its fsync was most of a one-session start). It once marked every open session
+  ``resuming`` in one write; over 100,000 sessions that write alone took 2-3 s
+  (``bench/start_time.py``), and it would hold the one writer meanwhile. A session is
+  ``resuming`` in memory from the moment it is hydrated (the packet says so) until its next
+  turn's fold sets its status, which is then committed. Its row keeps the status it had
+  (``shutdown_clean`` after a clean stop) until that turn. The checkpoint record is written
+  only for a file whose record is not at its seq already (after a clean stop every record is).
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ class Hydration:
         self.report = HydrationReport()
         self._sweep: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        # Until start() returns no turn has run: every session held is ``resuming``.
+        self._starting = True
 
     async def start(self, *, background: bool) -> HydrationReport:
         """Do what cannot wait, then sweep the rest in the background (or now).
@@ -127,20 +131,21 @@ class Hydration:
         except OSError as exc:  # I5: the log has every turn; the files are rewritten later
             logger.error("checkpoint directory %s unusable: %s", checkpoints.directory, exc)
         checkpoints.remove_temp_files()
-        now = parts.clock()
-        if background:  # one write of every row would keep the first reply waiting
-            keeper.resumed_at = now
-        else:
-            await db.write(lambda tx: store.set_status(tx, "resuming", now=now))
+        # No write: a session is ``resuming`` in memory once hydrated, until its next turn.
+        keeper.resumed_at = parts.clock()
         if parts.summary_worker is not None:
             await parts.summary_worker.initialize()
-        if not background:  # the files the record does not vouch for; else the sweep's
-            for sid in await store.checkpoint_unknown(db.reader):
-                await self._hold_session(sid)
-        for session in await store.open_sessions_with_jobs(db.reader):
+        # The start's reads at once (one wait, not three); no turn runs before they are used.
+        unknown, with_jobs, report.undelivered = await asyncio.gather(
+            _no_ids() if background else store.checkpoint_unknown(db.reader),
+            store.open_sessions_with_jobs(db.reader),
+            store.undelivered_turns(db.reader),
+        )
+        for sid in unknown:  # the files the record does not vouch for (else the sweep's)
+            await self._hold_session(sid)
+        for session in with_jobs:
             await self._hold(session.chat_id)
         await keeper.record()
-        report.undelivered = await store.undelivered_turns(db.reader)
         logger.info(
             "started with %d sessions held (%d checkpoints rebuilt, %d undelivered replies)",
             len(parts.sessions),
@@ -151,6 +156,7 @@ class Hydration:
             self._sweep = asyncio.create_task(self._run_sweep(hold_all=False))
         else:
             await self._run_sweep(hold_all=True)
+        self._starting = False
         return report
 
     async def stop(self) -> None:
@@ -185,7 +191,7 @@ class Hydration:
     async def _hold(self, chat_id: int) -> None:
         async with self._parts.chat_locks[chat_id]:
             if not self._parts.closed:
-                await self._keeper.open_live(chat_id, self.report.rebuilt)
+                await self._keeper.open_live(chat_id, self.report.rebuilt, resuming=self._starting)
 
     async def _run_sweep(self, *, hold_all: bool) -> None:
         try:
@@ -248,3 +254,7 @@ class Hydration:
             if row is None or row.closed_at is not None:
                 return
             await self._keeper.checked(row, self.report.rebuilt)
+
+
+async def _no_ids() -> list[str]:
+    return []

@@ -276,6 +276,18 @@ class SqliteSessionTable(SqliteIdLists):
         )
         return [_row_to_session(row) for row in rows]
 
+    async def checkpoint_records(
+        self, conn: Transaction, session_ids: Sequence[str]
+    ) -> dict[str, int | None]:
+        """Return the recorded checkpoint seq (``None``: unknown) of each of ``session_ids``
+        that is in the database (one query)."""
+        rows = await conn.fetchall(
+            "SELECT session_id, checkpoint_seq FROM conversation_sessions"
+            f" WHERE session_id IN (SELECT s.value FROM {self.IDS_TABLE})",
+            (self.ids_param(session_ids),),
+        )
+        return {row["session_id"]: row["checkpoint_seq"] for row in rows}
+
     async def record_checkpoints(self, tx: Transaction, written: Sequence[tuple[str, int]]) -> int:
         """Record ``(session_id, seq)`` checkpoints as written, where the row is still at
         ``seq`` (a turn committed since keeps the record unknown); return how many changed."""
