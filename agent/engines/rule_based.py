@@ -65,8 +65,8 @@ from agent.engines.rule_facts import (
 )
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_undecided
-from agent.engines.rule_reading import Answer, Reading, utc
-from agent.engines.rule_recall import answer_from_memory, quote_memory
+from agent.engines.rule_reading import Answer, Reading, direct_question, utc
+from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
 from agent.engines.rule_reminders import answer_time, change_reminders
 from agent.engines.rule_talk import (
     UNKNOWN,
@@ -131,6 +131,7 @@ _SIDE_EFFECTS = (
 _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("own_words", answer_own_words),
     ("list_undecided", answer_undecided),
+    ("ask_fact", answer_told),
     ("ask_fact", answer_someone),
     ("ask_fact", answer_earlier),
     ("ask_fact", answer_name),
@@ -183,7 +184,8 @@ class RuleBasedConcierge:
         return reply
 
     def _answer(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
-        text = normalize_text(message.text or "")
+        # "do you know where I work?" is read as "where do I work?".
+        text = direct_question(normalize_text(message.text or ""))
         if not text:
             return Reply(text=_NO_TEXT, intent="unknown")  # nothing to read: not understood
         forgotten = forget_reply(packet, message, text)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agent.engines.rule_reading import first_sentence
+from agent.engines.rule_reading import ATTRIBUTE_STEMS, first_sentence, is_about_user
 from agent.engines.rule_recall import RECALL_THRESHOLD, recollect
 from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import USER, describe_memory, parse_key, role_and_name
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
+from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, Reply
 
@@ -45,30 +45,16 @@ _FORGET_ALL = re.compile(
     r"(?: (?:about|of|on) me)?)",
     _F,
 )
-# A request about the user's own things ("where I live"), unless it names someone else.
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|my|me|mine|myself)\b", _F)
-_SOMEONE = re.compile(rf"(?i:\b(?:{PEOPLE}|{PETS})\b)|(?<!^)\b[A-Z][^\W\d_]+")
+
 
 _HOW_TO_FORGET = (
     "To erase this whole conversation, send /forget (I'll ask first). To erase one thing I "
     "remember, say “forget that …” or use /facts forget N."
 )
 
-# Words of a request to forget that name no memory, and words that name an attribute (as the
-# stems the loop rules read words with: one tokeniser, one stop-word list).
+# Words of a request to forget that name no memory.
 _FORGET_FILLER = content_stems("where what about who when which how")
 
-_ATTRIBUTE_STEMS: dict[str, frozenset[str]] = {
-    stem: content_stems(attributes)
-    for words, attributes in (
-        ("live lives living home address", "location"),
-        ("work works job", "job workplace"),
-        ("plan plans", "plan"),
-        ("like likes", "likes"),
-        ("old", "age"),
-    )
-    for stem in content_stems(words)
-}
 
 _ONLY_SAID = (
     "I keep no fact like “{said}”, so there was none to erase. You did say it in this "
@@ -161,14 +147,14 @@ def _matching_memories(memories: Sequence[Memory], what: str) -> list[Memory]:
         attributes = memory.attribute.replace(":", " ")
         return content_stems(f"{memory.subject} {attributes} {memory.text}")
 
-    mine = _FIRST_PERSON.search(what) is not None and _SOMEONE.search(what) is None
+    mine = is_about_user(what)
     found = []
     for memory in memories:
         if mine and memory.subject != USER:
             continue  # "forget where I live": not where my sister lives
         kept = stems_of(memory)
         if all(
-            word in kept or bool(_ATTRIBUTE_STEMS.get(word, frozenset()) & kept) for word in words
+            word in kept or bool(ATTRIBUTE_STEMS.get(word, frozenset()) & kept) for word in words
         ):
             found.append(memory)
     return found

@@ -14,18 +14,68 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from agent.memory.rules.extraction import ReminderRequest
+from agent.memory.rules.extraction import ReminderRequest, content_stems
+from agent.memory.rules.fact_extraction import PEOPLE, PETS
 from agent.memory.rules.session_rules import LoopUpdate
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 from agent.utils.time_zones import DEFAULT_ZONE, zone_label
 
-__all__ = ["Answer", "Reading", "due_order", "first_sentence", "say_when", "sentence", "utc"]
+__all__ = [
+    "ATTRIBUTE_STEMS",
+    "Answer",
+    "Reading",
+    "direct_question",
+    "due_order",
+    "first_sentence",
+    "is_about_user",
+    "say_when",
+    "sentence",
+    "utc",
+]
 
 _MONTHS = (
     "January February March April May June July August September October November December"
 ).split()
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+#: Words that name an attribute ("where I live": location), as the stems the loop rules read
+#: words with (one tokeniser, one stop-word list): "forget where I live", "did I tell you
+#: about my job?".
+ATTRIBUTE_STEMS: dict[str, frozenset[str]] = {
+    stem: content_stems(attributes)
+    for words, attributes in (
+        ("live lives living home address", "location"),
+        ("work works job", "job workplace"),
+        ("plan plans trip trips", "plan"),
+        ("like likes", "likes"),
+        ("old", "age"),
+        ("allergies allergic", "allergy"),
+    )
+    for stem in content_stems(words)
+}
+
+# Words about the user's own things ("where I live"), and words that name someone else.
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|my|me|mine|myself)\b", re.I)
+_SOMEONE = re.compile(rf"(?i:\b(?:{PEOPLE}|{PETS})\b)|(?<!^)\b[A-Z][^\W\d_]+")
+
+# "do you know where I work?" asks "where do I work?": an indirect question made direct for
+# the question rules (the forms, in order: the first that reads the rest wins).
+_INDIRECT = re.compile(
+    r"^(?:do|did|can|could) you (?:know|remember|recall|tell me)\s+(?P<q>.+?)\s*\??$", re.I
+)
+_DIRECT_FORMS = tuple(
+    (re.compile(pattern, re.I), form)
+    for pattern, form in (
+        (r"^how old i am$", "how old am I?"),
+        (r"^what (?P<x>time|day|date) it is(?P<rest>.*)$", r"what \g<x> is it\g<rest>?"),
+        (r"^(?P<wh>where|when|what|who|how)\s+i\s+(?P<rest>(?!am\b|was\b).+)$",
+         r"\g<wh> do I \g<rest>?"),
+        (r"^(?P<wh>where|when|what|who)\s+(?P<subject>(?:my|the)\s+.+?)\s+(?P<be>is|are|was)$",
+         r"\g<wh> \g<be> \g<subject>?"),
+        (r"^(?P<subject>my\s+.+)$", r"what is \g<subject>?"),
+    )
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +97,25 @@ class Reading:
 #: A question rule: the answer to the message if it asks what the rule answers, else ``None``.
 #: It reads the packet, the reading and the reminders this reply schedules.
 Answer = Callable[[ConversationContextPacket, Reading, Sequence[JobRef]], str | None]
+
+
+def direct_question(text: str) -> str:
+    """Return the direct form of an indirect question ("do you know where I work?" -> "where
+    do I work?"), or ``text`` as it is."""
+    indirect = _INDIRECT.match(text.strip())
+    if indirect is None:
+        return text
+    asked = indirect.group("q")
+    for pattern, form in _DIRECT_FORMS:
+        if pattern.match(asked):
+            return pattern.sub(form, asked)
+    return text
+
+
+def is_about_user(words: str) -> bool:
+    """Whether ``words`` speak of the user's own things ("where I live", "my job"), naming no
+    one else ("my sister's job", "Mia")."""
+    return _FIRST_PERSON.search(words) is not None and _SOMEONE.search(words) is None
 
 
 def utc(moment: datetime) -> datetime:

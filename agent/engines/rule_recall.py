@@ -22,19 +22,34 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
 
-from agent.memory.longterm.memory_slots import describe_memory, fact_key, slot_of
+from agent.engines.rule_reading import ATTRIBUTE_STEMS, Reading, is_about_user
+from agent.memory.longterm.memory_slots import (
+    USER,
+    describe_fact,
+    describe_memory,
+    fact_key,
+    parse_key,
+    slot_of,
+)
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import extract_facts
-from agent.memory.schemas import ConversationContextPacket, Fact
+from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 from agent.utils.text import QUESTION_WORDS, SEARCH_STOP_WORDS
 
-__all__ = ["RECALL_THRESHOLD", "Recollection", "answer_from_memory", "quote_memory", "recollect"]
+__all__ = [
+    "RECALL_THRESHOLD",
+    "Recollection",
+    "answer_from_memory",
+    "answer_told",
+    "quote_memory",
+    "recollect",
+]
 
 #: The least score a candidate needs to be quoted (tuned on LoCoMo's development split).
 RECALL_THRESHOLD = 0.75
@@ -58,6 +73,12 @@ _BOT_LINE = "\n  bot: "
 _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|our|us)\b", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
+# "have I told you about my job?", "did I mention my allergies?"
+_ASK_TOLD = re.compile(
+    r"^(?:have|did)\s+i\s+(?:ever\s+)?(?:told|tell|mention(?:ed)?|say|said|talk(?:ed)?)"
+    r"\s+(?:to\s+)?(?:you\s+)?(?:anything\s+)?(?:about\s+)?(?P<what>.+?)\s*\??$",
+    re.IGNORECASE,
+)
 _QUESTION_ONLY = re.compile(r"[^.!?]*\?+")
 
 
@@ -193,6 +214,30 @@ def _quote(said: str, asked: frozenset[str]) -> str:
     sentences = _SENTENCES.split(flat)
     best = max(sentences, key=lambda s: len(content_stems(s) & asked))
     return best if len(best) <= _QUOTE_CHARS else best[: _QUOTE_CHARS - 1].rstrip() + "…"
+
+
+def answer_told(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "have I told you about my job?" with the facts kept on it ("Yes: you work at
+    the library."), or ``None`` when none is (the turns may still hold it: quoted, or "you
+    haven't told me", by :func:`answer_from_memory`)."""
+    asked = _ASK_TOLD.match(reading.text)
+    if asked is None:
+        return None
+    words = content_stems(asked.group("what")) - _NOT_ASKED
+    if not words:
+        return None
+    mine = is_about_user(asked.group("what"))
+    found = []
+    for fact in reading.facts:
+        key = parse_key(fact.key)
+        if mine and key.subject != USER:
+            continue  # "my job": not my brother's
+        kept = content_stems(f"{key.subject} {key.attribute.replace(':', ' ')} {fact.value}")
+        if all(word in kept or ATTRIBUTE_STEMS.get(word, frozenset()) & kept for word in words):
+            found.append(describe_fact(fact))
+    return "Yes: " + "; ".join(found) + "." if found else None
 
 
 def quote_memory(
