@@ -37,6 +37,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     ],
     "pets and relatives": [
         (["I have a dog called Rex", "what's my dog called?"], "Rex"),
+        (["I got a new puppy called Biscuit", "what pets do I have?"], "Biscuit"),
+        (["we just adopted a cat named Luna", "what's my cat's name?"], "Luna"),
         (["I've got a cat named Luna, she's 4", "how old is Luna?"], "4"),
         (["we have a parrot called Kiwi", "what pets do I have?"], "Kiwi"),
         (["my daughter Emma is 7", "how old is Emma?"], "7"),
@@ -99,6 +101,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm employed at Deloitte", "where do I work?"], "Deloitte"),
         (["my employer is the city council", "where do I work?"], "the city council"),
         (["I work as a chef at Nobu", "what's my job?"], "You work as a chef."),
+        (["I'm a nurse", "I changed jobs, I'm now a teacher", "what's my job?"],
+         "You work as a teacher."),
     ],
     "likes and dislikes": [
         (["I love hiking", "do I like hiking?"], "Yes"),
@@ -115,6 +119,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "No, you don't like running."),
         (["I'm a fan of opera", "I'm not into opera any more", "do I like opera?"], "No"),
         (["I prefer tea over coffee", "do I like tea?"], "Yes"),
+        (["I've started liking olives", "do I like olives?"], "Yes, you like olives."),
+        (["I have come to love jazz", "what do I like?"], "jazz"),
         (["I much prefer the mountains to the beach", "what do I like?"], "the mountains"),
         (["I prefer cycling", "what do I enjoy?"], "cycling"),
     ],
@@ -146,6 +152,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     ],
     "corrections": [
         (["I live in Lisbon", "actually I live in Porto", "where do I live?"], "Porto"),
+        (["I live in Leeds", "my new address is 12 Oak Street, York", "where do I live?"],
+         "You live in 12 Oak Street, York."),
         (["my name is Tom", "no, my name is Sam", "what's my name?"], "Sam"),
         (["my cat Luna is 4", "sorry, my cat Luna is actually 5", "how old is Luna?"], "5"),
         (["I work at a bakery", "correction: I work at a bank", "where do I work?"], "bank"),

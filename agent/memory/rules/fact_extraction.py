@@ -122,7 +122,9 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
 )  # fmt: skip
 _ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
 _HAVE_ENTITY = re.compile(
-    rf"\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:an?|one|two|three)\s+{_WHO}\b", _F
+    rf"\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got"
+    rf"|adopted|rescued|bought))\s+(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_WHO}\b",
+    _F,
 )
 # "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
 _HAVE_SEVERAL = re.compile(
@@ -217,15 +219,19 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         r"gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher|halal))\b",
         "raw",
     ),
-    _rule("job", rf"^(?:i'm|i am|im)\s+(?P<v>an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS}))\b", "short",
+    _rule("job", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
+          rf"{{0,2}}?(?:{JOBS}))\b", "short",
           alongside=True),
-    _rule("workplace", rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+(?:at|for)"
+    _rule("workplace", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
+          rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
           r"\s+(?P<v>.+)", "place"),
     _rule("plan", r"\bi(?:'m|\s+am)\s+(?:going|flying|travel(?:l)?ing|heading|driving|off|sailing)"
           r"\s+to\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
     _rule("location", rf"\bi{_ADV}\s+{_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
+    _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
+          "short"),
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
     _rule("plan", rf"\bi(?:'m|\s+am){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
     _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
@@ -275,6 +281,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     ),
     _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "short"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "short"),
+    _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
+          r"|enjoying|like|love|enjoy)\s+(?P<v>.+)", "short"),
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
           "short"),
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "short"),
