@@ -156,6 +156,23 @@ class JobRef(Value):
     status: JobStatus = "scheduled"
 
 
+class OpenLoop(Value):
+    """Something still to be done or answered: a request, a commitment, a to-do.
+
+    ``kind`` is ``todo`` ("remind me to X"), ``commitment`` ("I'll send you the report"),
+    ``request`` ("can you check X?", not handled by the bot) or ``question`` (a user question
+    the bot could not answer). ``owner`` is who opened it, in group chats (``None`` in private
+    ones); ``closed_turn`` is the seq of the turn that closed it.
+    """
+
+    loop_id: str
+    text: str
+    kind: str = "todo"
+    opened_turn: int
+    closed_turn: int | None = None
+    owner: str | None = None
+
+
 class SessionControl(Value):
     """A session command (``/new``, ``/resume``, ``/clear``) as a bot-side turn records it.
 
@@ -232,23 +249,6 @@ class Topic(Value):
     name: str
     weight: float = 1.0
     last_turn: int = 0
-
-
-class OpenLoop(Value):
-    """Something still to be done or answered: a request, a commitment, a to-do.
-
-    ``kind`` is ``todo`` ("remind me to X"), ``commitment`` ("I'll send you the report"),
-    ``request`` ("can you check X?", not handled by the bot) or ``question`` (a user question
-    the bot could not answer). ``owner`` is who opened it, in group chats (``None`` in private
-    ones); ``closed_turn`` is the seq of the turn that closed it.
-    """
-
-    loop_id: str
-    text: str
-    kind: str = "todo"
-    opened_turn: int
-    closed_turn: int | None = None
-    owner: str | None = None
 
 
 class PendingClarification(Value):
