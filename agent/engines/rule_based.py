@@ -55,16 +55,15 @@ from agent.engines.rule_facts import (
     answer_about_you,
     answer_can_have,
     answer_earlier,
-    answer_event,
     answer_fact,
     answer_like,
     answer_name,
     answer_someone,
-    answer_trip,
     fact_acks,
 )
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_undecided
+from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
 from agent.engines.rule_reminders import answer_time, change_reminders
@@ -143,6 +142,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_like),
     ("ask_fact", answer_event),
     ("ask_fact", answer_trip),
+    ("ask_fact", answer_plans_when),
     ("ask_fact", answer_can_have),
     ("ask_fact", answer_fact),
     ("help", answer_help),

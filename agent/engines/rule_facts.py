@@ -33,13 +33,13 @@ __all__ = [
     "answer_about_you",
     "answer_can_have",
     "answer_earlier",
-    "answer_event",
     "answer_fact",
     "answer_like",
+    "answer_line",
     "answer_name",
     "answer_someone",
-    "answer_trip",
     "fact_acks",
+    "own_facts",
 ]
 
 #: How an answer that no fact covers begins ("You haven't told me where you live yet.").
@@ -67,7 +67,7 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
          "where you're from"),
         (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b",
-         "plan:", "about your plans"),
+         "plan: event:", "about your plans"),
         (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
         (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
          "about decisions of yours"),
@@ -154,29 +154,9 @@ _NOT_FOOD = re.compile(
 )
 #: The facts that say what a user should not eat or drink.
 _CONSTRAINTS = ("allergy", "avoid", "diet")
-# "where am I going in August?", "where am I flying to?", with the time asked about.
-_ASK_TRIP = re.compile(
-    r"\bwhere (?:am i|are we|will i be|will we be|do i)"
-    r" (?:going|headed|heading|off|flying|travel(?:l)?ing|travel|go|fly|driving|sailing)\b"
-    r"(?: to)?(?P<when>(?: (?:in|on|this|next|at|for|during) [\w' -]{1,40}?)?)\??$",
-    _F,
-)
-# A journey with a place it goes to ("flight to Tokyo is on 14 March").
-_DESTINATION = re.compile(r"\bto\s+[A-Z]")
-# What "when is my flight?" may ask of a trip told in other words ("I'm flying to Rome in May").
-_JOURNEY = re.compile(
-    r"(?:flights?|trips?|travels?|journeys?|holidays?|vacations?|trains?|drives?|voyages?"
-    r"|getaways?|break)",
-    _F,
-)
-
 # "do I like jazz?", with the thing asked about.
 _ASK_LIKE = re.compile(
     r"^(?:do|did) i (?:like|love|enjoy|hate|dislike) (?P<thing>.{1,80}?)\??$", _F
-)
-# "when is my flight?", "when's my dentist appointment?"
-_ASK_WHEN = re.compile(
-    r"^when(?:'s|\s+is|\s+are)\s+my\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)\??$", _F
 )
 
 
@@ -195,24 +175,8 @@ def answer_like(
             continue
         if wanted & content_stems(fact.value):
             answer = "Yes" if name == "likes" else "No"
-            return f"{answer}, {_answer_line(fact)[:1].lower()}{_answer_line(fact)[1:]}"
+            return f"{answer}, {answer_line(fact)[:1].lower()}{answer_line(fact)[1:]}"
     return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
-
-
-def answer_event(
-    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
-) -> str | None:
-    """Answer "when is my flight?" from the dated things the user told of; ``None`` when none
-    matches (another rule, or a line said in passing, may answer)."""
-    match = _ASK_WHEN.match(reading.text)
-    if match is None:
-        return None
-    thing = match.group("thing")
-    wanted = content_stems(thing)
-    found = [f for f in _own(reading, "event", "plan") if wanted <= content_stems(f.value)]
-    if not found and _JOURNEY.fullmatch(thing.strip()):
-        found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word
-    return " ".join(_answer_line(f) for f in found) if found else None
 
 
 def answer_can_have(
@@ -226,34 +190,16 @@ def answer_can_have(
     if match is None:
         return None
     wanted = content_stems(match.group("thing"))
-    told = _own(reading, *_CONSTRAINTS)
+    told = own_facts(reading, *_CONSTRAINTS)
     against = [
         f for f in told if parse_key(f.key).name != "diet" and wanted & content_stems(f.value)
     ]
     if against:
-        return "Better not. " + " ".join(_answer_line(f) for f in against)
+        return "Better not. " + " ".join(answer_line(f) for f in against)
     eats = match.group("verb").casefold() in {"eat", "drink"}
     if not told or not (eats or _NOT_FOOD.search(match.group("thing")) is None):
         return None  # "can I have your help?" asks nothing of food
     return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
-
-
-def answer_trip(
-    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
-) -> str | None:
-    """Answer "where am I going (in August)?" from the trips and journeys the user told of
-    ("I'm going to Lisbon in August", "my flight to Tokyo is on 14 March"): those said with
-    the time asked about, or all of them when none is asked; an honest "not told" else."""
-    match = _ASK_TRIP.search(reading.text)
-    if match is None:
-        return None
-    trips = _trips(reading)
-    when = match.group("when")
-    if when:
-        trips = [f for f in trips if content_stems(when) <= content_stems(f.value)]
-    if not trips:
-        return f"{NOT_TOLD} about a trip{' ' + when.strip() if when else ''} yet."
-    return " ".join(_answer_line(f) for f in trips)
 
 
 def answer_someone(
@@ -315,7 +261,7 @@ def answer_fact(
         found = [f for f in reading.facts if _key_matches(f.key, wanted)]
         if not found:
             return f"{NOT_TOLD} {missing} yet."
-        return " ".join(_answer_line(f) for f in found)
+        return " ".join(answer_line(f) for f in found)
     return None
 
 
@@ -447,7 +393,7 @@ def _earlier(
     return " ".join(lines)
 
 
-def _own(reading: Reading, *attributes: str) -> list[Fact]:
+def own_facts(reading: Reading, *attributes: str) -> list[Fact]:
     """The user's own facts (not someone else's) of ``attributes``, in the reading's order."""
     return [
         f
@@ -462,15 +408,6 @@ def _spellings(thing: str) -> set[str]:
     return {thing, american, re.sub(r"(?<=\w{3})or\b", "our", american)}
 
 
-def _trips(reading: Reading) -> list[Fact]:
-    """The user's plans, and the events that go to a place ("my flight to Tokyo is on ...")."""
-    return [
-        f
-        for f in _own(reading, "plan", "event")
-        if parse_key(f.key).name == "plan" or _DESTINATION.search(f.value)
-    ]
-
-
 def _key_matches(key: str, wanted: Sequence[str]) -> bool:
     return any(key.startswith(w) if w.endswith(":") else key == w for w in wanted)
 
@@ -483,10 +420,10 @@ def _about_you(facts: Sequence[Fact]) -> str:
         )
     # Yourself first, then the people and pets in your life.
     ordered = sorted(facts, key=lambda f: parse_key(f.key).subject != USER)
-    return "Here's what I know about you:\n" + "\n".join(f"• {_answer_line(f)}" for f in ordered)
+    return "Here's what I know about you:\n" + "\n".join(f"• {answer_line(f)}" for f in ordered)
 
 
-def _answer_line(fact: Fact) -> str:
+def answer_line(fact: Fact) -> str:
     # A fact in an answer; an unconfirmed one says so.
     said = describe_fact(fact)
     return sentence(said + " (unconfirmed)" if fact.mode == "hedged" else said)

@@ -18,6 +18,15 @@ from functools import lru_cache
 
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.extraction import Clause, clean_value, split_clauses
+from agent.memory.rules.fact_words import (
+    EVENTS,
+    GOAL_VERBS,
+    JOBS,
+    NAME_STOP,
+    NOT_NAMES,
+    PEOPLE,
+    PETS,
+)
 from agent.memory.schemas import Fact, FactMode
 from agent.utils.text import LETTER_WORD
 from agent.utils.time_zones import find_zone
@@ -27,26 +36,6 @@ __all__ = ["PEOPLE", "PETS", "extract_facts"]
 _F = re.IGNORECASE
 
 _NAME = re.compile(rf"({LETTER_WORD})(?:\s+({LETTER_WORD}))?(?:\s+({LETTER_WORD}))?")
-# Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
-_NOT_NAMES = frozenset(
-    """a an the not no so very too just really also still now here there back later tomorrow
-    today tonight maybe sometime soon again anytime whenever when if please home ok okay sorry
-    fine good great well tired done ready sure busy bored sick hungry thirsty happy sad glad
-    afraid excited new old in at on from with going about all alone lost late early up out off
-    sleepy cold hot free interested curious confused worried scared angry stressed exhausted
-    right wrong bad better worse alright awake asleep away around into over under working
-    trying looking thinking planning hoping moving leaving coming staying living crazy anything
-    whatever something sometimes back""".split()
-) | frozenset(  # "my dad is Irish", "my parents are French and Italian": no names
-    """english french irish scottish welsh british american canadian mexican brazilian german
-    italian spanish portuguese dutch belgian swiss swedish norwegian danish finnish polish
-    russian ukrainian greek turkish chinese japanese korean indian pakistani australian african
-    asian european latino catholic christian jewish muslim hindu buddhist atheist""".split()
-)
-_NAME_STOP = frozenset(
-    """and but or from here btw by the i my so because who when if please later now tomorrow
-    today instead anytime at on in thanks ok okay""".split()
-)
 _AFTER_NAME = re.compile(r"(?:,|from\b|here\b|and\b|by the way\b|btw\b|$)", _F)
 _ADV = (
     r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally|severely"
@@ -57,28 +46,9 @@ _PLACE_STOP = re.compile(
     r"|next|ago|recently)\b|,\s",
     _F,
 )
-# What a goal does ("I'd like to learn Spanish"; not "I'd like to set a reminder").
-_GOAL = (
-    r"(?:learn|become|run|lose|gain|save|visit|travel|improve|master|speak|study|retire|quit"
-    r"|stop|build|write|finish|climb|complete|graduate|pass|earn|own|launch|open|start (?:my|a|an)"
-    r"|get (?:fit|better|in shape|a degree|promoted|married)|move (?:to|abroad|out)|read more"
-    r"|spend more|be (?:a|an|more|better))"
-)
 _PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas)\b", _F)
 _PRONOUN_OBJECT = re.compile(r"(?:it|that|this|them|you|him|her|those|these|me)\b", _F)
 
-#: Who someone is to the user ("my sister Mia"), and which animals are pets ("my cat Miso").
-PEOPLE = (
-    "best friend|friend|girlfriend|boyfriend|partner|wife|husband|fiancee|fiancée|fiance|fiancé"
-    "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
-    "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
-    "|grandma|granny|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
-    "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist"
-)
-PETS = (
-    "cat|kitten|dog|puppy|parrot|budgie|hamster|rabbit|bunny|guinea pig|fish|goldfish|horse"
-    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse"
-)
 _WHO = rf"(?P<rel>{PEOPLE}|{PETS})"
 _PET = re.compile(rf"(?:{PETS})$", _F)
 # Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
@@ -88,16 +58,6 @@ _CALLED = (
     r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?\s*[.!]*$))?"
 )
 _ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
-#: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
-JOBS = (
-    "nurse|teacher|doctor|engineer|developer|programmer|designer|lawyer|accountant|architect"
-    "|chef|cook|baker|student|writer|journalist|photographer|artist|musician|pilot|driver"
-    "|electrician|plumber|carpenter|mechanic|pharmacist|dentist|vet|veterinarian|scientist"
-    "|researcher|professor|lecturer|consultant|manager|analyst|librarian|firefighter"
-    "|police officer|paramedic|farmer|waiter|waitress|barista|cashier|translator|therapist"
-    "|psychologist|secretary|receptionist|entrepreneur|freelancer|surgeon|midwife"
-    "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
-)
 # What is said of someone: (predicate, attribute, how the value is read).
 # An age said of someone: "5", "5 years old", "5 now".
 _AGE = r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year))?"
@@ -138,11 +98,10 @@ _NAME_LIST = re.compile(r"\s*,\s*and\s+|\s*,\s*|\s+and\s+")
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
 _PRONOUN_DOES = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which|that)\s+(?=\w)", _F)
-# What a user may have on their calendar: "my flight to Berlin is on 14 March".
-_EVENTS = (
-    "flight|train|bus|ferry|trip|holiday|vacation|appointment|meeting|interview|exam|test"
-    "|wedding|party|concert|match|game|class|lesson|presentation|deadline|check-?up|surgery"
-    "|operation|reservation|booking|visit|course|conference|show|date"
+# When a plan is, said first: "this weekend I'm going hiking", "on Friday I have a dinner".
+_LEAD_TIME = (
+    r"(?P<lead>(?:this|next|on|tomorrow|tonight|today|at the weekend|over the weekend)\b"
+    r"[\w' ]{0,20}?),?\s+"
 )
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
@@ -198,7 +157,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("name", r"^(?:hi|hello|hey)?[,!. ]*i(?:'m|\s+am)\s+(?:called|named)\s+(?P<v>.+)", "name"),
     _rule(
         "event",
-        rf"^my (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{_EVENTS})\b.{{0,80}}?)\s(?:is|are|leaves"
+        rf"^my (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s(?:is|are|leaves"
         r"|departs|starts|begins|(?:got|was|has been|is being)\s+(?:moved|rescheduled|pushed"
         r"|postponed|changed)|moved)\s.+)$",
         "phrase",
@@ -206,10 +165,13 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     # "I have a job interview on Monday at 10am": the event, then when it is.
     _rule(
         "event",
-        rf"^i(?:'ve|\s+have)?(?:\s+got)?\s+(?:a|an|my|the)\s+(?P<item>(?:[\w'-]+\s+){{0,2}}?"
-        rf"(?:{_EVENTS}))\s+(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today)\b.{{0,60}})$",
+        rf"^(?:{_LEAD_TIME})?i(?:'ve|\s+have)?(?:\s+got)?\s+(?:a|an|my|the)\s+(?P<item>(?:[\w'-]+"
+        rf"\s+){{0,2}}?(?:{EVENTS}))(?:\s+(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today)"
+        r"\b.{0,60})|\s+(?P<with>with\s.{1,40}))?$",
         "phrase",
     ),
+    _rule("plan", rf"^(?:{_LEAD_TIME})?i(?:'m|\s+am)\s+(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
+          "phrase"),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
     _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
           "raw"),
@@ -269,10 +231,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("goal", r"\bmy (?:main |big |biggest )?(?:goal|dream|ambition|aim) is\s+(?P<v>.+)",
           "phrase"),
     _rule("goal", rf"\bi(?:'d|{_ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+"
-          rf"(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
-    _rule("goal", rf"\bi{_ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
+          rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
+    _rule("goal", rf"\bi{_ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
     _rule("goal", rf"\bi(?:'m|\s+am){_ADV}\s+(?:hoping|aiming|trying)\s+"
-          rf"(?P<v>to\s+{_GOAL}\b.+)", "phrase"),
+          rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
     _rule(
         "routine",
         r"^(?P<v>every\s+(?:morning|evening|night|day|week|weekend|monday|tuesday|"
@@ -302,10 +264,10 @@ def _name_value(raw: str, *, strict: bool) -> str | None:
         return None
     words: list[str] = []
     for word in (w for w in match.groups() if w):
-        if word.lower() in _NAME_STOP or (strict and not word[0].isupper()):
+        if word.lower() in NAME_STOP or (strict and not word[0].isupper()):
             break
         words.append(word)
-    if not words or words[0].lower() in _NOT_NAMES or len(words[0]) > 40:
+    if not words or words[0].lower() in NOT_NAMES or len(words[0]) > 40:
         return None
     # After "I'm X" only the name may follow ("I'm Ada, from Lisbon"; not "I'm Planning a trip").
     rest = raw[match.end(len(words)) :].lstrip()
@@ -407,9 +369,9 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         attribute = rule.key
         if attribute in {"likes", "dislikes"} and _PRONOUN_OBJECT.match(match.group("v")):
             continue
-        said = match.group("v") if "when" not in rule.pattern.groupindex else (
-            f"{match.group('item')} is {match.group('when')}"
-        )
+        said = _said(match)
+        if said is None:
+            continue
         value = _fact_value(rule.kind, said)
         if value is None:
             continue
@@ -423,6 +385,22 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
     return found
 
 
+def _said(match: re.Match[str]) -> str | None:
+    """What a rule's match states: its value, with the time said first ("this weekend I'm
+    going hiking": "to go hiking this weekend"); an event said with its time ("I have a dinner
+    on Friday": "dinner is on Friday"), none without one ("I have a meeting")."""
+    groups = match.groupdict()
+    lead = groups.get("lead")
+    if "item" in groups and "when" in groups:
+        when = groups["when"] or lead
+        if when is None:
+            return None
+        extra = f" {groups['with']}" if groups.get("with") else ""
+        return f"{groups['item']}{extra} is {when}"
+    value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
+    return f"{value} {lead}" if lead else value
+
+
 def _read_several(text: str) -> list[tuple[str, str]]:
     """Read "I have two cats, Tom and Jerry": one ``pet`` or ``relative`` fact for each name
     (from the whole message: its list of names spans what the clauses cut apart)."""
@@ -433,7 +411,7 @@ def _read_several(text: str) -> list[tuple[str, str]]:
     role = {"children": "child", "twins": "twin"}.get(role, role)
     attribute = "pet" if _PET.match(role) else "relative"
     names = _NAME_LIST.split(several.group("names"))
-    if any(name.casefold() in _NOT_NAMES for name in names):
+    if any(name.casefold() in NOT_NAMES for name in names):
         return []  # "my parents are French and Italian"
     named = [f"{role} {name}" for name in names]
     return [(fact_key(USER, attribute, subject), subject) for subject in named]
@@ -457,7 +435,7 @@ def _read_entity_facts(text: str) -> list[tuple[str, str]]:
     if name_match is not None:
         words = [w for w in name_match.groups() if w]
         first = words[0].casefold() if words else ""
-        if first and first not in _NOT_NAMES and first not in _NAME_STOP:
+        if first and first not in NOT_NAMES and first not in NAME_STOP:
             name = " ".join(words)
             after = after[name_match.end() :]
     elif called is not None and called.group().strip(" ,"):

@@ -1,0 +1,118 @@
+"""What the rule-based concierge answers of the user's plans, trips and dated events.
+
+- "when is my flight?", "when's my dentist appointment?": the event or plan that names it
+  (a flight asked about is also a trip told in other words: "I'm flying to Rome in May");
+- "where am I going (in August)?", "where am I flying to?": the trips and journeys told of,
+  those said with the time asked about;
+- "what are my plans for Friday?", "what am I doing this weekend?": the plans and events said
+  with that time.
+
+Each ``answer_*`` function is an :data:`~agent.engines.rule_reading.Answer`; an honest "you
+haven't told me" when nothing was told for the time asked about. Covered by
+``tests/test_everyday_phrasings.py`` ("plans with dates") and ``tests/test_rule_based.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
+from agent.engines.rule_reading import Reading
+from agent.memory.longterm.memory_slots import parse_key
+from agent.memory.rules.extraction import content_stems
+from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
+
+__all__ = ["answer_event", "answer_plans_when", "answer_trip"]
+
+_F = re.IGNORECASE
+# "where am I going in August?", "where am I flying to?", with the time asked about.
+_ASK_TRIP = re.compile(
+    r"\bwhere (?:am i|are we|will i be|will we be|do i)"
+    r" (?:going|headed|heading|off|flying|travel(?:l)?ing|travel|go|fly|driving|sailing)\b"
+    r"(?: to)?(?P<when>(?: (?:in|on|this|next|at|for|during) [\w' -]{1,40}?)?)\??$",
+    _F,
+)
+# A journey with a place it goes to ("flight to Tokyo is on 14 March").
+_DESTINATION = re.compile(r"\bto\s+[A-Z]")
+# What "when is my flight?" may ask of a trip told in other words ("I'm flying to Rome in May").
+_JOURNEY = re.compile(
+    r"(?:flights?|trips?|travels?|journeys?|holidays?|vacations?|trains?|drives?|voyages?"
+    r"|getaways?|break)",
+    _F,
+)
+# "when is my flight?", "when's my dentist appointment?"
+_ASK_WHEN = re.compile(
+    r"^when(?:'s|\s+is|\s+are)\s+my\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)\??$", _F
+)
+# "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?"
+_TIME = r"(?:on|for|this|next|tomorrow|tonight|today|in|at)\b[\w' -]{0,40}?"
+_ASK_PLANS_WHEN = re.compile(
+    rf"^(?:what(?:'s|\s+is|\s+are)\s+my\s+plans?\s+(?:for\s+)?(?P<a>{_TIME})"
+    rf"|what\s+am\s+i\s+(?:doing|up\s+to)\s+(?P<b>{_TIME})"
+    rf"|what(?:'s|\s+is)\s+(?:on|happening|planned)\s+(?:for\s+)?(?P<c>{_TIME})"
+    rf"|do\s+i\s+have\s+(?:any\s+)?(?:plans|anything\s+(?:on|planned))\s+(?:for\s+)?(?P<d>{_TIME}))"
+    r"\s*\??$",
+    _F,
+)
+# Words of a time asked about that every plan shares or none says ("on", "for").
+_TIME_WORDS = content_stems("on for in at the this")
+
+
+def answer_event(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "when is my flight?" from the dated things the user told of; ``None`` when none
+    matches (another rule, or a line said in passing, may answer)."""
+    match = _ASK_WHEN.match(reading.text)
+    if match is None:
+        return None
+    thing = match.group("thing")
+    wanted = content_stems(thing)
+    found = [f for f in own_facts(reading, "event", "plan") if wanted <= content_stems(f.value)]
+    if not found and _JOURNEY.fullmatch(thing.strip()):
+        found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word
+    return " ".join(answer_line(f) for f in found) if found else None
+
+
+def answer_trip(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "where am I going (in August)?" from the trips and journeys the user told of
+    ("I'm going to Lisbon in August", "my flight to Tokyo is on 14 March"): those said with
+    the time asked about, or all of them when none is asked; an honest "not told" else."""
+    match = _ASK_TRIP.search(reading.text)
+    if match is None:
+        return None
+    trips = _trips(reading)
+    when = match.group("when")
+    if when:
+        trips = [f for f in trips if content_stems(when) <= content_stems(f.value)]
+    if not trips:
+        return f"{NOT_TOLD} about a trip{' ' + when.strip() if when else ''} yet."
+    return " ".join(answer_line(f) for f in trips)
+
+
+def answer_plans_when(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what are my plans for Friday?" with the plans and events said with that time,
+    or say none was told for it."""
+    match = _ASK_PLANS_WHEN.match(reading.text)
+    if match is None:
+        return None
+    when = next(group for group in match.groups() if group is not None).strip()
+    wanted = content_stems(when) - _TIME_WORDS
+    found = [f for f in own_facts(reading, "plan", "event") if wanted <= content_stems(f.value)]
+    if not found:
+        return f"{NOT_TOLD} about plans {when} yet."
+    return " ".join(answer_line(f) for f in found)
+
+
+def _trips(reading: Reading) -> list[Fact]:
+    """The user's plans, and the events that go to a place ("my flight to Tokyo is on ...")."""
+    return [
+        f
+        for f in own_facts(reading, "plan", "event")
+        if parse_key(f.key).name == "plan" or _DESTINATION.search(f.value)
+    ]

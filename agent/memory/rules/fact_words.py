@@ -1,0 +1,65 @@
+"""The words fact reading knows: who someone is to the user, pets, jobs, events, goals, and
+words that are no name. Data, read by :mod:`agent.memory.rules.fact_extraction` (whose tests,
+``tests/test_extraction.py`` and ``tests/test_everyday_phrasings.py``, cover them).
+"""
+
+from __future__ import annotations
+
+__all__ = ["EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
+
+#: Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
+NOT_NAMES = frozenset(
+    """a an the not no so very too just really also still now here there back later tomorrow
+    today tonight maybe sometime soon again anytime whenever when if please home ok okay sorry
+    fine good great well tired done ready sure busy bored sick hungry thirsty happy sad glad
+    afraid excited new old in at on from with going about all alone lost late early up out off
+    sleepy cold hot free interested curious confused worried scared angry stressed exhausted
+    right wrong bad better worse alright awake asleep away around into over under working
+    trying looking thinking planning hoping moving leaving coming staying living crazy anything
+    whatever something sometimes back""".split()
+) | frozenset(  # "my dad is Irish", "my parents are French and Italian": no names
+    """english french irish scottish welsh british american canadian mexican brazilian german
+    italian spanish portuguese dutch belgian swiss swedish norwegian danish finnish polish
+    russian ukrainian greek turkish chinese japanese korean indian pakistani australian african
+    asian european latino catholic christian jewish muslim hindu buddhist atheist""".split()
+)
+NAME_STOP = frozenset(
+    """and but or from here btw by the i my so because who when if please later now tomorrow
+    today instead anytime at on in thanks ok okay""".split()
+)
+#: What a goal does ("I'd like to learn Spanish"; not "I'd like to set a reminder").
+GOAL_VERBS = (
+    r"(?:learn|become|run|lose|gain|save|visit|travel|improve|master|speak|study|retire|quit"
+    r"|stop|build|write|finish|climb|complete|graduate|pass|earn|own|launch|open|start (?:my|a|an)"
+    r"|get (?:fit|better|in shape|a degree|promoted|married)|move (?:to|abroad|out)|read more"
+    r"|spend more|be (?:a|an|more|better))"
+)
+#: Who someone is to the user ("my sister Mia"), and which animals are pets ("my cat Miso").
+PEOPLE = (
+    "best friend|friend|girlfriend|boyfriend|partner|wife|husband|fiancee|fiancée|fiance|fiancé"
+    "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
+    "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
+    "|grandma|granny|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
+    "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist"
+)
+PETS = (
+    "cat|kitten|dog|puppy|parrot|budgie|hamster|rabbit|bunny|guinea pig|fish|goldfish|horse"
+    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse"
+)
+#: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
+JOBS = (
+    "nurse|teacher|doctor|engineer|developer|programmer|designer|lawyer|accountant|architect"
+    "|chef|cook|baker|student|writer|journalist|photographer|artist|musician|pilot|driver"
+    "|electrician|plumber|carpenter|mechanic|pharmacist|dentist|vet|veterinarian|scientist"
+    "|researcher|professor|lecturer|consultant|manager|analyst|librarian|firefighter"
+    "|police officer|paramedic|farmer|waiter|waitress|barista|cashier|translator|therapist"
+    "|psychologist|secretary|receptionist|entrepreneur|freelancer|surgeon|midwife"
+    "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
+)
+#: What a user may have on their calendar: "my flight to Berlin is on 14 March".
+EVENTS = (
+    "flight|train|bus|ferry|trip|holiday|vacation|appointment|meeting|interview|exam|test"
+    "|wedding|party|concert|match|game|class|lesson|presentation|deadline|check-?up|surgery"
+    "|operation|reservation|booking|visit|course|conference|show|date|dinner|lunch|brunch"
+    "|drinks|game night|barbecue|bbq|picnic|hike|race|marathon|gig|recital|ceremony|funeral"
+)
