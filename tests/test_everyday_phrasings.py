@@ -219,6 +219,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Yes: you're allergic to nuts."),
         (["I live in Leeds", "have I told you about my job?"], "haven't told me"),
         (["hello", "do you know what time it is?"], "It's "),
+        (["hello", "I want to know what time it is"], "It's "),
         (["my flight to Oslo is on 2 May", "can you tell me when my flight is?"], "2 May"),
     ],
     "goals": [

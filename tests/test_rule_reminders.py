@@ -87,6 +87,7 @@ async def test_an_unknown_zone_is_refused_and_utc_stays(lane, db):
         "the oven reminder is no longer needed",
         "cancel the oven one",
         "turn off the oven alarm",
+        "I want to cancel the oven reminder",
     ],
 )
 async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):

@@ -37,7 +37,10 @@ __all__ = ["ReminderChange", "answer_time", "change_reminders"]
 _F = re.IGNORECASE
 _SNOOZE_DEFAULT = timedelta(minutes=10)
 
-_PLEASE = r"^(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?)?"
+_PLEASE = (
+    r"^(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?|i\s+(?:want|need|would like|'d like)"
+    r"\s+(?:you\s+)?to\s+)?"
+)
 # What names a reminder in a request: "the oven reminder", "the alarm", "the oven one".
 _REMINDER = r"(?:\breminders?\b|\balarms?\b|\btimers?\b|\bthe\s+[\w' -]{1,60}?\s+one\b)"
 _CANCEL: tuple[re.Pattern[str], ...] = tuple(
@@ -92,7 +95,7 @@ _CANCEL_WORDS = content_stems(
 )
 
 _ASK_TIME = re.compile(
-    r"\bwhat(?:'s|\s+is)?\s+the\s+time\b|\bwhat\s+time\s+is\s+it\b"
+    r"\bwhat(?:'s|\s+is)?\s+the\s+time\b|\bwhat\s+time\s+(?:is\s+it|it\s+is)\b"
     r"|\b(?:tell me|do you know)\s+the\s+time\b|\b(?:the\s+)?(?:current|local)\s+time\b"
     r"|\bwhat(?:'s|\s+is)\s+(?:the\s+|today's\s+)?date\b|\bwhat\s+day\s+is\s+(?:it|today)\b",
     _F,
