@@ -72,6 +72,8 @@ _RENDERED_TURN = re.compile(
 _BOT_LINE = "\n  bot: "
 _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|our|us)\b", re.IGNORECASE)
+# "tell me a joke", "show me the news": the asker, not what is asked about.
+_ASKER = re.compile(r"\b(?:tell|show|give|send|teach|help|let)\s+(?:me|us)\b", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # "have I told you about my job?", "did I mention my allergies?"
 _ASK_TOLD = re.compile(
@@ -278,7 +280,7 @@ def answer_from_memory(
         return quoted
     names = {t.speaker.casefold() for t in packet.recent_turns if t.speaker}
     names.update(p.name.casefold() for p in packet.participants)
-    about = _FIRST_PERSON.search(question) or any(
+    about = _FIRST_PERSON.search(_ASKER.sub("", question)) or any(
         word.casefold() in names for word in re.findall(r"\w+", question)
     )
     if not about:
