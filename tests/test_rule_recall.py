@@ -97,7 +97,12 @@ async def test_what_was_never_told_is_admitted(lane, clock, question):
 
 
 @pytest.mark.parametrize(
-    "question", ["what's the capital of Mongolia?", "can you tell me a joke?", "show me the news"]
+    "question",
+    [
+        "what's the capital of Mongolia?",
+        "can you tell me a joke?",
+        "could you give me a pancake recipe?",
+    ],
 )
 async def test_a_question_about_the_world_is_still_kept_open(lane, clock, question):
     """Asked by "me" ("tell me a joke"), it is still not about the user: no "you haven't told
