@@ -21,14 +21,21 @@ import logging
 import os
 import signal
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from agent.config import Settings, load_settings
 from agent.errors import AgentError, ConfigError
 from agent.utils.logging_setup import configure_logging
 
-__all__ = ["main"]
+__all__ = ["IO_THREADS", "main"]
 
 logger = logging.getLogger(__name__)
+
+#: Threads of the event loop's default executor. Checkpoint files are written and fsynced in it
+#: (``asyncio.to_thread``), with the chat's lock held; asyncio's default (CPU count + 4: 6 on
+#: 2 cores) queued 100 busy chats behind six fsyncs. Measured with ``python -m bench.throughput
+#: --chats 100``, alternated: 107 / 120 / 116 turns/s with 6 threads, 131 / 159 / 146 with 32.
+IO_THREADS = 32
 
 
 def _install_signal_handlers(stop: asyncio.Event) -> None:
@@ -47,6 +54,9 @@ def _install_signal_handlers(stop: asyncio.Event) -> None:
 
 async def _run(settings: Settings, console: bool) -> None:
     stop = asyncio.Event()
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="agent-io")
+    )
     _install_signal_handlers(stop)
     if console:
         from agent.app.console_main import run_console
