@@ -46,7 +46,6 @@ _FORGET_ALL = re.compile(
     _F,
 )
 
-
 _HOW_TO_FORGET = (
     "To erase this whole conversation, send /forget (I'll ask first). To erase one thing I "
     "remember, say “forget that …” or use /facts forget N."
@@ -54,7 +53,6 @@ _HOW_TO_FORGET = (
 
 # Words of a request to forget that name no memory.
 _FORGET_FILLER = content_stems("where what about who when which how")
-
 
 _ONLY_SAID = (
     "I keep no fact like “{said}”, so there was none to erase. You did say it in this "
