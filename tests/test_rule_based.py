@@ -31,7 +31,6 @@ from agent.memory import (
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
-from agent.memory.longterm.memory_slots import memory_facts
 from agent.memory.longterm.memory_store import SqliteMemoryStore
 from agent.memory.rules.dialogue_acts import NOT_UNDERSTOOD_INTENTS
 from agent.memory.rules.pronouns import said_before
@@ -103,7 +102,7 @@ class Chat:
         self.turns.append(turn)
         # Long-term memory, as the lane keeps it for a personal chat.
         previous = said_before(self.turns[:-1])
-        candidates = memory_candidates(turn, known=memory_facts(self.memories), previous=previous)
+        candidates = memory_candidates(turn, memories=self.memories, previous=previous)
         if candidates:
             await self.db.write(
                 lambda tx: write_if_worthy(

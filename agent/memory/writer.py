@@ -15,11 +15,11 @@ from datetime import datetime
 
 from agent.db import Transaction
 from agent.memory.conversation_store import ConversationStore
-from agent.memory.longterm.memory_slots import attribute_of, parse_key
+from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.rules.fact_extraction import extract_facts
-from agent.memory.rules.pronouns import resolve_name, resolve_pronoun
-from agent.memory.rules.value_corrections import correct_by_value
+from agent.memory.rules.pronouns import opens_with_name, resolve_name, resolve_pronoun
+from agent.memory.rules.value_corrections import correct_by_value, names_values
 from agent.memory.schemas import (
     ConversationTurn,
     Fact,
@@ -67,18 +67,23 @@ def memory_candidates(
     turn: ConversationTurn,
     policy: PromotionPolicy = PromotionPolicy(),
     *,
-    known: Sequence[Fact] = (),
+    memories: Sequence[Memory] = (),
     previous: Sequence[str] = (),
 ) -> list[MemoryCandidate]:
     """Return the memory candidates of the facts a turn's message states, or of the one it
-    corrects by naming the wrong value among ``known`` ("actually it's Bath, not Bristol").
+    corrects by naming the wrong value among the chat's ``memories`` ("actually it's Bath, not
+    Bristol").
 
     A message that opens with "he", "she" or "they" states them of the one the ``previous``
-    messages named, newest first; one that opens with a name ("Rex is 5"), of the one of
-    ``known`` by that name (:mod:`agent.memory.rules.pronouns`).
+    messages named, newest first; one that opens with a name ("Rex is 5"), of the one of the
+    ``memories`` by that name (:mod:`agent.memory.rules.pronouns`). The memories are read as
+    facts only for such a message: most turns need not pay for it.
     """
     candidates = []
-    text = resolve_name(resolve_pronoun(turn.user_text, previous), known)
+    text = resolve_pronoun(turn.user_text, previous)
+    wanted = memories and (opens_with_name(text) or names_values(text))
+    known = memory_facts(memories) if wanted else ()
+    text = resolve_name(text, known)
     said = extract_facts(text, turn=turn.seq)
     for fact in said or correct_by_value(text, known, turn=turn.seq):
         parts = parse_key(fact.key)

@@ -20,7 +20,6 @@ from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.memory_commands import MemoryCommands
 from agent.memory.lane_parts.parts import LaneParts
-from agent.memory.longterm.memory_slots import memory_facts
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.rules.pronouns import said_before
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
@@ -148,10 +147,10 @@ class TurnCommitter:
         personal = session.chat_type in PERSONAL_CHAT_TYPES
         # "actually it's Bath, not Bristol" corrects a memory the packet carried; "his name is
         # Leo" speaks of the one the message before named.
-        kept = memory_facts(packet.memories) if packet is not None else ()
+        memories = packet.memories if packet is not None else ()
         earlier = said_before(packet.recent_turns) if packet is not None else []
         candidates = (
-            memory_candidates(turn, parts.promotion, known=kept, previous=earlier)
+            memory_candidates(turn, parts.promotion, memories=memories, previous=earlier)
             if personal and turn.intent not in UNRETRIEVED_REPLY_INTENTS
             else []
         )

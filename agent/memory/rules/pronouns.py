@@ -23,7 +23,7 @@ from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
 from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
 from agent.memory.schemas import ConversationTurn, Fact
 
-__all__ = ["resolve_name", "resolve_pronoun", "said_before"]
+__all__ = ["opens_with_name", "resolve_name", "resolve_pronoun", "said_before"]
 
 _F = re.IGNORECASE
 # How many of the user's messages back a pronoun may point.
@@ -75,6 +75,12 @@ def _named(previous: str) -> tuple[str | None, bool]:
     if len(roles) != 1:
         return None, len(roles) > 1
     return (labels[-1] if labels else mentioned[-1]), False  # "what's my son's name?": "son"
+
+
+def opens_with_name(text: str) -> bool:
+    """Whether ``text`` opens with a name :func:`resolve_name` may resolve (a cheap test
+    before the facts known are gathered)."""
+    return _NAME_FIRST.match(text) is not None
 
 
 def resolve_name(text: str, known: Sequence[Fact]) -> str:

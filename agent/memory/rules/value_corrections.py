@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from agent.memory.longterm.memory_slots import parse_key
 from agent.memory.schemas import Fact
 
-__all__ = ["correct_by_value"]
+__all__ = ["correct_by_value", "names_values"]
 
 _F = re.IGNORECASE
 # What may open a correction: "no,", "sorry -", "oops, actually".
@@ -64,6 +64,12 @@ def _instead(text: str) -> list[tuple[str, str]]:
         if new.casefold() != old.casefold():
             said.append((new, old))
     return said
+
+
+def names_values(text: str) -> bool:
+    """Whether ``text`` names a wrong and a right value, as :func:`correct_by_value` reads (a
+    cheap test before the facts known are gathered)."""
+    return bool(_instead(text))
 
 
 def _is_its_value(fact: Fact) -> bool:
