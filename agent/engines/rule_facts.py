@@ -98,7 +98,14 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
     )
 )  # fmt: skip
 
-_WHO = rf"(?P<who>(?:{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
+# Who several are, asked at once ("what are my cats called?"), and who each one of them is.
+_SINGULAR = {
+    "children": "child", "kids": "kid", "puppies": "puppy", "bunnies": "bunny", "ponies": "pony",
+    "babies": "baby", "mice": "mouse", "guinea pigs": "guinea pig", "goldfish": "goldfish",
+}  # fmt: skip
+_PLURAL = rf"(?:{'|'.join(_SINGULAR)}|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
+
+_WHO = rf"(?P<who>(?:{_PLURAL}|{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
 
 # (question about someone, the attribute asked for; "" for who they are)
 _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -110,12 +117,13 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhere does (?:my )?{_WHO} work\b", "workplace"),
         (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
-        (rf"\bhow old is (?:my )?{_WHO}\b", "age"),
+        (rf"\bhow old (?:is|are) (?:my )?{_WHO}\b", "age"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", "name"),
-        (rf"\bwhat(?:'s| is) my {_WHO} called\b", "name"),
+        (rf"\bwhat(?:'s| is| are) (?:the names? of )?my {_WHO}(?:'s|s'|')? (?:names?|called)\b",
+         "name"),
+        (rf"\bwhat(?:'s| is| are) my {_WHO} called\b", "name"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
     )
@@ -330,6 +338,7 @@ def _is_about(label: str, who: str) -> bool:
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
     who = " ".join(who.casefold().split())
+    who = _SINGULAR.get(who) or (who[:-1] if re.fullmatch(_PLURAL, who, _F) else who)
     named = [
         f
         for f in reading.facts

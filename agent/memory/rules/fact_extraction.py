@@ -115,6 +115,12 @@ _CORRECTION = re.compile(
     _F,
 )
 
+# Who travels and how sure: "I'm going", "we're thinking of going", "we might go".
+_TRAVEL = (
+    r"\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are))(?:\s+(?:thinking\s+(?:of|about)|considering"
+    r"|planning\s+(?:to|on)|hoping\s+to|about\s+to|going\s+to))?"
+    r"|(?:i|we)(?:'ll|\s+will|\s+might|\s+may))\s+"
+)
 _LIVE = r"(?:live|reside|'m living|am living|'m based|am based|'m staying|am staying)"
 _WORK = r"(?:work|'m working|am working)"
 _DISLIKE = (
@@ -187,8 +193,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("workplace", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
           r"\s+(?P<v>.+)", "place"),
-    _rule("plan", r"\bi(?:'m|\s+am)\s+(?:going|flying|travel(?:l)?ing|heading|driving|off|sailing)"
-          r"\s+to\s+(?P<v>.+)", "trip"),
+    _rule("plan", rf"{_TRAVEL}(?:go(?:ing)?|fly(?:ing)?|travel(?:l)?(?:ing)?|head(?:ing)?"
+          r"|driv(?:e|ing)|off|sail(?:ing)?)\s+to\s+(?P<v>.+)", "trip"),
+    _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
+    _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
     _rule("location", rf"\bi{_ADV}\s+{_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
@@ -255,7 +263,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 
 # A word every rule of _FACT_RULES matches as a whole word (the user speaks of themselves: "I",
 # "I'm", "im", "my", "me", or "name is ..."): a clause without one is read by none of them.
-_USER_CUE = re.compile(r"\b(?:i|im|my|me|name)\b", _F)
+_USER_CUE = re.compile(r"\b(?:i|im|my|me|name|we|our)\b", _F)
 
 
 def _name_value(raw: str, *, strict: bool) -> str | None:
