@@ -103,6 +103,7 @@ _SINGULAR = {
     "children": "child", "kids": "kid", "puppies": "puppy", "bunnies": "bunny", "ponies": "pony",
     "babies": "baby", "mice": "mouse", "guinea pigs": "guinea pig", "goldfish": "goldfish",
 }  # fmt: skip
+_PLURAL_OF = {one: many for many, one in _SINGULAR.items() if one != many}
 _PLURAL = rf"(?:{'|'.join(_SINGULAR)}|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
 
 _WHO = rf"(?P<who>(?:{_PLURAL}|{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
@@ -300,9 +301,14 @@ def fact_acks(
     old_name = before["name"].value if "name" in before else None
     noted: list[str] = []
     unsure: list[str] = []
+    named_together = _named_together(new)
     for fact in new:
         if personal and not kept(fact):
             unsure.append(describe_fact(fact))
+            continue
+        if fact.key in named_together:
+            if named_together[fact.key]:
+                noted.append(named_together[fact.key])
             continue
         if fact.key != "name":
             previous = before.get(slot_of(fact.key))
@@ -328,6 +334,31 @@ def fact_acks(
             "confirm it with /facts, and I'll remember it for good."
         )
     return [" ".join(said)]
+
+
+def _named_together(new: Sequence[Fact]) -> dict[str, str]:
+    """How to say the people and pets a message names: by key, the phrase of the first of a
+    role ("your cats are called Miso and Tofu"), "" for the others of it and for one whom
+    another fact of the message names already ("your wife Giulia works at the bank")."""
+    spoken_of = {parse_key(f.key).subject for f in new}
+    roles: dict[str, list[Fact]] = {}
+    phrases: dict[str, str] = {}
+    for fact in new:
+        if parse_key(fact.key).name not in {"relative", "pet"}:
+            continue
+        if fact.value in spoken_of:
+            phrases[fact.key] = ""
+        else:
+            roles.setdefault(role_and_name(fact.value)[0], []).append(fact)
+    for role, named in roles.items():
+        if len(named) > 1 and all(role_and_name(f.value)[1] for f in named):
+            names = [role_and_name(f.value)[1] for f in named]
+            many = _PLURAL_OF.get(role, role + "s")
+            phrases.update((f.key, "") for f in named)
+            phrases[named[0].key] = (
+                f"your {many} are called {', '.join(names[:-1])} and {names[-1]}"
+            )
+    return phrases
 
 
 def _is_about(label: str, who: str) -> bool:
