@@ -389,7 +389,8 @@ async def test_now_is_the_message_time_never_the_clock(chat):
 async def test_recap_tells_the_summary_and_the_last_turns(chat):
     """A recap draws on the rolling summary, the summarised turns and the raw ones, in order."""
     await chat.say("my name is Ada")
-    for n in range(11):
+    await chat.say("my mom's birthday is on 12 December")
+    for n in range(10):
         await chat.say(f"I'll check the weather report number {n}")
     packet = chat.packet()
     assert packet.rolling_session_summary  # folded after turn 10
@@ -400,9 +401,10 @@ async def test_recap_tells_the_summary_and_the_last_turns(chat):
     lines = said.splitlines()
     assert lines[0] == "Here's what we talked about:"
     assert lines[1] == "• you told me: name: Ada"  # the summary keeps the fact
+    assert lines[2] == "• you told me: mom's birthday: 12 December"  # said, not a key
     assert lines[-1] == (
-        "• you: I'll check the weather report number 10 → Noted your promise: “check the weather"
-        " report number 10”."
+        "• you: I'll check the weather report number 9 → Noted your promise: “check the weather"
+        " report number 9”."
     )
     assert len(lines) == 13
 
