@@ -215,6 +215,18 @@ async def test_what_do_you_know_about_me_lists_every_fact(chat):
     )
 
 
+async def test_someone_named_in_a_fact_about_them_is_not_listed_twice(chat):
+    """"my partner Sam is a vet": one line, which names Sam; a pet named alone keeps its own."""
+    await chat.say("my partner Sam is a vet")
+    await chat.say("we've got a dog, Biscuit")
+    reply = await chat.say("what do you know about me?")
+    assert reply.text == (
+        "Here's what I know about you:\n"
+        "• Your dog is called Biscuit.\n"
+        "• Your partner Sam works as a vet."
+    )
+
+
 async def test_knowing_nothing_is_said_plainly(chat):
     """With no facts it says it knows nothing yet and how to tell it."""
     reply = await chat.say("what do you know about me?")
