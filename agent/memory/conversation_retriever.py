@@ -251,7 +251,8 @@ class ConversationRetriever:
         seeds = [t.seq for t, _ in first if before_seq is None or t.seq < before_seq]
         nearest = [] if self.semantic is None else self.semantic.search(
             conn, session_id, query_vector, limit, before_seq,
-            seeds=seeds[: self.policy.feedback_hits], feedback=self.policy.feedback)  # fmt: skip
+            seeds=seeds[: self.policy.feedback_hits], feedback=self.policy.feedback,
+            wait=self.policy.vector_wait)  # fmt: skip
         if not queries:  # no word of the message to search for: its vector alone
             queries, results = [("", "message")], [[]]
         for turn in self.store.get_turn_texts(conn, session_id, nearest):  # [] reads nothing
