@@ -232,7 +232,7 @@ class SemanticSearch:
         async def write(tx: Any) -> None:
             await self._store.write(tx, session_id, self.model, rows)
 
-        await self._db.write(write)
+        await self._db.write(write, durable=False)  # made again from the turn if lost
         after = await self._store.unindexed(self._db.reader, session_id, self.model, 1)
         # A turn erased or edited while it was encoded is not written: no progress, stop.
         return not after or after[0].seq == turns[0].seq
