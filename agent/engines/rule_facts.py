@@ -366,8 +366,13 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     ]
     if attribute == "name":  # "what's my son's name?": the ones named, or not told
         named = [f for f in named if role_and_name(f.value)[1]]
+        together = _named_together(named)  # "your dogs are called Max and Bella"
         if named:
-            return " ".join(sentence(describe_fact(f)) for f in named)
+            return " ".join(
+                sentence(together.get(f.key) or describe_fact(f))
+                for f in named
+                if together.get(f.key) != ""
+            )
         return f"{NOT_TOLD} your {who}'s name yet."
     said = [
         f
