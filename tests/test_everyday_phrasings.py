@@ -212,6 +212,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "September"),
     ],
     "corrections": [
+        (["I'm 40", "sorry I'm 41"], "Corrected: you're 41 (updated)."),
+        (["I'm 40", "sorry I'm 41", "how old am I?"], "You're 41."),
+        (["I live in Leeds", "no wait, I live in York", "where do I live?"], "You live in York."),
+        (["I work at Siemens", "oops, I meant I work at Bosch", "where do I work?"],
+         "You work at Bosch."),
+        (["I live in Leeds", "nope, I live in Hull"], "Corrected: you live in Hull (updated)."),
         (["I live in Lisbon", "actually I live in Porto", "where do I live?"], "Porto"),
         (["I live in Leeds", "my new address is 12 Oak Street, York", "where do I live?"],
          "You live in 12 Oak Street, York."),

@@ -111,7 +111,7 @@ _HEDGE = re.compile(
 )
 _CORRECTION = re.compile(
     r"\b(?:actually|correction|i meant|i mean|oops|my mistake|my bad|scratch that"
-    r"|i misspoke|i was wrong)\b|^no\b",
+    r"|i misspoke|i was wrong)\b|^(?:no|nope|sorry|wait)\b",
     _F,
 )
 
