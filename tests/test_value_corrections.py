@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.memory.rules.value_corrections import correct_by_value
+from agent.memory.rules.value_corrections import correct_by_value, correct_last
 from agent.memory.schemas import Fact
 
 _KNOWN = (
@@ -48,3 +48,33 @@ def test_the_newest_fact_holding_the_wrong_value_takes_the_right_one(text, key, 
 )
 def test_what_corrects_nothing_known_reads_nothing(text):
     assert correct_by_value(text, _KNOWN, turn=9) == ()
+
+
+@pytest.mark.parametrize(
+    ("previous", "text", "key", "value"),
+    [
+        ("my dentist appointment is on Tuesday", "no, it's on Wednesday",
+         "event:dentist appointment", "dentist appointment is on Wednesday"),
+        ("I live in Bristol", "sorry, it's Bath", "location", "Bath"),
+        ("I live in Bristol", "no it's in Bath", "location", "Bath"),
+        ("I'm 40", "wait, it's 41", "age", "41"),
+    ],
+)  # fmt: skip
+def test_the_right_value_alone_corrects_what_the_message_before_stated(previous, text, key, value):
+    assert correct_last(text, previous, turn=4) == (
+        Fact(key=key, value=value, turn=4, mode="corrected"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("previous", "text"),
+    [
+        ("I live in Bristol", "it's Bath"),  # no correction opens it
+        ("I live in Bristol", "no, it's raining today and I'm tired"),
+        ("I like jazz", "no, it's blues"),  # a like's value is its key: not put right
+        ("I live in Bristol and I work at Acme", "no, it's Bath"),  # which one?
+        (None, "no, it's Bath"),
+    ],
+)
+def test_nothing_is_corrected_where_it_cannot_be_told_what(previous, text):
+    assert correct_last(text, previous, turn=4) == ()

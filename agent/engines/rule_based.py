@@ -102,7 +102,7 @@ from agent.memory.rules.session_rules import (
     merge_facts,
     update_open_loops,
 )
-from agent.memory.rules.value_corrections import correct_by_value
+from agent.memory.rules.value_corrections import correct_by_value, correct_last
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
@@ -197,9 +197,14 @@ class RuleBasedConcierge:
         now = utc(message.received_at)
         # What earlier sessions taught (long-term memory), overridden by this session's facts.
         known = merge_facts(memory_facts(packet.memories), packet.facts)
+        before = said_before(packet.recent_turns)
         if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
-            text = resolve_name(resolve_pronoun(text, said_before(packet.recent_turns)), known)
-        new_facts = extract_facts(text, turn=seq) or correct_by_value(text, known, turn=seq)
+            text = resolve_name(resolve_pronoun(text, before), known)
+        new_facts = (
+            extract_facts(text, turn=seq)
+            or correct_by_value(text, known, turn=seq)
+            or correct_last(text, next(iter(before), None), turn=seq)
+        )
         facts = merge_facts(known, new_facts)
         zone = zone_of(next((f.value for f in facts if f.key == "timezone"), None))
         reading = Reading(

@@ -19,7 +19,7 @@ from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.pronouns import opens_with_name, resolve_name, resolve_pronoun
-from agent.memory.rules.value_corrections import correct_by_value, names_values
+from agent.memory.rules.value_corrections import correct_by_value, correct_last, names_values
 from agent.memory.schemas import (
     ConversationTurn,
     Fact,
@@ -85,7 +85,8 @@ def memory_candidates(
     known = memory_facts(memories) if wanted else ()
     text = resolve_name(text, known)
     said = extract_facts(text, turn=turn.seq)
-    for fact in said or correct_by_value(text, known, turn=turn.seq):
+    corrected = said or correct_by_value(text, known, turn=turn.seq)
+    for fact in corrected or correct_last(text, next(iter(previous), None), turn=turn.seq):
         parts = parse_key(fact.key)
         attribute = attribute_of(parts.attribute)
         candidates.append(

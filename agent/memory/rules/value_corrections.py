@@ -11,6 +11,9 @@ A fact whose key is its value (a like, a plan, a relative: many-value attributes
 :mod:`agent.memory.longterm.memory_slots`) is not corrected this way: the new value would be a
 new fact beside the old one, not in its place.
 
+:func:`correct_last` reads the other kind, which names the right value alone ("no, it's on
+Wednesday") of the fact the user's message before stated.
+
 Tested by ``tests/test_value_corrections.py`` and the "corrections" family of
 ``tests/test_everyday_phrasings.py``.
 """
@@ -21,9 +24,10 @@ import re
 from collections.abc import Sequence
 
 from agent.memory.longterm.memory_slots import parse_key
+from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import Fact
 
-__all__ = ["correct_by_value", "names_values"]
+__all__ = ["correct_by_value", "correct_last", "names_values"]
 
 _F = re.IGNORECASE
 # What may open a correction: "no,", "sorry -", "oops, actually".
@@ -42,6 +46,15 @@ _INSTEAD = tuple(
         rf"(?P<new>{_VALUE}){_END}",
     )
 )
+# "no, it's on Wednesday": the right value alone, of what the message before said.
+_IT_IS = re.compile(
+    rf"^(?:no|nope|sorry|oops|actually|correction|wait|my bad|my mistake)\b[\s,:!.-]*{_LEAD[1:]}"
+    rf"(?:it's|it is|it was|that's|that is|make that|it should be)\s+(?:actually\s+)?"
+    rf"(?P<new>{_VALUE}){_END}",
+    _F,
+)
+# A place said with its preposition ("no, it's in Bath"): the place.
+_PLACE_WORD = re.compile(r"^(?:in|at|to|for)\s+", _F)
 # A clause of its own is no value ("I like cats, not dogs" states a like), nor a filler.
 _CLAUSE = re.compile(
     r"\b(?:i|i'm|i've|my|me|you|we|is|are|was|am|do|don't|like|love|it|its|that|this|no|nope"
@@ -95,3 +108,24 @@ def correct_by_value(text: str, known: Sequence[Fact], *, turn: int) -> tuple[Fa
             value = fact.value[: found.start()] + new + fact.value[found.end() :]
             return (Fact(key=fact.key, value=value, turn=turn, mode="corrected"),)
     return ()
+
+
+def correct_last(text: str, previous: str | None, *, turn: int) -> tuple[Fact, ...]:
+    """Return the fact ``previous`` (the user's message before) stated, with the value
+    ``text`` puts right ("my dentist appointment is on Tuesday", then "no, it's on
+    Wednesday"; "I live in Bristol", then "sorry, it's Bath"), or nothing: ``text`` must open
+    as a correction, and ``previous`` state exactly one fact that has one value.
+    """
+    match = _IT_IS.match(text.strip())
+    if match is None or not previous:
+        return ()
+    new = " ".join(match.group("new").split())
+    stated = [f for f in extract_facts(previous, turn=turn) if not _is_its_value(f)]
+    if len(stated) != 1 or _CLAUSE.search(new) or len(new.split()) > _MOST_WORDS:
+        return ()
+    fact = stated[0]
+    value = _PLACE_WORD.sub("", new)
+    verb = re.search(r"\s(?:is|are|leaves)\s", fact.value)
+    if parse_key(fact.key).name == "event" and verb:  # "dentist appointment is on Tuesday"
+        value = fact.value[: verb.end()] + new
+    return (Fact(key=fact.key, value=value, turn=turn, mode="corrected"),)
