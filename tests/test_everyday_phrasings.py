@@ -10,10 +10,12 @@ patterns of ``agent/memory/rules/extraction.py`` and the question patterns of
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from tests.test_console_sessions import replies, run_console
-from tests.test_rule_based import Chat
+from tests.test_rule_based import T0, Chat
 
 
 async def conversation(chat: Chat, lines: list[str]) -> str:
@@ -130,21 +132,21 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm heading to Portugal in September", "where am I going in September?"], "Portugal"),
         (["I'm flying to Rome next Friday", "what are my plans?"], "Rome"),
         (["my dentist appointment is on Tuesday", "what are my plans?"],
-         "Your dentist appointment is on Tuesday."),
+         "Your dentist appointment is on Tue 4 Mar."),
         (["my dentist appointment is on Tuesday at 3pm", "when is my dentist appointment?"],
-         "Tuesday at 3pm"),
+         "Your dentist appointment is on Tue 4 Mar at 15:00."),
         (["my exam is on 12 June", "when is my exam?"], "12 June"),
         (["I have a job interview on Monday at 10am", "when is my interview?"],
-         "on Monday at 10am"),
+         "Your job interview is on Mon 3 Mar at 10:00."),
         (["I've got a dentist appointment next Thursday", "when's my dentist appointment?"],
-         "next Thursday"),
+         "Your dentist appointment is on Thu 6 Mar."),
         (["my exam is on 12 June", "my exam got moved to 19 June", "when is my exam?"],
          "19 June"),
-        (["I have a test tomorrow", "when is my test?"], "tomorrow"),
+        (["I have a test tomorrow", "when is my test?"], "Your test is tomorrow, Sun 2 Mar."),
         (["this weekend I'm going hiking with Tom", "what am I doing this weekend?"],
-         "You're planning to go hiking with Tom this weekend."),
+         "You're planning to go hiking with Tom the weekend of Sat 1 Mar."),
         (["on Friday I have a dinner with my parents", "I'm planning to paint the kitchen",
-          "what are my plans for Friday?"], "is on Friday."),
+          "what are my plans for Friday?"], "Your dinner with your parents is on Fri 7 Mar."),
         (["I'm planning to paint the kitchen next month", "what are my plans for Friday?"],
          "haven't told me about plans for Friday"),
         (["my flight to Rome is next Tuesday", "do I have anything planned for next Tuesday?"],
@@ -173,7 +175,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my sister Ana lives in Lisbon", "no, not Lisbon, Porto", "where does Ana live?"],
          "Your sister Ana lives in Porto."),
         (["my dentist appointment is on Monday at 3pm", "oops, Tuesday, not Monday",
-          "when is my dentist appointment?"], "Tuesday at 3pm"),
+          "when is my dentist appointment?"], "Your dentist appointment is on Tue 4 Mar at 15:00."),
         (["I'm a nurse", "I said nurse but I meant midwife", "what's my job?"], "midwife"),
     ],
     "to-dos closed in other words": [
@@ -260,7 +262,7 @@ async def test_a_question_of_help_is_no_question_of_diet(db):
         (["my flight to Tokyo is on 14 March", "my flight to Tokyo is now on 15 March"],
          "when is my flight?", "15 March", "14 March"),
         (["my dentist appointment is on Tuesday", "sorry, my dentist appointment is on Thursday"],
-         "when is my dentist appointment?", "Thursday", "Tuesday"),
+         "when is my dentist appointment?", "on Thu 6 Mar", "Tue 4 Mar"),
     ],
 )  # fmt: skip
 async def test_a_changed_fact_is_answered_without_the_old_value(db, lines, question, now, before):
@@ -269,6 +271,74 @@ async def test_a_changed_fact_is_answered_without_the_old_value(db, lines, quest
     said = await conversation(Chat(db), [*lines, question])
     assert now in said
     assert before not in said
+
+
+_MINUTE, _DAY = timedelta(minutes=1), timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("lines", "question", "later", "answer"),
+    [
+        # T0 is Saturday 1 March 2025, 10:32 UTC; the question is asked ``later``.
+        (["I have a test tomorrow"], "when is my test?", _MINUTE,
+         "Your test is tomorrow, Sun 2 Mar."),
+        (["I have a test tomorrow"], "when is my test?", _DAY, "Your test is today."),
+        (["I have a test tomorrow"], "when is my test?", 7 * _DAY, "Your test was on Sun 2 Mar."),
+        (["my dentist appointment is next Tuesday"], "when is my dentist appointment?", 2 * _DAY,
+         "Your dentist appointment is tomorrow, Tue 4 Mar."),
+        (["my dentist appointment is next Tuesday"], "when is my dentist appointment?", 9 * _DAY,
+         "Your dentist appointment was on Tue 4 Mar."),
+        (["we're flying to Rome in two weeks"], "when is my flight?", 3 * _DAY,
+         "You're planning a trip to Rome on Sat 15 Mar."),
+        (["I'm flying to Rome in two weeks"], "where am I going?", 3 * _DAY,
+         "You're planning a trip to Rome on Sat 15 Mar."),
+        (["the party is this Saturday"], "when is my party?", _MINUTE, "Your party is today."),
+        (["I have a job interview tomorrow at 10am"], "when is my interview?", _MINUTE,
+         "Your job interview is tomorrow, Sun 2 Mar at 10:00."),
+        (["my flight leaves at 7am tomorrow"], "when is my flight?", _DAY,
+         "Your flight leaves today at 07:00."),
+        (["my exam is in 3 days"], "when is my exam?", _MINUTE, "Your exam is on Tue 4 Mar."),
+        (["I have an exam the day after tomorrow"], "when is my exam?", _DAY,
+         "Your exam is tomorrow, Mon 3 Mar."),
+        (["my sister's wedding is in a fortnight"], "when is my sister's wedding?", _MINUTE,
+         "Your sister's wedding is on Sat 15 Mar."),
+        (["I have a dinner tonight"], "when is my dinner?", 2 * timedelta(hours=1),
+         "Your dinner is tonight."),
+        (["I'm going to Lisbon next month"], "where am I going in April?", 20 * _DAY,
+         "You're planning a trip to Lisbon in April."),
+        (["I'm planning to repaint the kitchen next weekend"], "what are my plans?", _MINUTE,
+         "You're planning to repaint the kitchen the weekend of Sat 8 Mar."),
+        (["I'm going hiking on Saturday"], "what am I doing this weekend?", 2 * _DAY,
+         "You're planning to go hiking on Sat 8 Mar."),
+        (["I have a dentist appointment tomorrow"], "what are my plans for tomorrow?", _MINUTE,
+         "Your dentist appointment is tomorrow, Sun 2 Mar."),
+        (["I have a dentist appointment tomorrow"], "what are my plans for Monday?", _MINUTE,
+         "haven't told me about plans for Monday"),
+        (["I have a meeting with Tom next week"], "what are my plans for next week?", _MINUTE,
+         "Your meeting with Tom is the week of Mon 3 Mar."),
+        (["my flight to Berlin is on 14 March"], "when is my flight?", 30 * _DAY,
+         "Your flight to Berlin is on 14 March."),
+        (["my dentist appointment is on Monday at 3pm", "oops, Tuesday, not Monday"],
+         "when is my dentist appointment?", _MINUTE,
+         "Your dentist appointment is on Tue 4 Mar at 15:00."),
+        # 16:02 UTC on Saturday is 01:02 on Sunday in Tokyo: "tomorrow" is Monday there.
+        (["my time zone is Tokyo", "I have a test tomorrow"], "when is my test?",
+         timedelta(hours=5, minutes=30), "Your test is tomorrow, Mon 3 Mar."),
+    ],
+)  # fmt: skip
+async def test_a_date_said_relatively_is_kept_as_the_date_it_names(
+    db, lines, question, later, answer
+):
+    """"I have a test tomorrow" is kept with the day it names, read at the message's time in
+    the user's zone, and asked about later it is said from that day: "today", "tomorrow, Sun
+    2 Mar", "was on Sun 2 Mar"; the time of day is kept; an absolute date stays as said."""
+    chat = Chat(db)
+    for n, line in enumerate(lines[:-1]):
+        await chat.say(line, at=T0 + timedelta(minutes=n))
+    zone_delay = later if "time zone" in lines[0] else timedelta(0)
+    await chat.say(lines[-1], at=T0 + zone_delay)
+    said = (await chat.say(question, at=chat.now + (_MINUTE if zone_delay else later))).text
+    assert answer in (said or "")
 
 
 @pytest.mark.parametrize(

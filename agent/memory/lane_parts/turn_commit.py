@@ -150,7 +150,13 @@ class TurnCommitter:
         memories = packet.memories if packet is not None else ()
         earlier = said_before(packet.recent_turns) if packet is not None else []
         candidates = (
-            memory_candidates(turn, parts.promotion, memories=memories, previous=earlier)
+            memory_candidates(
+                turn,
+                parts.promotion,
+                memories=memories,
+                previous=earlier,
+                said_at=message.received_at,
+            )
             if personal and turn.intent not in UNRETRIEVED_REPLY_INTENTS
             else []
         )

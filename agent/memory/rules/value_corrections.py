@@ -11,6 +11,8 @@ A fact whose key is its value (a like, a plan, a relative: many-value attributes
 :mod:`agent.memory.longterm.memory_slots`) is not corrected this way: the new value would be a
 new fact beside the old one, not in its place.
 
+A weekday corrects a date kept from one ("oops, Tuesday, not Monday" of "on Mon 3 Mar").
+
 Tested by ``tests/test_value_corrections.py`` and the "corrections" family of
 ``tests/test_everyday_phrasings.py``.
 """
@@ -21,6 +23,7 @@ import re
 from collections.abc import Sequence
 
 from agent.memory.longterm.memory_slots import parse_key
+from agent.memory.rules.fact_dates import kept_day
 from agent.memory.schemas import Fact
 
 __all__ = ["correct_by_value", "names_values"]
@@ -88,8 +91,11 @@ def correct_by_value(text: str, known: Sequence[Fact], *, turn: int) -> tuple[Fa
     """
     for new, old in _instead(text):
         wrong = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", _F)
+        # "Tuesday, not Monday" of a date kept from "on Monday" ("on Mon 3 Mar"): the new day
+        # takes the kept date's place, to be dated anew.
+        kept = kept_day(old)
         for fact in reversed(known):
-            found = wrong.search(fact.value)
+            found = wrong.search(fact.value) or (kept.search(fact.value) if kept else None)
             if _is_its_value(fact) or found is None:
                 continue
             value = fact.value[: found.start()] + new + fact.value[found.end() :]
