@@ -58,6 +58,7 @@ from agent.memory.rules.deliberation import DeliberationTracker
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS, NOT_UNDERSTOOD_INTENTS
 from agent.memory.rules.entity_resolution import resolve_entities
 from agent.memory.rules.extraction import split_clauses
+from agent.memory.rules.fact_dates import dated_facts, zone_in
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.session_rules import (
     CARRIED_LOOP_KINDS,
@@ -228,8 +229,11 @@ class ConversationStateManager:
         clauses = split_clauses(turn.user_text) if turn.user_text.strip() else ()
         facts = state.facts
         if state.chat_type not in PERSONAL_CHAT_TYPES:
-            said = extract_facts(turn.user_text, turn=seq)
-            facts = merge_facts(facts, said or correct_by_value(turn.user_text, facts, turn=seq))
+            said = extract_facts(turn.user_text, turn=seq) or correct_by_value(
+                turn.user_text, facts, turn=seq
+            )
+            # I6: dated at the turn's own time, so that a replay of the log gives the same.
+            facts = merge_facts(facts, dated_facts(said, turn.created_at, zone_in(facts)))
         todos = update_open_loops(state.open_loops, turn.user_text, seq=seq)
         todo_loops = todos.loops
         if owner is not None:  # in a group, a to-do belongs to whoever said it
