@@ -82,7 +82,7 @@ def test_a_naive_time_is_taken_as_utc():
 
 
 def test_an_hour_nothing_disambiguates_is_kept_as_said():
-    """"at 6" may be morning or evening: the phrase is left as the user said it."""
+    """ "at 6" may be morning or evening: the phrase is left as the user said it."""
     said = "appointment is on Tuesday at 6"
     assert absolute_dates(said, NOW, UTC_ZONE) == said
 
@@ -125,7 +125,7 @@ def test_a_kept_date_is_said_from_today(kept, days_later, said):
 
 
 def test_a_kept_date_without_its_year_is_the_one_whose_weekday_fits():
-    """"Fri 1 Jan" read in December 2026 is 1 January 2027 (a Friday), said as tomorrow."""
+    """ "Fri 1 Jan" read in December 2026 is 1 January 2027 (a Friday), said as tomorrow."""
     eve = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)
     assert said_from_now("party is on Fri 1 Jan", eve, UTC_ZONE) == "party is tomorrow, Fri 1 Jan"
     assert said_from_now("party is on Mon 1 Jan", eve, UTC_ZONE) == "party is on Mon 1 Jan"
