@@ -197,9 +197,9 @@ class RuleBasedConcierge:
         known = merge_facts(memory_facts(packet.memories), packet.facts)
         if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
             text = resolve_name(resolve_pronoun(text, said_before(packet.recent_turns)), known)
-        said = extract_facts(text, turn=seq) or correct_by_value(text, known, turn=seq)
+        stated = extract_facts(text, turn=seq) or correct_by_value(text, known, turn=seq)
         # "I have a test tomorrow" is kept with its date, read in the zone known so far.
-        new_facts = dated_facts(said, now, zone_in(known))
+        new_facts = dated_facts(stated, now, zone_in(known))
         facts = merge_facts(known, new_facts)
         zone = zone_in(facts)
         reading = Reading(
