@@ -329,7 +329,7 @@ _MINUTE, _DAY = timedelta(minutes=1), timedelta(days=1)
 async def test_a_date_said_relatively_is_kept_as_the_date_it_names(
     db, lines, question, later, answer
 ):
-    """"I have a test tomorrow" is kept with the day it names, read at the message's time in
+    """ "I have a test tomorrow" is kept with the day it names, read at the message's time in
     the user's zone, and asked about later it is said from that day: "today", "tomorrow, Sun
     2 Mar", "was on Sun 2 Mar"; the time of day is kept; an absolute date stays as said."""
     chat = Chat(db)

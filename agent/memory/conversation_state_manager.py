@@ -212,11 +212,15 @@ class ConversationStateManager:
         if turn.intent in NOT_UNDERSTOOD_INTENTS or turn.intent in MEMORY_ERASURE_INTENTS:
             # The reply said it did not understand, or the message asked to forget a long-term
             # memory (it acts there, not on the session): nothing of the message acts here.
-            still: SessionStatus = (
-                "awaiting_clarification" if state.pending_clarifications else "active"
-            )
+            # Only what an erasure asks back ("Erase them (yes or no)?") is a clarification,
+            # and the next message answers it.
+            pending = state.pending_clarifications
+            if turn.intent in MEMORY_ERASURE_INTENTS:
+                pending, _ = update_clarifications(pending, turn)
+            still: SessionStatus = "awaiting_clarification" if pending else "active"
             return state.model_copy(
                 update={
+                    "pending_clarifications": pending,
                     "status": still,
                     "turn_count": seq,
                     "last_intent": turn.intent,

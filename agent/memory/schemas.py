@@ -197,6 +197,8 @@ class Reply(Value):
 
     ``forget_memories`` are ids of the chat's long-term memories the user asked to forget
     ("forget that my sister lives in Porto"): the lane erases them in the turn's transaction.
+    ``erase_turns`` are seqs of turns of the session whose text the user asked to erase ("forget
+    my locker code", confirmed): the lane erases them everywhere before it records the reply.
     """
 
     text: str | None = None
@@ -204,6 +206,7 @@ class Reply(Value):
     action_name: str | None = None
     job_refs: tuple[JobRef, ...] = ()
     forget_memories: tuple[str, ...] = ()
+    erase_turns: tuple[int, ...] = ()
 
 
 class ConversationTurn(Value):

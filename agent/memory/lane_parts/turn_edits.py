@@ -9,6 +9,7 @@ session, which edits, rare, can afford. Tested by ``tests/test_lane_edits.py``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Literal
 
 from agent.db import Transaction
@@ -25,7 +26,7 @@ from agent.memory.schemas import (
 )
 from agent.memory.writer import memory_candidates, write_if_worthy
 
-__all__ = ["EditOutcome", "TurnEditor"]
+__all__ = ["EditOutcome", "TurnEditor", "refold"]
 
 # The lane's parts log as the lane: operators and tests follow one logger name.
 logger = logging.getLogger("agent.memory.lane")
@@ -87,7 +88,7 @@ class TurnEditor:
         live = parts.sessions.get(sid)
         current = live.state if live is not None else session.state
         edited = turn.model_copy(update={"user_text": message.text})
-        state, folds = await self._refold(session, edited)
+        state, folds = await refold(parts, session, {edited.seq: edited})
         if current.status in _LIFECYCLE:
             state = state.model_copy(update={"status": current.status})
         candidates = (
@@ -162,21 +163,22 @@ class TurnEditor:
             worker.schedule(sid)
         return outcome
 
-    async def _refold(
-        self, session: ConversationSession, edited: ConversationTurn
-    ) -> tuple[SessionState, list[SessionState]]:
-        """Fold a session's turn log with ``edited`` in place of its turn.
 
-        Returns:
-            The state after the last turn, and the state after each fold of the summary made
-            at or after the edited turn (those whose chain rows change).
-        """
-        parts = self._parts
-        state = SessionState(session_id=session.session_id, chat_type=session.chat_type)
-        folds: list[SessionState] = []
-        async for turn in parts.store.iter_turns(parts.db.reader, session.session_id):
-            after = parts.states.apply(state, edited if turn.seq == edited.seq else turn)
-            if turn.seq >= edited.seq and after.summary_version != state.summary_version:
-                folds.append(after)
-            state = after
-        return state, folds
+async def refold(
+    parts: LaneParts, session: ConversationSession, replaced: Mapping[int, ConversationTurn]
+) -> tuple[SessionState, list[SessionState]]:
+    """Fold a session's turn log with the ``replaced`` turns (by seq) in place of its own.
+
+    Returns:
+        The state after the last turn, and the state after each fold of the summary made at
+        or after the first replaced turn (those whose chain rows change).
+    """
+    first = min(replaced)
+    state = SessionState(session_id=session.session_id, chat_type=session.chat_type)
+    folds: list[SessionState] = []
+    async for turn in parts.store.iter_turns(parts.db.reader, session.session_id):
+        after = parts.states.apply(state, replaced.get(turn.seq, turn))
+        if turn.seq >= first and after.summary_version != state.summary_version:
+            folds.append(after)
+        state = after
+    return state, folds
