@@ -1,8 +1,8 @@
-"""Tests of agent/memory/lane_parts/turn_erasure.py through the lane and the offline concierge,
-on both backends: "forget my locker code", confirmed, erases the messages that said it (turn
-log, index, state and summaries, the memories they alone stated, the checkpoint), and nothing
-else; "no" erases nothing. The bytes left on disk are looked for by
-``tests/test_hostile_input.py``."""
+"""Tests of erasing turns (``TurnEditor.erase_turns``, agent/memory/lane_parts/turn_edits.py)
+through the lane and the offline concierge, on both backends: "forget my locker code",
+confirmed, erases the messages that said it (turn log, index, state and summaries, the
+memories they alone stated, the checkpoint), and nothing else; "no" erases nothing. The bytes
+left on disk are looked for by ``tests/test_hostile_input.py``."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.memory_commands import MemoryCommands
 from agent.memory.lane_parts.parts import LaneParts
-from agent.memory.lane_parts.turn_erasure import TurnEraser
+from agent.memory.lane_parts.turn_edits import TurnEditor
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.rules.pronouns import said_before
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
@@ -98,14 +98,14 @@ class TurnCommitter:
         memory: erases the memories a reply asks to forget, in the turn's transaction.
 
     The turns a reply asks to erase (:attr:`Reply.erase_turns`) are erased first, in a
-    transaction of their own (:class:`~agent.memory.lane_parts.turn_erasure.TurnEraser`).
+    transaction of their own (:meth:`~agent.memory.lane_parts.turn_edits.TurnEditor.erase_turns`).
     """
 
     def __init__(self, parts: LaneParts, keeper: CheckpointKeeper, memory: MemoryCommands) -> None:
         self._parts = parts
         self._keeper = keeper
         self._memory = memory
-        self._eraser = TurnEraser(parts, keeper)
+        self._editor = TurnEditor(parts, keeper)
 
     async def commit(
         self,
@@ -124,7 +124,7 @@ class TurnCommitter:
         # reopening sessions commit with the turn that carries the chat's open items).
         parts = self._parts
         if reply.erase_turns:  # "forget my locker code", confirmed: those turns go first
-            await self._eraser.erase(live, reply.erase_turns)
+            await self._editor.erase_turns(live, reply.erase_turns)
         now = parts.clock()
         turn = ConversationTurn(
             turn_id=ids.turn_id(),
