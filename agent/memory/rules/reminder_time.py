@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -149,6 +150,7 @@ def says_clock(when: str) -> bool:
     return _HAS_CLOCK.search(when) is not None or _BARE_HOUR.search(when) is not None
 
 
+@lru_cache(maxsize=256)  # the concierge and the promotion gate read one message's phrase
 def local_moment(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     """Return the wall-clock moment (naive, in ``zone``) a day or clock phrase names, read by
     ``dateparser`` from ``now`` (future dates preferred: "Friday" is the coming one); ``None``
