@@ -10,7 +10,8 @@ patterns of ``agent/memory/rules/extraction.py`` and the question patterns of
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -466,3 +467,45 @@ def test_the_console_through_a_pipe_understands_everyday_messages(launch):
     assert "take your vitamins, " in reminders
     assert "at 08:00 Asia/Tokyo" in reminders
     assert "oven" not in reminders
+
+
+def _day_in(zone: str, days: int) -> str:
+    day = datetime.now(ZoneInfo(zone)).date() + timedelta(days=days)
+    return f"{day:%a} {day.day} {day:%b}"
+
+
+def test_the_console_keeps_dates_as_dates_and_erases_one_detail_across_a_restart(launch, tmp_path):
+    """``run_bot.py --console`` through a pipe, then again on the same files: "tomorrow" is
+    kept as the day it names on the user's clock and said from today after the restart;
+    "forget my locker code", then "yes", erases the messages that said it from every file,
+    and the rest stays."""
+    tomorrow = {_day_in("Asia/Tokyo", 1)}
+    out = run_console(
+        launch,
+        [
+            "/timezone Asia/Tokyo",
+            "I have a test tomorrow",
+            "my locker code is Zebralock4411",
+            "I love jazz",
+            "the new gym locker code is Zebralock5522",
+        ],
+    )
+    noted = replies(out)[2]
+    tomorrow.add(_day_in("Asia/Tokyo", 1))  # midnight in Tokyo may have passed meanwhile
+    assert noted in {f"Noted: your test is tomorrow, {day}." for day in tomorrow}
+    out = run_console(
+        launch,
+        ["when is my test?", "forget my locker code", "yes", "what's my locker code?",
+         "do I like jazz?"],
+    )  # fmt: skip
+    test, asked, done, code, jazz = replies(out)[1:6]
+    assert test.startswith("Your test is ")
+    assert asked.startswith("I found 2 messages about your locker code: “my locker code is")
+    assert asked.endswith("Erase them (yes or no)?")
+    assert done == "Done: I erased 2 messages, and your request to erase them."
+    assert "Zebralock" not in code
+    assert jazz == "Yes, you like jazz."
+    # What the bot keeps (the database, its log, the checkpoints), not the terminal's output.
+    kept = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".log"]
+    assert kept
+    assert [p.name for p in kept if b"Zebralock" in p.read_bytes()] == []
