@@ -254,6 +254,17 @@ class Settings(BaseSettings):
             " with BM25; needs the `semantic` extra. Unset: BM25 alone."
         ),
     )
+    embedding_wait_ms: float = Field(
+        default=0.0,
+        ge=0,
+        alias="AGENT_EMBEDDING_WAIT_MS",
+        description=(
+            "How long a reply's retrieval waits, after its lexical searches, for the message's"
+            " vector (semantic retrieval). 0: never; a vector not encoded by then is left out"
+            " and the semantic search goes from the best lexical hits' vectors alone, so the"
+            " extra adds nothing to a reply's latency."
+        ),
+    )
     retrieval_weight_message: float = Field(
         default=1.0,
         ge=0,

@@ -216,6 +216,18 @@ async def test_what_do_you_know_about_me_lists_every_fact(chat):
     )
 
 
+async def test_someone_named_in_a_fact_about_them_is_not_listed_twice(chat):
+    """"my partner Sam is a vet": one line, which names Sam; a pet named alone keeps its own."""
+    await chat.say("my partner Sam is a vet")
+    await chat.say("we've got a dog, Biscuit")
+    reply = await chat.say("what do you know about me?")
+    assert reply.text == (
+        "Here's what I know about you:\n"
+        "• Your dog is called Biscuit.\n"
+        "• Your partner Sam works as a vet."
+    )
+
+
 async def test_knowing_nothing_is_said_plainly(chat):
     """With no facts it says it knows nothing yet and how to tell it."""
     reply = await chat.say("what do you know about me?")
@@ -390,7 +402,8 @@ async def test_now_is_the_message_time_never_the_clock(chat):
 async def test_recap_tells_the_summary_and_the_last_turns(chat):
     """A recap draws on the rolling summary, the summarised turns and the raw ones, in order."""
     await chat.say("my name is Ada")
-    for n in range(11):
+    await chat.say("my mom's birthday is on 12 December")
+    for n in range(10):
         await chat.say(f"I'll check the weather report number {n}")
     packet = chat.packet()
     assert packet.rolling_session_summary  # folded after turn 10
@@ -401,9 +414,10 @@ async def test_recap_tells_the_summary_and_the_last_turns(chat):
     lines = said.splitlines()
     assert lines[0] == "Here's what we talked about:"
     assert lines[1] == "• you told me: name: Ada"  # the summary keeps the fact
+    assert lines[2] == "• you told me: mom's birthday: 12 December"  # said, not a key
     assert lines[-1] == (
-        "• you: I'll check the weather report number 10 → Noted your promise: “check the weather"
-        " report number 10”."
+        "• you: I'll check the weather report number 9 → Noted your promise: “check the weather"
+        " report number 9”."
     )
     assert len(lines) == 13
 

@@ -295,3 +295,35 @@ async def test_the_best_lexical_hits_move_the_search_towards_their_subject(tmp_p
     finally:
         await semantic.shutdown()
         await db.close()
+
+
+async def test_a_reply_does_not_wait_for_a_vector_still_being_encoded(tmp_path: Path):
+    """With ``wait=0`` (the default ``AGENT_EMBEDDING_WAIT_MS``), a message's vector not yet
+    encoded is left out: the search goes from its best lexical hits' vectors alone, or finds
+    nothing without them; a vector encoded in time is used as ever."""
+    from concurrent.futures import Future
+    from functools import partial
+
+    from agent.db import Database
+    from agent.memory.semantic_search import SemanticSearch, load_encoder
+
+    async with _lane(tmp_path, semantic=True) as lane:
+        await _say(lane, _conversation())
+        session_id = lane.session_id_for_chat(7)
+    seqs = {text: seq for seq, text in enumerate(_conversation(), start=1)}
+    pottery, train = seqs[_FILLER[7]], seqs[_FILLER[4]]
+    db = await Database(tmp_path / "memory.db").open()
+    try:
+        semantic = SemanticSearch(db, _model(), lambda: load_encoder(_model()))
+        search = partial(semantic.search, session_id=session_id, limit=3, before_seq=None)
+        encoded = semantic.encode_message("Which class did I sign up for?", "Ada")
+        encoded.result()
+        assert (await db.read(partial(search, vector=encoded, wait=0.0)))[0] == pottery
+        pending: Future[object] = Future()  # an encoder still at work
+        assert await db.read(partial(search, vector=pending, wait=0.0)) == []
+        from_hits = await db.read(partial(search, vector=pending, wait=0.0, seeds=[train]))
+        assert from_hits[0] == train
+        assert pottery not in from_hits[:1]
+    finally:
+        await semantic.shutdown()
+        await db.close()

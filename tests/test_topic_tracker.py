@@ -18,6 +18,10 @@ from agent.memory.schemas import Topic
         ("cheap Lisbon city centre hotel rooms", ("centre hotel room",)),  # at most 3 words
         ("Ada's cats and the cities", ("ada cat", "city")),
         ("+1 sounds good to me!", ()),
+        ("the castle looked amazing", ("castle", "amazing")),  # a past tense names nothing
+        ("I hate mornings", ("morning",)),  # nor does a feeling
+        ("emailed Linda about the budget", ("linda", "budget")),
+        ("I planted a seed in the red bed", ("seed", "red bed")),
         ("", ()),
     ],
 )

@@ -77,6 +77,7 @@ def retrieval_policy(settings: Settings) -> RetrievalPolicy:
         candidates=settings.retrieval_candidates,
         recency_half_life_turns=settings.retrieval_recency_half_life,
         min_score=settings.retrieval_min_score,
+        vector_wait=settings.embedding_wait_ms / 1000,
         decay=decay_policy(settings),
     )
 

@@ -50,14 +50,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from agent.engines.rule_diet import answer_can_have
 from agent.engines.rule_facts import (
     NOT_TOLD,
     answer_about_you,
-    answer_can_have,
     answer_earlier,
     answer_fact,
     answer_like,
     answer_name,
+    answer_routine,
     answer_someone,
     fact_acks,
 )
@@ -143,6 +144,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_event),
     ("ask_fact", answer_trip),
     ("ask_fact", answer_plans_when),
+    ("ask_fact", answer_routine),
     ("ask_fact", answer_can_have),
     ("ask_fact", answer_fact),
     ("help", answer_help),

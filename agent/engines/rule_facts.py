@@ -31,12 +31,12 @@ from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 __all__ = [
     "NOT_TOLD",
     "answer_about_you",
-    "answer_can_have",
     "answer_earlier",
     "answer_fact",
     "answer_like",
     "answer_line",
     "answer_name",
+    "answer_routine",
     "answer_someone",
     "fact_acks",
     "own_facts",
@@ -98,7 +98,15 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
     )
 )  # fmt: skip
 
-_WHO = rf"(?P<who>(?:{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
+# Who several are, asked at once ("what are my cats called?"), and who each one of them is.
+_SINGULAR = {
+    "children": "child", "kids": "kid", "puppies": "puppy", "bunnies": "bunny", "ponies": "pony",
+    "babies": "baby", "mice": "mouse", "guinea pigs": "guinea pig", "goldfish": "goldfish",
+}  # fmt: skip
+_PLURAL_OF = {one: many for many, one in _SINGULAR.items() if one != many}
+_PLURAL = rf"(?:{'|'.join(_SINGULAR)}|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
+
+_WHO = rf"(?P<who>(?:{_PLURAL}|{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
 
 # (question about someone, the attribute asked for; "" for who they are)
 _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -110,12 +118,13 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhere does (?:my )?{_WHO} work\b", "workplace"),
         (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
-        (rf"\bhow old is (?:my )?{_WHO}\b", "age"),
+        (rf"\bhow old (?:is|are) (?:my )?{_WHO}\b", "age"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        (rf"\bwhat(?:'s| is) (?:the name of )?my {_WHO}(?:'s|s')? (?:name|called)\b", "name"),
-        (rf"\bwhat(?:'s| is) my {_WHO} called\b", "name"),
+        (rf"\bwhat(?:'s| is| are) (?:the names? of )?my {_WHO}(?:'s|s'|')? (?:names?|called)\b",
+         "name"),
+        (rf"\bwhat(?:'s| is| are) my {_WHO} called\b", "name"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
     )
@@ -142,18 +151,12 @@ _ATTRIBUTE_WORDS = {
 }  # fmt: skip
 
 
-# "can I eat peanuts?", "should I have the cheese?", with the thing asked about.
-_ASK_CAN_HAVE = re.compile(
-    r"^(?:can|could|may|should) i (?P<verb>eat|have|drink|take|try) (?P<thing>.{1,60}?)\??$", _F
-)
-# What "can I have ..." asks for that is no food or drink ("your help", "a minute").
-_NOT_FOOD = re.compile(
-    r"^(?:your|my)\b|\b(?:help|question|word|minute|moment|second|reminder|break|look|chat"
-    r"|call|go|try|day off|refund|discount|receipt|list)\b",
+# "what do I do on Sundays?", "what do I usually do every morning?"
+_ASK_ROUTINE = re.compile(
+    r"^what do i (?:usually |normally |typically |always )?do (?P<when>(?:on|every|at the|in the)"
+    r" [^\W\d_][\w ]{0,30}?)\??$",
     _F,
 )
-#: The facts that say what a user should not eat or drink.
-_CONSTRAINTS = ("allergy", "avoid", "diet")
 # "do I like jazz?", with the thing asked about.
 _ASK_LIKE = re.compile(
     r"^(?:do|did) i (?:like|love|enjoy|hate|dislike) (?P<thing>.{1,80}?)\??$", _F
@@ -179,27 +182,20 @@ def answer_like(
     return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
 
 
-def answer_can_have(
+def answer_routine(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
-    """Answer "can I eat peanuts?" from the user's allergies, what they avoid and their diet:
-    "Better not." with the allergy or constraint that names it; what they told of their diet
-    when nothing names it; ``None`` when they told of none, or the thing is no food ("can I
-    have your help?": another rule may answer)."""
-    match = _ASK_CAN_HAVE.match(reading.text)
+    """Answer "what do I do on Sundays?" with the routines said with that time, or say none
+    was told for it."""
+    match = _ASK_ROUTINE.match(reading.text)
     if match is None:
         return None
-    wanted = content_stems(match.group("thing"))
-    told = own_facts(reading, *_CONSTRAINTS)
-    against = [
-        f for f in told if parse_key(f.key).name != "diet" and wanted & content_stems(f.value)
-    ]
-    if against:
-        return "Better not. " + " ".join(answer_line(f) for f in against)
-    eats = match.group("verb").casefold() in {"eat", "drink"}
-    if not told or not (eats or _NOT_FOOD.search(match.group("thing")) is None):
-        return None  # "can I have your help?" asks nothing of food
-    return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
+    when = match.group("when")
+    wanted = content_stems(when) - content_stems("on every at the")
+    found = [f for f in own_facts(reading, "routine") if wanted <= content_stems(f.value)]
+    if not found:
+        return f"{NOT_TOLD} what you do {when} yet."
+    return " ".join(answer_line(f) for f in found)
 
 
 def answer_someone(
@@ -292,9 +288,14 @@ def fact_acks(
     old_name = before["name"].value if "name" in before else None
     noted: list[str] = []
     unsure: list[str] = []
+    named_together = _named_together(new)
     for fact in new:
         if personal and not kept(fact):
             unsure.append(describe_fact(fact))
+            continue
+        if fact.key in named_together:
+            if named_together[fact.key]:
+                noted.append(named_together[fact.key])
             continue
         if fact.key != "name":
             previous = before.get(slot_of(fact.key))
@@ -322,6 +323,31 @@ def fact_acks(
     return [" ".join(said)]
 
 
+def _named_together(new: Sequence[Fact]) -> dict[str, str]:
+    """How to say the people and pets a message names: by key, the phrase of the first of a
+    role ("your cats are called Miso and Tofu"), "" for the others of it and for one whom
+    another fact of the message names already ("your wife Giulia works at the bank")."""
+    spoken_of = {parse_key(f.key).subject for f in new}
+    roles: dict[str, list[Fact]] = {}
+    phrases: dict[str, str] = {}
+    for fact in new:
+        if parse_key(fact.key).name not in {"relative", "pet"}:
+            continue
+        if fact.value in spoken_of:
+            phrases[fact.key] = ""
+        else:
+            roles.setdefault(role_and_name(fact.value)[0], []).append(fact)
+    for role, named in roles.items():
+        if len(named) > 1 and all(role_and_name(f.value)[1] for f in named):
+            names = [role_and_name(f.value)[1] for f in named]
+            many = _PLURAL_OF.get(role, role + "s")
+            phrases.update((f.key, "") for f in named)
+            phrases[named[0].key] = (
+                f"your {many} are called {', '.join(names[:-1])} and {names[-1]}"
+            )
+    return phrases
+
+
 def _is_about(label: str, who: str) -> bool:
     role, name = role_and_name(label)
     return who in {role.casefold(), name.casefold(), label.casefold()}
@@ -330,6 +356,7 @@ def _is_about(label: str, who: str) -> bool:
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
     who = " ".join(who.casefold().split())
+    who = _SINGULAR.get(who) or (who[:-1] if re.fullmatch(_PLURAL, who, _F) else who)
     named = [
         f
         for f in reading.facts
@@ -418,8 +445,15 @@ def _about_you(facts: Sequence[Fact]) -> str:
             "I don't know anything about you yet. Tell me, for example, “my name is Ada” or "
             "“I live in Lisbon”."
         )
-    # Yourself first, then the people and pets in your life.
-    ordered = sorted(facts, key=lambda f: parse_key(f.key).subject != USER)
+    # Yourself first, then the people and pets in your life; one named in a fact about them
+    # ("your partner Sam works as a vet") needs no line of its own ("... is called Sam").
+    spoken_of = {parse_key(f.key).subject for f in facts}
+    kept = [
+        f
+        for f in facts
+        if not (parse_key(f.key).name in {"relative", "pet"} and f.value in spoken_of)
+    ]
+    ordered = sorted(kept, key=lambda f: parse_key(f.key).subject != USER)
     return "Here's what I know about you:\n" + "\n".join(f"• {answer_line(f)}" for f in ordered)
 
 

@@ -136,6 +136,8 @@ def _recap_line(line: str) -> str:
         return f"• me: {said[4:]}"
     who = "you" if match.group("who") == "user" else match.group("who")
     verb = _RECAP_VERBS.get(match.group("tag") or "", "")
+    if match.group("tag") == "fact":  # "mom/birthday: 12 December": "mom's birthday: ..."
+        said = re.sub(r"(?<=\w)/(?=\w)", "'s ", said)
     return f"• {who}{verb}: {said.replace(' -> ', ' → ')}"
 
 

@@ -246,11 +246,11 @@ class ConversationRetriever:
         facts, loops = fact_turns(state), loop_turns(state)
         texts = [query for query, _ in queries]
         results = self.store.search_turn_texts(conn, session_id, texts, limit + slack + 1)
-        # The words searched, the message's vector (encoded meanwhile) moved towards its hits'.
+        # The words searched, the message's vector (if encoded by now) moved towards its hits'.
         first = results[0] if queries and queries[0][1] == "message" else []
         seeds = [t.seq for t, _ in first if before_seq is None or t.seq < before_seq]
         nearest = [] if self.semantic is None else self.semantic.search(
-            conn, session_id, query_vector, limit, before_seq,
+            conn, session_id, query_vector, limit, before_seq, wait=self.policy.vector_wait,
             seeds=seeds[: self.policy.feedback_hits], feedback=self.policy.feedback)  # fmt: skip
         if not queries:  # no word of the message to search for: its vector alone
             queries, results = [("", "message")], [[]]
@@ -497,4 +497,3 @@ def _topic_names(state: SessionState | None) -> list[str]:
         return []
     topics = sorted(state.active_topics, key=lambda t: (-t.weight, t.name))[:_QUERY_TOPICS]
     return [topic.name for topic in topics]
-

@@ -93,6 +93,9 @@ class RetrievalPolicy:
             theirs before the semantic search (:meth:`SemanticSearch.search <agent.memory.
             semantic_search.SemanticSearch.search>`; 0: none).
         feedback: the weight of their mean vector there (the message's is 1).
+        vector_wait: the seconds the semantic search waits, after the lexical searches, for
+            the message's vector still being encoded (0: none; the search then goes from the
+            feedback hits' vectors alone, and the reply does not wait for the encoder).
         decay: how memories decay (their recency and importance).
     """
 
@@ -113,6 +116,7 @@ class RetrievalPolicy:
     semantic_weight: float = 1.0
     feedback_hits: int = 5
     feedback: float = 1.0
+    vector_wait: float = 0.0
     decay: DecayPolicy = field(default_factory=DecayPolicy)
 
     def __post_init__(self) -> None:
@@ -122,6 +126,8 @@ class RetrievalPolicy:
             raise ValueError("recency_half_life_turns must be positive")
         if self.neighbour_span < 0 or self.neighbour_hits < 0 or self.neighbour_weight < 0:
             raise ValueError("neighbour_span, neighbour_hits and neighbour_weight must be >= 0")
+        if self.vector_wait < 0:
+            raise ValueError("vector_wait must be >= 0")
 
 
 class _Ranked(NamedTuple):

@@ -14,10 +14,13 @@ retriever is lexical only (FTS5 BM25) and nothing here runs.
   at its first search and topped up from it at each search (the vectors after the last seq it
   holds), so a process that crashed, or another worker, finds the same vectors. An erasure
   (:meth:`forget`) empties the cache; the cascade has removed the rows.
-* **The message's vector beside its words' search, made once.** A packet's message is encoded
-  in a thread of its own (:meth:`SemanticSearch.encode_message`) while the retriever runs its
-  lexical searches, and waited for only after them; the vector is kept, so the indexer stores
-  it for the message's turn instead of encoding the same ``speaker: words`` again.
+* **The message's vector beside its words' search, made once, never waited for.** A packet's
+  message is encoded in a thread of its own (:meth:`SemanticSearch.encode_message`) while the
+  retriever runs its lexical searches; a vector not encoded by then is left out (``wait``,
+  ``AGENT_EMBEDDING_WAIT_MS``, 0 by default), and the search goes from the vectors of the
+  best lexical hits alone, so the encoder adds nothing to a reply's latency. The vector is
+  kept, so the indexer stores it for the message's turn instead of encoding the same
+  ``speaker: words`` again.
 * **Fused with BM25** by the retriever (reciprocal rank fusion,
   :func:`agent.memory.retrieval_ranking.fuse`), the message's vector first moved towards the
   vectors of its best BM25 hits (:meth:`SemanticSearch.search`'s ``seeds``).
@@ -229,6 +232,7 @@ class SemanticSearch:
         *,
         seeds: Sequence[int] = (),
         feedback: float = 1.0,
+        wait: float | None = None,
     ) -> list[int]:
         """Return the seqs of the session's turns nearest ``vector`` (a vector, or the future
         of one: :meth:`encode_message`; ``None``: none), nearest first, before ``before_seq``
@@ -240,15 +244,22 @@ class SemanticSearch:
         (Rocchio's pseudo-relevance feedback): it moves towards what the conversation said of
         the subject, so turns that share no word with the message, nor its phrasing, but talk
         of what its hits talk of come nearer. Seeds without a vector are left out.
+
+        ``wait``: the most seconds to wait for a vector still being encoded (``None``: until
+        it is). One not encoded by then is left out: the seeds' mean alone is searched (no
+        seeds: nothing), so a reply need not wait for the encoder; the vector is still
+        stored for its turn once encoded.
         """
         import numpy as np  # comes with the optional "semantic" extra
 
         if vector is None:
             return []
         fresh = self._store.vectors(conn, session_id, self.model, self._last_seq(session_id))
-        if isinstance(vector, Future):  # read while it was encoded: wait for it now
+        if isinstance(vector, Future):  # read while it was encoded: wait for it now, or not
             try:
-                vector = vector.result()
+                vector = vector.result(timeout=wait)
+            except TimeoutError:
+                vector = None  # still encoding: the seeds alone
             except Exception:
                 logger.exception("encoding the message failed: its words alone are searched")
                 return []
@@ -269,10 +280,14 @@ class SemanticSearch:
             if not held:
                 return []
             extra = 0 if before_seq is None else max(cached.last_seq - before_seq + 1, 0)
-            query = np.asarray(vector, dtype=np.float32).reshape(-1)
             held_rows = (cached.index.get(np.uint64(seq)) for seq in seeds)
             known = [np.asarray(row, dtype=np.float32).reshape(-1) for row in held_rows if
                      row is not None]  # fmt: skip
+            if vector is None and not (known and feedback):
+                return []
+            query = np.zeros(self.dimension, dtype=np.float32)
+            if vector is not None:
+                query = np.asarray(vector, dtype=np.float32).reshape(-1)
             if known and feedback:  # Rocchio: towards the seeds' mean, as a unit vector again
                 query = query + feedback * np.mean(known, axis=0)
                 query = query / (np.linalg.norm(query) or 1.0)

@@ -200,7 +200,12 @@ class CheckpointKeeper:
             return live.checkpoint_status is not None
 
     async def open_live(
-        self, chat_id: int, rebuilt: dict[str, str] | None = None, *, resuming: bool = False
+        self,
+        chat_id: int,
+        rebuilt: dict[str, str] | None = None,
+        *,
+        resuming: bool = False,
+        row: ConversationSession | None = None,
     ) -> LiveSession | None:
         """Return the chat's open session, held; one not held yet is hydrated first.
 
@@ -208,13 +213,15 @@ class CheckpointKeeper:
         the start, or opened by another process) is read from the database (its row and last
         turns, through indexes) and its checkpoint checked (:meth:`checked`) before it serves
         a turn (I5). It is ``resuming`` when ``resuming`` (the start holds it, before any
-        turn) or when its row last changed before the start.
+        turn) or when its row last changed before the start. ``row`` is the chat's open
+        session as the caller has just read it (the start, before any turn), read again
+        otherwise.
         """
         parts = self._parts
         live = parts.sessions.for_chat(chat_id)
         if live is not None:
             return live
-        session = await parts.store.open_session_for_chat(parts.db.reader, chat_id)
+        session = row or await parts.store.open_session_for_chat(parts.db.reader, chat_id)
         if session is None:
             return None
         if parts.summary_worker is not None:

@@ -144,7 +144,7 @@ class Hydration:
         for sid in unknown:  # the files the record does not vouch for (else the sweep's)
             await self._hold_session(sid)
         for session in with_jobs:
-            await self._hold(session.chat_id)
+            await self._hold(session.chat_id, session)
         await keeper.record()
         logger.info(
             "started with %d sessions held (%d checkpoints rebuilt, %d undelivered replies)",
@@ -188,10 +188,16 @@ class Hydration:
         if session is not None and session.closed_at is None:
             await self._hold(session.chat_id)
 
-    async def _hold(self, chat_id: int) -> None:
+    async def _hold(self, chat_id: int, row: ConversationSession | None = None) -> None:
+        # ``row``: the chat's open session read by the start, before any turn could change it.
         async with self._parts.chat_locks[chat_id]:
             if not self._parts.closed:
-                await self._keeper.open_live(chat_id, self.report.rebuilt, resuming=self._starting)
+                await self._keeper.open_live(
+                    chat_id,
+                    self.report.rebuilt,
+                    resuming=self._starting,
+                    row=row if self._starting else None,
+                )
 
     async def _run_sweep(self, *, hold_all: bool) -> None:
         try:
@@ -224,7 +230,7 @@ class Hydration:
                 if self._stopping.is_set():
                     return
                 if hold_all:
-                    await self._hold(session.chat_id)
+                    await self._hold(session.chat_id, session)
                 else:
                     await self._check(session)
                 report.sessions += 1

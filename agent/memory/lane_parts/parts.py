@@ -161,7 +161,7 @@ class LaneParts:
         # yet has no turns to search, but its chat may have memories.
         # One hand-over to the searcher's thread for every statement (Database.read); the
         # message's vector (the optional semantic search) is encoded in a thread meanwhile,
-        # waited for only after the lexical searches.
+        # used if ready after the lexical searches (RetrievalPolicy.vector_wait).
         speaker = None if sender is None else sender.speaker
         vector = None if is_new else await self.retriever.query_vector(text, speaker)
         retrieve = partial(

@@ -135,19 +135,31 @@ def _strip_filler(text: str) -> str:
     return text[match.end() :].strip() if match else text
 
 
+# Words said around a value, not part of it: "I hate mornings lol", "I live in Leeds tbh".
+_TAIL = re.compile(
+    r"[\s,]+(?:please|pls|thanks|thank you|lol|lmao|rofl|ha(?:ha)+|he(?:he)+|tbh|imo|honestly"
+    r"|btw|xd)$",
+    _F,
+)
+
+
 def clean_value(value: str, limit: int = _VALUE_CHARS) -> str:
-    """Trim a captured value: trailing punctuation and emoji, quotes, "please"; cap its length."""
+    """Trim a captured value: trailing punctuation and emoji, quotes, "please", "lol", "tbh";
+    cap its length."""
+    value = _trim_end(value)
+    while (tail := _TAIL.search(value)) is not None:
+        value = _trim_end(value[: tail.start()])
+    if len(value) > limit:
+        value = value[: limit - 1].rstrip() + "…"
+    return value
+
+
+def _trim_end(value: str) -> str:
     # A loop, not a regex: "[\W_]+$" is quadratic on a long run of symbols.
     end = len(value)
     while end and not (value[end - 1].isalnum() or value[end - 1] in ")]'\""):
         end -= 1
-    value = value[:end].strip().strip("\"'")
-    for tail in (" please", " pls", " thanks", " thank you"):
-        if value.lower().endswith(tail):
-            value = value[: -len(tail)].rstrip(" ,")
-    if len(value) > limit:
-        value = value[: limit - 1].rstrip() + "…"
-    return value
+    return value[:end].strip().strip("\"'")
 
 
 # -- to-dos: openers, closers, matching ----------------------------------------------------------

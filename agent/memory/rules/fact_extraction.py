@@ -43,7 +43,7 @@ _ADV = (
 )
 _PLACE_STOP = re.compile(
     r"\s+(?:with|for|since|near|now|currently|and|but|at|on|in|because|as|where|which|last|this"
-    r"|next|ago|recently)\b|,\s",
+    r"|next|ago|recently|today|tonight|tomorrow)\b|,\s",
     _F,
 )
 _PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas)\b", _F)
@@ -117,6 +117,16 @@ _CORRECTION = re.compile(
     _F,
 )
 
+# Who travels and how sure: "I'm going", "we're thinking of going", "we might go".
+_TRAVEL = (
+    r"\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are))(?:\s+(?:thinking\s+(?:of|about)|considering"
+    r"|planning\s+(?:to|on)|hoping\s+to|about\s+to|going\s+to))?"
+    r"|(?:i|we)(?:'ll|\s+will|\s+might|\s+may))\s+"
+)
+# "I", "I've", "I just", "I have now": how news of the user's opens.
+_NEWS = rf"\bi(?:'ve|\s+have)?{_ADV}\s+"
+# When a routine comes round: "every morning", "on Sundays".
+_DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
 _LIVE = r"(?:live|reside|'m living|am living|'m based|am based|'m staying|am staying)"
 _WORK = r"(?:work|'m working|am working)"
 _DISLIKE = (
@@ -160,9 +170,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule(
         "event",
         rf"^(?:my|our) (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s"
-        r"(?:is|are|leaves"
-        r"|departs|starts|begins|(?:got|was|has been|is being)\s+(?:moved|rescheduled|pushed"
-        r"|postponed|changed)|moved)\s.+)$",
+        r"(?:is|are|leaves|departs|starts|begins|(?:got|was|has been|is being)\s+(?:moved"
+        r"|rescheduled|pushed|postponed|changed)|moved)\s.+)$",
         "phrase",
     ),
     # "the party is this Saturday": an event said without "my", when it is said with its time.
@@ -197,9 +206,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("workplace", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
           r"\s+(?P<v>.+)", "place"),
-    _rule("plan", r"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+(?:going|flying|travel(?:l)?ing|heading"
-          r"|driving|off|sailing)"
-          r"\s+to\s+(?P<v>.+)", "trip"),
+    _rule("plan", rf"{_TRAVEL}(?:go(?:ing)?|fly(?:ing)?|travel(?:l)?(?:ing)?|head(?:ing)?"
+          r"|driv(?:e|ing)|off|sail(?:ing)?)\s+to\s+(?P<v>.+)", "trip"),
+    _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
+    _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
     _rule("location", rf"\bi{_ADV}\s+{_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
@@ -212,9 +222,23 @@ _FACT_RULES: tuple[_FactRule, ...] = (
           alongside=True),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
-    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?P<v>.+)", "place"),
+    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
+    _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",
+          "place"),
     _rule("workplace", r"\bmy (?:employer|company|workplace) is\s+(?P<v>.+)", "place"),
+    # Work told as news: "I started a new job at Spotify", "I got hired by Acme", "I've
+    # joined Google as a designer" (a company, by its capital: not "I joined a gym").
+    _rule("job", rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?(?:new\s+)?"
+          rf"(?:job|position|role|post)\s+as\s+(?P<v>an?\s+.+?)(?:\s+(?:at|with|for)\s+.+)?$",
+          "short", alongside=True),
+    _rule("workplace", rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?"
+          r"(?:new\s+)?(?:job|position|role|post)\s+(?:as\s+.+?\s+)?(?:at|with|for)\s+(?P<v>.+)",
+          "place"),
+    _rule("workplace", rf"{_NEWS}(?:got\s+|been\s+)?hired\s+(?:by|at)\s+(?P<v>.+)", "place"),
+    _rule("job", rf"{_NEWS}joined\s+[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*)*\s+as\s+(?P<v>an?\s+.+)",
+          "short", alongside=True),
+    _rule("workplace", rf"{_NEWS}joined\s+(?P<v>[A-Z].+)", "org"),
     _rule(
         "favourite",
         r"\bmy (?:favou?rite|fav)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)\s+(?P<v>.+)",
@@ -246,12 +270,11 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("goal", rf"\bi{_ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
     _rule("goal", rf"\bi(?:'m|\s+am){_ADV}\s+(?:hoping|aiming|trying)\s+"
           rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
-    _rule(
-        "routine",
-        r"^(?P<v>every\s+(?:morning|evening|night|day|week|weekend|monday|tuesday|"
-        r"wednesday|thursday|friday|saturday|sunday)\s+i\s+.+)",
-        "phrase",
-    ),
+    _rule("routine", rf"^(?P<v>(?:every\s+{_DAYS}|on\s+{_DAYS}s)\b.{{0,30}}?\bi\s+.+)", "phrase"),
+    _rule("routine", r"^(?P<v>i\s+(?:usually|always|normally|regularly|typically)\s+"
+          r"(?!(?:like|love|enjoy|hate|forget|wanted)\b).+)", "phrase"),
+    _rule("routine", rf"^(?P<v>i\s+(?:go|play|do|have|take|walk|visit|call|see|meet|train)\b.*"
+          rf"\bevery\s+{_DAYS}\b.*)", "phrase"),
     _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "short"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "short"),
     _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
@@ -265,7 +288,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 
 
 # A word every rule of _FACT_RULES matches as a whole word (the user speaks of themselves: "I",
-# "I'm", "im", "my", "me", "we", "our", or "name is ..."), or "the" opening an event ("the party
+# "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" opening an event ("the party
 # is on Friday"): a clause without one is read by none of them.
 _USER_CUE = re.compile(r"\b(?:i|im|my|me|name|we|our)\b|^the\s", _F)
 
@@ -312,6 +335,9 @@ def _fact_value(kind: str, raw: str) -> str | None:
     if kind == "trip":  # "going to Japan in August": a place, by its capital letter
         place = _cut(raw, _PHRASE_STOP, 8)
         return f"a trip to {place}" if place[:1].isupper() else None
+    if kind == "org":  # "joined Google as a designer": a name, by its capital letter
+        value = _cut(raw, _PLACE_STOP, 5)
+        return value if value[:1].isupper() else None
     if kind == "place":
         value = _cut(raw, _PLACE_STOP, 5)
     elif kind == "short":

@@ -7,8 +7,8 @@ place of the pronoun that opens the message ("my son's name is Leo"), so that th
 and the questions read it as if it had been said in one go. A pronoun whose gender the role
 contradicts ("my daughter is 7", then "his name is ...") names no one, nor does a message
 before that named nobody or several people. :func:`resolve_name` does the same for a name
-that opens a message ("Rex is 5 now": "my dog Rex is 5 now") from the facts known. Pure
-functions of their arguments.
+that opens a message or a clause ("Rex is 5 now": "my dog Rex is 5 now") from the facts
+known. Pure functions of their arguments.
 
 Tested by ``tests/test_pronouns.py`` and the "pets and relatives" family of
 ``tests/test_everyday_phrasings.py``.
@@ -44,9 +44,11 @@ _OPENING = re.compile(
 )
 # A question's pronoun, wherever it is: "how old is she?", "what's his name?".
 _ASKED = re.compile(r"^(?=.*\?\s*$).*?\b(?P<p>he|she|they|his|her|their)\b(?P<be>)", _F)
-# A name that opens a statement about its bearer: "Rex is 5", "Clara's birthday is ...".
+# A name that opens a statement about its bearer: "Rex is 5", "Clara's birthday is ...", or
+# a clause of one: "Miso is 3 and Tofu is 5".
 _NAME_FIRST = re.compile(
-    r"^(?P<name>[A-Z][^\W\d_]+)(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
+    r"(?:^|(?<=, )|(?<=; )|(?<=\band )|(?<=\bbut ))"
+    r"(?P<name>[A-Z][^\W\d_]+)(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
     r"|turned|moved|got)\b))"
 )
 # Each one a message speaks of: "my sister ... and my brother ...": two, no telling who.
@@ -78,27 +80,25 @@ def _named(previous: str) -> tuple[str | None, bool]:
 
 
 def opens_with_name(text: str) -> bool:
-    """Whether ``text`` opens with a name :func:`resolve_name` may resolve (a cheap test
-    before the facts known are gathered)."""
-    return _NAME_FIRST.match(text) is not None
+    """Whether ``text`` or a clause of it opens with a name :func:`resolve_name` may resolve
+    (a cheap test before the facts known are gathered)."""
+    return _NAME_FIRST.search(text) is not None
 
 
 def resolve_name(text: str, known: Sequence[Fact]) -> str:
-    """Return ``text`` with the name that opens it ("Rex is 5", "Clara works at the
-    hospital") made the one the user named before ("my dog Rex is 5"), when ``known`` (their
-    facts) names exactly one by it; else ``text`` as it is."""
-    match = _NAME_FIRST.match(text)
-    if match is None:
-        return text
-    labels = {
-        f.value
-        for f in known
-        if parse_key(f.key).name in {"relative", "pet"}
-        and role_and_name(f.value)[1].casefold() == match.group("name").casefold()
-    }
-    if len(labels) != 1:
-        return text
-    return f"my {labels.pop()}" + text[match.end() :]
+    """Return ``text`` with each name that opens it or one of its clauses ("Rex is 5",
+    "Clara works at the hospital", "Miso is 3 and Tofu is 5") made the one the user named
+    before ("my dog Rex is 5"), where ``known`` (their facts) names exactly one by it."""
+    labels: dict[str, set[str]] = {}
+    for fact in known:
+        if parse_key(fact.key).name in {"relative", "pet"}:
+            labels.setdefault(role_and_name(fact.value)[1].casefold(), set()).add(fact.value)
+
+    def label(match: re.Match[str]) -> str:
+        bearers = labels.get(match.group("name").casefold(), set())
+        return f"my {next(iter(bearers))}" if len(bearers) == 1 else match.group()
+
+    return _NAME_FIRST.sub(label, text) if labels else text
 
 
 def said_before(turns: Sequence[ConversationTurn]) -> list[str]:

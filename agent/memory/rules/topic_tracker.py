@@ -23,6 +23,12 @@ _MAX_PHRASE_WORDS = 3
 MAX_PHRASES_PER_TURN = 6
 
 
+# Verbs of feeling and seeing, which name no subject: "I hate mornings" is about mornings.
+_FEELINGS = frozenset(
+    "hate hates love loves enjoy enjoys adore feel feels felt seem seems went saw".split()
+)
+
+
 def _singular(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
@@ -33,6 +39,11 @@ def _singular(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
+
+
+def _past_tense(word: str) -> bool:
+    # "the castle looked great": "looked" is in no phrase that names a subject ("seed" is).
+    return len(word) > 4 and word.endswith("ed") and not word.endswith("eed")
 
 
 def _phrases(words: list[str]) -> str | None:
@@ -59,7 +70,13 @@ def key_phrases(text: str, *, limit: int = MAX_PHRASES_PER_TURN) -> tuple[str, .
     for word in split_words_and_breaks(normalize_text(text).casefold()):
         if word.endswith("'s"):
             word = word[:-2]
-        if len(word) >= 2 and word[0].isalpha() and word not in TOPIC_STOP_WORDS:
+        if (
+            len(word) >= 2
+            and word[0].isalpha()
+            and word not in TOPIC_STOP_WORDS
+            and word not in _FEELINGS
+            and not _past_tense(word)
+        ):
             run.append(word)
             continue
         phrase = _phrases(run)

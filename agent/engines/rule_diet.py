@@ -1,0 +1,85 @@
+"""What the rule-based concierge answers of food and drink: "can I eat a burger?", "do I
+eat meat?", from the user's allergies, what they avoid and their diet, by the food's words or
+its group (:mod:`agent.memory.rules.food_groups`: a burger is meat, a latte has dairy).
+
+Tested by the "allergies and constraints" and "what a diet or an allergy rules out" families
+of ``tests/test_everyday_phrasings.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agent.engines.rule_facts import answer_line, own_facts
+from agent.engines.rule_reading import Reading
+from agent.memory.longterm.memory_slots import describe_fact, parse_key
+from agent.memory.rules.extraction import content_stems
+from agent.memory.rules.food_groups import food_groups, groups_left_out, how_it_has
+from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
+
+__all__ = ["answer_can_have"]
+
+_F = re.IGNORECASE
+
+# "can I eat peanuts?", "should I have the cheese?", with the thing asked about.
+_ASK_CAN_HAVE = re.compile(
+    r"^(?:can|could|may|should) i (?P<verb>eat|have|drink|take|try|order|get|grab)"
+    r" (?P<thing>.{1,60}?)\??$",
+    _F,
+)
+# Verbs of a question that is of food only when a fact rules the thing out ("can I get the
+# wings?", not "can I get a taxi?").
+_MAYBE_FOOD = frozenset({"order", "get", "grab"})
+# "do I eat meat?", "do I drink milk?".
+_ASK_DO_EAT = re.compile(r"^(?:do|should) i (?P<verb>eat|drink) (?P<thing>.{1,60}?)\??$", _F)
+# What "can I have ..." asks for that is no food or drink ("your help", "a minute").
+_NOT_FOOD = re.compile(
+    r"^(?:your|my)\b|\b(?:help|question|word|minute|moment|second|reminder|break|look|chat"
+    r"|call|go|try|day off|refund|discount|receipt|list)\b",
+    _F,
+)
+#: The facts that say what a user should not eat or drink.
+_CONSTRAINTS = ("allergy", "avoid", "diet")
+
+
+def answer_can_have(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "can I eat peanuts?" or "do I eat meat?" from the user's allergies, what they
+    avoid and their diet: "Better not." ("No." to "do I ...") with the fact that rules it out,
+    by its words or by the food's group (:mod:`agent.memory.rules.food_groups`: a burger is
+    meat); to "can I ...", what they told of their diet when nothing rules it out. ``None``
+    when they told of none, or the thing is no food ("can I have your help?": another rule
+    may answer)."""
+    match = _ASK_CAN_HAVE.match(reading.text) or _ASK_DO_EAT.match(reading.text)
+    if match is None:
+        return None
+    thing = match.group("thing")
+    told = own_facts(reading, *_CONSTRAINTS)
+    against = [line for f in told if (line := _rules_out(f, thing)) is not None]
+    asked_do = match.re is _ASK_DO_EAT
+    if against:
+        return ("No. " if asked_do else "Better not. ") + " ".join(against)
+    verb = match.group("verb").casefold()
+    eats = verb in {"eat", "drink"}
+    if asked_do or verb in _MAYBE_FOOD or not told or not (eats or _NOT_FOOD.search(thing) is None):
+        return None  # "can I have your help?", "can I get a taxi?" ask nothing of food
+    return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
+
+
+def _rules_out(fact: Fact, thing: str) -> str | None:
+    """Say how ``fact`` (an allergy, something avoided, a diet) rules ``thing`` out, or
+    ``None``. A fact that names a food group rules out what is of it (not "alcohol-free
+    beer"); one that names none, what shares a word with it."""
+    attribute = parse_key(fact.key).name
+    left_out = groups_left_out(attribute, fact.value)
+    if not left_out:
+        shared = attribute != "diet" and content_stems(thing) & content_stems(fact.value)
+        return answer_line(fact) if shared else None
+    hit = sorted(food_groups(thing) & left_out)
+    if not hit:
+        return None
+    why = how_it_has(thing, hit[0])
+    line = answer_line(fact)
+    return f"{line.removesuffix('.')} ({why})." if why else line

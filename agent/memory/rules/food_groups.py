@@ -1,0 +1,153 @@
+"""What a diet or an allergy rules out, as data: food groups and the words that name them.
+
+"I'm vegetarian", then "can I eat a burger?": the words of the question share none with the
+diet, yet a person knows the answer. :data:`GROUPS` says which everyday foods and drinks
+belong to a group (a burger is meat, a latte has dairy, a beer has alcohol), :data:`DIETS`
+which groups a diet leaves out, and a constraint the user told ("I'm allergic to nuts", "I
+don't drink alcohol") leaves out the groups it names. Words that make a food free of a group
+("veggie burger", "alcohol-free beer", "oat milk") take it out of that group. Pure functions of
+their arguments; the lists are a start, not a nutrition database: a food no list names is
+answered from the words alone, as before.
+
+Tested by the "what a diet or an allergy rules out" family of
+``tests/test_everyday_phrasings.py`` and by ``tests/test_food_groups.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping
+
+__all__ = ["DIETS", "GROUPS", "food_groups", "groups_left_out", "how_it_has"]
+
+_F = re.IGNORECASE
+
+_MEAT = """meat beef pork chicken lamb mutton veal steak bacon ham sausage salami pepperoni burger
+    hamburger cheeseburger hotdog hot-dog turkey duck venison mince meatball kebab chorizo
+    prosciutto pancetta brisket ribs jerky nuggets wings goose pate pâté carbonara bolognese"""
+_FISH = """fish salmon tuna cod sushi sashimi anchovy anchovies sardine trout mackerel haddock
+    halibut seabass"""
+_SHELLFISH = """shellfish shrimp prawn lobster crab mussel oyster clam scallop crayfish langoustine
+    calamari squid octopus"""
+_DAIRY = """dairy milk cheese butter cream yoghurt yogurt latte cappuccino flat-white milkshake
+    custard mozzarella cheddar parmesan brie feta ricotta mascarpone cheesecake gelato ice-cream
+    lactose whey"""
+_EGG = "egg eggs omelette omelet mayonnaise mayo meringue quiche frittata"
+_NUTS = """nut nuts peanut almond walnut cashew pistachio hazelnut pecan macadamia nutella praline
+    marzipan satay snickers pesto"""
+_PEANUTS = "peanut peanuts satay snickers"
+_GLUTEN = """gluten wheat bread pasta pizza beer barley rye couscous cake cookie biscuit croissant
+    bagel flour cereal toast sandwich spaghetti lasagne lasagna noodles muffin pastry doughnut
+    donut pancake waffle"""
+_ALCOHOL = """alcohol beer wine vodka whisky whiskey gin rum tequila cider champagne prosecco
+    cocktail sake brandy liqueur margarita mojito lager ale spirits booze sangria"""
+_PORK = "pork bacon ham salami pepperoni chorizo prosciutto pancetta lard carbonara"
+
+#: Each group, and the words of the foods and drinks in it (each also read in the plural).
+GROUPS: Mapping[str, frozenset[str]] = {
+    name: frozenset(words.split())
+    for name, words in (
+        ("meat", _MEAT),
+        ("fish", _FISH),
+        ("shellfish", _SHELLFISH),
+        ("dairy", _DAIRY),
+        ("egg", _EGG),
+        ("nuts", _NUTS),
+        ("peanuts", _PEANUTS),
+        ("gluten", _GLUTEN),
+        ("alcohol", _ALCOHOL),
+        ("pork", _PORK),
+    )
+}
+
+#: The groups each diet leaves out.
+DIETS: Mapping[str, frozenset[str]] = {
+    diet: frozenset(groups.split())
+    for diet, groups in (
+        ("vegetarian", "meat fish shellfish pork"),
+        ("vegan", "meat fish shellfish pork dairy egg"),
+        ("pescatarian", "meat pork"),
+        ("gluten-free", "gluten"),
+        ("gluten free", "gluten"),
+        ("lactose-intolerant", "dairy"),
+        ("lactose intolerant", "dairy"),
+        ("teetotal", "alcohol"),
+        ("sober", "alcohol"),
+        ("halal", "pork alcohol"),
+        ("kosher", "pork shellfish"),
+    )
+}
+
+# What a constraint's words name besides a group's own words: "seafood", "lactose", "eggs".
+_NAMES = {
+    "seafood": ("fish", "shellfish"),
+    "lactose": ("dairy",),
+    "milk": ("dairy",),
+    "wheat": ("gluten",),
+}
+
+# Words that take a food out of a group: "veggie burger", "alcohol-free beer", "oat milk".
+_FREE_OF = {
+    "meat": r"veggie|vegetarian|vegan|plant[- ]based|meat[- ]?free|meatless|tofu|beyond",
+    "fish": r"vegan|plant[- ]based|fish[- ]?free",
+    "dairy": r"vegan|plant[- ]based|(?:dairy|lactose|milk)[- ]?free|(?:oat|soy|soya|almond|rice"
+    r"|coconut)[- ]milk|oat|soy|soya|(?:peanut|nut|almond|cashew|apple|cocoa)[- ]butter",
+    "egg": r"vegan|egg[- ]?free|eggless",
+    "alcohol": r"alcohol[- ]?free|non[- ]?alcoholic|zero[- ]alcohol|virgin|mocktail|0\.0",
+    "gluten": r"gluten[- ]?free|coeliac[- ]friendly",
+    "nuts": r"nut[- ]?free",
+    "peanuts": r"(?:pea)?nut[- ]?free",
+}
+_FREE = {group: re.compile(rf"\b(?:{words})\b", _F) for group, words in _FREE_OF.items()}
+
+# A group whose food *is* of it ("a burger is meat"), not one a food has in it.
+_KINDS = frozenset({"meat", "fish", "shellfish", "pork"})
+
+
+def _words(text: str) -> set[str]:
+    """The words of ``text``, each also without a plural ending, and each two in a row
+    hyphenated ("ice cream": "ice-cream")."""
+    said = re.findall(r"[^\W\d_]+(?:[-'][^\W\d_]+)*", text.casefold())
+    words = set(said) | {a + "-" + b for a, b in itertools.pairwise(said)}
+    return (
+        words
+        | {w[:-2] for w in words if w.endswith("es")}
+        | {w[:-1] for w in words if w[-1:] == "s"}
+    )
+
+
+def food_groups(thing: str) -> frozenset[str]:
+    """The groups a food or drink the user names belongs to ("a burger": meat; "a veggie
+    burger": none; "an almond croissant": nuts and gluten)."""
+    words = _words(thing)
+    return frozenset(
+        group
+        for group, members in GROUPS.items()
+        if words & members and not (group in _FREE and _FREE[group].search(thing))
+    )
+
+
+def groups_left_out(attribute: str, value: str) -> frozenset[str]:
+    """The groups a fact of the user's leaves out: a ``diet`` ("vegetarian") by
+    :data:`DIETS`, an ``allergy`` or ``avoid`` ("nuts", "eat pork", "drink alcohol") by the
+    groups its words name."""
+    said = value.casefold().strip()
+    if attribute == "diet":
+        return DIETS.get(said, frozenset())
+    words = _words(said)
+    named = {group for group in GROUPS if group in words or group.rstrip("s") in words}
+    named.update(group for word, groups in _NAMES.items() if word in words for group in groups)
+    return frozenset(named)
+
+
+def how_it_has(thing: str, group: str) -> str:
+    """Say why ``thing`` is left out: "a burger is meat", "the wings are meat", "a latte
+    usually has dairy"; "" when ``thing`` names the group itself ("meat")."""
+    if group in _words(thing) or group.rstrip("s") in _words(thing):
+        return ""
+    head = re.split(r"\s+(?:with|and|in|on|from|of)\s+", thing.strip(), maxsplit=1)[0]
+    several = re.search(r"[^s]s$", head) is not None  # "the wings", not "the pad thai with nuts"
+    if group in _KINDS:
+        return f"{thing} {'are' if several else 'is'} {group}"
+    return f"{thing} usually {'have' if several else 'has'} {group}"
