@@ -108,6 +108,35 @@ async def test_foreign_keys_are_enforced_on_writes(db):
     assert await db.fetchall("SELECT * FROM conversation_turns") == []
 
 
+async def test_a_write_that_can_be_made_again_commits_without_an_fsync(items_db, db_path):
+    """``durable=False`` work alone (a turn's vector) commits with ``synchronous`` relaxed
+    around that transaction only; the next durable commit is ``FULL`` again; work of both
+    kinds in one batch commits as durable. All of it is committed and seen by another
+    connection."""
+    statements = await _trace_writer(items_db)
+    await items_db.write(_insert("vector"), durable=False)
+    await items_db.write(_insert("next"))
+    assert [s.split(" (")[0] for s in statements] == [
+        "PRAGMA synchronous = NORMAL",
+        "BEGIN IMMEDIATE",
+        "INSERT INTO items",
+        "COMMIT",
+        "PRAGMA synchronous = FULL",  # before the next transaction
+        "BEGIN IMMEDIATE",
+        "INSERT INTO items",
+        "COMMIT",
+    ]
+    statements.clear()
+    await asyncio.gather(
+        items_db.write(_insert("durable")), items_db.write(_insert("again"), durable=False)
+    )
+    assert _begins(statements) == 1  # one batch
+    assert not any(s.startswith("PRAGMA synchronous") for s in statements)
+    level = await items_db.write(lambda tx: tx.fetchall("PRAGMA synchronous"))
+    assert tuple(level[0]) == (2,)  # FULL
+    assert _names_on_disk(db_path) == {"vector", "next", "durable", "again"}
+
+
 async def test_write_returns_the_result_after_commit_and_readers_see_it(items_db, db_path):
     """The work's result comes back only once committed: invisible to others during the work,
     visible to the reader and to another connection afterwards."""

@@ -75,7 +75,8 @@ async def test_migrations_apply_once_and_are_recorded(postgres_url):
 async def test_a_write_commits_all_of_its_work_or_nothing(postgres_url):
     """A work's statements commit together; a work that raises leaves nothing, its error
     propagates as it is; a statement the server refuses is a StorageError; ``bytes`` (JSON)
-    go as text; rows read by name and position."""
+    go as text; rows read by name and position; work that can be made again commits without
+    waiting for the server's flush (``durable=False``)."""
     async with PostgresDatabase(postgres_url, migrations=MIGRATIONS[:1]) as db:
 
         async def two(tx: Transaction) -> int:
@@ -99,6 +100,9 @@ async def test_a_write_commits_all_of_its_work_or_nothing(postgres_url):
             lambda tx: tx.fetchall("UPDATE things SET name = 'z' WHERE id > ? RETURNING id", (1,))
         )
         assert sorted(r[0] for r in changed) == [2, 3]
+        await db.write(lambda tx: tx.execute("INSERT INTO things VALUES (?, ?)", (8, "v")),
+                       durable=False)  # fmt: skip
+        assert await db.fetchone("SELECT name FROM things WHERE id = ?", (8,)) is not None
         await db.write(lambda tx: tx.execute("INSERT INTO things VALUES (?, ?)", (9, b'{"a":1}')))
         named = await db.fetchone("SELECT name FROM things WHERE id = ?", (9,))
         assert named is not None

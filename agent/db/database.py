@@ -33,7 +33,6 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self, TypeVar
 
@@ -44,6 +43,7 @@ from agent.db.migrations import Migration, migrate, schema_is_current
 from agent.db.sqlite_faults import is_busy, read_only_hint, storage_error, translate_write_error
 from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
+from agent.db.write_queue import Pending, settle
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
 
 __all__ = ["Database", "Durability", "Read", "Work"]
@@ -62,14 +62,6 @@ Read = Callable[[Snapshot], T]
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
 # Temporary b-trees (sorts, FTS5 merges) in memory: in files they were most of a turn's writes.
 _TEMP_STORE = "PRAGMA temp_store = MEMORY;"
-
-
-@dataclass(slots=True)
-class _Pending:
-    work: Work[Any]
-    future: asyncio.Future[Any] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
 
 
 class Database:
@@ -113,7 +105,7 @@ class Database:
         self._search_thread: ThreadPoolExecutor | None = None
         self._searched = False
         self._version_at_open = 0
-        self._queue: list[_Pending] = []
+        self._queue: list[Pending] = []
         self._wakeup = asyncio.Event()
         self._writer_task: asyncio.Task[None] | None = None
         self._closing = False
@@ -348,12 +340,15 @@ class Database:
 
     # -- writes --------------------------------------------------------------------------------
 
-    async def write(self, work: Work[T]) -> T:
+    async def write(self, work: Work[T], *, durable: bool = True) -> T:
         """Run ``work`` inside a write transaction and return its result after the commit.
 
         Work handed over by concurrent callers is committed together. ``work`` must not commit,
         roll back or start a transaction, and must not produce side effects outside the
         database: those belong after this call returns (STYLE.md, "side effects after COMMIT").
+        ``durable=False`` (what can be made again, e.g. a turn's vector): a batch of such work
+        alone is committed without an fsync, whatever the durability (a later commit's fsync
+        covers it; a power loss may lose it, a crash of the process does not).
 
         Raises:
             DatabaseLocked: another process held the write lock past ``lock_timeout``.
@@ -364,7 +359,7 @@ class Database:
         """
         if not self.is_open:
             raise RuntimeError("Database is not open: call `await db.open()` first")
-        pending = _Pending(work)
+        pending = Pending(work, durable)
         self._queue.append(pending)
         self._wakeup.set()
         return await pending.future  # type: ignore[no-any-return]
@@ -386,22 +381,34 @@ class Database:
                     if self._writer is not None:
                         await self._rollback(self._writer)
                     for pending in batch:
-                        _settle(pending.future, exc=StorageError(f"write failed: {exc}"))
+                        settle(pending.future, exc=StorageError(f"write failed: {exc}"))
             elif self._closing:
                 return
 
-    async def _commit_batch(self, batch: list[_Pending]) -> None:
+    async def _commit_batch(self, batch: list[Pending]) -> None:
         conn = self._writer
         if conn is None:
             raise RuntimeError("the writer connection is closed")
+        # Nothing that must survive a power loss: no fsync at this commit (SQLite takes the
+        # setting outside a transaction only).
+        if self.durability == "process" or any(pending.durable for pending in batch):
+            await self._commit(conn, batch)
+            return
+        await conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS['process']}")
+        try:
+            await self._commit(conn, batch)
+        finally:
+            await conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS['full']}")
+
+    async def _commit(self, conn: aiosqlite.Connection, batch: list[Pending]) -> None:
         try:
             await self._begin(conn)
         except StorageError as exc:
             self._note_refusal(exc)
             for pending in batch:
-                _settle(pending.future, exc=exc)
+                settle(pending.future, exc=exc)
             return
-        done: list[tuple[_Pending, Any]] = []
+        done: list[tuple[Pending, Any]] = []
         tx = SqliteTransaction(conn)
         for index, pending in enumerate(batch):
             if pending.future.done():  # the caller was cancelled before its turn came
@@ -415,7 +422,7 @@ class Database:
                 error = translate_write_error(exc)
                 self._note_refusal(error)
                 await self._rollback(conn)
-                _settle(pending.future, exc=error)
+                settle(pending.future, exc=error)
                 self._queue[:0] = [undone for undone, _ in done] + batch[index + 1 :]
                 self._wakeup.set()
                 return
@@ -428,13 +435,13 @@ class Database:
                 logger.exception("commit of %d writes failed; rolled back", len(done))
             await self._rollback(conn)
             for pending, _ in done:
-                _settle(pending.future, exc=error)
+                settle(pending.future, exc=error)
             return
         if self._refusal is not None:
             logger.warning("database %s accepts writes again", self.path)
             self._refusal = None
         for pending, result in done:
-            _settle(pending.future, result=result)
+            settle(pending.future, result=result)
 
     def _note_refusal(self, error: BaseException) -> bool:
         """Log the first of a run of refused writes; return whether ``error`` is one."""
@@ -479,14 +486,3 @@ class Database:
                 await conn.execute("ROLLBACK")
             except sqlite3.Error:
                 logger.exception("rollback failed")
-
-
-def _settle(
-    future: asyncio.Future[Any], *, exc: BaseException | None = None, result: Any = None
-) -> None:
-    if future.done():
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(result)

@@ -407,11 +407,12 @@ class PostgresDatabase:
 
     # -- writes --------------------------------------------------------------------------------
 
-    async def write(self, work: Work[T]) -> T:
+    async def write(self, work: Work[T], *, durable: bool = True) -> T:
         """Run ``work`` in one transaction and return its result after the commit.
 
         ``work`` must not commit, roll back or start a transaction, and must have no side
-        effect outside the database.
+        effect outside the database. ``durable=False`` (what can be made again): the commit
+        does not wait for the server's WAL flush (``synchronous_commit = off``).
 
         Raises:
             StorageError: the transaction failed; nothing of ``work`` was committed.
@@ -426,6 +427,8 @@ class PostgresDatabase:
             try:
                 async with self._pool.connection() as conn, conn.transaction():
                     began = True
+                    if not durable:
+                        await conn.execute("SET LOCAL synchronous_commit = off")
                     result = await work(PostgresTransaction(conn))
             except _RETRIED as exc:
                 # The server chose this transaction as the victim of a deadlock or a
@@ -475,17 +478,10 @@ class PostgresDatabase:
 
 #: The tables whose rows hold what users said (vacuumed after an erasure); those not yet
 #: created on this server are skipped.
-_TEXT_TABLES = (
-    "inbound_updates",
-    "conversation_sessions",
-    "conversation_turns",
-    "conversation_turn_search",
-    "turn_edits",
-    "session_checkpoints",
-    "conversation_summaries",
-    "memories",
-    "memory_sources",
-    "memory_relations",
+_TEXT_TABLES = tuple(
+    """inbound_updates conversation_sessions conversation_turns conversation_turn_search
+    turn_edits session_checkpoints conversation_summaries memories memory_sources
+    memory_relations""".split()
 )
 
 

@@ -163,8 +163,11 @@ class AnyDatabase(Protocol):
         """Run ``work`` on one snapshot, in a thread of its own; return its result."""
         ...
 
-    async def write(self, work: Callable[[Transaction], Awaitable[_T]]) -> _T:
-        """Run ``work`` in one write transaction; return its result after the commit."""
+    async def write(
+        self, work: Callable[[Transaction], Awaitable[_T]], *, durable: bool = True
+    ) -> _T:
+        """Run ``work`` in one write transaction; return its result after the commit
+        (``durable=False``: without waiting for the disk, for what can be made again)."""
         ...
 
 

@@ -159,7 +159,9 @@ _ASK_ROUTINE = re.compile(
 )
 # "do I like jazz?", with the thing asked about.
 _ASK_LIKE = re.compile(
-    r"^(?:do|did) i (?:like|love|enjoy|hate|dislike) (?P<thing>.{1,80}?)\??$", _F
+    r"^(?:(?:do|did) i (?:really )?(?:like|love|enjoy|hate|dislike)"
+    r"|am i (?:really )?(?:into|a (?:big |huge )?fan of)) (?P<thing>.{1,80}?)\??$",
+    _F,
 )
 
 
@@ -174,10 +176,10 @@ def answer_like(
     wanted = content_stems(thing)
     for fact in reversed(reading.facts):
         name = parse_key(fact.key).name
-        if parse_key(fact.key).subject != USER or name not in {"likes", "dislikes"}:
+        if parse_key(fact.key).subject != USER or name not in {"likes", "dislikes", "favourite"}:
             continue
         if wanted & content_stems(fact.value):
-            answer = "Yes" if name == "likes" else "No"
+            answer = "No" if name == "dislikes" else "Yes"
             return f"{answer}, {answer_line(fact)[:1].lower()}{answer_line(fact)[1:]}"
     return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
 

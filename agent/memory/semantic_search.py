@@ -31,6 +31,7 @@ Tested in ``tests/test_semantic_search.py`` (skipped without the extra).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
@@ -130,6 +131,7 @@ class SemanticSearch:
         # Sentence -> vector of the messages encoded for a packet: the turn each one becomes
         # is indexed with it, not encoded twice (under _lock: the loop and the threads).
         self._messages: OrderedDict[str, Any] = OrderedDict()
+        self._encoding: OrderedDict[str, Future[Any]] = OrderedDict()  # and those under way
         self._messages_encoder = ThreadPoolExecutor(1, thread_name_prefix="message-encoder")
         self._task: asyncio.Task[None] | None = None
 
@@ -155,7 +157,13 @@ class SemanticSearch:
         (``speaker: words``) and the vector kept: when the turn is committed, the indexer
         stores it instead of encoding the words again.
         """
-        return self._messages_encoder.submit(self._encode_message, UnindexedTurn(0, text, speaker))
+        message = UnindexedTurn(0, text, speaker)
+        future = self._messages_encoder.submit(self._encode_message, message)
+        with self._lock:  # the indexer waits for it, should the turn be committed first
+            self._encoding[message.sentence] = future
+            while len(self._encoding) > _KEPT_MESSAGES:
+                self._encoding.popitem(last=False)
+        return future
 
     def _encode_message(self, message: UnindexedTurn) -> Any:
         vector = self._encode([message.sentence])[0]
@@ -208,6 +216,13 @@ class SemanticSearch:
         sentences = list(dict.fromkeys(turn.sentence for turn in turns))
         with self._lock:  # the messages encoded for their packets are not encoded again
             known = {s: self._messages.pop(s) for s in sentences if s in self._messages}
+            under_way = {s: self._encoding.pop(s) for s in sentences if s in self._encoding}
+        for sentence, future in under_way.items():  # a reply need not have waited for it
+            if sentence not in known:
+                with contextlib.suppress(Exception):  # failed: encoded again below
+                    known[sentence] = await asyncio.wrap_future(future)
+            with self._lock:
+                self._messages.pop(sentence, None)
         missing = [sentence for sentence in sentences if sentence not in known]
         if missing:
             vectors = await asyncio.to_thread(self._encode, missing)
@@ -217,7 +232,7 @@ class SemanticSearch:
         async def write(tx: Any) -> None:
             await self._store.write(tx, session_id, self.model, rows)
 
-        await self._db.write(write)
+        await self._db.write(write, durable=False)  # made again from the turn if lost
         after = await self._store.unindexed(self._db.reader, session_id, self.model, 1)
         # A turn erased or edited while it was encoded is not written: no progress, stop.
         return not after or after[0].seq == turns[0].seq

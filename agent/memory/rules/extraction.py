@@ -212,6 +212,10 @@ _EXPLICIT_CLOSERS = (
         _F,
     ),
 )
+# "the invoice went out", "the parcel is in the post", "the transfer went through": done, if
+# a to-do is about it ("the power went out" closes nothing, and says nothing of it).
+_GONE = re.compile(r"^(?P<v>.+?)\s+(?:went|has gone|have gone|is|are|got)\s+(?:out|off|through"
+                   r"|in the (?:post|mail))$", _F)
 _IRREGULAR_PAST = (
     "bought|paid|sent|made|wrote|written|got|took|taken|sold|told|found|gave|given|went|ate|read"
     "|put|set|met|brought|spoke|left|fed|hung|sat|won|cut|rang|drank|drove|ran|threw|swept"
@@ -239,6 +243,7 @@ _STATES = _NOT_DONE | frozenset(
     """tired bored worried excited scared interested confused stressed married based called
     named located supposed allowed closed crowded""".split()
 )
+_LAST_ADVERB = re.compile(r"\s+(?:now|already|today|at last|finally)$", _F)
 _NEGATION = re.compile(r"(?:not|never|n't|no)\b", _F)
 
 
@@ -338,12 +343,15 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
                 if not rest.lower().startswith("to "):
                     closer = Closer(f"{match.group('verb')} {rest}", explicit=False)
         # Only a clause that ends in a past participle can say what was done to something.
-        last = clause.text.rstrip(" .!").rpartition(" ")[2].casefold()
+        said = _LAST_ADVERB.sub("", clause.text.rstrip(" .!"))  # "the fence is fixed now"
+        last = said.rpartition(" ")[2].casefold()
         if closer is None and (last.endswith("ed") or last in _IRREGULAR_STEMS):
-            match = _DONE_TO.match(clause.text)
+            match = _DONE_TO.match(said)
             verb = match.group("verb").lower() if match else ""
             if match and verb not in _STATES and not verb.endswith("eed"):
                 closer = Closer(f"{verb} {match.group('v')}", explicit=False)
+        if closer is None and (match := _GONE.match(said)) is not None:
+            closer = Closer(match.group("v"), explicit=False)
         if closer is None or _NEGATION.match(closer.text):
             continue
         value = clean_value(closer.text)

@@ -239,11 +239,11 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("job", rf"{_NEWS}joined\s+[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*)*\s+as\s+(?P<v>an?\s+.+)",
           "short", alongside=True),
     _rule("workplace", rf"{_NEWS}joined\s+(?P<v>[A-Z].+)", "org"),
-    _rule(
-        "favourite",
-        r"\bmy (?:favou?rite|fav)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)\s+(?P<v>.+)",
-        "short",
-    ),
+    _rule("favourite", r"\bmy (?:favou?rite|fav)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
+          r"\s+(?P<v>.+)", "short"),
+    _rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
+          r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fav)\s+"
+          r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
     _rule(
         "birthday",
         r"\bmy (?:birthday|bday|date of birth)(?:'s|\s+is)\s+(?:actually\s+|really\s+)?"
