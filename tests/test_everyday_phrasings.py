@@ -10,10 +10,13 @@ patterns of ``agent/memory/rules/extraction.py`` and the question patterns of
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
 import pytest
 
 from tests.test_console_sessions import replies, run_console
-from tests.test_rule_based import Chat
+from tests.test_rule_based import T0, Chat
 
 
 async def conversation(chat: Chat, lines: list[str]) -> str:
@@ -181,21 +184,21 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm heading to Portugal in September", "where am I going in September?"], "Portugal"),
         (["I'm flying to Rome next Friday", "what are my plans?"], "Rome"),
         (["my dentist appointment is on Tuesday", "what are my plans?"],
-         "Your dentist appointment is on Tuesday."),
+         "Your dentist appointment is on Tue 4 Mar."),
         (["my dentist appointment is on Tuesday at 3pm", "when is my dentist appointment?"],
-         "Tuesday at 3pm"),
+         "Your dentist appointment is on Tue 4 Mar at 15:00."),
         (["my exam is on 12 June", "when is my exam?"], "12 June"),
         (["I have a job interview on Monday at 10am", "when is my interview?"],
-         "on Monday at 10am"),
+         "Your job interview is on Mon 3 Mar at 10:00."),
         (["I've got a dentist appointment next Thursday", "when's my dentist appointment?"],
-         "next Thursday"),
+         "Your dentist appointment is on Thu 6 Mar."),
         (["my exam is on 12 June", "my exam got moved to 19 June", "when is my exam?"],
          "19 June"),
-        (["I have a test tomorrow", "when is my test?"], "tomorrow"),
+        (["I have a test tomorrow", "when is my test?"], "Your test is tomorrow, Sun 2 Mar."),
         (["this weekend I'm going hiking with Tom", "what am I doing this weekend?"],
-         "You're planning to go hiking with Tom this weekend."),
+         "You're planning to go hiking with Tom the weekend of Sat 1 Mar."),
         (["on Friday I have a dinner with my parents", "I'm planning to paint the kitchen",
-          "what are my plans for Friday?"], "is on Friday."),
+          "what are my plans for Friday?"], "Your dinner with your parents is on Fri 7 Mar."),
         (["I'm planning to paint the kitchen next month", "what are my plans for Friday?"],
          "haven't told me about plans for Friday"),
         (["my flight to Rome is next Tuesday", "do I have anything planned for next Tuesday?"],
@@ -219,11 +222,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "You work at Bosch."),
         (["I live in Leeds", "nope, I live in Hull"], "Corrected: you live in Hull (updated)."),
         (["my dentist appointment is on Tuesday", "no, it's on Wednesday",
-          "when is my dentist appointment?"], "on Wednesday"),
+          "when is my dentist appointment?"], "on Wed "),
         (["I live in Bristol", "sorry, it's Bath", "where do I live?"], "You live in Bath."),
         (["I'm 40", "no wait, it's 41"], "Corrected: you're 41 (updated)."),
         (["my flight to Rome leaves on Friday", "oops, it's on Saturday", "when is my flight?"],
-         "Saturday"),
+         "on Sat "),
         (["I live in Bristol", "it's raining", "where do I live?"], "You live in Bristol."),
         (["I live in Lisbon", "actually I live in Porto", "where do I live?"], "Porto"),
         (["I live in Leeds", "my new address is 12 Oak Street, York", "where do I live?"],
@@ -237,7 +240,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my sister Ana lives in Lisbon", "no, not Lisbon, Porto", "where does Ana live?"],
          "Your sister Ana lives in Porto."),
         (["my dentist appointment is on Monday at 3pm", "oops, Tuesday, not Monday",
-          "when is my dentist appointment?"], "Tuesday at 3pm"),
+          "when is my dentist appointment?"], "Your dentist appointment is on Tue 4 Mar at 15:00."),
         (["I'm a nurse", "I said nurse but I meant midwife", "what's my job?"], "midwife"),
     ],
     "to-dos closed in other words": [
@@ -294,6 +297,39 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["hello", "do you know what time it is?"], "It's "),
         (["hello", "I want to know what time it is"], "It's "),
         (["my flight to Oslo is on 2 May", "can you tell me when my flight is?"], "2 May"),
+    ],
+    "erasing a detail said in passing": [
+        (["my locker code is 4411", "forget my locker code"],
+         "I found 1 message about your locker code: “my locker code is 4411” (1 Mar). "
+         "Erase it (yes or no)?"),
+        (["the wifi password at the cabin is pinecone42", "erase the wifi password I gave you"],
+         "about the wifi password: “the wifi password at the cabin is pinecone42”"),
+        (["my ex is called Dan and he owes me money", "please delete what I said about my ex"],
+         "I found 1 message about your ex: “my ex is called Dan and he owes me money”"),
+        (["my locker code is 4411", "forget that my code is 4411"],
+         "I found 1 message saying your code is 4411: “my locker code is 4411”"),
+        (["my bank PIN is 9876", "could you delete my bank PIN?"], "about your bank PIN"),
+        (["my locker code is 4411", "remove the locker code I told you earlier"],
+         "Erase it (yes or no)?"),
+        (["my locker code is 4411", "erase everything I told you about my locker code"],
+         "Erase it (yes or no)?"),
+        (["my locker code is 4411", "stop remembering my locker code"], "Erase it (yes or no)?"),
+        (["my locker code is 4411", "I love jazz", "the new locker code is 5522",
+          "forget my locker code"],
+         "I found 2 messages about your locker code: “my locker code is 4411” (1 Mar), “the "
+         "new locker code is 5522” (1 Mar). Erase them (yes or no)?"),
+        (["my locker code is 4411", "forget my locker code", "yes"],
+         "Done: I erased 1 message, and your request to erase it."),
+        (["my locker code is 4411", "forget my locker code", "yes please"], "Done: I erased"),
+        (["my locker code is 4411", "forget my locker code", "sure, go ahead"], "Done: I erased"),
+        (["my locker code is 4411", "forget my locker code", "no"], "OK, I erased nothing."),
+        (["my locker code is 4411", "forget my locker code", "no thanks"], "I erased nothing."),
+        (["my locker code is 4411", "forget my locker code", "keep it"], "I erased nothing."),
+        (["my locker code is 4411", "forget my locker code", "what's my locker code?"], "4411"),
+        (["I love jazz", "forget my locker code"],
+         "I found nothing you told me about your locker code, so I erased nothing."),
+        (["I love jazz", "please erase the wifi password I gave you"],
+         "I found nothing you told me about the wifi password"),
     ],
     "work, said as news": [
         (["I started a new job at Spotify last week", "where do I work?"], "Spotify"),
@@ -368,7 +404,7 @@ async def test_a_question_of_help_is_no_question_of_diet(db):
         (["my flight to Tokyo is on 14 March", "my flight to Tokyo is now on 15 March"],
          "when is my flight?", "15 March", "14 March"),
         (["my dentist appointment is on Tuesday", "sorry, my dentist appointment is on Thursday"],
-         "when is my dentist appointment?", "Thursday", "Tuesday"),
+         "when is my dentist appointment?", "on Thu 6 Mar", "Tue 4 Mar"),
     ],
 )  # fmt: skip
 async def test_a_changed_fact_is_answered_without_the_old_value(db, lines, question, now, before):
@@ -377,6 +413,74 @@ async def test_a_changed_fact_is_answered_without_the_old_value(db, lines, quest
     said = await conversation(Chat(db), [*lines, question])
     assert now in said
     assert before not in said
+
+
+_MINUTE, _DAY = timedelta(minutes=1), timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("lines", "question", "later", "answer"),
+    [
+        # T0 is Saturday 1 March 2025, 10:32 UTC; the question is asked ``later``.
+        (["I have a test tomorrow"], "when is my test?", _MINUTE,
+         "Your test is tomorrow, Sun 2 Mar."),
+        (["I have a test tomorrow"], "when is my test?", _DAY, "Your test is today."),
+        (["I have a test tomorrow"], "when is my test?", 7 * _DAY, "Your test was on Sun 2 Mar."),
+        (["my dentist appointment is next Tuesday"], "when is my dentist appointment?", 2 * _DAY,
+         "Your dentist appointment is tomorrow, Tue 4 Mar."),
+        (["my dentist appointment is next Tuesday"], "when is my dentist appointment?", 9 * _DAY,
+         "Your dentist appointment was on Tue 4 Mar."),
+        (["we're flying to Rome in two weeks"], "when is my flight?", 3 * _DAY,
+         "You're planning a trip to Rome on Sat 15 Mar."),
+        (["I'm flying to Rome in two weeks"], "where am I going?", 3 * _DAY,
+         "You're planning a trip to Rome on Sat 15 Mar."),
+        (["the party is this Saturday"], "when is my party?", _MINUTE, "Your party is today."),
+        (["I have a job interview tomorrow at 10am"], "when is my interview?", _MINUTE,
+         "Your job interview is tomorrow, Sun 2 Mar at 10:00."),
+        (["my flight leaves at 7am tomorrow"], "when is my flight?", _DAY,
+         "Your flight leaves today at 07:00."),
+        (["my exam is in 3 days"], "when is my exam?", _MINUTE, "Your exam is on Tue 4 Mar."),
+        (["I have an exam the day after tomorrow"], "when is my exam?", _DAY,
+         "Your exam is tomorrow, Mon 3 Mar."),
+        (["my sister's wedding is in a fortnight"], "when is my sister's wedding?", _MINUTE,
+         "Your sister's wedding is on Sat 15 Mar."),
+        (["I have a dinner tonight"], "when is my dinner?", 2 * timedelta(hours=1),
+         "Your dinner is tonight."),
+        (["I'm going to Lisbon next month"], "where am I going in April?", 20 * _DAY,
+         "You're planning a trip to Lisbon in April."),
+        (["I'm planning to repaint the kitchen next weekend"], "what are my plans?", _MINUTE,
+         "You're planning to repaint the kitchen the weekend of Sat 8 Mar."),
+        (["I'm going hiking on Saturday"], "what am I doing this weekend?", 2 * _DAY,
+         "You're planning to go hiking on Sat 8 Mar."),
+        (["I have a dentist appointment tomorrow"], "what are my plans for tomorrow?", _MINUTE,
+         "Your dentist appointment is tomorrow, Sun 2 Mar."),
+        (["I have a dentist appointment tomorrow"], "what are my plans for Monday?", _MINUTE,
+         "haven't told me about plans for Monday"),
+        (["I have a meeting with Tom next week"], "what are my plans for next week?", _MINUTE,
+         "Your meeting with Tom is the week of Mon 3 Mar."),
+        (["my flight to Berlin is on 14 March"], "when is my flight?", 30 * _DAY,
+         "Your flight to Berlin is on 14 March."),
+        (["my dentist appointment is on Monday at 3pm", "oops, Tuesday, not Monday"],
+         "when is my dentist appointment?", _MINUTE,
+         "Your dentist appointment is on Tue 4 Mar at 15:00."),
+        # 16:02 UTC on Saturday is 01:02 on Sunday in Tokyo: "tomorrow" is Monday there.
+        (["my time zone is Tokyo", "I have a test tomorrow"], "when is my test?",
+         timedelta(hours=5, minutes=30), "Your test is tomorrow, Mon 3 Mar."),
+    ],
+)  # fmt: skip
+async def test_a_date_said_relatively_is_kept_as_the_date_it_names(
+    db, lines, question, later, answer
+):
+    """ "I have a test tomorrow" is kept with the day it names, read at the message's time in
+    the user's zone, and asked about later it is said from that day: "today", "tomorrow, Sun
+    2 Mar", "was on Sun 2 Mar"; the time of day is kept; an absolute date stays as said."""
+    chat = Chat(db)
+    for n, line in enumerate(lines[:-1]):
+        await chat.say(line, at=T0 + timedelta(minutes=n))
+    zone_delay = later if "time zone" in lines[0] else timedelta(0)
+    await chat.say(lines[-1], at=T0 + zone_delay)
+    said = (await chat.say(question, at=chat.now + (_MINUTE if zone_delay else later))).text
+    assert answer in (said or "")
 
 
 @pytest.mark.parametrize(
@@ -471,3 +575,45 @@ def test_the_console_through_a_pipe_understands_everyday_messages(launch):
     assert "take your vitamins, " in reminders
     assert "at 08:00 Asia/Tokyo" in reminders
     assert "oven" not in reminders
+
+
+def _day_in(zone: str, days: int) -> str:
+    day = datetime.now(ZoneInfo(zone)).date() + timedelta(days=days)
+    return f"{day:%a} {day.day} {day:%b}"
+
+
+def test_the_console_keeps_dates_as_dates_and_erases_one_detail_across_a_restart(launch, tmp_path):
+    """``run_bot.py --console`` through a pipe, then again on the same files: "tomorrow" is
+    kept as the day it names on the user's clock and said from today after the restart;
+    "forget my locker code", then "yes", erases the messages that said it from every file,
+    and the rest stays."""
+    tomorrow = {_day_in("Asia/Tokyo", 1)}
+    out = run_console(
+        launch,
+        [
+            "/timezone Asia/Tokyo",
+            "I have a test tomorrow",
+            "my locker code is Zebralock4411",
+            "I love jazz",
+            "the new gym locker code is Zebralock5522",
+        ],
+    )
+    noted = replies(out)[2]
+    tomorrow.add(_day_in("Asia/Tokyo", 1))  # midnight in Tokyo may have passed meanwhile
+    assert noted in {f"Noted: your test is tomorrow, {day}." for day in tomorrow}
+    out = run_console(
+        launch,
+        ["when is my test?", "forget my locker code", "yes", "what's my locker code?",
+         "do I like jazz?"],
+    )  # fmt: skip
+    test, asked, done, code, jazz = replies(out)[1:6]
+    assert test.startswith("Your test is ")
+    assert asked.startswith("I found 2 messages about your locker code: “my locker code is")
+    assert asked.endswith("Erase them (yes or no)?")
+    assert done == "Done: I erased 2 messages, and your request to erase them."
+    assert "Zebralock" not in code
+    assert jazz == "Yes, you like jazz."
+    # What the bot keeps (the database, its log, the checkpoints), not the terminal's output.
+    kept = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".log"]
+    assert kept
+    assert [p.name for p in kept if b"Zebralock" in p.read_bytes()] == []

@@ -486,6 +486,56 @@ async def test_forget_leaves_no_byte_of_the_session_anywhere_on_disk(
     assert files_containing(tmp_path, *_ERASED_NEEDLES) == []
 
 
+async def test_erasing_one_detail_leaves_no_byte_of_it_on_disk(
+    db_path: Path, checkpoint_dir: Path, tmp_path: Path
+) -> None:
+    """ "forget my locker code", then "yes": the messages that said it (one of them folded
+    into the summary chain and the source of a memory) and the request leave no byte in any
+    table or FTS5 shadow table, in the database file or its write-ahead log, in the
+    checkpoint directory; the rest of the conversation stays, and a restart agrees."""
+    chat = 1
+    summarizer = ExtractiveSummarizer(every_n=4, keep_raw=2)
+    engine = RuleBasedConcierge()
+    said = [
+        f"my locker code is {_ERASED}",
+        f"I'm allergic to peanuts. The gym locker code is {_ERASED}ville",
+        "I love jazz",
+        *[f"the weather report number {n} says rain again" for n in range(9)],
+    ]
+    async with Database(db_path) as db:
+        lane = ConversationLane(
+            db, CheckpointWriter(checkpoint_dir), state_manager=ConversationStateManager(summarizer)
+        )
+        await lane.hydrate()
+        journal = InboundJournal(db, _BOT_ID, max_attempts=1)
+        for n, text in enumerate([*said, "forget my locker code", "yes"], start=1):
+            if text == "forget my locker code":
+                # The text is everywhere the test looks (else the test could not fail).
+                assert files_containing(tmp_path, *_ERASED_NEEDLES)
+                tables = await every_table_text(db)
+                for table in ("conversation_turns", "conversation_summaries"):
+                    assert _ERASED.lower() in tables[table], table
+                assert "peanuts" in tables["memories"]
+            # The adapter's path: journaled, processed (its payload dropped).
+            await journal.record([JournalEntry(update_id=n, chat_id=chat, payload=text)])
+            await _say(lane, chat, text, engine=engine)
+            await journal.mark_done(n)
+        tables = await every_table_text(db)
+        assert "peanuts" not in tables["memories"]  # the memory only that message stated
+        assert "jazz" in tables["memories"]
+        assert "weather report number 8" in tables["conversation_turns"]
+        assert [name for name, text in tables.items() if "quasar" in text] == []
+        await lane.shutdown()
+    assert files_containing(tmp_path, *_ERASED_NEEDLES) == []
+    async with Database(db_path) as db:
+        lane = ConversationLane(db, CheckpointWriter(checkpoint_dir))
+        await lane.hydrate()
+        reply = await _say(lane, chat, "what's my locker code?", engine=engine)
+        assert "quasar" not in (reply.turn.assistant_text or "").lower()
+        await lane.shutdown()
+    assert files_containing(tmp_path, *_ERASED_NEEDLES) == []
+
+
 async def test_a_crash_leftover_of_a_forgotten_session_is_gone_at_the_next_start(
     db_path: Path, checkpoint_dir: Path
 ) -> None:

@@ -270,7 +270,11 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     assert "erased nothing" in await chat.say("forget that my sister lives in Lisbon")
     assert "Porto" in await chat.say("where does my sister live?")
     reply = await chat.say("forget that my sister lives in Porto")
-    assert reply == "Done, I've forgotten: your sister Mia lives in Porto."
+    done, _, offer = reply.partition(" I also found ")
+    assert done == "Done, I've forgotten: your sister Mia lives in Porto."
+    assert offer.startswith("1 message saying your sister lives in Porto: “my sister Mia lives")
+    assert offer.endswith("Erase it too (yes or no)?")
+    assert await chat.say("no") == "OK, I erased nothing."
     assert "Porto" not in await chat.say("where does my sister live?")
     assert "Porto" not in {m.text for m in await lane.inspector.facts(CHAT, history=True)}
     hits = await db.fetchall("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'porto'")
@@ -284,18 +288,17 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
 
 
-async def test_forget_of_something_said_in_passing_says_the_conversation_still_holds_it(
-    lane, db
-):
+async def test_forget_of_something_said_in_passing_offers_to_erase_the_messages(lane, db):
     """A detail no fact keeps ("my locker code is 4512") is still in the conversation, and
-    quoted when asked: "forget my locker code" erases no memory, and says so without claiming
-    the bot does not remember it, pointing to /forget; what was never said is "erased nothing"."""
+    quoted when asked: "forget my locker code" quotes the message that said it and asks
+    before erasing it (tests/test_turn_erasure.py erases); what was never said is "erased
+    nothing"."""
     chat = Chat(lane, db)
     await chat.say("my locker code is 4512")
     assert "4512" in await chat.say("what's my locker code?")
     reply = await chat.say("forget my locker code")
-    assert reply.startswith("I keep no fact like “my locker code”, so there was none to erase.")
-    assert "/forget" in reply
+    assert reply.startswith("I found 1 message about your locker code: “my locker code is 4512”")
+    assert reply.endswith("Erase it (yes or no)?")
     assert "erased nothing" in await chat.say("forget my bike lock code")
 
 
@@ -330,7 +333,9 @@ async def test_forget_what_is_mine_erases_mine_not_someone_elses(lane, db):
     await chat.say("I live in Porto")
     await chat.say("my sister Mia lives in Lisbon")
     await chat.say("I'm allergic to nuts")
-    assert await chat.say("forget where I live") == "Done, I've forgotten: you live in Porto."
+    mine = await chat.say("forget where I live")
+    assert mine.startswith("Done, I've forgotten: you live in Porto. I also found 1 message ")
+    assert "Lisbon" not in mine
     assert "Lisbon" in await chat.say("where does Mia live?")
     assert "nuts" in await chat.say("don't remember my allergy")
     assert "nuts" not in await chat.say("what am I allergic to?")

@@ -60,6 +60,7 @@ INTENTS = {
     "recall",
     "cancel_reminder",
     "tell_time",
+    "forget_memory",
 }
 
 

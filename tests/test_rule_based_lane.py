@@ -10,6 +10,7 @@ from pathlib import Path
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
 from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, TurnResult
+from agent.memory.conversation_context_builder import render_packet
 
 CHAT = 4242
 T0 = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
@@ -176,3 +177,37 @@ async def test_a_restart_keeps_facts_todos_and_reminders(db_path, checkpoint_dir
         await assert_log_rebuilds_the_live_state(lane)
     finally:
         await lane.shutdown()
+
+
+async def test_a_relative_date_is_kept_at_the_messages_time_not_the_commits(lane):
+    """A message replayed late (the inbound journal after a crash: the lane's clock is today,
+    the message was sent on Saturday 1 March 2025) keeps "tomorrow" as the day after it was
+    sent. The long-term memory, the packet an LLM reads and the answers carry that date."""
+    chat = Conversation(lane)
+    assert await chat.reply("I have a test tomorrow", at=T0) == (
+        "Noted: your test is tomorrow, Sun 2 Mar."
+    )
+    kept = [m.text for m in await lane.inspector.facts(CHAT) if m.attribute == "event"]
+    assert kept == ["test is on Sun 2 Mar"]
+    packet = await lane.inspector.packet(CHAT)
+    assert packet is not None
+    assert "test is on Sun 2 Mar" in render_packet(packet)
+    assert await chat.reply("when is my test?", at=T0 + timedelta(days=1)) == (
+        "Your test is today."
+    )
+    assert await chat.reply("when is my test?", at=T0 + timedelta(days=3)) == (
+        "Your test was on Sun 2 Mar."
+    )
+
+
+async def test_a_relative_date_is_read_in_the_users_time_zone(lane):
+    """At 16:00 UTC on Saturday it is 01:00 on Sunday in Tokyo: after /timezone Asia/Tokyo,
+    "tomorrow" is Monday."""
+    await lane.remember(CHAT, "Asia/Tokyo", attribute="timezone")
+    chat = Conversation(lane)
+    late = T0.replace(hour=16)
+    assert await chat.reply("my dentist appointment is tomorrow at 9am", at=late) == (
+        "Noted: your dentist appointment is tomorrow, Mon 3 Mar at 09:00."
+    )
+    kept = [m.text for m in await lane.inspector.facts(CHAT) if m.attribute == "event"]
+    assert kept == ["dentist appointment is on Mon 3 Mar at 09:00"]

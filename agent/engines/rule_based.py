@@ -93,6 +93,7 @@ from agent.memory.rules.extraction import (
     parse_reminder,
     split_clauses,
 )
+from agent.memory.rules.fact_dates import dated_facts, said_from_now, zone_in
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.pronouns import resolve_name, resolve_pronoun, said_before
 from agent.memory.rules.session_rules import (
@@ -106,7 +107,6 @@ from agent.memory.rules.value_corrections import correct_by_value, correct_last
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
-from agent.utils.time_zones import zone_of
 
 __all__ = ["RuleBasedConcierge"]
 
@@ -200,13 +200,15 @@ class RuleBasedConcierge:
         before = said_before(packet.recent_turns)
         if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
             text = resolve_name(resolve_pronoun(text, before), known)
-        new_facts = (
+        stated = (
             extract_facts(text, turn=seq)
             or correct_by_value(text, known, turn=seq)
             or correct_last(text, next(iter(before), None), turn=seq)
         )
+        # "I have a test tomorrow" is kept with its date, read in the zone known so far.
+        new_facts = dated_facts(stated, now, zone_in(known))
         facts = merge_facts(known, new_facts)
-        zone = zone_of(next((f.value for f in facts if f.key == "timezone"), None))
+        zone = zone_in(facts)
         reading = Reading(
             text=text,
             now=now,
@@ -256,7 +258,8 @@ class RuleBasedConcierge:
             intents.append(intent)
             parts.append(said)
         return Reply(
-            text="\n\n".join(parts),
+            # A kept date is said from today: "tomorrow, Fri 27 Nov", "was on Tue 24 Nov".
+            text=said_from_now("\n\n".join(parts), now, zone),
             intent=_main_intent(intents),
             action_name=_action(reading.loops, jobs),
             job_refs=jobs,

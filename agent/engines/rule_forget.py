@@ -1,7 +1,14 @@
-"""The rule-based concierge's "forget that ...": erasing long-term memories by what they say.
+"""The rule-based concierge's "forget that ...": erasing long-term memories by what they say,
+and the messages that said a detail in passing.
 
 "forget that my sister lives in Porto" names the memories to erase; the reply carries their
-ids (the lane erases them in the turn's transaction). "forget everything" points to /forget;
+ids (the lane erases them in the turn's transaction). "forget my locker code", "erase the wifi
+password I gave you", "delete what I said about my ex", when no memory holds it, finds the
+user's messages that do (the packet's recent and retrieved turns holding every word of the
+request) and asks: "I found 2 messages about your locker code: “...” (25 Nov), “...”. Erase
+them (yes or no)?" (a pending clarification; the reply's action names the turns). "yes" erases
+them and the request itself (the lane erases the turns' text everywhere, ``Reply.erase_turns``);
+"no" erases nothing; nothing found is said plainly. "forget everything" points to /forget;
 "forget it" is no memory (it is "never mind"). Covered by ``tests/test_rule_based.py`` and
 ``tests/test_memory_erasure_model.py``.
 """
@@ -10,11 +17,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date, datetime
 
 from agent.engines.rule_reading import ATTRIBUTE_STEMS, first_sentence, is_about_user
-from agent.engines.rule_recall import RECALL_THRESHOLD, recollect
+from agent.engines.rule_recall import Recollection, lines_saying, quote_said
 from agent.memory.longterm.memory_schemas import Memory
-from agent.memory.longterm.memory_slots import USER, describe_memory, parse_key, role_and_name
+from agent.memory.longterm.memory_slots import (
+    USER,
+    describe_memory,
+    in_second_person,
+    parse_key,
+    role_and_name,
+)
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
@@ -27,8 +41,11 @@ _F = re.IGNORECASE
 _FORGET = re.compile(
     r"^(?:@\w+[,:]?\s+)?(?:please\s+|(?:can|could|would) you(?: please)?\s+)?"
     r"(?:forget|erase|delete|remove|wipe|don'?t remember|do not remember|stop remembering)\s+"
-    r"(?:(?:the fact )?that\s+|about\s+|what i (?:said|told you) about\s+)?(?P<what>.+?)"
-    r"[\s.!?]*$",
+    r"(?:(?:the fact )?that\s+|about\s+|(?:what|everything|all|anything)\s+i(?:'ve)?\s+"
+    r"(?:said|told you|wrote|mentioned|shared|sent you)\s+(?:about|on|regarding)\s+)?"
+    r"(?P<what>.+?)(?:\s+(?:that\s+|which\s+)?i(?:'ve)?\s+(?:gave|given|told|sent|said|"
+    r"mentioned|shared|wrote|typed)(?:\s+(?:to\s+)?you)?(?:\s+(?:earlier|before|once|"
+    r"yesterday|today))?)?[\s.!?]*$",
     _F,
 )
 
@@ -54,11 +71,18 @@ _HOW_TO_FORGET = (
 # Words of a request to forget that name no memory.
 _FORGET_FILLER = content_stems("where what about who when which how")
 
-_ONLY_SAID = (
-    "I keep no fact like “{said}”, so there was none to erase. You did say it in this "
-    "conversation, and I can still find it there: to erase that too, send /forget (it erases "
-    "this whole conversation; I ask first)."
+#: The action of a reply that asks whether to erase turns ("confirm_erase:3,7" names them).
+_CONFIRM_ERASE = "confirm_erase:"
+# How many of the messages found a question quotes.
+_MOST_QUOTED = 5
+_QUOTE_CHARS = 80
+_STATEMENT = re.compile(r"\b(?:is|are|was|were|has|have|had)\b", _F)
+_MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+# The answer to "Erase them (yes or no)?": a short yes, or a no.
+_YES = re.compile(
+    r"^(?:yes|yep|yeah|yup|sure|ok|okay|please do|do it|go ahead)\b[\w\s,'!.]{0,30}$", _F
 )
+_NO = re.compile(r"^(?:no|nope|nah|don'?t|do not|cancel|keep (?:it|them)|never ?mind)\b", _F)
 
 _FORGET_IN_GROUP = (
     "I keep no long-term memory about anyone in a group, so there is nothing of that kind to "
@@ -76,6 +100,9 @@ def forget_reply(
         message: the message (its chat type: only a personal chat has memories to erase).
         text: the message's text, normalised.
     """
+    answered = _erasure_answer(packet, text)
+    if answered is not None:
+        return answered
     forget = _FORGET.match(text)
     if forget is None:
         return None
@@ -98,29 +125,103 @@ def _forget(packet: ConversationContextPacket, message: InboundMessage, what: st
         return Reply(text=_FORGET_IN_GROUP, intent="forget_memory")
     current = [m for m in packet.memories if m.valid_until is None]
     matched = _matching_memories(current, what)
-    if not matched:
-        said = first_sentence(what, 80)
-        found = recollect(packet, what)
-        words = content_stems(what) - _FORGET_FILLER
-        if (
-            found is not None
-            and found.seq is not None
-            and found.score >= RECALL_THRESHOLD
-            and words <= content_stems(found.said)
-        ):
-            # Said in passing: no memory to erase, but the conversation still holds it.
-            return Reply(text=_ONLY_SAID.format(said=said), intent="forget_memory")
+    # The messages that said it (the memories' words, or the request's for a detail said in
+    # passing: "where I live" is not "my sister lives in Lisbon"): erased once confirmed.
+    lines = _lines_of(packet, what, matched)
+    if not matched and not lines:
         return Reply(
-            text=f"I don't remember anything like “{said}”, so I erased nothing. "
+            text=f"I found nothing you told me {_about(what)}, so I erased nothing. "
             "/facts lists what I remember.",
             intent="forget_memory",
         )
+    asked = _ask_to_erase(what, lines, message.received_at, also=bool(matched))
+    if not matched:
+        return asked
     erased = "; ".join(describe_memory(m) for m in matched)
     return Reply(
-        text=f"Done, I've forgotten: {erased}.",
+        text=f"Done, I've forgotten: {erased}." + (f" {asked.text}" if lines else ""),
         intent="forget_memory",
-        action_name="forget_memory",
+        action_name=asked.action_name if lines else "forget_memory",
         forget_memories=tuple(m.memory_id for m in matched),
+    )
+
+
+def _lines_of(
+    packet: ConversationContextPacket, what: str, memories: Sequence[Memory]
+) -> list[Recollection]:
+    if not memories:
+        words = content_stems(what) - _FORGET_FILLER
+        return lines_saying(packet, words, None) if words else []
+    found = {
+        line.seq: line
+        for memory in memories
+        for line in lines_saying(packet, content_stems(memory.text), None)
+    }
+    return sorted(found.values(), key=lambda line: line.seq or 0)
+
+
+def _ask_to_erase(
+    what: str, lines: Sequence[Recollection], now: datetime, *, also: bool
+) -> Reply:
+    """Ask whether to erase the messages found: "I found 2 messages about your locker code:
+    “...” (25 Nov), “...” (26 Nov). Erase them (yes or no)?"; the action names their seqs.
+    ``also``: after memories were forgotten ("I also found ... Erase it too?")."""
+    words = content_stems(what)
+    quoted = [
+        f"“{quote_said(line.said, words, _QUOTE_CHARS)}”"
+        + (f" ({_day(line.when, now)})" if line.when else "")
+        for line in lines[:_MOST_QUOTED]
+    ]
+    more = len(lines) - len(quoted)
+    if more:
+        quoted.append(f"and {more} more")
+    found, them = ("1 message", "it") if len(lines) == 1 else (f"{len(lines)} messages", "them")
+    return Reply(
+        text=f"I{' also' if also else ''} found {found} {_about(what)}: {', '.join(quoted)}. "
+        f"Erase {them}{' too' if also else ''} (yes or no)?",
+        intent="forget_memory",
+        action_name=_CONFIRM_ERASE + ",".join(str(line.seq) for line in lines),
+    )
+
+
+def _about(what: str) -> str:
+    # "about your locker code"; "saying your code is 4411" for a statement.
+    said = in_second_person(first_sentence(what, _QUOTE_CHARS))
+    states = _STATEMENT.search(said) or extract_facts(what, turn=0)
+    return f"saying {said}" if states else f"about {said}"
+
+
+def _day(when: date, now: datetime) -> str:
+    year = "" if when.year == now.year else f" {when.year}"
+    return f"{when.day} {_MONTHS[when.month - 1]}{year}"
+
+
+def _erasure_answer(packet: ConversationContextPacket, text: str) -> Reply | None:
+    """Answer "yes" or "no" to "Erase them (yes or no)?": on yes the reply names the turns to
+    erase, those found and the request itself (it may say the detail: "forget that my code
+    is 4411"); ``None`` when no such question waits or ``text`` answers neither."""
+    asked = {c.asked_turn for c in packet.pending_clarifications}
+    turn = next(
+        (
+            t
+            for t in reversed(packet.recent_turns)
+            if t.seq in asked and (t.action_name or "").startswith(_CONFIRM_ERASE)
+        ),
+        None,
+    )
+    if turn is None or turn.action_name is None:
+        return None
+    if _NO.match(text):
+        return Reply(text="OK, I erased nothing.", intent="forget_memory")
+    if not _YES.match(text):
+        return None
+    seqs = [int(n) for n in turn.action_name.removeprefix(_CONFIRM_ERASE).split(",") if n]
+    found, them = ("1 message", "it") if len(seqs) == 1 else (f"{len(seqs)} messages", "them")
+    return Reply(
+        text=f"Done: I erased {found}, and your request to erase {them}.",
+        intent="forget_memory",
+        action_name="erase_turns",
+        erase_turns=(*seqs, turn.seq),
     )
 
 

@@ -5,7 +5,8 @@
 - "where am I going (in August)?", "where am I flying to?": the trips and journeys told of,
   those said with the time asked about;
 - "what are my plans for Friday?", "what am I doing this weekend?": the plans and events said
-  with that time.
+  with that time (a day said relatively is the date it names, as plans are kept:
+  :mod:`agent.memory.rules.fact_dates`).
 
 Each ``answer_*`` function is an :data:`~agent.engines.rule_reading.Answer`; an honest "you
 haven't told me" when nothing was told for the time asked about. Covered by
@@ -21,6 +22,7 @@ from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
 from agent.memory.longterm.memory_slots import parse_key
 from agent.memory.rules.extraction import content_stems
+from agent.memory.rules.fact_dates import same_time
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_event", "answer_plans_when", "answer_trip"]
@@ -85,7 +87,7 @@ def answer_trip(
     trips = _trips(reading)
     when = match.group("when")
     if when:
-        trips = [f for f in trips if content_stems(when) <= content_stems(f.value)]
+        trips = [f for f in trips if _said_for(when, f, reading)]
     if not trips:
         return f"{NOT_TOLD} about a trip{' ' + when.strip() if when else ''} yet."
     return " ".join(answer_line(f) for f in trips)
@@ -100,11 +102,20 @@ def answer_plans_when(
     if match is None:
         return None
     when = next(group for group in match.groups() if group is not None).strip()
-    wanted = content_stems(when) - _TIME_WORDS
-    found = [f for f in own_facts(reading, "plan", "event") if wanted <= content_stems(f.value)]
+    found = [f for f in own_facts(reading, "plan", "event") if _said_for(when, f, reading)]
     if not found:
         return f"{NOT_TOLD} about plans {when} yet."
     return " ".join(answer_line(f) for f in found)
+
+
+def _said_for(when: str, fact: Fact, reading: Reading) -> bool:
+    """Whether ``fact`` is kept for the time asked about: a day said relatively ("for Friday",
+    "this weekend") is the days it names, matched with the fact's kept dates; other times
+    ("in August") by their words."""
+    same = same_time(when, fact.value, reading.now, reading.zone)
+    if same is not None:
+        return same
+    return content_stems(when) - _TIME_WORDS <= content_stems(fact.value)
 
 
 def _trips(reading: Reading) -> list[Fact]:

@@ -47,7 +47,9 @@ __all__ = [
     "Recollection",
     "answer_from_memory",
     "answer_told",
+    "lines_saying",
     "quote_memory",
+    "quote_said",
     "recollect",
 ]
 
@@ -164,6 +166,21 @@ def _candidates(packet: ConversationContextPacket) -> list[Recollection]:
     return [*found.values(), *memories]
 
 
+def lines_saying(
+    packet: ConversationContextPacket, words: frozenset[str], speaker: str | None
+) -> list[Recollection]:
+    """Return the packet's turns (recent and retrieved) whose words hold all of ``words``
+    (stems), oldest first: those of ``speaker`` (``None``: anyone's, as in a personal chat)."""
+    found = [
+        line
+        for line in _candidates(packet)
+        if line.seq is not None
+        and speaker in {None, line.speaker}
+        and words <= content_stems(line.said)
+    ]
+    return sorted(found, key=lambda line: line.seq or 0)
+
+
 def recollect(
     packet: ConversationContextPacket, question: str, *, personal: bool = True
 ) -> Recollection | None:
@@ -208,14 +225,16 @@ def _day(when: date, today: datetime) -> str:
     return f"On {said}" if when.year == today.year else f"On {said} {when.year}"
 
 
-def _quote(said: str, asked: frozenset[str]) -> str:
+def quote_said(said: str, asked: frozenset[str], chars: int = _QUOTE_CHARS) -> str:
+    """Return ``said`` to quote: whole when short, else its sentence holding most of the
+    ``asked`` words (stems), cut at ``chars``."""
     flat = " ".join(said.split())
-    if len(flat) <= _QUOTE_CHARS:
+    if len(flat) <= chars:
         return flat
     # The sentence that holds most of what was asked.
     sentences = _SENTENCES.split(flat)
     best = max(sentences, key=lambda s: len(content_stems(s) & asked))
-    return best if len(best) <= _QUOTE_CHARS else best[: _QUOTE_CHARS - 1].rstrip() + "…"
+    return best if len(best) <= chars else best[: chars - 1].rstrip() + "…"
 
 
 def answer_told(
@@ -250,7 +269,7 @@ def quote_memory(
     found = recollect(packet, question, personal=personal)
     if found is None or found.score < RECALL_THRESHOLD:
         return None
-    quote = _quote(found.said, _asked(question))
+    quote = quote_said(found.said, _asked(question))
     when = _day(found.when, now) if found.when else "Earlier"
     if found.seq is None:
         return f"{when} you told me that {quote}."

@@ -497,4 +497,3 @@ def _topic_names(state: SessionState | None) -> list[str]:
         return []
     topics = sorted(state.active_topics, key=lambda t: (-t.weight, t.name))[:_QUERY_TOPICS]
     return [topic.name for topic in topics]
-

@@ -58,6 +58,7 @@ from agent.memory.rules.deliberation import DeliberationTracker
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS, NOT_UNDERSTOOD_INTENTS
 from agent.memory.rules.entity_resolution import resolve_entities
 from agent.memory.rules.extraction import split_clauses
+from agent.memory.rules.fact_dates import dated_facts, zone_in
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.session_rules import (
     CARRIED_LOOP_KINDS,
@@ -211,11 +212,15 @@ class ConversationStateManager:
         if turn.intent in NOT_UNDERSTOOD_INTENTS or turn.intent in MEMORY_ERASURE_INTENTS:
             # The reply said it did not understand, or the message asked to forget a long-term
             # memory (it acts there, not on the session): nothing of the message acts here.
-            still: SessionStatus = (
-                "awaiting_clarification" if state.pending_clarifications else "active"
-            )
+            # Only what an erasure asks back ("Erase them (yes or no)?") is a clarification,
+            # and the next message answers it.
+            pending = state.pending_clarifications
+            if turn.intent in MEMORY_ERASURE_INTENTS:
+                pending, _ = update_clarifications(pending, turn)
+            still: SessionStatus = "awaiting_clarification" if pending else "active"
             return state.model_copy(
                 update={
+                    "pending_clarifications": pending,
                     "status": still,
                     "turn_count": seq,
                     "last_intent": turn.intent,
@@ -228,8 +233,11 @@ class ConversationStateManager:
         clauses = split_clauses(turn.user_text) if turn.user_text.strip() else ()
         facts = state.facts
         if state.chat_type not in PERSONAL_CHAT_TYPES:
-            said = extract_facts(turn.user_text, turn=seq)
-            facts = merge_facts(facts, said or correct_by_value(turn.user_text, facts, turn=seq))
+            said = extract_facts(turn.user_text, turn=seq) or correct_by_value(
+                turn.user_text, facts, turn=seq
+            )
+            # I6: dated at the turn's own time, so that a replay of the log gives the same.
+            facts = merge_facts(facts, dated_facts(said, turn.created_at, zone_in(facts)))
         todos = update_open_loops(state.open_loops, turn.user_text, seq=seq)
         todo_loops = todos.loops
         if owner is not None:  # in a group, a to-do belongs to whoever said it

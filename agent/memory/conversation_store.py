@@ -180,6 +180,11 @@ class ConversationStore(Protocol):
         ``previous_text`` says."""
         ...
 
+    async def erase_turn_text(self, tx: Transaction, session_id: str, seq: int) -> bool:
+        """Empty a turn's user text and reply (and its edits' texts), its index row and
+        vector with them; return whether the turn exists."""
+        ...
+
     async def turn_edits(self, conn: Transaction, session_id: str, seq: int) -> list[TurnEdit]:
         """Return the edit history of a turn, oldest edit first."""
         ...

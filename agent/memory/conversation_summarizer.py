@@ -10,7 +10,8 @@ How a session's summary moves, turn by turn (:meth:`ExtractiveSummarizer.fold`):
   sentence of the answer: the packet's "recent turns, compressed") and its *summary items* to
   ``summary_items``: the **decisions** ("we agreed...", "let's go with...", ``[DECISION]``),
   the **facts** the user stated about themselves (:func:`~agent.memory.rules.fact_extraction.
-  extract_facts`), the **open questions** (asked and not answered: no reply, a reply that says
+  extract_facts`; a relative date as the date it names at the turn's time, in UTC), the
+  **open questions** (asked and not answered: no reply, a reply that says
   it kept them open, or one that asks back: the rules by which the state opens a question loop
   or a clarification), and its best **key sentences** (those with the most content
   words; only what the people in the chat said, never the bot's own answers). A message is
@@ -57,6 +58,7 @@ from agent.memory.rules.dialogue_acts import (
     bot_question,
 )
 from agent.memory.rules.extraction import content_stems, split_clauses
+from agent.memory.rules.fact_dates import dated_facts
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import (
     ConversationTurn,
@@ -75,6 +77,7 @@ from agent.memory.summaries.summary_segments import (
     same_item,
     shed,
 )
+from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = ["ExtractiveSummarizer", "Summarizer", "SummaryFold"]
 
@@ -256,7 +259,8 @@ class ExtractiveSummarizer:
 
         said = turn.user_text[:_SCAN_CHARS]
         facts = extract_facts(said, turn=turn.seq)
-        for fact in facts:
+        # "test: test is on Fri 27 Nov", not "tomorrow": a summary is read on other days.
+        for fact in dated_facts(facts, turn.created_at, DEFAULT_ZONE):
             # "name: Ada", "likes: jazz", "favourite colour: blue"
             label, _, detail = fact.key.partition(":")
             if detail and label not in {"likes", "dislikes"}:

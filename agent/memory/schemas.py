@@ -195,15 +195,16 @@ class SessionControl(Value):
 class Reply(Value):
     """What the reply engine answers: the text plus what the lane records on the turn.
 
-    ``forget_memories`` are ids of the chat's long-term memories the user asked to forget
-    ("forget that my sister lives in Porto"): the lane erases them in the turn's transaction.
-    """
+    ``forget_memories``: ids of long-term memories to forget ("forget that my sister lives in
+    Porto"), erased in the turn's transaction; ``erase_turns``: seqs of the session's turns whose
+    text goes everywhere before the reply is recorded ("forget my locker code", then "yes")."""
 
     text: str | None = None
     intent: str | None = None
     action_name: str | None = None
     job_refs: tuple[JobRef, ...] = ()
     forget_memories: tuple[str, ...] = ()
+    erase_turns: tuple[int, ...] = ()
 
 
 class ConversationTurn(Value):
@@ -385,8 +386,7 @@ class RetrievedItem(Value):
     ``text`` is the item exactly as the packet renders it (its token estimate is what the item
     costs the budget); ``ref`` names its source (``turn:<seq>``, ``summary:<id>``, a memory id);
     ``seq`` is the turn's seq, or the last turn a summary covers (``None`` for memories);
-    ``score`` the weighted score it was ranked by (0-1).
-    """
+    ``score`` the weighted score it was ranked by (0-1)."""
 
     kind: RetrievedKind
     ref: str

@@ -17,6 +17,7 @@ from agent.db import Transaction
 from agent.memory.conversation_store import ConversationStore
 from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
+from agent.memory.rules.fact_dates import dated_facts
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.pronouns import opens_with_name, resolve_name, resolve_pronoun
 from agent.memory.rules.value_corrections import correct_by_value, correct_last, names_values
@@ -29,6 +30,7 @@ from agent.memory.schemas import (
     SummaryVersion,
 )
 from agent.memory.summaries.summary_store import SummaryStore
+from agent.utils.time_zones import zone_of
 
 __all__ = [
     "PromotionPolicy",
@@ -69,6 +71,7 @@ def memory_candidates(
     *,
     memories: Sequence[Memory] = (),
     previous: Sequence[str] = (),
+    said_at: datetime | None = None,
 ) -> list[MemoryCandidate]:
     """Return the memory candidates of the facts a turn's message states, or of the one it
     corrects by naming the wrong value among the chat's ``memories`` ("actually it's Bath, not
@@ -78,15 +81,23 @@ def memory_candidates(
     messages named, newest first; one that opens with a name ("Rex is 5"), of the one of the
     ``memories`` by that name (:mod:`agent.memory.rules.pronouns`). The memories are read as
     facts only for such a message: most turns need not pay for it.
+
+    A relative date is kept as the date it names ("test is tomorrow": "test is on Fri 27
+    Nov"), read at ``said_at`` (the message's time; the turn's by default) in the zone the
+    ``memories`` keep (UTC without one).
     """
     candidates = []
     text = resolve_pronoun(turn.user_text, previous)
     wanted = memories and (opens_with_name(text) or names_values(text))
     known = memory_facts(memories) if wanted else ()
     text = resolve_name(text, known)
-    said = extract_facts(text, turn=turn.seq)
-    corrected = said or correct_by_value(text, known, turn=turn.seq)
-    for fact in corrected or correct_last(text, next(iter(previous), None), turn=turn.seq):
+    said = (
+        extract_facts(text, turn=turn.seq)
+        or correct_by_value(text, known, turn=turn.seq)
+        or correct_last(text, next(iter(previous), None), turn=turn.seq)
+    )
+    zone = zone_of(next((m.text for m in memories if m.attribute == "timezone"), None))
+    for fact in dated_facts(said, said_at or turn.created_at, zone):
         parts = parse_key(fact.key)
         attribute = attribute_of(parts.attribute)
         candidates.append(

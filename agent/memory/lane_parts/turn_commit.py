@@ -20,6 +20,7 @@ from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.memory_commands import MemoryCommands
 from agent.memory.lane_parts.parts import LaneParts
+from agent.memory.lane_parts.turn_edits import TurnEditor
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.rules.pronouns import said_before
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
@@ -95,12 +96,16 @@ class TurnCommitter:
         parts: the lane's parts.
         keeper: writes the checkpoint after each commit.
         memory: erases the memories a reply asks to forget, in the turn's transaction.
+
+    The turns a reply asks to erase (:attr:`Reply.erase_turns`) are erased first, in a
+    transaction of their own (:meth:`~agent.memory.lane_parts.turn_edits.TurnEditor.erase_turns`).
     """
 
     def __init__(self, parts: LaneParts, keeper: CheckpointKeeper, memory: MemoryCommands) -> None:
         self._parts = parts
         self._keeper = keeper
         self._memory = memory
+        self._editor = TurnEditor(parts, keeper)
 
     async def commit(
         self,
@@ -118,6 +123,8 @@ class TurnCommitter:
         # command answered), and ``prelude`` runs first in its transaction (closing and
         # reopening sessions commit with the turn that carries the chat's open items).
         parts = self._parts
+        if reply.erase_turns:  # "forget my locker code", confirmed: those turns go first
+            await self._editor.erase_turns(live, reply.erase_turns)
         now = parts.clock()
         turn = ConversationTurn(
             turn_id=ids.turn_id(),
@@ -150,7 +157,13 @@ class TurnCommitter:
         memories = packet.memories if packet is not None else ()
         earlier = said_before(packet.recent_turns) if packet is not None else []
         candidates = (
-            memory_candidates(turn, parts.promotion, memories=memories, previous=earlier)
+            memory_candidates(
+                turn,
+                parts.promotion,
+                memories=memories,
+                previous=earlier,
+                said_at=message.received_at,
+            )
             if personal and turn.intent not in UNRETRIEVED_REPLY_INTENTS
             else []
         )

@@ -1,19 +1,23 @@
 """Edited messages: the turn takes the new text and the session state is folded again (I6).
 
 :class:`TurnEditor` applies an edit to the turn it names, in any session of the chat, open or
-closed (see :meth:`agent.memory.lane.ConversationLane.on_edit`). Re-folding reads the session's
-whole turn log (the state before the edited turn is kept nowhere): an edit costs a rebuild of its
-session, which edits, rare, can afford. Tested by ``tests/test_lane_edits.py``.
+closed (see :meth:`agent.memory.lane.ConversationLane.on_edit`), and erases what turns of a held
+session said ("forget my locker code", confirmed: :meth:`TurnEditor.erase_turns`, an edit to
+nothing). Re-folding reads the session's whole turn log (the state before the edited turn is
+kept nowhere): an edit costs a rebuild of its session, which edits and erasures, rare, can
+afford. Tested by ``tests/test_lane_edits.py`` and ``tests/test_turn_erasure.py``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from agent.db import Transaction
 from agent.errors import CheckpointError
 from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
+from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
@@ -25,7 +29,7 @@ from agent.memory.schemas import (
 )
 from agent.memory.writer import memory_candidates, write_if_worthy
 
-__all__ = ["EditOutcome", "TurnEditor"]
+__all__ = ["EditOutcome", "TurnEditor", "refold"]
 
 # The lane's parts log as the lane: operators and tests follow one logger name.
 logger = logging.getLogger("agent.memory.lane")
@@ -87,7 +91,7 @@ class TurnEditor:
         live = parts.sessions.get(sid)
         current = live.state if live is not None else session.state
         edited = turn.model_copy(update={"user_text": message.text})
-        state, folds = await self._refold(session, edited)
+        state, folds = await refold(parts, session, {edited.seq: edited})
         if current.status in _LIFECYCLE:
             state = state.model_copy(update={"status": current.status})
         candidates = (
@@ -115,14 +119,7 @@ class TurnEditor:
             ):
                 return "duplicate"
             await store.save_state(tx, state, last_seq=state.turn_count, now=now)
-            for fold in folds:  # I6: the chain's texts are those of the fold of the log
-                await parts.summary_store.revise_extractive(
-                    tx,
-                    sid,
-                    version=fold.summary_version,
-                    text=fold.rolling_summary,
-                    delta=fold.last_summary_delta,
-                )
+            await self._revise_chain(tx, sid, folds)
             # What the message said before is no evidence any more; what it says now is.
             await parts.memory_store.remove_sources(tx, sid, turn.seq)
             if candidates:
@@ -150,33 +147,108 @@ class TurnEditor:
             except CheckpointError as exc:
                 logger.warning("checkpoint of session %s not rewritten after an edit: %s", sid, exc)
             return outcome
-        live.state = state
-        for index, kept in enumerate(live.recent):
-            if kept.seq == turn.seq:
-                live.recent[index] = edited
-        await self._keeper.save(live)
-        worker = parts.summary_worker
-        if worker is not None and folds:
-            # The model summaries of the versions folded again were of the old text.
-            worker.forget(sid)
-            worker.schedule(sid)
+        await self._hold(live, state, {edited.seq: edited}, folds)
         return outcome
 
-    async def _refold(
-        self, session: ConversationSession, edited: ConversationTurn
-    ) -> tuple[SessionState, list[SessionState]]:
-        """Fold a session's turn log with ``edited`` in place of its turn.
+    async def erase_turns(self, live: LiveSession, seqs: Sequence[int]) -> int:
+        """Erase what the turns ``seqs`` of ``live`` said, everywhere it is kept.
+
+        Their user text and reply become empty (and the text their edits kept): the turn log,
+        the full-text index and the sentence vectors (their update triggers), the state and
+        every summary version folded again from the log without them (I6), the model summaries
+        of those versions, the long-term memories they alone stated; after the commit, the
+        checkpoint, the held session, and the free pages and write-ahead log
+        (:meth:`~agent.memory.lane_parts.parts.LaneParts.purge_erased`). Runs under the
+        chat's lock (the caller's), before the turn that asked is recorded.
+
+        Args:
+            live: the held session.
+            seqs: seqs of its committed turns (others are ignored).
 
         Returns:
-            The state after the last turn, and the state after each fold of the summary made
-            at or after the edited turn (those whose chain rows change).
+            How many turns were erased.
         """
         parts = self._parts
-        state = SessionState(session_id=session.session_id, chat_type=session.chat_type)
-        folds: list[SessionState] = []
-        async for turn in parts.store.iter_turns(parts.db.reader, session.session_id):
-            after = parts.states.apply(state, edited if turn.seq == edited.seq else turn)
-            if turn.seq >= edited.seq and after.summary_version != state.summary_version:
-                folds.append(after)
-            state = after
-        return state, folds
+        sid = live.session.session_id
+        wanted = {seq for seq in seqs if 1 <= seq <= live.state.turn_count}
+        erased: dict[int, ConversationTurn] = {}
+        async for turn in parts.store.iter_turns(parts.db.reader, sid):
+            if turn.seq in wanted:
+                empty = "" if turn.assistant_text is not None else None
+                erased[turn.seq] = turn.model_copy(
+                    update={"user_text": "", "assistant_text": empty}
+                )
+        if not erased:
+            return 0
+        state, folds = await refold(parts, live.session, erased)
+        state = state.model_copy(update={"status": live.state.status})
+        now = parts.clock()
+
+        async def commit(tx: Transaction) -> int:
+            count = 0
+            for seq in sorted(erased):
+                count += await parts.store.erase_turn_text(tx, sid, seq)
+                # What the message stated is no evidence any more: a memory only it stated
+                # goes, and the value it had replaced is current again.
+                await parts.memory_store.remove_sources(tx, sid, seq)
+            await parts.store.save_state(tx, state, last_seq=state.turn_count, now=now)
+            await self._revise_chain(tx, sid, folds)
+            await parts.retriever.purge(tx)  # the indexes rewritten whole: no tombstone left
+            return count
+
+        count = await parts.db.write(commit)
+        logger.debug("%d turns of session %s erased", count, sid)
+        parts.memories.drop(live.session.chat_id)  # reloaded without them at the next packet
+        await self._hold(live, state, erased, folds)
+        await parts.purge_erased()
+        return count
+
+    async def _revise_chain(self, tx: Transaction, sid: str, folds: Sequence[SessionState]) -> None:
+        for fold in folds:  # I6: the chain's texts are those of the fold of the log
+            await self._parts.summary_store.revise_extractive(
+                tx,
+                sid,
+                version=fold.summary_version,
+                text=fold.rolling_summary,
+                delta=fold.last_summary_delta,
+            )
+
+    async def _hold(
+        self,
+        live: LiveSession,
+        state: SessionState,
+        replaced: Mapping[int, ConversationTurn],
+        folds: Sequence[SessionState],
+    ) -> None:
+        # After the commit: the held session, its checkpoint, its model summaries.
+        live.state = state
+        for index, kept in enumerate(live.recent):
+            if kept.seq in replaced:
+                live.recent[index] = replaced[kept.seq]
+        await self._keeper.save(live)
+        worker = self._parts.summary_worker
+        if worker is not None and folds:
+            # The model summaries of the versions folded again were of the old text.
+            sid = live.session.session_id
+            worker.forget(sid)
+            worker.schedule(sid)
+
+
+async def refold(
+    parts: LaneParts, session: ConversationSession, replaced: Mapping[int, ConversationTurn]
+) -> tuple[SessionState, list[SessionState]]:
+    """Fold a session's turn log with the ``replaced`` turns (by seq) in place of its own.
+
+    Returns:
+        The state after the last turn, and the state after each fold of the summary made at
+        or after the first replaced turn (those whose chain rows change).
+    """
+    first = min(replaced)
+    state = SessionState(session_id=session.session_id, chat_type=session.chat_type)
+    folds: list[SessionState] = []
+    async for turn in parts.store.iter_turns(parts.db.reader, session.session_id):
+        after = parts.states.apply(state, replaced.get(turn.seq, turn))
+        if turn.seq >= first and after.summary_version != state.summary_version:
+            folds.append(after)
+        state = after
+    return state, folds

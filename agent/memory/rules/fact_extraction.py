@@ -103,6 +103,8 @@ _LEAD_TIME = (
     r"(?P<lead>(?:this|next|on|tomorrow|tonight|today|at the weekend|over the weekend)\b"
     r"[\w' ]{0,20}?),?\s+"
 )
+# What opens the time an event is said with: "on Friday", "tomorrow", "next week".
+_WHEN_OPENS = r"(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)"
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
     r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
@@ -167,17 +169,24 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("name", r"^(?:hi|hello|hey)?[,!. ]*i(?:'m|\s+am)\s+(?:called|named)\s+(?P<v>.+)", "name"),
     _rule(
         "event",
-        rf"^my (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s(?:is|are|leaves"
-        r"|departs|starts|begins|(?:got|was|has been|is being)\s+(?:moved|rescheduled|pushed"
-        r"|postponed|changed)|moved)\s.+)$",
+        rf"^(?:my|our) (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s"
+        r"(?:is|are|leaves|departs|starts|begins|(?:got|was|has been|is being)\s+(?:moved"
+        r"|rescheduled|pushed|postponed|changed)|moved)\s.+)$",
+        "phrase",
+    ),
+    # "the party is this Saturday": an event said without "my", when it is said with its time.
+    _rule(
+        "event",
+        rf"^the (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|are|starts|begins)\s+"
+        rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
         "phrase",
     ),
     # "I have a job interview on Monday at 10am": the event, then when it is.
     _rule(
         "event",
         rf"^(?:{_LEAD_TIME})?i(?:'ve|\s+have)?(?:\s+got)?\s+(?:a|an|my|the)\s+(?P<item>(?:[\w'-]+"
-        rf"\s+){{0,2}}?(?:{EVENTS}))(?:\s+(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today)"
-        r"\b.{0,60})|\s+(?P<with>with\s.{1,40}))?$",
+        rf"\s+){{0,2}}?(?:{EVENTS}))(?:\s+(?P<with>with\s.{{1,40}}?))?(?:\s+(?P<when>{_WHEN_OPENS}"
+        r"\b.{0,60}))?$",
         "phrase",
     ),
     _rule("plan", rf"^(?:{_LEAD_TIME})?i(?:'m|\s+am)\s+(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
@@ -279,8 +288,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 
 
 # A word every rule of _FACT_RULES matches as a whole word (the user speaks of themselves: "I",
-# "I'm", "im", "my", "me", or "name is ..."): a clause without one is read by none of them.
-_USER_CUE = re.compile(r"\b(?:i|im|my|me|name|we|our)\b", _F)
+# "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" opening an event ("the party
+# is on Friday"): a clause without one is read by none of them.
+_USER_CUE = re.compile(r"\b(?:i|im|my|me|name|we|our)\b|^the\s", _F)
 
 
 def _name_value(raw: str, *, strict: bool) -> str | None:

@@ -23,10 +23,18 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-__all__ = ["MAX_REMINDER_DELAY", "WHEN", "due_time", "read_delay"]
+__all__ = [
+    "MAX_REMINDER_DELAY",
+    "WHEN",
+    "due_time",
+    "local_moment",
+    "read_delay",
+    "says_clock",
+]
 
 #: The furthest ahead a reminder may be set.
 MAX_REMINDER_DELAY = timedelta(days=366)
@@ -137,6 +145,37 @@ def _wall_clock_phrase(when: str) -> str | None:
     return said
 
 
+def says_clock(when: str) -> bool:
+    """Whether a time phrase says a clock time ("at 8am", "18:30", "noon"), not a day only."""
+    return _HAS_CLOCK.search(when) is not None or _BARE_HOUR.search(when) is not None
+
+
+@lru_cache(maxsize=256)  # the concierge and the promotion gate read one message's phrase
+def local_moment(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
+    """Return the wall-clock moment (naive, in ``zone``) a day or clock phrase names, read by
+    ``dateparser`` from ``now`` (future dates preferred: "Friday" is the coming one); ``None``
+    when it reads none. A day without a clock time is at 09:00 (see the module docstring).
+
+    Args:
+        when: a day and/or clock phrase, e.g. ``next Tuesday at 3pm`` (no delay).
+        now: the time the phrase was said (a naive time is taken as UTC).
+        zone: the user's time zone.
+    """
+    phrase = _wall_clock_phrase(when)
+    if phrase is None:
+        return None
+    # Imported here: dateparser loads its language data on first use (~0.2 s), which a bot
+    # that is never asked for a reminder should not pay at start-up.
+    import dateparser
+
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
+    base = now.astimezone(zone).replace(tzinfo=None)
+    local: datetime | None = dateparser.parse(
+        phrase, languages=["en"], settings={**_SETTINGS, "RELATIVE_BASE": base}
+    )
+    return local
+
+
 def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     """Return when a reminder said with ``when`` is due, in UTC, or ``None``.
 
@@ -151,17 +190,7 @@ def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
         return None if delay is None else now + delay
     if _UTC.search(when):
         zone, when = ZoneInfo("UTC"), _UTC.sub("", when)
-    phrase = _wall_clock_phrase(when)
-    if phrase is None:
-        return None
-    # Imported here: dateparser loads its language data on first use (~0.2 s), which a bot
-    # that is never asked for a reminder should not pay at start-up.
-    import dateparser
-
-    base = now.astimezone(zone).replace(tzinfo=None)
-    local: datetime | None = dateparser.parse(
-        phrase, languages=["en"], settings={**_SETTINGS, "RELATIVE_BASE": base}
-    )
+    local = local_moment(when, now, zone)
     if local is None:
         return None
     due = local.replace(tzinfo=zone).astimezone(UTC)

@@ -12,7 +12,8 @@ A fact whose key is its value (a like, a plan, a relative: many-value attributes
 new fact beside the old one, not in its place.
 
 :func:`correct_last` reads the other kind, which names the right value alone ("no, it's on
-Wednesday") of the fact the user's message before stated.
+Wednesday") of the fact the user's message before stated. A weekday corrects a date kept from
+one ("oops, Tuesday, not Monday" of "on Mon 3 Mar").
 
 Tested by ``tests/test_value_corrections.py`` and the "corrections" family of
 ``tests/test_everyday_phrasings.py``.
@@ -24,6 +25,7 @@ import re
 from collections.abc import Sequence
 
 from agent.memory.longterm.memory_slots import parse_key
+from agent.memory.rules.fact_dates import kept_day
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import Fact
 
@@ -101,8 +103,11 @@ def correct_by_value(text: str, known: Sequence[Fact], *, turn: int) -> tuple[Fa
     """
     for new, old in _instead(text):
         wrong = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", _F)
+        # "Tuesday, not Monday" of a date kept from "on Monday" ("on Mon 3 Mar"): the new day
+        # takes the kept date's place, to be dated anew.
+        kept = kept_day(old)
         for fact in reversed(known):
-            found = wrong.search(fact.value)
+            found = wrong.search(fact.value) or (kept.search(fact.value) if kept else None)
             if _is_its_value(fact) or found is None:
                 continue
             value = fact.value[: found.start()] + new + fact.value[found.end() :]

@@ -60,6 +60,15 @@ class PostgresConversationStore(PostgresSessionTable, PostgresTurnLog, PostgresT
             await self.reindex_turn(tx, session_id, seq)
         return edited
 
+    async def erase_turn_text(self, tx: Transaction, session_id: str, seq: int) -> bool:
+        """Erase a turn's texts (see :meth:`SqliteTurnLog.erase_turn_text
+        <agent.memory.storage.turn_log.SqliteTurnLog.erase_turn_text>`) and index it again:
+        its index row holds the words it had."""
+        erased = await super().erase_turn_text(tx, session_id, seq)
+        if erased:
+            await self.reindex_turn(tx, session_id, seq)
+        return erased
+
     async def purge_search(self, tx: Transaction) -> None:
         """Nothing to merge: the turn index has no segments, and an erased turn's index row
         was deleted with it, in the same transaction (the cascade). Its pages are reclaimed by

@@ -213,6 +213,33 @@ class SqliteTurnLog(SqliteIdLists):
             raise StorageError(f"edit_turn failed for session {session_id} turn {seq}") from exc
         return True
 
+    async def erase_turn_text(self, tx: Transaction, session_id: str, seq: int) -> bool:
+        """Erase what a turn said: its user text and reply become empty, and so does the text
+        its edits kept (their keys stay, so that a redelivered edit is still known, I3).
+
+        The full-text index and the sentence vector follow the update (its triggers).
+
+        Returns:
+            Whether the turn exists.
+
+        Raises:
+            StorageError: the writes failed.
+        """
+        try:
+            rows = await tx.fetchall(
+                "UPDATE conversation_turns SET user_text = '',"
+                " assistant_text = CASE WHEN assistant_text IS NULL THEN NULL ELSE '' END"
+                " WHERE session_id = ? AND seq = ? RETURNING 1",
+                (session_id, seq),
+            )
+            await tx.execute(
+                "UPDATE turn_edits SET previous_text = '' WHERE session_id = ? AND seq = ?",
+                (session_id, seq),
+            )
+        except sqlite3.Error as exc:
+            raise StorageError(f"erasing turn {seq} of session {session_id} failed") from exc
+        return bool(rows)
+
     async def turn_edits(self, conn: Transaction, session_id: str, seq: int) -> list[TurnEdit]:
         """Return the edit history of a turn, oldest edit first."""
         rows = await conn.fetchall(

@@ -1,0 +1,301 @@
+"""Dates said relatively, kept absolutely: "I have a test tomorrow" is kept as "test is on Fri 27
+Nov", and said back relative to the day it is asked ("tomorrow, Fri 27 Nov", "today", "was on
+Fri 27 Nov").
+
+Kept (:func:`dated_facts`, :func:`absolute_dates`): each relative time phrase of a fact's value
+is read against the time the message was said, on the user's wall clock (their zone), by
+``dateparser`` (:func:`~agent.memory.rules.reminder_time.local_moment`) and replaced by the
+date it names:
+
+- a day, with a clock time or a part of the day if one was said: "tomorrow", "on Tuesday",
+  "next Tuesday at 3pm", "this Saturday", "tonight", "yesterday" -> "on Tue 1 Dec at 15:00";
+- a delay: "in two weeks", "in 3 days", "in a fortnight" -> "on Thu 10 Dec" (hours and
+  minutes keep the clock time: "on Thu 26 Nov at 16:30"); months and years name the month or
+  the year: "in 3 months" -> "in February 2027", "next month" -> "in December";
+- a week or a weekend: "this weekend" -> "the weekend of Sat 28 Nov", "next week" -> "the week
+  of Mon 30 Dec".
+
+A date out of the year it was said in carries its year ("on Mon 11 Jan 2027"). Dates said
+absolutely ("on 14 March", "in August") stay as they are. A plan's key holds its value, so it
+is keyed anew: "a trip to Rome next Friday" said on two weeks is two trips.
+
+Said (:func:`said_from_now`): each "on Fri 27 Nov" of a reply is said from the day it is now in
+the user's zone: "today", "tomorrow, Fri 27 Nov", "on Tue 1 Dec" further ahead, and for a day
+gone by "was on Fri 27 Nov" (or "on Fri 27 Nov, now past" where no verb says it). The year of
+a date kept without one is the one, next to now, whose calendar has that weekday.
+
+Pure functions of their arguments. Tested by ``tests/test_fact_dates.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from agent.memory.longterm.memory_slots import fact_key, parse_key
+from agent.memory.rules.reminder_time import local_moment, read_delay, says_clock
+from agent.memory.schemas import Fact
+from agent.utils.time_zones import zone_of
+
+__all__ = [
+    "absolute_dates",
+    "dated_facts",
+    "kept_day",
+    "said_from_now",
+    "same_time",
+    "zone_in",
+]
+
+_F = re.IGNORECASE
+_DAYS = "Mon Tue Wed Thu Fri Sat Sun".split()
+_MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+_MONTH_NAMES = (
+    "January February March April May June July August September October November December"
+).split()
+
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_PART = r"morning|afternoon|evening|night"
+_CLOCK = (
+    r"(?:at\s+)?\d{1,2}(?:[:.h]\d{2})?\s*[ap]\.?m\.?(?![\w.])|at\s+\d{1,2}(?:[:.h]\d{2})?\b"
+    r"|(?:at\s+)?(?:noon|midday|midnight)\b"
+)
+_DAY = (
+    rf"today|tonight|tomorrow|the day after tomorrow|the day before yesterday|yesterday"
+    rf"|(?:(?:on|this|next|coming|last)\s+)?{_WEEKDAY}"
+)
+_COUNT = r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few"
+_UNIT = r"minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?"
+#: A relative time phrase, as a fact's value says it.
+_RELATIVE = re.compile(
+    rf"(?<!every )\b(?:(?P<delay>in\s+(?:(?:{_COUNT})\s+(?:{_UNIT})|a\s+fortnight)(?:'s? time)?)"
+    rf"|(?P<span>(?P<which>this|next|last|at the|over the|on the)\s+(?P<unit>weekend|week|month"
+    rf"|year))"
+    rf"|(?P<day>(?:(?:{_CLOCK})\s+)?(?:{_DAY})(?:\s+(?P<part>{_PART}))?"
+    rf"(?:\s*,?\s*(?:{_CLOCK}))?))\b",
+    _F,
+)
+_ON = re.compile(r"^(?:on|coming)\s+", _F)
+_MONTH_DELAY = re.compile(rf"in\s+(?P<n>{_COUNT})\s+(?P<u>months?|years?)", _F)
+_PART_SAID = {"morning": "in the morning", "afternoon": "in the afternoon",
+              "evening": "in the evening", "night": "at night"}  # fmt: skip
+#: The attributes whose values are dated when kept.
+_DATED = frozenset({"event", "plan", "goal", "decision"})
+_SPAN_AHEAD = {"this": 0, "at the": 0, "over the": 0, "on the": 0, "next": 1, "last": -1}
+
+#: A date as :func:`absolute_dates` writes it, and what is said with it.
+_KEPT = re.compile(
+    rf"(?:\b(?P<verb>is|are)\s+)?\bon\s+(?P<wd>{'|'.join(_DAYS)})\s+(?P<d>\d{{1,2}})\s+"
+    rf"(?P<m>{'|'.join(_MONTHS)})(?:\s+(?P<y>\d{{4}}))?\b"
+    rf"(?P<rest>\s+at\s+\d{{2}}:\d{{2}}|\s+in\s+the\s+(?:morning|afternoon|evening)"
+    rf"|\s+at\s+night)?"
+)
+
+
+def _day(moment: date, said: date) -> str:
+    year = "" if moment.year == said.year else f" {moment.year}"
+    return f"{_DAYS[moment.weekday()]} {moment.day} {_MONTHS[moment.month - 1]}{year}"
+
+
+def _month(year: int, month: int, said: date) -> str:
+    return f"{_MONTH_NAMES[month - 1]}{'' if year == said.year else f' {year}'}"
+
+
+def _span(which: str, unit: str, said: date) -> str:
+    ahead = _SPAN_AHEAD[which.casefold()]
+    if unit == "year":
+        return f"in {said.year + ahead}"
+    if unit == "month":
+        months = said.year * 12 + said.month - 1 + ahead
+        return f"in {_month(months // 12, months % 12 + 1, said)}"
+    if unit == "week":
+        monday = said - timedelta(days=said.weekday()) + timedelta(weeks=ahead)
+        return f"the week of {_day(monday, said)}"
+    # The weekend of a Sunday is the one under way; of any other day, the coming one.
+    saturday = said + timedelta(days=(5 - said.weekday()) % 7 if said.weekday() != 6 else -1)
+    return f"the weekend of {_day(saturday + timedelta(weeks=ahead), said)}"
+
+
+def _delay(phrase: str, said_at: datetime, zone: ZoneInfo) -> str | None:
+    local = said_at.astimezone(zone)
+    months = _MONTH_DELAY.match(phrase)
+    if months is not None:
+        moment = local_moment(phrase, said_at, zone)
+        if moment is None:
+            return None
+        if months.group("u").casefold().startswith("year"):
+            return f"in {moment.year}"
+        return f"in {_month(moment.year, moment.month, local.date())}"
+    delay = read_delay(re.sub(r"a\s+fortnight", "2 weeks", phrase, flags=_F))
+    if delay is None:
+        return None
+    moment = local + delay
+    clock = f" at {moment:%H:%M}" if delay < timedelta(days=1) else ""
+    return f"on {_day(moment.date(), local.date())}{clock}"
+
+
+def _date_of(match: re.Match[str], said_at: datetime, zone: ZoneInfo) -> str | None:
+    said = said_at.astimezone(zone).date()
+    if match.group("delay"):
+        return _delay(match.group("delay"), said_at, zone)
+    if match.group("span"):
+        return _span(match.group("which"), match.group("unit").casefold(), said)
+    phrase = _ON.sub("", match.group("day"))
+    moment = local_moment(phrase, said_at, zone)
+    clock = moment is not None and says_clock(phrase)
+    if moment is None:  # "on Tuesday at 6": the day, and the hour as said
+        return None
+    part = (match.group("part") or ("night" if "tonight" in phrase.casefold() else "")).casefold()
+    said_part = f" at {moment:%H:%M}" if clock else (f" {_PART_SAID[part]}" if part else "")
+    return f"on {_day(moment.date(), said)}{said_part}"
+
+
+def zone_in(facts: Iterable[Fact]) -> ZoneInfo:
+    """Return the user's zone among ``facts`` (their ``timezone``), UTC if none says one."""
+    return zone_of(next((f.value for f in facts if f.key == "timezone"), None))
+
+
+def absolute_dates(text: str, said_at: datetime, zone: ZoneInfo) -> str:
+    """Return ``text`` with each relative time phrase replaced by the date it names.
+
+    Args:
+        text: a fact's value, e.g. ``test is tomorrow``.
+        said_at: when it was said (the message's time; a naive time is taken as UTC).
+        zone: the user's time zone.
+
+    Returns:
+        e.g. ``test is on Fri 27 Nov``; ``text`` itself when it says no relative time.
+    """
+    said_at = said_at.replace(tzinfo=UTC) if said_at.tzinfo is None else said_at
+
+    def replace(match: re.Match[str]) -> str:
+        return _date_of(match, said_at, zone) or match.group()
+
+    return _RELATIVE.sub(replace, text)
+
+
+def dated_facts(facts: Iterable[Fact], said_at: datetime, zone: ZoneInfo) -> tuple[Fact, ...]:
+    """Return ``facts`` with the relative dates of the dated kinds (events, plans, goals,
+    decisions) made absolute (:func:`absolute_dates`); a fact whose key holds its value (a
+    plan) is keyed by the new value. A routine ("every Monday") or a like keeps its words."""
+    dated: list[Fact] = []
+    for fact in facts:
+        parts = parse_key(fact.key)
+        value = fact.value
+        if parts.attribute in _DATED:
+            value = absolute_dates(fact.value, said_at, zone)
+        if value == fact.value:
+            dated.append(fact)
+            continue
+        key = fact.key
+        if parts.item == " ".join(fact.value.casefold().split()):
+            key = fact_key(parts.subject, parts.attribute, value)
+        dated.append(fact.model_copy(update={"key": key, "value": value}))
+    return tuple(dated)
+
+
+_SPAN_KEPT = re.compile(
+    rf"\b(?:on|the (?P<span>week|weekend) of)\s+(?P<wd>{'|'.join(_DAYS)})\s+(?P<d>\d{{1,2}})\s+"
+    rf"(?P<m>{'|'.join(_MONTHS)})(?:\s+(?P<y>\d{{4}}))?\b"
+)
+
+
+def kept_day(said: str) -> re.Pattern[str] | None:
+    """Return a pattern of the kept dates a weekday said by name stands for ("Monday": "Mon 3
+    Mar"), so that "Tuesday, not Monday" corrects a date kept from "on Monday"; ``None`` when
+    ``said`` is no weekday."""
+    name = said.strip().casefold()[:3].title()
+    if name not in _DAYS or not re.fullmatch(rf"{_WEEKDAY}|{name}", said.strip(), _F):
+        return None
+    return re.compile(rf"\b{name}\s+\d{{1,2}}\s+(?:{'|'.join(_MONTHS)})(?:\s+\d{{4}})?\b")
+
+
+def _kept_date(match: re.Match[str], today: date) -> date | None:
+    weekday = _DAYS.index(match.group("wd"))
+    day, month = int(match.group("d")), _MONTHS.index(match.group("m")) + 1
+    year = int(match.group("y")) if match.group("y") else _year(day, month, weekday, today)
+    if year is None:
+        return None
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _spans(text: str, today: date) -> list[tuple[date, date]]:
+    # The days each kept date of ``text`` covers: one, a week or a weekend.
+    found: list[tuple[date, date]] = []
+    for match in _SPAN_KEPT.finditer(text):
+        first = _kept_date(match, today)
+        if first is not None:
+            length = {"week": 6, "weekend": 1}.get(match.group("span") or "", 0)
+            found.append((first, first + timedelta(days=length)))
+    return found
+
+
+def same_time(asked: str, value: str, now: datetime, zone: ZoneInfo) -> bool | None:
+    """Whether the fact ``value`` is kept for the time ``asked`` says relatively ("for Friday",
+    "this weekend", "next Tuesday"): one of its dates falls in the days asked about. ``None``
+    when ``asked`` names no day relatively (the words are compared instead).
+
+    Args:
+        asked: the time of a question, e.g. ``for next Tuesday``.
+        value: a kept fact's value, e.g. ``flight to Rome is on Tue 1 Dec``.
+        now: the question's time.
+        zone: the user's time zone.
+    """
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
+    today = now.astimezone(zone).date()
+    wanted = _spans(absolute_dates(asked, now, zone), today)
+    if not wanted:
+        return None
+    kept = _spans(value, today)
+    return any(a <= y and x <= b for a, b in wanted for x, y in kept)
+
+
+def _year(day: int, month: int, weekday: int, today: date) -> int | None:
+    # The year next to today whose calendar puts the weekday on that day.
+    for year in (today.year, today.year + 1, today.year - 1):
+        try:
+            if date(year, month, day).weekday() == weekday:
+                return year
+        except ValueError:
+            continue
+    return None
+
+
+def said_from_now(text: str, now: datetime, zone: ZoneInfo) -> str:
+    """Return ``text`` with each kept date ("on Fri 27 Nov") said from today in ``zone``.
+
+    Args:
+        text: a reply, e.g. ``Your test is on Fri 27 Nov.``
+        now: the time it is (the message's time).
+        zone: the user's time zone.
+
+    Returns:
+        e.g. ``Your test is tomorrow, Fri 27 Nov.``, ``Your test is today.``, ``Your test was
+        on Fri 27 Nov.``
+    """
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
+    today = now.astimezone(zone).date()
+
+    def replace(match: re.Match[str]) -> str:
+        moment = _kept_date(match, today)
+        if moment is None:
+            return match.group()
+        verb, rest = match.group("verb"), match.group("rest") or ""
+        said = f"{_DAYS[moment.weekday()]} {moment.day} {_MONTHS[moment.month - 1]}"
+        ahead = (moment - today).days
+        if ahead == 0:
+            today_said = "tonight" if rest.strip() == "at night" else f"today{rest}"
+            return f"{verb + ' ' if verb else ''}{today_said}"
+        if ahead == 1:
+            return f"{verb + ' ' if verb else ''}tomorrow, {said}{rest}"
+        if ahead > 1:
+            return match.group()
+        if verb:
+            return f"{'was' if verb.casefold() == 'is' else 'were'} on {said}{rest}"
+        return f"on {said}{rest}, now past"
+
+    return _KEPT.sub(replace, text)
