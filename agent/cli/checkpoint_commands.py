@@ -50,13 +50,8 @@ async def _checkpoint(opened: OpenedMemory, args: argparse.Namespace, out: Outpu
         )
     name = path.name if path is not None else f"row {session.session_id}"
     if not args.diff:
-        # The file as it is on disk; a row as the file would hold it.
-        text = (
-            path.read_text(encoding="utf-8")
-            if path is not None
-            else dump_json(snapshot, indent=True).decode()
-        )
-        out.stream.write(text)
+        # The snapshot as one file holds it (a base and its journal read together; a row).
+        out.stream.write(dump_json(snapshot, indent=True).decode())
         return 0
     rebuilt = await inspector.rebuild_state(session.session_id)
     diff = list(
