@@ -62,6 +62,10 @@ Read = Callable[[Snapshot], T]
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
 # Temporary b-trees (sorts, FTS5 merges) in memory: in files they were most of a turn's writes.
 _TEMP_STORE = "PRAGMA temp_store = MEMORY;"
+# A turn changes a few hundred bytes of each of many pages, and the write-ahead log writes
+# whole pages: 1 KiB pages write a turn in a third of the bytes 4 KiB pages do
+# (BENCHMARKS.md, issue 20). Only a new file takes it; an existing one keeps its page size.
+_PAGE_SIZE = "PRAGMA page_size = 1024"
 
 
 @dataclass(slots=True)
@@ -199,6 +203,8 @@ class Database:
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
             conn.row_factory = sqlite3.Row
+            # Before WAL: a new file takes it, an existing one keeps its own (_PAGE_SIZE).
+            conn.execute(_PAGE_SIZE)
             switch_to_wal(conn, self._lock_timeout)
             # One call for every PRAGMA. Erasure (/forget) must leave no text in the file:
             # deleted content is zeroed in the pages a write touches, and purge_erased zeroes
