@@ -193,7 +193,8 @@ def register(commands: Commands) -> None:
         "checkpoint",
         _checkpoint,
         summary="print a session's checkpoint file, or diff it against the log",
-        description="Print a session's checkpoint file. With --diff, compare the state it holds "
+        description="Print a session's checkpoint as one file holds it (its base file with "
+        "the journal of the turns since read into it). With --diff, compare the state it holds "
         "with the state rebuilt by folding the session's turn log (the status, which is not "
         "derived from the log, is left out); exit 1 when they differ.",
     )
