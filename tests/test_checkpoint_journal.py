@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,7 +27,13 @@ from hypothesis import strategies as st
 
 from agent.app.wiring import open_lane
 from agent.errors import CheckpointCorrupt
-from agent.memory import CheckpointWriter, ConversationTurn, OpenLoop, SessionState
+from agent.memory import (
+    CheckpointWriter,
+    ConversationLane,
+    ConversationTurn,
+    OpenLoop,
+    SessionState,
+)
 from agent.memory.checkpoint_journal import base_digest, change, compose, header, line
 from agent.memory.conversation_checkpoint import JOURNAL_LINES
 from agent.memory.schemas import CheckpointTurn, ConversationCheckpointSnapshot, dump_json
@@ -301,6 +309,19 @@ def _killed_mid_journal(tmp_path: Path, turns: int) -> tuple[Path, Path, int]:
     return db, checkpoints, int(line)
 
 
+@asynccontextmanager
+async def _restarted(db: Path, checkpoints: Path) -> AsyncIterator[tuple[ConversationLane, str]]:
+    """The lane started again on what the killed process left, hydrated; its chat's session."""
+    lane = await open_lane(crash_settings(db, checkpoints))
+    try:
+        await lane.hydrate()
+        sid = lane.session_id_for_chat(7)
+        assert sid is not None
+        yield lane, sid
+    finally:
+        await lane.shutdown()
+
+
 async def test_a_restart_after_sigkill_mid_journal_hydrates_the_same_state(tmp_path, caplog):
     """SIGKILL a real lane between turns, its journal unfinished: the next start finds the
     base and journal at the database's turn (nothing rebuilt), and the state it hydrates is
@@ -308,11 +329,7 @@ async def test_a_restart_after_sigkill_mid_journal_hydrates_the_same_state(tmp_p
     db, checkpoints, turns = _killed_mid_journal(tmp_path, turns=11)
     caplog.set_level(logging.WARNING)
 
-    lane = await open_lane(crash_settings(db, checkpoints))
-    try:
-        await lane.hydrate()
-        sid = lane.session_id_for_chat(7)
-        assert sid is not None
+    async with _restarted(db, checkpoints) as (lane, sid):
         assert "rebuilt" not in caplog.text
         snapshot_ = await lane.inspector.checkpoint(sid)
         assert snapshot_ is not None
@@ -321,8 +338,6 @@ async def test_a_restart_after_sigkill_mid_journal_hydrates_the_same_state(tmp_p
         assert snapshot_.turn_count == session.state.turn_count == turns
         assert snapshot_.state.log_view() == session.state.log_view()
         assert not await lane.inspector.state_differs(sid)
-    finally:
-        await lane.shutdown()
     assert list(checkpoints.glob("*.journal")) == []  # a clean stop leaves the base alone
 
 
@@ -335,19 +350,13 @@ async def test_a_restart_after_a_torn_append_rebuilds_the_checkpoint(tmp_path, c
     journal.write_bytes(journal.read_bytes()[:-25])
     caplog.set_level(logging.WARNING)
 
-    lane = await open_lane(crash_settings(db, checkpoints))
-    try:
-        await lane.hydrate()
-        sid = lane.session_id_for_chat(7)
-        assert sid is not None
+    async with _restarted(db, checkpoints) as (lane, sid):
         behind = f"is behind the log (turn {turns - 1} of {turns}); rebuilt from the turn log"
         assert f"checkpoint of session {sid} {behind}" in caplog.text
         snapshot_ = await lane.inspector.checkpoint(sid)
         assert snapshot_ is not None
         assert snapshot_.turn_count == turns
         assert not await lane.inspector.state_differs(sid)
-    finally:
-        await lane.shutdown()
 
 
 def _cli(db: Path, checkpoints: Path, *args: str) -> subprocess.CompletedProcess[str]:
