@@ -66,6 +66,9 @@ _TEMP_STORE = "PRAGMA temp_store = MEMORY;"
 # whole pages: 1 KiB pages write a turn in a third of the bytes 4 KiB pages do
 # (BENCHMARKS.md, issue 20). Only a new file takes it; an existing one keeps its page size.
 _PAGE_SIZE = "PRAGMA page_size = 1024"
+# The write-ahead log is copied back into the file once it holds this much (SQLite's default,
+# 1,000 pages, of its default 4 KiB pages), whatever the page size.
+_WAL_BYTES = 4_000 * 1024
 
 
 @dataclass(slots=True)
@@ -217,6 +220,8 @@ class Database:
                 f" {SECURE_DELETE}"
                 + (" PRAGMA query_only = ON;" if query_only else "")
             )
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_BYTES // page_size:d}")
             if not query_only:
                 self._version_at_open = conn.execute("PRAGMA user_version").fetchone()[0]
         except Exception as exc:  # a file that is no database fails here
