@@ -371,7 +371,8 @@ def _cli(db: Path, checkpoints: Path, *args: str) -> subprocess.CompletedProcess
 
 async def test_the_cli_shows_verifies_and_erases_a_journaled_checkpoint(tmp_path):
     """`agent-memory checkpoint` prints the current snapshot (base and journal together, as a
-    whole file would read), `verify` finds it consistent, and `forget` leaves no journal."""
+    whole file would read), `verify` finds it consistent, `stats` counts the journal's bytes
+    with the checkpoint's, and `forget` leaves no journal."""
     db, checkpoints, turns = _killed_mid_journal(tmp_path, turns=9)
     (base,) = checkpoints.glob("ses_*.json")
     sid = base.stem
@@ -388,6 +389,12 @@ async def test_the_cli_shows_verifies_and_erases_a_journaled_checkpoint(tmp_path
     verified = _cli(db, checkpoints, "verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "1 checked: 1 matches" in verified.stdout
+
+    stats = _cli(db, checkpoints, "stats", "--json")
+    assert stats.returncode == 0, stats.stderr
+    sizes = orjson.loads(stats.stdout)["bytes"]
+    on_disk = base.stat().st_size + base.with_suffix(".journal").stat().st_size
+    assert (sizes["checkpoint_files"], sizes["checkpoints"]) == (1, on_disk)
 
     erased = _cli(db, checkpoints, "forget", sid, "--yes")
     assert erased.returncode == 0, erased.stderr
