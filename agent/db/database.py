@@ -42,7 +42,7 @@ import aiosqlite
 from agent.db.free_pages import SECURE_DELETE, zero_free_pages
 from agent.db.migrations import Migration, migrate, schema_is_current
 from agent.db.sqlite_faults import is_busy, read_only_hint, storage_error, translate_write_error
-from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal
+from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal, use_small_pages
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
 
@@ -62,13 +62,6 @@ Read = Callable[[Snapshot], T]
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
 # Temporary b-trees (sorts, FTS5 merges) in memory: in files they were most of a turn's writes.
 _TEMP_STORE = "PRAGMA temp_store = MEMORY;"
-# A turn changes a few hundred bytes of each of many pages, and the write-ahead log writes
-# whole pages: 1 KiB pages write a turn in a third of the bytes 4 KiB pages do
-# (BENCHMARKS.md, issue 20). Only a new file takes it; an existing one keeps its page size.
-_PAGE_SIZE = "PRAGMA page_size = 1024"
-# The write-ahead log is copied back into the file once it holds this much (SQLite's default,
-# 1,000 pages, of its default 4 KiB pages), whatever the page size.
-_WAL_BYTES = 4_000 * 1024
 
 
 @dataclass(slots=True)
@@ -206,8 +199,7 @@ class Database:
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
             conn.row_factory = sqlite3.Row
-            # Before WAL: a new file takes it, an existing one keeps its own (_PAGE_SIZE).
-            conn.execute(_PAGE_SIZE)
+            use_small_pages(conn)  # before WAL: a new file takes them
             switch_to_wal(conn, self._lock_timeout)
             # One call for every PRAGMA. Erasure (/forget) must leave no text in the file:
             # deleted content is zeroed in the pages a write touches, and purge_erased zeroes
@@ -220,8 +212,6 @@ class Database:
                 f" {SECURE_DELETE}"
                 + (" PRAGMA query_only = ON;" if query_only else "")
             )
-            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-            conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_BYTES // page_size:d}")
             if not query_only:
                 self._version_at_open = conn.execute("PRAGMA user_version").fetchone()[0]
         except Exception as exc:  # a file that is no database fails here
