@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent.app.wiring import open_lane
+from agent.memory.schemas import dump_json
 from agent.utils.timestamps import to_db_time
 from bench.benchmarks_file import write_section
 from bench.harness import arguments, lane_settings, machine, temporary_workdir
@@ -131,9 +132,10 @@ async def make_template(workdir: Path, texts: list[str]) -> Template:
     behind = b""
     for _ in range(TEMPLATE_TURNS):
         result = await lane.on_turn(messages.next(), engine)
-        path = settings.checkpoint_dir / f"{result.turn.session_id}.json"
-        if result.turn.seq == TEMPLATE_TURNS - 1:
-            behind = path.read_bytes()
+        if result.turn.seq == TEMPLATE_TURNS - 1:  # as a file holds it (no journal beside)
+            snapshot = await lane.inspector.checkpoint(result.turn.session_id)
+            assert snapshot is not None  # noqa: S101 - written after the turn's commit
+            behind = dump_json(snapshot, indent=True)
     await lane.shutdown()
     sid = result.turn.session_id
     with contextlib.closing(sqlite3.connect(settings.db_path)) as conn:

@@ -30,7 +30,7 @@ async def test_failed_checkpoint_writes_lose_no_turn_and_heal_later(
     first = await say(lane, 1, "before the outage", engine)
     original = CheckpointWriter.write
 
-    async def refuse(self, snapshot):
+    async def refuse(self, snapshot, **options):
         raise CheckpointError("disk full")
 
     monkeypatch.setattr(CheckpointWriter, "write", refuse)

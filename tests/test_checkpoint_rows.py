@@ -62,8 +62,9 @@ async def test_a_row_reads_back_the_latest_snapshot_and_goes_with_its_session(po
 
 
 async def test_a_mirror_directory_gets_the_same_snapshot_as_a_file(postgres_url, tmp_path: Path):
-    """With a directory, each write is also an atomic file the file reader parses to the same
-    snapshot; delete removes both."""
+    """With a directory, each write is also written to the files (a base, then a journal line;
+    the base alone when compact) that the file reader parses to the same snapshot; delete
+    removes the row and every file."""
     files = CheckpointWriter(tmp_path / "checkpoints")
     async with PostgresDatabase(postgres_url) as db:
         mirrored = DatabaseCheckpoints(db, files)
@@ -71,7 +72,15 @@ async def test_a_mirror_directory_gets_the_same_snapshot_as_a_file(postgres_url,
         await mirrored.write(snapshot(3))
         assert mirrored.path_for(SID) == tmp_path / "checkpoints" / f"{SID}.json"
         assert await files.load(SID) == await mirrored.load(SID)
+        await mirrored.write(snapshot(4))  # the file's base and a journal line
+        assert files.journal_path(SID).exists()
+        assert await files.load(SID) == await mirrored.load(SID) == snapshot(4)
+        await mirrored.write(snapshot(4), compact=True)
+        assert not files.journal_path(SID).exists()
+        assert await files.load(SID) == snapshot(4)
+        await mirrored.write(snapshot(5))
         assert await mirrored.delete(SID)
+        assert list(files.directory.iterdir()) == []  # the base and its journal
         assert (await files.load(SID), await mirrored.load(SID)) == (None, None)
         assert not await mirrored.delete(SID)
 

@@ -16,6 +16,7 @@ from agent.memory.schemas import (
     CHECKPOINT_SCHEMA_VERSION,
     CheckpointTurn,
     ConversationCheckpointSnapshot,
+    dump_json,
 )
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -91,18 +92,27 @@ async def test_write_creates_the_directory(tmp_path):
 
 
 async def test_atomic_replace_leaves_no_temp_file(writer):
-    """Rewriting a checkpoint replaces it whole and leaves only ``<session_id>.json`` behind."""
+    """A later write appends to ``<session_id>.journal``; a compacting one replaces the base
+    whole and leaves only ``<session_id>.json`` behind. No temporary file is left either way."""
     await writer.write(snapshot(turn_count=1))
     await writer.write(snapshot(turn_count=2))
 
-    assert [p.name for p in writer.directory.iterdir()] == [f"{SID}.json"]
+    assert sorted(p.name for p in writer.directory.iterdir()) == [f"{SID}.journal", f"{SID}.json"]
     loaded = await writer.load(SID)
     assert loaded is not None
     assert loaded.turn_count == 2
 
+    await writer.write(snapshot(turn_count=3), compact=True)
 
-async def test_failed_fsync_keeps_previous_file_and_no_temp(writer, monkeypatch):
-    """An fsync error raises CheckpointError; the old checkpoint stays, the temp file goes."""
+    assert [p.name for p in writer.directory.iterdir()] == [f"{SID}.json"]
+    assert writer.path_for(SID).read_bytes() == dump_json(snapshot(turn_count=3), indent=True)
+    assert await writer.load(SID) == snapshot(turn_count=3)
+
+
+@pytest.mark.parametrize("compact", [True, False], ids=["base", "journal"])
+async def test_failed_fsync_keeps_previous_file_and_no_temp(writer, monkeypatch, compact):
+    """An fsync error raises CheckpointError; the old checkpoint stays, the temp file goes, and
+    a journal's append is undone (the files read the previous checkpoint)."""
     await writer.write(snapshot(turn_count=1))
     before = writer.path_for(SID).read_bytes()
 
@@ -110,12 +120,14 @@ async def test_failed_fsync_keeps_previous_file_and_no_temp(writer, monkeypatch)
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fsync)
 
     with pytest.raises(CheckpointError, match=rf"cannot write checkpoint {SID}\.json: "):
-        await writer.write(snapshot(turn_count=2))
+        await writer.write(snapshot(turn_count=2), compact=compact)
 
     assert writer.path_for(SID).read_bytes() == before
     assert [p.name for p in writer.directory.iterdir()] == [f"{SID}.json"]
+    assert await writer.load(SID) == snapshot(turn_count=1)
 
 
 async def test_failed_replace_raises_checkpoint_error_not_oserror(writer, monkeypatch):
@@ -129,7 +141,7 @@ async def test_failed_replace_raises_checkpoint_error_not_oserror(writer, monkey
     monkeypatch.setattr(os, "replace", replace)
 
     with pytest.raises(CheckpointError, match="No space left on device") as caught:
-        await writer.write(snapshot(turn_count=2))
+        await writer.write(snapshot(turn_count=2), compact=True)
 
     assert not isinstance(caught.value, CheckpointCorrupt)
     assert isinstance(caught.value.__cause__, OSError)

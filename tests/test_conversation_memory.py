@@ -34,6 +34,7 @@ from agent.memory import (
     Reply,
     render_packet,
 )
+from agent.memory.checkpoint_journal import compose
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
@@ -202,7 +203,7 @@ async def test_checkpoint_claims_no_delivery_the_database_may_not_have(lane, db,
     sid = second.turn.session_id
     path = lane.inspector.checkpoint_path(sid)
 
-    written = orjson.loads(path.read_bytes())["recent_turns"]
+    written = on_disk(path)["recent_turns"]  # the documents the files hold, as written
 
     assert [row[2] for row in await log_rows(db, sid)] == ["delivered", "answered"]
     assert [(t["seq"], t["user_text"], t["message_id"]) for t in written] == [
@@ -216,7 +217,7 @@ async def test_checkpoint_claims_no_delivery_the_database_may_not_have(lane, db,
     assert session is not None
     assert (await lane.inspector.check(session)).ok
     assert await lane.inspector.repair(sid)
-    assert orjson.loads(path.read_bytes())["recent_turns"] == written
+    assert on_disk(path)["recent_turns"] == written
 
 
 async def test_engine_failure_writes_nothing_and_the_chat_recovers(lane, db, engine):
@@ -1000,18 +1001,41 @@ async def test_hydrate_deletes_checkpoint_of_a_session_gone_from_the_db(
 # -- checkpoint write failure ----------------------------------------------------------------------
 
 
-def fail_replace_once(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Make the next ``os.replace`` fail with ENOSPC; return the targets it refused."""
-    real_replace = os.replace
+def on_disk(path: Path) -> dict[str, Any]:
+    """The snapshot document a checkpoint's files hold: its base and its journal, composed."""
+    journal = path.with_suffix(".journal")
+    return compose(path.read_bytes(), journal.read_bytes() if journal.exists() else b"", "x")
+
+
+def files(path: Path) -> tuple[bytes, bytes | None]:
+    """The bytes of a checkpoint's base file and of its journal (``None``: none)."""
+    journal = path.with_suffix(".journal")
+    return path.read_bytes(), journal.read_bytes() if journal.exists() else None
+
+
+def fail_next_write(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Make the next checkpoint write fail with ENOSPC where it makes it durable: the rename
+    of a base (``os.replace``) or the sync of a journal's append (``os.fdatasync``); return
+    the files it refused."""
+    real_replace, real_fdatasync = os.replace, os.fdatasync
     refused: list[Path] = []
+
+    def refuse(path: Path) -> None:
+        refused.append(path)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     def replace(src: Any, dst: Any) -> None:
         if not refused:
-            refused.append(Path(dst))
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            refuse(Path(dst))
         real_replace(src, dst)
 
+    def fdatasync(fd: int) -> None:
+        if not refused:
+            refuse(Path(os.readlink(f"/proc/self/fd/{fd}")))
+        real_fdatasync(fd)
+
     monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
     return refused
 
 
@@ -1023,21 +1047,24 @@ async def test_checkpoint_write_failure_keeps_turn_and_old_file_then_next_turn_h
     sid = lane.session_id_for_chat(CHAT_A)
     assert sid is not None
     path = lane.inspector.checkpoint_path(sid)
-    before = path.read_bytes()
-    refused = fail_replace_once(monkeypatch)
+    before = files(path)
+    refused = fail_next_write(monkeypatch)
     caplog.set_level(logging.ERROR, logger=LANE_LOGGER)
 
     result = await lane.on_turn(msg(CHAT_A, text_of(CHAT_A, 3), 3), engine)
 
-    assert refused == [path]
+    assert refused == [path.with_suffix(".journal")]  # turn 3 was an append
     assert (result.turn.seq, result.turn.status) == (3, "answered")
     errors = lane_records(caplog, logging.ERROR)
     assert len(errors) == 1
     assert sid in errors[0]
     assert os.strerror(errno.ENOSPC) in errors[0]
-    assert path.read_bytes() == before
-    assert CheckpointWriter.parse(before, session_id=sid).turn_count == 2
-    assert list(checkpoint_dir.iterdir()) == [path]  # no temp file left behind
+    assert files(path) == before
+    assert await lane.inspector.checkpoint(sid) == CheckpointWriter.parse(
+        before[0], journal=before[1] or b"", session_id=sid
+    )
+    assert (await lane.inspector.checkpoint(sid)).turn_count == 2
+    assert sorted(checkpoint_dir.iterdir()) == sorted([path, path.with_suffix(".journal")])
     assert [row[0] for row in await log_rows(db, sid)] == [1, 2, 3]
 
     await lane.on_turn(msg(CHAT_A, text_of(CHAT_A, 4), 4), engine)
@@ -1058,7 +1085,7 @@ async def test_checkpoint_write_failure_is_healed_at_next_start(
         await talk(lane, CHAT_A, 2, engine)
         sid = lane.session_id_for_chat(CHAT_A)
         assert sid is not None
-        fail_replace_once(monkeypatch)
+        fail_next_write(monkeypatch)
         await talk(lane, CHAT_A, 1, engine, start=3)
         await crash(db)
     caplog.set_level(logging.WARNING, logger=LANE_LOGGER)

@@ -87,6 +87,20 @@ async def test_temporary_tables_stay_in_memory_on_every_connection(db_path):
     assert searcher == (2,)
 
 
+async def test_a_new_file_has_1_kib_pages_and_an_old_one_keeps_its_own(db_path, tmp_path):
+    """A new database file gets 1 KiB pages (a turn's log frames are a third of the bytes:
+    issue 20); a file made with 4 KiB pages keeps them. Either copies its write-ahead log back
+    once it holds 4 MB, as SQLite's default does with 4 KiB pages."""
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as conn:  # a file of an earlier version: 4 KiB pages
+        conn.execute("CREATE TABLE kept (x)")
+    for path, page_size in ((db_path, 1024), (old, 4096)):
+        async with Database(path) as db:
+            sizes = await db.write(lambda tx: tx.fetchall("PRAGMA page_size"))
+            pages = await db.write(lambda tx: tx.fetchall("PRAGMA wal_autocheckpoint"))
+        assert [tuple(row) for row in (*sizes, *pages)] == [(page_size,), (4_096_000 // page_size,)]
+
+
 def test_unknown_durability_is_rejected(db_path):
     """A durability other than 'full' or 'process' is refused before anything is opened."""
     with pytest.raises(ValueError, match="durability must be 'full' or 'process'"):

@@ -3,7 +3,8 @@
 Each cycle starts ``tests/lane_crash_worker.py`` in a subprocess on the same database, checkpoint
 directory and acknowledgment log, lets it stream turns, and kills it with SIGKILL at a random
 moment: during start-up and hydration, in the middle of the turn stream, or the instant a
-checkpoint temp file is seen (with large messages, so checkpoint writes take a while). After
+checkpoint write is seen (a temp file, or a journal growing; with large messages, so that
+checkpoint writes take a while). After
 each kill a fresh lane is opened in this process and the invariants of DESIGN.md section 3 are
 checked before and after ``hydrate()``. Some updates are edits of earlier messages
 (:meth:`ConversationLane.on_edit`): the checks hold with them too, and each edit is applied
@@ -529,11 +530,22 @@ async def _expect_line(proc: asyncio.subprocess.Process, expected: bytes, paths:
         )
 
 
+def _journal_sizes(paths: Paths) -> dict[str, int]:
+    """The size of every checkpoint journal in the directory, by name."""
+    sizes = {}
+    for journal in paths.checkpoints.glob("*.journal") if paths.checkpoints.is_dir() else ():
+        with contextlib.suppress(FileNotFoundError):
+            sizes[journal.name] = journal.stat().st_size
+    return sizes
+
+
 async def _kill_when_checkpointing(paths: Paths, limit: float) -> bool:
-    """Wait until a checkpoint temp file exists (a write in progress); False if none came."""
+    """Wait until a checkpoint write is in progress: a temp file exists (a base being
+    rewritten) or a journal grew (an append, maybe not yet synced); False if none came."""
     deadline = time.monotonic() + limit
+    journals = _journal_sizes(paths)
     while time.monotonic() < deadline:
-        if temp_files(paths):
+        if temp_files(paths) or _journal_sizes(paths).items() - journals.items():
             return True
         await asyncio.sleep(0.0002)
     return False

@@ -333,7 +333,7 @@ async def test_a_crash_between_commit_and_checkpoint_cannot_desync(tmp_path, mon
     await lane.hydrate()
     sid = await talk(lane, 1, 10)
 
-    async def die(self: CheckpointWriter, snapshot: Any) -> Any:
+    async def die(self: CheckpointWriter, snapshot: Any, **options: Any) -> Any:
         raise _Killed
 
     monkeypatch.setattr(CheckpointWriter, "write", die)

@@ -111,7 +111,11 @@ def test_private_chat_end_to_end(api, chats, polling_bot, tmp_path):
     assert snapshot.chat_id == chat
     assert snapshot.turn_count >= 10
     assert b"Ada" in export.document
-    on_disk = CheckpointWriter.parse((tmp_path / "checkpoints" / export.filename).read_bytes())
+    base = tmp_path / "checkpoints" / export.filename
+    journal = base.with_suffix(".journal")  # the turns since the base file was written
+    on_disk = CheckpointWriter.parse(
+        base.read_bytes(), journal=journal.read_bytes() if journal.exists() else b""
+    )
     assert on_disk.session_id == session_id
     assert on_disk.turn_count == snapshot.turn_count
 

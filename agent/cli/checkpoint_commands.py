@@ -50,13 +50,8 @@ async def _checkpoint(opened: OpenedMemory, args: argparse.Namespace, out: Outpu
         )
     name = path.name if path is not None else f"row {session.session_id}"
     if not args.diff:
-        # The file as it is on disk; a row as the file would hold it.
-        text = (
-            path.read_text(encoding="utf-8")
-            if path is not None
-            else dump_json(snapshot, indent=True).decode()
-        )
-        out.stream.write(text)
+        # The snapshot as one file holds it (a base and its journal read together; a row).
+        out.stream.write(dump_json(snapshot, indent=True).decode())
         return 0
     rebuilt = await inspector.rebuild_state(session.session_id)
     diff = list(
@@ -198,7 +193,8 @@ def register(commands: Commands) -> None:
         "checkpoint",
         _checkpoint,
         summary="print a session's checkpoint file, or diff it against the log",
-        description="Print a session's checkpoint file. With --diff, compare the state it holds "
+        description="Print a session's checkpoint as one file holds it (its base file with "
+        "the journal of the turns since read into it). With --diff, compare the state it holds "
         "with the state rebuilt by folding the session's turn log (the status, which is not "
         "derived from the log, is left out); exit 1 when they differ.",
     )

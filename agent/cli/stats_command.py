@@ -25,7 +25,9 @@ def _checkpoint_sizes(checkpoint_dir: Path | None) -> dict[str, int]:
         else []
     )
     sizes["checkpoint_files"] = len(files)
-    sizes["checkpoints"] = sum(path.stat().st_size for path in files)
+    # A checkpoint's bytes are its base file's and its journal's (the turns since the base).
+    journals = [path.with_suffix(".journal") for path in files]
+    sizes["checkpoints"] = sum(path.stat().st_size for path in (*files, *journals) if path.exists())
     return sizes
 
 

@@ -41,7 +41,7 @@ import aiosqlite
 from agent.db.free_pages import SECURE_DELETE, zero_free_pages
 from agent.db.migrations import Migration, migrate, schema_is_current
 from agent.db.sqlite_faults import is_busy, read_only_hint, storage_error, translate_write_error
-from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal
+from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal, use_small_pages
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
 from agent.db.write_queue import Pending, settle
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
@@ -191,6 +191,7 @@ class Database:
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
             conn.row_factory = sqlite3.Row
+            use_small_pages(conn)  # before WAL: a new file takes them
             switch_to_wal(conn, self._lock_timeout)
             # One call for every PRAGMA. Erasure (/forget) must leave no text in the file:
             # deleted content is zeroed in the pages a write touches, and purge_erased zeroes

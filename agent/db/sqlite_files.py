@@ -1,6 +1,7 @@
 """The files of a SQLite database: the main file, its write-ahead log and its shared-memory
-index, kept private, in WAL mode and measured. Used by :class:`agent.db.Database`; tested in
-``tests/test_database.py`` (permissions, WAL on every connection, two opening one new file in
+index, kept private, in WAL mode, in small pages and measured. Used by
+:class:`agent.db.Database`; tested in ``tests/test_database.py`` (permissions, WAL on every
+connection, the page size of a new file and an old one; two opening one new file in
 ``tests/test_migrations.py``) and ``tests/test_cli.py`` (``stats``).
 """
 
@@ -15,12 +16,19 @@ from pathlib import Path
 
 from agent.db.sqlite_faults import is_busy
 
-__all__ = ["file_sizes", "make_private", "switch_to_wal"]
+__all__ = ["file_sizes", "make_private", "switch_to_wal", "use_small_pages"]
 
 logger = logging.getLogger("agent.db.database")
 
 _PRIVATE_FILE = 0o600
 _PARTS = ("database", "database-wal", "database-shm")
+# A turn changes a few hundred bytes of each of many pages, and the write-ahead log writes
+# whole pages: 1 KiB pages write a turn in a third of the bytes 4 KiB pages do (BENCHMARKS.md,
+# issue 20).
+_PAGE_SIZE = 1024
+# The log is copied back into the file once it holds this much (SQLite's default, 1,000 pages,
+# of its default 4 KiB pages), whatever the page size.
+_WAL_BYTES = 4_000 * 1024
 
 
 def _side_files(path: Path) -> tuple[Path, Path]:
@@ -74,3 +82,12 @@ def switch_to_wal(conn: sqlite3.Connection, lock_timeout: float) -> None:
             delay = min(delay * 2, 1.0)
         else:
             return
+
+
+def use_small_pages(conn: sqlite3.Connection) -> None:
+    """Give a new database file 1 KiB pages (an existing one keeps its own) and copy the log
+    back at 4 MB of it. Call it before :func:`switch_to_wal`: a file in WAL mode has its size.
+    """
+    conn.execute(f"PRAGMA page_size = {_PAGE_SIZE:d}")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_BYTES // page_size:d}")

@@ -14,7 +14,7 @@ memory test.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, Field
@@ -107,18 +107,18 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def dump_json(model: BaseModel, *, indent: bool = False) -> bytes:
+def dump_json(model: BaseModel | dict[str, Any], *, indent: bool = False) -> bytes:
     """Serialise a model the one way we do: orjson, sorted keys, optionally indented.
 
     Args:
-        model: the model to serialise.
+        model: the model to serialise, or its ``model_dump(mode="json")`` already made.
         indent: two-space indentation for files a person reads and diffs.
-
     Returns:
         UTF-8 JSON bytes.
     """
     option = orjson.OPT_SORT_KEYS | (orjson.OPT_INDENT_2 if indent else 0)
-    return orjson.dumps(model.model_dump(mode="json"), option=option)
+    document = model if isinstance(model, dict) else model.model_dump(mode="json")
+    return orjson.dumps(document, option=option)
 
 
 class InboundMessage(Value):

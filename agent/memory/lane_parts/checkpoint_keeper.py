@@ -87,12 +87,17 @@ class CheckpointKeeper:
             written_at=self._parts.clock(),
         )
 
-    async def save(self, live: LiveSession, pending_summary_delta: str = "") -> None:
-        """Write the checkpoint of ``live`` (after its commit); a failure is logged, not raised."""
+    async def save(
+        self, live: LiveSession, pending_summary_delta: str = "", *, compact: bool = False
+    ) -> None:
+        """Write the checkpoint of ``live`` (after its commit); a failure is logged, not raised.
+
+        ``compact``: in one file (a clean stop's, see :meth:`CheckpointStore.write`).
+        """
         state = live.state
         snapshot = self.snapshot(live, pending_summary_delta)
         try:
-            await self._parts.checkpoints.write(snapshot)
+            await self._parts.checkpoints.write(snapshot, compact=compact)
         except CheckpointError as exc:
             # I5: the turn log stays the source of truth; rewrite_stale, the session's next
             # turn or the next start rewrites the file.
@@ -314,4 +319,5 @@ class CheckpointKeeper:
         for live in parts.sessions.each():
             live.state = live.state.model_copy(update={"status": "shutdown_clean"})
             if live.checkpoint_status != "shutdown_clean":
-                yield self.save(live, parts.states.summarizer.pending_delta(live.state))
+                delta = parts.states.summarizer.pending_delta(live.state)
+                yield self.save(live, delta, compact=True)

@@ -6,8 +6,8 @@ row of ``session_checkpoints`` (``agent/db/schema_postgres.sql``: ``JSONB``, del
 session), written in a transaction of its own after the turn's commit, as a file is (side
 effects after COMMIT; I5: the turn log stays the source of truth, a row behind it is rebuilt
 before its session serves a turn). Where a checkpoint directory is set, each write is also
-mirrored into a file there, atomically, by a :class:`CheckpointWriter` (a shared volume, or per
-host for people who read files); reads come from the row.
+mirrored into files there by a :class:`CheckpointWriter` (a base and its journal; a shared
+volume, or per host for people who read files); reads come from the row.
 
 Writes of one session come from the worker holding its chat (the lane writes a checkpoint
 under the chat's lock), so the last write is the latest state; a worker whose held session is
@@ -50,8 +50,11 @@ class DatabaseCheckpoints:
         """Return the mirrored file of a session (``None``: rows only)."""
         return None if self._files is None else self._files.path_for(session_id)
 
-    async def write(self, snapshot: ConversationCheckpointSnapshot) -> None:
-        """Store the snapshot as its session's row (and file, if mirrored).
+    async def write(
+        self, snapshot: ConversationCheckpointSnapshot, *, compact: bool = False
+    ) -> None:
+        """Store the snapshot as its session's row (and file, if mirrored; ``compact``: the
+        file in one piece, see :meth:`CheckpointWriter.write`).
 
         A session the database no longer has (erased meanwhile) gets no row.
 
@@ -92,7 +95,7 @@ class DatabaseCheckpoints:
                 f"cannot write the checkpoint of {snapshot.session_id}: {exc}"
             ) from exc
         if self._files is not None:
-            await self._files.write(snapshot)
+            await self._files.write(snapshot, compact=compact)
 
     async def load(self, session_id: str) -> ConversationCheckpointSnapshot | None:
         """Read and validate a session's checkpoint row; ``None`` if there is none.
