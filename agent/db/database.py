@@ -38,8 +38,8 @@ from typing import Any, Literal, Self, TypeVar
 
 import aiosqlite
 
-from agent.db.free_pages import SECURE_DELETE, zero_free_pages
 from agent.db.migrations import Migration, migrate, schema_is_current
+from agent.db.sqlite_erasure import SECURE_DELETE, vacuum
 from agent.db.sqlite_faults import is_busy, read_only_hint, storage_error, translate_write_error
 from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal, use_small_pages
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
@@ -194,8 +194,8 @@ class Database:
             use_small_pages(conn)  # before WAL: a new file takes them
             switch_to_wal(conn, self._lock_timeout)
             # One call for every PRAGMA. Erasure (/forget) must leave no text in the file:
-            # deleted content is zeroed in the pages a write touches, and purge_erased zeroes
-            # the free pages (agent.db.free_pages).
+            # deleted content is zeroed in the pages a write touches, and purge_erased rebuilds
+            # the file (agent.db.sqlite_erasure).
             conn.executescript(
                 f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d};"
                 f" {_TEMP_STORE}"
@@ -320,10 +320,10 @@ class Database:
         return await asyncio.to_thread(file_sizes, self.path)
 
     async def purge_erased(self) -> bool:
-        """Zero the file's free pages, then copy the write-ahead log into the file and empty it.
+        """Rebuild the file from what is live, then copy the write-ahead log into it and empty it.
 
-        Erasure needs both: freed pages keep what they held (:mod:`agent.db.free_pages`), and
-        the log keeps the pages as they were before a delete. The copy runs on the reader.
+        Erasure needs both: the file keeps what a delete freed (:mod:`agent.db.sqlite_erasure`),
+        and the log keeps the pages as they were before. The copy runs on the reader.
 
         Returns:
             Whether both were done (``False``: another process held the file past the busy
@@ -332,7 +332,7 @@ class Database:
         if self._reader is None:
             raise RuntimeError("Database is not open: call `await db.open()` first")
         try:
-            await self.write(zero_free_pages)
+            await asyncio.to_thread(vacuum, self.path, self._lock_timeout)
             rows = await self._reader.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
         except (StorageError, sqlite3.Error) as exc:
             logger.warning("clean-up after an erasure of %s failed: %s", self.path, exc)
