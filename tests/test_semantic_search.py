@@ -264,37 +264,48 @@ def test_the_model_encodes_unit_vectors() -> None:
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-4)
 
 
-async def test_the_best_lexical_hits_move_the_search_towards_their_subject(tmp_path: Path):
-    """Given turns known to match (BM25's best hits) as seeds, the vector searched moves
-    towards theirs (Rocchio feedback): the more weight, the nearer their subject comes; with
-    none, the message's own nearest come first as before."""
-    from functools import partial
-
+@asynccontextmanager
+async def _searcher(tmp_path: Path) -> AsyncIterator[tuple[Any, Any, str]]:
+    """A session of ``_conversation()`` said and indexed; its database opened anew, and a
+    :class:`SemanticSearch` of its own over it: ``(search, db, session_id)``."""
     from agent.db import Database
     from agent.memory.semantic_search import SemanticSearch, load_encoder
 
     async with _lane(tmp_path, semantic=True) as lane:
         await _say(lane, _conversation())
         session_id = lane.session_id_for_chat(7)
-    seqs = {text: seq for seq, text in enumerate(_conversation(), start=1)}
-    pottery, train = seqs[_FILLER[7]], seqs[_FILLER[4]]
+    assert session_id is not None
     db = await Database(tmp_path / "memory.db").open()
+    semantic = SemanticSearch(db, _model(), lambda: load_encoder(_model()))
     try:
-        semantic = SemanticSearch(db, _model(), lambda: load_encoder(_model()))
+        yield semantic, db, session_id
+    finally:
+        await semantic.shutdown()
+        await db.close()
+
+
+_SEQS = {text: seq for seq, text in enumerate(_conversation(), start=1)}
+_POTTERY, _TRAIN = _SEQS[_FILLER[7]], _SEQS[_FILLER[4]]
+
+
+async def test_the_best_lexical_hits_move_the_search_towards_their_subject(tmp_path: Path):
+    """Given turns known to match (BM25's best hits) as seeds, the vector searched moves
+    towards theirs (Rocchio feedback): the more weight, the nearer their subject comes; with
+    none, the message's own nearest come first as before."""
+    from functools import partial
+
+    async with _searcher(tmp_path) as (semantic, db, session_id):
         vector = semantic.encode_message("Which class did I sign up for?", "Ada")
         search = partial(
             semantic.search, session_id=session_id, vector=vector.result(), limit=3,
             before_seq=None,
         )  # fmt: skip
         alone = await db.read(search)
-        assert alone[0] == pottery
-        assert await db.read(partial(search, seeds=[train], feedback=0.0)) == alone
-        moved = await db.read(partial(search, seeds=[train], feedback=3.0))
-        assert moved[0] == train
+        assert alone[0] == _POTTERY
+        assert await db.read(partial(search, seeds=[_TRAIN], feedback=0.0)) == alone
+        moved = await db.read(partial(search, seeds=[_TRAIN], feedback=3.0))
+        assert moved[0] == _TRAIN
         assert await db.read(partial(search, seeds=[999], feedback=3.0)) == alone  # no vector
-    finally:
-        await semantic.shutdown()
-        await db.close()
 
 
 async def test_a_reply_does_not_wait_for_a_vector_still_being_encoded(tmp_path: Path):
@@ -304,26 +315,12 @@ async def test_a_reply_does_not_wait_for_a_vector_still_being_encoded(tmp_path: 
     from concurrent.futures import Future
     from functools import partial
 
-    from agent.db import Database
-    from agent.memory.semantic_search import SemanticSearch, load_encoder
-
-    async with _lane(tmp_path, semantic=True) as lane:
-        await _say(lane, _conversation())
-        session_id = lane.session_id_for_chat(7)
-    seqs = {text: seq for seq, text in enumerate(_conversation(), start=1)}
-    pottery, train = seqs[_FILLER[7]], seqs[_FILLER[4]]
-    db = await Database(tmp_path / "memory.db").open()
-    try:
-        semantic = SemanticSearch(db, _model(), lambda: load_encoder(_model()))
+    async with _searcher(tmp_path) as (semantic, db, session_id):
         search = partial(semantic.search, session_id=session_id, limit=3, before_seq=None)
         encoded = semantic.encode_message("Which class did I sign up for?", "Ada")
         encoded.result()
-        assert (await db.read(partial(search, vector=encoded, wait=0.0)))[0] == pottery
+        assert (await db.read(partial(search, vector=encoded, wait=0.0)))[0] == _POTTERY
         pending: Future[object] = Future()  # an encoder still at work
         assert await db.read(partial(search, vector=pending, wait=0.0)) == []
-        from_hits = await db.read(partial(search, vector=pending, wait=0.0, seeds=[train]))
-        assert from_hits[0] == train
-        assert pottery not in from_hits[:1]
-    finally:
-        await semantic.shutdown()
-        await db.close()
+        from_hits = await db.read(partial(search, vector=pending, wait=0.0, seeds=[_TRAIN]))
+        assert from_hits[0] == _TRAIN
