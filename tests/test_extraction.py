@@ -472,6 +472,9 @@ ADVERSARIAL = [
     "I'm " + "A" * 4092,
     "p.m. " * 819,
     "مرحبا اسمي " * 372,
+    "I live in a" + ", " * 2040 + "b",  # a value's tail words ("lol") read from its end
+    "I love " + ",," * 2040 + " lol",
+    "we're going to Rome" + " " * 4000 + "x",
 ]
 
 

@@ -136,9 +136,10 @@ def _strip_filler(text: str) -> str:
 
 
 # Words said around a value, not part of it: "I hate mornings lol", "I live in Leeds tbh".
+# No repeat before the word: "[\s,]+word$" was quadratic on a long run of commas.
 _TAIL = re.compile(
-    r"[\s,]+(?:please|pls|thanks|thank you|lol|lmao|rofl|ha(?:ha)+|he(?:he)+|tbh|imo|honestly"
-    r"|btw|xd)$",
+    r"(?<=[\s,])(?:please|pls|thanks|thank you|lol|lmao|rofl|ha(?:ha)+|he(?:he)+|tbh|imo"
+    r"|honestly|btw|xd)$",
     _F,
 )
 
