@@ -89,6 +89,8 @@ def resolve_name(text: str, known: Sequence[Fact]) -> str:
     """Return ``text`` with each name that opens it or one of its clauses ("Rex is 5",
     "Clara works at the hospital", "Miso is 3 and Tofu is 5") made the one the user named
     before ("my dog Rex is 5"), where ``known`` (their facts) names exactly one by it."""
+    if not known or _NAME_FIRST.search(text) is None:  # most messages: nothing to gather
+        return text
     labels: dict[str, set[str]] = {}
     for fact in known:
         if parse_key(fact.key).name in {"relative", "pet"}:
