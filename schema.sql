@@ -716,3 +716,22 @@ CREATE TRIGGER conversation_turn_vectors_edited
 BEGIN
     DELETE FROM conversation_turn_vectors WHERE session_id = NEW.session_id AND seq = NEW.seq;
 END;
+
+-- migration: 0019_session_state_parts
+-- Bytes written per turn (issue 20, bar 2). A session's state JSON was one value of its row,
+-- which every turn rewrote whole: 13 KB at 10,000 turns (13 pages of 1 KiB, a third of what a
+-- turn wrote), of which a turn changes 2-3 KB (the summary buffer and items, the topics, the
+-- counters). The large fields that most turns leave as they were (the open and closed loops,
+-- clarifications, facts, decisions, proposals, resolved entities and the rolling summary) are
+-- rows of their own here, each rewritten only when its value changes
+-- (agent/memory/storage/session_table.py); the row's state holds the other fields, and a
+-- session read joins both. A row written before keeps its whole state until its next save.
+-- The parts go with their session (/forget, prune). The rolling_summary column, a copy of the
+-- state's that nothing read, is dropped (2 KB more per turn).
+CREATE TABLE conversation_session_parts (
+    session_id TEXT NOT NULL REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    PRIMARY KEY (session_id, name)
+);
+ALTER TABLE conversation_sessions DROP COLUMN rolling_summary;

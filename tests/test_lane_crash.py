@@ -145,12 +145,15 @@ class Dialect:
     Attributes:
         edit_order: the column that orders ``turn_edits`` oldest first.
         summary_version: the integer ``summary_version`` of ``s.state`` (a JSON text).
+        rolling_summary: the text of the state's ``rolling_summary``, which is a row of
+            ``conversation_session_parts`` once the state is saved (schema.sql 0019).
         in_ids: ``column`` + this is true when the column is in the list of the parameter.
         is_not: NULL-safe inequality.
     """
 
     edit_order: str
     summary_version: str
+    rolling_summary: str
     in_ids: str
     is_not: str
     sqlite: bool
@@ -168,6 +171,8 @@ class Dialect:
 _SQLITE = Dialect(
     edit_order="rowid",
     summary_version="json_extract(s.state, '$.summary_version')",
+    rolling_summary="(SELECT json_extract(p.value, '$') FROM conversation_session_parts AS p"
+    " WHERE p.session_id = s.session_id AND p.name = 'rolling_summary')",
     in_ids=" IN (SELECT value FROM json_each(?))",
     is_not="IS NOT",
     sqlite=True,
@@ -175,6 +180,8 @@ _SQLITE = Dialect(
 _POSTGRES = Dialect(
     edit_order="edit_id",
     summary_version="(s.state::jsonb ->> 'summary_version')::integer",
+    rolling_summary="(SELECT p.value::jsonb #>> '{}' FROM conversation_session_parts AS p"
+    " WHERE p.session_id = s.session_id AND p.name = 'rolling_summary')",
     in_ids=" = ANY(?)",
     is_not="IS DISTINCT FROM",
     sqlite=False,
@@ -426,7 +433,8 @@ async def check_summary_chain(lane: ConversationLane, db: AnyDatabase) -> None:
     """I6 for the summary version chain: for every session, open or closed, the chain's latest
     extractive version is the one its state counts, with the state's rolling summary as text
     (never behind the log), and no version lies beyond it (never ahead)."""
-    version = Dialect.of(db).summary_version
+    dialect = Dialect.of(db)
+    version = dialect.summary_version
     desynced = await db.fetchall(
         f"SELECT s.session_id, {version} AS version"  # noqa: S608
         " FROM conversation_sessions AS s"
@@ -434,7 +442,7 @@ async def check_summary_chain(lane: ConversationLane, db: AnyDatabase) -> None:
         "  AND c.summarizer = 'extractive'"
         f"  AND c.version = {version}"
         f" WHERE ({version} > 0"
-        "        AND (c.text IS NULL OR c.text != s.rolling_summary))"
+        f"        AND (c.text IS NULL OR c.text {dialect.is_not} {dialect.rolling_summary}))"
         "  OR EXISTS (SELECT 1 FROM conversation_summaries AS x"
         "             WHERE x.session_id = s.session_id AND x.summarizer = 'extractive'"
         f"             AND x.version > {version})"

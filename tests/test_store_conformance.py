@@ -25,8 +25,17 @@ from agent.chat.inbound_journal import InboundJournal, JournalEntry
 from agent.db import AnyDatabase, Database, Transaction
 from agent.errors import StorageError
 from agent.memory.conversation_store import ConversationStore, SqliteConversationStore
+from agent.memory.group_schemas import Decision, Proposal
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
-from agent.memory.schemas import ConversationTurn, JobRef, MemoryCandidate, SessionState
+from agent.memory.schemas import (
+    ConversationTurn,
+    Fact,
+    JobRef,
+    MemoryCandidate,
+    OpenLoop,
+    PendingClarification,
+    SessionState,
+)
 from agent.memory.summaries.summary_store import SqliteSummaryStore, SummaryStore
 
 T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
@@ -185,6 +194,61 @@ async def test_save_state_stores_the_state_and_a_missing_session_is_an_error(bac
     assert await backend.write(stop) == 1
     assert await backend.write(stop) == 0
     assert (await backend.turns.get_session(backend.db.reader, "ses_a")).status == "shutdown_clean"
+
+
+def full_state(sid: str, n: int) -> SessionState:
+    """A state with every field a turn may leave alone (and some it changes) filled."""
+    loops = [OpenLoop(loop_id=f"loop_{i}", text=f"book the hotel {i} for Lisbon", opened_turn=i)
+             for i in range(n)]  # fmt: skip
+    return SessionState(
+        session_id=sid,
+        open_loops=loops,
+        closed_loops=[loops[0].model_copy(update={"closed_turn": n})],
+        pending_clarifications=[PendingClarification(question="Which day?", asked_turn=n)],
+        facts=[Fact(key="sister Mia/location", value="Porto", turn=1)],
+        decisions=[Decision(decision_id="dec_1", outcome="Porto", decided_by="Ai", decided_turn=2)],
+        proposals=[Proposal(proposal_id="prp_1", proposer="Bo", text="Faro?", proposed_turn=1)],
+        resolved_entities={"that task": "loop_1"},
+        rolling_summary=f"Ada plans {n} trips; the hotel is not booked.",
+        summary_buffer=(f"user: turn {n}",),
+        active_job_refs=[JobRef(job_id="job_1")],
+        turn_count=n,
+    )
+
+
+async def test_every_field_of_a_state_reads_back_as_saved_through_every_read(backend: Backend):
+    """A state saved, saved again with some of its fields changed, then emptied, reads back
+    equal each time, whichever read finds the session; a session deleted and made again with
+    its id starts empty (nothing of the old state is left over)."""
+    await new_session(backend, "ses_a")
+    reader = backend.db.reader
+
+    async def reads() -> list[SessionState]:
+        found = [
+            await backend.turns.get_session(reader, "ses_a"),
+            await backend.turns.open_session_for_chat(reader, 1),
+            *await backend.turns.list_sessions(reader),
+            *await backend.turns.open_sessions_with_jobs(reader),
+            *[s for page in [p async for p in backend.turns.open_session_pages(reader)]
+              for s in page],
+        ]  # fmt: skip
+        return [s.state for s in found if s is not None]
+
+    first = full_state("ses_a", 12)
+    changed = first.model_copy(
+        update={"open_loops": first.open_loops[1:], "turn_count": 13, "summary_buffer": ("x",)}
+    )
+    emptied = SessionState(session_id="ses_a", turn_count=14, active_job_refs=first.active_job_refs)
+    for seq, state in enumerate([first, changed, emptied, first], start=1):
+        await backend.write(
+            lambda tx: backend.turns.save_state(tx, state, last_seq=seq, now=T0)  # noqa: B023
+        )
+        assert await reads() == [state] * 5
+    assert await backend.write(lambda tx: backend.turns.delete_session(tx, "ses_a"))
+    await new_session(backend, "ses_a")
+    assert (await backend.turns.get_session(reader, "ses_a")).state == SessionState(
+        session_id="ses_a"
+    )
 
 
 async def test_the_checkpoint_record_lags_the_state_and_names_sessions_with_jobs(

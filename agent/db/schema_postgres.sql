@@ -428,3 +428,17 @@ $$;
 CREATE OR REPLACE TRIGGER conversation_turn_vectors_edited
     AFTER UPDATE OF user_text ON conversation_turns
     FOR EACH ROW EXECUTE FUNCTION conversation_turn_vectors_edited();
+
+-- migration: 0010_session_state_parts
+-- A session's state in two places, as schema.sql's migration 0019_session_state_parts says
+-- why: its large fields that most turns leave as they were as rows of their own, each
+-- rewritten only when its value changes, the rest in the row's state; the rolling_summary
+-- column, a copy of the state's that nothing read, is dropped.
+CREATE TABLE conversation_session_parts (
+    session_id TEXT COLLATE "C" NOT NULL
+               REFERENCES conversation_sessions (session_id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    PRIMARY KEY (session_id, name)
+);
+ALTER TABLE conversation_sessions DROP COLUMN rolling_summary;

@@ -2,10 +2,13 @@
 
 :class:`SqliteSessionTable` is the part of
 :class:`~agent.memory.conversation_store.SqliteConversationStore` that reads and writes
-``conversation_sessions`` (``schema.sql``, migration 0001); the protocol it implements is
+``conversation_sessions`` (``schema.sql``, migration 0001) and the large fields of its state,
+one row each in ``conversation_session_parts`` (migration 0019: a turn rewrites only those it
+changed); the protocol it implements is
 :class:`~agent.memory.conversation_store.ConversationStore`. Write methods take the
 :class:`~agent.db.Transaction` of :meth:`agent.db.Database.write` and never commit. Tested in
-``tests/test_conversation_store.py`` and ``tests/test_store_conformance.py``.
+``tests/test_conversation_store.py``, ``tests/test_session_state_parts.py`` and
+``tests/test_store_conformance.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from agent.db import Row, Transaction
 from agent.errors import StorageError
@@ -33,12 +38,36 @@ _SESSION_COLUMNS = (
     "session_id, chat_id, chat_type, user_id, title, status, state, turn_count, last_seq,"
     " created_at, updated_at, closed_at"
 )
+# The state's fields kept as rows of conversation_session_parts (migration 0019): large, and
+# most turns leave them as they were, so a turn rewrites only those whose value changed. The
+# row's state keeps the others (``status`` and ``active_job_refs`` among them: the SQL of this
+# module reads them there).
+_PARTS = (
+    "closed_loops",
+    "decisions",
+    "facts",
+    "open_loops",
+    "pending_clarifications",
+    "proposals",
+    "resolved_entities",
+    "rolling_summary",
+)
+_SORTED = orjson.OPT_SORT_KEYS
 # Sessions read per page at hydration.
 _SESSION_PAGE = 256
 
 
+def _stored_state(row: Row) -> SessionState:
+    """The state of a row: its ``state`` JSON with the fields kept as parts put back."""
+    if row["state_parts"] is None:
+        return SessionState.model_validate_json(row["state"])
+    document = orjson.loads(row["state"])
+    document.update(orjson.loads(f"{{{row['state_parts']}}}"))
+    return SessionState.model_validate(document)
+
+
 def _row_to_session(row: Row) -> ConversationSession:
-    state = SessionState.model_validate_json(row["state"])
+    state = _stored_state(row)
     if state.status != row["status"]:
         # The status column is set in bulk at start and stop (set_status); it is authoritative.
         state = state.model_copy(update={"status": row["status"]})
@@ -58,20 +87,6 @@ def _row_to_session(row: Row) -> ConversationSession:
     )
 
 
-async def _select_sessions(
-    conn: Transaction, where: str, params: tuple[Any, ...]
-) -> list[ConversationSession]:
-    """Return the sessions ``SELECT ... FROM conversation_sessions WHERE {where}`` finds.
-
-    ``where`` is always a constant of this module or a dialect attribute of the table (with any
-    ORDER BY / LIMIT), never user text.
-    """
-    rows = await conn.fetchall(
-        f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions WHERE {where}", params
-    )
-    return [_row_to_session(row) for row in rows]
-
-
 class SqliteSessionTable(SqliteIdLists):
     """The sessions part of the SQLite
     :class:`~agent.memory.conversation_store.ConversationStore`."""
@@ -82,11 +97,37 @@ class SqliteSessionTable(SqliteIdLists):
     DIFFERS = "IS NOT"
     #: The number of active jobs in the ``state`` JSON (as migration 0015's partial index has it).
     ACTIVE_JOB_COUNT = "json_array_length(state, '$.active_job_refs')"
+    #: The aggregate that joins texts with a separator (SQLite's ``group_concat``).
+    JOIN_TEXTS = "group_concat"
     #: The partial index of the unknown checkpoints, named for SQLite's planner.
     CHECKPOINT_UNKNOWN_INDEX = "INDEXED BY conversation_sessions_checkpoint_unknown"
     #: The partial index of the sessions with jobs, named for SQLite's planner (left to
     #: itself it scans every open session: 0.7 s over 100,000, in ``bench/start_time.py``).
     WITH_JOBS_INDEX = "INDEXED BY conversation_sessions_with_jobs"
+
+    @property
+    def _select_columns(self) -> str:
+        """The session columns, and the session's parts as the members of one JSON object
+        without its braces (``state_parts``; NULL: none)."""
+        member = "'\"' || p.name || '\":' || p.value"
+        return (
+            f"{_SESSION_COLUMNS}, (SELECT {self.JOIN_TEXTS}({member}, ',')"
+            " FROM conversation_session_parts AS p"
+            " WHERE p.session_id = conversation_sessions.session_id) AS state_parts"
+        )
+
+    async def _select_sessions(
+        self, conn: Transaction, where: str, params: tuple[Any, ...]
+    ) -> list[ConversationSession]:
+        """Return the sessions ``SELECT ... FROM conversation_sessions WHERE {where}`` finds.
+
+        ``where`` is always a constant of this module or a dialect attribute of the table (with
+        any ORDER BY / LIMIT), never user text.
+        """
+        rows = await conn.fetchall(
+            f"SELECT {self._select_columns} FROM conversation_sessions WHERE {where}", params
+        )
+        return [_row_to_session(row) for row in rows]
 
     async def create_session(
         self,
@@ -152,13 +193,13 @@ class SqliteSessionTable(SqliteIdLists):
 
     async def get_session(self, conn: Transaction, session_id: str) -> ConversationSession | None:
         """Return the session with this id, open or closed, or ``None``."""
-        return next(iter(await _select_sessions(conn, "session_id = ?", (session_id,))), None)
+        return next(iter(await self._select_sessions(conn, "session_id = ?", (session_id,))), None)
 
     async def open_session_for_chat(
         self, conn: Transaction, chat_id: int
     ) -> ConversationSession | None:
         """Return the chat's open session, or ``None``."""
-        found = await _select_sessions(conn, "chat_id = ? AND closed_at IS NULL", (chat_id,))
+        found = await self._select_sessions(conn, "chat_id = ? AND closed_at IS NULL", (chat_id,))
         return next(iter(found), None)
 
     async def existing_session_ids(self, conn: Transaction, session_ids: list[str]) -> set[str]:
@@ -198,7 +239,7 @@ class SqliteSessionTable(SqliteIdLists):
         if chat_id is not None:
             where.append("chat_id = ?")
             params.append(chat_id)
-        sql = f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions"
+        sql = f"SELECT {self._select_columns} FROM conversation_sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, session_id DESC"
@@ -214,7 +255,7 @@ class SqliteSessionTable(SqliteIdLists):
         """Yield the open sessions a page at a time, in ``session_id`` order."""
         after = ""
         while True:
-            page = await _select_sessions(
+            page = await self._select_sessions(
                 conn,
                 "closed_at IS NULL AND session_id > ? ORDER BY session_id LIMIT ?",
                 (after, _SESSION_PAGE),
@@ -230,24 +271,40 @@ class SqliteSessionTable(SqliteIdLists):
     ) -> None:
         """Store a session's new state, its counters and its status.
 
+        The fields of ``_PARTS`` go to their rows of ``conversation_session_parts``, each
+        written only if its value changed (the upsert's ``WHERE``): a turn writes what it
+        changed of the state, not the whole state.
+
         Raises:
             StorageError: the session does not exist or the update failed.
         """
+        document = state.model_dump(mode="json")
+        parts = [
+            (state.session_id, name, orjson.dumps(document.pop(name), option=_SORTED).decode())
+            for name in _PARTS
+        ]
         try:
             changed = await tx.execute(
-                "UPDATE conversation_sessions SET state = ?, status = ?, rolling_summary = ?,"
+                "UPDATE conversation_sessions SET state = ?, status = ?,"
                 " turn_count = ?, last_seq = ?, updated_at = ?, checkpoint_seq = NULL"
                 " WHERE session_id = ?",
                 (
-                    dump_json(state),
+                    dump_json(document),
                     state.status,
-                    state.rolling_summary,
                     state.turn_count,
                     last_seq,
                     to_db_time(now),
                     state.session_id,
                 ),
             )
+            if changed == 1:
+                await tx.executemany(
+                    "INSERT INTO conversation_session_parts (session_id, name, value)"
+                    " VALUES (?, ?, ?) ON CONFLICT (session_id, name)"
+                    " DO UPDATE SET value = excluded.value"
+                    f" WHERE conversation_session_parts.value {self.DIFFERS} excluded.value",
+                    parts,
+                )
         except sqlite3.Error as exc:
             raise StorageError(f"save_state failed for session {state.session_id}: {exc}") from exc
         if changed != 1:
@@ -271,7 +328,7 @@ class SqliteSessionTable(SqliteIdLists):
     async def open_sessions_with_jobs(self, conn: Transaction) -> list[ConversationSession]:
         """Return the open sessions whose state has active jobs (one query, partial index)."""
         rows = await conn.fetchall(
-            f"SELECT {_SESSION_COLUMNS} FROM conversation_sessions {self.WITH_JOBS_INDEX}"
+            f"SELECT {self._select_columns} FROM conversation_sessions {self.WITH_JOBS_INDEX}"
             f" WHERE closed_at IS NULL AND {self.ACTIVE_JOB_COUNT} > 0"
         )
         return [_row_to_session(row) for row in rows]
