@@ -88,6 +88,7 @@ class Template:
 
     session_id: str
     sessions: list[dict[str, Any]]
+    parts: list[dict[str, Any]]
     turns: list[dict[str, Any]]
     summaries: list[dict[str, Any]]
     checkpoint: bytes
@@ -142,6 +143,7 @@ async def make_template(workdir: Path, texts: list[str]) -> Template:
         return Template(
             session_id=sid,
             sessions=_rows(conn, "conversation_sessions", sid),
+            parts=_rows(conn, "conversation_session_parts", sid),
             turns=_rows(conn, "conversation_turns", sid),
             summaries=_rows(conn, "conversation_summaries", sid),
             checkpoint=(settings.checkpoint_dir / f"{sid}.json").read_bytes(),
@@ -185,6 +187,9 @@ class _Copier:
         row.update(chat_id=chat_of(i), user_id=chat_of(i), created_at=when, updated_at=when)
         row["checkpoint_seq"] = row["last_seq"] if self.recorded(i) else None
         return row
+
+    def parts(self, i: int) -> list[dict[str, Any]]:
+        return [{key: self.text(value, i) for key, value in row.items()} for row in self.t.parts]
 
     def turns(self, i: int) -> list[dict[str, Any]]:
         rows = []
@@ -245,6 +250,9 @@ class SqliteBackend:
                 batch = range(first, min(first + _FILL_BATCH, sessions))
                 conn.execute("BEGIN")
                 _insert(conn, "conversation_sessions", [copier.session(i) for i in batch])
+                _insert(
+                    conn, "conversation_session_parts", [r for i in batch for r in copier.parts(i)]
+                )
                 _insert(conn, "conversation_turns", [r for i in batch for r in copier.turns(i)])
                 _insert(
                     conn, "conversation_summaries", [r for i in batch for r in copier.summaries(i)]

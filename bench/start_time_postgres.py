@@ -4,15 +4,15 @@
 runs the same scenarios as on SQLite with the bot's ``AGENT_DATABASE_URL`` set to a fresh schema
 of that server (:func:`bench.postgres_schema.fresh_schema`, one per size, dropped after it). The
 fill copies the template session's rows ``N`` times with ``COPY`` in one transaction per
-``_FILL_BATCH`` sessions: sessions, turns, summaries (the generated search columns and the
-statement triggers of their totals run as for any insert), each turn's row of the turn index
-(``conversation_turn_search``, the words :func:`turn_index_row` gives the template's turn; the
-index's totals trigger runs per row) and each session's checkpoint as a ``session_checkpoints``
-row, the place a PostgreSQL bot reads checkpoints from (the stale share's row is one turn
-behind, as the SQLite fill's file is). The bot runs as PostgreSQL's default is: checkpoints as
-rows only (``AGENT_CHECKPOINT_DIR`` unset, so no file mirror and no fsync per checkpoint). The
-settings take a URL only: the schema is the ``options`` parameter of the server's URL. Tested
-in ``tests/test_start_time_postgres.py``.
+``_FILL_BATCH`` sessions: sessions and their state parts, turns, summaries (the generated
+search columns and the statement triggers of their totals run as for any insert), each turn's
+row of the turn index (``conversation_turn_search``, the words :func:`turn_index_row` gives the
+template's turn; the index's totals trigger runs per row) and each session's checkpoint as a
+``session_checkpoints`` row, the place a PostgreSQL bot reads checkpoints from (the stale
+share's row is one turn behind, as the SQLite fill's file is). The bot runs as PostgreSQL's
+default is: checkpoints as rows only (``AGENT_CHECKPOINT_DIR`` unset, so no file mirror and no
+fsync per checkpoint). The settings take a URL only: the schema is the ``options`` parameter
+of the server's URL. Tested in ``tests/test_start_time_postgres.py``.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ class PostgresBackend:
             for first in range(0, sessions, _FILL_BATCH):
                 batch = range(first, min(first + _FILL_BATCH, sessions))
                 _copy(conn, columns, "conversation_sessions", [copier.session(i) for i in batch])
+                parts = [row for i in batch for row in copier.parts(i)]
+                _copy(conn, columns, "conversation_session_parts", parts)
                 turns = [row for i in batch for row in copier.turns(i)]
                 _copy(conn, columns, "conversation_turns", turns)
                 summaries = [row for i in batch for row in copier.summaries(i)]

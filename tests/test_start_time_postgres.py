@@ -37,12 +37,14 @@ def test_the_fill_copies_every_table_and_the_schema_is_dropped(
     with psycopg.connect(conninfo) as conn:
         counts = conn.execute(
             "SELECT (SELECT count(*) FROM conversation_sessions),"
+            " (SELECT count(DISTINCT session_id) FROM conversation_session_parts),"
             " (SELECT count(*) FROM conversation_turns),"
             " (SELECT count(*) FROM conversation_turn_search),"
             " (SELECT count(*) FROM session_checkpoints),"
             " (SELECT sum(turns) FROM conversation_turn_search_totals)"
         ).fetchone()
         assert counts == (
+            300,
             300,
             300 * TEMPLATE_TURNS,
             300 * TEMPLATE_TURNS,
