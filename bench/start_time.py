@@ -116,7 +116,9 @@ class Backend(Protocol):
 
 def _rows(conn: sqlite3.Connection, table: str, session_id: str) -> list[dict[str, Any]]:
     conn.row_factory = sqlite3.Row
-    order = "summary_id" if table == "conversation_summaries" else "rowid"
+    order = {"conversation_summaries": "summary_id", "conversation_session_parts": "name"}.get(
+        table, "rowid"
+    )
     rows = conn.execute(
         f"SELECT * FROM {table} WHERE session_id = ? ORDER BY {order}",  # noqa: S608 (constants)
         (session_id,),

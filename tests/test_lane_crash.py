@@ -145,8 +145,8 @@ class Dialect:
     Attributes:
         edit_order: the column that orders ``turn_edits`` oldest first.
         summary_version: the integer ``summary_version`` of ``s.state`` (a JSON text).
-        rolling_summary: the text of the state's ``rolling_summary``, which is a row of
-            ``conversation_session_parts`` once the state is saved (schema.sql 0019).
+        rolling_summary: the text of the state's ``rolling_summary``, a row of
+            ``conversation_session_parts`` once saved non-empty (schema.sql 0019).
         in_ids: ``column`` + this is true when the column is in the list of the parameter.
         is_not: NULL-safe inequality.
     """
@@ -171,8 +171,8 @@ class Dialect:
 _SQLITE = Dialect(
     edit_order="rowid",
     summary_version="json_extract(s.state, '$.summary_version')",
-    rolling_summary="(SELECT json_extract(p.value, '$') FROM conversation_session_parts AS p"
-    " WHERE p.session_id = s.session_id AND p.name = 'rolling_summary')",
+    rolling_summary="coalesce((SELECT json_extract(p.value, '$') FROM conversation_session_parts"
+    " AS p WHERE p.session_id = s.session_id AND p.name = 'rolling_summary'), '')",
     in_ids=" IN (SELECT value FROM json_each(?))",
     is_not="IS NOT",
     sqlite=True,
@@ -180,8 +180,8 @@ _SQLITE = Dialect(
 _POSTGRES = Dialect(
     edit_order="edit_id",
     summary_version="(s.state::jsonb ->> 'summary_version')::integer",
-    rolling_summary="(SELECT p.value::jsonb #>> '{}' FROM conversation_session_parts AS p"
-    " WHERE p.session_id = s.session_id AND p.name = 'rolling_summary')",
+    rolling_summary="coalesce((SELECT p.value::jsonb #>> '{}' FROM conversation_session_parts"
+    " AS p WHERE p.session_id = s.session_id AND p.name = 'rolling_summary'), '')",
     in_ids=" = ANY(?)",
     is_not="IS DISTINCT FROM",
     sqlite=False,

@@ -153,3 +153,39 @@ async def test_a_database_made_before_the_parts_keeps_its_states_turns_and_searc
         )
         assert left is not None
         assert left[0] == 0
+
+
+async def test_a_session_has_a_part_row_only_for_the_fields_it_holds(db_path: Path):
+    """A field at its default (no loops, no summary yet) has no row: a new or quiet session
+    costs its row alone; a field that empties again loses its row; each state reads back."""
+
+    async def saved(state: SessionState) -> list[str]:
+        await db.write(lambda tx: store.save_state(tx, state, last_seq=state.turn_count, now=T0))
+        read = await store.get_session(db.reader, "ses_a")
+        assert read is not None
+        assert read.state == state
+        rows = await db.fetchall(
+            "SELECT name FROM conversation_session_parts WHERE session_id = 'ses_a' ORDER BY name"
+        )
+        return [row["name"] for row in rows]
+
+    async with Database(db_path) as db:
+        await db.write(
+            lambda tx: store.create_session(
+                tx, session_id="ses_a", chat_id=1, chat_type="private", user_id=1, title=None,
+                now=T0,
+            )
+        )  # fmt: skip
+        assert await saved(SessionState(session_id="ses_a", turn_count=1)) == []
+        full = _state(3, 2)
+        assert await saved(full) == [
+            "facts",
+            "open_loops",
+            "pending_clarifications",
+            "resolved_entities",
+            "rolling_summary",
+        ]
+        quieter = full.model_copy(
+            update={"open_loops": (), "facts": (), "resolved_entities": {}, "turn_count": 3}
+        )
+        assert await saved(quieter) == ["pending_clarifications", "rolling_summary"]

@@ -272,17 +272,15 @@ class SqliteSessionTable(SqliteIdLists):
         """Store a session's new state, its counters and its status.
 
         The fields of ``_PARTS`` go to their rows of ``conversation_session_parts``, each
-        written only if its value changed (the upsert's ``WHERE``): a turn writes what it
-        changed of the state, not the whole state.
+        written only if its value changed (:meth:`_save_parts`): a turn writes what it changed
+        of the state, not the whole state.
 
         Raises:
             StorageError: the session does not exist or the update failed.
         """
         document = state.model_dump(mode="json")
-        parts = [
-            (state.session_id, name, orjson.dumps(document.pop(name), option=_SORTED).decode())
-            for name in _PARTS
-        ]
+        values = {name: document.pop(name) for name in _PARTS}
+        sid = state.session_id
         try:
             changed = await tx.execute(
                 "UPDATE conversation_sessions SET state = ?, status = ?,"
@@ -294,21 +292,37 @@ class SqliteSessionTable(SqliteIdLists):
                     state.turn_count,
                     last_seq,
                     to_db_time(now),
-                    state.session_id,
+                    sid,
                 ),
             )
             if changed == 1:
-                await tx.executemany(
-                    "INSERT INTO conversation_session_parts (session_id, name, value)"
-                    " VALUES (?, ?, ?) ON CONFLICT (session_id, name)"
-                    " DO UPDATE SET value = excluded.value"
-                    f" WHERE conversation_session_parts.value {self.DIFFERS} excluded.value",
-                    parts,
-                )
+                await self._save_parts(tx, sid, values)
         except sqlite3.Error as exc:
             raise StorageError(f"save_state failed for session {state.session_id}: {exc}") from exc
         if changed != 1:
             raise StorageError(f"save_state: session {state.session_id} does not exist")
+
+    async def _save_parts(self, tx: Transaction, session_id: str, values: dict[str, Any]) -> None:
+        """Write the session's parts whose value changed: an upsert that leaves an equal value
+        alone (no page written), and no row for a field at its default (empty)."""
+        held = [
+            (session_id, name, orjson.dumps(value, option=_SORTED).decode())
+            for name, value in values.items()
+            if value
+        ]
+        empty = [(session_id, name) for name, value in values.items() if not value]
+        if held:
+            await tx.executemany(
+                "INSERT INTO conversation_session_parts (session_id, name, value)"
+                " VALUES (?, ?, ?) ON CONFLICT (session_id, name)"
+                " DO UPDATE SET value = excluded.value"
+                f" WHERE conversation_session_parts.value {self.DIFFERS} excluded.value",
+                held,
+            )
+        if empty:
+            await tx.executemany(
+                "DELETE FROM conversation_session_parts WHERE session_id = ? AND name = ?", empty
+            )
 
     async def checkpoint_unknown(self, conn: Transaction, limit: int | None = None) -> list[str]:
         """Return the open sessions whose checkpoint is not recorded at their last turn (at
