@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from agent.db import Database, load_schema_text, parse_migrations
+from agent.db import Database, Transaction, load_schema_text, parse_migrations
 from agent.memory import ConversationTurn, SessionState
 from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.schemas import Fact, JobRef, OpenLoop, PendingClarification, dump_json
@@ -41,6 +41,12 @@ def _state(loops: int, turn_count: int) -> SessionState:
     )
 
 
+async def _new_session(tx: Transaction) -> None:
+    await store.create_session(
+        tx, session_id="ses_a", chat_id=1, chat_type="private", user_id=1, title=None, now=T0
+    )
+
+
 def _empty_the_log(path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -57,12 +63,7 @@ async def test_a_turn_writes_the_fields_of_the_state_it_changed_not_the_whole_st
     the summary buffer writes a few pages, and one that closes a loop writes the loops too."""
     state = _state(100, 1)
     async with Database(db_path) as db:
-        await db.write(
-            lambda tx: store.create_session(
-                tx, session_id="ses_a", chat_id=1, chat_type="private", user_id=1, title=None,
-                now=T0,
-            )
-        )  # fmt: skip
+        await db.write(_new_session)
         await db.write(lambda tx: store.save_state(tx, state, last_seq=1, now=T0))
         whole = len(dump_json(state))
         assert whole > 12_000
@@ -102,9 +103,7 @@ async def test_a_database_made_before_the_parts_keeps_its_states_turns_and_searc
     ]  # fmt: skip
 
     async def old_turn(tx):
-        await store.create_session(
-            tx, session_id="ses_a", chat_id=1, chat_type="private", user_id=1, title=None, now=T0
-        )
+        await _new_session(tx)
         for turn in turns:
             await store.append_turn(tx, turn)
         # What save_state wrote before migration 0019: the whole state and its summary copy.
@@ -170,12 +169,7 @@ async def test_a_session_has_a_part_row_only_for_the_fields_it_holds(db_path: Pa
         return [row["name"] for row in rows]
 
     async with Database(db_path) as db:
-        await db.write(
-            lambda tx: store.create_session(
-                tx, session_id="ses_a", chat_id=1, chat_type="private", user_id=1, title=None,
-                now=T0,
-            )
-        )  # fmt: skip
+        await db.write(_new_session)
         assert await saved(SessionState(session_id="ses_a", turn_count=1)) == []
         full = _state(3, 2)
         assert await saved(full) == [
