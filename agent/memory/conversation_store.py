@@ -101,9 +101,16 @@ class ConversationStore(Protocol):
         ...
 
     async def save_state(
-        self, tx: Transaction, state: SessionState, *, last_seq: int, now: datetime
+        self,
+        tx: Transaction,
+        state: SessionState,
+        *,
+        last_seq: int,
+        now: datetime,
+        encoded: bytes | None = None,
     ) -> None:
-        """Store a session's new state, its counters and its status."""
+        """Store a session's new state, its counters and its status (``encoded``: the state's
+        :func:`~agent.memory.schemas.dump_json`, when the caller made it off the event loop)."""
         ...
 
     async def checkpoint_unknown(self, conn: Transaction, limit: int | None = None) -> list[str]:

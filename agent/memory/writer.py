@@ -161,6 +161,7 @@ async def write_conversation_turn(
     state: SessionState,
     *,
     now: datetime,
+    encoded: bytes | None = None,
 ) -> bool:
     """Append a turn and store the session state it leads to, in the caller's transaction.
 
@@ -174,13 +175,14 @@ async def write_conversation_turn(
         turn: the new turn; its ``seq`` must follow the session's last one.
         state: the session state after ``turn``.
         now: the session's new last-activity time.
+        encoded: ``state``'s JSON (:func:`~agent.memory.schemas.dump_json`), if already made.
 
     Returns:
         ``False`` if the turn's Telegram update was already recorded (nothing was written, I3).
     """
     if not await store.append_turn(tx, turn):
         return False
-    await store.save_state(tx, state, last_seq=turn.seq, now=now)
+    await store.save_state(tx, state, last_seq=turn.seq, now=now, encoded=encoded)
     return True
 
 

@@ -178,16 +178,21 @@ class LaneParts:
         member = None
         if sender is not None:
             member = member_of(live.state.participants, sender.user_id, sender.speaker)
-        return await self.packet(live, await self.db.read(retrieve), member=member)
+        build = await self._builder_of(live, member)
+        # Fitting the packet to its budget is pure CPU over values held still (the chat's
+        # lock): the searcher's thread does it after the retrieval, in the same hand-over, and
+        # the event loop serves the other chats meanwhile (issue 20, bar 1).
+        return await self.db.read(lambda snapshot: build(retrieve(snapshot)))
 
-    async def packet(
-        self,
-        live: LiveSession,
-        retrieved: Sequence[RetrievedItem] = (),
-        *,
-        member: Participant | None = None,
-    ) -> ConversationContextPacket:
-        """Return the packet of ``live`` with ``retrieved`` as its retrieved items."""
+    async def packet(self, live: LiveSession) -> ConversationContextPacket:
+        """Return the packet of ``live`` without retrieved items (what ``/context`` shows)."""
+        build = await self._builder_of(live, None)
+        return build(())
+
+    async def _builder_of(
+        self, live: LiveSession, member: Participant | None
+    ) -> Callable[[Sequence[RetrievedItem]], ConversationContextPacket]:
+        """Return the build of the packet of ``live``, given its retrieved items."""
         memories = await self.memories.of(self.db.reader, live.session.chat_id)
         cleared = live.state.cleared_through
         # /clear: the turns up to it stay in the log, not in the packet (the state says where).
@@ -196,12 +201,17 @@ class LaneParts:
         worker = self.summary_worker
         session_id = live.session.session_id
         llm_summary = "" if worker is None else worker.latest_text(session_id, after_seq=cleared)
-        return self.builder.build(
-            live.state,
-            recent,
-            now=self.clock(),
-            memories=memories,
-            retrieved=retrieved,
-            llm_summary=llm_summary,
-            member=member,
-        )
+        state, now, builder = live.state, self.clock(), self.builder
+
+        def build(retrieved: Sequence[RetrievedItem]) -> ConversationContextPacket:
+            return builder.build(
+                state,
+                recent,
+                now=now,
+                memories=memories,
+                retrieved=retrieved,
+                llm_summary=llm_summary,
+                member=member,
+            )
+
+        return build

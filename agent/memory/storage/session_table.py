@@ -226,9 +226,16 @@ class SqliteSessionTable(SqliteIdLists):
             after = page[-1].session_id
 
     async def save_state(
-        self, tx: Transaction, state: SessionState, *, last_seq: int, now: datetime
+        self,
+        tx: Transaction,
+        state: SessionState,
+        *,
+        last_seq: int,
+        now: datetime,
+        encoded: bytes | None = None,
     ) -> None:
-        """Store a session's new state, its counters and its status.
+        """Store a session's new state, its counters and its status (``encoded``: the state's
+        :func:`~agent.memory.schemas.dump_json`, when the caller made it off the event loop).
 
         Raises:
             StorageError: the session does not exist or the update failed.
@@ -239,7 +246,7 @@ class SqliteSessionTable(SqliteIdLists):
                 " turn_count = ?, last_seq = ?, updated_at = ?, checkpoint_seq = NULL"
                 " WHERE session_id = ?",
                 (
-                    dump_json(state),
+                    dump_json(state) if encoded is None else encoded,
                     state.status,
                     state.rolling_summary,
                     state.turn_count,
