@@ -43,14 +43,34 @@ async def test_a_message_becomes_a_committed_turn_whose_reply_is_then_delivered(
     assert (refreshed.status, refreshed.reply_message_id) == ("delivered", 901)
 
 
-async def test_the_same_update_twice_is_one_turn(lane, engine):
-    """A redelivered update returns the first turn as a duplicate and writes nothing (I3)."""
-    message = InboundMessage(chat_id=CHAT, text="once", update_id=7)
-    first = await lane.on_turn(message, engine)
-    again = await lane.on_turn(message, engine)
+class CountingEngine:
+    """Counts the replies it was asked for."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def reply(self, packet, message):
+        self.asked += 1
+        return Reply(text="noted", intent="chat")
+
+
+@pytest.mark.parametrize("wants_reply", [True, False])
+async def test_the_same_update_twice_is_one_turn(lane, wants_reply):
+    """A redelivered update returns the first turn as a duplicate, writes nothing and asks
+    for no second reply (I3), in a new session as in one with turns; a group message kept
+    without a reply likewise."""
+    counting = CountingEngine()
+    message = InboundMessage(chat_id=CHAT, text="once", update_id=7, wants_reply=wants_reply)
+    first = await lane.on_turn(message, counting)
+    again = await lane.on_turn(message, counting)
+    later = await lane.on_turn(InboundMessage(chat_id=CHAT, text="twice", update_id=8), counting)
+    redelivered = await lane.on_turn(message, counting)
 
     assert (again.duplicate, again.turn) == (True, first.turn)
-    assert len(await lane.inspector.history(CHAT, 10)) == 1
+    assert (redelivered.duplicate, redelivered.turn) == (True, first.turn)
+    assert not later.duplicate
+    assert counting.asked == 1 + wants_reply
+    assert [t.user_text for t in await lane.inspector.history(CHAT, 10)] == ["once", "twice"]
 
 
 async def test_an_undeliverable_reply_is_never_sent_again(lane, engine):

@@ -256,7 +256,8 @@ async def test_deleting_and_pruning_sessions_take_their_turns(backend: Backend):
 
 async def test_turns_append_once_per_update_and_read_in_order(backend: Backend):
     """append_turn is idempotent per (bot, update): the second is False and changes nothing;
-    recent_turns, iter_turns and get_turn read in seq order; first_words finds the first text."""
+    recent_turns, iter_turns and get_turn read in seq order; turn_for_update (and
+    recorded_turn, on a snapshot) find an update's turn; first_words finds the first text."""
     await new_session(backend, "ses_a")
     assert await append(backend, *(turn("ses_a", n, update_id=100 + n) for n in (1, 2, 3))) == [
         True, True, True,
@@ -269,6 +270,9 @@ async def test_turns_append_once_per_update_and_read_in_order(backend: Backend):
     assert (await backend.turns.get_turn(reader, "ses_a", 2)).user_text == "user 2"
     assert (await backend.turns.turn_for_update(reader, 0, 102)).seq == 2
     assert await backend.turns.turn_for_update(reader, 0, 999) is None
+    recorded = await backend.db.read(lambda snap: backend.turns.recorded_turn(snap, 0, 102))
+    assert recorded == await backend.turns.get_turn(reader, "ses_a", 2)
+    assert await backend.db.read(lambda snap: backend.turns.recorded_turn(snap, 0, 999)) is None
     assert await backend.turns.first_words(reader, ["ses_a", "ses_x"]) == {"ses_a": "user 1"}
     of = await backend.turns.recent_turns_of(reader, ["ses_a", "ses_x"], 2)
     assert {sid: [t.seq for t in ts] for sid, ts in of.items()} == {"ses_a": [2, 3], "ses_x": []}

@@ -160,6 +160,13 @@ class ConversationStore(Protocol):
         """Return the turn recorded for a Telegram update, or ``None``."""
         ...
 
+    def recorded_turn(
+        self, conn: Snapshot, bot_id: int, update_id: int
+    ) -> ConversationTurn | None:
+        """:meth:`turn_for_update` on a :class:`~agent.db.Snapshot`: the packet's read looks
+        the message's update up in the same hand-over as its retrieval."""
+        ...
+
     async def turn_for_message(
         self, conn: Transaction, bot_id: int, chat_id: int, message_id: int
     ) -> ConversationTurn | None:

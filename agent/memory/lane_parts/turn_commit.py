@@ -128,25 +128,6 @@ class TurnCommitter:
         parts = self._parts
         if reply.erase_turns:  # "forget my locker code", confirmed: those turns go first
             await self._editor.erase_turns(live, reply.erase_turns)
-        now = parts.clock()
-        turn = ConversationTurn(
-            turn_id=ids.turn_id(),
-            session_id=live.session.session_id,
-            seq=live.state.turn_count + 1,
-            user_text=message.text,
-            assistant_text=reply.text or None,
-            intent=reply.intent,
-            action_name=reply.action_name,
-            job_refs=reply.job_refs,
-            created_at=now,
-            status="answered" if reply.text and control is None else "recorded",
-            bot_id=message.bot_id,
-            update_id=message.update_id,
-            user_id=message.user_id,
-            speaker=message.speaker,
-            message_id=message.message_id,
-            control=control,
-        )
         before = live.state
         session = live.session
         # Long-term memory is per chat and read from private talk only: in a group, "my name
@@ -154,21 +135,38 @@ class TurnCommitter:
         # text ("I didn't understand") promotes nothing: the reply said nothing was noted; nor
         # does a request to forget ("forget that my sister lives in Porto"), which erases.
         personal = session.chat_type in PERSONAL_CHAT_TYPES
-        promotes = personal and turn.intent not in UNRETRIEVED_REPLY_INTENTS
 
-        def read_turn() -> tuple[SessionState, bytes, list[MemoryCandidate]]:
-            # The state rules, the state's JSON and the memory candidates are pure CPU over
-            # values nothing else changes meanwhile (the chat's lock is held): run in a worker
-            # thread, they leave the event loop to the other chats (issue 20, bar 1).
+        def read_turn() -> tuple[ConversationTurn, SessionState, bytes, list[MemoryCandidate]]:
+            # The turn, the state rules, the state's JSON and the memory candidates are pure
+            # CPU over values nothing else changes meanwhile (the chat's lock is held): run in
+            # a worker thread, they leave the event loop to the other chats (issue 20, bar 1).
+            turn = ConversationTurn(
+                turn_id=ids.turn_id(),
+                session_id=session.session_id,
+                seq=before.turn_count + 1,
+                user_text=message.text,
+                assistant_text=reply.text or None,
+                intent=reply.intent,
+                action_name=reply.action_name,
+                job_refs=reply.job_refs,
+                created_at=parts.clock(),
+                status="answered" if reply.text and control is None else "recorded",
+                bot_id=message.bot_id,
+                update_id=message.update_id,
+                user_id=message.user_id,
+                speaker=message.speaker,
+                message_id=message.message_id,
+                control=control,
+            )
             state = parts.states.apply(before, turn)
             encoded = dump_json(state)
-            if not promotes:
-                return state, encoded, []
+            if not personal or turn.intent in UNRETRIEVED_REPLY_INTENTS:
+                return turn, state, encoded, []
             # "actually it's Bath, not Bristol" corrects a memory the packet carried; "his
             # name is Leo" speaks of the one the message before named.
             memories = packet.memories if packet is not None else ()
             earlier = said_before(packet.recent_turns) if packet is not None else []
-            return state, encoded, memory_candidates(
+            return turn, state, encoded, memory_candidates(
                 turn,
                 parts.promotion,
                 memories=memories,
@@ -176,7 +174,8 @@ class TurnCommitter:
                 said_at=message.received_at,
             )
 
-        state, encoded, candidates = await asyncio.to_thread(read_turn)
+        turn, state, encoded, candidates = await asyncio.to_thread(read_turn)
+        now = turn.created_at
         forget = reply.forget_memories if personal else ()
         promoted: list[Memory] = []
         erased: list[Memory] = []
@@ -185,7 +184,7 @@ class TurnCommitter:
 
         async def commit(tx: Transaction) -> ConversationTurn | None:
             # I3, authoritative inside the transaction: the update may have become a turn
-            # (through another path) since the check in on_turn. The turn's insert finds it
+            # (through another path) since the packet's read looked. The turn's insert finds it
             # (it changes nothing, and nothing else is written); a prelude or a new session,
             # which write before the insert, look first.
             if message.update_id is not None and (prelude is not None or is_new):
