@@ -47,6 +47,7 @@ reading of the message in :mod:`~agent.engines.rule_reading`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -180,7 +181,9 @@ class RuleBasedConcierge:
         Returns:
             The reply, with its intent; for a reminder, action ``schedule_reminder`` and the job.
         """
-        reply = self._answer(packet, message)
+        # The rules are pure CPU over the packet and the message: a worker thread reads them,
+        # and the event loop serves the other chats meanwhile (issue 20, bar 1).
+        reply = await asyncio.to_thread(self._answer, packet, message)
         if reply.text and len(reply.text) > _MAX_REPLY_CHARS:
             reply = reply.model_copy(update={"text": reply.text[: _MAX_REPLY_CHARS - 1] + "…"})
         return reply
