@@ -242,6 +242,26 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my dentist appointment is on Monday at 3pm", "oops, Tuesday, not Monday",
           "when is my dentist appointment?"], "Your dentist appointment is on Tue 4 Mar at 15:00."),
         (["I'm a nurse", "I said nurse but I meant midwife", "what's my job?"], "midwife"),
+        # A name put right is a rename, not a second sister; a day put right keeps the time.
+        (["my sister is Hanna", "sorry, her name is Anna", "who is my sister?"],
+         "Your sister is called Anna."),
+        (["my sister is Hanna", "no wait, her name is Anna"],
+         "Corrected: your sister is called Anna."),
+        (["my cat is called Misty", "sorry, her name is Mist", "what's my cat's name?"],
+         "Your cat is called Mist."),
+        (["I have a dog called Rex", "oops, it's Max", "what's my dog called?"],
+         "Your dog is called Max."),
+        (["my brother is called Tom", "actually his name is Tim", "who is Tom?"],
+         "haven't told me"),
+        (["my brother is Mark", "I meant my cousin is Mark", "who is Mark?"],
+         "Your cousin is called Mark."),
+        (["my dentist appointment is on Tuesday at 3pm", "no, it's on Wednesday",
+          "when is my dentist appointment?"], "Your dentist appointment is on Wed 5 Mar at 15:00."),
+        (["my haircut is on Friday at 11am", "sorry, it's on Thursday", "when is my haircut?"],
+         "Your haircut is on Thu 6 Mar at 11:00."),
+        (["my name is Jon", "actually it's John with an h", "what's my name?"],
+         "Your name is John."),
+        (["I like coffee", "no, I meant I like tea", "do I like coffee?"], "haven't told me"),
     ],
     "to-dos closed in other words": [
         (["I need to send the invoice", "the invoice is sent"],
@@ -405,11 +425,18 @@ async def test_a_question_of_help_is_no_question_of_diet(db):
          "when is my flight?", "15 March", "14 March"),
         (["my dentist appointment is on Tuesday", "sorry, my dentist appointment is on Thursday"],
          "when is my dentist appointment?", "on Thu 6 Mar", "Tue 4 Mar"),
+        (["I like coffee", "no, I meant I like tea"], "what do I like?", "tea", "coffee"),
+        (["I'm going to Rome in May", "sorry, I meant I'm going to Milan in May"],
+         "where am I going in May?", "Milan", "Rome"),
+        (["my sister is Hanna", "sorry, her name is Anna"], "who is my sister?", "Anna", "Hanna"),
+        (["we have a dog called Rex", "I meant Max, not Rex"], "what pets do I have?", "Max",
+         "Rex"),
     ],
 )  # fmt: skip
 async def test_a_changed_fact_is_answered_without_the_old_value(db, lines, question, now, before):
     """A new workplace or a rescheduled event replaces what was said before: the answer has
-    the new value and not the old one (a job said with its workplace is two facts)."""
+    the new value and not the old one (a job said with its workplace is two facts). A like, a
+    trip or a name of someone's put right in the next message replaces the one it corrects."""
     said = await conversation(Chat(db), [*lines, question])
     assert now in said
     assert before not in said

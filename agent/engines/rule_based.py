@@ -93,8 +93,7 @@ from agent.memory.rules.extraction import (
     parse_reminder,
     split_clauses,
 )
-from agent.memory.rules.fact_dates import dated_facts, said_from_now, zone_in
-from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.fact_dates import said_from_now, zone_in
 from agent.memory.rules.pronouns import resolve_name, resolve_pronoun, said_before
 from agent.memory.rules.session_rules import (
     GROUP_CHAT_TYPES,
@@ -103,7 +102,7 @@ from agent.memory.rules.session_rules import (
     merge_facts,
     update_open_loops,
 )
-from agent.memory.rules.value_corrections import correct_by_value, correct_last
+from agent.memory.rules.value_corrections import read_said
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
@@ -200,13 +199,13 @@ class RuleBasedConcierge:
         before = said_before(packet.recent_turns)
         if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
             text = resolve_name(resolve_pronoun(text, before), known)
-        stated = (
-            extract_facts(text, turn=seq)
-            or correct_by_value(text, known, turn=seq)
-            or correct_last(text, next(iter(before), None), turn=seq)
+        # "I have a test tomorrow" is kept with its date, read in the zone known so far; a name
+        # put right ("sorry, her name is Anna") replaces the one it corrects.
+        stated = read_said(
+            text, known, next(iter(before), None), turn=seq, said_at=now, zone=zone_in(known)
         )
-        # "I have a test tomorrow" is kept with its date, read in the zone known so far.
-        new_facts = dated_facts(stated, now, zone_in(known))
+        new_facts = stated.facts
+        known = tuple(f for f in known if f.key not in stated.replaced.values())
         facts = merge_facts(known, new_facts)
         zone = zone_in(facts)
         reading = Reading(

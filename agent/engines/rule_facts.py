@@ -357,6 +357,7 @@ def _is_about(label: str, who: str) -> bool:
 
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
+    said_as = who
     who = " ".join(who.casefold().split())
     who = _SINGULAR.get(who) or (who[:-1] if re.fullmatch(_PLURAL, who, _F) else who)
     named = [
@@ -386,7 +387,9 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         return " ".join(sentence(describe_fact(f)) for f in found)
     known_role = re.fullmatch(rf"(?:{PEOPLE}|{PETS})", who, _F) is not None
     if not known_role and not named:
-        return None  # "who is there?": not someone the user told about
+        # "how old is Poppy?" of no one named: not told (what was said in passing is quoted);
+        # "who is there?": not someone at all.
+        return f"{NOT_TOLD} about {said_as} yet." if said_as[:1].isupper() else None
     if named and attribute:
         names = " and ".join(role_and_name(f.value)[1] or f.value for f in named)
         return f"{NOT_TOLD} that about {names} yet."

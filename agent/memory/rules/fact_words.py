@@ -62,4 +62,6 @@ EVENTS = (
     "|wedding|party|concert|match|game|class|lesson|presentation|deadline|check-?up|surgery"
     "|operation|reservation|booking|visit|course|conference|show|date|dinner|lunch|brunch"
     "|drinks|game night|barbecue|bbq|picnic|hike|race|marathon|gig|recital|ceremony|funeral"
+    "|haircut|massage|rehearsal|viewing|shift|festival|graduation|reunion|christening|check-in"
+    "|scan|physio|therapy session|vaccination|jab|school play|parents' evening|sports day"
 )

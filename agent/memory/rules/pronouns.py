@@ -38,7 +38,9 @@ _MALE = frozenset(
 )
 # The pronoun that opens a message, and what it becomes: "he's" -> "<who> is", "his" -> "<who>'s".
 _OPENING = re.compile(
-    r"^(?:and\s+|oh\s+and\s+|also,?\s+)?(?P<p>he|she|they|his|her|their)"
+    r"^(?:and\s+|oh\s+and\s+|also,?\s+"
+    r"|(?:(?:no|nope|sorry|oops|actually|wait|my bad)\b[\s,!.-]*)+)?"
+    r"(?P<p>he|she|they|his|her|their)"
     r"(?P<be>'s|'re|\s+is|\s+are|\s+was|\s+were)?(?=\s|$)",
     _F,
 )
@@ -53,6 +55,8 @@ _NAME_FIRST = re.compile(
 )
 # Each one a message speaks of: "my sister ... and my brother ...": two, no telling who.
 _ROLE = re.compile(rf"\b(?:my|our|a|an)\s+(?P<role>{PEOPLE}|{PETS})\b", _F)
+# "her name is ...": of the one named before, a new name.
+_RENAMES = re.compile(r"\s+(?:real\s+|actual\s+)?name\b", _F)
 _OTHER_GENDER = {"he": _FEMALE, "his": _FEMALE, "she": _MALE, "her": _MALE}
 
 
@@ -124,13 +128,14 @@ def resolve_pronoun(text: str, previous: Sequence[str]) -> str:
             break
     if label is None:
         return text
-    role = label.split()[0].casefold()
     pronoun = match.group("p").casefold()
-    if role in _OTHER_GENDER.get(pronoun, frozenset()):
+    if label.split()[0].casefold() in _OTHER_GENDER.get(pronoun, frozenset()):
         return text
     # A question asks of someone by name ("what does Miso like?"), a statement says "my cat Miso".
-    name = role_and_name(label)[1]
+    role, name = role_and_name(label)
     who = name if name and opening is None else f"my {label}"
+    if _RENAMES.match(text, match.end()):  # "sorry, her name is Anna": "my sister's name ..."
+        who = f"my {role}"
     if pronoun in {"his", "her", "their"}:
         if match.group("be"):
             return text  # "his is ..." / "her's": not a pronoun before a thing of theirs
