@@ -509,8 +509,14 @@ async def test_the_same_packet_and_message_give_the_same_reply(db):
         "🙂" * 4096,
         "I need to " * 409,
         "مرحبا، اسمي أدا",
+        "ok, " * 1024 + "x",  # nods: "ok, cool, got it"
+        "oh and " * 585 + "cancel the x one",  # words before a request
+        "sorry, " * 585 + "her name is Anna",  # a correction's opening
+        "I meant " + "Max, " * 800 + "not Rex",
+        "no, it's on " + "Wednesday at 3pm " * 240,
     ],
-    ids=["long-todo", "repeated-question", "emoji", "repeated-opener", "rtl"],
+    ids=["long-todo", "repeated-question", "emoji", "repeated-opener", "rtl", "nods",
+         "fillers", "corrections", "values", "times"],
 )
 async def test_long_or_strange_text_gets_a_bounded_reply_quickly(chat, text):
     """A 4096-character message is answered in well under a second, within Telegram's limit."""

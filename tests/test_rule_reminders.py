@@ -88,6 +88,12 @@ async def test_an_unknown_zone_is_refused_and_utc_stays(lane, db):
         "cancel the oven one",
         "turn off the oven alarm",
         "I want to cancel the oven reminder",
+        "actually cancel the oven one",
+        "oh and cancel the oven reminder",
+        "ok, delete the oven reminder please",
+        "no wait, scrap the oven one",
+        "never mind the oven reminder",
+        "I don't need the oven reminder anymore",
     ],
 )
 async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):

@@ -37,17 +37,22 @@ __all__ = ["ReminderChange", "answer_time", "change_reminders"]
 _F = re.IGNORECASE
 _SNOOZE_DEFAULT = timedelta(minutes=10)
 
+# Words that may open a request before it: "actually cancel ...", "oh and ...", "ok, ...".
+_FILLER = r"(?:(?:actually|oh|ok|okay|also|and|so|hmm|right|no|wait|um|well|sorry)\b[\s,!.]*)*"
 _PLEASE = (
-    r"^(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?|i\s+(?:want|need|would like|'d like)"
-    r"\s+(?:you\s+)?to\s+)?"
+    rf"^{_FILLER}(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?"
+    r"|i\s+(?:want|need|would like|'d like)\s+(?:you\s+)?to\s+)?"
 )
 # What names a reminder in a request: "the oven reminder", "the alarm", "the oven one".
 _REMINDER = r"(?:\breminders?\b|\balarms?\b|\btimers?\b|\bthe\s+[\w' -]{1,60}?\s+one\b)"
 _CANCEL: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
-        rf"{_PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget|call off|turn off|stop|kill"
-        rf"|undo)\s+(?P<what>(?=.{{0,200}}?{_REMINDER}).{{0,300}}?)[\s.!?]*$",
+        rf"{_PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget(?: about)?|call off|turn off"
+        rf"|stop|kill|undo|never ?mind|get rid of|ditch)\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
+        r".{0,300}?)[\s.!?]*$",
+        rf"{_PLEASE}i\s+(?:don't|do not|no longer)\s+need\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
+        r".{0,300}?)(?:\s+any\s?(?:more|longer))?[\s.!?]*$",
         r"^(?P<what>(?:the|my)\s+.{0,200}?\breminders?\b.{0,100}?)\s+(?:is|isn't|is not)\s+"
         r"(?:cancelled|canceled|off|needed|necessary|no longer needed)[\s.!?]*$",
     )
