@@ -515,8 +515,8 @@ async def test_the_same_packet_and_message_give_the_same_reply(db):
         "I meant " + "Max, " * 800 + "not Rex",
         "no, it's on " + "Wednesday at 3pm " * 240,
     ],
-    ids=["long-todo", "repeated-question", "emoji", "repeated-opener", "rtl", "nods",
-         "fillers", "corrections", "values", "times"],
+    ids="long-todo repeated-question emoji repeated-opener rtl nods fillers corrections values"
+    " times".split(),
 )
 async def test_long_or_strange_text_gets_a_bounded_reply_quickly(chat, text):
     """A 4096-character message is answered in well under a second, within Telegram's limit."""
