@@ -514,9 +514,10 @@ async def test_the_same_packet_and_message_give_the_same_reply(db):
         "sorry, " * 585 + "her name is Anna",  # a correction's opening
         "I meant " + "Max, " * 800 + "not Rex",
         "no, it's on " + "Wednesday at 3pm " * 240,
+        "is it ok if I eat " + "kiwi " * 800 + "?",  # a food asked of
     ],
     ids="long-todo repeated-question emoji repeated-opener rtl nods fillers corrections values"
-    " times".split(),
+    " times food".split(),
 )
 async def test_long_or_strange_text_gets_a_bounded_reply_quickly(chat, text):
     """A 4096-character message is answered in well under a second, within Telegram's limit."""

@@ -19,6 +19,7 @@ from functools import lru_cache
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.extraction import Clause, clean_value, split_clauses
 from agent.memory.rules.fact_words import (
+    DIETS,
     EVENTS,
     GOAL_VERBS,
     JOBS,
@@ -194,12 +195,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
     _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
           "raw"),
-    _rule(
-        "diet",
-        r"^(?:i'm|i am|im)(?:\s+an?)?\s+(?P<v>(?:vegetarian|vegan|pescatarian|"
-        r"gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher|halal))\b",
-        "raw",
-    ),
+    _rule("diet", rf"^(?:i'm|i am|im|i(?: have|'ve got)(?=\s+c[oe]*liac))(?:\s+an?)?\s+"
+          rf"(?P<v>{DIETS})\b", "raw"),
     _rule("job", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS}))\b", "short",
           alongside=True),

@@ -5,7 +5,7 @@ words that are no name. Data, read by :mod:`agent.memory.rules.fact_extraction` 
 
 from __future__ import annotations
 
-__all__ = ["EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
+__all__ = ["DIETS", "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
 
 #: Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
 NOT_NAMES = frozenset(
@@ -55,6 +55,12 @@ JOBS = (
     "|police officer|paramedic|farmer|waiter|waitress|barista|cashier|translator|therapist"
     "|psychologist|secretary|receptionist|entrepreneur|freelancer|surgeon|midwife"
     "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
+)
+#: A diet said "I'm ..." ("I have coeliac disease" too): what it rules out is
+#: :mod:`agent.memory.rules.food_groups`'s.
+DIETS = (
+    r"(?:vegetarian|vegan|pescatarian|gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher"
+    r"|halal|coeliac|celiac)"
 )
 #: What a user may have on their calendar: "my flight to Berlin is on 14 March".
 EVENTS = (

@@ -19,7 +19,7 @@ import itertools
 import re
 from collections.abc import Mapping
 
-__all__ = ["DIETS", "GROUPS", "food_groups", "groups_left_out", "how_it_has"]
+__all__ = ["DIETS", "GROUPS", "food_groups", "groups_left_out", "how_it_has", "outside_groups"]
 
 _F = re.IGNORECASE
 
@@ -39,7 +39,8 @@ _NUTS = """nut nuts peanut almond walnut cashew pistachio hazelnut pecan macadam
 _PEANUTS = "peanut peanuts satay snickers"
 _GLUTEN = """gluten wheat bread pasta pizza beer barley rye couscous cake cookie biscuit croissant
     bagel flour cereal toast sandwich spaghetti lasagne lasagna noodles muffin pastry doughnut
-    donut pancake waffle"""
+    donut pancake waffle sourdough baguette brioche cracker ramen udon dumpling pie scone
+    pretzel naan pita crumpet"""
 _ALCOHOL = """alcohol beer wine vodka whisky whiskey gin rum tequila cider champagne prosecco
     cocktail sake brandy liqueur margarita mojito lager ale spirits booze sangria"""
 _PORK = "pork bacon ham salami pepperoni chorizo prosciutto pancetta lard carbonara"
@@ -70,6 +71,8 @@ DIETS: Mapping[str, frozenset[str]] = {
         ("pescatarian", "meat pork"),
         ("gluten-free", "gluten"),
         ("gluten free", "gluten"),
+        ("coeliac", "gluten"),
+        ("celiac", "gluten"),
         ("lactose-intolerant", "dairy"),
         ("lactose intolerant", "dairy"),
         ("teetotal", "alcohol"),
@@ -139,6 +142,14 @@ def groups_left_out(attribute: str, value: str) -> frozenset[str]:
     named = {group for group in GROUPS if group in words or group.rstrip("s") in words}
     named.update(group for word, groups in _NAMES.items() if word in words for group in groups)
     return frozenset(named)
+
+
+def outside_groups(value: str) -> str:
+    """The words of a constraint that name no group ("shellfish and kiwi": "and kiwi"): what
+    it rules out by the words a food shares with them."""
+    said = re.findall(r"[^\W\d_]+(?:[-'][^\W\d_]+)*", value)
+    named = set(GROUPS) | {g.rstrip("s") for g in GROUPS} | set(_NAMES)
+    return " ".join(w for w in said if not _words(w) & named)
 
 
 def how_it_has(thing: str, group: str) -> str:
