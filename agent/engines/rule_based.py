@@ -56,7 +56,6 @@ from agent.engines.rule_facts import (
     answer_about_you,
     answer_earlier,
     answer_fact,
-    answer_like,
     answer_name,
     answer_routine,
     answer_someone,
@@ -64,6 +63,7 @@ from agent.engines.rule_facts import (
 )
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_undecided
+from agent.engines.rule_likes import answer_like, answer_like_kind
 from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
@@ -140,6 +140,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("list_decisions", answer_decisions),
     ("recap", answer_recap),
     ("ask_fact", answer_like),
+    ("ask_fact", answer_like_kind),
     ("ask_fact", answer_event),
     ("ask_fact", answer_trip),
     ("ask_fact", answer_plans_when),

@@ -19,7 +19,6 @@ from agent.memory.longterm.memory_slots import (
     USER,
     describe_fact,
     fact_key,
-    in_second_person,
     parse_key,
     role_and_name,
     slot_of,
@@ -33,7 +32,6 @@ __all__ = [
     "answer_about_you",
     "answer_earlier",
     "answer_fact",
-    "answer_like",
     "answer_line",
     "answer_name",
     "answer_routine",
@@ -48,7 +46,8 @@ NOT_TOLD = "You haven't told me"
 _F = re.IGNORECASE
 _ASK_NAME = re.compile(
     r"\b(?:what(?:'s| is) my (?:first |full )?name|who am i\b|do you (?:know|remember) (?:my "
-    r"name|who i am)|what do you call me|say my name|what am i called)",
+    r"name|who i am)|what (?:do|should|will|would|can) you call me|say my name|what am i called"
+    r"|how (?:do|should|will|would) you (?:call|address) me)",
     _F,
 )
 
@@ -93,10 +92,18 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
         (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b"
          r"|\bwhat are my (?:hobbies|interests)\b", "likes:", "what you like"),
-        (r"\bwhat(?:'s| is) my (?:favou?rite|fav) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
+        (r"\bwhat(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
          "favourite:", "your favourites"),
     )
 )  # fmt: skip
+
+# A favourite's thing in other words: "film" is "movie", "TV show" is "show".
+_SAME_THING = {
+    word: tuple(w for w in group if w != word)
+    for group in (("film", "movie"), ("show", "tv show", "series", "tv series"), ("book", "novel"),
+                  ("song", "track", "tune"), ("band", "group"), ("food", "dish", "meal"))
+    for word in group
+}  # fmt: skip
 
 # Who several are, asked at once ("what are my cats called?"), and who each one of them is.
 _SINGULAR = {
@@ -157,33 +164,6 @@ _ASK_ROUTINE = re.compile(
     r" [^\W\d_][\w ]{0,30}?)\??$",
     _F,
 )
-# "do I like jazz?", with the thing asked about.
-_ASK_LIKE = re.compile(
-    r"^(?:(?:do|did) i (?:really )?(?:like|love|enjoy|hate|dislike)"
-    r"|am i (?:really )?(?:into|a (?:big |huge )?fan of)) (?P<thing>.{1,80}?)\??$",
-    _F,
-)
-
-
-def answer_like(
-    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
-) -> str | None:
-    """Answer "do I like jazz?" from what the user said they like and dislike."""
-    match = _ASK_LIKE.match(reading.text)
-    if match is None:
-        return None
-    thing = match.group("thing")
-    wanted = content_stems(thing)
-    for fact in reversed(reading.facts):
-        name = parse_key(fact.key).name
-        if parse_key(fact.key).subject != USER or name not in {"likes", "dislikes", "favourite"}:
-            continue
-        if wanted & content_stems(fact.value):
-            answer = "No" if name == "dislikes" else "Yes"
-            return f"{answer}, {answer_line(fact)[:1].lower()}{answer_line(fact)[1:]}"
-    return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
-
-
 def answer_routine(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
@@ -440,9 +420,11 @@ def own_facts(reading: Reading, *attributes: str) -> list[Fact]:
 
 
 def _spellings(thing: str) -> set[str]:
-    """``thing`` in British and American spelling ("colour", "color")."""
+    """``thing`` in British and American spelling ("colour", "color"), and in the other words
+    for it ("film", "movie")."""
     american = re.sub(r"(?<=\w{3})our\b", "or", thing)
-    return {thing, american, re.sub(r"(?<=\w{3})or\b", "our", american)}
+    spelt = {thing, american, re.sub(r"(?<=\w{3})or\b", "our", american)}
+    return spelt | {other for word in spelt for other in _SAME_THING.get(word, ())}
 
 
 def _key_matches(key: str, wanted: Sequence[str]) -> bool:

@@ -44,7 +44,12 @@ _JOURNEY = re.compile(
     _F,
 )
 # "when is my flight?", "when's my dentist appointment?"
-_ASK_WHEN = re.compile(r"^when(?:'s|\s+is|\s+are)\s+my\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)\??$", _F)
+_ASK_WHEN = re.compile(
+    r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
+    r"\s+(?:my|the|our)\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)"
+    r"(?:\s+(?:leave|depart|start|begin|take off|happen))?\??$",
+    _F,
+)
 # "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?"
 _TIME = r"(?:on|for|this|next|tomorrow|tonight|today|in|at)\b[\w' -]{0,40}?"
 _ASK_PLANS_WHEN = re.compile(

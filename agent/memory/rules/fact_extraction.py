@@ -178,7 +178,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     # "the party is this Saturday": an event said without "my", when it is said with its time.
     _rule(
         "event",
-        rf"^the (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|are|starts|begins)\s+"
+        rf"^the (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})"
+        r"(?:\s+(?:in|at|with|for)\s+[\w'-]+){0,2})\s+(?:is|are|starts|begins)\s+"
         rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
         "phrase",
     ),
@@ -236,10 +237,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("job", rf"{_NEWS}joined\s+[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*)*\s+as\s+(?P<v>an?\s+.+)",
           "short", alongside=True),
     _rule("workplace", rf"{_NEWS}joined\s+(?P<v>[A-Z].+)", "org"),
-    _rule("favourite", r"\bmy (?:favou?rite|fav)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
+    _rule("favourite", r"\bmy (?:favou?rite|fave?)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
           r"\s+(?P<v>.+)", "short"),
     _rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
-          r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fav)\s+"
+          r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fave?)\s+"
           r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
     _rule(
         "birthday",
