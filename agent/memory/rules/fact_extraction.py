@@ -5,7 +5,9 @@ A pure function of the text (no clock, no I/O), shared by the state manager (gro
 record the facts on their state; I6: the same turns give the same facts), the promotion gate of
 long-term memory, and the offline concierge, which acknowledges them. Keys follow
 :mod:`agent.memory.longterm.memory_slots`. Text handling (normalisation, clauses, value cleaning) is
-:mod:`agent.memory.rules.extraction`'s.
+:mod:`agent.memory.rules.extraction`'s; reading a value after its cue,
+:mod:`agent.memory.rules.fact_values`'; what is said of the people and pets in the user's life,
+:mod:`agent.memory.rules.entity_facts`'.
 
 Tested by ``tests/test_extraction.py``.
 """
@@ -17,88 +19,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from agent.memory.longterm.memory_slots import USER, fact_key
-from agent.memory.rules.extraction import Clause, clean_value, split_clauses
-from agent.memory.rules.fact_words import (
-    DIETS,
-    EVENTS,
-    GOAL_VERBS,
-    JOBS,
-    NAME_STOP,
-    NOT_NAMES,
-    PEOPLE,
-    PETS,
-)
+from agent.memory.rules.entity_facts import read_entity_facts, read_several
+from agent.memory.rules.extraction import Clause, split_clauses
+from agent.memory.rules.fact_values import PRONOUN_OBJECT, fact_value
+from agent.memory.rules.fact_words import DIETS, EVENTS, GOAL_VERBS, JOBS, PEOPLE, PETS
 from agent.memory.schemas import Fact, FactMode
-from agent.utils.text import LETTER_WORD
-from agent.utils.time_zones import find_zone
 
 __all__ = ["PEOPLE", "PETS", "extract_facts"]
 
 _F = re.IGNORECASE
 
-_NAME = re.compile(rf"({LETTER_WORD})(?:\s+({LETTER_WORD}))?(?:\s+({LETTER_WORD}))?")
-_AFTER_NAME = re.compile(r"(?:,|from\b|here\b|and\b|by the way\b|btw\b|$)", _F)
 _ADV = (
     r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally|severely"
     r"|very|highly|seriously|mildly|slightly|quite))?"
 )
-_PLACE_STOP = re.compile(
-    r"\s+(?:with|for|since|near|now|currently|and|but|at|on|in|because|as|where|which|last|this"
-    r"|next|ago|recently|today|tonight|tomorrow)\b|,\s",
-    _F,
-)
-_PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas)\b", _F)
-_PRONOUN_OBJECT = re.compile(r"(?:it|that|this|them|you|him|her|those|these|me)\b", _F)
-
-_WHO = rf"(?P<rel>{PEOPLE}|{PETS})"
-_PET = re.compile(rf"(?:{PETS})$", _F)
-# Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
-# "my best friend is Jake": a name that ends the clause after "is".
-_CALLED = (
-    r"(?:'s name is|s' name is| is called| is named| called| named|,"
-    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?\s*[.!]*$))?"
-)
-_ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
-# What is said of someone: (predicate, attribute, how the value is read).
-# An age said of someone: "5", "5 years old", "5 now".
-_AGE = r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year))?"
-_OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
-    (re.compile(pattern, _F), attribute, kind)
-    for pattern, attribute, kind in (
-        (r"(?:lives|is living|is based|resides|has moved|moved|relocated)\s+(?:in|to)\s+",
-         "location", "place"),
-        (r"(?:is|comes) from\s+", "hometown", "place"),
-        (r"works as\s+", "job", "short"),
-        (rf"is (?=an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\b)", "job", "place"),
-        (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
-        (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
-        (r"(?:job|profession|occupation) is\s+", "job", "short"),
-        (r"age is\s+(?=\d{1,3}$)", "age", "raw"),
-        (rf"is (?:actually |now |really |just )?(?={_AGE}$)", "age", "age"),
-        (rf"(?:has )?(?:just )?turned\s+(?={_AGE}$)", "age", "age"),
-        (r"is allergic to\s+", "allergy", "short"),
-        (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
-        (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
-    )
-)  # fmt: skip
-_ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
-_HAVE_ENTITY = re.compile(
-    rf"\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got"
-    rf"|adopted|rescued|bought))\s+(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_WHO}\b",
-    _F,
-)
-# "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
-_HAVE_SEVERAL = re.compile(
-    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)"
-    rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?P<rel>children|twins|{PEOPLE}|{PETS})"
-    r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
-    r"(?P<names>[A-Z][^\W\d_]+(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)[A-Z][^\W\d_]+)+)",
-)
-_NAME_LIST = re.compile(r"\s*,\s*and\s+|\s*,\s*|\s+and\s+")
-# "..., she's 4", "and he is 5": what follows a name said of the one named.
-_PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
-# "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
-_PRONOUN_DOES = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which|that)\s+(?=\w)", _F)
 # When a plan is, said first: "this weekend I'm going hiking", "on Friday I have a dinner".
 _LEAD_TIME = (
     r"(?P<lead>(?:this|next|on|tomorrow|tonight|today|at the weekend|over the weekend)\b"
@@ -140,7 +74,7 @@ _DISLIKE = (
 class _FactRule:
     key: str
     pattern: re.Pattern[str]
-    kind: str  # how the value is read (_fact_value): name, place, short, phrase, raw, zone...
+    kind: str  # how the value is read (fact_value): name, place, short, phrase, raw, zone...
     in_questions: bool
     alongside: bool  # the clause may state another fact too: the next rules still read it
 
@@ -291,62 +225,6 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 _USER_CUE = re.compile(r"\b(?:i|im|my|me|name|we|our)\b|^the\s", _F)
 
 
-def _name_value(raw: str, *, strict: bool) -> str | None:
-    match = _NAME.match(raw)
-    if match is None:
-        return None
-    words: list[str] = []
-    for word in (w for w in match.groups() if w):
-        if word.lower() in NAME_STOP or (strict and not word[0].isupper()):
-            break
-        words.append(word)
-    if not words or words[0].lower() in NOT_NAMES or len(words[0]) > 40:
-        return None
-    # After "I'm X" only the name may follow ("I'm Ada, from Lisbon"; not "I'm Planning a trip").
-    rest = raw[match.end(len(words)) :].lstrip()
-    gerund = len(words[0]) >= 6 and words[0].lower().endswith("ing")
-    if strict and (gerund or not _AFTER_NAME.match(rest)):
-        return None
-    name = " ".join(words)
-    return name.title() if name.islower() else name
-
-
-def _cut(value: str, stop: re.Pattern[str], words: int | None) -> str:
-    match = stop.search(value)
-    if match:
-        value = value[: match.start()]
-    if words is not None:
-        value = " ".join(value.split()[:words])
-    return clean_value(value, 80)
-
-
-def _fact_value(kind: str, raw: str) -> str | None:
-    if kind == "name":
-        return _name_value(raw, strict=False)
-    if kind == "strict_name":
-        return _name_value(raw, strict=True)
-    if kind == "zone":
-        zone = find_zone(raw)
-        return None if zone is None else zone.key
-    if kind == "age":  # "5 now": the number and its unit
-        return re.sub(r"\s+(?:now|already|today|this year)$", "", raw.strip(), flags=_F)
-    if kind == "trip":  # "going to Japan in August": a place, by its capital letter
-        place = _cut(raw, _PHRASE_STOP, 8)
-        return f"a trip to {place}" if place[:1].isupper() else None
-    if kind == "org":  # "joined Google as a designer": a name, by its capital letter
-        value = _cut(raw, _PLACE_STOP, 5)
-        return value if value[:1].isupper() else None
-    if kind == "place":
-        value = _cut(raw, _PLACE_STOP, 5)
-    elif kind == "short":
-        value = _cut(raw, _PHRASE_STOP, 8)
-    elif kind == "phrase":
-        value = _cut(raw, _PHRASE_STOP, 16)
-    else:
-        value = clean_value(raw, 80)
-    return value or None
-
-
 @lru_cache(maxsize=256)  # the state rules, the gate and the summarizer all read each text
 def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     """Return the facts the user states in ``text``, in the order stated.
@@ -371,14 +249,14 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
         The facts, at most one per key (the last stated wins).
     """
     found: dict[str, Fact] = {
-        key: Fact(key=key, value=value, turn=turn) for key, value in _read_several(text)
+        key: Fact(key=key, value=value, turn=turn) for key, value in read_several(text)
     }
     correcting = _CORRECTION.search(text) is not None
     for clause in split_clauses(text, statements=True):
         if clause.question:
             facts = _read_user_fact(clause, questions_only=True)
         else:
-            facts = _read_entity_facts(clause.text) or _read_user_fact(clause)
+            facts = read_entity_facts(clause.text) or _read_user_fact(clause)
         mode: FactMode = "stated"
         if _HEDGE.search(clause.text):
             mode = "hedged"
@@ -403,12 +281,12 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         if match is None:
             continue
         attribute = rule.key
-        if attribute in {"likes", "dislikes"} and _PRONOUN_OBJECT.match(match.group("v")):
+        if attribute in {"likes", "dislikes"} and PRONOUN_OBJECT.match(match.group("v")):
             continue
         said = _said(match)
         if said is None:
             continue
-        value = _fact_value(rule.kind, said)
+        value = fact_value(rule.kind, said)
         if value is None:
             continue
         if attribute == "favourite":
@@ -435,64 +313,3 @@ def _said(match: re.Match[str]) -> str | None:
         return f"{groups['item']}{extra} is {when}"
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
     return f"{value} {lead}" if lead else value
-
-
-def _read_several(text: str) -> list[tuple[str, str]]:
-    """Read "I have two cats, Tom and Jerry": one ``pet`` or ``relative`` fact for each name
-    (from the whole message: its list of names spans what the clauses cut apart)."""
-    several = _HAVE_SEVERAL.search(text)
-    if several is None:
-        return []
-    role = " ".join(several.group("rel").casefold().split())
-    role = {"children": "child", "twins": "twin"}.get(role, role)
-    attribute = "pet" if _PET.match(role) else "relative"
-    names = _NAME_LIST.split(several.group("names"))
-    if any(name.casefold() in NOT_NAMES for name in names):
-        return []  # "my parents are French and Italian"
-    named = [f"{role} {name}" for name in names]
-    return [(fact_key(USER, attribute, subject), subject) for subject in named]
-
-
-def _read_entity_facts(text: str) -> list[tuple[str, str]]:
-    """Read "my sister Mia lives in Porto", "my cat's name is Miso", "I have a dog called Rex".
-
-    Returns the fact that names someone (``relative`` or ``pet``), when a name is given, and
-    the fact said about them; nothing when the clause is not about someone of the user's.
-    """
-    match = _ENTITY.search(text) or _HAVE_ENTITY.search(text)
-    if match is None:
-        return []
-    role = " ".join(match.group("rel").casefold().split())
-    rest = text[match.end() :]
-    called = re.match(_CALLED, rest, _F)
-    after = rest[called.end() :] if called else rest
-    name_match = _ENTITY_NAME.match(after)
-    name = None
-    if name_match is not None:
-        words = [w for w in name_match.groups() if w]
-        first = words[0].casefold() if words else ""
-        if first and first not in NOT_NAMES and first not in NAME_STOP:
-            name = " ".join(words)
-            after = after[name_match.end() :]
-    elif called is not None and called.group().strip(" ,"):
-        # "my cat is called miso": a name in lower case after an explicit "called".
-        plain = _NAME.match(after.strip())
-        if plain is not None:
-            name = plain.group(1).title()
-            after = after.strip()[plain.end() :]
-    subject = f"{role} {name}" if name else role
-    facts: list[tuple[str, str]] = []
-    if name is not None:
-        attribute = "pet" if _PET.match(role) else "relative"
-        facts.append((fact_key(USER, attribute, subject), subject))
-    # "my mom's birthday is ...": what follows the possessive is said of them.
-    said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
-    for predicate, attribute, kind in _OTHER_PREDICATES:
-        found = predicate.match(said)
-        if found is None:
-            continue
-        value = _fact_value(kind, said[found.end() :])
-        if value is not None and not _PRONOUN_OBJECT.fullmatch(value):
-            facts.append((fact_key(subject, attribute, value), value))
-        break
-    return facts
