@@ -475,6 +475,10 @@ ADVERSARIAL = [
     "I live in a" + ", " * 2040 + "b",  # a value's tail words ("lol") read from its end
     "I love " + ",," * 2040 + " lol",
     "we're going to Rome" + " " * 4000 + "x",
+    "we have two kids, " + "Ana (7), " * 455 + "x",  # several named with their ages
+    "my kids are " + "Ana, 7, " * 512,
+    "I quit " + "my job at x " * 340 + "now",  # a workplace said after leaving one
+    "a " + "golden " * 585 + "retriever named Rex",
 ]
 
 

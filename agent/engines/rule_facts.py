@@ -132,6 +132,7 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is| are) (?:the names? of )?my {_WHO}(?:'s|s'|')? (?:names?|called)\b",
          "name"),
         (rf"\bwhat(?:'s| is| are) my {_WHO} called\b", "name"),
+        (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
     )
@@ -332,7 +333,8 @@ def _named_together(new: Sequence[Fact]) -> dict[str, str]:
 
 def _is_about(label: str, who: str) -> bool:
     role, name = role_and_name(label)
-    return who in {role.casefold(), name.casefold(), label.casefold()}
+    kids = {"kid", "child"}  # "how many children?" of "my kids are ..."
+    return who in {role.casefold(), name.casefold(), label.casefold()} or {role, who} <= kids
 
 
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
@@ -345,6 +347,13 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         for f in reading.facts
         if parse_key(f.key).name in {"relative", "pet"} and _is_about(f.value, who)
     ]
+    if attribute == "count":  # "how many kids do I have?": the ones told of, by name
+        many = _PLURAL_OF.get(who, who + "s")
+        if not named:
+            return f"{NOT_TOLD} about any {many} yet."
+        each = [role_and_name(f.value)[1] or f.value for f in named]
+        listed = " and ".join([", ".join(each[:-1]), each[-1]] if len(each) > 1 else each)
+        return f"You have {len(named)} {many if len(named) > 1 else who}: {listed}."
     if attribute == "name":  # "what's my son's name?": the ones named, or not told
         named = [f for f in named if role_and_name(f.value)[1]]
         together = _named_together(named)  # "your dogs are called Max and Bella"

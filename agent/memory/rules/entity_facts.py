@@ -1,5 +1,7 @@
 """Reading what a user says of the people and pets in their life: "my sister Mia lives in
-Porto", "my cat's name is Miso", "I have a dog called Rex", "I have two cats, Tom and Jerry".
+Porto", "my cat's name is Miso", "I have a dog called Rex", "I have two cats, Tom and Jerry",
+"two kids, Oliver who is 9 and Poppy who is 6"; a pet said by its breed is the animal ("a golden
+retriever named Biscuit": a dog).
 
 The facts that name someone are ``relative`` or ``pet`` facts (``relative:sister mia``); what is
 said of them is keyed by who they are (``sister Mia/location``). Pure functions of the text,
@@ -15,7 +17,7 @@ import re
 
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.fact_values import NAME, PRONOUN_OBJECT, fact_value
-from agent.memory.rules.fact_words import JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
+from agent.memory.rules.fact_words import BREEDS, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
 
 __all__ = ["read_entity_facts", "read_several"]
 
@@ -32,7 +34,10 @@ _CALLED = (
 _ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
 # What is said of someone: (predicate, attribute, how the value is read).
 # An age said of someone: "5", "5 years old", "5 now".
-_AGE = r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year))?"
+_AGE = (
+    r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year"
+    r"|last (?:week|month|year)|recently|yesterday))?"
+)
 _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     (re.compile(pattern, _F), attribute, kind)
     for pattern, attribute, kind in (
@@ -53,19 +58,28 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     )
 )  # fmt: skip
 _ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
+# "I have a dog called Rex"; "(and) a golden retriever named Biscuit" said after it.
 _HAVE_ENTITY = re.compile(
-    rf"\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got"
-    rf"|adopted|rescued|bought))\s+(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_WHO}\b",
+    rf"(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got"
+    r"|adopted|rescued|bought))\s+|^(?=(?:an?|one)\s+[\w ]{1,30}?\s+(?:called|named)\s))"
+    rf"(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_WHO}\b",
     _F,
+)
+# One of several named: "Leo", with an age said after the name: "Leo who is 7", "Leo (7)",
+# "Leo, 7,".
+_ONE = (
+    r"[A-Z][^\W\d_]+(?:\s+who(?:'s|\s+is)\s+\d{1,3}|\s*\(\d{1,3}\)"
+    r"|,\s*\d{1,3}(?=\s*,|\s+and\b|\s*$))?"
 )
 # "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
 _HAVE_SEVERAL = re.compile(
     rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)"
     rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?P<rel>children|twins|{PEOPLE}|{PETS})"
     r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
-    r"(?P<names>[A-Z][^\W\d_]+(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)[A-Z][^\W\d_]+)+)",
+    rf"(?P<names>{_ONE}(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+){_ONE})+)",
 )
-_NAME_LIST = re.compile(r"\s*,\s*and\s+|\s*,\s*|\s+and\s+")
+# Each one of several named, with the age said after the name if any.
+_NAMED_AGED = re.compile(r"([A-Z][^\W\d_]+)(?:\s+who(?:'s|\s+is)\s+|\s*\(|,\s*)?(\d{1,3})?")
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
@@ -80,12 +94,15 @@ def read_several(text: str) -> list[tuple[str, str]]:
         return []
     role = " ".join(several.group("rel").casefold().split())
     role = {"children": "child", "twins": "twin"}.get(role, role)
+    role = BREEDS.get(role, role)
     attribute = "pet" if _PET.match(role) else "relative"
-    names = _NAME_LIST.split(several.group("names"))
-    if any(name.casefold() in NOT_NAMES for name in names):
+    named = [m.groups() for m in _NAMED_AGED.finditer(several.group("names"))]
+    if any(name.casefold() in NOT_NAMES for name, _ in named):
         return []  # "my parents are French and Italian"
-    named = [f"{role} {name}" for name in names]
-    return [(fact_key(USER, attribute, subject), subject) for subject in named]
+    facts = [(fact_key(USER, attribute, f"{role} {name}"), f"{role} {name}") for name, _ in named]
+    # "Oliver who is 9 and Poppy who is 6": the ages, after the names.
+    facts += [(fact_key(f"{role} {name}", "age", age), age) for name, age in named if age]
+    return facts
 
 
 def read_entity_facts(text: str) -> list[tuple[str, str]]:
@@ -98,6 +115,7 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     if match is None:
         return []
     role = " ".join(match.group("rel").casefold().split())
+    role = BREEDS.get(role, role)  # "my golden retriever Biscuit": a dog
     rest = text[match.end() :]
     called = re.match(_CALLED, rest, _F)
     after = rest[called.end() :] if called else rest

@@ -40,6 +40,12 @@ _LEAD_TIME = (
 )
 # What opens the time an event is said with: "on Friday", "tomorrow", "next week".
 _WHEN_OPENS = r"(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)"
+# "I quit my job at Boots, I'm at Lloyds now": a workplace said after leaving one.
+_NEW_WORKPLACE = re.compile(
+    r"\bi(?:'ve|\s+have)?\s+(?:just\s+)?(?:quit|left|changed|switched)\b[^.!?;]{0,60}?"
+    r"(?:,\s*|\s+)(?:and\s+|so\s+|now\s+)?(?:i'm|i am)\s+(?:now\s+)?(?:at|with)\s+(?P<v>.{1,80})",
+    _F,
+)
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
     r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
@@ -251,6 +257,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     found: dict[str, Fact] = {
         key: Fact(key=key, value=value, turn=turn) for key, value in read_several(text)
     }
+    moved = _NEW_WORKPLACE.search(text)
+    workplace = fact_value("place", moved.group("v")) if moved else None
     correcting = _CORRECTION.search(text) is not None
     for clause in split_clauses(text, statements=True):
         if clause.question:
@@ -265,6 +273,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
         for key, value in facts:
             found.pop(key, None)
             found[key] = Fact(key=key, value=value, turn=turn, mode=mode)
+    if workplace is not None:
+        found["workplace"] = Fact(key="workplace", value=workplace, turn=turn)
     return tuple(found.values())
 
 

@@ -5,7 +5,10 @@ words that are no name. Data, read by :mod:`agent.memory.rules.fact_extraction` 
 
 from __future__ import annotations
 
-__all__ = ["DIETS", "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
+__all__ = [
+    "BREEDS",
+    "DIETS",
+    "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
 
 #: Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
 NOT_NAMES = frozenset(
@@ -42,9 +45,22 @@ PEOPLE = (
     "|grandma|granny|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
     "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist"
 )
+#: A pet said by its breed ("a golden retriever named Biscuit"), and the animal it is.
+BREEDS = {
+    breed: animal
+    for animal, breeds in (
+        ("dog", "golden retriever|labrador retriever|german shepherd|border collie|jack russell"
+         "|cocker spaniel|springer spaniel|french bulldog|labrador|retriever|spaniel|poodle"
+         "|terrier|collie|beagle|pug|dachshund|husky|greyhound|whippet|corgi|schnauzer|chihuahua"
+         "|bulldog|rottweiler|doberman|labradoodle|cockapoo|cavapoo|sheepdog"),
+        ("cat", "tabby|siamese cat|persian cat|maine coon|ragdoll|bengal cat|moggy"),
+    )
+    for breed in breeds.split("|")
+}  # fmt: skip
 PETS = (
     "cat|kitten|dog|puppy|parrot|budgie|hamster|rabbit|bunny|guinea pig|fish|goldfish|horse"
-    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse"
+    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse|"
+    + "|".join(BREEDS)
 )
 #: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
 JOBS = (
