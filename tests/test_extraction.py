@@ -479,6 +479,7 @@ ADVERSARIAL = [
     "my kids are " + "Ana, 7, " * 512,
     "I quit " + "my job at x " * 340 + "now",  # a workplace said after leaving one
     "a " + "golden " * 585 + "retriever named Rex",
+    "my sister is coming " + "over " * 800 + "on Friday",  # a visit
 ]
 
 

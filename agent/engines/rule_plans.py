@@ -56,7 +56,8 @@ _ASK_PLANS_WHEN = re.compile(
     rf"^(?:what(?:'s|\s+is|\s+are)\s+my\s+plans?\s+(?:for\s+)?(?P<a>{_TIME})"
     rf"|what\s+am\s+i\s+(?:doing|up\s+to)\s+(?P<b>{_TIME})"
     rf"|what(?:'s|\s+is)\s+(?:on|happening|planned)\s+(?:for\s+)?(?P<c>{_TIME})"
-    rf"|do\s+i\s+have\s+(?:any\s+)?(?:plans|anything\s+(?:on|planned))\s+(?:for\s+)?(?P<d>{_TIME}))"
+    rf"|(?:do\s+i\s+have|have\s+i\s+got|is\s+there)\s+(?:any\s+)?(?:plans|anything(?:\s+planned)?)"
+    rf"\s+(?:for\s+)?(?P<d>{_TIME}))"
     r"\s*\??$",
     _F,
 )

@@ -80,6 +80,13 @@ _HAVE_SEVERAL = re.compile(
 )
 # Each one of several named, with the age said after the name if any.
 _NAMED_AGED = re.compile(r"([A-Z][^\W\d_]+)(?:\s+who(?:'s|\s+is)\s+|\s*\(|,\s*)?(\d{1,3})?")
+# "my parents are visiting from 3 to 7 September": their visit, an event of the user's.
+_VISIT = re.compile(
+    r"(?:is|are)\s+(?:coming(?:\s+(?:over|round|home|to\s+(?:visit|stay)))?|visiting"
+    r"|staying\s+with\s+(?:me|us))(?:\s+(?:me|us))?\s+(?P<when>(?:on|at|in|next|this|tomorrow"
+    r"|tonight|today|from|for)\b.{1,60})$",
+    _F,
+)
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
@@ -140,6 +147,11 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         facts.append((fact_key(USER, attribute, subject), subject))
     # "my mom's birthday is ...": what follows the possessive is said of them.
     said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
+    visit = _VISIT.match(said)
+    if visit is not None:  # "your sister Ana's visit is next weekend"
+        item = f"{subject}' visit" if subject.endswith("s") else f"{subject}'s visit"
+        facts.append((fact_key(USER, "event", item), f"{item} is {visit.group('when')}"))
+        return facts
     for predicate, attribute, kind in _OTHER_PREDICATES:
         found = predicate.match(said)
         if found is None:

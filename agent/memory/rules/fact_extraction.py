@@ -131,7 +131,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         r"\b.{0,60}))?$",
         "phrase",
     ),
-    _rule("plan", rf"^(?:{_LEAD_TIME})?i(?:'m|\s+am)\s+(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
+    _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
+          rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
           "phrase"),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
     _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
