@@ -94,6 +94,8 @@ async def test_an_unknown_zone_is_refused_and_utc_stays(lane, db):
         "no wait, scrap the oven one",
         "never mind the oven reminder",
         "I don't need the oven reminder anymore",
+        "delete the oven one",
+        "remove the oven alarm",
     ],
 )
 async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):

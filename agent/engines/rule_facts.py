@@ -129,9 +129,9 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        (rf"\bwhat(?:'s| is| are) (?:the names? of )?my {_WHO}(?:'s|s'|')? (?:names?|called)\b",
-         "name"),
-        (rf"\bwhat(?:'s| is| are) my {_WHO} called\b", "name"),
+        (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"
+         r" (?:names?|called)\b", "name"),
+        (rf"\bwhat(?:'s| is| are) (?:my|our|the) {_WHO} called\b", "name"),
         (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
@@ -333,8 +333,11 @@ def _named_together(new: Sequence[Fact]) -> dict[str, str]:
 
 def _is_about(label: str, who: str) -> bool:
     role, name = role_and_name(label)
-    kids = {"kid", "child"}  # "how many children?" of "my kids are ..."
-    return who in {role.casefold(), name.casefold(), label.casefold()} or {role, who} <= kids
+    # "how old are my kids?" of "my daughter Meera", "how many children?" of "my kids are ..."
+    kids = {"kid", "child", "son", "daughter", "twin"}
+    return who in {role.casefold(), name.casefold(), label.casefold()} or (
+        who in {"kid", "child"} and role in kids
+    )
 
 
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:

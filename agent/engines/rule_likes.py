@@ -41,7 +41,7 @@ _KINDS = {
         ("food", "food cuisine dish dishes meal cooking"),
         ("drink", "drink drinks coffee tea beer wine juice cocktail"),
         ("film", "film films movie movies cinema comedy comedies horror thriller documentary "
-         "documentaries drama sci-fi romcom anime"),
+         "documentaries drama sci-fi romcom anime musical musicals bollywood western"),
         ("book", "book books novel novels reading poetry fiction crime thriller fantasy"),
         ("sport", "sport sports football soccer tennis basketball rugby cricket golf running "
          "swimming cycling hiking skiing climbing yoga boxing surfing"),
@@ -89,7 +89,11 @@ def answer_like_kind(
     said = match.group("kind").casefold()
     kind = said.removesuffix("s") if said not in {"series"} else said
     kind = _KIND_WORDS.get(kind, kind)
-    found = [f for f in own_facts(reading, "likes", "favourite") if _is_of(f.value, kind)]
+    found = [
+        f  # "my favourite band is Radiohead": music, by the favourite's thing
+        for f in own_facts(reading, "likes", "favourite")
+        if _is_of(f"{f.value} {parse_key(f.key).item}", kind)
+    ]
     if not found:
         return f"{NOT_TOLD} what {said} you like yet."
     return " ".join(answer_line(f) for f in found)

@@ -47,7 +47,7 @@ _JOURNEY = re.compile(
 _ASK_WHEN = re.compile(
     r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
     r"\s+(?:my|the|our)\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)"
-    r"(?:\s+(?:leave|depart|start|begin|take off|happen))?\??$",
+    r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
     _F,
 )
 # "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?"

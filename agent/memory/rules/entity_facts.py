@@ -17,7 +17,7 @@ import re
 
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.fact_values import NAME, PRONOUN_OBJECT, fact_value
-from agent.memory.rules.fact_words import BREEDS, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
+from agent.memory.rules.fact_words import ALIASES, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
 
 __all__ = ["read_entity_facts", "read_several"]
 
@@ -60,8 +60,9 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
 _ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
 # "I have a dog called Rex"; "(and) a golden retriever named Biscuit" said after it.
 _HAVE_ENTITY = re.compile(
-    rf"(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got"
-    r"|adopted|rescued|bought))\s+|^(?=(?:an?|one)\s+[\w ]{1,30}?\s+(?:called|named)\s))"
+    r"(?:\b(?:i|we)(?:\s+(?:also|now|still|even))?(?:\s+have|'ve got|\s+have got|'ve"
+    r"|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got|adopted|rescued|bought))\s+"
+    r"|^(?=(?:an?|one)\s+[\w ]{1,30}?\s+(?:called|named)\s))"
     rf"(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_WHO}\b",
     _F,
 )
@@ -101,7 +102,7 @@ def read_several(text: str) -> list[tuple[str, str]]:
         return []
     role = " ".join(several.group("rel").casefold().split())
     role = {"children": "child", "twins": "twin"}.get(role, role)
-    role = BREEDS.get(role, role)
+    role = ALIASES.get(role, role)
     attribute = "pet" if _PET.match(role) else "relative"
     named = [m.groups() for m in _NAMED_AGED.finditer(several.group("names"))]
     if any(name.casefold() in NOT_NAMES for name, _ in named):
@@ -122,7 +123,7 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     if match is None:
         return []
     role = " ".join(match.group("rel").casefold().split())
-    role = BREEDS.get(role, role)  # "my golden retriever Biscuit": a dog
+    role = ALIASES.get(role, role)  # "my golden retriever Biscuit": a dog; "my boy": a son
     rest = text[match.end() :]
     called = re.match(_CALLED, rest, _F)
     after = rest[called.end() :] if called else rest

@@ -46,6 +46,14 @@ _NEW_WORKPLACE = re.compile(
     r"(?:,\s*|\s+)(?:and\s+|so\s+|now\s+)?(?:i'm|i am)\s+(?:now\s+)?(?:at|with)\s+(?P<v>.{1,80})",
     _F,
 )
+# "I'm Tom, 41, living in Bristol", "I'm lactose intolerant and allergic to sesame": more said
+# of the user after "I'm ...", each part read as if said with "I'm".
+_LISTED = re.compile(
+    r"^(?:(?:hi|hello|hey)\b[,!. ]*)?i(?:'m|\s+am)\s+[^,]{1,40}?(?:\s*,\s*|\s+and\s+)"
+    r"(?P<rest>.{1,200})$",
+    _F,
+)
+_LIST_PARTS = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+|\s+(?=from\s)", _F)
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
     r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
@@ -68,7 +76,9 @@ _TRAVEL = (
 _NEWS = rf"\bi(?:'ve|\s+have)?{_ADV}\s+"
 # When a routine comes round: "every morning", "on Sundays".
 _DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
-_LIVE = r"(?:live|reside|'m living|am living|'m based|am based|'m staying|am staying)"
+_LIVE = (
+    r"(?:(?:'m|\s+am)?" + _ADV + r"\s+(?:living|based|residing)|" + _ADV + r"\s+(?:live|reside))"
+)
 _WORK = r"(?:work|'m working|am working)"
 _DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
@@ -150,7 +160,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
     _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
-    _rule("location", rf"\bi{_ADV}\s+{_LIVE}\s+in\s+(?P<v>.+)", "place"),
+    _rule("location", rf"\bi{_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
     _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
           "short"),
@@ -196,7 +206,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule(
         "avoid",
         rf"\bi{_ADV}\s+(?:can't|cannot|can not|don't|do not|never)\s+"
-        r"(?P<v>(?:eat|drink)\s+.+)",
+        r"(?P<v>(?:eat|drink|have\s+(?:any\s+)?(?=(?:dairy|gluten|nuts|peanuts|eggs?|fish"
+        r"|shellfish|seafood|meat|pork|beef|alcohol|lactose|wheat|caffeine|sugar|soy|sesame)\b))"
+        r"\s*.+)",
         "short",
     ),
     _rule(
@@ -271,6 +283,11 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
             mode = "hedged"
         elif correcting:
             mode = "corrected"
+        listed = _LISTED.match(clause.text)
+        for part in _LIST_PARTS.split(listed.group("rest")) if listed else ():
+            if part and _USER_CUE.search(part) is None:
+                said = _read_user_fact(Clause(f"I'm {part}", question=False))
+                facts = [*facts, *((k, v) for k, v in said if k != "name")]
         for key, value in facts:
             found.pop(key, None)
             found[key] = Fact(key=key, value=value, turn=turn, mode=mode)

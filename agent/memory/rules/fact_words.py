@@ -6,6 +6,7 @@ words that are no name. Data, read by :mod:`agent.memory.rules.fact_extraction` 
 from __future__ import annotations
 
 __all__ = [
+    "ALIASES",
     "BREEDS",
     "DIETS",
     "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
@@ -43,7 +44,8 @@ PEOPLE = (
     "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
     "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
     "|grandma|granny|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
-    "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist"
+    "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist|little boy"
+    "|little girl|boy|girl"
 )
 #: A pet said by its breed ("a golden retriever named Biscuit"), and the animal it is.
 BREEDS = {
@@ -57,6 +59,12 @@ BREEDS = {
     )
     for breed in breeds.split("|")
 }  # fmt: skip
+#: A role said in other words, and the role it is ("a golden retriever": a dog; "a little
+#: boy": a son).
+ALIASES = {
+    **BREEDS,
+    **{"little boy": "son", "boy": "son", "little girl": "daughter", "girl": "daughter"},
+}
 PETS = (
     "cat|kitten|dog|puppy|parrot|budgie|hamster|rabbit|bunny|guinea pig|fish|goldfish|horse"
     "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse|"
@@ -71,6 +79,9 @@ JOBS = (
     "|police officer|paramedic|farmer|waiter|waitress|barista|cashier|translator|therapist"
     "|psychologist|secretary|receptionist|entrepreneur|freelancer|surgeon|midwife"
     "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
+    "|gp|radiographer|solicitor|hairdresser|barber|cleaner|carer|nanny|childminder|assistant"
+    "|administrator|optician|estate agent|social worker|civil servant|soldier|postman|courier"
+    "|actor|actress|singer|dancer|dietitian|counsellor|counselor|copywriter|sales rep"
 )
 #: A diet said "I'm ..." ("I have coeliac disease" too): what it rules out is
 #: :mod:`agent.memory.rules.food_groups`'s.
@@ -86,4 +97,5 @@ EVENTS = (
     "|drinks|game night|barbecue|bbq|picnic|hike|race|marathon|gig|recital|ceremony|funeral"
     "|haircut|massage|rehearsal|viewing|shift|festival|graduation|reunion|christening|check-in"
     "|scan|physio|therapy session|vaccination|jab|school play|parents' evening|sports day"
+    "|anniversary|mot|service|inspection|delivery|housewarming|baby shower|hen do|stag do"
 )

@@ -43,6 +43,7 @@ _GLUTEN = """gluten wheat bread pasta pizza beer barley rye couscous cake cookie
     pretzel naan pita crumpet"""
 _ALCOHOL = """alcohol beer wine vodka whisky whiskey gin rum tequila cider champagne prosecco
     cocktail sake brandy liqueur margarita mojito lager ale spirits booze sangria"""
+_SESAME = "sesame tahini hummus houmous halva halwa"
 _PORK = "pork bacon ham salami pepperoni chorizo prosciutto pancetta lard carbonara"
 
 #: Each group, and the words of the foods and drinks in it (each also read in the plural).
@@ -59,6 +60,7 @@ GROUPS: Mapping[str, frozenset[str]] = {
         ("gluten", _GLUTEN),
         ("alcohol", _ALCOHOL),
         ("pork", _PORK),
+        ("sesame", _SESAME),
     )
 }
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
 from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
-from agent.memory.rules.fact_words import BREEDS
+from agent.memory.rules.fact_words import ALIASES
 from agent.memory.schemas import ConversationTurn, Fact
 
 __all__ = ["opens_with_name", "resolve_name", "resolve_pronoun", "said_before"]
@@ -77,7 +77,7 @@ def _named(previous: str) -> tuple[str | None, bool]:
             labels.append(label)
     # "my son Leo": named and said of under the same label; two people: no telling who.
     roles = {label.split()[0].casefold() for label in labels}
-    mentioned = [BREEDS.get(m.group("role").casefold(), m.group("role").casefold())
+    mentioned = [ALIASES.get(m.group("role").casefold(), m.group("role").casefold())
                  for m in _ROLE.finditer(previous)]
     roles.update(mentioned)
     if len(roles) != 1:

@@ -39,6 +39,7 @@ from agent.memory.longterm.memory_slots import fact_key, parse_key, role_and_nam
 from agent.memory.rules.fact_dates import dated_facts, kept_day
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import Fact
+from agent.utils.time_zones import find_zone
 
 __all__ = ["Said", "correct_by_value", "correct_last", "names_values", "read_said"]
 
@@ -62,7 +63,8 @@ _INSTEAD = tuple(
 # "no, it's on Wednesday": the right value alone, of what the message before said.
 _IT_IS = re.compile(
     rf"^(?:no|nope|sorry|oops|actually|correction|wait|my bad|my mistake)\b[\s,:!.-]*{_LEAD[1:]}"
-    rf"(?:it's|it is|it was|that's|that is|make that|it should be)\s+(?:actually\s+)?"
+    rf"(?:it's|it is|it was|that's|that is|make that|it should be|i meant|i mean)\s+"
+    rf"(?:actually\s+)?"
     rf"(?P<new>{_VALUE}){_END}",
     _F,
 )
@@ -178,6 +180,11 @@ def _correct_last(
     value = _PLACE_WORD.sub("", new)
     if fact.key == "name":
         value = _SPELLING.sub("", value)
+    if fact.key == "timezone":  # "sorry, I meant London": its zone
+        zone = find_zone(value)
+        if zone is None:
+            return (), {}
+        value = zone.key
     verb = re.search(r"\s(?:is|are|leaves)\s", fact.value)
     if parse_key(fact.key).name == "event" and verb:  # "dentist appointment is on Tuesday"
         value = fact.value[: verb.end()] + new
