@@ -498,6 +498,9 @@ ADVERSARIAL = [
     "I'm Tom, " + "41, " * 1000,  # parts said after "I'm"
     "I'm " + "x and " * 800 + "y",
     "I can't have " + "any " * 800 + "dairy",
+    "my partner is a " + "chef " * 800 + "at Fern",  # where someone works, after their job
+    "I'm flying to Lisbon" + " and" * 1300 + " back",
+    "I'm not " + "really " * 580 + "keen on it",
 ]
 
 

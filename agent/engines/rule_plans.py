@@ -50,6 +50,13 @@ _ASK_WHEN = re.compile(
     r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
     _F,
 )
+# "when am I flying to Lisbon?", "when are we going to Rome?": a trip, by where it goes.
+_ASK_WHEN_GO = re.compile(
+    r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?(?:fly(?:ing)?|go(?:ing)?"
+    r"|travel(?:l)?(?:ing)?|head(?:ing)?|leav(?:e|ing)|off|driv(?:e|ing))(?: off)? (?:to|for)"
+    r" (?P<thing>[^\W\d_][\w' -]{0,60}?)\??$",
+    _F,
+)
 # "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?"
 _TIME = r"(?:on|for|this|next|tomorrow|tonight|today|in|at)\b[\w' -]{0,40}?"
 _ASK_PLANS_WHEN = re.compile(
@@ -70,6 +77,12 @@ def answer_event(
 ) -> str | None:
     """Answer "when is my flight?" from the dated things the user told of; ``None`` when none
     matches (another rule, or a line said in passing, may answer)."""
+    going = _ASK_WHEN_GO.match(reading.text)
+    if going is not None:  # "when am I flying to Lisbon?": the trips there, or not told
+        wanted = content_stems(going.group("thing"))
+        trips = [f for f in _trips(reading) if wanted <= content_stems(f.value)]
+        told = " ".join(answer_line(f) for f in trips)
+        return told or f"{NOT_TOLD} about a trip to {going.group('thing')} yet."
     match = _ASK_WHEN.match(reading.text)
     if match is None:
         return None

@@ -36,7 +36,7 @@ _ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\
 # An age said of someone: "5", "5 years old", "5 now".
 _AGE = (
     r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year"
-    r"|last (?:week|month|year)|recently|yesterday))?"
+    r"|last (?:week|month|year)|recently|yesterday|actually))?"
 )
 _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     (re.compile(pattern, _F), attribute, kind)
@@ -81,6 +81,8 @@ _HAVE_SEVERAL = re.compile(
 )
 # Each one of several named, with the age said after the name if any.
 _NAMED_AGED = re.compile(r"([A-Z][^\W\d_]+)(?:\s+who(?:'s|\s+is)\s+|\s*\(|,\s*)?(\d{1,3})?")
+# "a chef at a restaurant called Fern": where someone works, after their job.
+_JOB_AT = re.compile(r"^an?\s+(?:[\w-]+\s+){0,3}?(?:at|for)\s+(?P<v>.+)", _F)
 # "my parents are visiting from 3 to 7 September": their visit, an event of the user's.
 _VISIT = re.compile(
     r"(?:is|are)\s+(?:coming(?:\s+(?:over|round|home|to\s+(?:visit|stay)))?|visiting"
@@ -160,5 +162,9 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         value = fact_value(kind, said[found.end() :])
         if value is not None and not PRONOUN_OBJECT.fullmatch(value):
             facts.append((fact_key(subject, attribute, value), value))
+        where = _JOB_AT.search(said[found.end() :]) if attribute == "job" else None
+        place = fact_value("place", where.group("v")) if where else None
+        if place is not None:  # "is a chef at a restaurant called Fern": where, too
+            facts.append((fact_key(subject, "workplace", place), place))
         break
     return facts

@@ -82,7 +82,9 @@ _LIVE = (
 _WORK = r"(?:work|'m working|am working)"
 _DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
-    r"|can't stand|cannot stand|(?:am|'m) (?:no longer|not) (?:a fan of|into))"
+    r"|can't stand|cannot stand|can't bear|cannot bear|loathe|detest"
+    r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big )?(?:a fan of|into|keen on"
+    r"|fond of|big on|fan of))"
 )
 
 

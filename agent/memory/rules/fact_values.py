@@ -38,9 +38,12 @@ PLACE_STOP = re.compile(
 )
 PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas)\b", _F)
 PRONOUN_OBJECT = re.compile(r"(?:it|that|this|them|you|him|her|those|these|me)\b", _F)
+# The way back of a trip ("to Lisbon on the 3rd and back on the 10th"): not where it goes.
+_BACK = re.compile(r"\s+(?:and|then)\s+(?:back|home|return(?:ing)?|fly(?:ing)? back)\b", _F)
 # What may follow an age: "5 now", "5 last month".
 _AGE_TAIL = re.compile(
-    r"\s+(?:now|already|today|this year|last (?:week|month|year)|recently|yesterday)$", _F
+    r"\s+(?:now|already|today|this year|last (?:week|month|year)|recently|yesterday|actually)$",
+    _F,
 )
 
 
@@ -89,7 +92,7 @@ def fact_value(kind: str, raw: str) -> str | None:
     if kind == "age":  # "5 now": the number and its unit
         return _AGE_TAIL.sub("", raw.strip())
     if kind == "trip":  # "going to Japan in August": a place, by its capital letter
-        place = cut(raw, PHRASE_STOP, 8)
+        place = cut(_BACK.split(raw, maxsplit=1)[0], PHRASE_STOP, 8)
         return f"a trip to {place}" if place[:1].isupper() else None
     if kind == "org":  # "joined Google as a designer": a name, by its capital letter
         value = cut(raw, PLACE_STOP, 5)

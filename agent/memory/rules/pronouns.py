@@ -50,7 +50,7 @@ _ASKED = re.compile(r"^(?=.*\?\s*$).*?\b(?P<p>he|she|they|his|her|their)\b(?P<be
 # A name that opens a statement about its bearer: "Rex is 5", "Clara's birthday is ...", or
 # a clause of one: "Miso is 3 and Tofu is 5".
 _NAME_FIRST = re.compile(
-    r"(?:^|(?<=, )|(?<=; )|(?<=\band )|(?<=\bbut ))"
+    r"(?:^|(?<=, )|(?<=; )|(?<=\band )|(?<=\bbut )|(?<=^actually )|(?<=^oh )|(?<=^also ))"
     r"(?P<name>[A-Z][^\W\d_]+)(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
     r"|turned|moved|got)\b))"
 )
