@@ -293,6 +293,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "when am I flying to Lisbon?"], "You're planning a trip to Lisbon on the 3rd of March."),
         (["I'm going to Rome in May", "when am I going to Rome?"], "in May"),
         (["I'm going to Rome in May", "when am I going to Paris?"], "haven't told me"),
+        (["my exam is on 12 June", "what have I got coming up?"], "Your exam is on 12 June."),
+        (["my exam is on 12 June", "anything coming up?"], "Your exam is on 12 June."),
+        (["my exam is on 12 June", "what's coming up?"], "Your exam is on 12 June."),
         (["my mother-in-law is coming on Sunday", "when is my mother-in-law coming?"],
          "Sun 2 Mar"),
         (["our anniversary is on 14 February", "when's our anniversary?"],
@@ -344,6 +347,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm a nurse", "I said nurse but I meant midwife", "what's my job?"], "midwife"),
         (["set my time zone to New York", "sorry, I meant London", "what's my time zone?"],
          "Your time zone is Europe/London."),
+        (["I'm in Tokyo time now", "what's my time zone?"], "Your time zone is Asia/Tokyo."),
         # A name put right is a rename, not a second sister; a day put right keeps the time.
         (["my sister is Hanna", "sorry, her name is Anna", "who is my sister?"],
          "Your sister is called Anna."),

@@ -65,7 +65,9 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
          "where you live"),
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
          "where you're from"),
-        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b",
+        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b"
+         r"|^(?:what(?:'s| is| have i got| do i have)|(?:is there |have i got )?anything)"
+         r" coming up\b",
          "plan: event:", "about your plans"),
         (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
         (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",

@@ -107,7 +107,8 @@ def _rule(
 _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("timezone", r"\bmy time\s*zone(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)", "zone"),
     _rule("timezone", r"\b(?:set|change|switch|update) my time\s*zone to\s+(?P<v>.+)", "zone"),
-    _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?$",
+    _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?"
+          r"(?:\s+now)?$",
           "zone"),
     _rule("name", r"\bmy name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
     _rule("name", r"\bcall me\s+(?P<v>.+)", "name", in_questions=True),
