@@ -21,7 +21,7 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, due_time
+from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, due_time, spoken_clock
 from agent.memory.schemas import OpenLoop
 from agent.utils.text import LOOP_STOP_WORDS, split_words
 from agent.utils.time_zones import DEFAULT_ZONE
@@ -457,7 +457,7 @@ _TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)
 
 
 def _match_reminder(clause: str) -> re.Match[str] | None:
-    clause = _TIMER_FOR.sub("timer in ", clean_value(clause, len(clause) + 1))
+    clause = _TIMER_FOR.sub("timer in ", spoken_clock(clean_value(clause, len(clause) + 1)))
     for pattern in _REMINDER_FORMS:
         match = pattern.search(clause)
         if match is not None:
