@@ -457,6 +457,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I love jazz", "please erase the wifi password I gave you"],
          "I found nothing you told me about the wifi password"),
     ],
+    "said in passing, asked later": [
+        (["my passport is in the desk drawer", "where did I put my passport?"],
+         "you told me: my passport is in the desk drawer"),
+        (["the spare key is under the blue flowerpot", "where did I leave the spare key?"],
+         "you told me: the spare key is under the blue flowerpot"),
+        (["the garage code is 4471", "what's the garage code?"],
+         "you told me: the garage code is 4471"),
+        (["the garage code is 4471", "where did I put my passport?"], "haven't told me"),
+    ],
     "work, said as news": [
         (["I started a new job at Spotify last week", "where do I work?"], "Spotify"),
         (["I just got a job at the library", "where do I work?"], "the library"),
