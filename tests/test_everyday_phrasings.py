@@ -552,6 +552,10 @@ async def test_a_question_of_help_is_no_question_of_diet(db):
         (["my sister is Hanna", "sorry, her name is Anna"], "who is my sister?", "Anna", "Hanna"),
         (["we have a dog called Rex", "I meant Max, not Rex"], "what pets do I have?", "Max",
          "Rex"),
+        (["my sister is Hanna", "I live in Leeds", "actually my sister's name is Anna"],
+         "who is my sister?", "Anna", "Hanna"),
+        (["I have a cat called Misty", "I love jazz", "sorry, my cat is called Mist"],
+         "what's my cat called?", "Mist.", "Misty"),
     ],
 )  # fmt: skip
 async def test_a_changed_fact_is_answered_without_the_old_value(db, lines, question, now, before):

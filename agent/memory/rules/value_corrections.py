@@ -41,7 +41,14 @@ from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import Fact
 from agent.utils.time_zones import find_zone
 
-__all__ = ["Said", "correct_by_value", "correct_last", "names_values", "read_said"]
+__all__ = [
+    "Said",
+    "correct_by_value",
+    "correct_last",
+    "names_values",
+    "puts_right",
+    "read_said",
+]
 
 _F = re.IGNORECASE
 # What may open a correction: "no,", "sorry -", "oops, actually".
@@ -121,6 +128,12 @@ def names_values(text: str) -> bool:
     """Whether ``text`` names a wrong and a right value, as :func:`correct_by_value` reads (a
     cheap test before the facts known are gathered)."""
     return bool(_instead(text))
+
+
+def puts_right(text: str) -> bool:
+    """Whether ``text`` opens as a correction ("sorry, ...", "actually ...", "I meant ..."): it
+    may rename one the user named before (a cheap test before the facts known are gathered)."""
+    return _PUTS_RIGHT.match(text.strip()) is not None
 
 
 def _is_its_value(fact: Fact) -> bool:
@@ -221,7 +234,7 @@ def _put_right(stated: Sequence[Fact], text: str, previous: str | None) -> dict[
     """The keys of the facts ``previous`` stated that those of ``text`` put right: of the
     same subject and many-value attribute, one each ("I like coffee", then "no, I meant I like
     tea"; "my brother is Mark", then "I meant my cousin is Mark")."""
-    if not previous or not _PUTS_RIGHT.match(text.strip()) or _ADDS.search(text):
+    if not previous or not puts_right(text) or _ADDS.search(text):
         return {}
     before = extract_facts(previous, turn=0)
     keys = {f.key for f in stated}
@@ -240,6 +253,27 @@ def _put_right(stated: Sequence[Fact], text: str, previous: str | None) -> dict[
         if len(old) == 1:
             replaced[fact.key] = old[0]
     return replaced
+
+
+def _renamed_later(stated: Sequence[Fact], text: str, known: Sequence[Fact]) -> dict[str, Fact]:
+    """ "actually my sister's name is Anna", said later: a message that only names someone, as a
+    correction, renames the one the user has of that role (when they have exactly one)."""
+    if len(stated) != 1 or not puts_right(text) or _ADDS.search(text):
+        return {}
+    (fact,) = stated
+    parts = parse_key(fact.key)
+    role, name = role_and_name(fact.value)
+    if fact.mode != "corrected" or parts.name not in _ENTITIES or not name:
+        return {}
+    same = [
+        f
+        for f in known
+        if f.key != fact.key
+        and parse_key(f.key).name == parts.name
+        and parse_key(f.key).subject == parts.subject
+        and role_and_name(f.value)[0] == role
+    ]
+    return {fact.key: same[0]} if len(same) == 1 else {}
 
 
 def read_said(
@@ -265,7 +299,7 @@ def read_said(
     stated = extract_facts(text, turn=turn)
     replaced: dict[str, Fact] = {}
     if stated:
-        replaced = _put_right(stated, text, previous)
+        replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
     elif by_value := correct_by_value(text, known, turn=turn):
         stated = by_value
     elif (renamed := _rename_by_value(text, known, turn=turn)) is not None:
