@@ -237,7 +237,7 @@ _DONE_TO = re.compile(
 _NOT_DONE = frozenset(
     """wanted needed tried planned hoped intended failed decided started used attempted wished
     liked loved hated considered forgot missed postponed delayed agreed offered promised
-    expected preferred asked wondered pretended refused learned learnt cancelled canceled""".split()
+    expected preferred asked wondered pretended refused learned learnt""".split()
 )
 # Participles that say how something is, not that it was done ("my cat is called Miso").
 _STATES = _NOT_DONE | frozenset(
@@ -381,8 +381,8 @@ def _stem(word: str) -> str:
         word = word[:-2]
     elif len(word) >= 4 and word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
-    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz":
-        word = word[:-1]  # stopped -> stop
+    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz"[len(word) >= 6 :]:
+        word = word[:-1]  # stopped -> stop, cancelled -> cancel (called -> call)
     if len(word) >= 4 and word.endswith("e"):
         word = word[:-1]  # bake / baked / baking -> bak
     return word
