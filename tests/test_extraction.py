@@ -501,6 +501,7 @@ ADVERSARIAL = [
     "my partner is a " + "chef " * 800 + "at Fern",  # where someone works, after their job
     "I'm flying to Lisbon" + " and" * 1300 + " back",
     "I'm not " + "really " * 580 + "keen on it",
+    "I play " + "with " * 800 + "x",  # what the user does for fun
 ]
 
 

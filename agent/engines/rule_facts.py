@@ -92,8 +92,9 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
          "your birthday"),
         (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
-        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b"
-         r"|\bwhat are my (?:hobbies|interests)\b", "likes:", "what you like"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?do i play\b", "does:", "what you play"),
+        (r"\bwhat are my (?:hobbies|interests)\b", "does: likes:", "what you like"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b", "likes:", "what you like"),
         (r"\bwhat(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
          "favourite:", "your favourites"),
     )
@@ -131,6 +132,7 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
+        (rf"\bwhat does (?:my )?{_WHO} (?:play|learn|practi[cs]e)\b", "does"),
         (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"
          r" (?:names?|called)\b", "name"),
         (rf"\bwhat(?:'s| is| are) (?:my|our|the) {_WHO} called\b", "name"),

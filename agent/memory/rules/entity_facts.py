@@ -55,6 +55,7 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"is allergic to\s+", "allergy", "short"),
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
+        (r"(?=(?:plays|is learning|learns|practises|practices)\s)", "does", "short"),
     )
 )  # fmt: skip
 _ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)

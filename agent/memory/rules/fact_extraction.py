@@ -229,6 +229,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
           r"(?!(?:like|love|enjoy|hate|forget|wanted)\b).+)", "phrase"),
     _rule("routine", rf"^(?P<v>i\s+(?:go|play|do|have|take|walk|visit|call|see|meet|train)\b.*"
           rf"\bevery\s+{_DAYS}\b.*)", "phrase"),
+    _rule("does", r"^i\s+(?:also\s+|still\s+)?(?P<v>(?:play|practise|practice)\s+(?!with\b).+)",
+          "short"),
     _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "short"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "short"),
     _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"

@@ -52,7 +52,7 @@ _ASKED = re.compile(r"^(?=.*\?\s*$).*?\b(?P<p>he|she|they|his|her|their)\b(?P<be
 _NAME_FIRST = re.compile(
     r"(?:^|(?<=, )|(?<=; )|(?<=\band )|(?<=\bbut )|(?<=^actually )|(?<=^oh )|(?<=^also ))"
     r"(?P<name>[A-Z][^\W\d_]+)(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
-    r"|turned|moved|got)\b))"
+    r"|turned|moved|got|plays|learns|is learning)\b))"
 )
 # Each one a message speaks of: "my sister ... and my brother ...": two, no telling who.
 _ROLE = re.compile(rf"\b(?:my|our|a|an)\s+(?P<role>{PEOPLE}|{PETS})\b", _F)
