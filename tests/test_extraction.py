@@ -502,6 +502,9 @@ ADVERSARIAL = [
     "I'm flying to Lisbon" + " and" * 1300 + " back",
     "I'm not " + "really " * 580 + "keen on it",
     "I play " + "with " * 800 + "x",  # what the user does for fun
+    "it's " + "Sam " * 800 + "x",  # a name said as on the phone
+    "I'm going to Paris" + " to the" * 580,  # a value cut short on "the"
+    "we're having a " + "big " * 800 + "party",
 ]
 
 

@@ -519,9 +519,10 @@ async def test_the_same_packet_and_message_give_the_same_reply(db):
         "I left " + "x, " * 1300 + "I'm at Acme",  # a workplace after leaving one
         "actually " * 455 + "my sister's name is Anna",  # a rename said later
         "remind me at " + "half past " * 400 + "five",  # a clock time in words
+        "ok " * 800 + "cancel that",  # the reminder just set
     ],
     ids="long-todo repeated-question emoji repeated-opener rtl nods fillers corrections values"
-    " times food named workplace rename spoken-clock".split(),
+    " times food named workplace rename spoken-clock cancel-that".split(),
 )
 async def test_long_or_strange_text_gets_a_bounded_reply_quickly(chat, text):
     """A 4096-character message is answered in well under a second, within Telegram's limit."""

@@ -111,6 +111,33 @@ async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):
     assert "oven" not in listed
 
 
+@pytest.mark.parametrize("cancel", ["cancel that", "actually, cancel it", "scrap that one"])
+async def test_a_reminder_just_set_is_cancelled_by_that(lane, cancel):
+    """ "cancel that" right after a reminder is set cancels that one, and only then: later, or
+    after another message, "cancel that" names no reminder."""
+    chat = Conversation(lane)
+    await chat.say("remind me in 2 hours to call mom", T0)
+    (oven,) = (await chat.say("remind me in 1 hour to check the oven", later(1))).turn.job_refs
+    result = await chat.say(cancel, later(2))
+    assert result.turn.assistant_text == "Cancelled the reminder: check the oven."
+    assert [(j.job_id, j.status) for j in result.turn.job_refs] == [(oven.job_id, "cancelled")]
+    await chat.say("I love jazz", later(3))
+    again = await chat.say(cancel, later(4))
+    assert again.turn.job_refs == ()
+
+
+@pytest.mark.parametrize(
+    "question", ["when will you remind me?", "what time will you remind me?", "what did I promise?"]
+)
+async def test_when_a_reminder_is_due_is_asked_in_other_words(lane, question):
+    chat = Conversation(lane)
+    await chat.say("remind me in 1 hour to check the oven", T0)
+    await chat.say("I'll call the plumber tomorrow", later(1))
+    said = await chat.reply(question, later(2))
+    assert "check the oven, tomorrow at 00:00 UTC" in said
+    assert "call the plumber tomorrow (you promised)" in said
+
+
 async def test_cancel_asks_which_when_several_match_and_says_when_none_is_set(lane):
     chat = Conversation(lane)
     assert "no reminders set" in await chat.reply("cancel the reminder", T0)

@@ -57,6 +57,12 @@ _CANCEL: tuple[re.Pattern[str], ...] = tuple(
         r"(?:cancelled|canceled|off|needed|necessary|no longer needed)[\s.!?]*$",
     )
 )
+# "cancel that", "scrap it": the reminder the bot just set.
+_CANCEL_THAT = re.compile(
+    rf"{_PLEASE}(?:cancel|delete|remove|scrap|undo|drop|forget)\s+(?:that|it|this)(?:\s+one)?"
+    r"(?:\s+(?:please|again))?[\s.!?]*$",
+    _F,
+)
 _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
@@ -143,6 +149,11 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
     return ``None`` if it asks none of these."""
     if _REPEATING.search(reading.text):
         return ReminderChange(_ONE_TIME, "reminder_unreadable")
+    just_set = _just_set(packet)
+    if just_set and _CANCEL_THAT.match(reading.text):  # "cancel that", of the one just set
+        names = "; ".join(in_second_person(ref.label or "reminder") for ref in just_set)
+        plural = "reminders" if len(just_set) > 1 else "reminder"
+        return ReminderChange(f"Cancelled the {plural}: {names}.", "cancel_reminder", just_set)
     for pattern in _CANCEL:
         match = pattern.match(reading.text)
         if match is not None:
@@ -195,6 +206,13 @@ def _clock(now: datetime, zone: ZoneInfo) -> str:
 
 def _reminders(packet: ConversationContextPacket) -> list[JobRef]:
     return [ref for ref in packet.active_job_refs if ref.kind == "reminder"]
+
+
+def _just_set(packet: ConversationContextPacket) -> tuple[JobRef, ...]:
+    """The reminders the bot's last reply set, still to fire."""
+    last = packet.recent_turns[-1] if packet.recent_turns else None
+    ids = {ref.job_id for ref in last.job_refs if ref.status == "scheduled"} if last else set()
+    return tuple(ref for ref in _reminders(packet) if ref.job_id in ids)
 
 
 def _named(what: str) -> frozenset[str]:

@@ -50,7 +50,8 @@ _ASK_OPEN = re.compile(
     r"|have) to do\b|\bwhat remains\b|\bon my (?:to-?do "
     r")?list\b|\b(?:my|the) (?:to-?do|task) list\b|\bshow (?:me )?my (?:list|to-?dos?|tasks|"
     r"reminders)\b|\bwhat do i (?:still )?(?:need|have) to do\b|\b(?:my|any|what) reminders\b"
-    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$",
+    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$|\b(?:when|what time) (?:will|are) you"
+    r" (?:going to )?remind(?:ing)? me\b|\bwhat (?:did|have) i promised?\b|\bmy promises\b",
     _F,
 )
 

@@ -79,7 +79,10 @@ _DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri
 _LIVE = (
     r"(?:(?:'m|\s+am)?" + _ADV + r"\s+(?:living|based|residing)|" + _ADV + r"\s+(?:live|reside))"
 )
-_WORK = r"(?:work|'m working|am working)"
+_WORK = (
+    r"(?:work|'m working|am working)(?:\s+(?:from home|remotely|part[- ]time|full[- ]time"
+    r"|freelance))?"
+)
 _DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
     r"|can't stand|cannot stand|can't bear|cannot bear|loathe|detest"
@@ -121,6 +124,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     ),
     _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
     _rule("name", r"^(?:hi|hello|hey)?[,!. ]*i(?:'m|\s+am)\s+(?:called|named)\s+(?P<v>.+)", "name"),
+    # "it's Sam here", "this is Priya speaking": a name, said as on the phone.
+    _rule("name", r"^(?:it's|it is|this is)\s+(?P<v>\S+\s+(?:here|speaking))[\s.!]*$",
+          "strict_name"),
     _rule(
         "event",
         rf"^(?:my|our) (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s"
@@ -139,7 +145,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     # "I have a job interview on Monday at 10am": the event, then when it is.
     _rule(
         "event",
-        rf"^(?:{_LEAD_TIME})?i(?:'ve|\s+have)?(?:\s+got)?\s+(?:a|an|my|the)\s+(?P<item>(?:[\w'-]+"
+        rf"^(?:{_LEAD_TIME})?(?:i|we)(?:'ve|\s+have|(?:'re|'m|\s+are|\s+am)\s+having)?(?:\s+got)?"
+        rf"\s+(?:a|an|my|the|our)\s+(?P<item>(?:[\w'-]+"
         rf"\s+){{0,2}}?(?:{EVENTS}))(?:\s+(?P<with>with\s.{{1,40}}?))?(?:\s+(?P<when>{_WHEN_OPENS}"
         r"\b.{0,60}))?$",
         "phrase",
@@ -246,7 +253,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 # A word every rule of _FACT_RULES matches as a whole word (the user speaks of themselves: "I",
 # "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" opening an event ("the party
 # is on Friday"): a clause without one is read by none of them.
-_USER_CUE = re.compile(r"\b(?:i|im|my|me|name|we|our)\b|^the\s", _F)
+_USER_CUE = re.compile(
+    r"\b(?:i|im|my|me|name|we|our)\b|^the\s|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
+    _F,
+)
 
 
 @lru_cache(maxsize=256)  # the state rules, the gate and the summarizer all read each text

@@ -30,7 +30,7 @@ _F = re.IGNORECASE
 #: Up to three words that may be a name.
 NAME = re.compile(rf"({LETTER_WORD})(?:\s+({LETTER_WORD}))?(?:\s+({LETTER_WORD}))?")
 # What may follow a name said "I'm Ada": "I'm Ada, from Lisbon", "I'm Ada and ...".
-_AFTER_NAME = re.compile(r"(?:,|from\b|here\b|and\b|by the way\b|btw\b|$)", _F)
+_AFTER_NAME = re.compile(r"(?:,|from\b|here\b|speaking\b|and\b|by the way\b|btw\b|$)", _F)
 PLACE_STOP = re.compile(
     r"\s+(?:with|for|since|near|now|currently|and|but|at|on|in|because|as|where|which|last|this"
     r"|next|ago|recently|today|tonight|tomorrow)\b|,\s",
@@ -40,6 +40,8 @@ PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas
 PRONOUN_OBJECT = re.compile(r"(?:it|that|this|them|you|him|her|those|these|me)\b", _F)
 # The way back of a trip ("to Lisbon on the 3rd and back on the 10th"): not where it goes.
 _BACK = re.compile(r"\s+(?:and|then)\s+(?:back|home|return(?:ing)?|fly(?:ing)? back)\b", _F)
+# Words a value cut short may not end with ("a trip to Paris from the 4th to the").
+_LOOSE_END = re.compile(r"(?:\s+(?:the|a|an|to|of|and|or|from|on|in|at|for|with|by|my|your))+$", _F)
 # What may follow an age: "5 now", "5 last month".
 _AGE_TAIL = re.compile(
     r"\s+(?:now|already|today|this year|last (?:week|month|year)|recently|yesterday|actually)$",
@@ -74,8 +76,8 @@ def cut(value: str, stop: re.Pattern[str], words: int | None) -> str:
     match = stop.search(value)
     if match:
         value = value[: match.start()]
-    if words is not None:
-        value = " ".join(value.split()[:words])
+    if words is not None and len(value.split()) > words:  # a cut does not end on "the", "to"
+        value = _LOOSE_END.sub("", " ".join(value.split()[:words]))
     return clean_value(value, 80)
 
 

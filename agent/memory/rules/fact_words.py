@@ -20,7 +20,8 @@ NOT_NAMES = frozenset(
     sleepy cold hot free interested curious confused worried scared angry stressed exhausted
     right wrong bad better worse alright awake asleep away around into over under working
     trying looking thinking planning hoping moving leaving coming staying living crazy anything
-    whatever something sometimes back""".split()
+    whatever something sometimes back monday tuesday wednesday thursday friday saturday sunday
+    january february march april june july august september october november december""".split()
 ) | frozenset(  # "my dad is Irish", "my parents are French and Italian": no names
     """english french irish scottish welsh british american canadian mexican brazilian german
     italian spanish portuguese dutch belgian swiss swedish norwegian danish finnish polish
@@ -40,7 +41,8 @@ GOAL_VERBS = (
 )
 #: Who someone is to the user ("my sister Mia"), and which animals are pets ("my cat Miso").
 PEOPLE = (
-    "best friend|friend|girlfriend|boyfriend|partner|wife|husband|fiancee|fiancée|fiance|fiancé"
+    "best friend|best mate|bestie|friend|mate|pal|buddy|girlfriend|boyfriend|partner|wife"
+    "|husband|fiancee|fiancée|fiance|fiancé"
     "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
     "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
     "|grandma|granny|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
