@@ -116,12 +116,15 @@ async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):
 
 async def test_cancel_that_names_only_the_reminder_just_set(lane):
     """ "cancel that" cancels the reminder the bot's last reply set; after another message it
-    names none (nothing is cancelled)."""
+    names none (nothing is cancelled), unless the bot's reply listed the only one there is."""
     chat = Conversation(lane)
     await chat.say("remind me in 1 hour to check the oven", T0)
     await chat.say("I love jazz", later(1))
     result = await chat.say("cancel that", later(2))
     assert result.turn.job_refs == ()
+    await chat.say("when will you remind me?", later(3))  # the only one, just listed
+    listed = await chat.say("cancel that", later(4))
+    assert listed.turn.assistant_text == "Cancelled the reminder: check the oven."
 
 
 @pytest.mark.parametrize(

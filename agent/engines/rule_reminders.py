@@ -209,10 +209,14 @@ def _reminders(packet: ConversationContextPacket) -> list[JobRef]:
 
 
 def _just_set(packet: ConversationContextPacket) -> tuple[JobRef, ...]:
-    """The reminders the bot's last reply set, still to fire."""
+    """The reminders the bot's last reply set, still to fire; or the only one there is, when
+    that reply listed them ("when will you remind me?", then "cancel that")."""
     last = packet.recent_turns[-1] if packet.recent_turns else None
     ids = {ref.job_id for ref in last.job_refs if ref.status == "scheduled"} if last else set()
-    return tuple(ref for ref in _reminders(packet) if ref.job_id in ids)
+    active = _reminders(packet)
+    if last is not None and last.intent == "list_open" and len(active) == 1:
+        return tuple(active)
+    return tuple(ref for ref in active if ref.job_id in ids)
 
 
 def _named(what: str) -> frozenset[str]:
