@@ -19,13 +19,12 @@ from agent.memory.rules.extraction import (
     content_stems,
     extract_closers,
     extract_openers,
-    is_reminder_request,
     match_loop,
     normalize_text,
-    parse_reminder,
     split_clauses,
 )
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
 from agent.memory.rules.session_rules import (
     MAX_FACTS,
     MAX_OPEN_LOOPS,

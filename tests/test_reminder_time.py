@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.memory.rules.extraction import is_reminder_request, parse_reminder
+from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
 from agent.memory.rules.reminder_time import WHEN, due_time
 
 NOW = datetime(2026, 11, 25, 23, 0, tzinfo=UTC)  # a Wednesday

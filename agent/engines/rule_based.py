@@ -86,15 +86,10 @@ from agent.engines.rule_todos import (
 from agent.memory.longterm.memory_slots import memory_facts
 from agent.memory.rules.deliberation import is_deliberation_move
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
-from agent.memory.rules.extraction import (
-    Clause,
-    is_reminder_request,
-    normalize_text,
-    parse_reminder,
-    split_clauses,
-)
+from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
 from agent.memory.rules.fact_dates import said_from_now, zone_in
 from agent.memory.rules.pronouns import resolve_name, resolve_pronoun, said_before
+from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
 from agent.memory.rules.session_rules import (
     GROUP_CHAT_TYPES,
     PERSONAL_CHAT_TYPES,

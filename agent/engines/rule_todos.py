@@ -18,7 +18,8 @@ from zoneinfo import ZoneInfo
 from agent.engines.rule_reading import Reading, due_order, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.dialogue_acts import read_acts
-from agent.memory.rules.extraction import Clause, ReminderRequest
+from agent.memory.rules.extraction import Clause
+from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate, loop_owner, update_dialogue_loops
 from agent.memory.schemas import (
     ConversationContextPacket,

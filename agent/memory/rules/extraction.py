@@ -3,7 +3,9 @@
 Everything here is a pure function of its arguments: no clock (``now`` is passed in), no
 randomness, no I/O. The state manager folds it over the turn log and must get the live state
 back (I6); the offline concierge uses the very same rules, so what it acknowledges is what the
-state records. Facts ("my name is Ada") are read by :mod:`agent.memory.rules.fact_extraction`.
+state records. Facts ("my name is Ada") are read by :mod:`agent.memory.rules.fact_extraction`;
+a timed reminder's request is matched here (:func:`match_reminder`, so that it opens no to-do)
+and read by :mod:`agent.memory.rules.reminder_requests`.
 
 Text is normalised first (NFKC, zero-width and bidi marks dropped, curly quotes straightened)
 and cut into clauses at sentence ends. Patterns are anchored or bounded, with no nested
@@ -17,29 +19,24 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
-from zoneinfo import ZoneInfo
 
-from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, due_time, spoken_clock
+from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, spoken_clock
 from agent.memory.schemas import OpenLoop
 from agent.utils.text import LOOP_STOP_WORDS, split_words
-from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = [
     "EVERYTHING",
     "MAX_REMINDER_DELAY",
     "Clause",
     "Closer",
-    "ReminderRequest",
     "clean_value",
     "content_stems",
     "extract_closers",
     "extract_openers",
-    "is_reminder_request",
     "match_loop",
+    "match_reminder",
     "normalize_text",
-    "parse_reminder",
     "split_clauses",
 ]
 
@@ -275,7 +272,7 @@ class Closer:
 
 
 def _reminder_clause(clause: Clause) -> bool:
-    return _match_reminder(clause.text) is not None
+    return match_reminder(clause.text) is not None
 
 
 def extract_openers(text: str) -> tuple[str, ...]:
@@ -423,7 +420,7 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
     return best[1] if best else None
 
 
-# -- timed reminders ---------------------------------------------------------------------------
+# -- timed reminders (read by agent.memory.rules.reminder_requests) ---------------------------
 
 _REMIND = (
     r"(?:please\s+)?(?:remind me|set (?:a |an |my )?(?:reminder|alarm|timer)(?: for me)?"
@@ -437,64 +434,15 @@ _REMINDER_FORMS = (
     re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{WHEN})$", _F),
     re.compile(rf"^(?P<when>{WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
 )
-@dataclass(frozen=True, slots=True)
-class ReminderRequest:
-    """A request for a reminder at a time: "remind me in 10 minutes to call mom".
-
-    Attributes:
-        label: what to remind of (``call mom``); empty when the user gave nothing.
-        due_at: when, in UTC.
-        link: the word before the label: ``to``, ``about`` (also for "for") or ``that``.
-    """
-
-    label: str
-    due_at: datetime
-    link: str = "to"
-
-
 # "set a timer for 10 minutes": a timer's length is a delay.
 _TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)
 
 
-def _match_reminder(clause: str) -> re.Match[str] | None:
+def match_reminder(clause: str) -> re.Match[str] | None:
+    """The match of a reminder request in ``clause``: its ``when``, ``link`` and ``label``."""
     clause = _TIMER_FOR.sub("timer in ", spoken_clock(clean_value(clause, len(clause) + 1)))
     for pattern in _REMINDER_FORMS:
         match = pattern.search(clause)
         if match is not None:
             return match
-    return None
-
-
-def is_reminder_request(text: str) -> bool:
-    """Tell whether ``text`` asks for a reminder at a time, valid or not ("in 0 minutes")."""
-    return any(_match_reminder(clause.text) for clause in split_clauses(text))
-
-
-def parse_reminder(
-    text: str, now: datetime, zone: ZoneInfo = DEFAULT_ZONE
-) -> ReminderRequest | None:
-    """Return the first timed reminder ``text`` asks for, or ``None``.
-
-    Forms: "remind me in 10 minutes to call mom", "remind me to call mom in 2 hours", "in 30
-    seconds remind me to stretch", "remind me tomorrow at 8am to ...", "remind me on Friday to
-    ...", "remind me next Monday at 9:15 to ...", "at 6pm remind me to ...". The time is read by
-    :func:`~agent.memory.rules.reminder_time.due_time` in ``zone``: a clock time is its next
-    occurrence, a day without one is at 09:00; delays run from one second to 366 days; "at 6"
-    (no minutes, no am/pm) is ambiguous and refused.
-
-    Args:
-        text: one user message.
-        now: the time the message was received (a naive time is taken as UTC).
-        zone: the user's time zone (UTC unless they set one).
-    """
-    for clause in split_clauses(text):
-        match = _match_reminder(clause.text)
-        if match is None:
-            continue
-        due = due_time(match.group("when"), now, zone)
-        if due is None:
-            return None
-        label = clean_value(match.group("label") or "")
-        link = (match.group("link") or "to").lower()
-        return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
     return None
