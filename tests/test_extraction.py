@@ -504,6 +504,7 @@ ADVERSARIAL = [
     "it's " + "Sam " * 800 + "x",  # a name said as on the phone
     "I'm going to Paris" + " to the" * 580,  # a value cut short on "the"
     "we're having a " + "big " * 800 + "party",
+    "oh and " * 585 + "also buy milk",  # one more to-do, said after one
 ]
 
 

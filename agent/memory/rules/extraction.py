@@ -186,6 +186,9 @@ _TODO_VERBS = frozenset(
     study clear empty hoover vacuum mow repair replace refill transfer apply register confirm
     arrange wrap grab iron change cut paint pickup shop""".split()
 )
+# "and also book swimming lessons": one more to-do, said after one ("also call me Sam" is none).
+_ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
+_VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
 _LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
 # "I've finished everything", "all done": every open to-do at once.
 EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
@@ -279,17 +282,21 @@ def extract_openers(text: str) -> tuple[str, ...]:
     """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
 
     Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X",
-    "todo: X", "add X to my list". A reminder with a time ("remind me in 10 minutes to X") opens
-    no to-do: it becomes a job. "I need to X?" (a question) opens nothing; "can you remind me to
-    X?" does.
+    "todo: X", "add X to my list", "and also X" (X opening with a to-do's verb). A reminder with
+    a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
+    question) opens nothing; "can you remind me to X?" does.
     """
     found: list[str] = []
-    for clause in split_clauses(text):
+    clauses = split_clauses(text)
+    also = bool(clauses) and _ALSO.match(normalize_text(text)) is not None
+    for clause in clauses:
         if _reminder_clause(clause):
             continue
         match = _REMIND_TODO.search(clause.text) or _NO_FORGET.search(clause.text)
         if match is None and not clause.question:
             match = next((m for p in _OPENERS if (m := p.match(clause.text))), None)
+            if match is None and also and clause is clauses[0]:
+                match = _VERB_FIRST.match(clause.text)
         if match is None:
             continue
         for value in _several_todos(clean_value(match.group("v"))):
