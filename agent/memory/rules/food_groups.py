@@ -160,7 +160,8 @@ def how_it_has(thing: str, group: str) -> str:
     if group in _words(thing) or group.rstrip("s") in _words(thing):
         return ""
     head = re.split(r"\s+(?:with|and|in|on|from|of)\s+", thing.strip(), maxsplit=1)[0]
-    several = re.search(r"[^s]s$", head) is not None  # "the wings", not "the pad thai with nuts"
+    # "the wings", not "the pad thai with nuts", "hummus" or "couscous"
+    several = re.search(r"[^su]s$", head) is not None
     if group in _KINDS:
         return f"{thing} {'are' if several else 'is'} {group}"
     return f"{thing} usually {'have' if several else 'has'} {group}"
