@@ -88,6 +88,17 @@ async def test_an_unknown_zone_is_refused_and_utc_stays(lane, db):
         "cancel the oven one",
         "turn off the oven alarm",
         "I want to cancel the oven reminder",
+        "actually cancel the oven one",
+        "oh and cancel the oven reminder",
+        "ok, delete the oven reminder please",
+        "no wait, scrap the oven one",
+        "never mind the oven reminder",
+        "I don't need the oven reminder anymore",
+        "delete the oven one",
+        "remove the oven alarm",
+        "cancel that",  # the reminder just set
+        "actually, cancel it",
+        "scrap that one",
     ],
 )
 async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):
@@ -101,6 +112,31 @@ async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):
     listed = await chat.reply("what reminders do I have?", later(3))
     assert "call mom" in listed
     assert "oven" not in listed
+
+
+async def test_cancel_that_names_only_the_reminder_just_set(lane):
+    """ "cancel that" cancels the reminder the bot's last reply set; after another message it
+    names none (nothing is cancelled), unless the bot's reply listed the only one there is."""
+    chat = Conversation(lane)
+    await chat.say("remind me in 1 hour to check the oven", T0)
+    await chat.say("I love jazz", later(1))
+    result = await chat.say("cancel that", later(2))
+    assert result.turn.job_refs == ()
+    await chat.say("when will you remind me?", later(3))  # the only one, just listed
+    listed = await chat.say("cancel that", later(4))
+    assert listed.turn.assistant_text == "Cancelled the reminder: check the oven."
+
+
+@pytest.mark.parametrize(
+    "question", ["when will you remind me?", "what time will you remind me?", "what did I promise?"]
+)
+async def test_when_a_reminder_is_due_is_asked_in_other_words(lane, question):
+    chat = Conversation(lane)
+    await chat.say("remind me in 1 hour to check the oven", T0)
+    await chat.say("I'll call the plumber tomorrow", later(1))
+    said = await chat.reply(question, later(2))
+    assert "check the oven, tomorrow at 00:00 UTC" in said
+    assert "call the plumber tomorrow (you promised)" in said
 
 
 async def test_cancel_asks_which_when_several_match_and_says_when_none_is_set(lane):

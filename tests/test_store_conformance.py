@@ -675,6 +675,37 @@ async def test_a_hedge_never_overrules_and_a_correction_rewrites_the_past(backen
     assert sorted(m.text for m in current) == ["Paris", "Rome"]
 
 
+async def test_a_name_put_right_replaces_the_memory_of_another_key(backend: Backend):
+    """A candidate that ``replaces`` another slot ("my sister is Hanna", then "sorry, her name
+    is Anna") ends that memory where it began (it was never true) and supersedes it; one that
+    replaces nothing current, or is below the threshold, ends nothing."""
+    await new_session(backend, "ses_a")
+    hanna = await remember(
+        backend, 1, said("sister Hanna", "relative", "relative:sister hanna", kind="entity"),
+        source=("ses_a", 1),
+    )  # fmt: skip
+    rex = await remember(
+        backend, 1, said("dog Rex", "pet", "pet:dog rex", kind="entity"), source=("ses_a", 2)
+    )
+    anna = said("sister Anna", "relative", "relative:sister anna", kind="entity", correction=True)
+    renamed = await remember(
+        backend, 1, anna.model_copy(update={"replaces": "relative:sister hanna"}),
+        source=("ses_a", 3), now=T0 + timedelta(minutes=1),
+    )  # fmt: skip
+    unsure = said("dog Max", "pet", "pet:dog max", kind="entity", confidence=0.3)
+    await remember(
+        backend, 1, unsure.model_copy(update={"replaces": "pet:dog rex"}), source=("ses_a", 4)
+    )
+    reader = backend.db.reader
+    current = await backend.memories.listing(reader, 1, history=False)
+    assert sorted(m.text for m in current) == ["dog Max", "dog Rex", "sister Anna"]
+    ended = [m for m in await backend.memories.listing(reader, 1, history=True) if m.valid_until]
+    assert [(m.memory_id, m.valid_until) for m in ended] == [(hanna.memory_id, hanna.valid_from)]
+    relations = await backend.memories.relations(reader, renamed.memory_id)
+    assert [(r.relation, r.other_id) for r in relations] == [("supersedes", hanna.memory_id)]
+    assert rex.valid_until is None
+
+
 async def test_like_and_dislike_share_a_slot_and_many_values_sit_side_by_side(
     backend: Backend,
 ):

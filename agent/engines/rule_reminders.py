@@ -37,20 +37,31 @@ __all__ = ["ReminderChange", "answer_time", "change_reminders"]
 _F = re.IGNORECASE
 _SNOOZE_DEFAULT = timedelta(minutes=10)
 
+# Words that may open a request before it: "actually cancel ...", "oh and ...", "ok, ...".
+_FILLER = r"(?:(?:actually|oh|ok|okay|also|and|so|hmm|right|no|wait|um|well|sorry)\b[\s,!.]*)*"
 _PLEASE = (
-    r"^(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?|i\s+(?:want|need|would like|'d like)"
-    r"\s+(?:you\s+)?to\s+)?"
+    rf"^{_FILLER}(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?"
+    r"|i\s+(?:want|need|would like|'d like)\s+(?:you\s+)?to\s+)?"
 )
 # What names a reminder in a request: "the oven reminder", "the alarm", "the oven one".
 _REMINDER = r"(?:\breminders?\b|\balarms?\b|\btimers?\b|\bthe\s+[\w' -]{1,60}?\s+one\b)"
 _CANCEL: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
-        rf"{_PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget|call off|turn off|stop|kill"
-        rf"|undo)\s+(?P<what>(?=.{{0,200}}?{_REMINDER}).{{0,300}}?)[\s.!?]*$",
+        rf"{_PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget(?: about)?|call off|turn off"
+        rf"|stop|kill|undo|never ?mind|get rid of|ditch)\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
+        r".{0,300}?)[\s.!?]*$",
+        rf"{_PLEASE}i\s+(?:don't|do not|no longer)\s+need\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
+        r".{0,300}?)(?:\s+any\s?(?:more|longer))?[\s.!?]*$",
         r"^(?P<what>(?:the|my)\s+.{0,200}?\breminders?\b.{0,100}?)\s+(?:is|isn't|is not)\s+"
         r"(?:cancelled|canceled|off|needed|necessary|no longer needed)[\s.!?]*$",
     )
+)
+# "cancel that", "scrap it": the reminder the bot just set.
+_CANCEL_THAT = re.compile(
+    rf"{_PLEASE}(?:cancel|delete|remove|scrap|undo|drop|forget)\s+(?:that|it|this)(?:\s+one)?"
+    r"(?:\s+(?:please|again))?[\s.!?]*$",
+    _F,
 )
 _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
@@ -138,6 +149,11 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
     return ``None`` if it asks none of these."""
     if _REPEATING.search(reading.text):
         return ReminderChange(_ONE_TIME, "reminder_unreadable")
+    just_set = _just_set(packet)
+    if just_set and _CANCEL_THAT.match(reading.text):  # "cancel that", of the one just set
+        names = "; ".join(in_second_person(ref.label or "reminder") for ref in just_set)
+        plural = "reminders" if len(just_set) > 1 else "reminder"
+        return ReminderChange(f"Cancelled the {plural}: {names}.", "cancel_reminder", just_set)
     for pattern in _CANCEL:
         match = pattern.match(reading.text)
         if match is not None:
@@ -190,6 +206,17 @@ def _clock(now: datetime, zone: ZoneInfo) -> str:
 
 def _reminders(packet: ConversationContextPacket) -> list[JobRef]:
     return [ref for ref in packet.active_job_refs if ref.kind == "reminder"]
+
+
+def _just_set(packet: ConversationContextPacket) -> tuple[JobRef, ...]:
+    """The reminders the bot's last reply set, still to fire; or the only one there is, when
+    that reply listed them ("when will you remind me?", then "cancel that")."""
+    last = packet.recent_turns[-1] if packet.recent_turns else None
+    ids = {ref.job_id for ref in last.job_refs if ref.status == "scheduled"} if last else set()
+    active = _reminders(packet)
+    if last is not None and last.intent == "list_open" and len(active) == 1:
+        return tuple(active)
+    return tuple(ref for ref in active if ref.job_id in ids)
 
 
 def _named(what: str) -> frozenset[str]:

@@ -15,6 +15,10 @@ a clock time ("at 18:30", "at 8am", "at noon"), or a day with a clock time ("tom
 - the result must be ahead of now and at most :data:`MAX_REMINDER_DELAY` ahead: "today at 8am"
   at noon is refused, not moved to tomorrow; "at 8am" alone is the next 8am.
 
+:func:`spoken_clock` puts a clock time said in words in figures first ("half past five pm":
+"at 17:30", "quarter to eight in the morning": "at 07:45"); one that does not say morning or
+evening stays a bare hour, refused like "at 6".
+
 A pure function of its arguments (``now`` is passed in). Tested by ``tests/test_reminder_time.py``
 and, as part of a reminder request, ``tests/test_extraction.py``.
 """
@@ -34,6 +38,7 @@ __all__ = [
     "local_moment",
     "read_delay",
     "says_clock",
+    "spoken_clock",
 ]
 
 #: The furthest ahead a reminder may be set.
@@ -174,6 +179,36 @@ def local_moment(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
         phrase, languages=["en"], settings={**_SETTINGS, "RELATIVE_BASE": base}
     )
     return local
+
+
+_HOURS = "one two three four five six seven eight nine ten eleven twelve".split()
+_HOUR = rf"\d{{1,2}}|{'|'.join(_HOURS)}"
+# "half past five pm", "a quarter to 8 in the morning", "7 o'clock tonight".
+_SPOKEN = re.compile(
+    rf"\b(?:at\s+)?(?:(?:a\s+)?(?P<q>quarter|half)\s+(?P<dir>past|after|to)\s+(?P<h>{_HOUR})"
+    rf"|(?P<oc>{_HOUR})\s*o'?clock)(?:(?<=\d)(?!\d)|\b)(?P<m>\s*(?:{_MERIDIEM})(?!\w)|\s+in\s+the\s+(?:{_PART})"
+    r"|\s+tonight)?",
+    _F,
+)
+
+
+def _in_figures(match: re.Match[str]) -> str:
+    said = (match.group("h") or match.group("oc")).casefold()
+    hour = int(said) if said.isdigit() else _HOURS.index(said) + 1
+    minute = {"half": 30, "quarter": 15}.get((match.group("q") or "").casefold(), 0)
+    if (match.group("dir") or "").casefold() == "to":
+        hour, minute = (hour - 2) % 12 + 1, 60 - minute
+    part = (match.group("m") or "").strip().casefold()
+    if not part:
+        return f"at {hour}" if hour <= 12 else f"at {hour:02d}:{minute:02d}"  # morning or evening?
+    evening = part[0] == "p" or part.endswith(("afternoon", "evening", "night"))
+    hour = hour % 12 + (12 if evening else 0)
+    return f"at {hour:02d}:{minute:02d}"
+
+
+def spoken_clock(text: str) -> str:
+    """Return ``text`` with each clock time said in words put in figures (see the module)."""
+    return _SPOKEN.sub(_in_figures, text)
 
 
 def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
