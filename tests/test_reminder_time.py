@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
-from agent.memory.rules.reminder_time import WHEN, due_time
+from agent.memory.rules.reminder_time import WHEN, due_instead, due_time
 
 NOW = datetime(2026, 11, 25, 23, 0, tzinfo=UTC)  # a Wednesday
 NOON = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -160,3 +160,38 @@ def test_a_hostile_phrase_is_read_quickly():
     began = time.perf_counter()
     parse_reminder(text[:4096], NOW)
     assert time.perf_counter() - began < 1.0
+
+
+def _at(*moment: int) -> datetime:
+    return datetime(*moment, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("when", "before", "now", "zone", "expected"),
+    [
+        # A clock time alone: the one nearest the reminder's old time.
+        ("11am", _at(2026, 11, 26, 9, 0), _at(2026, 11, 25, 10, 0), "UTC",
+         _at(2026, 11, 26, 11, 0)),
+        ("11:30pm", _at(2026, 11, 26, 0, 31), _at(2026, 11, 25, 23, 5), "UTC",
+         _at(2026, 11, 25, 23, 30)),
+        ("11am", _at(2026, 11, 30, 14, 30), _at(2026, 11, 25, 23, 0),
+         "America/New_York", _at(2026, 11, 30, 16, 0)),
+        # ... and the next one ahead when the reminder's day has it behind.
+        ("8am", _at(2026, 11, 25, 23, 20), _at(2026, 11, 25, 23, 1), "UTC",
+         _at(2026, 11, 26, 8, 0)),
+        # A day alone keeps the reminder's time of day; both are read as said.
+        ("Tuesday", _at(2026, 11, 30, 9, 30), _at(2026, 11, 25, 23, 0), "UTC",
+         _at(2026, 12, 1, 9, 30)),
+        ("Tuesday at 8am", _at(2026, 11, 30, 9, 30), _at(2026, 11, 25, 23, 0), "UTC",
+         _at(2026, 12, 1, 8, 0)),
+        ("in 2 hours", _at(2026, 11, 30, 9, 30), _at(2026, 11, 25, 23, 0), "UTC",
+         _at(2026, 11, 26, 1, 0)),
+    ],
+)  # fmt: skip
+def test_a_moved_reminder_keeps_what_the_move_does_not_say(when, before, now, zone, expected):
+    assert due_instead(when, before, now, ZoneInfo(zone)) == expected
+
+
+def test_a_move_to_no_time_is_none():
+    now = _at(2026, 11, 25, 23, 0)
+    assert due_instead("sometime", now + timedelta(hours=1), now, ZoneInfo("UTC")) is None

@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo
 from agent.engines.rule_reading import Reading, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.reminder_time import due_time, read_delay
+from agent.memory.rules.reminder_time import due_instead, due_time, read_delay
 from agent.memory.schemas import ConversationContextPacket, JobRef
 from agent.utils.time_zones import DEFAULT_ZONE, find_zone, zone_label
 
@@ -74,6 +74,12 @@ _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
 _MOVE = re.compile(
     rf"{_PLEASE}(?:move|change|reschedule|shift|push|set)\s+(?P<what>it|that|(?=.{{0,120}}?"
     rf"{_REMINDER}).{{1,120}}?)\s+(?:to|for|till|until)\s+(?P<when>.{{1,80}}?)[\s.!?]*$",
+    _F,
+)
+# "make it 10am", "actually make that Tuesday": the reminder just set, at another time.
+_MAKE_IT = re.compile(
+    rf"{_PLEASE}(?:make|have|put)\s+(?P<what>it|that)\s+(?:for\s+|at\s+|on\s+)?"
+    r"(?P<when>.{1,80}?)[\s.!?]*$",
     _F,
 )
 # "remind me every morning ...", "a daily reminder": reminders fire once.
@@ -165,7 +171,17 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
     match = _MOVE.match(reading.text)
     if match is not None and _reminders(packet):
         return _move(packet, reading, match.group("what"), match.group("when"))
+    match = _MAKE_IT.match(reading.text)
+    if match is not None and _reminders(packet) and _reads_as_time(match.group("when"), reading):
+        return _move(packet, reading, match.group("what"), match.group("when"))
     return None
+
+
+def _reads_as_time(when: str, reading: Reading) -> bool:
+    """Whether ``when`` says a time ("10am", "Friday"): "make it quick" moves nothing."""
+    return due_time(when, reading.now, reading.zone) is not None or (
+        due_time(f"at {when}", reading.now, reading.zone) is not None
+    )
 
 
 def answer_time(
@@ -313,21 +329,34 @@ def _move(
     at the time ``when`` says instead."""
     active = _reminders(packet)
     fired = _last_fired(packet)
+    just_set = _just_set(packet)
     if what.casefold() in {"it", "that"}:
-        chosen = [fired] if fired is not None else active if len(active) == 1 else []
+        chosen = (
+            list(just_set) if len(just_set) == 1
+            else [fired] if fired is not None
+            else active if len(active) == 1
+            else []
+        )  # fmt: skip
     else:
         chosen = _chosen(active, what)
     if not chosen:
         return ReminderChange(_which(active, "move reminder 1 to 7pm"), "cancel_reminder")
-    due = due_time(when, reading.now, reading.zone) or due_time(f"at {when}", reading.now,
-                                                                 reading.zone)  # fmt: skip
+    ref = chosen[0]
+    # A time alone keeps the reminder's day, a day alone its time ("change it to 11am").
+    before = ref.due_at if ref.due_at is not None and ref.status == "scheduled" else None
+    due = None
+    for said in (when, f"at {when}"):
+        if due is None:
+            due = (
+                due_time(said, reading.now, reading.zone) if before is None
+                else due_instead(said, before, reading.now, reading.zone)
+            )  # fmt: skip
     if due is None:
         return ReminderChange(
             f"I couldn't read “{when}” as a time. Try “move the reminder to 7pm” or “to "
             "tomorrow at 9am”.",
             "reminder_unreadable",
         )
-    ref = chosen[0]
     said = f"Moved: I'll remind you {say_when(due, reading.now, reading.zone)}" + (
         f" to {in_second_person(ref.label)}." if ref.label else "."
     )

@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo
 __all__ = [
     "MAX_REMINDER_DELAY",
     "WHEN",
+    "due_instead",
     "due_time",
     "local_moment",
     "read_delay",
@@ -235,3 +236,41 @@ def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     if not now < due <= now + MAX_REMINDER_DELAY:
         return None
     return due
+
+
+# "the evening", "this morning": a part of the day, not a day.
+_PART_OF_DAY = re.compile(rf"\b(?:the|this)\s+(?:{_PART})\b", _F)
+
+
+def due_instead(when: str, before: datetime, now: datetime, zone: ZoneInfo) -> datetime | None:
+    """Return when a reminder due at ``before`` is due once moved to ``when``, in UTC, or
+    ``None`` (unreadable, or not ahead).
+
+    A move is a small change: a clock time said without a day is the one nearest the
+    reminder's old time, on its own day or the next one ahead ("change it to 11am" of Monday's
+    9:30 is Monday at 11:00; "make it 11:30pm" of a reminder at 00:31 tonight is 23:30 tonight);
+    a day said without a clock time keeps its time of day ("move it to Tuesday" of a 9:30
+    reminder is Tuesday at 9:30); a delay, or a day and a time, are read as :func:`due_time`
+    reads them.
+    """
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    ahead = due_time(when, now, zone)
+    if _DELAY.match(when) or _UTC.search(when):
+        return ahead
+    names_day = _NAMES_DAY.search(_PART_OF_DAY.sub(" ", when)) is not None
+    clock = says_clock(when) or _PART_WORD.search(when) is not None
+    if names_day == clock:
+        return ahead
+    was = before.astimezone(zone)
+    if clock:  # on the reminder's own day
+        phrase = _PART_OF_DAY.sub(lambda m: m.group(0).split()[-1], when)
+        local = local_moment(phrase, was.replace(hour=0, minute=0, second=0, microsecond=0), zone)
+    else:  # at the reminder's own time of day
+        local = local_moment(when, now, zone)
+        local = None if local is None else local.replace(hour=was.hour, minute=was.minute)
+    moved = None if local is None else local.replace(tzinfo=zone).astimezone(UTC)
+    if moved is None or not now < moved <= now + MAX_REMINDER_DELAY:
+        return ahead
+    if clock and ahead is not None and abs(ahead - before) < abs(moved - before):
+        return ahead
+    return moved
