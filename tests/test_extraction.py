@@ -19,13 +19,12 @@ from agent.memory.rules.extraction import (
     content_stems,
     extract_closers,
     extract_openers,
-    is_reminder_request,
     match_loop,
     normalize_text,
-    parse_reminder,
     split_clauses,
 )
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
 from agent.memory.rules.session_rules import (
     MAX_FACTS,
     MAX_OPEN_LOOPS,
@@ -98,7 +97,6 @@ def test_clean_value_trims_punctuation_emoji_please_and_length():
         ("Could you call me Ada?", "name", "Ada"),
         ("I'm Ada", "name", "Ada"),
         ("Hi, I\u2019m Ada!", "name", "Ada"),
-        ("I am Ada Lovelace, from London", "name", "Ada Lovelace"),
         ("my name is Zoë 😊", "name", "Zoë"),
         ("I'm 34 years old", "age", "34"),
         ("I live in Lisbon", "location", "Lisbon"),
@@ -132,6 +130,22 @@ def test_clean_value_trims_punctuation_emoji_please_and_length():
 def test_a_stated_fact_is_read_into_its_slot(text, key, value):
     """Each way of stating a fact fills its stable slot with the value as the user wrote it."""
     assert facts_of(text) == {key: value}
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("I am Ada Lovelace, from London", {"name": "Ada Lovelace", "hometown": "London"}),
+        ("I'm Tom, 41, living in Bristol", {"name": "Tom", "age": "41", "location": "Bristol"}),
+        ("hi, I'm Ana, a nurse from Porto", {"name": "Ana", "job": "a nurse", "hometown": "Porto"}),
+        ("I'm vegan and allergic to nuts", {"diet": "vegan", "allergy:nuts": "nuts"}),
+        ("I'm tired, hungry and bored", {}),
+    ],
+)
+def test_what_follows_i_am_is_read_as_said_with_it(text, facts):
+    """ "I'm Tom, 41, living in Bristol": each part after the first is read as if said with
+    "I'm" ("I'm 41", "I'm living in Bristol"); a part that is no fact adds none."""
+    assert facts_of(text) == facts
 
 
 @pytest.mark.parametrize(
@@ -475,6 +489,22 @@ ADVERSARIAL = [
     "I live in a" + ", " * 2040 + "b",  # a value's tail words ("lol") read from its end
     "I love " + ",," * 2040 + " lol",
     "we're going to Rome" + " " * 4000 + "x",
+    "we have two kids, " + "Ana (7), " * 455 + "x",  # several named with their ages
+    "my kids are " + "Ana, 7, " * 512,
+    "I quit " + "my job at x " * 340 + "now",  # a workplace said after leaving one
+    "a " + "golden " * 585 + "retriever named Rex",
+    "my sister is coming " + "over " * 800 + "on Friday",  # a visit
+    "I'm Tom, " + "41, " * 1000,  # parts said after "I'm"
+    "I'm " + "x and " * 800 + "y",
+    "I can't have " + "any " * 800 + "dairy",
+    "my partner is a " + "chef " * 800 + "at Fern",  # where someone works, after their job
+    "I'm flying to Lisbon" + " and" * 1300 + " back",
+    "I'm not " + "really " * 580 + "keen on it",
+    "I play " + "with " * 800 + "x",  # what the user does for fun
+    "it's " + "Sam " * 800 + "x",  # a name said as on the phone
+    "I'm going to Paris" + " to the" * 580,  # a value cut short on "the"
+    "we're having a " + "big " * 800 + "party",
+    "oh and " * 585 + "also buy milk",  # one more to-do, said after one
 ]
 
 

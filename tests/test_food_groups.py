@@ -66,4 +66,7 @@ def test_why_a_food_is_left_out_is_said_in_a_few_words():
         how_it_has("the pad thai with peanuts", "nuts")
         == "the pad thai with peanuts usually has nuts"
     )
+    assert how_it_has("hummus", "sesame") == "hummus usually has sesame"  # not a plural
+    assert how_it_has("couscous", "gluten") == "couscous usually has gluten"
+    assert how_it_has("the chips", "gluten") == "the chips usually have gluten"
     assert how_it_has("meat", "meat") == ""  # "do I eat meat?": nothing to explain

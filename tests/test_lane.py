@@ -4,12 +4,16 @@ shut down. Real SQLite, real checkpoint files, the echo engine of ``conftest.py`
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 
 from agent.db import Database
 from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, JobRef
+from agent.memory.conversation_state_manager import ConversationStateManager
+from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.schemas import Reply
 
 CHAT = 4242
@@ -39,14 +43,34 @@ async def test_a_message_becomes_a_committed_turn_whose_reply_is_then_delivered(
     assert (refreshed.status, refreshed.reply_message_id) == ("delivered", 901)
 
 
-async def test_the_same_update_twice_is_one_turn(lane, engine):
-    """A redelivered update returns the first turn as a duplicate and writes nothing (I3)."""
-    message = InboundMessage(chat_id=CHAT, text="once", update_id=7)
-    first = await lane.on_turn(message, engine)
-    again = await lane.on_turn(message, engine)
+class CountingEngine:
+    """Counts the replies it was asked for."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def reply(self, packet, message):
+        self.asked += 1
+        return Reply(text="noted", intent="chat")
+
+
+@pytest.mark.parametrize("wants_reply", [True, False])
+async def test_the_same_update_twice_is_one_turn(lane, wants_reply):
+    """A redelivered update returns the first turn as a duplicate, writes nothing and asks
+    for no second reply (I3), in a new session as in one with turns; a group message kept
+    without a reply likewise."""
+    counting = CountingEngine()
+    message = InboundMessage(chat_id=CHAT, text="once", update_id=7, wants_reply=wants_reply)
+    first = await lane.on_turn(message, counting)
+    again = await lane.on_turn(message, counting)
+    later = await lane.on_turn(InboundMessage(chat_id=CHAT, text="twice", update_id=8), counting)
+    redelivered = await lane.on_turn(message, counting)
 
     assert (again.duplicate, again.turn) == (True, first.turn)
-    assert len(await lane.inspector.history(CHAT, 10)) == 1
+    assert (redelivered.duplicate, redelivered.turn) == (True, first.turn)
+    assert not later.duplicate
+    assert counting.asked == 1 + wants_reply
+    assert [t.user_text for t in await lane.inspector.history(CHAT, 10)] == ["once", "twice"]
 
 
 async def test_an_undeliverable_reply_is_never_sent_again(lane, engine):
@@ -68,6 +92,36 @@ async def test_a_reminder_fires_once(lane):
     assert fired.turn.assistant_text == "Time for tea."
     assert lane.active_jobs() == []
     assert await lane.complete_job(CHAT, "job_1", "Time for tea.") is None
+
+
+async def test_one_chat_s_slow_state_rules_leave_the_other_chats_served(db, checkpoint_dir, engine):
+    """The state rules of a turn run off the event loop (issue 20): while one chat's summary
+    fold is stuck, another chat's message is answered and committed."""
+    entered, release = threading.Event(), threading.Event()
+
+    class StuckOnALongStory(ExtractiveSummarizer):
+        def fold(self, state, turn):
+            if turn.user_text == "let me tell you a long story":
+                entered.set()
+                release.wait(5)
+            return super().fold(state, turn)
+
+    states = ConversationStateManager(StuckOnALongStory())
+    lane = ConversationLane(db, CheckpointWriter(checkpoint_dir), state_manager=states)
+    await lane.hydrate()
+    try:
+        story = InboundMessage(chat_id=1, text="let me tell you a long story", update_id=1)
+        slow = asyncio.create_task(lane.on_turn(story, engine))
+        assert await asyncio.to_thread(entered.wait, 5)
+        other = await lane.on_turn(InboundMessage(chat_id=2, text="hi", update_id=2), engine)
+
+        assert other.turn.assistant_text == "echo #1: hi"
+        assert not slow.done()  # still folding: the other chat did not wait for it
+        release.set()
+        assert (await slow).turn.seq == 1
+    finally:
+        release.set()
+        await lane.shutdown()
 
 
 async def test_a_shut_down_lane_refuses_turns_and_hydrates_once(db_path: Path, checkpoint_dir):

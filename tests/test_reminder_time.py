@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent.memory.rules.extraction import parse_reminder
-from agent.memory.rules.reminder_time import WHEN, due_time
+from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
+from agent.memory.rules.reminder_time import WHEN, due_instead, due_time
 
 NOW = datetime(2026, 11, 25, 23, 0, tzinfo=UTC)  # a Wednesday
 NOON = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -116,6 +116,12 @@ def test_a_passed_ambiguous_or_too_far_time_is_refused(phrase):
         ("tomorrow at 7am, remind me to feed the cat", "feed the cat", at(2026, 11, 26, 7, 0)),
         ("set a reminder for the team call next Tuesday at 10am", "the team call",
          at(2026, 12, 1, 10, 0)),
+        ("remind me at half past five pm to call dad", "call dad", at(2026, 11, 26, 17, 30)),
+        ("remind me tomorrow at quarter to eight in the morning to leave", "leave",
+         at(2026, 11, 26, 7, 45)),
+        ("remind me at a quarter past 9am to stretch", "stretch", at(2026, 11, 26, 9, 15)),
+        ("remind me at 7 o'clock pm to cook", "cook", at(2026, 11, 26, 19, 0)),
+        ("remind me at half past seven tonight to call mum", "call mum", at(2026, 11, 26, 19, 30)),
     ],
 )  # fmt: skip
 def test_a_reminder_request_in_natural_time(text, label, due):
@@ -139,8 +145,53 @@ def test_no_time_phrase_no_reminder(text):
     assert parse_reminder(text, NOW) is None
 
 
+@pytest.mark.parametrize(
+    "text", ["remind me at half past five to call dad", "remind me at quarter to 6 to go"]
+)
+def test_a_spoken_hour_nothing_disambiguates_is_a_reminder_refused(text):
+    """ "half past five" is morning or evening: a reminder request (the bot asks for 5:30am or
+    17:30), not a message it did not understand."""
+    assert is_reminder_request(text)
+    assert parse_reminder(text, NOW) is None
+
+
 def test_a_hostile_phrase_is_read_quickly():
-    text = "remind me " + "tomorrow at " * 300 + "to x"
+    text = "remind me " + "tomorrow at " * 300 + "to x" + " half past" * 400
     began = time.perf_counter()
     parse_reminder(text[:4096], NOW)
     assert time.perf_counter() - began < 1.0
+
+
+def _at(*moment: int) -> datetime:
+    return datetime(*moment, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("when", "before", "now", "zone", "expected"),
+    [
+        # A clock time alone: the one nearest the reminder's old time.
+        ("11am", _at(2026, 11, 26, 9, 0), _at(2026, 11, 25, 10, 0), "UTC",
+         _at(2026, 11, 26, 11, 0)),
+        ("11:30pm", _at(2026, 11, 26, 0, 31), _at(2026, 11, 25, 23, 5), "UTC",
+         _at(2026, 11, 25, 23, 30)),
+        ("11am", _at(2026, 11, 30, 14, 30), _at(2026, 11, 25, 23, 0),
+         "America/New_York", _at(2026, 11, 30, 16, 0)),
+        # ... and the next one ahead when the reminder's day has it behind.
+        ("8am", _at(2026, 11, 25, 23, 20), _at(2026, 11, 25, 23, 1), "UTC",
+         _at(2026, 11, 26, 8, 0)),
+        # A day alone keeps the reminder's time of day; both are read as said.
+        ("Tuesday", _at(2026, 11, 30, 9, 30), _at(2026, 11, 25, 23, 0), "UTC",
+         _at(2026, 12, 1, 9, 30)),
+        ("Tuesday at 8am", _at(2026, 11, 30, 9, 30), _at(2026, 11, 25, 23, 0), "UTC",
+         _at(2026, 12, 1, 8, 0)),
+        ("in 2 hours", _at(2026, 11, 30, 9, 30), _at(2026, 11, 25, 23, 0), "UTC",
+         _at(2026, 11, 26, 1, 0)),
+    ],
+)  # fmt: skip
+def test_a_moved_reminder_keeps_what_the_move_does_not_say(when, before, now, zone, expected):
+    assert due_instead(when, before, now, ZoneInfo(zone)) == expected
+
+
+def test_a_move_to_no_time_is_none():
+    now = _at(2026, 11, 25, 23, 0)
+    assert due_instead("sometime", now + timedelta(hours=1), now, ZoneInfo("UTC")) is None

@@ -509,8 +509,20 @@ async def test_the_same_packet_and_message_give_the_same_reply(db):
         "🙂" * 4096,
         "I need to " * 409,
         "مرحبا، اسمي أدا",
+        "ok, " * 1024 + "x",  # nods: "ok, cool, got it"
+        "oh and " * 585 + "cancel the x one",  # words before a request
+        "sorry, " * 585 + "her name is Anna",  # a correction's opening
+        "I meant " + "Max, " * 800 + "not Rex",
+        "no, it's on " + "Wednesday at 3pm " * 240,
+        "is it ok if I eat " + "kiwi " * 800 + "?",  # a food asked of
+        "I have two kids, " + "Ana who is 7, " * 290 + "and Bo",  # several named, with ages
+        "I left " + "x, " * 1300 + "I'm at Acme",  # a workplace after leaving one
+        "actually " * 455 + "my sister's name is Anna",  # a rename said later
+        "remind me at " + "half past " * 400 + "five",  # a clock time in words
+        "ok " * 800 + "cancel that",  # the reminder just set
     ],
-    ids=["long-todo", "repeated-question", "emoji", "repeated-opener", "rtl"],
+    ids="long-todo repeated-question emoji repeated-opener rtl nods fillers corrections values"
+    " times food named workplace rename spoken-clock cancel-that".split(),
 )
 async def test_long_or_strange_text_gets_a_bounded_reply_quickly(chat, text):
     """A 4096-character message is answered in well under a second, within Telegram's limit."""

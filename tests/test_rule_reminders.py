@@ -88,6 +88,17 @@ async def test_an_unknown_zone_is_refused_and_utc_stays(lane, db):
         "cancel the oven one",
         "turn off the oven alarm",
         "I want to cancel the oven reminder",
+        "actually cancel the oven one",
+        "oh and cancel the oven reminder",
+        "ok, delete the oven reminder please",
+        "no wait, scrap the oven one",
+        "never mind the oven reminder",
+        "I don't need the oven reminder anymore",
+        "delete the oven one",
+        "remove the oven alarm",
+        "cancel that",  # the reminder just set
+        "actually, cancel it",
+        "scrap that one",
     ],
 )
 async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):
@@ -101,6 +112,31 @@ async def test_a_reminder_cancelled_in_words_never_fires(lane, cancel):
     listed = await chat.reply("what reminders do I have?", later(3))
     assert "call mom" in listed
     assert "oven" not in listed
+
+
+async def test_cancel_that_names_only_the_reminder_just_set(lane):
+    """ "cancel that" cancels the reminder the bot's last reply set; after another message it
+    names none (nothing is cancelled), unless the bot's reply listed the only one there is."""
+    chat = Conversation(lane)
+    await chat.say("remind me in 1 hour to check the oven", T0)
+    await chat.say("I love jazz", later(1))
+    result = await chat.say("cancel that", later(2))
+    assert result.turn.job_refs == ()
+    await chat.say("when will you remind me?", later(3))  # the only one, just listed
+    listed = await chat.say("cancel that", later(4))
+    assert listed.turn.assistant_text == "Cancelled the reminder: check the oven."
+
+
+@pytest.mark.parametrize(
+    "question", ["when will you remind me?", "what time will you remind me?", "what did I promise?"]
+)
+async def test_when_a_reminder_is_due_is_asked_in_other_words(lane, question):
+    chat = Conversation(lane)
+    await chat.say("remind me in 1 hour to check the oven", T0)
+    await chat.say("I'll call the plumber tomorrow", later(1))
+    said = await chat.reply(question, later(2))
+    assert "check the oven, tomorrow at 00:00 UTC" in said
+    assert "call the plumber tomorrow (you promised)" in said
 
 
 async def test_cancel_asks_which_when_several_match_and_says_when_none_is_set(lane):
@@ -192,6 +228,53 @@ async def test_a_named_reminder_is_delayed_or_moved_to_a_time_in_words(lane):
     assert listed.count("call mom") == 1
     assert listed.count("check the oven") == 1
     assert "I couldn't read" in await chat.reply("move the oven reminder to sometime", later(7))
+
+
+@pytest.mark.parametrize(
+    ("change", "due"),
+    [
+        ("change it to 11am", datetime(2026, 11, 30, 11, 0, tzinfo=UTC)),
+        ("actually make it 10am", datetime(2026, 11, 30, 10, 0, tzinfo=UTC)),
+        ("make that 10:30", datetime(2026, 11, 30, 10, 30, tzinfo=UTC)),
+        ("can you move it to 2pm?", datetime(2026, 11, 30, 14, 0, tzinfo=UTC)),
+        ("move the hotel reminder to the evening", datetime(2026, 11, 30, 19, 0, tzinfo=UTC)),
+        ("move it to Tuesday", datetime(2026, 12, 1, 9, 30, tzinfo=UTC)),
+        ("no wait, make it Friday", datetime(2026, 11, 27, 9, 30, tzinfo=UTC)),
+        ("change it to Tuesday at 8am", datetime(2026, 12, 1, 8, 0, tzinfo=UTC)),
+    ],
+)
+async def test_a_reminder_moved_to_a_time_keeps_its_day_and_to_a_day_keeps_its_time(
+    lane, change, due
+):
+    """A reminder set for Monday at 9:30 moved to "11am" is on Monday at 11:00, not tomorrow;
+    moved to "Tuesday" it is at 9:30 on Tuesday; "make it 10am" of the one just set moves it."""
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me on Monday at 9:30 to book the hotel", T0)).turn.job_refs
+    assert job.due_at == datetime(2026, 11, 30, 9, 30, tzinfo=UTC)
+    result = await chat.say(change, later(1))
+    assert [j.due_at for j in result.turn.job_refs if j.status == "scheduled"] == [due]
+    assert (result.turn.assistant_text or "").startswith("Moved: I'll remind you")
+    assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: book the hotel") is None
+
+
+async def test_a_time_already_gone_on_the_reminder_s_day_is_the_next_one(lane):
+    """Moving tonight's reminder to 8am (gone today) sets it for tomorrow at 8."""
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me in 20 minutes to call Ana", T0)).turn.job_refs
+    result = await chat.say("make it 8am", later(1))
+    assert [j.due_at for j in result.turn.job_refs if j.status == "scheduled"] == [
+        datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
+    ]
+    assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: call Ana") is None
+
+
+@pytest.mark.parametrize("chat_text", ["make it quick", "make it so", "have it your way"])
+async def test_make_it_with_no_time_moves_no_reminder(lane, chat_text):
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me in 20 minutes to call Ana", T0)).turn.job_refs
+    result = await chat.say(chat_text, later(1))
+    assert not (result.turn.assistant_text or "").startswith(("Moved", "I couldn't read"))
+    assert [j.job_id for j in lane.chat_jobs(CHAT)] == [job.job_id]
 
 
 @pytest.mark.parametrize(

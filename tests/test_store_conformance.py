@@ -320,7 +320,8 @@ async def test_deleting_and_pruning_sessions_take_their_turns(backend: Backend):
 
 async def test_turns_append_once_per_update_and_read_in_order(backend: Backend):
     """append_turn is idempotent per (bot, update): the second is False and changes nothing;
-    recent_turns, iter_turns and get_turn read in seq order; first_words finds the first text."""
+    recent_turns, iter_turns and get_turn read in seq order; turn_for_update (and
+    recorded_turn, on a snapshot) find an update's turn; first_words finds the first text."""
     await new_session(backend, "ses_a")
     assert await append(backend, *(turn("ses_a", n, update_id=100 + n) for n in (1, 2, 3))) == [
         True, True, True,
@@ -333,6 +334,9 @@ async def test_turns_append_once_per_update_and_read_in_order(backend: Backend):
     assert (await backend.turns.get_turn(reader, "ses_a", 2)).user_text == "user 2"
     assert (await backend.turns.turn_for_update(reader, 0, 102)).seq == 2
     assert await backend.turns.turn_for_update(reader, 0, 999) is None
+    recorded = await backend.db.read(lambda snap: backend.turns.recorded_turn(snap, 0, 102))
+    assert recorded == await backend.turns.get_turn(reader, "ses_a", 2)
+    assert await backend.db.read(lambda snap: backend.turns.recorded_turn(snap, 0, 999)) is None
     assert await backend.turns.first_words(reader, ["ses_a", "ses_x"]) == {"ses_a": "user 1"}
     of = await backend.turns.recent_turns_of(reader, ["ses_a", "ses_x"], 2)
     assert {sid: [t.seq for t in ts] for sid, ts in of.items()} == {"ses_a": [2, 3], "ses_x": []}
@@ -733,6 +737,37 @@ async def test_a_hedge_never_overrules_and_a_correction_rewrites_the_past(backen
     assert maybe.status == "candidate"
     current = await backend.memories.listing(reader, 1, history=False)
     assert sorted(m.text for m in current) == ["Paris", "Rome"]
+
+
+async def test_a_name_put_right_replaces_the_memory_of_another_key(backend: Backend):
+    """A candidate that ``replaces`` another slot ("my sister is Hanna", then "sorry, her name
+    is Anna") ends that memory where it began (it was never true) and supersedes it; one that
+    replaces nothing current, or is below the threshold, ends nothing."""
+    await new_session(backend, "ses_a")
+    hanna = await remember(
+        backend, 1, said("sister Hanna", "relative", "relative:sister hanna", kind="entity"),
+        source=("ses_a", 1),
+    )  # fmt: skip
+    rex = await remember(
+        backend, 1, said("dog Rex", "pet", "pet:dog rex", kind="entity"), source=("ses_a", 2)
+    )
+    anna = said("sister Anna", "relative", "relative:sister anna", kind="entity", correction=True)
+    renamed = await remember(
+        backend, 1, anna.model_copy(update={"replaces": "relative:sister hanna"}),
+        source=("ses_a", 3), now=T0 + timedelta(minutes=1),
+    )  # fmt: skip
+    unsure = said("dog Max", "pet", "pet:dog max", kind="entity", confidence=0.3)
+    await remember(
+        backend, 1, unsure.model_copy(update={"replaces": "pet:dog rex"}), source=("ses_a", 4)
+    )
+    reader = backend.db.reader
+    current = await backend.memories.listing(reader, 1, history=False)
+    assert sorted(m.text for m in current) == ["dog Max", "dog Rex", "sister Anna"]
+    ended = [m for m in await backend.memories.listing(reader, 1, history=True) if m.valid_until]
+    assert [(m.memory_id, m.valid_until) for m in ended] == [(hanna.memory_id, hanna.valid_from)]
+    relations = await backend.memories.relations(reader, renamed.memory_id)
+    assert [(r.relation, r.other_id) for r in relations] == [("supersedes", hanna.memory_id)]
+    assert rex.valid_until is None
 
 
 async def test_like_and_dislike_share_a_slot_and_many_values_sit_side_by_side(

@@ -47,6 +47,7 @@ reading of the message in :mod:`~agent.engines.rule_reading`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -56,7 +57,6 @@ from agent.engines.rule_facts import (
     answer_about_you,
     answer_earlier,
     answer_fact,
-    answer_like,
     answer_name,
     answer_routine,
     answer_someone,
@@ -64,6 +64,7 @@ from agent.engines.rule_facts import (
 )
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_undecided
+from agent.engines.rule_likes import answer_like, answer_like_kind
 from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
@@ -86,16 +87,10 @@ from agent.engines.rule_todos import (
 from agent.memory.longterm.memory_slots import memory_facts
 from agent.memory.rules.deliberation import is_deliberation_move
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
-from agent.memory.rules.extraction import (
-    Clause,
-    is_reminder_request,
-    normalize_text,
-    parse_reminder,
-    split_clauses,
-)
-from agent.memory.rules.fact_dates import dated_facts, said_from_now, zone_in
-from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
+from agent.memory.rules.fact_dates import said_from_now, zone_in
 from agent.memory.rules.pronouns import resolve_name, resolve_pronoun, said_before
+from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
 from agent.memory.rules.session_rules import (
     GROUP_CHAT_TYPES,
     PERSONAL_CHAT_TYPES,
@@ -103,7 +98,7 @@ from agent.memory.rules.session_rules import (
     merge_facts,
     update_open_loops,
 )
-from agent.memory.rules.value_corrections import correct_by_value, correct_last
+from agent.memory.rules.value_corrections import read_said
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
@@ -141,6 +136,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("list_decisions", answer_decisions),
     ("recap", answer_recap),
     ("ask_fact", answer_like),
+    ("ask_fact", answer_like_kind),
     ("ask_fact", answer_event),
     ("ask_fact", answer_trip),
     ("ask_fact", answer_plans_when),
@@ -180,7 +176,9 @@ class RuleBasedConcierge:
         Returns:
             The reply, with its intent; for a reminder, action ``schedule_reminder`` and the job.
         """
-        reply = self._answer(packet, message)
+        # The rules are pure CPU over the packet and the message: a worker thread reads them,
+        # and the event loop serves the other chats meanwhile (issue 20, bar 1).
+        reply = await asyncio.to_thread(self._answer, packet, message)
         if reply.text and len(reply.text) > _MAX_REPLY_CHARS:
             reply = reply.model_copy(update={"text": reply.text[: _MAX_REPLY_CHARS - 1] + "…"})
         return reply
@@ -200,13 +198,13 @@ class RuleBasedConcierge:
         before = said_before(packet.recent_turns)
         if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
             text = resolve_name(resolve_pronoun(text, before), known)
-        stated = (
-            extract_facts(text, turn=seq)
-            or correct_by_value(text, known, turn=seq)
-            or correct_last(text, next(iter(before), None), turn=seq)
+        # "I have a test tomorrow" is kept with its date, read in the zone known so far; a name
+        # put right ("sorry, her name is Anna") replaces the one it corrects.
+        stated = read_said(
+            text, known, next(iter(before), None), turn=seq, said_at=now, zone=zone_in(known)
         )
-        # "I have a test tomorrow" is kept with its date, read in the zone known so far.
-        new_facts = dated_facts(stated, now, zone_in(known))
+        new_facts = stated.facts
+        known = tuple(f for f in known if f.key not in stated.replaced.values())
         facts = merge_facts(known, new_facts)
         zone = zone_in(facts)
         reading = Reading(

@@ -15,7 +15,12 @@ from agent.engines.rule_facts import answer_line, own_facts
 from agent.engines.rule_reading import Reading
 from agent.memory.longterm.memory_slots import describe_fact, parse_key
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.food_groups import food_groups, groups_left_out, how_it_has
+from agent.memory.rules.food_groups import (
+    food_groups,
+    groups_left_out,
+    how_it_has,
+    outside_groups,
+)
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_can_have"]
@@ -31,6 +36,14 @@ _ASK_CAN_HAVE = re.compile(
 # Verbs of a question that is of food only when a fact rules the thing out ("can I get the
 # wings?", not "can I get a taxi?").
 _MAYBE_FOOD = frozenset({"order", "get", "grab"})
+# "is sourdough ok for me?", "are peanut cookies safe for me to eat?", "is it ok if I eat
+# satay?": asked as "can I have ...".
+_ASK_OK = re.compile(
+    r"^(?:is it (?:ok|okay|safe|fine|alright) (?:if|for) (?:i|me to) (?P<verb>eat|have|drink|try)"
+    r" (?P<thing>.{1,60}?)|(?:is|are) (?P<thing2>.{1,60}?) (?:ok|okay|safe|fine|alright)"
+    r" (?:for me|to (?:eat|have|drink))(?: to (?:eat|have|drink|try))?)\??$",
+    _F,
+)
 # "do I eat meat?", "do I drink milk?".
 _ASK_DO_EAT = re.compile(r"^(?:do|should) i (?P<verb>eat|drink) (?P<thing>.{1,60}?)\??$", _F)
 # What "can I have ..." asks for that is no food or drink ("your help", "a minute").
@@ -52,16 +65,20 @@ def answer_can_have(
     meat); to "can I ...", what they told of their diet when nothing rules it out. ``None``
     when they told of none, or the thing is no food ("can I have your help?": another rule
     may answer)."""
-    match = _ASK_CAN_HAVE.match(reading.text) or _ASK_DO_EAT.match(reading.text)
+    match = (
+        _ASK_CAN_HAVE.match(reading.text)
+        or _ASK_DO_EAT.match(reading.text)
+        or _ASK_OK.match(reading.text)
+    )
     if match is None:
         return None
-    thing = match.group("thing")
+    thing = match.group("thing") or match.group("thing2")
     told = own_facts(reading, *_CONSTRAINTS)
     against = [line for f in told if (line := _rules_out(f, thing)) is not None]
     asked_do = match.re is _ASK_DO_EAT
     if against:
         return ("No. " if asked_do else "Better not. ") + " ".join(against)
-    verb = match.group("verb").casefold()
+    verb = (match.group("verb") or "eat").casefold()
     eats = verb in {"eat", "drink"}
     if asked_do or verb in _MAYBE_FOOD or not told or not (eats or _NOT_FOOD.search(thing) is None):
         return None  # "can I have your help?", "can I get a taxi?" ask nothing of food
@@ -74,12 +91,12 @@ def _rules_out(fact: Fact, thing: str) -> str | None:
     beer"); one that names none, what shares a word with it."""
     attribute = parse_key(fact.key).name
     left_out = groups_left_out(attribute, fact.value)
-    if not left_out:
-        shared = attribute != "diet" and content_stems(thing) & content_stems(fact.value)
-        return answer_line(fact) if shared else None
+    # "allergic to shellfish and kiwi": a kiwi smoothie by its word, prawns by their group.
+    words = outside_groups(fact.value) if left_out else fact.value
+    shared = attribute != "diet" and content_stems(thing) & content_stems(words)
     hit = sorted(food_groups(thing) & left_out)
     if not hit:
-        return None
+        return answer_line(fact) if shared else None
     why = how_it_has(thing, hit[0])
     line = answer_line(fact)
     return f"{line.removesuffix('.')} ({why})." if why else line

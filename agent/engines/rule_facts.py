@@ -19,7 +19,6 @@ from agent.memory.longterm.memory_slots import (
     USER,
     describe_fact,
     fact_key,
-    in_second_person,
     parse_key,
     role_and_name,
     slot_of,
@@ -33,7 +32,6 @@ __all__ = [
     "answer_about_you",
     "answer_earlier",
     "answer_fact",
-    "answer_like",
     "answer_line",
     "answer_name",
     "answer_routine",
@@ -48,7 +46,8 @@ NOT_TOLD = "You haven't told me"
 _F = re.IGNORECASE
 _ASK_NAME = re.compile(
     r"\b(?:what(?:'s| is) my (?:first |full )?name|who am i\b|do you (?:know|remember) (?:my "
-    r"name|who i am)|what do you call me|say my name|what am i called)",
+    r"name|who i am)|what (?:do|should|will|would|can) you call me|say my name|what am i called"
+    r"|how (?:do|should|will|would) you (?:call|address) me)",
     _F,
 )
 
@@ -66,7 +65,9 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
          "where you live"),
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
          "where you're from"),
-        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b",
+        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b"
+         r"|^(?:what(?:'s| is| have i got| do i have)|(?:is there |have i got )?anything)"
+         r" coming up\b",
          "plan: event:", "about your plans"),
         (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
         (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
@@ -91,12 +92,21 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
          "your birthday"),
         (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
-        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b"
-         r"|\bwhat are my (?:hobbies|interests)\b", "likes:", "what you like"),
-        (r"\bwhat(?:'s| is) my (?:favou?rite|fav) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
+        (r"\bwhat (?:[\w-]+ ){0,3}?do i play\b", "does:", "what you play"),
+        (r"\bwhat are my (?:hobbies|interests)\b", "does: likes:", "what you like"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b", "likes:", "what you like"),
+        (r"\bwhat(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
          "favourite:", "your favourites"),
     )
 )  # fmt: skip
+
+# A favourite's thing in other words: "film" is "movie", "TV show" is "show".
+_SAME_THING = {
+    word: tuple(w for w in group if w != word)
+    for group in (("film", "movie"), ("show", "tv show", "series", "tv series"), ("book", "novel"),
+                  ("song", "track", "tune"), ("band", "group"), ("food", "dish", "meal"))
+    for word in group
+}  # fmt: skip
 
 # Who several are, asked at once ("what are my cats called?"), and who each one of them is.
 _SINGULAR = {
@@ -122,9 +132,11 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        (rf"\bwhat(?:'s| is| are) (?:the names? of )?my {_WHO}(?:'s|s'|')? (?:names?|called)\b",
-         "name"),
-        (rf"\bwhat(?:'s| is| are) my {_WHO} called\b", "name"),
+        (rf"\bwhat does (?:my )?{_WHO} (?:play|learn|practi[cs]e)\b", "does"),
+        (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"
+         r" (?:names?|called)\b", "name"),
+        (rf"\bwhat(?:'s| is| are) (?:my|our|the) {_WHO} called\b", "name"),
+        (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
     )
@@ -157,33 +169,6 @@ _ASK_ROUTINE = re.compile(
     r" [^\W\d_][\w ]{0,30}?)\??$",
     _F,
 )
-# "do I like jazz?", with the thing asked about.
-_ASK_LIKE = re.compile(
-    r"^(?:(?:do|did) i (?:really )?(?:like|love|enjoy|hate|dislike)"
-    r"|am i (?:really )?(?:into|a (?:big |huge )?fan of)) (?P<thing>.{1,80}?)\??$",
-    _F,
-)
-
-
-def answer_like(
-    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
-) -> str | None:
-    """Answer "do I like jazz?" from what the user said they like and dislike."""
-    match = _ASK_LIKE.match(reading.text)
-    if match is None:
-        return None
-    thing = match.group("thing")
-    wanted = content_stems(thing)
-    for fact in reversed(reading.facts):
-        name = parse_key(fact.key).name
-        if parse_key(fact.key).subject != USER or name not in {"likes", "dislikes", "favourite"}:
-            continue
-        if wanted & content_stems(fact.value):
-            answer = "No" if name == "dislikes" else "Yes"
-            return f"{answer}, {answer_line(fact)[:1].lower()}{answer_line(fact)[1:]}"
-    return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
-
-
 def answer_routine(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
@@ -352,11 +337,16 @@ def _named_together(new: Sequence[Fact]) -> dict[str, str]:
 
 def _is_about(label: str, who: str) -> bool:
     role, name = role_and_name(label)
-    return who in {role.casefold(), name.casefold(), label.casefold()}
+    # "how old are my kids?" of "my daughter Meera", "how many children?" of "my kids are ..."
+    kids = {"kid", "child", "son", "daughter", "twin"}
+    return who in {role.casefold(), name.casefold(), label.casefold()} or (
+        who in {"kid", "child"} and role in kids
+    )
 
 
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
+    said_as = who
     who = " ".join(who.casefold().split())
     who = _SINGULAR.get(who) or (who[:-1] if re.fullmatch(_PLURAL, who, _F) else who)
     named = [
@@ -364,6 +354,13 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         for f in reading.facts
         if parse_key(f.key).name in {"relative", "pet"} and _is_about(f.value, who)
     ]
+    if attribute == "count":  # "how many kids do I have?": the ones told of, by name
+        many = _PLURAL_OF.get(who, who + "s")
+        if not named:
+            return f"{NOT_TOLD} about any {many} yet."
+        each = [role_and_name(f.value)[1] or f.value for f in named]
+        listed = " and ".join([", ".join(each[:-1]), each[-1]] if len(each) > 1 else each)
+        return f"You have {len(named)} {many if len(named) > 1 else who}: {listed}."
     if attribute == "name":  # "what's my son's name?": the ones named, or not told
         named = [f for f in named if role_and_name(f.value)[1]]
         together = _named_together(named)  # "your dogs are called Max and Bella"
@@ -386,7 +383,9 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         return " ".join(sentence(describe_fact(f)) for f in found)
     known_role = re.fullmatch(rf"(?:{PEOPLE}|{PETS})", who, _F) is not None
     if not known_role and not named:
-        return None  # "who is there?": not someone the user told about
+        # "how old is Poppy?" of no one named: not told (what was said in passing is quoted);
+        # "who is there?": not someone at all.
+        return f"{NOT_TOLD} about {said_as} yet." if said_as[:1].isupper() else None
     if named and attribute:
         names = " and ".join(role_and_name(f.value)[1] or f.value for f in named)
         return f"{NOT_TOLD} that about {names} yet."
@@ -437,9 +436,11 @@ def own_facts(reading: Reading, *attributes: str) -> list[Fact]:
 
 
 def _spellings(thing: str) -> set[str]:
-    """``thing`` in British and American spelling ("colour", "color")."""
+    """``thing`` in British and American spelling ("colour", "color"), and in the other words
+    for it ("film", "movie")."""
     american = re.sub(r"(?<=\w{3})our\b", "or", thing)
-    return {thing, american, re.sub(r"(?<=\w{3})or\b", "our", american)}
+    spelt = {thing, american, re.sub(r"(?<=\w{3})or\b", "our", american)}
+    return spelt | {other for word in spelt for other in _SAME_THING.get(word, ())}
 
 
 def _key_matches(key: str, wanted: Sequence[str]) -> bool:

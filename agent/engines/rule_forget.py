@@ -52,7 +52,9 @@ _FORGET = re.compile(
 # What "forget ..." says that is no memory: a pronoun ("forget it": never mind), the list
 # (to-dos and reminders have their own words).
 _NOT_FORGETTABLE = re.compile(
-    r"(?:it|that|this|them|about it)|.*\b(?:list|to-?dos?|tasks?|reminders?)\b.*", _F
+    r"(?:it|that|this|them|about it)|.*\b(?:list|to-?dos?|tasks?|reminders?|alarms?|timers?)\b.*"
+    r"|the\s+[\w' -]{1,60}?\s+one",  # "delete the oven one": a reminder
+    _F,
 )
 
 # "forget everything": more than one memory at a time is a command, with a confirmation.

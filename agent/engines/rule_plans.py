@@ -44,14 +44,27 @@ _JOURNEY = re.compile(
     _F,
 )
 # "when is my flight?", "when's my dentist appointment?"
-_ASK_WHEN = re.compile(r"^when(?:'s|\s+is|\s+are)\s+my\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)\??$", _F)
+_ASK_WHEN = re.compile(
+    r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
+    r"\s+(?:my|the|our)\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)"
+    r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
+    _F,
+)
+# "when am I flying to Lisbon?", "when are we going to Rome?": a trip, by where it goes.
+_ASK_WHEN_GO = re.compile(
+    r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?(?:fly(?:ing)?|go(?:ing)?"
+    r"|travel(?:l)?(?:ing)?|head(?:ing)?|leav(?:e|ing)|off|driv(?:e|ing))(?: off)? (?:to|for)"
+    r" (?P<thing>[^\W\d_][\w' -]{0,60}?)\??$",
+    _F,
+)
 # "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?"
 _TIME = r"(?:on|for|this|next|tomorrow|tonight|today|in|at)\b[\w' -]{0,40}?"
 _ASK_PLANS_WHEN = re.compile(
     rf"^(?:what(?:'s|\s+is|\s+are)\s+my\s+plans?\s+(?:for\s+)?(?P<a>{_TIME})"
     rf"|what\s+am\s+i\s+(?:doing|up\s+to)\s+(?P<b>{_TIME})"
     rf"|what(?:'s|\s+is)\s+(?:on|happening|planned)\s+(?:for\s+)?(?P<c>{_TIME})"
-    rf"|do\s+i\s+have\s+(?:any\s+)?(?:plans|anything\s+(?:on|planned))\s+(?:for\s+)?(?P<d>{_TIME}))"
+    rf"|(?:do\s+i\s+have|have\s+i\s+got|is\s+there)\s+(?:any\s+)?(?:plans|anything(?:\s+planned)?)"
+    rf"\s+(?:for\s+)?(?P<d>{_TIME}))"
     r"\s*\??$",
     _F,
 )
@@ -64,6 +77,12 @@ def answer_event(
 ) -> str | None:
     """Answer "when is my flight?" from the dated things the user told of; ``None`` when none
     matches (another rule, or a line said in passing, may answer)."""
+    going = _ASK_WHEN_GO.match(reading.text)
+    if going is not None:  # "when am I flying to Lisbon?": the trips there, or not told
+        wanted = content_stems(going.group("thing"))
+        trips = [f for f in _trips(reading) if wanted <= content_stems(f.value)]
+        told = " ".join(answer_line(f) for f in trips)
+        return told or f"{NOT_TOLD} about a trip to {going.group('thing')} yet."
     match = _ASK_WHEN.match(reading.text)
     if match is None:
         return None

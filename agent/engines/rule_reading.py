@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from agent.memory.rules.extraction import ReminderRequest, content_stems
+from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
+from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 from agent.utils.time_zones import DEFAULT_ZONE, zone_label

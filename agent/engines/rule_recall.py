@@ -63,8 +63,9 @@ _OTHER_SPEAKER = 0.5
 _NOT_ASKED = content_stems(
     " ".join(sorted(SEARCH_STOP_WORDS | QUESTION_WORDS))
     + " tell told say said remember remind know knew mention mentioned again ever"
-    # Light verbs say nothing of what is asked ("where am I going in August?").
-    + " go going goes went gone get got"
+    # Light verbs say nothing of what is asked ("where am I going in August?", "where did I
+    # put my passport?").
+    + " go going goes went gone get got put puts keep kept leave left"
 )
 # "#12 Ada (8 May 2023): text" (a retrieved turn as the packet renders it), then "  bot: ...".
 _RENDERED_TURN = re.compile(

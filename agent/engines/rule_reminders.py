@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo
 from agent.engines.rule_reading import Reading, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.reminder_time import due_time, read_delay
+from agent.memory.rules.reminder_time import due_instead, due_time, read_delay
 from agent.memory.schemas import ConversationContextPacket, JobRef
 from agent.utils.time_zones import DEFAULT_ZONE, find_zone, zone_label
 
@@ -37,20 +37,31 @@ __all__ = ["ReminderChange", "answer_time", "change_reminders"]
 _F = re.IGNORECASE
 _SNOOZE_DEFAULT = timedelta(minutes=10)
 
+# Words that may open a request before it: "actually cancel ...", "oh and ...", "ok, ...".
+_FILLER = r"(?:(?:actually|oh|ok|okay|also|and|so|hmm|right|no|wait|um|well|sorry)\b[\s,!.]*)*"
 _PLEASE = (
-    r"^(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?|i\s+(?:want|need|would like|'d like)"
-    r"\s+(?:you\s+)?to\s+)?"
+    rf"^{_FILLER}(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?"
+    r"|i\s+(?:want|need|would like|'d like)\s+(?:you\s+)?to\s+)?"
 )
 # What names a reminder in a request: "the oven reminder", "the alarm", "the oven one".
 _REMINDER = r"(?:\breminders?\b|\balarms?\b|\btimers?\b|\bthe\s+[\w' -]{1,60}?\s+one\b)"
 _CANCEL: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
-        rf"{_PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget|call off|turn off|stop|kill"
-        rf"|undo)\s+(?P<what>(?=.{{0,200}}?{_REMINDER}).{{0,300}}?)[\s.!?]*$",
+        rf"{_PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget(?: about)?|call off|turn off"
+        rf"|stop|kill|undo|never ?mind|get rid of|ditch)\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
+        r".{0,300}?)[\s.!?]*$",
+        rf"{_PLEASE}i\s+(?:don't|do not|no longer)\s+need\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
+        r".{0,300}?)(?:\s+any\s?(?:more|longer))?[\s.!?]*$",
         r"^(?P<what>(?:the|my)\s+.{0,200}?\breminders?\b.{0,100}?)\s+(?:is|isn't|is not)\s+"
         r"(?:cancelled|canceled|off|needed|necessary|no longer needed)[\s.!?]*$",
     )
+)
+# "cancel that", "scrap it": the reminder the bot just set.
+_CANCEL_THAT = re.compile(
+    rf"{_PLEASE}(?:cancel|delete|remove|scrap|undo|drop|forget)\s+(?:that|it|this)(?:\s+one)?"
+    r"(?:\s+(?:please|again))?[\s.!?]*$",
+    _F,
 )
 _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
@@ -63,6 +74,12 @@ _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
 _MOVE = re.compile(
     rf"{_PLEASE}(?:move|change|reschedule|shift|push|set)\s+(?P<what>it|that|(?=.{{0,120}}?"
     rf"{_REMINDER}).{{1,120}}?)\s+(?:to|for|till|until)\s+(?P<when>.{{1,80}}?)[\s.!?]*$",
+    _F,
+)
+# "make it 10am", "actually make that Tuesday": the reminder just set, at another time.
+_MAKE_IT = re.compile(
+    rf"{_PLEASE}(?:make|have|put)\s+(?P<what>it|that)\s+(?:for\s+|at\s+|on\s+)?"
+    r"(?P<when>.{1,80}?)[\s.!?]*$",
     _F,
 )
 # "remind me every morning ...", "a daily reminder": reminders fire once.
@@ -138,6 +155,11 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
     return ``None`` if it asks none of these."""
     if _REPEATING.search(reading.text):
         return ReminderChange(_ONE_TIME, "reminder_unreadable")
+    just_set = _just_set(packet)
+    if just_set and _CANCEL_THAT.match(reading.text):  # "cancel that", of the one just set
+        names = "; ".join(in_second_person(ref.label or "reminder") for ref in just_set)
+        plural = "reminders" if len(just_set) > 1 else "reminder"
+        return ReminderChange(f"Cancelled the {plural}: {names}.", "cancel_reminder", just_set)
     for pattern in _CANCEL:
         match = pattern.match(reading.text)
         if match is not None:
@@ -149,7 +171,17 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
     match = _MOVE.match(reading.text)
     if match is not None and _reminders(packet):
         return _move(packet, reading, match.group("what"), match.group("when"))
+    match = _MAKE_IT.match(reading.text)
+    if match is not None and _reminders(packet) and _reads_as_time(match.group("when"), reading):
+        return _move(packet, reading, match.group("what"), match.group("when"))
     return None
+
+
+def _reads_as_time(when: str, reading: Reading) -> bool:
+    """Whether ``when`` says a time ("10am", "Friday"): "make it quick" moves nothing."""
+    return due_time(when, reading.now, reading.zone) is not None or (
+        due_time(f"at {when}", reading.now, reading.zone) is not None
+    )
 
 
 def answer_time(
@@ -190,6 +222,17 @@ def _clock(now: datetime, zone: ZoneInfo) -> str:
 
 def _reminders(packet: ConversationContextPacket) -> list[JobRef]:
     return [ref for ref in packet.active_job_refs if ref.kind == "reminder"]
+
+
+def _just_set(packet: ConversationContextPacket) -> tuple[JobRef, ...]:
+    """The reminders the bot's last reply set, still to fire; or the only one there is, when
+    that reply listed them ("when will you remind me?", then "cancel that")."""
+    last = packet.recent_turns[-1] if packet.recent_turns else None
+    ids = {ref.job_id for ref in last.job_refs if ref.status == "scheduled"} if last else set()
+    active = _reminders(packet)
+    if last is not None and last.intent == "list_open" and len(active) == 1:
+        return tuple(active)
+    return tuple(ref for ref in active if ref.job_id in ids)
 
 
 def _named(what: str) -> frozenset[str]:
@@ -286,21 +329,34 @@ def _move(
     at the time ``when`` says instead."""
     active = _reminders(packet)
     fired = _last_fired(packet)
+    just_set = _just_set(packet)
     if what.casefold() in {"it", "that"}:
-        chosen = [fired] if fired is not None else active if len(active) == 1 else []
+        chosen = (
+            list(just_set) if len(just_set) == 1
+            else [fired] if fired is not None
+            else active if len(active) == 1
+            else []
+        )  # fmt: skip
     else:
         chosen = _chosen(active, what)
     if not chosen:
         return ReminderChange(_which(active, "move reminder 1 to 7pm"), "cancel_reminder")
-    due = due_time(when, reading.now, reading.zone) or due_time(f"at {when}", reading.now,
-                                                                 reading.zone)  # fmt: skip
+    ref = chosen[0]
+    # A time alone keeps the reminder's day, a day alone its time ("change it to 11am").
+    before = ref.due_at if ref.due_at is not None and ref.status == "scheduled" else None
+    due = None
+    for said in (when, f"at {when}"):
+        if due is None:
+            due = (
+                due_time(said, reading.now, reading.zone) if before is None
+                else due_instead(said, before, reading.now, reading.zone)
+            )  # fmt: skip
     if due is None:
         return ReminderChange(
             f"I couldn't read “{when}” as a time. Try “move the reminder to 7pm” or “to "
             "tomorrow at 9am”.",
             "reminder_unreadable",
         )
-    ref = chosen[0]
     said = f"Moved: I'll remind you {say_when(due, reading.now, reading.zone)}" + (
         f" to {in_second_person(ref.label)}." if ref.label else "."
     )

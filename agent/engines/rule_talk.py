@@ -67,7 +67,9 @@ _GREETING = re.compile(
 )
 
 _THANKS = re.compile(
-    r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated|many thanks|thank u)\b|^ta[!. ]*$", _F
+    r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated|many thanks|thank u)\b|^ta[!. ]*$"
+    r"|^(?:i\s+)?(?:really\s+)?appreciate\s+(?:it|that|this|you)\b",
+    _F,
 )
 
 _HOW_ARE_YOU = re.compile(
@@ -75,14 +77,18 @@ _HOW_ARE_YOU = re.compile(
 )
 
 # A message that only acknowledges ("ok", "cool", "got it"): a nod back.
-_ACKNOWLEDGE = re.compile(
-    r"^(?:ok(?:ay)?|k|kk|cool|nice|great|good|fine|perfect|awesome|lovely|brilliant|alright"
-    r"|all right|sure|got it|noted|sounds good|understood|right|yes|yep|yeah|👍)[.!👍 ]*$",
-    _F,
+_NOD = (
+    r"(?:ok(?:ay)?|k|kk|cool|nice|great|good|fine|perfect|awesome|lovely|brilliant|alright"
+    r"|all right|sure|got it|noted|sounds good|understood|right|yes|yep|yeah|good to know"
+    r"|fair enough|makes sense|no worries|all good|i see|will do|ah|oh|aha|haha|hah|wow"
+    r"|👍)"
 )
+_ACKNOWLEDGE = re.compile(rf"^{_NOD}(?:[\s,.!👍]+{_NOD})*[.!👍 ]*$", _F)
 
 _BYE = re.compile(
-    r"^(?:bye|goodbye|good night|see you|see ya|cya|later|ttyl|talk (?:to you )?(?:later|soon)"
+    rf"^(?:{_NOD}[\s,.!]+)?(?:bye|goodbye|good ?night|night|nite|see you|see ya|cya|later|ttyl"
+    r"|talk (?:to you )?(?:later|soon)|speak soon|take care|catch you later|until next time"
+    r"|have a (?:good|nice|great|lovely) (?:one|day|night|evening|weekend|afternoon)"
     r"|(?:i )?(?:gotta|got to|have to|must) (?:go|run)\b(?:[.!]*$)|bye for now)\b",
     _F,
 )
@@ -90,8 +96,11 @@ _BYE = re.compile(
 _OTHER_TALK = tuple(
     (re.compile(pattern, _F), said)
     for pattern, said in (
-        (r"^(?:you(?:'re| are) (?:great|the best|awesome|amazing|a star|brilliant|so helpful)"
-         r"|(?:nice|good) (?:one|job|work)|well done|good bot|love (?:you|it))\b", "Thank you! 😊"),
+        (r"^(?:you(?:'re| are) (?:so |really |such )?(?:great|the best|awesome|amazing|a star"
+         r"|brilliant|so helpful|helpful|a (?:lifesaver|life saver|legend|genius|gem|hero|champ))"
+         r"|you rock|(?:nice|good) (?:one|job|work)|well done|good bot|love (?:you|it)"
+         r"|(?:that's|that is|that was) (?:really |very |so |super )?(?:helpful|useful)"
+         r"|that helps)\b", "Thank you! 😊"),
         (r"^(?:sorry|my bad|oops|apologies)\b(?:[\w ,'!.]{0,30})$", "No problem!"),
         (r"^(?:brb|be right back|hold on|hang on|one (?:sec|second|moment|minute)|wait a (?:sec"
          r"|second|minute))\b[\w ,.!]{0,12}$", "Sure, I'll be here."),

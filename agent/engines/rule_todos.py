@@ -18,7 +18,8 @@ from zoneinfo import ZoneInfo
 from agent.engines.rule_reading import Reading, due_order, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.dialogue_acts import read_acts
-from agent.memory.rules.extraction import Clause, ReminderRequest
+from agent.memory.rules.extraction import Clause
+from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate, loop_owner, update_dialogue_loops
 from agent.memory.schemas import (
     ConversationContextPacket,
@@ -50,7 +51,8 @@ _ASK_OPEN = re.compile(
     r"|have) to do\b|\bwhat remains\b|\bon my (?:to-?do "
     r")?list\b|\b(?:my|the) (?:to-?do|task) list\b|\bshow (?:me )?my (?:list|to-?dos?|tasks|"
     r"reminders)\b|\bwhat do i (?:still )?(?:need|have) to do\b|\b(?:my|any|what) reminders\b"
-    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$",
+    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$|\b(?:when|what time) (?:will|are) you"
+    r" (?:going to )?remind(?:ing)? me\b|\bwhat (?:did|have) i promised?\b|\bmy promises\b",
     _F,
 )
 

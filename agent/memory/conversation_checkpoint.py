@@ -28,6 +28,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,7 +44,7 @@ from agent.memory.schemas import (
 )
 from agent.utils.ids import is_session_id
 
-__all__ = ["JOURNAL_LINES", "CheckpointStore", "CheckpointWriter"]
+__all__ = ["JOURNAL_LINES", "CheckpointStore", "CheckpointWriter", "SnapshotSource"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,10 @@ JOURNAL_LINES = 64
 # The sessions a writer remembers its last write of (the lane's default resident sessions);
 # a session it forgot gets its base rewritten at its next write.
 _REMEMBERED = 256
+
+#: A snapshot to write, or the function that makes it: a store calls it where it writes (the
+#: file store in its worker thread), so a live session's snapshot is built off the event loop.
+SnapshotSource = ConversationCheckpointSnapshot | Callable[[], ConversationCheckpointSnapshot]
 
 
 class CheckpointStore(Protocol):
@@ -79,10 +84,9 @@ class CheckpointStore(Protocol):
         """Return the checkpoint file of a session (``None``: no files are written)."""
         ...
 
-    async def write(
-        self, snapshot: ConversationCheckpointSnapshot, *, compact: bool = False
-    ) -> object:
-        """Write a snapshot durably; a reader sees the previous one or this one, whole.
+    async def write(self, snapshot: SnapshotSource, *, compact: bool = False) -> object:
+        """Write a snapshot (or the one ``snapshot()`` makes) durably; a reader sees the
+        previous one or this one, whole.
 
         ``compact``: leave it in one file, as a person reading the directory expects after
         a clean stop (a file store's base, no journal).
@@ -177,10 +181,9 @@ class CheckpointWriter:
         """Return the journal path of a session (see :meth:`path_for` for what is refused)."""
         return self.path_for(session_id).with_suffix(checkpoint_journal.SUFFIX)
 
-    async def write(
-        self, snapshot: ConversationCheckpointSnapshot, *, compact: bool = False
-    ) -> Path:
-        """Write a snapshot durably; return the path of its base file.
+    async def write(self, snapshot: SnapshotSource, *, compact: bool = False) -> Path:
+        """Write a snapshot durably (made in the writing thread if ``snapshot`` is a function);
+        return the path of its base file.
 
         What changed since this writer's last write of the session is appended to its journal;
         the base is rewritten (atomically) when that cannot be or should not be (see the
@@ -190,9 +193,13 @@ class CheckpointWriter:
             CheckpointError: the files could not be written (directory missing or read-only,
                 disk full, I/O error). The previous checkpoint, if any, is what they read.
         """
+        return await asyncio.to_thread(self._write_made, snapshot, compact)
+
+    def _write_made(self, source: SnapshotSource, compact: bool) -> Path:
+        snapshot = source() if callable(source) else source
         path = self.path_for(snapshot.session_id)
         try:
-            await asyncio.to_thread(self._write, path, snapshot, compact)
+            self._write(path, snapshot, compact)
         except OSError as exc:
             raise CheckpointError(
                 f"cannot write checkpoint {path.name}: {exc.strerror or exc}"

@@ -101,9 +101,16 @@ class ConversationStore(Protocol):
         ...
 
     async def save_state(
-        self, tx: Transaction, state: SessionState, *, last_seq: int, now: datetime
+        self,
+        tx: Transaction,
+        state: SessionState,
+        *,
+        last_seq: int,
+        now: datetime,
+        encoded: bytes | None = None,
     ) -> None:
-        """Store a session's new state, its counters and its status."""
+        """Store a session's new state, its counters and its status (``encoded``: the state's
+        :func:`~agent.memory.schemas.dump_json`, when the caller made it off the event loop)."""
         ...
 
     async def checkpoint_unknown(self, conn: Transaction, limit: int | None = None) -> list[str]:
@@ -151,6 +158,13 @@ class ConversationStore(Protocol):
         self, conn: Transaction, bot_id: int, update_id: int
     ) -> ConversationTurn | None:
         """Return the turn recorded for a Telegram update, or ``None``."""
+        ...
+
+    def recorded_turn(
+        self, conn: Snapshot, bot_id: int, update_id: int
+    ) -> ConversationTurn | None:
+        """:meth:`turn_for_update` on a :class:`~agent.db.Snapshot`: the packet's read looks
+        the message's update up in the same hand-over as its retrieval."""
         ...
 
     async def turn_for_message(

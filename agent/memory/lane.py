@@ -236,12 +236,6 @@ class ConversationLane:
         self._parts.check_open()
         async with self._parts.chat_locks[message.chat_id]:
             self._parts.check_open()
-            if message.update_id is not None:
-                known = await self._store.turn_for_update(
-                    self._db.reader, message.bot_id, message.update_id
-                )
-                if known is not None:
-                    return TurnResult(turn=known, packet=None, duplicate=True)
             live, is_new = await self._turns.session_for(message)
             try:
                 return await self._answer(live, is_new, message, engine)
@@ -259,7 +253,11 @@ class ConversationLane:
         if not message.wants_reply:  # kept without an answer: no engine, no packet
             return await self._turns.commit(live, is_new, message, Reply(), None)
         # Retrieval reads the database with the new message, before the engine runs.
-        packet = await self._parts.packet_for(live, message.text, is_new=is_new, sender=message)
+        # I3: a message whose update is a turn already is found by the packet's read (or, when
+        # no reply is asked for, by the commit's insert) and written again nowhere.
+        packet = await self._parts.reply_read(live, message, is_new=is_new)
+        if isinstance(packet, ConversationTurn):
+            return TurnResult(turn=packet, packet=None, duplicate=True)
         reply = await engine.reply(packet, message)
         return await self._turns.commit(live, is_new, message, reply, packet)
 

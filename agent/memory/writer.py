@@ -17,10 +17,8 @@ from agent.db import Transaction
 from agent.memory.conversation_store import ConversationStore
 from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
-from agent.memory.rules.fact_dates import dated_facts
-from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.pronouns import opens_with_name, resolve_name, resolve_pronoun
-from agent.memory.rules.value_corrections import correct_by_value, correct_last, names_values
+from agent.memory.rules.value_corrections import names_values, puts_right, read_said
 from agent.memory.schemas import (
     ConversationTurn,
     Fact,
@@ -82,22 +80,28 @@ def memory_candidates(
     ``memories`` by that name (:mod:`agent.memory.rules.pronouns`). The memories are read as
     facts only for such a message: most turns need not pay for it.
 
+    A name, like or plan put right in the next message ("sorry, her name is Anna") names the
+    memory it replaces (:func:`~agent.memory.rules.value_corrections.read_said`).
+
     A relative date is kept as the date it names ("test is tomorrow": "test is on Fri 27
     Nov"), read at ``said_at`` (the message's time; the turn's by default) in the zone the
     ``memories`` keep (UTC without one).
     """
     candidates = []
     text = resolve_pronoun(turn.user_text, previous)
-    wanted = memories and (opens_with_name(text) or names_values(text))
+    wanted = memories and (opens_with_name(text) or names_values(text) or puts_right(text))
     known = memory_facts(memories) if wanted else ()
     text = resolve_name(text, known)
-    said = (
-        extract_facts(text, turn=turn.seq)
-        or correct_by_value(text, known, turn=turn.seq)
-        or correct_last(text, next(iter(previous), None), turn=turn.seq)
-    )
     zone = zone_of(next((m.text for m in memories if m.attribute == "timezone"), None))
-    for fact in dated_facts(said, said_at or turn.created_at, zone):
+    said = read_said(
+        text,
+        known,
+        next(iter(previous), None),
+        turn=turn.seq,
+        said_at=said_at or turn.created_at,
+        zone=zone,
+    )
+    for fact in said.facts:
         parts = parse_key(fact.key)
         attribute = attribute_of(parts.attribute)
         candidates.append(
@@ -110,6 +114,7 @@ def memory_candidates(
                 confidence=policy.confidence(fact),
                 importance=attribute.importance,
                 correction=fact.mode == "corrected",
+                replaces=said.replaced.get(fact.key),
             )
         )
     return candidates
@@ -161,6 +166,7 @@ async def write_conversation_turn(
     state: SessionState,
     *,
     now: datetime,
+    encoded: bytes | None = None,
 ) -> bool:
     """Append a turn and store the session state it leads to, in the caller's transaction.
 
@@ -174,13 +180,14 @@ async def write_conversation_turn(
         turn: the new turn; its ``seq`` must follow the session's last one.
         state: the session state after ``turn``.
         now: the session's new last-activity time.
+        encoded: ``state``'s JSON (:func:`~agent.memory.schemas.dump_json`), if already made.
 
     Returns:
         ``False`` if the turn's Telegram update was already recorded (nothing was written, I3).
     """
     if not await store.append_turn(tx, turn):
         return False
-    await store.save_state(tx, state, last_seq=turn.seq, now=now)
+    await store.save_state(tx, state, last_seq=turn.seq, now=now, encoded=encoded)
     return True
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import datetime
 
 from agent.errors import CheckpointError, StorageError
@@ -77,15 +77,26 @@ class CheckpointKeeper:
         self, live: LiveSession, pending_summary_delta: str = ""
     ) -> ConversationCheckpointSnapshot:
         """Return the checkpoint of ``live`` as it stands now."""
-        state = live.state
-        return ConversationCheckpointSnapshot(
-            session_id=state.session_id,
-            chat_id=live.session.chat_id,
-            state=state,
-            recent_turns=tuple(CheckpointTurn.of(turn) for turn in live.recent),
-            pending_summary_delta=pending_summary_delta,
-            written_at=self._parts.clock(),
-        )
+        return self._snapshot_of(live, pending_summary_delta)()
+
+    def _snapshot_of(
+        self, live: LiveSession, pending_summary_delta: str
+    ) -> Callable[[], ConversationCheckpointSnapshot]:
+        """Return what makes the checkpoint of ``live`` as it stands now, in any thread."""
+        state, recent, chat_id = live.state, tuple(live.recent), live.session.chat_id
+        written_at = self._parts.clock()
+
+        def make() -> ConversationCheckpointSnapshot:
+            return ConversationCheckpointSnapshot(
+                session_id=state.session_id,
+                chat_id=chat_id,
+                state=state,
+                recent_turns=tuple(CheckpointTurn.of(turn) for turn in recent),
+                pending_summary_delta=pending_summary_delta,
+                written_at=written_at,
+            )
+
+        return make
 
     async def save(
         self, live: LiveSession, pending_summary_delta: str = "", *, compact: bool = False
@@ -95,7 +106,8 @@ class CheckpointKeeper:
         ``compact``: in one file (a clean stop's, see :meth:`CheckpointStore.write`).
         """
         state = live.state
-        snapshot = self.snapshot(live, pending_summary_delta)
+        # Built where the store writes it (the file store's worker thread), off the loop.
+        snapshot = self._snapshot_of(live, pending_summary_delta)
         try:
             await self._parts.checkpoints.write(snapshot, compact=compact)
         except CheckpointError as exc:

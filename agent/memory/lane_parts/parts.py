@@ -22,7 +22,7 @@ from datetime import datetime
 from functools import partial
 from weakref import WeakValueDictionary
 
-from agent.db import AnyDatabase
+from agent.db import AnyDatabase, Snapshot
 from agent.memory.conversation_checkpoint import CheckpointStore
 from agent.memory.conversation_context_builder import ConversationContextBuilder
 from agent.memory.conversation_retriever import ConversationRetriever
@@ -34,7 +34,12 @@ from agent.memory.lane_parts.live_sessions import LiveSession, LiveSessions
 from agent.memory.longterm.chat_memories import ChatMemories
 from agent.memory.longterm.memory_consolidator import MemoryConsolidator
 from agent.memory.longterm.memory_store import MemoryStore
-from agent.memory.schemas import ConversationContextPacket, InboundMessage, RetrievedItem
+from agent.memory.schemas import (
+    ConversationContextPacket,
+    ConversationTurn,
+    InboundMessage,
+    RetrievedItem,
+)
 from agent.memory.summaries.summary_store import SummaryStore
 from agent.memory.summaries.summary_worker import SummaryWorker
 from agent.memory.writer import PromotionPolicy
@@ -153,15 +158,40 @@ class LaneParts:
             logger.warning("erased text stays on disk until the database's next clean-up")
 
     async def packet_for(
-        self, live: LiveSession, text: str, *, is_new: bool, sender: InboundMessage | None = None
+        self, live: LiveSession, text: str, *, is_new: bool
     ) -> ConversationContextPacket:
-        """Return the packet a message ``text`` gets in ``live``, retrieval included; in a
-        group it carries the member who sent it, ``sender`` (:mod:`agent.memory.group_brief`)."""
+        """Return the packet a message ``text`` gets in ``live``, retrieval included."""
+        return await self.db.read(await self._packet_read(live, text, is_new=is_new))
+
+    async def reply_read(
+        self, live: LiveSession, message: InboundMessage, *, is_new: bool
+    ) -> ConversationContextPacket | ConversationTurn:
+        """Return the packet ``message`` gets in ``live`` (:meth:`packet_for`; in a group it
+        carries the member who sent it, :mod:`agent.memory.group_brief`), or the turn its
+        Telegram update already became (redelivered, or answered by another worker
+        meanwhile): then no reply may be asked for (I3)."""
+        packet = await self._packet_read(live, message.text, is_new=is_new, sender=message)
+        update = message.update_id
+
+        def read(snapshot: Snapshot) -> ConversationContextPacket | ConversationTurn:
+            # The update's lookup rides on the packet's hand-over to the searcher's thread.
+            known = None
+            if update is not None:
+                known = self.store.recorded_turn(snapshot, message.bot_id, update)
+            return known if known is not None else packet(snapshot)
+
+        return await self.db.read(read)
+
+    async def _packet_read(
+        self, live: LiveSession, text: str, *, is_new: bool, sender: InboundMessage | None = None
+    ) -> Callable[[Snapshot], ConversationContextPacket]:
+        """Return the read of the packet ``text`` gets in ``live``, for the searcher's thread:
+        the retrieval, then fitting the packet to its budget (pure CPU over values the chat's
+        lock holds still), in one hand-over, while the event loop serves the other chats."""
         # The raw turns the packet carries anyway are no candidates; a session not committed
-        # yet has no turns to search, but its chat may have memories.
-        # One hand-over to the searcher's thread for every statement (Database.read); the
-        # message's vector (the optional semantic search) is encoded in a thread meanwhile,
-        # used if ready after the lexical searches (RetrievalPolicy.vector_wait).
+        # yet has no turns to search, but its chat may have memories. The message's vector
+        # (the optional semantic search) is encoded in a thread meanwhile, used if ready after
+        # the lexical searches (RetrievalPolicy.vector_wait).
         speaker = None if sender is None else sender.speaker
         vector = None if is_new else await self.retriever.query_vector(text, speaker)
         retrieve = partial(
@@ -178,16 +208,18 @@ class LaneParts:
         member = None
         if sender is not None:
             member = member_of(live.state.participants, sender.user_id, sender.speaker)
-        return await self.packet(live, await self.db.read(retrieve), member=member)
+        build = await self._builder_of(live, member)
+        return lambda snapshot: build(retrieve(snapshot))
 
-    async def packet(
-        self,
-        live: LiveSession,
-        retrieved: Sequence[RetrievedItem] = (),
-        *,
-        member: Participant | None = None,
-    ) -> ConversationContextPacket:
-        """Return the packet of ``live`` with ``retrieved`` as its retrieved items."""
+    async def packet(self, live: LiveSession) -> ConversationContextPacket:
+        """Return the packet of ``live`` without retrieved items (what ``/context`` shows)."""
+        build = await self._builder_of(live, None)
+        return build(())
+
+    async def _builder_of(
+        self, live: LiveSession, member: Participant | None
+    ) -> Callable[[Sequence[RetrievedItem]], ConversationContextPacket]:
+        """Return the build of the packet of ``live``, given its retrieved items."""
         memories = await self.memories.of(self.db.reader, live.session.chat_id)
         cleared = live.state.cleared_through
         # /clear: the turns up to it stay in the log, not in the packet (the state says where).
@@ -196,12 +228,17 @@ class LaneParts:
         worker = self.summary_worker
         session_id = live.session.session_id
         llm_summary = "" if worker is None else worker.latest_text(session_id, after_seq=cleared)
-        return self.builder.build(
-            live.state,
-            recent,
-            now=self.clock(),
-            memories=memories,
-            retrieved=retrieved,
-            llm_summary=llm_summary,
-            member=member,
-        )
+        state, now, builder = live.state, self.clock(), self.builder
+
+        def build(retrieved: Sequence[RetrievedItem]) -> ConversationContextPacket:
+            return builder.build(
+                state,
+                recent,
+                now=now,
+                memories=memories,
+                retrieved=retrieved,
+                llm_summary=llm_summary,
+                member=member,
+            )
+
+        return build

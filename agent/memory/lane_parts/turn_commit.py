@@ -10,6 +10,7 @@ held session and writes its checkpoint (side effects after COMMIT). Tested by
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.memory_commands import MemoryCommands
 from agent.memory.lane_parts.parts import LaneParts
 from agent.memory.lane_parts.turn_edits import TurnEditor
+from agent.memory.longterm.memory_schemas import MemoryCandidate
 from agent.memory.rules.dialogue_acts import UNRETRIEVED_REPLY_INTENTS
 from agent.memory.rules.pronouns import said_before
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
@@ -33,6 +35,7 @@ from agent.memory.schemas import (
     Reply,
     SessionControl,
     SessionState,
+    dump_json,
 )
 from agent.memory.writer import (
     memory_candidates,
@@ -125,48 +128,54 @@ class TurnCommitter:
         parts = self._parts
         if reply.erase_turns:  # "forget my locker code", confirmed: those turns go first
             await self._editor.erase_turns(live, reply.erase_turns)
-        now = parts.clock()
-        turn = ConversationTurn(
-            turn_id=ids.turn_id(),
-            session_id=live.session.session_id,
-            seq=live.state.turn_count + 1,
-            user_text=message.text,
-            assistant_text=reply.text or None,
-            intent=reply.intent,
-            action_name=reply.action_name,
-            job_refs=reply.job_refs,
-            created_at=now,
-            status="answered" if reply.text and control is None else "recorded",
-            bot_id=message.bot_id,
-            update_id=message.update_id,
-            user_id=message.user_id,
-            speaker=message.speaker,
-            message_id=message.message_id,
-            control=control,
-        )
         before = live.state
-        state = parts.states.apply(before, turn)
         session = live.session
         # Long-term memory is per chat and read from private talk only: in a group, "my name
         # is" speaks for one member, not for the chat. A turn answered with help or an error
         # text ("I didn't understand") promotes nothing: the reply said nothing was noted; nor
         # does a request to forget ("forget that my sister lives in Porto"), which erases.
         personal = session.chat_type in PERSONAL_CHAT_TYPES
-        # "actually it's Bath, not Bristol" corrects a memory the packet carried; "his name is
-        # Leo" speaks of the one the message before named.
-        memories = packet.memories if packet is not None else ()
-        earlier = said_before(packet.recent_turns) if packet is not None else []
-        candidates = (
-            memory_candidates(
+
+        def read_turn() -> tuple[ConversationTurn, SessionState, bytes, list[MemoryCandidate]]:
+            # The turn, the state rules, the state's JSON and the memory candidates are pure
+            # CPU over values nothing else changes meanwhile (the chat's lock is held): run in
+            # a worker thread, they leave the event loop to the other chats (issue 20, bar 1).
+            turn = ConversationTurn(
+                turn_id=ids.turn_id(),
+                session_id=session.session_id,
+                seq=before.turn_count + 1,
+                user_text=message.text,
+                assistant_text=reply.text or None,
+                intent=reply.intent,
+                action_name=reply.action_name,
+                job_refs=reply.job_refs,
+                created_at=parts.clock(),
+                status="answered" if reply.text and control is None else "recorded",
+                bot_id=message.bot_id,
+                update_id=message.update_id,
+                user_id=message.user_id,
+                speaker=message.speaker,
+                message_id=message.message_id,
+                control=control,
+            )
+            state = parts.states.apply(before, turn)
+            encoded = dump_json(state)
+            if not personal or turn.intent in UNRETRIEVED_REPLY_INTENTS:
+                return turn, state, encoded, []
+            # "actually it's Bath, not Bristol" corrects a memory the packet carried; "his
+            # name is Leo" speaks of the one the message before named.
+            memories = packet.memories if packet is not None else ()
+            earlier = said_before(packet.recent_turns) if packet is not None else []
+            return turn, state, encoded, memory_candidates(
                 turn,
                 parts.promotion,
                 memories=memories,
                 previous=earlier,
                 said_at=message.received_at,
             )
-            if personal and turn.intent not in UNRETRIEVED_REPLY_INTENTS
-            else []
-        )
+
+        turn, state, encoded, candidates = await asyncio.to_thread(read_turn)
+        now = turn.created_at
         forget = reply.forget_memories if personal else ()
         promoted: list[Memory] = []
         erased: list[Memory] = []
@@ -175,8 +184,10 @@ class TurnCommitter:
 
         async def commit(tx: Transaction) -> ConversationTurn | None:
             # I3, authoritative inside the transaction: the update may have become a turn
-            # (through another path) since the check in on_turn.
-            if message.update_id is not None:
+            # (through another path) since the packet's read looked. The turn's insert finds it
+            # (it changes nothing, and nothing else is written); a prelude or a new session,
+            # which write before the insert, look first.
+            if message.update_id is not None and (prelude is not None or is_new):
                 known = await parts.store.turn_for_update(tx, message.bot_id, message.update_id)
                 if known is not None:
                     return known
@@ -192,7 +203,10 @@ class TurnCommitter:
                     title=session.title,
                     now=now,
                 )
-            if not await write_conversation_turn(tx, parts.store, turn, state, now=now):
+            written = await write_conversation_turn(
+                tx, parts.store, turn, state, now=now, encoded=encoded
+            )
+            if not written:
                 return await _known_turn(tx, parts, message)
             # The summary version the fold made commits with its turn (I6: never apart).
             await write_summary_version(tx, parts.summary_store, before, state, now=now)

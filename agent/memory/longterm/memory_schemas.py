@@ -75,7 +75,9 @@ class MemoryCandidate(Value):
     """Something a turn said that may deserve long-term memory (see ``write_if_worthy``).
 
     ``key`` is the fact's key (:mod:`agent.memory.longterm.memory_slots`); ``correction``: it
-    corrects the current value (which was never true) rather than replacing it from now on.
+    corrects the current value (which was never true) rather than replacing it from now on;
+    ``replaces``: the key of another slot whose current memory it puts right ("sorry, her name
+    is Anna" of ``relative:sister hanna``), which was never true either.
     """
 
     kind: MemoryKind
@@ -85,6 +87,7 @@ class MemoryCandidate(Value):
     text: str
     origin: MemoryOrigin = "said"
     correction: bool = False
+    replaces: str | None = None
     confidence: float = Field(ge=0, le=1)
     importance: float = Field(ge=0, le=1)
 

@@ -90,6 +90,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     ),
     "avoid": SlotRule("constraint", True, 0.6, "you don't {v}", "{s} doesn't {v}"),
     "routine": SlotRule("procedure", True, 0.5, "your routine: {v}", "{s}'s routine: {v}"),
+    # What someone does for fun, said with its verb: "play the guitar", "plays the violin".
+    "does": SlotRule("preference", True, 0.4, "you {v}", "{s} {v}"),
     "relative": SlotRule("entity", True, 0.7, "your {v}", "{s}'s {v}"),
     "pet": SlotRule("entity", True, 0.6, "your {v}", "{s}'s {v}"),
     "note": SlotRule("fact", True, 0.6, "{v}", "{s}: {v}"),

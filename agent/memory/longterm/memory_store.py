@@ -160,14 +160,20 @@ class SqliteMemoryStore(SqliteMemoryReads):
         - A candidate below the threshold never replaces an active memory (``None``).
         - A fact about someone (``sister Mia/location``) is ``related_to`` the memory that
           names them (``relative:sister mia``).
+        - A candidate that ``replaces`` another slot's value ("sorry, her name is Anna") ends
+          that one where it began, and ``supersedes`` it.
         """
         stamp = to_db_time(now)
         slot = slot_of(candidate.key)
-        rows = await tx.fetchall(
-            f"SELECT {READ_COLUMNS} FROM memories WHERE chat_id = ? AND key = ? AND {CURRENT}",
-            (chat_id, slot),
-        )
-        current = next((row_to_memory(row) for row in rows), None)
+        current = await self._current(tx, chat_id, slot)
+        put_right = None
+        if candidate.replaces is not None and candidate.confidence >= threshold:
+            put_right = await self._current(tx, chat_id, slot_of(candidate.replaces))
+        if put_right is not None and (current is None or put_right.memory_id != current.memory_id):
+            await tx.execute(  # never true: it ends where it began
+                "UPDATE memories SET valid_until = valid_from, updated_at = ? WHERE memory_id = ?",
+                (stamp, put_right.memory_id),
+            )
         if (
             current is not None
             and current.attribute == candidate.attribute
@@ -219,6 +225,8 @@ class SqliteMemoryStore(SqliteMemoryReads):
                 await self._relate(tx, memory.memory_id, relation, current.memory_id, stamp)
             if candidate.subject != USER:
                 await self._relate_to_entity(tx, memory, stamp)
+        if put_right is not None and put_right.memory_id != memory.memory_id:
+            await self._relate(tx, memory.memory_id, "supersedes", put_right.memory_id, stamp)
         if source is not None:
             await tx.execute(
                 "INSERT INTO memory_sources (memory_id, session_id, seq) VALUES (?, ?, ?)"
@@ -257,6 +265,13 @@ class SqliteMemoryStore(SqliteMemoryReads):
             ),
         )
         return row_to_memory(next(iter(rows)))
+
+    async def _current(self, tx: Transaction, chat_id: int, slot: str) -> Memory | None:
+        rows = await tx.fetchall(
+            f"SELECT {READ_COLUMNS} FROM memories WHERE chat_id = ? AND key = ? AND {CURRENT}",
+            (chat_id, slot),
+        )
+        return next((row_to_memory(row) for row in rows), None)
 
     async def _relate(
         self, tx: Transaction, memory_id: str, relation: str, other_id: str, stamp: str

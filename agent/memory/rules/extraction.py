@@ -3,7 +3,9 @@
 Everything here is a pure function of its arguments: no clock (``now`` is passed in), no
 randomness, no I/O. The state manager folds it over the turn log and must get the live state
 back (I6); the offline concierge uses the very same rules, so what it acknowledges is what the
-state records. Facts ("my name is Ada") are read by :mod:`agent.memory.rules.fact_extraction`.
+state records. Facts ("my name is Ada") are read by :mod:`agent.memory.rules.fact_extraction`;
+a timed reminder's request is matched here (:func:`match_reminder`, so that it opens no to-do)
+and read by :mod:`agent.memory.rules.reminder_requests`.
 
 Text is normalised first (NFKC, zero-width and bidi marks dropped, curly quotes straightened)
 and cut into clauses at sentence ends. Patterns are anchored or bounded, with no nested
@@ -17,29 +19,24 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
-from zoneinfo import ZoneInfo
 
-from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, due_time
+from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, spoken_clock
 from agent.memory.schemas import OpenLoop
 from agent.utils.text import LOOP_STOP_WORDS, split_words
-from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = [
     "EVERYTHING",
     "MAX_REMINDER_DELAY",
     "Clause",
     "Closer",
-    "ReminderRequest",
     "clean_value",
     "content_stems",
     "extract_closers",
     "extract_openers",
-    "is_reminder_request",
     "match_loop",
+    "match_reminder",
     "normalize_text",
-    "parse_reminder",
     "split_clauses",
 ]
 
@@ -189,6 +186,9 @@ _TODO_VERBS = frozenset(
     study clear empty hoover vacuum mow repair replace refill transfer apply register confirm
     arrange wrap grab iron change cut paint pickup shop""".split()
 )
+# "and also book swimming lessons": one more to-do, said after one ("also call me Sam" is none).
+_ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
+_VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
 _LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
 # "I've finished everything", "all done": every open to-do at once.
 EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
@@ -237,7 +237,7 @@ _DONE_TO = re.compile(
 _NOT_DONE = frozenset(
     """wanted needed tried planned hoped intended failed decided started used attempted wished
     liked loved hated considered forgot missed postponed delayed agreed offered promised
-    expected preferred asked wondered pretended refused learned learnt cancelled canceled""".split()
+    expected preferred asked wondered pretended refused learned learnt""".split()
 )
 # Participles that say how something is, not that it was done ("my cat is called Miso").
 _STATES = _NOT_DONE | frozenset(
@@ -275,24 +275,28 @@ class Closer:
 
 
 def _reminder_clause(clause: Clause) -> bool:
-    return _match_reminder(clause.text) is not None
+    return match_reminder(clause.text) is not None
 
 
 def extract_openers(text: str) -> tuple[str, ...]:
     """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
 
     Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X",
-    "todo: X", "add X to my list". A reminder with a time ("remind me in 10 minutes to X") opens
-    no to-do: it becomes a job. "I need to X?" (a question) opens nothing; "can you remind me to
-    X?" does.
+    "todo: X", "add X to my list", "and also X" (X opening with a to-do's verb). A reminder with
+    a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
+    question) opens nothing; "can you remind me to X?" does.
     """
     found: list[str] = []
-    for clause in split_clauses(text):
+    clauses = split_clauses(text)
+    also = bool(clauses) and _ALSO.match(normalize_text(text)) is not None
+    for clause in clauses:
         if _reminder_clause(clause):
             continue
         match = _REMIND_TODO.search(clause.text) or _NO_FORGET.search(clause.text)
         if match is None and not clause.question:
             match = next((m for p in _OPENERS if (m := p.match(clause.text))), None)
+            if match is None and also and clause is clauses[0]:
+                match = _VERB_FIRST.match(clause.text)
         if match is None:
             continue
         for value in _several_todos(clean_value(match.group("v"))):
@@ -381,8 +385,8 @@ def _stem(word: str) -> str:
         word = word[:-2]
     elif len(word) >= 4 and word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
-    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz":
-        word = word[:-1]  # stopped -> stop
+    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz"[len(word) >= 6 :]:
+        word = word[:-1]  # stopped -> stop, cancelled -> cancel (called -> call)
     if len(word) >= 4 and word.endswith("e"):
         word = word[:-1]  # bake / baked / baking -> bak
     return word
@@ -423,7 +427,7 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
     return best[1] if best else None
 
 
-# -- timed reminders ---------------------------------------------------------------------------
+# -- timed reminders (read by agent.memory.rules.reminder_requests) ---------------------------
 
 _REMIND = (
     r"(?:please\s+)?(?:remind me|set (?:a |an |my )?(?:reminder|alarm|timer)(?: for me)?"
@@ -437,64 +441,15 @@ _REMINDER_FORMS = (
     re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{WHEN})$", _F),
     re.compile(rf"^(?P<when>{WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
 )
-@dataclass(frozen=True, slots=True)
-class ReminderRequest:
-    """A request for a reminder at a time: "remind me in 10 minutes to call mom".
-
-    Attributes:
-        label: what to remind of (``call mom``); empty when the user gave nothing.
-        due_at: when, in UTC.
-        link: the word before the label: ``to``, ``about`` (also for "for") or ``that``.
-    """
-
-    label: str
-    due_at: datetime
-    link: str = "to"
-
-
 # "set a timer for 10 minutes": a timer's length is a delay.
 _TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)
 
 
-def _match_reminder(clause: str) -> re.Match[str] | None:
-    clause = _TIMER_FOR.sub("timer in ", clean_value(clause, len(clause) + 1))
+def match_reminder(clause: str) -> re.Match[str] | None:
+    """The match of a reminder request in ``clause``: its ``when``, ``link`` and ``label``."""
+    clause = _TIMER_FOR.sub("timer in ", spoken_clock(clean_value(clause, len(clause) + 1)))
     for pattern in _REMINDER_FORMS:
         match = pattern.search(clause)
         if match is not None:
             return match
-    return None
-
-
-def is_reminder_request(text: str) -> bool:
-    """Tell whether ``text`` asks for a reminder at a time, valid or not ("in 0 minutes")."""
-    return any(_match_reminder(clause.text) for clause in split_clauses(text))
-
-
-def parse_reminder(
-    text: str, now: datetime, zone: ZoneInfo = DEFAULT_ZONE
-) -> ReminderRequest | None:
-    """Return the first timed reminder ``text`` asks for, or ``None``.
-
-    Forms: "remind me in 10 minutes to call mom", "remind me to call mom in 2 hours", "in 30
-    seconds remind me to stretch", "remind me tomorrow at 8am to ...", "remind me on Friday to
-    ...", "remind me next Monday at 9:15 to ...", "at 6pm remind me to ...". The time is read by
-    :func:`~agent.memory.rules.reminder_time.due_time` in ``zone``: a clock time is its next
-    occurrence, a day without one is at 09:00; delays run from one second to 366 days; "at 6"
-    (no minutes, no am/pm) is ambiguous and refused.
-
-    Args:
-        text: one user message.
-        now: the time the message was received (a naive time is taken as UTC).
-        zone: the user's time zone (UTC unless they set one).
-    """
-    for clause in split_clauses(text):
-        match = _match_reminder(clause.text)
-        if match is None:
-            continue
-        due = due_time(match.group("when"), now, zone)
-        if due is None:
-            return None
-        label = clean_value(match.group("label") or "")
-        link = (match.group("link") or "to").lower()
-        return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
     return None

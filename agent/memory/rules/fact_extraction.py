@@ -5,7 +5,9 @@ A pure function of the text (no clock, no I/O), shared by the state manager (gro
 record the facts on their state; I6: the same turns give the same facts), the promotion gate of
 long-term memory, and the offline concierge, which acknowledges them. Keys follow
 :mod:`agent.memory.longterm.memory_slots`. Text handling (normalisation, clauses, value cleaning) is
-:mod:`agent.memory.rules.extraction`'s.
+:mod:`agent.memory.rules.extraction`'s; reading a value after its cue,
+:mod:`agent.memory.rules.fact_values`'; what is said of the people and pets in the user's life,
+:mod:`agent.memory.rules.entity_facts`'.
 
 Tested by ``tests/test_extraction.py``.
 """
@@ -17,87 +19,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from agent.memory.longterm.memory_slots import USER, fact_key
-from agent.memory.rules.extraction import Clause, clean_value, split_clauses
-from agent.memory.rules.fact_words import (
-    EVENTS,
-    GOAL_VERBS,
-    JOBS,
-    NAME_STOP,
-    NOT_NAMES,
-    PEOPLE,
-    PETS,
-)
+from agent.memory.rules.entity_facts import read_entity_facts, read_several
+from agent.memory.rules.extraction import Clause, split_clauses
+from agent.memory.rules.fact_values import PRONOUN_OBJECT, fact_value
+from agent.memory.rules.fact_words import DIETS, EVENTS, GOAL_VERBS, JOBS, PEOPLE, PETS
 from agent.memory.schemas import Fact, FactMode
-from agent.utils.text import LETTER_WORD
-from agent.utils.time_zones import find_zone
 
 __all__ = ["PEOPLE", "PETS", "extract_facts"]
 
 _F = re.IGNORECASE
 
-_NAME = re.compile(rf"({LETTER_WORD})(?:\s+({LETTER_WORD}))?(?:\s+({LETTER_WORD}))?")
-_AFTER_NAME = re.compile(r"(?:,|from\b|here\b|and\b|by the way\b|btw\b|$)", _F)
 _ADV = (
     r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally|severely"
     r"|very|highly|seriously|mildly|slightly|quite))?"
 )
-_PLACE_STOP = re.compile(
-    r"\s+(?:with|for|since|near|now|currently|and|but|at|on|in|because|as|where|which|last|this"
-    r"|next|ago|recently|today|tonight|tomorrow)\b|,\s",
-    _F,
-)
-_PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas)\b", _F)
-_PRONOUN_OBJECT = re.compile(r"(?:it|that|this|them|you|him|her|those|these|me)\b", _F)
-
-_WHO = rf"(?P<rel>{PEOPLE}|{PETS})"
-_PET = re.compile(rf"(?:{PETS})$", _F)
-# Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
-# "my best friend is Jake": a name that ends the clause after "is".
-_CALLED = (
-    r"(?:'s name is|s' name is| is called| is named| called| named|,"
-    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?\s*[.!]*$))?"
-)
-_ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
-# What is said of someone: (predicate, attribute, how the value is read).
-# An age said of someone: "5", "5 years old", "5 now".
-_AGE = r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year))?"
-_OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
-    (re.compile(pattern, _F), attribute, kind)
-    for pattern, attribute, kind in (
-        (r"(?:lives|is living|is based|resides|has moved|moved|relocated)\s+(?:in|to)\s+",
-         "location", "place"),
-        (r"(?:is|comes) from\s+", "hometown", "place"),
-        (r"works as\s+", "job", "short"),
-        (rf"is (?=an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\b)", "job", "place"),
-        (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
-        (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
-        (r"(?:job|profession|occupation) is\s+", "job", "short"),
-        (r"age is\s+(?=\d{1,3}$)", "age", "raw"),
-        (rf"is (?:actually |now |really |just )?(?={_AGE}$)", "age", "age"),
-        (rf"(?:has )?(?:just )?turned\s+(?={_AGE}$)", "age", "age"),
-        (r"is allergic to\s+", "allergy", "short"),
-        (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
-        (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
-    )
-)  # fmt: skip
-_ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
-_HAVE_ENTITY = re.compile(
-    rf"\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got"
-    rf"|adopted|rescued|bought))\s+(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_WHO}\b",
-    _F,
-)
-# "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
-_HAVE_SEVERAL = re.compile(
-    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)"
-    rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?P<rel>children|twins|{PEOPLE}|{PETS})"
-    r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
-    r"(?P<names>[A-Z][^\W\d_]+(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)[A-Z][^\W\d_]+)+)",
-)
-_NAME_LIST = re.compile(r"\s*,\s*and\s+|\s*,\s*|\s+and\s+")
-# "..., she's 4", "and he is 5": what follows a name said of the one named.
-_PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
-# "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
-_PRONOUN_DOES = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which|that)\s+(?=\w)", _F)
 # When a plan is, said first: "this weekend I'm going hiking", "on Friday I have a dinner".
 _LEAD_TIME = (
     r"(?P<lead>(?:this|next|on|tomorrow|tonight|today|at the weekend|over the weekend)\b"
@@ -105,6 +40,20 @@ _LEAD_TIME = (
 )
 # What opens the time an event is said with: "on Friday", "tomorrow", "next week".
 _WHEN_OPENS = r"(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)"
+# "I quit my job at Boots, I'm at Lloyds now": a workplace said after leaving one.
+_NEW_WORKPLACE = re.compile(
+    r"\bi(?:'ve|\s+have)?\s+(?:just\s+)?(?:quit|left|changed|switched)\b[^.!?;]{0,60}?"
+    r"(?:,\s*|\s+)(?:and\s+|so\s+|now\s+)?(?:i'm|i am)\s+(?:now\s+)?(?:at|with)\s+(?P<v>.{1,80})",
+    _F,
+)
+# "I'm Tom, 41, living in Bristol", "I'm lactose intolerant and allergic to sesame": more said
+# of the user after "I'm ...", each part read as if said with "I'm".
+_LISTED = re.compile(
+    r"^(?:(?:hi|hello|hey)\b[,!. ]*)?i(?:'m|\s+am)\s+[^,]{1,40}?(?:\s*,\s*|\s+and\s+)"
+    r"(?P<rest>.{1,200})$",
+    _F,
+)
+_LIST_PARTS = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+|\s+(?=from\s)", _F)
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
     r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
@@ -127,11 +76,18 @@ _TRAVEL = (
 _NEWS = rf"\bi(?:'ve|\s+have)?{_ADV}\s+"
 # When a routine comes round: "every morning", "on Sundays".
 _DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
-_LIVE = r"(?:live|reside|'m living|am living|'m based|am based|'m staying|am staying)"
-_WORK = r"(?:work|'m working|am working)"
+_LIVE = (
+    r"(?:(?:'m|\s+am)?" + _ADV + r"\s+(?:living|based|residing)|" + _ADV + r"\s+(?:live|reside))"
+)
+_WORK = (
+    r"(?:work|'m working|am working)(?:\s+(?:from home|remotely|part[- ]time|full[- ]time"
+    r"|freelance))?"
+)
 _DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
-    r"|can't stand|cannot stand|(?:am|'m) (?:no longer|not) (?:a fan of|into))"
+    r"|can't stand|cannot stand|can't bear|cannot bear|loathe|detest"
+    r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big )?(?:a fan of|into|keen on"
+    r"|fond of|big on|fan of))"
 )
 
 
@@ -139,7 +95,7 @@ _DISLIKE = (
 class _FactRule:
     key: str
     pattern: re.Pattern[str]
-    kind: str  # how the value is read (_fact_value): name, place, short, phrase, raw, zone...
+    kind: str  # how the value is read (fact_value): name, place, short, phrase, raw, zone...
     in_questions: bool
     alongside: bool  # the clause may state another fact too: the next rules still read it
 
@@ -154,7 +110,8 @@ def _rule(
 _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("timezone", r"\bmy time\s*zone(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)", "zone"),
     _rule("timezone", r"\b(?:set|change|switch|update) my time\s*zone to\s+(?P<v>.+)", "zone"),
-    _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?$",
+    _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?"
+          r"(?:\s+now)?$",
           "zone"),
     _rule("name", r"\bmy name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
     _rule("name", r"\bcall me\s+(?P<v>.+)", "name", in_questions=True),
@@ -167,6 +124,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     ),
     _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
     _rule("name", r"^(?:hi|hello|hey)?[,!. ]*i(?:'m|\s+am)\s+(?:called|named)\s+(?P<v>.+)", "name"),
+    # "it's Sam here", "this is Priya speaking": a name, said as on the phone.
+    _rule("name", r"^(?:it's|it is|this is)\s+(?P<v>\S+\s+(?:here|speaking))[\s.!]*$",
+          "strict_name"),
     _rule(
         "event",
         rf"^(?:my|our) (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s"
@@ -177,29 +137,28 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     # "the party is this Saturday": an event said without "my", when it is said with its time.
     _rule(
         "event",
-        rf"^the (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|are|starts|begins)\s+"
+        rf"^the (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})"
+        r"(?:\s+(?:in|at|with|for)\s+[\w'-]+){0,2})\s+(?:is|are|starts|begins)\s+"
         rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
         "phrase",
     ),
     # "I have a job interview on Monday at 10am": the event, then when it is.
     _rule(
         "event",
-        rf"^(?:{_LEAD_TIME})?i(?:'ve|\s+have)?(?:\s+got)?\s+(?:a|an|my|the)\s+(?P<item>(?:[\w'-]+"
+        rf"^(?:{_LEAD_TIME})?(?:i|we)(?:'ve|\s+have|(?:'re|'m|\s+are|\s+am)\s+having)?(?:\s+got)?"
+        rf"\s+(?:a|an|my|the|our)\s+(?P<item>(?:[\w'-]+"
         rf"\s+){{0,2}}?(?:{EVENTS}))(?:\s+(?P<with>with\s.{{1,40}}?))?(?:\s+(?P<when>{_WHEN_OPENS}"
         r"\b.{0,60}))?$",
         "phrase",
     ),
-    _rule("plan", rf"^(?:{_LEAD_TIME})?i(?:'m|\s+am)\s+(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
+    _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
+          rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
           "phrase"),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
     _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
           "raw"),
-    _rule(
-        "diet",
-        r"^(?:i'm|i am|im)(?:\s+an?)?\s+(?P<v>(?:vegetarian|vegan|pescatarian|"
-        r"gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher|halal))\b",
-        "raw",
-    ),
+    _rule("diet", rf"^(?:i'm|i am|im|i(?: have|'ve got)(?=\s+c[oe]*liac))(?:\s+an?)?\s+"
+          rf"(?P<v>{DIETS})\b", "raw"),
     _rule("job", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS}))\b", "short",
           alongside=True),
@@ -211,7 +170,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
     _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
-    _rule("location", rf"\bi{_ADV}\s+{_LIVE}\s+in\s+(?P<v>.+)", "place"),
+    _rule("location", rf"\bi{_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
     _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
           "short"),
@@ -239,10 +198,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("job", rf"{_NEWS}joined\s+[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*)*\s+as\s+(?P<v>an?\s+.+)",
           "short", alongside=True),
     _rule("workplace", rf"{_NEWS}joined\s+(?P<v>[A-Z].+)", "org"),
-    _rule("favourite", r"\bmy (?:favou?rite|fav)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
+    _rule("favourite", r"\bmy (?:favou?rite|fave?)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
           r"\s+(?P<v>.+)", "short"),
     _rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
-          r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fav)\s+"
+          r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fave?)\s+"
           r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
     _rule(
         "birthday",
@@ -257,7 +216,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule(
         "avoid",
         rf"\bi{_ADV}\s+(?:can't|cannot|can not|don't|do not|never)\s+"
-        r"(?P<v>(?:eat|drink)\s+.+)",
+        r"(?P<v>(?:eat|drink|have\s+(?:any\s+)?(?=(?:dairy|gluten|nuts|peanuts|eggs?|fish"
+        r"|shellfish|seafood|meat|pork|beef|alcohol|lactose|wheat|caffeine|sugar|soy|sesame)\b))"
+        r"\s*.+)",
         "short",
     ),
     _rule(
@@ -275,6 +236,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
           r"(?!(?:like|love|enjoy|hate|forget|wanted)\b).+)", "phrase"),
     _rule("routine", rf"^(?P<v>i\s+(?:go|play|do|have|take|walk|visit|call|see|meet|train)\b.*"
           rf"\bevery\s+{_DAYS}\b.*)", "phrase"),
+    _rule("does", r"^i\s+(?:also\s+|still\s+)?(?P<v>(?:play|practise|practice)\s+(?!with\b).+)",
+          "short"),
     _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "short"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "short"),
     _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
@@ -290,63 +253,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 # A word every rule of _FACT_RULES matches as a whole word (the user speaks of themselves: "I",
 # "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" opening an event ("the party
 # is on Friday"): a clause without one is read by none of them.
-_USER_CUE = re.compile(r"\b(?:i|im|my|me|name|we|our)\b|^the\s", _F)
-
-
-def _name_value(raw: str, *, strict: bool) -> str | None:
-    match = _NAME.match(raw)
-    if match is None:
-        return None
-    words: list[str] = []
-    for word in (w for w in match.groups() if w):
-        if word.lower() in NAME_STOP or (strict and not word[0].isupper()):
-            break
-        words.append(word)
-    if not words or words[0].lower() in NOT_NAMES or len(words[0]) > 40:
-        return None
-    # After "I'm X" only the name may follow ("I'm Ada, from Lisbon"; not "I'm Planning a trip").
-    rest = raw[match.end(len(words)) :].lstrip()
-    gerund = len(words[0]) >= 6 and words[0].lower().endswith("ing")
-    if strict and (gerund or not _AFTER_NAME.match(rest)):
-        return None
-    name = " ".join(words)
-    return name.title() if name.islower() else name
-
-
-def _cut(value: str, stop: re.Pattern[str], words: int | None) -> str:
-    match = stop.search(value)
-    if match:
-        value = value[: match.start()]
-    if words is not None:
-        value = " ".join(value.split()[:words])
-    return clean_value(value, 80)
-
-
-def _fact_value(kind: str, raw: str) -> str | None:
-    if kind == "name":
-        return _name_value(raw, strict=False)
-    if kind == "strict_name":
-        return _name_value(raw, strict=True)
-    if kind == "zone":
-        zone = find_zone(raw)
-        return None if zone is None else zone.key
-    if kind == "age":  # "5 now": the number and its unit
-        return re.sub(r"\s+(?:now|already|today|this year)$", "", raw.strip(), flags=_F)
-    if kind == "trip":  # "going to Japan in August": a place, by its capital letter
-        place = _cut(raw, _PHRASE_STOP, 8)
-        return f"a trip to {place}" if place[:1].isupper() else None
-    if kind == "org":  # "joined Google as a designer": a name, by its capital letter
-        value = _cut(raw, _PLACE_STOP, 5)
-        return value if value[:1].isupper() else None
-    if kind == "place":
-        value = _cut(raw, _PLACE_STOP, 5)
-    elif kind == "short":
-        value = _cut(raw, _PHRASE_STOP, 8)
-    elif kind == "phrase":
-        value = _cut(raw, _PHRASE_STOP, 16)
-    else:
-        value = clean_value(raw, 80)
-    return value or None
+_USER_CUE = re.compile(
+    r"\b(?:i|im|my|me|name|we|our)\b|^the\s|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
+    _F,
+)
 
 
 @lru_cache(maxsize=256)  # the state rules, the gate and the summarizer all read each text
@@ -373,22 +283,31 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
         The facts, at most one per key (the last stated wins).
     """
     found: dict[str, Fact] = {
-        key: Fact(key=key, value=value, turn=turn) for key, value in _read_several(text)
+        key: Fact(key=key, value=value, turn=turn) for key, value in read_several(text)
     }
+    moved = _NEW_WORKPLACE.search(text)
+    workplace = fact_value("place", moved.group("v")) if moved else None
     correcting = _CORRECTION.search(text) is not None
     for clause in split_clauses(text, statements=True):
         if clause.question:
             facts = _read_user_fact(clause, questions_only=True)
         else:
-            facts = _read_entity_facts(clause.text) or _read_user_fact(clause)
+            facts = read_entity_facts(clause.text) or _read_user_fact(clause)
         mode: FactMode = "stated"
         if _HEDGE.search(clause.text):
             mode = "hedged"
         elif correcting:
             mode = "corrected"
+        listed = _LISTED.match(clause.text)
+        for part in _LIST_PARTS.split(listed.group("rest")) if listed else ():
+            if part and _USER_CUE.search(part) is None:
+                said = _read_user_fact(Clause(f"I'm {part}", question=False))
+                facts = [*facts, *((k, v) for k, v in said if k != "name")]
         for key, value in facts:
             found.pop(key, None)
             found[key] = Fact(key=key, value=value, turn=turn, mode=mode)
+    if workplace is not None:
+        found["workplace"] = Fact(key="workplace", value=workplace, turn=turn)
     return tuple(found.values())
 
 
@@ -405,12 +324,12 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         if match is None:
             continue
         attribute = rule.key
-        if attribute in {"likes", "dislikes"} and _PRONOUN_OBJECT.match(match.group("v")):
+        if attribute in {"likes", "dislikes"} and PRONOUN_OBJECT.match(match.group("v")):
             continue
         said = _said(match)
         if said is None:
             continue
-        value = _fact_value(rule.kind, said)
+        value = fact_value(rule.kind, said)
         if value is None:
             continue
         if attribute == "favourite":
@@ -437,64 +356,3 @@ def _said(match: re.Match[str]) -> str | None:
         return f"{groups['item']}{extra} is {when}"
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
     return f"{value} {lead}" if lead else value
-
-
-def _read_several(text: str) -> list[tuple[str, str]]:
-    """Read "I have two cats, Tom and Jerry": one ``pet`` or ``relative`` fact for each name
-    (from the whole message: its list of names spans what the clauses cut apart)."""
-    several = _HAVE_SEVERAL.search(text)
-    if several is None:
-        return []
-    role = " ".join(several.group("rel").casefold().split())
-    role = {"children": "child", "twins": "twin"}.get(role, role)
-    attribute = "pet" if _PET.match(role) else "relative"
-    names = _NAME_LIST.split(several.group("names"))
-    if any(name.casefold() in NOT_NAMES for name in names):
-        return []  # "my parents are French and Italian"
-    named = [f"{role} {name}" for name in names]
-    return [(fact_key(USER, attribute, subject), subject) for subject in named]
-
-
-def _read_entity_facts(text: str) -> list[tuple[str, str]]:
-    """Read "my sister Mia lives in Porto", "my cat's name is Miso", "I have a dog called Rex".
-
-    Returns the fact that names someone (``relative`` or ``pet``), when a name is given, and
-    the fact said about them; nothing when the clause is not about someone of the user's.
-    """
-    match = _ENTITY.search(text) or _HAVE_ENTITY.search(text)
-    if match is None:
-        return []
-    role = " ".join(match.group("rel").casefold().split())
-    rest = text[match.end() :]
-    called = re.match(_CALLED, rest, _F)
-    after = rest[called.end() :] if called else rest
-    name_match = _ENTITY_NAME.match(after)
-    name = None
-    if name_match is not None:
-        words = [w for w in name_match.groups() if w]
-        first = words[0].casefold() if words else ""
-        if first and first not in NOT_NAMES and first not in NAME_STOP:
-            name = " ".join(words)
-            after = after[name_match.end() :]
-    elif called is not None and called.group().strip(" ,"):
-        # "my cat is called miso": a name in lower case after an explicit "called".
-        plain = _NAME.match(after.strip())
-        if plain is not None:
-            name = plain.group(1).title()
-            after = after.strip()[plain.end() :]
-    subject = f"{role} {name}" if name else role
-    facts: list[tuple[str, str]] = []
-    if name is not None:
-        attribute = "pet" if _PET.match(role) else "relative"
-        facts.append((fact_key(USER, attribute, subject), subject))
-    # "my mom's birthday is ...": what follows the possessive is said of them.
-    said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
-    for predicate, attribute, kind in _OTHER_PREDICATES:
-        found = predicate.match(said)
-        if found is None:
-            continue
-        value = _fact_value(kind, said[found.end() :])
-        if value is not None and not _PRONOUN_OBJECT.fullmatch(value):
-            facts.append((fact_key(subject, attribute, value), value))
-        break
-    return facts

@@ -5,7 +5,11 @@ words that are no name. Data, read by :mod:`agent.memory.rules.fact_extraction` 
 
 from __future__ import annotations
 
-__all__ = ["EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
+__all__ = [
+    "ALIASES",
+    "BREEDS",
+    "DIETS",
+    "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
 
 #: Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
 NOT_NAMES = frozenset(
@@ -16,7 +20,8 @@ NOT_NAMES = frozenset(
     sleepy cold hot free interested curious confused worried scared angry stressed exhausted
     right wrong bad better worse alright awake asleep away around into over under working
     trying looking thinking planning hoping moving leaving coming staying living crazy anything
-    whatever something sometimes back""".split()
+    whatever something sometimes back monday tuesday wednesday thursday friday saturday sunday
+    january february march april june july august september october november december""".split()
 ) | frozenset(  # "my dad is Irish", "my parents are French and Italian": no names
     """english french irish scottish welsh british american canadian mexican brazilian german
     italian spanish portuguese dutch belgian swiss swedish norwegian danish finnish polish
@@ -36,15 +41,36 @@ GOAL_VERBS = (
 )
 #: Who someone is to the user ("my sister Mia"), and which animals are pets ("my cat Miso").
 PEOPLE = (
-    "best friend|friend|girlfriend|boyfriend|partner|wife|husband|fiancee|fiancée|fiance|fiancé"
+    "best friend|best mate|bestie|friend|mate|pal|buddy|girlfriend|boyfriend|partner|wife"
+    "|husband|fiancee|fiancée|fiance|fiancé"
     "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
     "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
     "|grandma|granny|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
-    "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist"
+    "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist|little boy"
+    "|little girl|boy|girl"
 )
+#: A pet said by its breed ("a golden retriever named Biscuit"), and the animal it is.
+BREEDS = {
+    breed: animal
+    for animal, breeds in (
+        ("dog", "golden retriever|labrador retriever|german shepherd|border collie|jack russell"
+         "|cocker spaniel|springer spaniel|french bulldog|labrador|retriever|spaniel|poodle"
+         "|terrier|collie|beagle|pug|dachshund|husky|greyhound|whippet|corgi|schnauzer|chihuahua"
+         "|bulldog|rottweiler|doberman|labradoodle|cockapoo|cavapoo|sheepdog"),
+        ("cat", "tabby|siamese cat|persian cat|maine coon|ragdoll|bengal cat|moggy"),
+    )
+    for breed in breeds.split("|")
+}  # fmt: skip
+#: A role said in other words, and the role it is ("a golden retriever": a dog; "a little
+#: boy": a son).
+ALIASES = {
+    **BREEDS,
+    **{"little boy": "son", "boy": "son", "little girl": "daughter", "girl": "daughter"},
+}
 PETS = (
     "cat|kitten|dog|puppy|parrot|budgie|hamster|rabbit|bunny|guinea pig|fish|goldfish|horse"
-    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse"
+    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse|"
+    + "|".join(BREEDS)
 )
 #: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
 JOBS = (
@@ -55,6 +81,15 @@ JOBS = (
     "|police officer|paramedic|farmer|waiter|waitress|barista|cashier|translator|therapist"
     "|psychologist|secretary|receptionist|entrepreneur|freelancer|surgeon|midwife"
     "|physiotherapist|tutor|coach|editor|economist|banker|clerk|technician|builder|painter"
+    "|gp|radiographer|solicitor|hairdresser|barber|cleaner|carer|nanny|childminder|assistant"
+    "|administrator|optician|estate agent|social worker|civil servant|soldier|postman|courier"
+    "|actor|actress|singer|dancer|dietitian|counsellor|counselor|copywriter|sales rep"
+)
+#: A diet said "I'm ..." ("I have coeliac disease" too): what it rules out is
+#: :mod:`agent.memory.rules.food_groups`'s.
+DIETS = (
+    r"(?:vegetarian|vegan|pescatarian|gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher"
+    r"|halal|coeliac|celiac)"
 )
 #: What a user may have on their calendar: "my flight to Berlin is on 14 March".
 EVENTS = (
@@ -62,4 +97,7 @@ EVENTS = (
     "|wedding|party|concert|match|game|class|lesson|presentation|deadline|check-?up|surgery"
     "|operation|reservation|booking|visit|course|conference|show|date|dinner|lunch|brunch"
     "|drinks|game night|barbecue|bbq|picnic|hike|race|marathon|gig|recital|ceremony|funeral"
+    "|haircut|massage|rehearsal|viewing|shift|festival|graduation|reunion|christening|check-in"
+    "|scan|physio|therapy session|vaccination|jab|school play|parents' evening|sports day"
+    "|anniversary|mot|service|inspection|delivery|housewarming|baby shower|hen do|stag do"
 )

@@ -19,7 +19,7 @@ import itertools
 import re
 from collections.abc import Mapping
 
-__all__ = ["DIETS", "GROUPS", "food_groups", "groups_left_out", "how_it_has"]
+__all__ = ["DIETS", "GROUPS", "food_groups", "groups_left_out", "how_it_has", "outside_groups"]
 
 _F = re.IGNORECASE
 
@@ -39,9 +39,11 @@ _NUTS = """nut nuts peanut almond walnut cashew pistachio hazelnut pecan macadam
 _PEANUTS = "peanut peanuts satay snickers"
 _GLUTEN = """gluten wheat bread pasta pizza beer barley rye couscous cake cookie biscuit croissant
     bagel flour cereal toast sandwich spaghetti lasagne lasagna noodles muffin pastry doughnut
-    donut pancake waffle"""
+    donut pancake waffle sourdough baguette brioche cracker ramen udon dumpling pie scone
+    pretzel naan pita crumpet"""
 _ALCOHOL = """alcohol beer wine vodka whisky whiskey gin rum tequila cider champagne prosecco
     cocktail sake brandy liqueur margarita mojito lager ale spirits booze sangria"""
+_SESAME = "sesame tahini hummus houmous halva halwa"
 _PORK = "pork bacon ham salami pepperoni chorizo prosciutto pancetta lard carbonara"
 
 #: Each group, and the words of the foods and drinks in it (each also read in the plural).
@@ -58,6 +60,7 @@ GROUPS: Mapping[str, frozenset[str]] = {
         ("gluten", _GLUTEN),
         ("alcohol", _ALCOHOL),
         ("pork", _PORK),
+        ("sesame", _SESAME),
     )
 }
 
@@ -70,6 +73,8 @@ DIETS: Mapping[str, frozenset[str]] = {
         ("pescatarian", "meat pork"),
         ("gluten-free", "gluten"),
         ("gluten free", "gluten"),
+        ("coeliac", "gluten"),
+        ("celiac", "gluten"),
         ("lactose-intolerant", "dairy"),
         ("lactose intolerant", "dairy"),
         ("teetotal", "alcohol"),
@@ -141,13 +146,22 @@ def groups_left_out(attribute: str, value: str) -> frozenset[str]:
     return frozenset(named)
 
 
+def outside_groups(value: str) -> str:
+    """The words of a constraint that name no group ("shellfish and kiwi": "and kiwi"): what
+    it rules out by the words a food shares with them."""
+    said = re.findall(r"[^\W\d_]+(?:[-'][^\W\d_]+)*", value)
+    named = set(GROUPS) | {g.rstrip("s") for g in GROUPS} | set(_NAMES)
+    return " ".join(w for w in said if not _words(w) & named)
+
+
 def how_it_has(thing: str, group: str) -> str:
     """Say why ``thing`` is left out: "a burger is meat", "the wings are meat", "a latte
     usually has dairy"; "" when ``thing`` names the group itself ("meat")."""
     if group in _words(thing) or group.rstrip("s") in _words(thing):
         return ""
     head = re.split(r"\s+(?:with|and|in|on|from|of)\s+", thing.strip(), maxsplit=1)[0]
-    several = re.search(r"[^s]s$", head) is not None  # "the wings", not "the pad thai with nuts"
+    # "the wings", not "the pad thai with nuts", "hummus" or "couscous"
+    several = re.search(r"[^su]s$", head) is not None
     if group in _KINDS:
         return f"{thing} {'are' if several else 'is'} {group}"
     return f"{thing} usually {'have' if several else 'has'} {group}"

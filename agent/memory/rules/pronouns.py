@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
 from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
+from agent.memory.rules.fact_words import ALIASES
 from agent.memory.schemas import ConversationTurn, Fact
 
 __all__ = ["opens_with_name", "resolve_name", "resolve_pronoun", "said_before"]
@@ -38,7 +39,9 @@ _MALE = frozenset(
 )
 # The pronoun that opens a message, and what it becomes: "he's" -> "<who> is", "his" -> "<who>'s".
 _OPENING = re.compile(
-    r"^(?:and\s+|oh\s+and\s+|also,?\s+)?(?P<p>he|she|they|his|her|their)"
+    r"^(?:and\s+|oh\s+and\s+|also,?\s+"
+    r"|(?:(?:no|nope|sorry|oops|actually|wait|my bad)\b[\s,!.-]*)+)?"
+    r"(?P<p>he|she|they|his|her|their)"
     r"(?P<be>'s|'re|\s+is|\s+are|\s+was|\s+were)?(?=\s|$)",
     _F,
 )
@@ -47,12 +50,14 @@ _ASKED = re.compile(r"^(?=.*\?\s*$).*?\b(?P<p>he|she|they|his|her|their)\b(?P<be
 # A name that opens a statement about its bearer: "Rex is 5", "Clara's birthday is ...", or
 # a clause of one: "Miso is 3 and Tofu is 5".
 _NAME_FIRST = re.compile(
-    r"(?:^|(?<=, )|(?<=; )|(?<=\band )|(?<=\bbut ))"
+    r"(?:^|(?<=, )|(?<=; )|(?<=\band )|(?<=\bbut )|(?<=^actually )|(?<=^oh )|(?<=^also ))"
     r"(?P<name>[A-Z][^\W\d_]+)(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
-    r"|turned|moved|got)\b))"
+    r"|turned|moved|got|plays|learns|is learning)\b))"
 )
 # Each one a message speaks of: "my sister ... and my brother ...": two, no telling who.
 _ROLE = re.compile(rf"\b(?:my|our|a|an)\s+(?P<role>{PEOPLE}|{PETS})\b", _F)
+# "her name is ...": of the one named before, a new name.
+_RENAMES = re.compile(r"\s+(?:real\s+|actual\s+)?name\b", _F)
 _OTHER_GENDER = {"he": _FEMALE, "his": _FEMALE, "she": _MALE, "her": _MALE}
 
 
@@ -72,7 +77,8 @@ def _named(previous: str) -> tuple[str | None, bool]:
             labels.append(label)
     # "my son Leo": named and said of under the same label; two people: no telling who.
     roles = {label.split()[0].casefold() for label in labels}
-    mentioned = [m.group("role").casefold() for m in _ROLE.finditer(previous)]
+    mentioned = [ALIASES.get(m.group("role").casefold(), m.group("role").casefold())
+                 for m in _ROLE.finditer(previous)]
     roles.update(mentioned)
     if len(roles) != 1:
         return None, len(roles) > 1
@@ -124,13 +130,14 @@ def resolve_pronoun(text: str, previous: Sequence[str]) -> str:
             break
     if label is None:
         return text
-    role = label.split()[0].casefold()
     pronoun = match.group("p").casefold()
-    if role in _OTHER_GENDER.get(pronoun, frozenset()):
+    if label.split()[0].casefold() in _OTHER_GENDER.get(pronoun, frozenset()):
         return text
     # A question asks of someone by name ("what does Miso like?"), a statement says "my cat Miso".
-    name = role_and_name(label)[1]
+    role, name = role_and_name(label)
     who = name if name and opening is None else f"my {label}"
+    if _RENAMES.match(text, match.end()):  # "sorry, her name is Anna": "my sister's name ..."
+        who = f"my {role}"
     if pronoun in {"his", "her", "their"}:
         if match.group("be"):
             return text  # "his is ..." / "her's": not a pronoun before a thing of theirs

@@ -15,6 +15,10 @@ a clock time ("at 18:30", "at 8am", "at noon"), or a day with a clock time ("tom
 - the result must be ahead of now and at most :data:`MAX_REMINDER_DELAY` ahead: "today at 8am"
   at noon is refused, not moved to tomorrow; "at 8am" alone is the next 8am.
 
+:func:`spoken_clock` puts a clock time said in words in figures first ("half past five pm":
+"at 17:30", "quarter to eight in the morning": "at 07:45"); one that does not say morning or
+evening stays a bare hour, refused like "at 6".
+
 A pure function of its arguments (``now`` is passed in). Tested by ``tests/test_reminder_time.py``
 and, as part of a reminder request, ``tests/test_extraction.py``.
 """
@@ -30,10 +34,12 @@ from zoneinfo import ZoneInfo
 __all__ = [
     "MAX_REMINDER_DELAY",
     "WHEN",
+    "due_instead",
     "due_time",
     "local_moment",
     "read_delay",
     "says_clock",
+    "spoken_clock",
 ]
 
 #: The furthest ahead a reminder may be set.
@@ -176,6 +182,36 @@ def local_moment(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     return local
 
 
+_HOURS = "one two three four five six seven eight nine ten eleven twelve".split()
+_HOUR = rf"\d{{1,2}}|{'|'.join(_HOURS)}"
+# "half past five pm", "a quarter to 8 in the morning", "7 o'clock tonight".
+_SPOKEN = re.compile(
+    rf"\b(?:at\s+)?(?:(?:a\s+)?(?P<q>quarter|half)\s+(?P<dir>past|after|to)\s+(?P<h>{_HOUR})"
+    rf"|(?P<oc>{_HOUR})\s*o'?clock)(?:(?<=\d)(?!\d)|\b)(?P<m>\s*(?:{_MERIDIEM})(?!\w)|\s+in\s+the\s+(?:{_PART})"
+    r"|\s+tonight)?",
+    _F,
+)
+
+
+def _in_figures(match: re.Match[str]) -> str:
+    said = (match.group("h") or match.group("oc")).casefold()
+    hour = int(said) if said.isdigit() else _HOURS.index(said) + 1
+    minute = {"half": 30, "quarter": 15}.get((match.group("q") or "").casefold(), 0)
+    if (match.group("dir") or "").casefold() == "to":
+        hour, minute = (hour - 2) % 12 + 1, 60 - minute
+    part = (match.group("m") or "").strip().casefold()
+    if not part:
+        return f"at {hour}" if hour <= 12 else f"at {hour:02d}:{minute:02d}"  # morning or evening?
+    evening = part[0] == "p" or part.endswith(("afternoon", "evening", "night"))
+    hour = hour % 12 + (12 if evening else 0)
+    return f"at {hour:02d}:{minute:02d}"
+
+
+def spoken_clock(text: str) -> str:
+    """Return ``text`` with each clock time said in words put in figures (see the module)."""
+    return _SPOKEN.sub(_in_figures, text)
+
+
 def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     """Return when a reminder said with ``when`` is due, in UTC, or ``None``.
 
@@ -200,3 +236,41 @@ def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     if not now < due <= now + MAX_REMINDER_DELAY:
         return None
     return due
+
+
+# "the evening", "this morning": a part of the day, not a day.
+_PART_OF_DAY = re.compile(rf"\b(?:the|this)\s+(?:{_PART})\b", _F)
+
+
+def due_instead(when: str, before: datetime, now: datetime, zone: ZoneInfo) -> datetime | None:
+    """Return when a reminder due at ``before`` is due once moved to ``when``, in UTC, or
+    ``None`` (unreadable, or not ahead).
+
+    A move is a small change: a clock time said without a day is the one nearest the
+    reminder's old time, on its own day or the next one ahead ("change it to 11am" of Monday's
+    9:30 is Monday at 11:00; "make it 11:30pm" of a reminder at 00:31 tonight is 23:30 tonight);
+    a day said without a clock time keeps its time of day ("move it to Tuesday" of a 9:30
+    reminder is Tuesday at 9:30); a delay, or a day and a time, are read as :func:`due_time`
+    reads them.
+    """
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    ahead = due_time(when, now, zone)
+    if _DELAY.match(when) or _UTC.search(when):
+        return ahead
+    names_day = _NAMES_DAY.search(_PART_OF_DAY.sub(" ", when)) is not None
+    clock = says_clock(when) or _PART_WORD.search(when) is not None
+    if names_day == clock:
+        return ahead
+    was = before.astimezone(zone)
+    if clock:  # on the reminder's own day
+        phrase = _PART_OF_DAY.sub(lambda m: m.group(0).split()[-1], when)
+        local = local_moment(phrase, was.replace(hour=0, minute=0, second=0, microsecond=0), zone)
+    else:  # at the reminder's own time of day
+        local = local_moment(when, now, zone)
+        local = None if local is None else local.replace(hour=was.hour, minute=was.minute)
+    moved = None if local is None else local.replace(tzinfo=zone).astimezone(UTC)
+    if moved is None or not now < moved <= now + MAX_REMINDER_DELAY:
+        return ahead
+    if clock and ahead is not None and abs(ahead - before) < abs(moved - before):
+        return ahead
+    return moved

@@ -13,7 +13,15 @@ new fact beside the old one, not in its place.
 
 :func:`correct_last` reads the other kind, which names the right value alone ("no, it's on
 Wednesday") of the fact the user's message before stated. A weekday corrects a date kept from
-one ("oops, Tuesday, not Monday" of "on Mon 3 Mar").
+one ("oops, Tuesday, not Monday" of "on Mon 3 Mar"); a day put right keeps the time said with
+the old one ("no, it's on Wednesday" of "on Tuesday at 3pm": "on Wednesday at 3pm").
+
+:func:`read_said` is what a message states or puts right, as the concierge and the promotion
+gate read it: the facts, dated, and the keys they replace. A value that is part of its key (a
+name of someone's, a like, a trip) put right is a new key, so the old one is named to go: "my
+sister is Hanna", then "sorry, her name is Anna" renames her (no second sister); "I like
+coffee", then "no, I meant I like tea"; "I have a dog called Rex", then "oops, it's Max" or,
+later, "I meant Max, not Rex".
 
 Tested by ``tests/test_value_corrections.py`` and the "corrections" family of
 ``tests/test_everyday_phrasings.py``.
@@ -22,14 +30,25 @@ Tested by ``tests/test_value_corrections.py`` and the "corrections" family of
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import NamedTuple
+from zoneinfo import ZoneInfo
 
-from agent.memory.longterm.memory_slots import parse_key
-from agent.memory.rules.fact_dates import kept_day
+from agent.memory.longterm.memory_slots import fact_key, parse_key, role_and_name
+from agent.memory.rules.fact_dates import dated_facts, kept_day
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import Fact
+from agent.utils.time_zones import find_zone
 
-__all__ = ["correct_by_value", "correct_last", "names_values"]
+__all__ = [
+    "Said",
+    "correct_by_value",
+    "correct_last",
+    "names_values",
+    "puts_right",
+    "read_said",
+]
 
 _F = re.IGNORECASE
 # What may open a correction: "no,", "sorry -", "oops, actually".
@@ -51,7 +70,8 @@ _INSTEAD = tuple(
 # "no, it's on Wednesday": the right value alone, of what the message before said.
 _IT_IS = re.compile(
     rf"^(?:no|nope|sorry|oops|actually|correction|wait|my bad|my mistake)\b[\s,:!.-]*{_LEAD[1:]}"
-    rf"(?:it's|it is|it was|that's|that is|make that|it should be)\s+(?:actually\s+)?"
+    rf"(?:it's|it is|it was|that's|that is|make that|it should be|i meant|i mean)\s+"
+    rf"(?:actually\s+)?"
     rf"(?P<new>{_VALUE}){_END}",
     _F,
 )
@@ -64,6 +84,29 @@ _CLAUSE = re.compile(
     _F,
 )
 _MOST_WORDS = 5
+# A message that opens by putting the one before right ("sorry, her name is Anna", "I meant
+# my cousin"), and one that adds to it rather ("actually I also like tea").
+_PUTS_RIGHT = re.compile(
+    r"^(?:no|nope|sorry|oops|actually|correction|wait|my bad|my mistake|i meant|i mean"
+    r"|scratch that)\b",
+    _F,
+)
+_ADDS = re.compile(r"\b(?:also|too|as well|another|second|other)\b", _F)
+# Someone's name alone ("oops, it's Max").
+_A_NAME = re.compile(r"[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?")
+# A time of day said with a date ("on Tuesday at 3pm"), kept when only the day is put right.
+_AT_TIME = re.compile(r"\s+at\s+\d{1,2}(?:[:.]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?(?!\w)", _F)
+# A name's spelling said after it ("John with an h", "Ann, spelt with no e").
+_SPELLING = re.compile(r",?\s+(?:with|spelt|spelled)\b.*$", _F)
+_ENTITIES = frozenset({"relative", "pet"})
+
+
+class Said(NamedTuple):
+    """What one message states or puts right: its ``facts`` (dated) and, for each of them that
+    replaces a fact of another key, that key (``replaced[new key] = old key``)."""
+
+    facts: tuple[Fact, ...]
+    replaced: Mapping[str, str]
 
 
 def _instead(text: str) -> list[tuple[str, str]]:
@@ -85,6 +128,12 @@ def names_values(text: str) -> bool:
     """Whether ``text`` names a wrong and a right value, as :func:`correct_by_value` reads (a
     cheap test before the facts known are gathered)."""
     return bool(_instead(text))
+
+
+def puts_right(text: str) -> bool:
+    """Whether ``text`` opens as a correction ("sorry, ...", "actually ...", "I meant ..."): it
+    may rename one the user named before (a cheap test before the facts known are gathered)."""
+    return _PUTS_RIGHT.match(text.strip()) is not None
 
 
 def _is_its_value(fact: Fact) -> bool:
@@ -119,18 +168,148 @@ def correct_last(text: str, previous: str | None, *, turn: int) -> tuple[Fact, .
     """Return the fact ``previous`` (the user's message before) stated, with the value
     ``text`` puts right ("my dentist appointment is on Tuesday", then "no, it's on
     Wednesday"; "I live in Bristol", then "sorry, it's Bath"), or nothing: ``text`` must open
-    as a correction, and ``previous`` state exactly one fact that has one value.
+    as a correction, and ``previous`` state exactly one fact that has one value, or name one
+    person or pet ("I have a dog called Rex", then "oops, it's Max").
     """
+    return _correct_last(text, previous, turn=turn)[0]
+
+
+def _correct_last(
+    text: str, previous: str | None, *, turn: int
+) -> tuple[tuple[Fact, ...], dict[str, Fact]]:
     match = _IT_IS.match(text.strip())
     if match is None or not previous:
-        return ()
+        return (), {}
     new = " ".join(match.group("new").split())
-    stated = [f for f in extract_facts(previous, turn=turn) if not _is_its_value(f)]
+    said = extract_facts(previous, turn=turn)
+    named = [f for f in said if parse_key(f.key).name in _ENTITIES]
+    if len(said) == 1 and named and _A_NAME.fullmatch(new):  # "oops, it's Max": a rename
+        renamed = _renamed(named[0], new, turn)
+        return (renamed,), {renamed.key: named[0]}
+    stated = [f for f in said if not _is_its_value(f)]
     if len(stated) != 1 or _CLAUSE.search(new) or len(new.split()) > _MOST_WORDS:
-        return ()
+        return (), {}
     fact = stated[0]
     value = _PLACE_WORD.sub("", new)
+    if fact.key == "name":
+        value = _SPELLING.sub("", value)
+    if fact.key == "timezone":  # "sorry, I meant London": its zone
+        zone = find_zone(value)
+        if zone is None:
+            return (), {}
+        value = zone.key
     verb = re.search(r"\s(?:is|are|leaves)\s", fact.value)
     if parse_key(fact.key).name == "event" and verb:  # "dentist appointment is on Tuesday"
         value = fact.value[: verb.end()] + new
-    return (Fact(key=fact.key, value=value, turn=turn, mode="corrected"),)
+        kept_time = _AT_TIME.search(fact.value[verb.end() :])
+        if kept_time is not None and _AT_TIME.search(new) is None:
+            value += kept_time.group()  # "on Tuesday at 3pm", then "no, on Wednesday"
+    return (Fact(key=fact.key, value=value, turn=turn, mode="corrected"),), {}
+
+
+def _renamed(fact: Fact, name: str, turn: int) -> Fact:
+    """The fact that names someone (``sister Hanna``), named ``name`` instead."""
+    parts = parse_key(fact.key)
+    value = f"{role_and_name(fact.value)[0]} {name}"
+    key = fact_key(parts.subject, parts.attribute, value)
+    return Fact(key=key, value=value, turn=turn, mode="corrected")
+
+
+def _rename_by_value(
+    text: str, known: Sequence[Fact], *, turn: int
+) -> tuple[tuple[Fact, ...], dict[str, Fact]] | None:
+    """ "I meant Max, not Rex": the one the user named Rex is named Max."""
+    for new, old in _instead(text):
+        if not _A_NAME.fullmatch(new):
+            continue
+        for fact in reversed(known):
+            if parse_key(fact.key).name in _ENTITIES:
+                if role_and_name(fact.value)[1].casefold() == old.casefold():
+                    renamed = _renamed(fact, new, turn)
+                    return (renamed,), {renamed.key: fact}
+    return None
+
+
+def _put_right(stated: Sequence[Fact], text: str, previous: str | None) -> dict[str, Fact]:
+    """The keys of the facts ``previous`` stated that those of ``text`` put right: of the
+    same subject and many-value attribute, one each ("I like coffee", then "no, I meant I like
+    tea"; "my brother is Mark", then "I meant my cousin is Mark")."""
+    if not previous or not puts_right(text) or _ADDS.search(text):
+        return {}
+    before = extract_facts(previous, turn=0)
+    keys = {f.key for f in stated}
+    replaced: dict[str, Fact] = {}
+    for fact in stated:
+        parts = parse_key(fact.key)
+        if fact.mode != "corrected" or not _is_its_value(fact):
+            continue
+        old = [
+            f
+            for f in before
+            if f.key not in keys
+            and parse_key(f.key).subject == parts.subject
+            and parse_key(f.key).name == parts.name
+        ]
+        if len(old) == 1:
+            replaced[fact.key] = old[0]
+    return replaced
+
+
+def _renamed_later(stated: Sequence[Fact], text: str, known: Sequence[Fact]) -> dict[str, Fact]:
+    """ "actually my sister's name is Anna", said later: a message that only names someone, as a
+    correction, renames the one the user has of that role (when they have exactly one)."""
+    if len(stated) != 1 or not puts_right(text) or _ADDS.search(text):
+        return {}
+    (fact,) = stated
+    parts = parse_key(fact.key)
+    role, name = role_and_name(fact.value)
+    if fact.mode != "corrected" or parts.name not in _ENTITIES or not name:
+        return {}
+    same = [
+        f
+        for f in known
+        if f.key != fact.key
+        and parse_key(f.key).name == parts.name
+        and parse_key(f.key).subject == parts.subject
+        and role_and_name(f.value)[0] == role
+    ]
+    return {fact.key: same[0]} if len(same) == 1 else {}
+
+
+def read_said(
+    text: str,
+    known: Sequence[Fact],
+    previous: str | None,
+    *,
+    turn: int,
+    said_at: datetime,
+    zone: ZoneInfo,
+) -> Said:
+    """Return the facts ``text`` states, or else those it puts right, dated at ``said_at`` in
+    ``zone``, with the keys they replace (see the module docstring).
+
+    Args:
+        text: one user message, its pronoun and names resolved.
+        known: the facts known before it, oldest first.
+        previous: the user's message before it, if any.
+        turn: the seq of the turn that says it (recorded on each fact).
+        said_at: when it was said (a relative date is read at it).
+        zone: the user's time zone.
+    """
+    stated = extract_facts(text, turn=turn)
+    replaced: dict[str, Fact] = {}
+    if stated:
+        replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
+    elif by_value := correct_by_value(text, known, turn=turn):
+        stated = by_value
+    elif (renamed := _rename_by_value(text, known, turn=turn)) is not None:
+        stated, replaced = renamed
+    else:
+        stated, replaced = _correct_last(text, previous, turn=turn)
+    dated = dated_facts(stated, said_at, zone)
+    new_keys = {f.key: d.key for f, d in zip(stated, dated, strict=True)}
+    # A key that holds a dated value is the dated value's: the old fact's too.
+    return Said(
+        dated,
+        {new_keys[new]: dated_facts((old,), said_at, zone)[0].key for new, old in replaced.items()},
+    )

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from agent.db import AnyDatabase, Transaction
 from agent.errors import CheckpointError, StorageError
-from agent.memory.conversation_checkpoint import CheckpointWriter
+from agent.memory.conversation_checkpoint import CheckpointWriter, SnapshotSource
 from agent.memory.schemas import ConversationCheckpointSnapshot, dump_json
 from agent.utils.ids import is_session_id
 from agent.utils.timestamps import to_db_time
@@ -50,11 +50,10 @@ class DatabaseCheckpoints:
         """Return the mirrored file of a session (``None``: rows only)."""
         return None if self._files is None else self._files.path_for(session_id)
 
-    async def write(
-        self, snapshot: ConversationCheckpointSnapshot, *, compact: bool = False
-    ) -> None:
-        """Store the snapshot as its session's row (and file, if mirrored; ``compact``: the
-        file in one piece, see :meth:`CheckpointWriter.write`).
+    async def write(self, snapshot: SnapshotSource, *, compact: bool = False) -> None:
+        """Store the snapshot (or the one ``snapshot()`` makes) as its session's row (and
+        file, if mirrored; ``compact``: the file in one piece, see
+        :meth:`CheckpointWriter.write`).
 
         A session the database no longer has (erased meanwhile) gets no row.
 
@@ -62,6 +61,8 @@ class DatabaseCheckpoints:
             CheckpointError: the row or the file could not be written; the previous one is
                 left intact.
         """
+        if callable(snapshot):
+            snapshot = snapshot()
         if not is_session_id(snapshot.session_id):
             raise ValueError(f"not a session id: {snapshot.session_id!r}")
         data = dump_json(snapshot)

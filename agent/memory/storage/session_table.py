@@ -267,9 +267,16 @@ class SqliteSessionTable(SqliteIdLists):
             after = page[-1].session_id
 
     async def save_state(
-        self, tx: Transaction, state: SessionState, *, last_seq: int, now: datetime
+        self,
+        tx: Transaction,
+        state: SessionState,
+        *,
+        last_seq: int,
+        now: datetime,
+        encoded: bytes | None = None,
     ) -> None:
-        """Store a session's new state, its counters and its status.
+        """Store a session's new state, its counters and its status (``encoded``: the state's
+        :func:`~agent.memory.schemas.dump_json`, when the caller made it off the event loop).
 
         The fields of ``_PARTS`` go to their rows of ``conversation_session_parts``, each
         written only if its value changed (:meth:`_save_parts`): a turn writes what it changed
@@ -278,7 +285,7 @@ class SqliteSessionTable(SqliteIdLists):
         Raises:
             StorageError: the session does not exist or the update failed.
         """
-        document = state.model_dump(mode="json")
+        document = state.model_dump(mode="json") if encoded is None else orjson.loads(encoded)
         values = {name: document.pop(name) for name in _PARTS}
         sid = state.session_id
         try:

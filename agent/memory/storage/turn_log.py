@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from agent.db import Row, Transaction
+from agent.db import Row, Snapshot, Transaction
 from agent.errors import StorageError
 from agent.memory.schemas import ConversationTurn, JobRef, SessionControl, dump_json
 from agent.memory.storage.id_lists import SqliteIdLists
@@ -74,6 +74,12 @@ def _row_to_turn(row: Row) -> ConversationTurn:
     )
 
 
+#: The turns a ``WHERE`` clause finds (always a constant of this module, never user text).
+_SELECT_TURNS = f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE "
+#: The turn of one Telegram update.
+_OF_UPDATE = "bot_id = ? AND update_id = ?"
+
+
 async def _select_turns(
     conn: Transaction, where: str, params: tuple[Any, ...]
 ) -> list[ConversationTurn]:
@@ -81,9 +87,7 @@ async def _select_turns(
 
     ``where`` is always a constant of this module (with any ORDER BY / LIMIT), never user text.
     """
-    rows = await conn.fetchall(
-        f"SELECT {_TURN_COLUMNS} FROM conversation_turns WHERE {where}", params
-    )
+    rows = await conn.fetchall(_SELECT_TURNS + where, params)
     return [_row_to_turn(row) for row in rows]
 
 
@@ -143,8 +147,15 @@ class SqliteTurnLog(SqliteIdLists):
         self, conn: Transaction, bot_id: int, update_id: int
     ) -> ConversationTurn | None:
         """Return the turn recorded for a Telegram update, or ``None``."""
-        found = await _select_turns(conn, "bot_id = ? AND update_id = ?", (bot_id, update_id))
+        found = await _select_turns(conn, _OF_UPDATE, (bot_id, update_id))
         return next(iter(found), None)
+
+    def recorded_turn(
+        self, conn: Snapshot, bot_id: int, update_id: int
+    ) -> ConversationTurn | None:
+        """:meth:`turn_for_update` on a snapshot (in the searcher's thread)."""
+        row = conn.fetchone(_SELECT_TURNS + _OF_UPDATE, (bot_id, update_id))
+        return None if row is None else _row_to_turn(row)
 
     async def turn_for_message(
         self, conn: Transaction, bot_id: int, chat_id: int, message_id: int

@@ -1,0 +1,171 @@
+"""Reading what a user says of the people and pets in their life: "my sister Mia lives in
+Porto", "my cat's name is Miso", "I have a dog called Rex", "I have two cats, Tom and Jerry",
+"two kids, Oliver who is 9 and Poppy who is 6"; a pet said by its breed is the animal ("a golden
+retriever named Biscuit": a dog).
+
+The facts that name someone are ``relative`` or ``pet`` facts (``relative:sister mia``); what is
+said of them is keyed by who they are (``sister Mia/location``). Pure functions of the text,
+called by :func:`agent.memory.rules.fact_extraction.extract_facts`.
+
+Tested by ``tests/test_extraction.py`` and the "pets and relatives" family of
+``tests/test_everyday_phrasings.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.memory.longterm.memory_slots import USER, fact_key
+from agent.memory.rules.fact_values import NAME, PRONOUN_OBJECT, fact_value
+from agent.memory.rules.fact_words import ALIASES, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
+
+__all__ = ["read_entity_facts", "read_several"]
+
+_F = re.IGNORECASE
+
+_WHO = rf"(?P<rel>{PEOPLE}|{PETS})"
+_PET = re.compile(rf"(?:{PETS})$", _F)
+# Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
+# "my best friend is Jake": a name that ends the clause after "is".
+_CALLED = (
+    r"(?:'s name is|s' name is| is called| is named| called| named|,"
+    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?\s*[.!]*$))?"
+)
+_ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
+# What is said of someone: (predicate, attribute, how the value is read).
+# An age said of someone: "5", "5 years old", "5 now".
+_AGE = (
+    r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year"
+    r"|last (?:week|month|year)|recently|yesterday|actually))?"
+)
+_OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
+    (re.compile(pattern, _F), attribute, kind)
+    for pattern, attribute, kind in (
+        (r"(?:lives|is living|is based|resides|has moved|moved|relocated)\s+(?:in|to)\s+",
+         "location", "place"),
+        (r"(?:is|comes) from\s+", "hometown", "place"),
+        (r"works as\s+", "job", "short"),
+        (rf"is (?=an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\b)", "job", "place"),
+        (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
+        (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
+        (r"(?:job|profession|occupation) is\s+", "job", "short"),
+        (r"age is\s+(?=\d{1,3}$)", "age", "raw"),
+        (rf"is (?:actually |now |really |just )?(?={_AGE}$)", "age", "age"),
+        (rf"(?:has )?(?:just )?turned\s+(?={_AGE}$)", "age", "age"),
+        (r"is allergic to\s+", "allergy", "short"),
+        (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
+        (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
+        (r"(?=(?:plays|is learning|learns|practises|practices)\s)", "does", "short"),
+    )
+)  # fmt: skip
+_ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
+# "I have a dog called Rex"; "(and) a golden retriever named Biscuit" said after it.
+_HAVE_ENTITY = re.compile(
+    r"(?:\b(?:i|we)(?:\s+(?:also|now|still|even))?(?:\s+have|'ve got|\s+have got|'ve"
+    r"|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got|adopted|rescued|bought))\s+"
+    r"|^(?=(?:an?|one)\s+[\w ]{1,30}?\s+(?:called|named)\s))"
+    rf"(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_WHO}\b",
+    _F,
+)
+# One of several named: "Leo", with an age said after the name: "Leo who is 7", "Leo (7)",
+# "Leo, 7,".
+_ONE = (
+    r"[A-Z][^\W\d_]+(?:\s+who(?:'s|\s+is)\s+\d{1,3}|\s*\(\d{1,3}\)"
+    r"|,\s*\d{1,3}(?=\s*,|\s+and\b|\s*$))?"
+)
+# "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
+_HAVE_SEVERAL = re.compile(
+    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)"
+    rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?P<rel>children|twins|{PEOPLE}|{PETS})"
+    r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
+    rf"(?P<names>{_ONE}(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+){_ONE})+)",
+)
+# Each one of several named, with the age said after the name if any.
+_NAMED_AGED = re.compile(r"([A-Z][^\W\d_]+)(?:\s+who(?:'s|\s+is)\s+|\s*\(|,\s*)?(\d{1,3})?")
+# "a chef at a restaurant called Fern": where someone works, after their job.
+_JOB_AT = re.compile(r"^an?\s+(?:[\w-]+\s+){0,3}?(?:at|for)\s+(?P<v>.+)", _F)
+# "my parents are visiting from 3 to 7 September": their visit, an event of the user's.
+_VISIT = re.compile(
+    r"(?:is|are)\s+(?:coming(?:\s+(?:over|round|home|to\s+(?:visit|stay)))?|visiting"
+    r"|staying\s+with\s+(?:me|us))(?:\s+(?:me|us))?\s+(?P<when>(?:on|at|in|next|this|tomorrow"
+    r"|tonight|today|from|for)\b.{1,60})$",
+    _F,
+)
+# "..., she's 4", "and he is 5": what follows a name said of the one named.
+_PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
+# "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
+_PRONOUN_DOES = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which|that)\s+(?=\w)", _F)
+
+
+def read_several(text: str) -> list[tuple[str, str]]:
+    """Read "I have two cats, Tom and Jerry": one ``pet`` or ``relative`` fact for each name
+    (from the whole message: its list of names spans what the clauses cut apart)."""
+    several = _HAVE_SEVERAL.search(text)
+    if several is None:
+        return []
+    role = " ".join(several.group("rel").casefold().split())
+    role = {"children": "child", "twins": "twin"}.get(role, role)
+    role = ALIASES.get(role, role)
+    attribute = "pet" if _PET.match(role) else "relative"
+    named = [m.groups() for m in _NAMED_AGED.finditer(several.group("names"))]
+    if any(name.casefold() in NOT_NAMES for name, _ in named):
+        return []  # "my parents are French and Italian"
+    facts = [(fact_key(USER, attribute, f"{role} {name}"), f"{role} {name}") for name, _ in named]
+    # "Oliver who is 9 and Poppy who is 6": the ages, after the names.
+    facts += [(fact_key(f"{role} {name}", "age", age), age) for name, age in named if age]
+    return facts
+
+
+def read_entity_facts(text: str) -> list[tuple[str, str]]:
+    """Read "my sister Mia lives in Porto", "my cat's name is Miso", "I have a dog called Rex".
+
+    Returns the fact that names someone (``relative`` or ``pet``), when a name is given, and
+    the fact said about them; nothing when the clause is not about someone of the user's.
+    """
+    match = _ENTITY.search(text) or _HAVE_ENTITY.search(text)
+    if match is None:
+        return []
+    role = " ".join(match.group("rel").casefold().split())
+    role = ALIASES.get(role, role)  # "my golden retriever Biscuit": a dog; "my boy": a son
+    rest = text[match.end() :]
+    called = re.match(_CALLED, rest, _F)
+    after = rest[called.end() :] if called else rest
+    name_match = _ENTITY_NAME.match(after)
+    name = None
+    if name_match is not None:
+        words = [w for w in name_match.groups() if w]
+        first = words[0].casefold() if words else ""
+        if first and first not in NOT_NAMES and first not in NAME_STOP:
+            name = " ".join(words)
+            after = after[name_match.end() :]
+    elif called is not None and called.group().strip(" ,"):
+        # "my cat is called miso": a name in lower case after an explicit "called".
+        plain = NAME.match(after.strip())
+        if plain is not None:
+            name = plain.group(1).title()
+            after = after.strip()[plain.end() :]
+    subject = f"{role} {name}" if name else role
+    facts: list[tuple[str, str]] = []
+    if name is not None:
+        attribute = "pet" if _PET.match(role) else "relative"
+        facts.append((fact_key(USER, attribute, subject), subject))
+    # "my mom's birthday is ...": what follows the possessive is said of them.
+    said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
+    visit = _VISIT.match(said)
+    if visit is not None:  # "your sister Ana's visit is next weekend"
+        item = f"{subject}' visit" if subject.endswith("s") else f"{subject}'s visit"
+        facts.append((fact_key(USER, "event", item), f"{item} is {visit.group('when')}"))
+        return facts
+    for predicate, attribute, kind in _OTHER_PREDICATES:
+        found = predicate.match(said)
+        if found is None:
+            continue
+        value = fact_value(kind, said[found.end() :])
+        if value is not None and not PRONOUN_OBJECT.fullmatch(value):
+            facts.append((fact_key(subject, attribute, value), value))
+        where = _JOB_AT.search(said[found.end() :]) if attribute == "job" else None
+        place = fact_value("place", where.group("v")) if where else None
+        if place is not None:  # "is a chef at a restaurant called Fern": where, too
+            facts.append((fact_key(subject, "workplace", place), place))
+        break
+    return facts

@@ -1,0 +1,110 @@
+"""Reading a fact's value from the words after its cue: a name ("Ada", not "tired"), a place cut
+where its sentence goes on ("Leeds, with my sister": "Leeds"), a short phrase, a time zone, an
+age. Pure functions, shared by :mod:`agent.memory.rules.fact_extraction` (the user's facts) and
+:mod:`agent.memory.rules.entity_facts` (the people and pets in their life).
+
+Tested by ``tests/test_extraction.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.memory.rules.extraction import clean_value
+from agent.memory.rules.fact_words import NAME_STOP, NOT_NAMES
+from agent.utils.text import LETTER_WORD
+from agent.utils.time_zones import find_zone
+
+__all__ = [
+    "NAME",
+    "PHRASE_STOP",
+    "PLACE_STOP",
+    "PRONOUN_OBJECT",
+    "cut",
+    "fact_value",
+    "name_value",
+]
+
+_F = re.IGNORECASE
+
+#: Up to three words that may be a name.
+NAME = re.compile(rf"({LETTER_WORD})(?:\s+({LETTER_WORD}))?(?:\s+({LETTER_WORD}))?")
+# What may follow a name said "I'm Ada": "I'm Ada, from Lisbon", "I'm Ada and ...".
+_AFTER_NAME = re.compile(r"(?:,|from\b|here\b|speaking\b|and\b|by the way\b|btw\b|$)", _F)
+PLACE_STOP = re.compile(
+    r"\s+(?:with|for|since|near|now|currently|and|but|at|on|in|because|as|where|which|last|this"
+    r"|next|ago|recently|today|tonight|tomorrow)\b|,\s",
+    _F,
+)
+PHRASE_STOP = re.compile(r"\s+(?:because|since|but|although|though|which|whereas)\b", _F)
+PRONOUN_OBJECT = re.compile(r"(?:it|that|this|them|you|him|her|those|these|me)\b", _F)
+# The way back of a trip ("to Lisbon on the 3rd and back on the 10th"): not where it goes.
+_BACK = re.compile(r"\s+(?:and|then)\s+(?:back|home|return(?:ing)?|fly(?:ing)? back)\b", _F)
+# Words a value cut short may not end with ("a trip to Paris from the 4th to the").
+_LOOSE_END = re.compile(r"(?:\s+(?:the|a|an|to|of|and|or|from|on|in|at|for|with|by|my|your))+$", _F)
+# What may follow an age: "5 now", "5 last month".
+_AGE_TAIL = re.compile(
+    r"\s+(?:now|already|today|this year|last (?:week|month|year)|recently|yesterday|actually)$",
+    _F,
+)
+
+
+def name_value(raw: str, *, strict: bool) -> str | None:
+    """The name ``raw`` opens with, or ``None`` ("tired" is none); ``strict``: capitalised, and
+    nothing but the name follows ("I'm Ada", "I'm Ada, from Lisbon")."""
+    match = NAME.match(raw)
+    if match is None:
+        return None
+    words: list[str] = []
+    for word in (w for w in match.groups() if w):
+        if word.lower() in NAME_STOP or (strict and not word[0].isupper()):
+            break
+        words.append(word)
+    if not words or words[0].lower() in NOT_NAMES or len(words[0]) > 40:
+        return None
+    # After "I'm X" only the name may follow ("I'm Ada, from Lisbon"; not "I'm Planning a trip").
+    rest = raw[match.end(len(words)) :].lstrip()
+    gerund = len(words[0]) >= 6 and words[0].lower().endswith("ing")
+    if strict and (gerund or not _AFTER_NAME.match(rest)):
+        return None
+    name = " ".join(words)
+    return name.title() if name.islower() else name
+
+
+def cut(value: str, stop: re.Pattern[str], words: int | None) -> str:
+    """``value`` up to where ``stop`` finds the sentence going on, in at most ``words`` words."""
+    match = stop.search(value)
+    if match:
+        value = value[: match.start()]
+    if words is not None and len(value.split()) > words:  # a cut does not end on "the", "to"
+        value = _LOOSE_END.sub("", " ".join(value.split()[:words]))
+    return clean_value(value, 80)
+
+
+def fact_value(kind: str, raw: str) -> str | None:
+    """The value of a fact said by ``raw``, read as ``kind`` says (name, strict_name, zone, age,
+    trip, org, place, short, phrase, raw), or ``None`` when it holds none."""
+    if kind == "name":
+        return name_value(raw, strict=False)
+    if kind == "strict_name":
+        return name_value(raw, strict=True)
+    if kind == "zone":
+        zone = find_zone(raw)
+        return None if zone is None else zone.key
+    if kind == "age":  # "5 now": the number and its unit
+        return _AGE_TAIL.sub("", raw.strip())
+    if kind == "trip":  # "going to Japan in August": a place, by its capital letter
+        place = cut(_BACK.split(raw, maxsplit=1)[0], PHRASE_STOP, 8)
+        return f"a trip to {place}" if place[:1].isupper() else None
+    if kind == "org":  # "joined Google as a designer": a name, by its capital letter
+        value = cut(raw, PLACE_STOP, 5)
+        return value if value[:1].isupper() else None
+    if kind == "place":
+        value = cut(raw, PLACE_STOP, 5)
+    elif kind == "short":
+        value = cut(raw, PHRASE_STOP, 8)
+    elif kind == "phrase":
+        value = cut(raw, PHRASE_STOP, 16)
+    else:
+        value = clean_value(raw, 80)
+    return value or None

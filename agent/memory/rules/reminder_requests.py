@@ -1,0 +1,71 @@
+"""Reading a request for a timed reminder: "remind me in 10 minutes to call mom", "remind me
+tomorrow at 8am to take my vitamins", "at 6pm remind me to ...", "set a timer for 10 minutes".
+
+The time phrase's grammar and its reading are :mod:`agent.memory.rules.reminder_time`'s; this
+module finds the request, its time phrase and its label, clause by clause (the clauses of
+:func:`agent.memory.rules.extraction.split_clauses`). Pure functions of their arguments.
+
+Tested by ``tests/test_reminder_time.py`` and ``tests/test_extraction.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from agent.memory.rules.extraction import clean_value, match_reminder, split_clauses
+from agent.memory.rules.reminder_time import due_time
+from agent.utils.time_zones import DEFAULT_ZONE
+
+__all__ = ["ReminderRequest", "is_reminder_request", "parse_reminder"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReminderRequest:
+    """A request for a reminder at a time: "remind me in 10 minutes to call mom".
+
+    Attributes:
+        label: what to remind of (``call mom``); empty when the user gave nothing.
+        due_at: when, in UTC.
+        link: the word before the label: ``to``, ``about`` (also for "for") or ``that``.
+    """
+
+    label: str
+    due_at: datetime
+    link: str = "to"
+
+
+def is_reminder_request(text: str) -> bool:
+    """Tell whether ``text`` asks for a reminder at a time, valid or not ("in 0 minutes")."""
+    return any(match_reminder(clause.text) for clause in split_clauses(text))
+
+
+def parse_reminder(
+    text: str, now: datetime, zone: ZoneInfo = DEFAULT_ZONE
+) -> ReminderRequest | None:
+    """Return the first timed reminder ``text`` asks for, or ``None``.
+
+    Forms: "remind me in 10 minutes to call mom", "remind me to call mom in 2 hours", "in 30
+    seconds remind me to stretch", "remind me tomorrow at 8am to ...", "remind me on Friday to
+    ...", "remind me next Monday at 9:15 to ...", "at 6pm remind me to ...". The time is read by
+    :func:`~agent.memory.rules.reminder_time.due_time` in ``zone``: a clock time is its next
+    occurrence, a day without one is at 09:00; delays run from one second to 366 days; "at 6"
+    (no minutes, no am/pm) is ambiguous and refused.
+
+    Args:
+        text: one user message.
+        now: the time the message was received (a naive time is taken as UTC).
+        zone: the user's time zone (UTC unless they set one).
+    """
+    for clause in split_clauses(text):
+        match = match_reminder(clause.text)
+        if match is None:
+            continue
+        due = due_time(match.group("when"), now, zone)
+        if due is None:
+            return None
+        label = clean_value(match.group("label") or "")
+        link = (match.group("link") or "to").lower()
+        return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
+    return None
