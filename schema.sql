@@ -725,8 +725,8 @@ END;
 -- clarifications, facts, decisions, proposals, resolved entities and the rolling summary) are
 -- rows of their own here, each rewritten only when its value changes
 -- (agent/memory/storage/session_table.py); the row's state holds the other fields, and a
--- session read joins both. A field at its default (empty) has no row. A row written before
--- keeps its whole state until its next save. The parts go with their session (/forget,
+-- session read joins both. A field never set (at its default) has no row. A row written
+-- before keeps its whole state until its next save. The parts go with their session (/forget,
 -- prune). The rolling_summary column, a copy of the state's that nothing read, is dropped
 -- (2 KB more per turn).
 CREATE TABLE conversation_session_parts (

@@ -154,25 +154,25 @@ async def test_a_database_made_before_the_parts_keeps_its_states_turns_and_searc
         assert left[0] == 0
 
 
-async def test_a_session_has_a_part_row_only_for_the_fields_it_holds(db_path: Path):
-    """A field at its default (no loops, no summary yet) has no row: a new or quiet session
-    costs its row alone; a field that empties again loses its row; each state reads back."""
+async def test_a_session_has_a_part_row_only_for_the_fields_it_ever_held(db_path: Path):
+    """A field never set (no loops, no summary yet) has no row: a new or quiet session costs
+    its row alone; a field that empties keeps its row, empty; each state reads back."""
 
-    async def saved(state: SessionState) -> list[str]:
+    async def saved(state: SessionState) -> dict[str, str]:
         await db.write(lambda tx: store.save_state(tx, state, last_seq=state.turn_count, now=T0))
         read = await store.get_session(db.reader, "ses_a")
         assert read is not None
         assert read.state == state
         rows = await db.fetchall(
-            "SELECT name FROM conversation_session_parts WHERE session_id = 'ses_a' ORDER BY name"
+            "SELECT name, value FROM conversation_session_parts WHERE session_id = 'ses_a'"
         )
-        return [row["name"] for row in rows]
+        return {row["name"]: row["value"] for row in rows}
 
     async with Database(db_path) as db:
         await db.write(_new_session)
-        assert await saved(SessionState(session_id="ses_a", turn_count=1)) == []
+        assert await saved(SessionState(session_id="ses_a", turn_count=1)) == {}
         full = _state(3, 2)
-        assert await saved(full) == [
+        assert sorted(await saved(full)) == [
             "facts",
             "open_loops",
             "pending_clarifications",
@@ -182,4 +182,10 @@ async def test_a_session_has_a_part_row_only_for_the_fields_it_holds(db_path: Pa
         quieter = full.model_copy(
             update={"open_loops": (), "facts": (), "resolved_entities": {}, "turn_count": 3}
         )
-        assert await saved(quieter) == ["pending_clarifications", "rolling_summary"]
+        parts = await saved(quieter)
+        assert (parts["open_loops"], parts["facts"], parts["resolved_entities"]) == (
+            "[]",
+            "[]",
+            "{}",
+        )
+        assert sorted(parts) == sorted(await saved(full))

@@ -432,7 +432,7 @@ CREATE OR REPLACE TRIGGER conversation_turn_vectors_edited
 -- migration: 0010_session_state_parts
 -- A session's state in two places, as schema.sql's migration 0019_session_state_parts says
 -- why: its large fields that most turns leave as they were as rows of their own, each
--- rewritten only when its value changes (none for a field at its default), the rest in the
+-- rewritten only when its value changes (none for a field never set), the rest in the
 -- row's state; the rolling_summary column, a copy of the state's that nothing read, is
 -- dropped.
 CREATE TABLE conversation_session_parts (

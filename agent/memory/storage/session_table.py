@@ -310,26 +310,22 @@ class SqliteSessionTable(SqliteIdLists):
             raise StorageError(f"save_state: session {state.session_id} does not exist")
 
     async def _save_parts(self, tx: Transaction, session_id: str, values: dict[str, Any]) -> None:
-        """Write the session's parts whose value changed: an upsert that leaves an equal value
-        alone (no page written), and no row for a field at its default (empty)."""
-        held = [
-            (session_id, name, orjson.dumps(value, option=_SORTED).decode())
+        """Write the session's parts whose value changed, in one statement (one hand-over to the
+        writer's thread): an upsert that leaves an equal value alone (no page written); a field
+        never set (at its default) gets no row, one that empties keeps its row, empty."""
+        rows = [
+            (session_id, name, orjson.dumps(value, option=_SORTED).decode(), bool(value),
+             session_id, name)
             for name, value in values.items()
-            if value
-        ]
-        empty = [(session_id, name) for name, value in values.items() if not value]
-        if held:
-            await tx.executemany(
-                "INSERT INTO conversation_session_parts (session_id, name, value)"
-                " VALUES (?, ?, ?) ON CONFLICT (session_id, name)"
-                " DO UPDATE SET value = excluded.value"
-                f" WHERE conversation_session_parts.value {self.DIFFERS} excluded.value",
-                held,
-            )
-        if empty:
-            await tx.executemany(
-                "DELETE FROM conversation_session_parts WHERE session_id = ? AND name = ?", empty
-            )
+        ]  # fmt: skip
+        await tx.executemany(
+            "INSERT INTO conversation_session_parts (session_id, name, value)"
+            " SELECT ?, ?, ? WHERE ? OR EXISTS (SELECT 1 FROM conversation_session_parts"
+            " WHERE session_id = ? AND name = ?)"
+            " ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value"
+            f" WHERE conversation_session_parts.value {self.DIFFERS} excluded.value",
+            rows,
+        )
 
     async def checkpoint_unknown(self, conn: Transaction, limit: int | None = None) -> list[str]:
         """Return the open sessions whose checkpoint is not recorded at their last turn (at
