@@ -61,6 +61,7 @@ from agent.app.wiring import build_lane, open_database, open_lane, state_manager
 from agent.config import Settings
 from agent.errors import CheckpointError
 from agent.memory import CheckpointWriter
+from agent.memory.schemas import ConversationCheckpointSnapshot
 from tests.bot_harness import POLL_TIMEOUT, is_reminder
 from tests.fake_bot_api import FakeBotApi, SentCall
 from tests.fake_llm_api import FakeLLMApi
@@ -525,7 +526,7 @@ def check_after_kill(
     }
     for path in sorted(bot.checkpoint_dir.glob("*.json")):
         try:
-            snapshot = CheckpointWriter.parse(path.read_bytes(), session_id=path.stem)
+            snapshot = checkpoint_in(path)
         except CheckpointError as exc:
             raise AssertionError(f"I5: a kill left an unparseable checkpoint: {exc}") from exc
         in_db = sessions.get(snapshot.session_id)
@@ -536,6 +537,19 @@ def check_after_kill(
             if snapshot.state.summary_version < in_db["summary_version"]:
                 caught["summary fold committed, checkpoint not yet written"] = True
     stats.caught.update(name for name, held in caught.items() if held)
+
+
+def checkpoint_bytes(path: Path) -> tuple[bytes, bytes]:
+    """A checkpoint's base file and its journal (``b""``: none), as a reader finds them."""
+    journal = path.with_suffix(".journal")
+    return path.read_bytes(), journal.read_bytes() if journal.exists() else b""
+
+
+def checkpoint_in(path: Path) -> ConversationCheckpointSnapshot:
+    """The checkpoint a reader (the lane at start) finds in ``path``: its base file and every
+    complete line of its journal, not the base alone (which is behind by the journal)."""
+    data, journal = checkpoint_bytes(path)
+    return CheckpointWriter.parse(data, session_id=path.stem, journal=journal)
 
 
 async def check_states_match_log(bot: BotProcess, verified: Verified) -> None:
@@ -555,10 +569,10 @@ async def check_states_match_log(bot: BotProcess, verified: Verified) -> None:
     try:
         await check_summary_chain(lane, db)
         for path in sorted(bot.checkpoint_dir.glob("*.json")):
-            data = path.read_bytes()
+            data = checkpoint_bytes(path)
             if verified.files.get(path.name) == data:
                 continue
-            snapshot = CheckpointWriter.parse(data, session_id=path.stem)
+            snapshot = checkpoint_in(path)
             expected = await state_at(
                 lane, db, snapshot.session_id, snapshot.turn_count, verified, states=states
             )

@@ -39,6 +39,7 @@ from agent.memory.conversation_state_manager import ConversationStateManager
 from agent.memory.conversation_summarizer import ExtractiveSummarizer
 from agent.memory.lane_parts.memory_commands import MAX_NOTE_CHARS
 from agent.memory.schemas import CheckpointTurn
+from agent.utils.time_zones import find_zone
 from tests.hostile import (
     HISTORY_ARGUMENTS,
     INJECTIONS,
@@ -186,12 +187,13 @@ async def test_hostile_texts_survive_a_restart_with_every_checkpoint_valid(
 async def test_any_command_argument_gets_an_answer_and_changes_nothing(
     folding_lane: ConversationLane, db: Database, checkpoint_dir: Path, name: str, args: str
 ) -> None:
-    """Every command but /new and /remember (and /facts forget or confirm, /clear alone), with
-    any text as its argument, answers with a non-empty text and leaves every table (FTS5 shadow
-    tables included) and every checkpoint file as they were; so do a retrieval for that text
-    and a /forget confirmation naming it."""
+    """Every command but /new and /remember (and /facts forget or confirm, /clear alone, a
+    /timezone that names a zone), with any text as its argument, answers with a non-empty text
+    and leaves every table (FTS5 shadow tables included) and every checkpoint file as they
+    were; so do a retrieval for that text and a /forget confirmation naming it."""
     assume(name != "clear" or args.strip())
     assume(name != "facts" or not _FACTS_ACTION.match(args))
+    assume(name != "timezone" or find_zone(args) is None)  # "/timezone Z" sets UTC, as asked
     lane = folding_lane
     chat = 1
     if lane.session_id_for_chat(chat) is None:

@@ -121,8 +121,8 @@ class Verified:
 
     Attributes:
         texts: updates whose turn text was compared with the message sent.
-        files: checkpoint file name -> content already checked against the log (the bot
-            crash test's checker).
+        files: checkpoint file name -> its base and journal bytes already checked against the
+            log (the bot crash test's checker).
         snapshots: session id -> checkpoint already checked against the log (read through
             the lane's checkpoint store: files on SQLite, rows on PostgreSQL).
         folds: session id -> (seq, edits, state folded from its log up to seq with that many
@@ -130,7 +130,7 @@ class Verified:
     """
 
     texts: set[int] = field(default_factory=set)
-    files: dict[str, bytes] = field(default_factory=dict)
+    files: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
     snapshots: dict[str, ConversationCheckpointSnapshot] = field(default_factory=dict)
     folds: dict[str, tuple[int, int, SessionState]] = field(default_factory=dict)
 
