@@ -4,6 +4,7 @@ a running bot, and the checkpoint checks and repairs. Real SQLite and checkpoint
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from agent.errors import SessionNotFound
@@ -123,6 +124,28 @@ async def test_checks_find_a_damaged_checkpoint_and_repair_rewrites_it(lane):
     assert (await inspector.check(session)).verdict == "matches"
     assert await inspector.integrity_problems() == []
     assert (await inspector.statistics()).turns == {"answered": 1}
+
+
+async def test_a_checkpoint_at_the_log_s_turn_with_another_state_differs(lane):
+    """A checkpoint at the log's turn whose state is not the log's (its topics changed by
+    hand) is reported as differing, whatever its status says; repair rewrites it."""
+    sid = await say(lane, "My name is Ada.", "I live in Porto.")
+    inspector = lane.inspector
+    path = inspector.checkpoint_path(sid)
+    snapshot = await inspector.checkpoint(sid)  # its base file and journal, read as one
+    path.with_suffix(".journal").unlink(missing_ok=True)
+    document = snapshot.model_dump(mode="json")
+    document["state"]["status"] = "active"
+    path.write_bytes(orjson.dumps(document))
+    assert (await inspector.check(await inspector.session(sid))).verdict == "matches"
+    assert document["state"]["active_topics"]
+    document["state"]["active_topics"][0]["name"] = "lisbon"
+    path.write_bytes(orjson.dumps(document))
+
+    [check] = await inspector.check_all(settle=0)
+    assert (check.session_id, check.verdict) == (sid, "differs")
+    assert await inspector.repair(sid)
+    assert (await inspector.check(await inspector.session(sid))).verdict == "matches"
 
 
 async def test_an_exported_session_imports_back_the_same(lane):
