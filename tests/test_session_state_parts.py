@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 from agent.db import Database, Transaction, load_schema_text, parse_migrations
+from agent.db.transaction import SqliteTransaction
 from agent.memory import ConversationTurn, SessionState
 from agent.memory.conversation_store import SqliteConversationStore
 from agent.memory.schemas import Fact, JobRef, OpenLoop, PendingClarification, dump_json
@@ -84,6 +85,43 @@ async def test_a_turn_writes_the_fields_of_the_state_it_changed_not_the_whole_st
         read = await store.get_session(db.reader, "ses_a")
         assert read is not None
         assert read.state == closed
+
+
+async def test_a_state_encoded_against_the_one_before_writes_only_its_changed_parts(
+    db_path: Path,
+):
+    """``encode_state(state, before)`` (what a turn makes in its worker thread) leaves out the
+    parts equal to ``before``'s: a save that changes none of them runs no statement on the
+    parts, one that empties a part writes it empty; every read gives the whole state."""
+    first = _state(3, 1)
+    async with Database(db_path) as db:
+        await db.write(_new_session)
+        await db.write(lambda tx: store.save_state(tx, first, last_seq=1, now=T0))
+        counters = _state(3, 2)
+        encoded = store.encode_state(counters, first)
+        assert encoded.parts == ()
+        statements: list[str] = []
+
+        async def save(tx: SqliteTransaction) -> None:
+            await tx.connection.set_trace_callback(statements.append)
+            try:
+                await store.save_state(tx, counters, last_seq=2, now=T0, encoded=encoded)
+            finally:
+                await tx.connection.set_trace_callback(None)
+
+        await db.write(save)  # type: ignore[arg-type]
+        assert any(sql.startswith("UPDATE conversation_sessions") for sql in statements)
+        assert not [sql for sql in statements if "conversation_session_parts" in sql]
+        emptied = counters.model_copy(update={"open_loops": (), "turn_count": 3})
+        encoded = store.encode_state(emptied, counters)
+        assert [(name, held) for name, _, held in encoded.parts] == [("open_loops", False)]
+        await db.write(
+            lambda tx: store.save_state(tx, emptied, last_seq=3, now=T0, encoded=encoded)
+        )
+
+        read = await store.get_session(db.reader, "ses_a")
+        assert read is not None
+        assert read.state == emptied
 
 
 async def test_a_database_made_before_the_parts_keeps_its_states_turns_and_search(

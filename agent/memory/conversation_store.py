@@ -28,12 +28,13 @@ from agent.memory.schemas import (
     SessionState,
     SessionStatus,
 )
-from agent.memory.storage.session_table import SqliteSessionTable
+from agent.memory.storage.session_table import EncodedState, SqliteSessionTable
 from agent.memory.storage.turn_log import SqliteTurnLog, TurnEdit
 from agent.memory.storage.turn_search import SqliteTurnSearch, TurnText, WordCounts
 
 __all__ = [
     "ConversationStore",
+    "EncodedState",
     "SqliteConversationStore",
     "TurnEdit",
     "TurnText",
@@ -100,6 +101,12 @@ class ConversationStore(Protocol):
         """Yield the open sessions a page at a time (hydration never holds all at once)."""
         ...
 
+    def encode_state(self, state: SessionState, before: SessionState | None = None) -> EncodedState:
+        """Return ``state`` as :meth:`save_state` stores it (pure, so a worker thread makes it,
+        off the event loop); with ``before`` (the state the database holds), what did not
+        change of it is left out."""
+        ...
+
     async def save_state(
         self,
         tx: Transaction,
@@ -107,10 +114,10 @@ class ConversationStore(Protocol):
         *,
         last_seq: int,
         now: datetime,
-        encoded: bytes | None = None,
+        encoded: EncodedState | None = None,
     ) -> None:
-        """Store a session's new state, its counters and its status (``encoded``: the state's
-        :func:`~agent.memory.schemas.dump_json`, when the caller made it off the event loop)."""
+        """Store a session's new state, its counters and its status (``encoded``: as
+        :meth:`encode_state` made it; else made here)."""
         ...
 
     async def checkpoint_unknown(self, conn: Transaction, limit: int | None = None) -> list[str]:
@@ -160,9 +167,7 @@ class ConversationStore(Protocol):
         """Return the turn recorded for a Telegram update, or ``None``."""
         ...
 
-    def recorded_turn(
-        self, conn: Snapshot, bot_id: int, update_id: int
-    ) -> ConversationTurn | None:
+    def recorded_turn(self, conn: Snapshot, bot_id: int, update_id: int) -> ConversationTurn | None:
         """:meth:`turn_for_update` on a :class:`~agent.db.Snapshot`: the packet's read looks
         the message's update up in the same hand-over as its retrieval."""
         ...

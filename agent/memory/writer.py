@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agent.db import Transaction
-from agent.memory.conversation_store import ConversationStore
+from agent.memory.conversation_store import ConversationStore, EncodedState
 from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.rules.pronouns import opens_with_name, resolve_name, resolve_pronoun
@@ -166,7 +166,7 @@ async def write_conversation_turn(
     state: SessionState,
     *,
     now: datetime,
-    encoded: bytes | None = None,
+    encoded: EncodedState | None = None,
 ) -> bool:
     """Append a turn and store the session state it leads to, in the caller's transaction.
 
@@ -180,7 +180,7 @@ async def write_conversation_turn(
         turn: the new turn; its ``seq`` must follow the session's last one.
         state: the session state after ``turn``.
         now: the session's new last-activity time.
-        encoded: ``state``'s JSON (:func:`~agent.memory.schemas.dump_json`), if already made.
+        encoded: ``state`` as :meth:`ConversationStore.encode_state` made it, if it did.
 
     Returns:
         ``False`` if the turn's Telegram update was already recorded (nothing was written, I3).

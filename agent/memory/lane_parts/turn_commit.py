@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from agent.db import Transaction
 from agent.errors import StorageError
+from agent.memory.conversation_store import EncodedState
 from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.memory_commands import MemoryCommands
@@ -35,7 +36,6 @@ from agent.memory.schemas import (
     Reply,
     SessionControl,
     SessionState,
-    dump_json,
 )
 from agent.memory.writer import (
     memory_candidates,
@@ -71,6 +71,9 @@ class TurnResult:
         """Whether the turn has a reply that has not been sent yet."""
         return self.turn.status == "answered"
 
+
+# What a turn's worker thread makes of it: the turn, its state, encoded, its memory candidates.
+_Read = tuple[ConversationTurn, SessionState, EncodedState, list[MemoryCandidate]]
 
 #: Work run first in a turn's transaction (a session command closes or switches sessions).
 Prelude = Callable[[Transaction], Awaitable[object]]
@@ -136,7 +139,7 @@ class TurnCommitter:
         # does a request to forget ("forget that my sister lives in Porto"), which erases.
         personal = session.chat_type in PERSONAL_CHAT_TYPES
 
-        def read_turn() -> tuple[ConversationTurn, SessionState, bytes, list[MemoryCandidate]]:
+        def read_turn() -> _Read:
             # The turn, the state rules, the state's JSON and the memory candidates are pure
             # CPU over values nothing else changes meanwhile (the chat's lock is held): run in
             # a worker thread, they leave the event loop to the other chats (issue 20, bar 1).
@@ -159,19 +162,24 @@ class TurnCommitter:
                 control=control,
             )
             state = parts.states.apply(before, turn)
-            encoded = dump_json(state)
+            encoded = parts.store.encode_state(state, before)  # unchanged parts left out
             if not personal or turn.intent in UNRETRIEVED_REPLY_INTENTS:
                 return turn, state, encoded, []
             # "actually it's Bath, not Bristol" corrects a memory the packet carried; "his
             # name is Leo" speaks of the one the message before named.
             memories = packet.memories if packet is not None else ()
             earlier = said_before(packet.recent_turns) if packet is not None else []
-            return turn, state, encoded, memory_candidates(
+            return (
                 turn,
-                parts.promotion,
-                memories=memories,
-                previous=earlier,
-                said_at=message.received_at,
+                state,
+                encoded,
+                memory_candidates(
+                    turn,
+                    parts.promotion,
+                    memories=memories,
+                    previous=earlier,
+                    said_at=message.received_at,
+                ),
             )
 
         turn, state, encoded, candidates = await asyncio.to_thread(read_turn)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -32,7 +32,7 @@ from agent.memory.schemas import (
 from agent.memory.storage.id_lists import SqliteIdLists
 from agent.utils.timestamps import from_db_time, to_db_time
 
-__all__ = ["SqliteSessionTable"]
+__all__ = ["EncodedState", "SqliteSessionTable"]
 
 _SESSION_COLUMNS = (
     "session_id, chat_id, chat_type, user_id, title, status, state, turn_count, last_seq,"
@@ -55,6 +55,15 @@ _PARTS = (
 _SORTED = orjson.OPT_SORT_KEYS
 # Sessions read per page at hydration.
 _SESSION_PAGE = 256
+
+
+class EncodedState(NamedTuple):
+    """A session state as :meth:`SqliteSessionTable.save_state` stores it, made by
+    :meth:`SqliteSessionTable.encode_state` (pure: a worker thread makes it, off the event
+    loop): the row's JSON, and each part that changed as ``(name, JSON, not empty)``."""
+
+    row: bytes
+    parts: tuple[tuple[str, str, bool], ...]
 
 
 def _stored_state(row: Row) -> SessionState:
@@ -266,6 +275,19 @@ class SqliteSessionTable(SqliteIdLists):
                 return
             after = page[-1].session_id
 
+    @staticmethod
+    def encode_state(state: SessionState, before: SessionState | None = None) -> EncodedState:
+        """Return ``state`` as :meth:`save_state` stores it. With ``before`` (the state the
+        database holds for the session), the parts equal to its own are left out: unchanged,
+        they cost no statement."""
+        document = state.model_dump(mode="json")
+        parts = []
+        for name in _PARTS:
+            value = document.pop(name)
+            if before is None or getattr(before, name) != getattr(state, name):
+                parts.append((name, orjson.dumps(value, option=_SORTED).decode(), bool(value)))
+        return EncodedState(dump_json(document), tuple(parts))
+
     async def save_state(
         self,
         tx: Transaction,
@@ -273,10 +295,10 @@ class SqliteSessionTable(SqliteIdLists):
         *,
         last_seq: int,
         now: datetime,
-        encoded: bytes | None = None,
+        encoded: EncodedState | None = None,
     ) -> None:
-        """Store a session's new state, its counters and its status (``encoded``: the state's
-        :func:`~agent.memory.schemas.dump_json`, when the caller made it off the event loop).
+        """Store a session's new state, its counters and its status (``encoded``: the state
+        as :meth:`encode_state` made it, off the event loop; else made here).
 
         The fields of ``_PARTS`` go to their rows of ``conversation_session_parts``, each
         written only if its value changed (:meth:`_save_parts`): a turn writes what it changed
@@ -285,8 +307,7 @@ class SqliteSessionTable(SqliteIdLists):
         Raises:
             StorageError: the session does not exist or the update failed.
         """
-        document = state.model_dump(mode="json") if encoded is None else orjson.loads(encoded)
-        values = {name: document.pop(name) for name in _PARTS}
+        encoded = self.encode_state(state) if encoded is None else encoded
         sid = state.session_id
         try:
             changed = await tx.execute(
@@ -294,7 +315,7 @@ class SqliteSessionTable(SqliteIdLists):
                 " turn_count = ?, last_seq = ?, updated_at = ?, checkpoint_seq = NULL"
                 " WHERE session_id = ?",
                 (
-                    dump_json(document),
+                    encoded.row,
                     state.status,
                     state.turn_count,
                     last_seq,
@@ -302,22 +323,20 @@ class SqliteSessionTable(SqliteIdLists):
                     sid,
                 ),
             )
-            if changed == 1:
-                await self._save_parts(tx, sid, values)
+            if changed == 1 and encoded.parts:
+                await self._save_parts(tx, sid, encoded.parts)
         except sqlite3.Error as exc:
             raise StorageError(f"save_state failed for session {state.session_id}: {exc}") from exc
         if changed != 1:
             raise StorageError(f"save_state: session {state.session_id} does not exist")
 
-    async def _save_parts(self, tx: Transaction, session_id: str, values: dict[str, Any]) -> None:
+    async def _save_parts(
+        self, tx: Transaction, session_id: str, parts: tuple[tuple[str, str, bool], ...]
+    ) -> None:
         """Write the session's parts whose value changed, in one statement (one hand-over to the
         writer's thread): an upsert that leaves an equal value alone (no page written); a field
         never set (at its default) gets no row, one that empties keeps its row, empty."""
-        rows = [
-            (session_id, name, orjson.dumps(value, option=_SORTED).decode(), bool(value),
-             session_id, name)
-            for name, value in values.items()
-        ]  # fmt: skip
+        rows = [(session_id, name, value, held, session_id, name) for name, value, held in parts]
         await tx.executemany(
             "INSERT INTO conversation_session_parts (session_id, name, value)"
             " SELECT ?, ?, ? WHERE ? OR EXISTS (SELECT 1 FROM conversation_session_parts"
