@@ -14,7 +14,7 @@ import orjson
 from agent.db import Database, Transaction, load_schema_text, parse_migrations
 from agent.db.transaction import SqliteTransaction
 from agent.memory import ConversationTurn, SessionState
-from agent.memory.conversation_store import SqliteConversationStore
+from agent.memory.conversation_store import SqliteConversationStore, encode_state
 from agent.memory.schemas import Fact, JobRef, OpenLoop, PendingClarification, dump_json
 
 store = SqliteConversationStore()
@@ -98,7 +98,7 @@ async def test_a_state_encoded_against_the_one_before_writes_only_its_changed_pa
         await db.write(_new_session)
         await db.write(lambda tx: store.save_state(tx, first, last_seq=1, now=T0))
         counters = _state(3, 2)
-        encoded = store.encode_state(counters, first)
+        encoded = encode_state(counters, first)
         assert encoded.parts == ()
         statements: list[str] = []
 
@@ -113,7 +113,7 @@ async def test_a_state_encoded_against_the_one_before_writes_only_its_changed_pa
         assert any(sql.startswith("UPDATE conversation_sessions") for sql in statements)
         assert not [sql for sql in statements if "conversation_session_parts" in sql]
         emptied = counters.model_copy(update={"open_loops": (), "turn_count": 3})
-        encoded = store.encode_state(emptied, counters)
+        encoded = encode_state(emptied, counters)
         assert [(name, held) for name, _, held in encoded.parts] == [("open_loops", False)]
         await db.write(
             lambda tx: store.save_state(tx, emptied, last_seq=3, now=T0, encoded=encoded)

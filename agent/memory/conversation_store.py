@@ -28,7 +28,7 @@ from agent.memory.schemas import (
     SessionState,
     SessionStatus,
 )
-from agent.memory.storage.session_table import EncodedState, SqliteSessionTable
+from agent.memory.storage.session_table import EncodedState, SqliteSessionTable, encode_state
 from agent.memory.storage.turn_log import SqliteTurnLog, TurnEdit
 from agent.memory.storage.turn_search import SqliteTurnSearch, TurnText, WordCounts
 
@@ -39,6 +39,7 @@ __all__ = [
     "TurnEdit",
     "TurnText",
     "WordCounts",
+    "encode_state",
     "match_query",
 ]
 
@@ -101,12 +102,6 @@ class ConversationStore(Protocol):
         """Yield the open sessions a page at a time (hydration never holds all at once)."""
         ...
 
-    def encode_state(self, state: SessionState, before: SessionState | None = None) -> EncodedState:
-        """Return ``state`` as :meth:`save_state` stores it (pure, so a worker thread makes it,
-        off the event loop); with ``before`` (the state the database holds), what did not
-        change of it is left out."""
-        ...
-
     async def save_state(
         self,
         tx: Transaction,
@@ -117,7 +112,7 @@ class ConversationStore(Protocol):
         encoded: EncodedState | None = None,
     ) -> None:
         """Store a session's new state, its counters and its status (``encoded``: as
-        :meth:`encode_state` made it; else made here)."""
+        :func:`encode_state` made it; else made here)."""
         ...
 
     async def checkpoint_unknown(self, conn: Transaction, limit: int | None = None) -> list[str]:

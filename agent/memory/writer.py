@@ -180,7 +180,7 @@ async def write_conversation_turn(
         turn: the new turn; its ``seq`` must follow the session's last one.
         state: the session state after ``turn``.
         now: the session's new last-activity time.
-        encoded: ``state`` as :meth:`ConversationStore.encode_state` made it, if it did.
+        encoded: ``state`` as :func:`~agent.memory.conversation_store.encode_state` made it.
 
     Returns:
         ``False`` if the turn's Telegram update was already recorded (nothing was written, I3).

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from agent.db import Transaction
 from agent.errors import StorageError
-from agent.memory.conversation_store import EncodedState
+from agent.memory.conversation_store import EncodedState, encode_state
 from agent.memory.lane_parts.checkpoint_keeper import CheckpointKeeper
 from agent.memory.lane_parts.live_sessions import LiveSession
 from agent.memory.lane_parts.memory_commands import MemoryCommands
@@ -162,7 +162,7 @@ class TurnCommitter:
                 control=control,
             )
             state = parts.states.apply(before, turn)
-            encoded = parts.store.encode_state(state, before)  # unchanged parts left out
+            encoded = encode_state(state, before)  # the parts it did not change left out
             if not personal or turn.intent in UNRETRIEVED_REPLY_INTENTS:
                 return turn, state, encoded, []
             # "actually it's Bath, not Bristol" corrects a memory the packet carried; "his

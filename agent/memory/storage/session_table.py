@@ -32,7 +32,7 @@ from agent.memory.schemas import (
 from agent.memory.storage.id_lists import SqliteIdLists
 from agent.utils.timestamps import from_db_time, to_db_time
 
-__all__ = ["EncodedState", "SqliteSessionTable"]
+__all__ = ["EncodedState", "SqliteSessionTable", "encode_state"]
 
 _SESSION_COLUMNS = (
     "session_id, chat_id, chat_type, user_id, title, status, state, turn_count, last_seq,"
@@ -59,11 +59,25 @@ _SESSION_PAGE = 256
 
 class EncodedState(NamedTuple):
     """A session state as :meth:`SqliteSessionTable.save_state` stores it, made by
-    :meth:`SqliteSessionTable.encode_state` (pure: a worker thread makes it, off the event
+    :func:`encode_state` (pure: a worker thread makes it, off the event
     loop): the row's JSON, and each part that changed as ``(name, JSON, not empty)``."""
 
     row: bytes
     parts: tuple[tuple[str, str, bool], ...]
+
+
+def encode_state(state: SessionState, before: SessionState | None = None) -> EncodedState:
+    """Return ``state`` as :meth:`SqliteSessionTable.save_state` stores it (both backends).
+    Pure, so a turn's worker thread makes it, off the event loop. With ``before`` (the state
+    the database holds for the session), the parts equal to its own are left out: unchanged,
+    they cost no statement."""
+    document = state.model_dump(mode="json")
+    parts = []
+    for name in _PARTS:
+        value = document.pop(name)
+        if before is None or getattr(before, name) != getattr(state, name):
+            parts.append((name, orjson.dumps(value, option=_SORTED).decode(), bool(value)))
+    return EncodedState(dump_json(document), tuple(parts))
 
 
 def _stored_state(row: Row) -> SessionState:
@@ -275,19 +289,6 @@ class SqliteSessionTable(SqliteIdLists):
                 return
             after = page[-1].session_id
 
-    @staticmethod
-    def encode_state(state: SessionState, before: SessionState | None = None) -> EncodedState:
-        """Return ``state`` as :meth:`save_state` stores it. With ``before`` (the state the
-        database holds for the session), the parts equal to its own are left out: unchanged,
-        they cost no statement."""
-        document = state.model_dump(mode="json")
-        parts = []
-        for name in _PARTS:
-            value = document.pop(name)
-            if before is None or getattr(before, name) != getattr(state, name):
-                parts.append((name, orjson.dumps(value, option=_SORTED).decode(), bool(value)))
-        return EncodedState(dump_json(document), tuple(parts))
-
     async def save_state(
         self,
         tx: Transaction,
@@ -298,7 +299,7 @@ class SqliteSessionTable(SqliteIdLists):
         encoded: EncodedState | None = None,
     ) -> None:
         """Store a session's new state, its counters and its status (``encoded``: the state
-        as :meth:`encode_state` made it, off the event loop; else made here).
+        as :func:`encode_state` made it, off the event loop; else made here).
 
         The fields of ``_PARTS`` go to their rows of ``conversation_session_parts``, each
         written only if its value changed (:meth:`_save_parts`): a turn writes what it changed
@@ -307,7 +308,7 @@ class SqliteSessionTable(SqliteIdLists):
         Raises:
             StorageError: the session does not exist or the update failed.
         """
-        encoded = self.encode_state(state) if encoded is None else encoded
+        encoded = encode_state(state) if encoded is None else encoded
         sid = state.session_id
         try:
             changed = await tx.execute(
