@@ -228,6 +228,8 @@ async def test_a_named_reminder_is_delayed_or_moved_to_a_time_in_words(lane):
     assert listed.count("call mom") == 1
     assert listed.count("check the oven") == 1
     assert "I couldn't read" in await chat.reply("move the oven reminder to sometime", later(7))
+    # A number alone is an hour, morning or evening: not read as a month (5 = May).
+    assert "I couldn't read" in await chat.reply("move the oven reminder to 5", later(8))
 
 
 @pytest.mark.parametrize(
@@ -268,7 +270,9 @@ async def test_a_time_already_gone_on_the_reminder_s_day_is_the_next_one(lane):
     assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: call Ana") is None
 
 
-@pytest.mark.parametrize("chat_text", ["make it quick", "make it so", "have it your way"])
+@pytest.mark.parametrize(
+    "chat_text", ["make it quick", "make it so", "have it your way", "make it 2", "make it two"]
+)
 async def test_make_it_with_no_time_moves_no_reminder(lane, chat_text):
     chat = Conversation(lane)
     (job,) = (await chat.say("remind me in 20 minutes to call Ana", T0)).turn.job_refs

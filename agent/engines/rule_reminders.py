@@ -177,10 +177,24 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
     return None
 
 
+# A number alone ("make it 2", "two") is an hour nothing disambiguates, never a month or a day.
+_HOUR_WORDS = "one two three four five six seven eight nine ten eleven twelve".split()
+_BARE_NUMBER = re.compile(rf"\s*(?P<n>\d{{1,2}}|{'|'.join(_HOUR_WORDS)})\s*", _F)
+
+
+def _time_phrases(when: str) -> tuple[str, ...]:
+    """The phrases ``when`` may be read as: itself, or after "at" ("make it 10am", "9:30")."""
+    bare = _BARE_NUMBER.fullmatch(when)
+    if bare is None:
+        return (when, f"at {when}")
+    number = bare.group("n").casefold()
+    return (f"at {_HOUR_WORDS.index(number) + 1 if number in _HOUR_WORDS else number}",)
+
+
 def _reads_as_time(when: str, reading: Reading) -> bool:
     """Whether ``when`` says a time ("10am", "Friday"): "make it quick" moves nothing."""
-    return due_time(when, reading.now, reading.zone) is not None or (
-        due_time(f"at {when}", reading.now, reading.zone) is not None
+    return any(
+        due_time(said, reading.now, reading.zone) is not None for said in _time_phrases(when)
     )
 
 
@@ -345,7 +359,7 @@ def _move(
     # A time alone keeps the reminder's day, a day alone its time ("change it to 11am").
     before = ref.due_at if ref.due_at is not None and ref.status == "scheduled" else None
     due = None
-    for said in (when, f"at {when}"):
+    for said in _time_phrases(when):
         if due is None:
             due = (
                 due_time(said, reading.now, reading.zone) if before is None
