@@ -13,9 +13,22 @@ import orjson
 
 from agent.db import Database, Transaction, load_schema_text, parse_migrations
 from agent.db.transaction import SqliteTransaction
-from agent.memory import ConversationTurn, SessionState
+from agent.engines.rule_based import RuleBasedConcierge
+from agent.memory import (
+    CheckpointWriter,
+    ConversationLane,
+    ConversationTurn,
+    InboundMessage,
+    SessionState,
+)
 from agent.memory.conversation_store import SqliteConversationStore, encode_state
-from agent.memory.schemas import Fact, JobRef, OpenLoop, PendingClarification, dump_json
+from agent.memory.schemas import (
+    Fact,
+    JobRef,
+    OpenLoop,
+    PendingClarification,
+    dump_json,
+)
 
 store = SqliteConversationStore()
 T0 = datetime(2025, 6, 1, 8, 0, tzinfo=UTC)
@@ -227,3 +240,36 @@ async def test_a_session_has_a_part_row_only_for_the_fields_it_ever_held(db_path
             "{}",
         )
         assert sorted(parts) == sorted(await saved(full))
+
+
+async def test_a_session_saved_before_the_parts_keeps_them_through_a_turn_that_changes_none(
+    db_path: Path, tmp_path: Path
+):
+    """A row saved before migration 0019 holds its whole state in its JSON and no part rows.
+    A lane started on it saves the whole state at its first turn, so a turn that changes none
+    of the parts (the lane's later turns leave those out) keeps its open loops."""
+    checkpoints, concierge = CheckpointWriter(tmp_path / "checkpoints"), RuleBasedConcierge()
+    async with Database(db_path) as db:
+        lane = ConversationLane(db, checkpoints)
+        await lane.hydrate()
+        for n, text in enumerate(["I live in Leeds", "I need to call the plumber"], start=1):
+            await lane.on_turn(InboundMessage(chat_id=1, text=text, update_id=n), concierge)
+        sid = lane.session_id_for_chat(1)
+        session = await store.get_session(db.reader, sid)
+        assert session is not None
+        held = session.state
+        assert held.open_loops
+        await lane.shutdown()
+    with sqlite3.connect(db_path) as conn:  # as a save before migration 0019 left it
+        conn.execute("DELETE FROM conversation_session_parts")
+        conn.execute("UPDATE conversation_sessions SET state = ?", (dump_json(held).decode(),))
+    async with Database(db_path) as db:
+        lane = ConversationLane(db, checkpoints)
+        await lane.hydrate()
+        for n, text in enumerate(["ok", "ok then"], start=3):
+            await lane.on_turn(InboundMessage(chat_id=1, text=text, update_id=n), concierge)
+        session = await store.get_session(db.reader, sid)
+        assert session is not None
+        assert session.state.open_loops == held.open_loops
+        await lane.shutdown()
+

@@ -60,12 +60,17 @@ class LiveSession:
         recent: its last raw turns, oldest first.
         checkpoint_status: the status in the checkpoint file on disk; ``None`` when the file
             is missing or behind the turn log.
+        saved: this process saved the session's whole state since it was read, so the
+            database holds its parts as they are in ``state`` (a row saved before migration
+            0019 holds them in its state JSON, until its next whole save): a turn then saves
+            only the parts it changed (:func:`~agent.memory.conversation_store.encode_state`).
     """
 
     session: ConversationSession
     state: SessionState
     recent: deque[ConversationTurn]
     checkpoint_status: SessionStatus | None = None
+    saved: bool = False
 
 
 class _Packing(BaseModel):

@@ -138,6 +138,7 @@ class TurnCommitter:
         # text ("I didn't understand") promotes nothing: the reply said nothing was noted; nor
         # does a request to forget ("forget that my sister lives in Porto"), which erases.
         personal = session.chat_type in PERSONAL_CHAT_TYPES
+        saved = live.saved
 
         def read_turn() -> _Read:
             # The turn, the state rules, the state's JSON and the memory candidates are pure
@@ -162,7 +163,8 @@ class TurnCommitter:
                 control=control,
             )
             state = parts.states.apply(before, turn)
-            encoded = encode_state(state, before)  # the parts it did not change left out
+            # The parts it did not change are left out, once the database holds them as rows.
+            encoded = encode_state(state, before if saved else None)
             if not personal or turn.intent in UNRETRIEVED_REPLY_INTENTS:
                 return turn, state, encoded, []
             # "actually it's Bath, not Bristol" corrects a memory the packet carried; "his
@@ -244,7 +246,7 @@ class TurnCommitter:
             await parts.memories.load(parts.db.reader, [session.chat_id])
         if erased:
             await parts.purge_erased()
-        live.state = state
+        live.state, live.saved = state, True
         live.recent.append(turn)
         await self._keeper.save(live)
         folded = state.summary_version != before.summary_version
