@@ -42,6 +42,50 @@ def test_read_acts(text, expected):
     assert acts(text) == expected
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # resolutions and wishes: a way to be, never done
+        "I'll keep pushing and working to make my dreams happen",
+        "I'll do my best to make you proud",
+        "I will try my best",
+        "I'll keep that in mind as I continue my journey",
+        "I'll always remember our camping trip",
+        "I'll stay motivated and keep chasing those dreams",
+        "I'll keep going",
+        # talk, not something to do
+        "can you believe it?",
+        "Gina, you won't believe it - I got mentored yesterday!",
+        "would you believe it, the shop was closed",
+        "I'll keep on going",
+        "Maria, could you tell me more about the challenges",
+    ],
+)
+def test_resolutions_and_figures_of_speech_open_no_loop(text):
+    """A promise is something that can be done and checked ("I'll send you the report");
+    "I'll keep pushing" and "can you believe it?" open nothing."""
+    assert acts(text) == DialogueActs()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'll keep you posted", DialogueActs(commitments=("keep you posted",))),
+        ("I'll keep the seats for you", DialogueActs(commitments=("keep the seats for you",))),
+        ("I'll do the dishes tonight", DialogueActs(commitments=("do the dishes tonight",))),
+        ("could you tell me more about the hotel?", DialogueActs(
+            questions=("could you tell me more about the hotel?",))),
+        ("can you tell Bob about the party", DialogueActs(
+            requests=("tell Bob about the party",))),
+        ("can you believe me and send it anyway?", DialogueActs(
+            requests=("believe me and send it anyway",))),
+    ],
+)  # fmt: skip
+def test_a_promise_that_shares_a_word_with_those_is_still_one(text, expected):
+    """Only resolutions and figures of speech are left out."""
+    assert acts(text) == expected
+
+
 def test_one_message_can_do_several_things():
     """Each clause is read: a promise and a question in one message, each once."""
     said = acts(

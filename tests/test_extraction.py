@@ -306,6 +306,55 @@ def test_timed_reminders_and_questions_open_no_todo(text):
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        # "must" of a guess, not of a duty
+        "Must be awesome to see your stuff on display!",
+        "Wow, must have been traumatizing for you guys.",
+        "That must feel great",
+        "it must be nice to live by the sea",
+        "You must've been thrilled",
+        "must have taken a lot of work",
+        "I must have lost it on the bus",
+        # a way of speaking, not something to do
+        "I have to say, your advice was great",
+        "I must admit I was nervous",
+        "I have to agree with you there",
+        "I need to tell you something funny",
+        "I've got to hand it to you, that was clever",
+        "gotta be honest, I loved it",
+        # a way to be, never done and ticked off
+        "Gotta stay resilient and focused, that's key!",
+        "I have to keep pushing",
+        "I need to stay positive",
+        "I have to keep that in mind",
+        "gotta keep my head up",
+    ],
+)
+def test_guesses_ways_of_speaking_and_resolutions_open_no_todo(text):
+    """A to-do is something to do and tick off: "must be nice" guesses, "I have to say"
+    speaks, "I need to stay positive" resolves; none of them goes on the user's list."""
+    assert extract_openers(text) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "todos"),
+    [
+        ("I must call the plumber", ("call the plumber",)),
+        ("I have to be at the station at 6", ("be at the station at 6",)),
+        ("I need to keep the receipt", ("keep the receipt",)),
+        ("I need to tell my boss about the trip", ("tell my boss about the trip",)),
+        ("I have to stay home on Friday for the delivery", ("stay home on Friday for the "
+                                                           "delivery",)),
+    ],
+)  # fmt: skip
+def test_a_duty_that_shares_a_word_with_those_is_still_a_todo(text, todos):
+    """Only the guess, the way of speaking and the resolution are left out: a plain duty with
+    the same verbs ("keep the receipt", "tell my boss") is still a to-do."""
+    assert extract_openers(text) == todos
+
+
+@pytest.mark.parametrize(
     ("text", "closer"),
     [
         ("I booked the hotel", Closer("booked the hotel", explicit=False)),

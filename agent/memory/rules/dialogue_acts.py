@@ -25,7 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agent.memory.rules.extraction import Clause, clean_value, content_stems, normalize_text
+from agent.memory.rules.extraction import (
+    RESOLUTION,
+    Clause,
+    clean_value,
+    content_stems,
+    normalize_text,
+)
 from agent.utils.text import QUESTION_WORDS
 
 __all__ = [
@@ -92,6 +98,13 @@ _REQUEST = re.compile(
 )
 # Requests the reminder and to-do rules already read, or that only ask for talk.
 _NOT_A_REQUEST = re.compile(r"(?:remind\s+me|set\s+(?:a|an)\s+reminder|help\b|repeat\b)", _F)
+# Asks for talk, not for something done: "can you believe it?", "could you tell me more about
+# the trip?" (a question, if anything: kept open as one when the bot could not answer).
+_TALK = re.compile(
+    r"(?:(?:believe|imagine)\s+(?:it|this|that|what|how)\b"
+    r"|tell\s+(?:me|us)\s+(?:a\s+(?:bit|little)\s+)?(?:more\b|about\b|what\b|how\b|why\b))",
+    _F,
+)
 _DISMISSAL = re.compile(
     r"^(?:never\s*mind|nvm|forget\s+(?:it|that|about\s+it)|scratch\s+that|ignore\s+that"
     r"|doesn't\s+matter|no\s+matter)\b",
@@ -152,7 +165,7 @@ def read_acts(clauses: Sequence[Clause]) -> DialogueActs:
     for clause in clauses:
         text = clause.text
         request = _REQUEST.match(text)
-        if request is not None:
+        if request is not None and not _TALK.match(_value(request.group("v"))):
             value = _value(request.group("v"))
             if value and not _NOT_A_REQUEST.match(value) and value not in requests:
                 requests.append(value)
@@ -167,7 +180,8 @@ def read_acts(clauses: Sequence[Clause]) -> DialogueActs:
         if promise is None:
             continue
         value = _value(promise.group("v"))
-        if value and not _NOT_COMMITTED.match(value) and value not in commitments:
+        said = _NOT_COMMITTED.match(value) or RESOLUTION.match(value)  # "I'll keep going"
+        if value and not said and value not in commitments:
             commitments.append(value)
     return DialogueActs(tuple(commitments), tuple(requests), tuple(questions))
 

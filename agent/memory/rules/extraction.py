@@ -28,6 +28,7 @@ from agent.utils.text import LOOP_STOP_WORDS, split_words
 __all__ = [
     "EVERYTHING",
     "MAX_REMINDER_DELAY",
+    "RESOLUTION",
     "Clause",
     "Closer",
     "clean_value",
@@ -168,8 +169,8 @@ _NO_FORGET = re.compile(
 )
 _OPENERS = (
     re.compile(
-        r"^(?:i(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to|must|'ve got to"
-        r"|have got to|gotta|got to)\s+(?P<v>.+)",
+        r"^(?:i(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to|(?P<must>must)"
+        r"|'ve got to|have got to|gotta|got to)\s+(?P<v>.+)",
         _F,
     ),
     re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),
@@ -189,6 +190,26 @@ _TODO_VERBS = frozenset(
 # "and also book swimming lessons": one more to-do, said after one ("also call me Sam" is none).
 _ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
 _VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
+# What follows "must" in a guess ("must be nice", "must have been hard"), not a duty.
+_GUESSED = re.compile(r"(?:be|been|have\s+(?:been|\w+(?:ed|en|t))|'ve|feel|seem|look|sound)\b", _F)
+# "I have to say", "I need to tell you": a way of speaking, not something to do.
+_SPEAKING = re.compile(
+    r"(?:say|admit|agree|confess|be\s+honest|tell\s+you|ask\s+you|hand\s+it\s+to)\b", _F
+)
+_STEADY = (
+    r"positive|strong|focused|motivated|resilient|calm|true|humble|optimistic|hopeful|grounded"
+    r"|sane|patient|brave|busy|inspired|determined|dedicated|confident|curious|safe|healthy"
+)
+#: A resolution: a way to be from now on ("keep pushing", "stay positive", "do my best",
+#: "always remember"), never done and ticked off: neither a to-do nor a promise to track.
+RESOLUTION = re.compile(
+    r"(?:always|never|forever)\b"
+    r"|(?:keep|stay)\s+(?:(?!(?:every|any|some|no)thing\b)\w+ing\b|on\b|at\s+it\b|it\s+up\b"
+    r"|up\b|(?:it|that|this|them)\s+in\s+mind\b|(?:my|your|our)\s+(?:head|chin|spirits?)\s+up\b"
+    rf"|(?:{_STEADY})\b)"
+    r"|(?:do|try|give\s+it)\s+(?:my|our)\s+(?:very\s+)?(?:best|all|utmost)\b",
+    _F,
+)
 _LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
 # "I've finished everything", "all done": every open to-do at once.
 EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
@@ -284,7 +305,9 @@ def extract_openers(text: str) -> tuple[str, ...]:
     Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X",
     "todo: X", "add X to my list", "and also X" (X opening with a to-do's verb). A reminder with
     a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
-    question) opens nothing; "can you remind me to X?" does.
+    question) opens nothing; "can you remind me to X?" does. Nor does a guess ("must be nice"),
+    a way of speaking ("I have to say") or a resolution ("I need to stay positive",
+    :data:`RESOLUTION`): none is something to do and tick off.
     """
     found: list[str] = []
     clauses = split_clauses(text)
@@ -297,7 +320,7 @@ def extract_openers(text: str) -> tuple[str, ...]:
             match = next((m for p in _OPENERS if (m := p.match(clause.text))), None)
             if match is None and also and clause is clauses[0]:
                 match = _VERB_FIRST.match(clause.text)
-        if match is None:
+        if match is None or not _a_duty(match):
             continue
         for value in _several_todos(clean_value(match.group("v"))):
             if value.casefold() in _LEAVING:
@@ -305,6 +328,15 @@ def extract_openers(text: str) -> tuple[str, ...]:
             if value and value.casefold() not in {v.casefold() for v in found}:
                 found.append(value)
     return tuple(found)
+
+
+def _a_duty(match: re.Match[str]) -> bool:
+    """Whether an opener's match names something to do: not a guess ("must be nice"), a way
+    of speaking ("I have to say") nor a resolution ("I need to stay positive")."""
+    value = match.group("v")
+    if match.groupdict().get("must") and _GUESSED.match(value):
+        return False
+    return not (_SPEAKING.match(value) or RESOLUTION.match(value))
 
 
 def _several_todos(value: str) -> list[str]:
