@@ -484,3 +484,25 @@ def test_a_long_story_that_sounds_good_somewhere_is_no_reaction():
         ]
     )
     assert state.proposals[0].reactions == ()
+
+
+def test_what_a_member_says_about_themselves_is_theirs():
+    """Each member's facts are kept apart: a member restating or correcting a fact changes
+    their own, never another's of the same slot."""
+    state = group(
+        [
+            ("Alice", "I live in Porto"),
+            ("Bob", "I live in Lisbon and I'm allergic to peanuts"),
+            ("Alice", "actually it's Braga, not Porto"),
+            ("Carol", "I live in Faro"),
+            ("Bob", "I live in Coimbra now"),
+        ]
+    )
+
+    facts = {(f.speaker, f.key): f.value for f in state.facts}
+    assert facts == {
+        ("Alice", "location"): "Braga",
+        ("Bob", "location"): "Coimbra",
+        ("Bob", "allergy:peanuts"): "peanuts",
+        ("Carol", "location"): "Faro",
+    }

@@ -14,7 +14,13 @@ import pytest
 
 from agent.db import Database
 from agent.engines.rule_based import RuleBasedConcierge
-from agent.memory import CheckpointWriter, ConversationLane, InboundMessage, TurnResult
+from agent.memory import (
+    CheckpointWriter,
+    ConversationLane,
+    InboundMessage,
+    TurnResult,
+    render_packet,
+)
 from tests.bot_harness import BOT_USERNAME, FakeChats
 from tests.fake_bot_api import FakeBotApi
 from tests.test_group_brief import IDS, THREAD
@@ -227,6 +233,39 @@ async def test_other_group_questions_keep_their_answers(group):
     assert (await group.ask("Bob", "what did we decide?"))[0] == "list_decisions"
     assert (await group.ask("Bob", "what is still open?"))[0] == "list_open"
     assert (await group.ask("Bob", "what did we talk about?"))[0] == "recap"
+
+
+async def test_each_member_is_answered_from_what_they_said_themselves(lane):
+    """In a group, what a member says about themselves is theirs: Alice asking about her
+    allergy is never told Bob's, and a member restating a fact replaces only their own."""
+    chat = Group(lane)
+    await chat.say("Alice", "my name is Alice and I live in Porto")
+    await chat.say("Bob", "I live in Lisbon, I'm allergic to peanuts")
+    await chat.say("Carol", "my name is Carol")
+    await chat.say("Alice", "I love jazz")
+
+    _, where = await chat.ask("Bob", "@bot where do I live?")
+    assert "Lisbon" in where
+    assert "Porto" not in where
+    _, where = await chat.ask("Alice", "@bot where do I live?")
+    assert "Porto" in where
+    assert "Lisbon" not in where
+    _, allergy = await chat.ask("Alice", "@bot what am I allergic to?")
+    assert "peanut" not in allergy
+    _, known = await chat.ask("Alice", "@bot what do you know about me?")
+    assert "Alice" in known
+    assert "jazz" in known
+    assert not {"Lisbon", "peanut", "Carol"} & set(re.findall(r"\w+", known))
+    _, name = await chat.ask("Carol", "@bot what's my name?")
+    assert "Carol" in name
+    assert "Alice" not in name
+
+    packet = (await chat.say("Bob", "@bot hi", ask=True)).packet
+    assert packet is not None
+    rendered = render_packet(packet)
+    assert "- Alice: location: Porto" in rendered
+    assert "- Bob: location: Lisbon" in rendered
+    assert "- Bob: allergy: peanuts" in rendered
 
 
 async def test_in_a_private_chat_the_group_questions_are_left_to_other_rules(lane):

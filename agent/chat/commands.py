@@ -32,6 +32,7 @@ from agent.memory import (
     describe_memory,
     render_packet,
 )
+from agent.memory.packet_lines import fact_line
 
 __all__ = ["COMMANDS", "CommandCenter", "CommandReply"]
 
@@ -288,7 +289,7 @@ class CommandCenter:
         if packet is None or not (packet.active_topics or packet.facts or remembered):
             return CommandReply("No topics yet. Tell me about yourself or your plans.")
         lines = [f"- {topic.name}" for topic in packet.active_topics]
-        lines += [f"- {fact.key}: {fact.value}" for fact in packet.facts]
+        lines += [fact_line(fact) for fact in packet.facts]  # "- Ada: location: Porto"
         lines += [f"- {describe_memory(memory)}" for memory in remembered]
         return CommandReply("What I keep for this conversation:\n" + "\n".join(lines))
 

@@ -95,6 +95,7 @@ from agent.memory.rules.session_rules import (
     GROUP_CHAT_TYPES,
     PERSONAL_CHAT_TYPES,
     LoopUpdate,
+    member,
     merge_facts,
     update_open_loops,
 )
@@ -193,8 +194,12 @@ class RuleBasedConcierge:
             return forgotten
         seq = packet.turn_count + 1
         now = utc(message.received_at)
-        # What earlier sessions taught (long-term memory), overridden by this session's facts.
-        known = merge_facts(memory_facts(packet.memories), packet.facts)
+        # What earlier sessions taught (long-term memory), overridden by this session's facts:
+        # in a group, those the member asking told about themselves (never another's).
+        asker = member(message.speaker, message.user_id)
+        mine = [f.model_copy(update={"speaker": None}) for f in packet.facts
+                if f.speaker in (None, asker)]  # fmt: skip
+        known = merge_facts(memory_facts(packet.memories), mine)
         before = said_before(packet.recent_turns)
         if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
             text = resolve_name(resolve_pronoun(text, before), known)

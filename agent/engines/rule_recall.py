@@ -110,21 +110,25 @@ def _asked(question: str) -> frozenset[str]:
     return content_stems(question) - _NOT_ASKED
 
 
-def _still_true(packet: ConversationContextPacket, *, personal: bool) -> Callable[[str], bool]:
-    """Whether a line states only facts still kept: one that stated a fact no longer kept must
-    not bring it back. In a personal chat every fact lives in long-term memory (forgotten with
-    "forget that ...", or replaced); in a group, a fact whose slot now holds another value."""
+def _still_true(
+    packet: ConversationContextPacket, *, personal: bool
+) -> Callable[[str, str | None], bool]:
+    """Whether a line (its words and speaker) states only facts still kept: one that stated a
+    fact no longer kept must not bring it back. In a personal chat every fact lives in long-term
+    memory (forgotten with "forget that ...", or replaced); in a group, a fact of the line's
+    speaker whose slot now holds another value."""
     kept = {fact_key(m.subject, m.attribute, m.text): m.text.casefold()
             for m in packet.memories if m.valid_until is None}  # fmt: skip
     kept.update((f.key, f.value.casefold()) for f in packet.facts)
-    slots = {slot_of(key): value for key, value in kept.items()}
+    slots = {(f.speaker, slot_of(f.key)): f.value.casefold() for f in packet.facts}
 
-    def fact_kept(fact: Fact) -> bool:
+    def fact_kept(fact: Fact, speaker: str | None) -> bool:
+        value = fact.value.casefold()
         if personal:
-            return kept.get(fact.key) == fact.value.casefold()
-        return slots.get(slot_of(fact.key), fact.value.casefold()) == fact.value.casefold()
+            return kept.get(fact.key) == value
+        return slots.get((speaker, slot_of(fact.key)), value) == value
 
-    return lambda said: all(fact_kept(f) for f in extract_facts(said, turn=0))
+    return lambda said, speaker: all(fact_kept(f, speaker) for f in extract_facts(said, turn=0))
 
 
 @lru_cache(maxsize=1024)  # a packet's retrieved turns come back in the next packets
@@ -214,7 +218,7 @@ def recollect(
     # Best first; the facts a line states are read only for the lines in the running.
     still_true = _still_true(packet, personal=personal)
     for score, _, best in sorted(scored, key=lambda entry: entry[:2], reverse=True):
-        if best.seq is None or still_true(best.said):
+        if best.seq is None or still_true(best.said, best.speaker):
             return Recollection(best.said, best.speaker, best.when, score, best.seq)
     return None
 

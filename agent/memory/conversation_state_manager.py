@@ -233,11 +233,15 @@ class ConversationStateManager:
         clauses = split_clauses(turn.user_text) if turn.user_text.strip() else ()
         facts = state.facts
         if state.chat_type not in PERSONAL_CHAT_TYPES:
+            # In a group, what a member says about themselves is theirs: it corrects and
+            # replaces only their own facts (``owner``: nobody outside groups).
+            theirs = [fact for fact in facts if fact.speaker == owner]
             said = extract_facts(turn.user_text, turn=seq) or correct_by_value(
-                turn.user_text, facts, turn=seq
+                turn.user_text, theirs, turn=seq
             )
             # I6: dated at the turn's own time, so that a replay of the log gives the same.
-            facts = merge_facts(facts, dated_facts(said, turn.created_at, zone_in(facts)))
+            dated = dated_facts(said, turn.created_at, zone_in(theirs))
+            facts = merge_facts(facts, (f.model_copy(update={"speaker": owner}) for f in dated))
         todos = update_open_loops(state.open_loops, turn.user_text, seq=seq)
         todo_loops = todos.loops
         if owner is not None:  # in a group, a to-do belongs to whoever said it

@@ -105,12 +105,14 @@ def job_line(job: JobRef) -> str:
 
 
 def fact_line(fact: Fact) -> str:
-    """A fact the user told about themselves: ``key: value``, and ``likes: Jazz`` for a key
-    that holds its value already, in any case (``likes:jazz``: the value is not said twice)."""
+    """A fact someone told about themselves: ``key: value``, after the member's name in a group
+    (``Ada: location: Porto``), and ``likes: Jazz`` for a key that holds its value already, in
+    any case (``likes:jazz``: the value is not said twice)."""
+    who = f"{fact.speaker}: " if fact.speaker else ""
     kind, colon, rest = fact.key.partition(":")
     if colon and rest.casefold() == fact.value.casefold():
-        return f"- {kind}: {fact.value}"
-    return f"- {fact.key}: {fact.value}"
+        return f"- {who}{kind}: {fact.value}"
+    return f"- {who}{fact.key}: {fact.value}"
 
 
 def memory_line(memory: Memory) -> str:
@@ -191,7 +193,8 @@ def reference_labels(
 #: The kinds of state a packet carries one line each, with the header above their lines.
 LISTED: dict[str, tuple[str, Callable[[Any], str]]] = {
     "jobs": ("Scheduled jobs:", job_line),
-    "facts": ("What the user told about themselves:", fact_line),
+    # A personal chat's facts are long-term memories: a session's are its members'.
+    "facts": ("What members told about themselves:", fact_line),
     "decisions": ("Decisions:", decision_line),
     "proposals": ("Proposals:", proposal_line),
     "participants": ("Participants:", participant_line),

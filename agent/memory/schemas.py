@@ -7,8 +7,7 @@ and ``Model.model_validate_json`` only, so that every file and column has one sp
 A group's deliberation lives in :mod:`agent.memory.group_schemas`, the long-term memory models
 in :mod:`agent.memory.longterm.memory_schemas` (re-exported: the design puts them here).
 
-Covered by ``tests/test_conversation_checkpoint.py`` (round trips, corrupt files) and every
-memory test.
+Covered by ``tests/test_conversation_checkpoint.py`` (round trips, corrupt files) and others.
 """
 
 from __future__ import annotations
@@ -88,8 +87,7 @@ TurnStatus = Literal["answered", "delivered", "recorded"]
 ResponseType = Literal["none", "text", "action", "clarification"]
 ChatType = Literal["private", "group", "supergroup", "channel", "console"]
 JobStatus = Literal["scheduled", "done", "cancelled"]
-#: How a fact was said: plainly, hedged ("I think I like jazz"), or as a correction of what was
-#: said before ("sorry, my birthday is actually on May 14").
+#: How a fact was said: plainly, hedged ("I think I like jazz"), or correcting ("no, May 14").
 FactMode = Literal["stated", "hedged", "corrected"]
 #: Where a retrieved item comes from: an older turn, a summary delta, a long-term memory.
 RetrievedKind = Literal["turn", "summary", "memory"]
@@ -235,13 +233,15 @@ class Fact(Value):
 
     ``key`` says what it is about (:mod:`agent.memory.longterm.memory_slots`: ``name``, ``plan:a
     trip to lisbon``, ``sister Mia/location``): a later fact with the same key replaces the earlier
-    one; ``turn`` is the seq of the turn that stated it; ``mode`` how it was said.
+    one; ``turn`` is the seq of the turn that stated it; ``mode`` how it was said; ``speaker`` the
+    group member who said it, about themselves (``None`` in a private chat: the user).
     """
 
     key: str
     value: str
     turn: int
     mode: FactMode = "stated"
+    speaker: str | None = None
 
 
 class Topic(Value):

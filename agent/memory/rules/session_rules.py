@@ -56,6 +56,7 @@ __all__ = [
     "PERSONAL_CHAT_TYPES",
     "LoopUpdate",
     "loop_owner",
+    "member",
     "merge_facts",
     "update_clarifications",
     "update_dialogue_loops",
@@ -86,18 +87,18 @@ def merge_facts(
     """Return ``existing`` updated with ``new``: a key restated replaces the old fact.
 
     Facts of one slot replace each other (:func:`~agent.memory.longterm.memory_slots.slot_of`:
-    liking and disliking the same item too). The newest fact comes last; beyond ``limit`` the oldest
-    are
-    dropped, so the set stays bounded however long the chat runs.
+    liking and disliking the same item too), in a group only those of the same member (their
+    ``speaker``). The newest fact comes last; beyond ``limit`` the oldest are dropped, so the set
+    stays bounded however long the chat runs.
 
     Args:
         existing: the facts before, oldest first.
         new: the facts just stated.
         limit: the most facts kept.
     """
-    merged = {slot_of(fact.key): fact for fact in existing}
+    merged = {(fact.speaker, slot_of(fact.key)): fact for fact in existing}
     for fact in new:
-        slot = slot_of(fact.key)
+        slot = (fact.speaker, slot_of(fact.key))
         merged.pop(slot, None)
         merged[slot] = fact
     return tuple(merged.values())[-limit:] if limit > 0 else ()
@@ -287,12 +288,14 @@ def update_clarifications(
     return tuple(kept[-MAX_CLARIFICATIONS:]), asked
 
 
-def _speaker(turn: ConversationTurn) -> str | None:
-    if turn.speaker:
-        return turn.speaker
-    return None if turn.user_id is None else f"user {turn.user_id}"
+def member(speaker: str | None, user_id: int | None) -> str | None:
+    """Return how a group member is named: their name, else ``user <id>`` (``None``: nobody)."""
+    if speaker:
+        return speaker
+    return None if user_id is None else f"user {user_id}"
 
 
 def loop_owner(turn: ConversationTurn, chat_type: ChatType) -> str | None:
-    """Return who owns the loops ``turn`` opens: its speaker in a group, nobody in private."""
-    return _speaker(turn) if chat_type in GROUP_CHAT_TYPES else None
+    """Return who owns the loops and facts ``turn`` opens: its speaker in a group, nobody in
+    private."""
+    return member(turn.speaker, turn.user_id) if chat_type in GROUP_CHAT_TYPES else None
