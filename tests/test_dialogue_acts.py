@@ -58,6 +58,8 @@ def test_read_acts(text, expected):
         "Gina, you won't believe it - I got mentored yesterday!",
         "would you believe it, the shop was closed",
         "I'll keep on going",
+        "would you like me to send it to you?",
+        "do you want me to bring the salad",
         "Maria, could you tell me more about the challenges",
     ],
 )

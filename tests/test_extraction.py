@@ -338,6 +338,22 @@ def test_guesses_ways_of_speaking_and_resolutions_open_no_todo(text):
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "Don't forget to take breaks and dance it out when you need to destress!",
+        "Keep up the good work and don't forget your passion for dance.",
+        "Rejections suck, but don't forget they don't define you.",
+    ],
+)
+def test_dont_forget_said_to_others_is_their_business(text):
+    """Said among members (a group message the bot only keeps), "don't forget to X" is advice
+    to the others, not the speaker's to-do; said to the bot, it is one."""
+    assert extract_openers(text, to_others=True) == ()
+    assert extract_openers(text) != ()
+    assert extract_openers("don't let me forget to call Bob", to_others=True) == ("call Bob",)
+
+
+@pytest.mark.parametrize(
     ("text", "todos"),
     [
         ("I must call the plumber", ("call the plumber",)),

@@ -242,7 +242,10 @@ class ConversationStateManager:
             # I6: dated at the turn's own time, so that a replay of the log gives the same.
             dated = dated_facts(said, turn.created_at, zone_in(theirs))
             facts = merge_facts(facts, (f.model_copy(update={"speaker": owner}) for f in dated))
-        todos = update_open_loops(state.open_loops, turn.user_text, seq=seq)
+        # A group message the bot only keeps is said to the other members.
+        todos = update_open_loops(
+            state.open_loops, turn.user_text, seq=seq, to_others=group and not turn.assistant_text
+        )
         todo_loops = todos.loops
         if owner is not None:  # in a group, a to-do belongs to whoever said it
             todo_loops = tuple(

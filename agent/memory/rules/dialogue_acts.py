@@ -97,7 +97,11 @@ _REQUEST = re.compile(
     _F,
 )
 # Requests the reminder and to-do rules already read, or that only ask for talk.
-_NOT_A_REQUEST = re.compile(r"(?:remind\s+me|set\s+(?:a|an)\s+reminder|help\b|repeat\b)", _F)
+# ... or offer ("would you like me to send it?").
+_NOT_A_REQUEST = re.compile(
+    r"(?:remind\s+me|set\s+(?:a|an)\s+reminder|help\b|repeat\b|(?:like|want)\s+(?:me|us)\s+to\b)",
+    _F,
+)
 # Asks for talk, not for something done: "can you believe it?", "could you tell me more about
 # the trip?" (a question, if anything: kept open as one when the bot could not answer).
 _TALK = re.compile(

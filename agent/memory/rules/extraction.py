@@ -165,7 +165,7 @@ def _trim_end(value: str) -> str:
 
 _REMIND_TODO = re.compile(r"\bremind me\s+(?:to|about)\s+(?P<v>.+)", _F)
 _NO_FORGET = re.compile(
-    r"\b(?:don't|do not|dont)\s+(?:let me\s+)?forget\s+(?:to\s+|about\s+)?(?P<v>.+)", _F
+    r"\b(?:don't|do not|dont)\s+(?P<me>let me\s+)?forget\s+(?:to\s+|about\s+)?(?P<v>.+)", _F
 )
 _OPENERS = (
     re.compile(
@@ -299,7 +299,7 @@ def _reminder_clause(clause: Clause) -> bool:
     return match_reminder(clause.text) is not None
 
 
-def extract_openers(text: str) -> tuple[str, ...]:
+def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
     """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
 
     Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X",
@@ -307,7 +307,8 @@ def extract_openers(text: str) -> tuple[str, ...]:
     a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
     question) opens nothing; "can you remind me to X?" does. Nor does a guess ("must be nice"),
     a way of speaking ("I have to say") or a resolution ("I need to stay positive",
-    :data:`RESOLUTION`): none is something to do and tick off.
+    :data:`RESOLUTION`): none is something to do and tick off. Said ``to_others`` (members of
+    a group, not the bot), "don't forget to X" is advice to them, not the speaker's to-do.
     """
     found: list[str] = []
     clauses = split_clauses(text)
@@ -315,7 +316,7 @@ def extract_openers(text: str) -> tuple[str, ...]:
     for clause in clauses:
         if _reminder_clause(clause):
             continue
-        match = _REMIND_TODO.search(clause.text) or _NO_FORGET.search(clause.text)
+        match = _REMIND_TODO.search(clause.text) or _no_forget(clause.text, to_others)
         if match is None and not clause.question:
             match = next((m for p in _OPENERS if (m := p.match(clause.text))), None)
             if match is None and also and clause is clauses[0]:
@@ -328,6 +329,12 @@ def extract_openers(text: str) -> tuple[str, ...]:
             if value and value.casefold() not in {v.casefold() for v in found}:
                 found.append(value)
     return tuple(found)
+
+
+def _no_forget(text: str, to_others: bool) -> re.Match[str] | None:
+    # "don't let me forget to X" is the speaker's; "don't forget to X" said to others, theirs.
+    match = _NO_FORGET.search(text)
+    return None if match is None or (to_others and match.group("me") is None) else match
 
 
 def _a_duty(match: re.Match[str]) -> bool:

@@ -126,7 +126,12 @@ class LoopUpdate:
 
 
 def update_open_loops(
-    loops: Sequence[OpenLoop], text: str, *, seq: int, limit: int = MAX_OPEN_LOOPS
+    loops: Sequence[OpenLoop],
+    text: str,
+    *,
+    seq: int,
+    limit: int = MAX_OPEN_LOOPS,
+    to_others: bool = False,
 ) -> LoopUpdate:
     """Apply one utterance to the open loops: close what it says is done, open its to-dos.
 
@@ -138,6 +143,7 @@ def update_open_loops(
         text: the user's message.
         seq: the seq of its turn.
         limit: the most loops kept.
+        to_others: said to others than the bot (a group message the bot only keeps).
     """
     remaining = list(loops)
     closed: list[OpenLoop] = []
@@ -160,7 +166,7 @@ def update_open_loops(
             unmatched.append(closer.text)
     opened: list[OpenLoop] = []
     already: list[OpenLoop] = []
-    for n, todo in enumerate(extract_openers(text), start=1):
+    for n, todo in enumerate(extract_openers(text, to_others=to_others), start=1):
         stems = content_stems(todo) or frozenset({todo.casefold()})
         same = next((lp for lp in remaining if content_stems(lp.text) == stems), None)
         if same is not None:
