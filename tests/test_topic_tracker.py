@@ -76,3 +76,26 @@ def test_bad_settings_are_refused(options):
     """A decay outside (0, 1), a boost not positive or negative bounds are a ValueError."""
     with pytest.raises(ValueError, match="decay must be between 0 and 1"):
         TopicTracker(**options)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Ah ha ha, yeah, JUST DOING IT!", "Wow, haha, bye!", "Come on, yay!", "Whoa, cheers, hugs"],
+)
+def test_laughter_cheers_and_goodbyes_are_no_topic(text):
+    """Chat noise names no subject: /topics never lists "ah ha ha" or "bye"."""
+    assert key_phrases(text) == ()
+
+
+def test_a_group_member_named_is_no_topic_of_theirs():
+    """Members call each other by name ("Hey Jon!"): the name is who is spoken to, not what
+    the group talks about; the rest of the message still is."""
+    from tests.test_deliberation import group
+
+    state = group(
+        [("Jon", "Hey Gina! I opened my dance studio"), ("Gina", "Jon pottery rocks, Jon!")]
+    )
+
+    names = {topic.name for topic in state.active_topics}
+    assert names >= {"dance studio", "pottery rock"}
+    assert not {word for name in names for word in name.split()} & {"jon", "gina"}

@@ -89,6 +89,11 @@ __all__ = ["MAX_CLOSED_LOOPS", "ConversationStateManager"]
 MAX_CLOSED_LOOPS = 10
 
 
+def _unnamed(phrase: str, names: frozenset[str]) -> str:
+    """Return ``phrase`` without the words of group members' ``names`` ("" if nothing is left)."""
+    return " ".join(word for word in phrase.split() if word not in names)
+
+
 def _response_type(turn: ConversationTurn, *, clarification: bool = False) -> ResponseType:
     if not turn.assistant_text:
         return "none"
@@ -258,8 +263,6 @@ class ConversationStateManager:
         loops = loops[-MAX_OPEN_LOOPS:]
         closed = (*state.closed_loops, *todos.closed, *answered)[-MAX_CLOSED_LOOPS:]
         jobs, scheduled = _update_jobs(state.active_job_refs, turn.job_refs)
-        mentioned = key_phrases(turn.user_text) if clauses else ()
-        topics = self.topics.update(state.active_topics, mentioned, seq=seq)
         pending, asked = update_clarifications(state.pending_clarifications, turn, owner=owner)
         participants, proposals, decisions = state.participants, state.proposals, state.decisions
         proposal_id = decision_id = None
@@ -271,6 +274,14 @@ class ConversationStateManager:
                 moved.decisions,
             )
             proposal_id, decision_id = moved.proposal_id, moved.decision_id
+        # Members call each other by name ("Hey Jon!"): who is spoken to is no topic.
+        names = frozenset(word for p in participants for word in p.name.casefold().split())
+        phrases = key_phrases(turn.user_text) if clauses else ()
+        mentioned = tuple(dict.fromkeys(filter(None, (_unnamed(p, names) for p in phrases))))
+        topics = tuple(
+            t for t in self.topics.update(state.active_topics, mentioned, seq=seq)
+            if _unnamed(t.name, names)
+        )  # fmt: skip
         entities = resolve_entities(
             state.resolved_entities,
             topics=topics,

@@ -140,6 +140,11 @@ _CHAT_WORDS = _class(
     us use used via wanna want wanted wants way well whatever whenever whole within without
     wondering work works yeah yep yes yesterday yet yup"""
 )
+# Laughter, cheers and goodbyes ("ah ha ha", "yay", "bye"): chat noise, no subject.
+_INTERJECTIONS = _class(
+    """ah aha ahh aw aww bye cheers come comes came congrats congratulations goodbye ha hah haha
+    hahaha heh hehe hm huh hug hugs omg ugh uh um umm whoa woah wow yay yo"""
+)
 
 #: Words a search query drops: they match everything and mean nothing to BM25 (and reading
 #: their posting lists would make a query's cost grow with the history).
@@ -153,6 +158,7 @@ TOPIC_STOP_WORDS = (
     | _CONTRACTIONS
     | _PROGRESS_WORDS
     | _CHAT_WORDS
+    | _INTERJECTIONS
 )
 #: Words that do not tell one to-do from another, nor a to-do from what is said of it.
 LOOP_STOP_WORDS = _FUNCTION_WORDS | _PROGRESS_WORDS | _COMPLETION_WORDS
