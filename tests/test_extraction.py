@@ -260,6 +260,48 @@ def test_the_last_statement_of_a_slot_in_one_message_wins():
     assert facts_of("my name is Ada. Actually, my name is Bob") == {"name": "Bob"}
 
 
+@pytest.mark.parametrize(
+    ("text", "liked"),
+    [
+        ("I love action and sci-fi movies, the effects are so cool", "action and sci-fi movies"),
+        ("I like reading, watching movies, and exploring nature",
+         "reading, watching movies, and exploring nature"),
+        ("I love camping trips with my fam, 'cause nature brings us together",
+         "camping trips with my fam"),
+        ("I love aerial yoga, it's a great way to switch off", "aerial yoga"),
+        ("I really like pottery - the creativity is awesome", "pottery"),
+        ("I enjoy hiking so much", "hiking"),
+        ("I like jazz a lot", "jazz"),
+    ],
+)  # fmt: skip
+def test_a_like_is_what_is_liked_without_the_sentence_that_goes_on(text, liked):
+    """The liked thing, whole: not cut at its eighth word ("the effects are so"), and not
+    carrying the comment after it."""
+    (value,) = (v for k, v in facts_of(text).items() if k.startswith("likes:"))
+    assert value == liked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love how you explained it",
+        "I like your turtles so much",
+        "I love to hear that",
+        "I love the way the frosting turned out",
+        "I love how it shows the togetherness and power you share",
+        "I love when you give me movie recommendations",
+        "I like the thought, Nate",
+        "I love that you remember things",
+        "I love it when you try something new and it actually works",
+        "I love seeing them soak in the sun like this",
+    ],
+)
+def test_a_reaction_or_a_compliment_is_no_like(text):
+    """ "I love how you explained it" praises a moment or the listener: nothing to keep as
+    what the user likes."""
+    assert not [k for k in facts_of(text) if k.startswith(("likes", "dislikes"))]
+
+
 # -- to-dos ----------------------------------------------------------------------------------
 
 

@@ -238,15 +238,15 @@ _FACT_RULES: tuple[_FactRule, ...] = (
           rf"\bevery\s+{_DAYS}\b.*)", "phrase"),
     _rule("does", r"^i\s+(?:also\s+|still\s+)?(?P<v>(?:play|practise|practice)\s+(?!with\b).+)",
           "short"),
-    _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "short"),
-    _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "short"),
+    _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "liked"),
+    _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "liked"),
     _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
-          r"|enjoying|like|love|enjoy)\s+(?P<v>.+)", "short"),
+          r"|enjoying|like|love|enjoy)\s+(?P<v>.+)", "liked"),
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
-          "short"),
-    _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "short"),
+          "liked"),
+    _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "liked"),
     _rule("likes", rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>.+?)"
-          r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$", "short"),
+          r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$", "liked"),
 )
 
 

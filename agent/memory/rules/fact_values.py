@@ -22,6 +22,7 @@ __all__ = [
     "PRONOUN_OBJECT",
     "cut",
     "fact_value",
+    "liked_value",
     "name_value",
 ]
 
@@ -81,9 +82,42 @@ def cut(value: str, stop: re.Pattern[str], words: int | None) -> str:
     return clean_value(value, 80)
 
 
+# Where what is liked ends and a comment on it begins: "aerial yoga, it's a great way to...",
+# "pottery - the creativity is awesome" (a list goes on: "reading, watching movies").
+_COMMENT = re.compile(
+    r"\s+[-\u2013\u2014]\s+|,\s+(?:the|it|it's|its|they|they're|that|that's|which|so|but|as|'cause"
+    r"|cause|because|since|i|i'm|i've|we|we're|he|she|there|this|these|those|plus)\b",
+    _F,
+)
+_INTENSIFIER = re.compile(
+    r"(?:\s+(?:so\s+much|a\s+lot|a\s+ton|very\s+much|too|as\s+well|so|really))+$", _F
+)
+# A reaction to the moment or a compliment, not a taste: "how you explained it", "the way it
+# turned out", "to hear that", "when you call", "the thought", "seeing them soak in the sun".
+_REACTION = re.compile(
+    r"(?:how|the\s+way|when|what|that|it\s+when|the\s+(?:thought|idea|fact)|to\s+(?:hear|see|know"
+    r"|read|think)\b|\w+ing\s+(?:it|them|this|that|these|those|him|her)\b)",
+    _F,
+)
+_LISTENER = re.compile(r"\b(?:you|your|yours|you're|ya)\b", _F)
+# The most words a liked thing has: a longer value is a sentence, not a thing.
+_LIKED_WORDS = 10
+
+
+def liked_value(raw: str) -> str | None:
+    """What ``raw`` (the words after "I love") says is liked: up to where a comment on it begins,
+    without "so much"; ``None`` for a reaction or a compliment ("how you explained it")."""
+    if _REACTION.match(raw) or _LISTENER.search(raw):
+        return None
+    value = _INTENSIFIER.sub("", cut(_COMMENT.split(raw, maxsplit=1)[0], PHRASE_STOP, None))
+    return value if value and len(value.split()) <= _LIKED_WORDS else None
+
+
 def fact_value(kind: str, raw: str) -> str | None:
     """The value of a fact said by ``raw``, read as ``kind`` says (name, strict_name, zone, age,
-    trip, org, place, short, phrase, raw), or ``None`` when it holds none."""
+    trip, org, place, short, liked, phrase, raw), or ``None`` when it holds none."""
+    if kind == "liked":
+        return liked_value(raw)
     if kind == "name":
         return name_value(raw, strict=False)
     if kind == "strict_name":
