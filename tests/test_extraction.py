@@ -302,6 +302,22 @@ def test_a_reaction_or_a_compliment_is_no_like(text):
     assert not [k for k in facts_of(text) if k.startswith(("likes", "dislikes"))]
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("I'm allergic to cockroaches as well, so who knows if I'll be okay",
+         "allergy:cockroaches", "cockroaches"),
+        ("My goal is to run a marathon, it's been a dream for years",
+         "goal:to run a marathon", "to run a marathon"),
+        ("I'm allergic to shellfish - it's pretty bad", "allergy:shellfish", "shellfish"),
+        ("I can't have dairy, so no ice cream for me", "avoid:have dairy", "have dairy"),
+    ],
+)  # fmt: skip
+def test_a_fact_ends_where_a_comment_on_it_begins(text, key, value):
+    """ "so who knows if I'll..." comments on the fact; the fact is what comes before it."""
+    assert facts_of(text) == {key: value}
+
+
 # -- to-dos ----------------------------------------------------------------------------------
 
 

@@ -49,6 +49,18 @@ _AGE_TAIL = re.compile(
     _F,
 )
 
+# Where a value ends and a comment on it begins: "aerial yoga, it's a great way to...",
+# "shellfish - it's pretty bad" (a list goes on: "reading, watching movies").
+_COMMENT = re.compile(
+    r"\s+[-\u2013\u2014]\s+|,\s+(?:the|it|it's|its|they|they're|that|that's|which|so|but|as|'cause"
+    r"|cause|because|since|i|i'm|i've|we|we're|he|she|there|this|these|those|plus)\b",
+    _F,
+)
+# "cockroaches as well", "hiking so much": what is said, without how much.
+_INTENSIFIER = re.compile(
+    r"(?:\s+(?:so\s+much|a\s+lot|a\s+ton|very\s+much|too|as\s+well|so|really))+$", _F
+)
+
 
 def name_value(raw: str, *, strict: bool) -> str | None:
     """The name ``raw`` opens with, or ``None`` ("tired" is none); ``strict``: capitalised, and
@@ -73,25 +85,18 @@ def name_value(raw: str, *, strict: bool) -> str | None:
 
 
 def cut(value: str, stop: re.Pattern[str], words: int | None) -> str:
-    """``value`` up to where ``stop`` finds the sentence going on, in at most ``words`` words."""
+    """``value`` up to where a comment on it begins or ``stop`` finds the sentence going on,
+    without "as well" or "so much", in at most ``words`` words."""
+    value = _COMMENT.split(value, maxsplit=1)[0]
     match = stop.search(value)
     if match:
         value = value[: match.start()]
+    value = _INTENSIFIER.sub("", value)
     if words is not None and len(value.split()) > words:  # a cut does not end on "the", "to"
         value = _LOOSE_END.sub("", " ".join(value.split()[:words]))
     return clean_value(value, 80)
 
 
-# Where what is liked ends and a comment on it begins: "aerial yoga, it's a great way to...",
-# "pottery - the creativity is awesome" (a list goes on: "reading, watching movies").
-_COMMENT = re.compile(
-    r"\s+[-\u2013\u2014]\s+|,\s+(?:the|it|it's|its|they|they're|that|that's|which|so|but|as|'cause"
-    r"|cause|because|since|i|i'm|i've|we|we're|he|she|there|this|these|those|plus)\b",
-    _F,
-)
-_INTENSIFIER = re.compile(
-    r"(?:\s+(?:so\s+much|a\s+lot|a\s+ton|very\s+much|too|as\s+well|so|really))+$", _F
-)
 # A reaction to the moment or a compliment, not a taste: "how you explained it", "the way it
 # turned out", "to hear that", "when you call", "the thought", "seeing them soak in the sun".
 _REACTION = re.compile(
@@ -109,7 +114,7 @@ def liked_value(raw: str) -> str | None:
     without "so much"; ``None`` for a reaction or a compliment ("how you explained it")."""
     if _REACTION.match(raw) or _LISTENER.search(raw):
         return None
-    value = _INTENSIFIER.sub("", cut(_COMMENT.split(raw, maxsplit=1)[0], PHRASE_STOP, None))
+    value = cut(raw, PHRASE_STOP, None)
     return value if value and len(value.split()) <= _LIKED_WORDS else None
 
 
