@@ -69,7 +69,8 @@ __all__ = [
 # The headers render_packet writes above each section (paid by a section's first line).
 LOOPS_HEADER = "Open loops:"
 CLARIFICATIONS_HEADER = "Waiting for the user to answer:"
-REMEMBERED_HEADER = "Remembered from earlier conversations:"
+# Long-term memories: said in this conversation or an earlier one, kept until changed or erased.
+REMEMBERED_HEADER = "What I remember about the user:"
 RELEVANT_MEMORIES_HEADER = "Relevant memories:"
 EARLIER_HEADER = "Relevant earlier in this conversation:"
 SUMMARY_HEADER = "Summary of earlier conversation:"
