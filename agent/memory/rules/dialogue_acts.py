@@ -169,10 +169,10 @@ def read_acts(clauses: Sequence[Clause]) -> DialogueActs:
     for clause in clauses:
         text = clause.text
         request = _REQUEST.match(text)
-        if request is not None and not _TALK.match(_value(request.group("v"))):
-            value = _value(request.group("v"))
-            if value and not _NOT_A_REQUEST.match(value) and value not in requests:
-                requests.append(value)
+        wanted = "" if request is None else _value(request.group("v"))
+        if request is not None and not _TALK.match(wanted):
+            if wanted and not _NOT_A_REQUEST.match(wanted) and wanted not in requests:
+                requests.append(wanted)
             continue
         if clause.question:
             if len(question_stems(text)) >= 2:

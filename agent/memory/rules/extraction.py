@@ -196,6 +196,7 @@ _GUESSED = re.compile(r"(?:be|been|have\s+(?:been|\w+(?:ed|en|t))|'ve|feel|seem|
 _SPEAKING = re.compile(
     r"(?:say|admit|agree|confess|be\s+honest|tell\s+you|ask\s+you|hand\s+it\s+to)\b", _F
 )
+# Ways to stay ("stay positive", "keep calm").
 _STEADY = (
     r"positive|strong|focused|motivated|resilient|calm|true|humble|optimistic|hopeful|grounded"
     r"|sane|patient|brave|busy|inspired|determined|dedicated|confident|curious|safe|healthy"
