@@ -268,6 +268,35 @@ async def test_each_member_is_answered_from_what_they_said_themselves(lane):
     assert "- Bob: allergy: peanuts" in rendered
 
 
+async def test_a_member_asking_about_another_is_quoted_their_words(lane):
+    """ "@bot what is Bob allergic to?" is answered with what Bob said, named and dated: the
+    bot's handle is no word of the question."""
+    chat = Group(lane)
+    await chat.say("Alice", "I propose we go hiking on Saturday")
+    await chat.say("Bob", "I'm allergic to bees btw, so no meadows please")
+    await chat.say("Carol", "I can't on Saturday")
+
+    _, said = await chat.ask("Alice", "@bot what is Bob allergic to?")
+
+    assert "Bob said" in said
+    assert "allergic to bees" in said
+
+
+async def test_a_group_s_list_names_whose_each_item_is(lane):
+    """In a group the list is the group's: each item says who it belongs to, in their words
+    (Bob's "my boots" is not "your boots" to Alice), under its number for "done 1"."""
+    chat = Group(lane)
+    await chat.say("Bob", "I need to buy my new boots before Sunday")
+    await chat.say("Alice", "I have to book the bus")
+
+    _, listed = await chat.ask("Alice", "@bot what's on my list?")
+
+    assert "The group's list:" in listed
+    assert "1. Bob: buy my new boots before Sunday" in listed
+    assert "2. Alice: book the bus" in listed
+    assert "your new boots" not in listed
+
+
 async def test_in_a_private_chat_the_group_questions_are_left_to_other_rules(lane):
     """In a private chat there is no group: these rules stay silent."""
     chat = Group(lane, chat_id=IDS["Bob"])

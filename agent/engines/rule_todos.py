@@ -182,15 +182,24 @@ def dialogue_acks(
     return said
 
 
+def _item(loop: OpenLoop, group: bool) -> str:
+    # In a group each item is its member's, in their words ("Bob: buy my boots").
+    if not group:
+        return in_second_person(loop.text)
+    return f"{loop.owner}: {loop.text}" if loop.owner else loop.text
+
+
 def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]) -> str:
     sections: list[str] = []
     loops = reading.loops.loops
     if loops:
+        group = any(loop.owner for loop in loops)
         numbered = [
-            f"{n}. {in_second_person(loop.text)}{_LOOP_KINDS.get(loop.kind, '')}"
+            f"{n}. {_item(loop, group)}{_LOOP_KINDS.get(loop.kind, '')}"
             for n, loop in enumerate(loops, start=1)
         ]
-        sections.append("Your list:\n" + "\n".join(numbered))
+        title = "The group's list:" if group else "Your list:"
+        sections.append(title + "\n" + "\n".join(numbered))
     if packet.pending_clarifications:
         asked = [f"• {c.question}" for c in packet.pending_clarifications]
         sections.append("Waiting for your answer:\n" + "\n".join(asked))
