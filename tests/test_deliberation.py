@@ -233,6 +233,35 @@ def test_a_reaction_long_after_any_proposal_is_no_reaction():
     assert group(lines).proposals[0].reactions == ()
 
 
+@pytest.mark.parametrize(
+    ("said", "outcome"),
+    [
+        ("ok, Sunday it is", "Sunday"),
+        ("Sunday at 9 it is!", "Sunday at 9"),
+        ("settled, Sunday at 9", "Sunday at 9"),
+        ("settled: Sunday", "Sunday"),
+        ("deal: Sunday at 9", "Sunday at 9"),
+        ("agreed: Sunday at the trailhead", "Sunday at the trailhead"),
+    ],
+)
+def test_a_decision_said_the_short_way(said, outcome):
+    """ "Sunday it is", "settled, Sunday at 9": the group settled, and the proposal it names is
+    accepted."""
+    state = group([("Alice", "how about Saturday?"), ("Carol", "how about Sunday?"), ("Bob", said)])
+
+    (decision,) = state.decisions
+    assert decision.outcome == outcome
+    assert state.proposals[1].status == "accepted"
+
+
+@pytest.mark.parametrize("said", ["that's how it is", "what it is", "so it is", "agreed", "deal"])
+def test_a_way_of_speaking_or_a_nod_is_no_decision(said):
+    """ "that's how it is" settles nothing; "agreed" and "deal" alone back the proposal."""
+    state = group([("Alice", "how about Sunday?"), ("Bob", said)])
+
+    assert state.decisions == ()
+
+
 def test_questions_are_not_decisions():
     """A question ("what have we decided?") records no decision."""
     state = group([("Alice", "how about pizza tonight?"), ("Bob", "what have we decided?")])

@@ -89,6 +89,9 @@ _DECISIONS = tuple(
         r"\[(?:decision|consensus)\]\s*[:-]?\s*(?P<v>.*)",
         r"\b(?:it'?s|it\s+is|that'?s)\s+(?:decided|settled)\s*[:,-]?\s*(?P<v>.*)",
         r"^decided\s*[:-]\s*(?P<v>.*)",
+        rf"^{_FILLERS}(?:(?:settled|deal|agreed)\s*[:-]|settled\s*,)\s*(?P<v>.+)",  # "deal: X"
+        rf"^{_FILLERS}(?P<v>(?!(?:that|this|it|what|how|which|who|there|here)\b)[^,.!?]{{1,40}}?)"
+        r"\s+it\s+is\s*[.!]*$",  # "Sunday it is"
     )
 )
 _PROPOSALS = tuple(
@@ -105,10 +108,10 @@ _PROPOSALS = tuple(
     )
 )
 # Every decision, rejection and proposal pattern holds one of these words: one search tells
-# whether a clause is worth the eighteen patterns.
+# whether a clause is worth the patterns.
 _CUES = re.compile(
     r"agreed|decided|conclu|settled|consensus|go\s+with|final|\[|propos|suggest|what\s+if"
-    r"|how\s+about|don'?t\s+we|consider|shall\s+we|let'?s",
+    r"|how\s+about|don'?t\s+we|consider|shall\s+we|let'?s|deal|it\s+is",
     _F,
 )
 _OPPOSE = re.compile(
