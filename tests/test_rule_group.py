@@ -297,6 +297,18 @@ async def test_a_group_s_list_names_whose_each_item_is(lane):
     assert "your new boots" not in listed
 
 
+async def test_forgetting_one_thing_in_a_group_says_what_can_be_erased(lane):
+    """A group keeps what a member said in its conversation only: asked to forget one thing,
+    the bot never claims there is nothing kept, and names /forget, which erases it all."""
+    chat = Group(lane)
+    await chat.say("Bob", "I'm allergic to bees")
+
+    _, said = await chat.ask("Bob", "@bot forget that I'm allergic to bees")
+
+    assert "/forget" in said
+    assert "nothing" not in said
+
+
 async def test_in_a_private_chat_the_group_questions_are_left_to_other_rules(lane):
     """In a private chat there is no group: these rules stay silent."""
     chat = Group(lane, chat_id=IDS["Bob"])

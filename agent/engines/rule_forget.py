@@ -87,8 +87,8 @@ _YES = re.compile(
 _NO = re.compile(r"^(?:no|nope|nah|don'?t|do not|cancel|keep (?:it|them)|never ?mind)\b", _F)
 
 _FORGET_IN_GROUP = (
-    "I keep no long-term memory about anyone in a group, so there is nothing of that kind to "
-    "forget. /forget erases this group's conversation."
+    "In a group I keep no long-term memory about anyone: what you said here stays only in this "
+    "group's conversation, and /forget erases that conversation whole."
 )
 
 
