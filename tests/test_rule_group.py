@@ -309,6 +309,20 @@ async def test_forgetting_one_thing_in_a_group_says_what_can_be_erased(lane):
     assert "nothing" not in said
 
 
+async def test_a_group_item_is_ticked_off_through_the_bot_s_handle(lane):
+    """ "@bot done 2" is "done 2": the handle says who is spoken to, not what is done."""
+    chat = Group(lane)
+    await chat.say("Bob", "I need to buy my new boots before Sunday")
+    await chat.say("Alice", "I have to book the bus")
+
+    _, done = await chat.ask("Alice", "@bot done 2")
+    _, listed = await chat.ask("Carol", "@bot what is still open?")
+
+    assert "book the bus" in done
+    assert "book the bus" not in listed
+    assert "Bob: buy my new boots" in listed
+
+
 async def test_in_a_private_chat_the_group_questions_are_left_to_other_rules(lane):
     """In a private chat there is no group: these rules stay silent."""
     chat = Group(lane, chat_id=IDS["Bob"])

@@ -25,12 +25,8 @@ from dataclasses import dataclass
 from agent.engines.rule_reading import Reading, first_sentence
 from agent.memory.group_brief import stances, undecided
 from agent.memory.group_schemas import Participant
-from agent.memory.rules.deliberation import (
-    is_deliberation_move,
-    participant_key,
-    without_mention,
-)
-from agent.memory.rules.extraction import content_stems, split_clauses
+from agent.memory.rules.deliberation import is_deliberation_move, participant_key
+from agent.memory.rules.extraction import content_stems, split_clauses, without_mention
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
 __all__ = ["answer_own_words", "answer_undecided"]

@@ -36,9 +36,8 @@ from agent.memory.longterm.memory_slots import (
     parse_key,
     slot_of,
 )
-from agent.memory.rules.deliberation import without_mention
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS
-from agent.memory.rules.extraction import content_stems
+from agent.memory.rules.extraction import content_stems, normalize_text
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 from agent.utils.text import QUESTION_WORDS, SEARCH_STOP_WORDS
@@ -108,8 +107,7 @@ class Recollection:
 
 
 def _asked(question: str) -> frozenset[str]:
-    # "@helper_bot what is Bob allergic to?": the bot's handle is no word of the question.
-    return content_stems(without_mention(question)) - _NOT_ASKED
+    return content_stems(question) - _NOT_ASKED  # "@helper_bot what ...": the handle is none
 
 
 def _still_true(
@@ -204,7 +202,7 @@ def recollect(
     every_name = frozenset().union(*speakers.values()) if speakers else frozenset()
     asked = _asked(question)
     named = {s for s, stems in speakers.items() if stems and stems <= asked}
-    if not named and packet.member is not None and is_about_user(without_mention(question)):
+    if not named and packet.member is not None and is_about_user(normalize_text(question)):
         named = {packet.member.name}  # in a group, "what am I allergic to?" asks the writer's
     asked -= every_name
     if not asked or not candidates:

@@ -50,7 +50,6 @@ __all__ = [
     "DeliberationUpdate",
     "is_deliberation_move",
     "participant_key",
-    "without_mention",
 ]
 
 #: The most participants a session keeps (the least recently heard leaves first).
@@ -162,21 +161,6 @@ _TRAILING = re.compile(r"\s+(?:instead|then|maybe|perhaps)$", _F)
 _NOISE_STEMS = content_stems(" ".join(sorted(TOPIC_STOP_WORDS))) | frozenset({"we", "us", "our"})
 _STANCE_WORDS = {"support": "supports", "oppose": "opposes", "neutral": "is undecided on"}
 # A message addressed to someone starts with their handle: "@helper_bot I think ...".
-_MENTION = re.compile(r"^@\w+[\s,:]*")
-
-
-def without_mention(text: str) -> str:
-    """Return ``text`` without the handle it starts with, if any ("@helper_bot +1" -> "+1")."""
-    return _MENTION.sub("", text)
-
-
-def _unaddressed(text: str, clauses: Sequence[Clause]) -> tuple[str, Sequence[Clause]]:
-    """A message and its clauses as the patterns read them: the leading handle left out."""
-    if not clauses or not clauses[0].text.startswith("@"):
-        return text, clauses
-    first = Clause(without_mention(clauses[0].text), clauses[0].question)
-    rest = tuple(clauses[1:])
-    return without_mention(text), ((first, *rest) if first.text else rest)
 
 
 @lru_cache(maxsize=4096)  # pure; proposals are compared again on every message
@@ -273,7 +257,7 @@ def is_deliberation_move(text: str, clauses: Sequence[Clause]) -> bool:
         text: the message.
         clauses: ``text`` cut into clauses.
     """
-    move = _read_move(*_unaddressed(normalize_text(text), clauses))
+    move = _read_move(normalize_text(text), clauses)
     return any((move.reaction, move.decision, move.rejection, move.proposal, move.opinion))
 
 
@@ -342,7 +326,6 @@ class DeliberationTracker:
             return DeliberationUpdate(tuple(participants), tuple(proposals), tuple(decisions))
         pid, name = who
         seq = turn.seq
-        text, clauses = _unaddressed(text, clauses)
         move = _read_move(text, clauses)
         people = {p.participant_id: p for p in participants}
         person = people.get(pid) or Participant(participant_id=pid, name=name)

@@ -39,6 +39,7 @@ __all__ = [
     "match_reminder",
     "normalize_text",
     "split_clauses",
+    "without_mention",
 ]
 
 _VALUE_CHARS = 200
@@ -70,11 +71,13 @@ _SUBCLAUSE = re.compile(
 # open loops' texts on every turn: the pure readings of a text are cached (``_TEXTS`` recent
 # texts; a message is at most 4,096 characters, so at most ~3 MB in all).
 _TEXTS = 256
+_MENTION = re.compile(r"^@\w+[\s,:]*")
 
 
 @lru_cache(maxsize=_TEXTS)
 def normalize_text(text: str) -> str:
-    """Return ``text`` in the form the rules read: NFKC, no invisible marks, plain quotes.
+    """Return ``text`` in the form the rules read: NFKC, no invisible marks, plain quotes, no
+    leading handle ("@helper_bot done 2": who is spoken to is no part of what is said).
 
     Args:
         text: raw user text (any length, any script).
@@ -84,7 +87,12 @@ def normalize_text(text: str) -> str:
     """
     text = unicodedata.normalize("NFKC", text)
     text = _INVISIBLE.sub("", text).translate(_QUOTES)
-    return _BLANKS.sub(" ", text).strip()
+    return without_mention(_BLANKS.sub(" ", text).strip())
+
+
+def without_mention(text: str) -> str:
+    """Return ``text`` without the handle it starts with, if any ("@helper_bot +1" -> "+1")."""
+    return _MENTION.sub("", text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +201,7 @@ _VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)
 # What follows "must" in a guess ("must be nice", "must have been hard"), not a duty.
 _GUESSED = re.compile(r"(?:be|been|have\s+(?:been|\w+(?:ed|en|t))|'ve|feel|seem|look|sound)\b", _F)
 # "I have to say", "I need to tell you": a way of speaking, not something to do.
-_SPEAKING = re.compile(
-    r"(?:say|admit|agree|confess|be\s+honest|tell\s+you|ask\s+you|hand\s+it\s+to)\b", _F
-)
+_SPEAKING = re.compile(r"(?:say|admit|agree|confess|be honest|tell you|ask you|hand it to)\b", _F)
 # Ways to stay ("stay positive", "keep calm").
 _STEADY = (
     r"positive|strong|focused|motivated|resilient|calm|true|humble|optimistic|hopeful|grounded"
@@ -333,8 +339,7 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
 
 
 def _no_forget(text: str, to_others: bool) -> re.Match[str] | None:
-    # "don't let me forget to X" is the speaker's; "don't forget to X" said to others, theirs.
-    match = _NO_FORGET.search(text)
+    match = _NO_FORGET.search(text)  # "don't forget to X" said to others is theirs
     return None if match is None or (to_others and match.group("me") is None) else match
 
 
