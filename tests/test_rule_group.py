@@ -288,12 +288,14 @@ async def test_a_group_s_list_names_whose_each_item_is(lane):
     chat = Group(lane)
     await chat.say("Bob", "I need to buy my new boots before Sunday")
     await chat.say("Alice", "I have to book the bus")
+    await chat.say("Carol", "I'll bring the sandwiches")
 
     _, listed = await chat.ask("Alice", "@bot what's on my list?")
 
     assert "The group's list:" in listed
     assert "1. Bob: buy my new boots before Sunday" in listed
     assert "2. Alice: book the bus" in listed
+    assert "3. Carol: bring the sandwiches (promised)" in listed
     assert "your new boots" not in listed
 
 

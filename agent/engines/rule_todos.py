@@ -183,10 +183,12 @@ def dialogue_acks(
 
 
 def _item(loop: OpenLoop, group: bool) -> str:
-    # In a group each item is its member's, in their words ("Bob: buy my boots").
+    # In a group each item is its member's, in their words ("Bob: buy my boots (promised)").
+    kind = _LOOP_KINDS.get(loop.kind, "")
     if not group:
-        return in_second_person(loop.text)
-    return f"{loop.owner}: {loop.text}" if loop.owner else loop.text
+        return in_second_person(loop.text) + kind
+    said = f"{loop.owner}: {loop.text}" if loop.owner else loop.text
+    return said + kind.replace("you ", "")
 
 
 def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]) -> str:
@@ -195,8 +197,7 @@ def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Seque
     if loops:
         group = any(loop.owner for loop in loops)
         numbered = [
-            f"{n}. {_item(loop, group)}{_LOOP_KINDS.get(loop.kind, '')}"
-            for n, loop in enumerate(loops, start=1)
+            f"{n}. {_item(loop, group)}" for n, loop in enumerate(loops, start=1)
         ]
         title = "The group's list:" if group else "Your list:"
         sections.append(title + "\n" + "\n".join(numbered))
