@@ -404,3 +404,13 @@ def test_a_line_the_database_cannot_take_is_said_and_the_chat_goes_on(launch, tm
         assert "Berlin" not in bot.stdout  # neither noted nor echoed (a pipe is not echoed)
     finally:
         disk.stop()
+
+
+def test_stats_counts_what_the_bot_remembers_about_the_user(launch):
+    """/stats counts the facts kept about the user: in a private chat they are long-term
+    memories, and a fresh conversation (/new) still has them."""
+    out = run_console(launch, ["my name is Ada", "I live in Porto", "/new", "hello", "/stats"])
+
+    stats = replies(out)[5]
+    assert "Turns: 1" in stats
+    assert "Facts: 2" in stats

@@ -485,11 +485,13 @@ class CommandCenter:
         packet = await self.inspector.packet(chat_id)
         if packet is None:
             return CommandReply("No conversation yet.")
+        # A group's facts are its session's; a person's, long-term memories (/facts).
+        facts = len(packet.facts) + len(await self.inspector.facts(chat_id))
         return CommandReply(
             f"Turns: {packet.turn_count}\n"
             f"Open loops: {len(packet.open_loops)}\n"
             f"Reminders: {len(packet.active_job_refs)}\n"
-            f"Facts: {len(packet.facts)}\n"
+            f"Facts: {facts}\n"
             f"Context packet: about {packet.token_estimate} tokens "
             f"(budget {self.inspector.token_budget})"
         )
