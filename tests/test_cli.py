@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -119,7 +120,7 @@ async def memory(tmp_path: Path) -> Memory:
             if result.needs_delivery:
                 await lane.mark_delivered(result.turn, 9000 + update)
         sessions = []
-        for talk in (GROUP_TALK, (("Bob", "new week, new plans"),)):
+        for talk in (GROUP_TALK, (("Bob", "I live in Leeds now"),)):
             if sessions:
                 await lane.new_session(GROUP_CHAT)  # /new: the first session is closed
             for speaker, text in talk:
@@ -217,6 +218,9 @@ def test_show_prints_the_state_and_the_context_packet(memory):
     assert "status         closed" in group
     assert "Decisions (1)" in group
     assert "Friday at 3" in group
+    # A group's facts are its members': each says who told it.
+    facts = ok(cli(memory, "show", memory.group_open)).split("Facts (1)", 1)[1]
+    assert re.search(r"\bBob\s+location\s+Leeds\s+1\b", facts)
 
     shown = json.loads(ok(cli(memory, "show", memory.private, "--json")))
     assert shown["session"]["session_id"] == memory.private
@@ -462,7 +466,8 @@ def test_stats_counts_everything_the_memory_holds(memory):
     assert figures["turns"] == {"delivered": len(PRIVATE_TALK), "recorded": 4}
     assert figures["state"]["open_loops"] == 2
     assert figures["state"]["reminders"] == 1
-    assert figures["state"]["facts"] == 0  # a private chat's facts are long-term memories
+    # Bob's city, in the group; a private chat's facts are long-term memories.
+    assert figures["state"]["facts"] == 1
     assert figures["summaries"] == {"extractive completed": 1}
     assert figures["memories"]["active"] == 3
     assert figures["bytes"]["checkpoint_files"] == 3

@@ -89,8 +89,8 @@ def state_sections(state: SessionState) -> list[tuple[str, list[Column], list[li
         ),
         (
             "Facts",
-            [Column("KEY"), Column("VALUE", cut=True), Column("TURN", right=True)],
-            [[f.key, f.value, str(f.turn)] for f in state.facts],
+            [Column("WHO"), Column("KEY"), Column("VALUE", cut=True), Column("TURN", right=True)],
+            [[f.speaker or "-", f.key, f.value, str(f.turn)] for f in state.facts],
         ),
     ]  # fmt: skip
     group = [
