@@ -68,6 +68,7 @@ from agent.engines.rule_likes import answer_like, answer_like_kind
 from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
+from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
 from agent.engines.rule_reminders import answer_time, change_reminders
 from agent.engines.rule_talk import (
     UNKNOWN,
@@ -113,6 +114,7 @@ _NO_TEXT = "I can only read text for now. Try “my name is Ada”, or send /hel
 # Reply intents that change the state, first: the reply is named after its side effect.
 _SIDE_EFFECTS = (
     "set_reminder",
+    ASK_HOUR,
     "cancel_reminder",
     "close_todo",
     "add_todo",
@@ -188,6 +190,9 @@ class RuleBasedConcierge:
         text = direct_question(normalize_text(message.text or ""))
         if not text:
             return Reply(text=_NO_TEXT, intent="unknown")  # nothing to read: not understood
+        # "10am", answering "Is that tomorrow at 10:00 (morning) or at 22:00 (evening)?", is
+        # read as the reminder request with its hour said.
+        text = answered_request(packet, text) or text
         forgotten = forget_reply(packet, message, text)
         if forgotten is not None:
             return forgotten
@@ -230,6 +235,9 @@ class RuleBasedConcierge:
                 jobs += (self._reminder(change.label, change.due_at),)
             parts.append(change.text)
             intents.append(change.intent)
+        elif (asked := ask_hour(text, now, zone)) is not None:
+            parts.append(asked)  # "at 10": morning or evening?
+            intents.append(ASK_HOUR)
         elif is_reminder_request(text):
             parts.append(REMINDER_FORMS)
             intents.append("reminder_unreadable")

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from agent.memory.rules.informal_words import respell
 from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, spoken_clock
 from agent.memory.schemas import OpenLoop
 from agent.utils.text import LOOP_STOP_WORDS, split_words
@@ -73,7 +74,8 @@ _TEXTS = 256
 
 @lru_cache(maxsize=_TEXTS)
 def normalize_text(text: str) -> str:
-    """Return ``text`` in the form the rules read: NFKC, no invisible marks, plain quotes.
+    """Return ``text`` in the form the rules read: NFKC, no invisible marks, plain quotes,
+    informal spellings respelled ("im" -> "I'm": :mod:`agent.memory.rules.informal_words`).
 
     Args:
         text: raw user text (any length, any script).
@@ -83,7 +85,7 @@ def normalize_text(text: str) -> str:
     """
     text = unicodedata.normalize("NFKC", text)
     text = _INVISIBLE.sub("", text).translate(_QUOTES)
-    return _BLANKS.sub(" ", text).strip()
+    return respell(_BLANKS.sub(" ", text).strip())
 
 
 @dataclass(frozen=True, slots=True)
