@@ -91,7 +91,9 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
          "your birthday"),
-        (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
+        (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age born", "your age"),
+        (r"\bwhen was i born\b|\bwhat year was i born\b|\bmy (?:year|date) of birth\b",
+         "born birthday", "when you were born"),
         (r"\bwhat (?:[\w-]+ ){0,3}?do i play\b", "does:", "what you play"),
         (r"\bwhat are my (?:hobbies|interests)\b", "does: likes:", "what you like"),
         (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b", "likes:", "what you like"),
@@ -344,6 +346,18 @@ def _is_about(label: str, who: str) -> bool:
     )
 
 
+def _unnamed_roles(reading: Reading, named: Sequence[Fact]) -> set[str]:
+    """The roles of the ones ``named`` that no one else has: what was said of "my son" before
+    his name ("my son's birthday is June 2nd", then "my son is called Leo") is said of Leo
+    when he is the only son named."""
+    roles = [
+        role_and_name(f.value)[0]
+        for f in reading.facts
+        if parse_key(f.key).name in {"relative", "pet"}
+    ]
+    return {role for f in named if roles.count(role := role_and_name(f.value)[0]) == 1}
+
+
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
     said_as = who
@@ -371,11 +385,12 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
                 if together.get(f.key) != ""
             )
         return f"{NOT_TOLD} your {who}'s name yet."
+    unnamed = _unnamed_roles(reading, named)
     said = [
         f
         for f in reading.facts
         if parse_key(f.key).subject != USER
-        and _is_about(parse_key(f.key).subject, who)
+        and (_is_about(parse_key(f.key).subject, who) or parse_key(f.key).subject in unnamed)
         and (not attribute or parse_key(f.key).name == attribute)
     ]
     found = (named if not attribute else []) + said

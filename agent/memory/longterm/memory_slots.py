@@ -74,6 +74,7 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "job": SlotRule("fact", False, 0.7, "you work as {v}", "{s} works as {v}"),
     "workplace": SlotRule("fact", False, 0.6, "you work at {v}", "{s} works at {v}"),
     "birthday": SlotRule("fact", False, 0.6, "your birthday is {v}", "{s}'s birthday is {v}"),
+    "born": SlotRule("fact", False, 0.5, "you were born in {v}", "{s} was born in {v}"),
     "favourite": SlotRule(
         "preference", False, 0.5, "your favourite {item} is {v}", "{s}'s favourite {item} is {v}"
     ),

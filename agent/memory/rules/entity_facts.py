@@ -31,7 +31,10 @@ _CALLED = (
     r"(?:'s name is|s' name is| is called| is named| called| named|,"
     r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?\s*[.!]*$))?"
 )
-_ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
+# "O'Brien" and "Mary-Jane" are names; the "'s" of "Ava's birthday" is not part of one.
+_ENTITY_NAME = re.compile(
+    r"\s*([A-Z][^\W\d_]+(?:(?:'(?!s\b)|-)[^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?"
+)
 # What is said of someone: (predicate, attribute, how the value is read).
 # An age said of someone: "5", "5 years old", "5 now".
 _AGE = (

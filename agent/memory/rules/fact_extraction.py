@@ -210,6 +210,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         "short",
     ),
     _rule("birthday", r"\bi was born on\s+(?P<v>.+)", "short"),
+    # "I was born in 1990", "I was born in Leeds in 1962": the year, and where.
+    _rule("born", r"\bi was born in\s+(?:[^\W\d][\w ]{0,40}?\s+in\s+)?(?P<v>(?:1[89]|20)\d\d)\b",
+          "raw", alongside=True),
+    _rule("hometown", r"\bi was born in\s+(?!(?:1[89]|20)\d\d\b)(?P<v>.+)", "place"),
     _rule("allergy", rf"\bi(?:'m|\s+am){_ADV}\s+allergic\s+to\s+(?P<v>.+)", "short"),
     _rule("allergy", r"\bi(?:'ve|\s+have)(?:\s+got)?\s+(?:an?\s+)?(?:severe\s+|bad\s+|mild\s+)?"
           r"(?P<v>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+allergy\b", "short"),
@@ -264,7 +268,7 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     """Return the facts the user states in ``text``, in the order stated.
 
     About the user, keys are ``name``, ``age``, ``location``, ``hometown``, ``job``,
-    ``workplace``, ``birthday``, ``diet``, ``timezone`` (an IANA name), ``favourite:<thing>``
+    ``workplace``, ``birthday``, ``born`` (a year), ``diet``, ``timezone`` (an IANA name), ``favourite:<thing>``
     (one value each) and ``plan``,
     ``goal``, ``decision``, ``likes``, ``dislikes``, ``allergy``, ``avoid``, ``routine``,
     ``relative``, ``pet`` (many values: the value is part of the key). About someone else the
