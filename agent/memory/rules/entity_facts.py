@@ -29,7 +29,7 @@ _PET = re.compile(rf"(?:{PETS})$", _F)
 # "my best friend is Jake": a name that ends the clause after "is".
 _CALLED = (
     r"(?:'s name is|s' name is| is called| is named| called| named|,"
-    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?\s*[.!]*$))?"
+    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?(?:\s*[.!]*$|,|\s+and\s)))?"
 )
 # "O'Brien" and "Mary-Jane" are names; the "'s" of "Ava's birthday" is not part of one.
 _ENTITY_NAME = re.compile(
@@ -96,6 +96,8 @@ _VISIT = re.compile(
 )
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
+# "she's 12, not 11": the value put right, not part of the new one.
+_NOT_OLD = re.compile(r"(?:,\s*(?:and\s+)?|\s+)not\s+(?:\d{1,3}|[^\W\d_][^,]{0,40}?)\s*[.!]*$", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
 _PRONOUN_DOES = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which|that)\s+(?=\w)", _F)
 
@@ -154,6 +156,7 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         facts.append((fact_key(USER, attribute, subject), subject))
     # "my mom's birthday is ...": what follows the possessive is said of them.
     said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
+    said = _NOT_OLD.sub("", said)
     visit = _VISIT.match(said)
     if visit is not None:  # "your sister Ana's visit is next weekend"
         item = f"{subject}' visit" if subject.endswith("s") else f"{subject}'s visit"

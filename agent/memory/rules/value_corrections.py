@@ -257,10 +257,14 @@ def _put_right(stated: Sequence[Fact], text: str, previous: str | None) -> dict[
 
 def _renamed_later(stated: Sequence[Fact], text: str, known: Sequence[Fact]) -> dict[str, Fact]:
     """ "actually my sister's name is Anna", said later: a message that only names someone, as a
-    correction, renames the one the user has of that role (when they have exactly one)."""
-    if len(stated) != 1 or not puts_right(text) or _ADDS.search(text):
+    correction, renames the one the user has of that role (when they have exactly one); what
+    else it says is of the one named ("actually my sister is Maria and she's 12")."""
+    naming = [f for f in stated if parse_key(f.key).name in _ENTITIES]
+    if len(naming) != 1 or not puts_right(text) or _ADDS.search(text):
         return {}
-    (fact,) = stated
+    (fact,) = naming
+    if any(f is not fact and parse_key(f.key).subject != fact.value for f in stated):
+        return {}
     parts = parse_key(fact.key)
     role, name = role_and_name(fact.value)
     if fact.mode != "corrected" or parts.name not in _ENTITIES or not name:
@@ -274,6 +278,32 @@ def _renamed_later(stated: Sequence[Fact], text: str, known: Sequence[Fact]) -> 
         and role_and_name(f.value)[0] == role
     ]
     return {fact.key: same[0]} if len(same) == 1 else {}
+
+
+def _said_again_of_renamed(
+    stated: Sequence[Fact], replaced: Mapping[str, Fact], known: Sequence[Fact]
+) -> dict[str, Fact]:
+    """What a renaming message says again of the one renamed replaces what was kept of the old
+    name: "actually my sister is Maria and she's 12" puts "sister Mia is 11" right too."""
+    renamed = {
+        new.value: old.value
+        for new in stated
+        if (old := replaced.get(new.key)) is not None and parse_key(new.key).name in _ENTITIES
+    }
+    again: dict[str, Fact] = {}
+    for fact in stated:
+        parts = parse_key(fact.key)
+        before = renamed.get(fact.value if parts.name in _ENTITIES else parts.subject)
+        if before is None or parts.name in _ENTITIES:
+            continue
+        olds = [
+            f for f in known
+            if parse_key(f.key).subject.casefold() == before.casefold()
+            and parse_key(f.key).name == parts.name
+        ]
+        if len(olds) == 1:
+            again[fact.key] = olds[0]
+    return again
 
 
 def read_said(
@@ -300,6 +330,7 @@ def read_said(
     replaced: dict[str, Fact] = {}
     if stated:
         replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
+        replaced |= _said_again_of_renamed(stated, replaced, known)
     elif by_value := correct_by_value(text, known, turn=turn):
         stated = by_value
     elif (renamed := _rename_by_value(text, known, turn=turn)) is not None:
