@@ -1,11 +1,14 @@
 """Tests of agent/memory/rules/informal_words.py: informal spellings are read as the standard
-ones, whole words only; ordinary words and text without any come back unchanged."""
+ones, whole words only; ordinary words and text without any come back unchanged; emoji are
+read as pauses, and a message of emoji alone is kept."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from agent.memory.rules.informal_words import respell
+from agent.memory.rules.informal_words import respell, without_emoji
 
 
 @pytest.mark.parametrize(
@@ -49,3 +52,29 @@ def test_an_informal_spelling_is_read_as_the_standard_one(typed, read):
 )
 def test_ordinary_words_are_left_as_typed(text):
     assert respell(text) == text
+
+
+@pytest.mark.parametrize(
+    ("typed", "read"),
+    [
+        ("I have a bunny called Mochi 🐰 she's 2", "I have a bunny called Mochi, she's 2"),
+        ("hiii 👋 I'm Zoe", "hiii, I'm Zoe"),
+        ("I love pizza 🍕🍕", "I love pizza"),
+        ("how old is Mochi? 🤔", "how old is Mochi?"),
+        ("thanks! 🙏 see you", "thanks! see you"),
+        ("👨‍👩‍👧 family day today", "family day today"),
+        ("😊", "😊"),
+        ("👍 👍", "👍 👍"),
+        ("no emoji here", "no emoji here"),
+    ],
+)
+def test_emoji_are_read_as_pauses(typed, read):
+    assert without_emoji(typed) == read
+
+
+def test_a_long_run_of_blanks_and_emoji_is_read_quickly():
+    """Hostile input: Telegram's 4096 characters of blanks, emoji and words."""
+    started = time.perf_counter()
+    without_emoji("a" + " " * 2000 + "🙂" + " 🙂" * 1000 + "b")
+    without_emoji(("x " * 1000 + "🙂") * 2)
+    assert time.perf_counter() - started < 0.5

@@ -156,10 +156,13 @@ def slot_of(key: str) -> str:
     return rest if parts.subject == USER else f"{parts.subject}/{rest}"
 
 
-_FIRST_PERSON = re.compile(r"\b(?:i'm|i've|i'll|i'd|myself|mine|my|me|i)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(
+    r"\b(?:i'm|i've|i'll|i'd|myself|mine|my|me|i|ourselves|ours|our)\b", re.IGNORECASE
+)
 _SECOND_PERSON = {
     "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd", "myself": "yourself",
     "mine": "yours", "my": "your", "me": "you", "i": "you",
+    "ourselves": "yourselves", "ours": "yours", "our": "your",
 }  # fmt: skip
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agent.memory.rules.informal_words import respell
+from agent.memory.rules.informal_words import respell, without_emoji
 from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, spoken_clock
 from agent.memory.schemas import OpenLoop
 from agent.utils.text import LOOP_STOP_WORDS, split_words
@@ -53,7 +53,7 @@ _BLANKS = re.compile(r"[^\S\n]+")
 # lookbehind starts a run of dots only once (linear on "......x").
 _CLAUSE_END = re.compile(r"[!?;\n]+|(?<!\.)(?<![ap]\.m)(?<![AP]\.M)\.+(?=\s|$)")
 _FILLER = re.compile(
-    r"(?:(?:ok(?:ay)?|so|well|also|and|oh|hey|hi|hello|btw|by the way|actually|please|just"
+    r"(?:(?:ok(?:ay)?|so|well|also|and|oh|hey+|hi+|hiya|hel+o+|btw|by the way|actually|please|just"
     r"|um+|uh+|alright|right|anyway|no|nope|wait|sorry|oops|my bad|i mean|i meant)\b[\s,!:-]*)+",
     _F,
 )
@@ -75,7 +75,8 @@ _TEXTS = 256
 @lru_cache(maxsize=_TEXTS)
 def normalize_text(text: str) -> str:
     """Return ``text`` in the form the rules read: NFKC, no invisible marks, plain quotes,
-    informal spellings respelled ("im" -> "I'm": :mod:`agent.memory.rules.informal_words`).
+    informal spellings respelled ("im" -> "I'm") and emoji read as pauses ("Mochi 🐰 she's 2"
+    -> "Mochi, she's 2"): :mod:`agent.memory.rules.informal_words`.
 
     Args:
         text: raw user text (any length, any script).
@@ -83,7 +84,7 @@ def normalize_text(text: str) -> str:
     Returns:
         The text with runs of blanks collapsed to one space (newlines kept) and stripped.
     """
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", without_emoji(text))
     text = _INVISIBLE.sub("", text).translate(_QUOTES)
     return respell(_BLANKS.sub(" ", text).strip())
 

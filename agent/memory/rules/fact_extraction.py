@@ -67,10 +67,13 @@ _CORRECTION = re.compile(
 )
 
 # Who travels and how sure: "I'm going", "we're thinking of going", "we might go".
+# "going to Tokyo next month ✈️": a trip said without its "I'm".
+_BARE_TRAVEL = r"^(?=(?:going|flying|heading|off|travell?ing|driving|sailing)\s+to\s)"
 _TRAVEL = (
-    r"\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are))(?:\s+(?:thinking\s+(?:of|about)|considering"
+    r"(?:\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are))(?:\s+(?:thinking\s+(?:of|about)|considering"
     r"|planning\s+(?:to|on)|hoping\s+to|about\s+to|going\s+to))?"
     r"|(?:i|we)(?:'ll|\s+will|\s+might|\s+may))\s+"
+    rf"|{_BARE_TRAVEL})"
 )
 # "I", "I've", "I just", "I have now": how news of the user's opens.
 _NEWS = rf"\bi(?:'ve|\s+have)?{_ADV}\s+"
@@ -175,7 +178,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
           "short"),
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
-    _rule("plan", rf"\bi(?:'m|\s+am){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
+    _rule("plan", rf"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
     _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
     _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for)\s+.+)?$", "short",
           alongside=True),
@@ -258,7 +261,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 # "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" opening an event ("the party
 # is on Friday"): a clause without one is read by none of them.
 _USER_CUE = re.compile(
-    r"\b(?:i|im|my|me|name|we|our)\b|^the\s|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
+    rf"\b(?:i|im|my|me|name|we|our)\b|^the\s|{_BARE_TRAVEL}"
+    r"|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
     _F,
 )
 

@@ -1,6 +1,8 @@
 """Informal spellings read as the words they stand for: "im" is "I'm", "wats" is "what's",
 "2morrow" is "tomorrow", "my sisters name" is "my sister's name", and "do i like mushrooms"
-without its question mark is still a question.
+without its question mark is still a question. Emoji are read as the pauses they are
+(:func:`without_emoji`): "I have a bunny called Mochi 🐰 she's 2" is "... Mochi, she's 2";
+"I love pizza 🍕" is "I love pizza"; a message of emoji alone stays as it is (a nod: "👍").
 
 People typing fast on a phone write lowercase, without apostrophes and with a few common
 shortenings; every rule is written for the standard spelling, so the text is respelled once, in
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["respell"]
+import emoji
+
+__all__ = ["respell", "without_emoji"]
 
 #: Whole words (any case) and the standard spelling the rules read.
 _WORDS: dict[str, str] = {
@@ -117,3 +121,24 @@ def _keep_case(said: str, standard: str) -> str:
     if said[:1].isupper() and not standard.startswith("I"):
         return standard[:1].upper() + standard[1:]
     return standard
+
+
+# Blanks and the punctuation an emoji may sit between: "Mochi 🐰 she's 2", "thanks! 🙏 bye".
+_PAUSE = re.compile(r"(?<!\s)\s*\x00[\s\x00]*")
+
+
+def without_emoji(text: str) -> str:
+    """``text`` with its emoji read as pauses: dropped at either end, a comma between words
+    (none after punctuation); a message of emoji (and blanks) alone comes back unchanged."""
+    if not emoji.emoji_count(text):
+        return text
+    marked = emoji.replace_emoji(text, replace="\x00")
+    inner = marked.strip("\x00 \t\n")
+    if not inner:
+        return text
+
+    def pause(match: re.Match[str]) -> str:
+        before = inner[: match.start()].rstrip()
+        return " " if before[-1:] in {".", "!", "?", ",", ";", ":"} else ", "
+
+    return _PAUSE.sub(pause, inner).strip()
