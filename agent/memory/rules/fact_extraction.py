@@ -273,7 +273,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
 
     About the user, keys are ``name``, ``age``, ``location``, ``hometown``, ``job``,
     ``workplace``, ``birthday``, ``born`` (a year), ``diet``, ``timezone`` (an IANA name),
-    ``favourite:<thing>`` (one value each) and ``plan``, ``goal``, ``decision``, ``likes``, ``dislikes``, ``allergy``, ``avoid``, ``routine``,
+    ``favourite:<thing>`` (one value each) and ``plan``, ``goal``, ``decision``, ``likes``,
+    ``dislikes``, ``allergy``, ``avoid``, ``routine``,
     ``relative``, ``pet`` (many values: the value is part of the key). About someone else the
     key starts with who they are: ``sister Mia/location``; naming them ("my sister Mia", "I
     have a cat called Miso") is a ``relative`` or ``pet`` fact. Questions state nothing ("do I
