@@ -271,6 +271,23 @@ async def test_a_time_already_gone_on_the_reminder_s_day_is_the_next_one(lane):
 
 
 @pytest.mark.parametrize(
+    ("change", "minutes"),
+    [("actually make it 30 minutes", 30), ("make it an hour", 60), ("make that 45 mins", 45),
+     ("no wait, make it 2 hours", 120)],
+)  # fmt: skip
+async def test_make_it_a_length_of_time_is_that_long_from_now(lane, change, minutes):
+    """ "remind me in 20 minutes ...", then "make it 30 minutes": 30 minutes from the message,
+    not a day and a time read out of "30"."""
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me in 20 minutes to check the laundry", T0)).turn.job_refs
+    result = await chat.say(change, later(1))
+    assert [j.due_at for j in result.turn.job_refs if j.status == "scheduled"] == [
+        later(1) + timedelta(minutes=minutes)
+    ]
+    assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: check the laundry") is None
+
+
+@pytest.mark.parametrize(
     "chat_text", ["make it quick", "make it so", "have it your way", "make it 2", "make it two"]
 )
 async def test_make_it_with_no_time_moves_no_reminder(lane, chat_text):

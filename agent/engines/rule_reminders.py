@@ -183,7 +183,10 @@ _BARE_NUMBER = re.compile(rf"\s*(?P<n>\d{{1,2}}|{'|'.join(_HOUR_WORDS)})\s*", _F
 
 
 def _time_phrases(when: str) -> tuple[str, ...]:
-    """The phrases ``when`` may be read as: itself, or after "at" ("make it 10am", "9:30")."""
+    """The phrases ``when`` may be read as: itself, or after "at" ("make it 10am", "9:30"); a
+    length of time is a delay from now ("make it 30 minutes": "in 30 minutes")."""
+    if read_delay(f"in {when.strip()}") is not None:
+        return (f"in {when.strip()}",)
     bare = _BARE_NUMBER.fullmatch(when)
     if bare is None:
         return (when, f"at {when}")
