@@ -78,7 +78,8 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
          r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
          "about your diet"),
-        (r"\bwhat (?:do i (?:dislike|hate)|don't i like)\b", "dislikes:", "what you don't like"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?(?:do i (?:dislike|hate|not like)|don't i like)\b", "dislikes:",
+         "what you don't like"),
         (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
         (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
          r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),

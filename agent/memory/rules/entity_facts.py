@@ -28,7 +28,9 @@ _PET = re.compile(rf"(?:{PETS})$", _F)
 # Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
 # "my best friend is Jake": a name that ends the clause after "is".
 _CALLED = (
-    r"(?:'s name is|s' name is| is called| is named| called| named|,"
+    r"(?:'s name is|s' name is| is called| is named| called| named"
+    # "I have a cat, her name is Luna", "a son and his name is Leo"
+    r"|,?\s+(?:and\s+)?(?:her|his|its|their)\s+name(?:'s|\s+is)|,"
     r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?(?:\s*[.!]*$|,|\s+and\s)))?"
 )
 # "O'Brien" and "Mary-Jane" are names; the "'s" of "Ava's birthday" is not part of one.

@@ -172,7 +172,10 @@ _NO_FORGET = re.compile(
 _OPENERS = (
     re.compile(
         r"^(?:i(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to|must|'ve got to"
-        r"|have got to|gotta|got to)\s+(?P<v>.+)",
+        r"|have got to|gotta|got to)\s+"
+        # "I must tell you that I'm allergic", "I have to say": a way of saying, no to-do.
+        r"(?!(?:tell|say|admit|confess|mention|warn|remind)\s+(?:you|that|it)\b|say\b|admit\b)"
+        r"(?P<v>.+)",
         _F,
     ),
     re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.entity_facts import read_entity_facts, read_several
-from agent.memory.rules.extraction import Clause, split_clauses
+from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
 from agent.memory.rules.fact_values import PRONOUN_OBJECT, fact_value
 from agent.memory.rules.fact_words import DIETS, EVENTS, GOAL_VERBS, JOBS, PEOPLE, PETS
 from agent.memory.schemas import Fact, FactMode
@@ -89,7 +89,8 @@ _WORK = (
 _DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
     r"|can't stand|cannot stand|can't bear|cannot bear|loathe|detest"
-    r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big )?(?:a fan of|into|keen on"
+    r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big |terribly |particularly "
+    r"|overly |all that |especially )?(?:a fan of|into|keen on"
     r"|fond of|big on|fan of))"
 )
 
@@ -173,11 +174,17 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
     _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
-    _rule("location", rf"\bi{_LIVE}\s+in\s+(?P<v>.+)", "place"),
+    # "we live in a small cottage in Harrogate": the place the home is in.
+    _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
+          r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
+          r"\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)", "place"),
+    _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
     _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
           "short"),
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
+    # "I am coming from Japan" (a learner's "I come from"); not "coming from the office".
+    _rule("hometown", r"\bi(?:'m|\s+am)\s+coming\s+from\s+(?P<v>(?-i:[A-Z]).+)", "place"),
     _rule("plan", rf"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
     _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
     _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for)\s+.+)?$", "short",
@@ -291,7 +298,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
         The facts, at most one per key (the last stated wins).
     """
     found: dict[str, Fact] = {
-        key: Fact(key=key, value=value, turn=turn) for key, value in read_several(text)
+        key: Fact(key=key, value=value, turn=turn)
+        for key, value in read_several(normalize_text(text))
     }
     moved = _NEW_WORKPLACE.search(text)
     workplace = fact_value("place", moved.group("v")) if moved else None

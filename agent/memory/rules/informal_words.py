@@ -82,9 +82,30 @@ _WORDS: dict[str, str] = {
     "tommorrow": "tomorrow",
 }
 _WORD = re.compile(
-    r"(?<![\w'])(?:" + "|".join(re.escape(w) for w in sorted(_WORDS, key=len, reverse=True))
+    r"(?<![\w'])(?:"
+    + "|".join(re.escape(w) for w in sorted(_WORDS, key=len, reverse=True))
     + r")(?![\w'])",
     re.IGNORECASE,
+)
+# Phrases learners of English say for others: "I am having a cat" (I have), "remember me
+# to call" (remind me), "which time is now?" / "what time is now?" (what time is it).
+_PHRASES = (
+    (
+        re.compile(r"\b(i|we)\s+am\s+having\s+(?=(?:an?|one|two|three|\d)\s)", re.IGNORECASE),
+        r"\1 have ",
+    ),
+    (
+        re.compile(r"\b(i|we)\s+are\s+having\s+(?=(?:an?|one|two|three|\d)\s)", re.IGNORECASE),
+        r"\1 have ",
+    ),
+    (
+        re.compile(r"\bremember\s+me\s+(?=to\s|about\s|in\s|at\s|on\s|tomorrow\b)", re.IGNORECASE),
+        "remind me ",
+    ),
+    (
+        re.compile(r"^(?:which|what)\s+(?:time|hour)\s+is\s+(?:now|it now)\b", re.IGNORECASE),
+        "what time is it",
+    ),
 )
 # "i" alone is "I" ("i have a dog", "i'm"), not the "i" of "i.e." or "Wi-Fi".
 _I = re.compile(r"(?<![\w.'-])i(?=[\s']|$)")
@@ -113,6 +134,8 @@ def respell(text: str) -> str:
     name" -> "what's my sister's name"); text without any comes back unchanged."""
     text = _WORD.sub(lambda m: _keep_case(m.group(0), _WORDS[m.group(0).casefold()]), text)
     text = _POSSESSIVE.sub(r"\1 \2's ", _I.sub("I", text))
+    for phrase, standard in _PHRASES:
+        text = phrase.sub(standard, text)
     return text + "?" if _QUESTION.match(text) else text
 
 
