@@ -199,6 +199,18 @@ async def test_a_reminder_not_fired_yet_is_moved_by_a_snooze(lane):
     assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: check the oven") is None
 
 
+async def test_snooze_it_is_the_reminder_just_set_or_moved_not_the_soonest(lane):
+    """Two reminders; one is moved, then "snooze it 10 minutes": the one just moved."""
+    chat = Conversation(lane)
+    await chat.say("remind me in 1 hour to call the plumber", T0)
+    (kids,) = (await chat.say("remind me in 3 hours to pick up the kids", later(1))).turn.job_refs
+    await chat.say("move it to 4am", later(2))
+    result = await chat.say("snooze it 10 minutes", later(3))
+    assert [(j.label, j.due_at) for j in result.turn.job_refs if j.status == "scheduled"] == [
+        ("pick up the kids", datetime(2026, 11, 26, 4, 10, tzinfo=UTC))
+    ]
+
+
 async def test_nothing_to_snooze_is_said(lane):
     assert await Conversation(lane).reply("snooze it", T0) == "There is no reminder to snooze."
 
