@@ -203,7 +203,7 @@ async def test_snooze_it_is_the_reminder_just_set_or_moved_not_the_soonest(lane)
     """Two reminders; one is moved, then "snooze it 10 minutes": the one just moved."""
     chat = Conversation(lane)
     await chat.say("remind me in 1 hour to call the plumber", T0)
-    (kids,) = (await chat.say("remind me in 3 hours to pick up the kids", later(1))).turn.job_refs
+    await chat.say("remind me in 3 hours to pick up the kids", later(1))
     await chat.say("move it to 4am", later(2))
     result = await chat.say("snooze it 10 minutes", later(3))
     assert [(j.label, j.due_at) for j in result.turn.job_refs if j.status == "scheduled"] == [

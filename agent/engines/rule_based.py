@@ -65,7 +65,7 @@ from agent.engines.rule_facts import (
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_undecided
 from agent.engines.rule_likes import answer_like, answer_like_kind
-from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip
+from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip, answer_upcoming
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
 from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
@@ -133,6 +133,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_earlier),
     ("ask_fact", answer_name),
     ("tell_time", answer_time),
+    ("ask_fact", answer_upcoming),
     ("list_open", answer_open_items),
     ("list_facts", answer_about_you),
     ("list_decisions", answer_decisions),

@@ -283,6 +283,10 @@ def fact_acks(
         if personal and not kept(fact):
             unsure.append(describe_fact(fact))
             continue
+        again = before.get(slot_of(fact.key))
+        known_again = again is not None and again.value == fact.value
+        if len(new) > 1 and known_again and parse_key(fact.key).name in {"relative", "pet"}:
+            continue  # "Ava's school play is on Thursday": Ava is known, the play is news
         if fact.key in named_together:
             if named_together[fact.key]:
                 noted.append(named_together[fact.key])

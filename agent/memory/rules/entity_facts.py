@@ -17,7 +17,7 @@ import re
 
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.fact_values import NAME, PRONOUN_OBJECT, fact_value
-from agent.memory.rules.fact_words import ALIASES, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
+from agent.memory.rules.fact_words import ALIASES, EVENTS, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
 
 __all__ = ["read_entity_facts", "read_several"]
 
@@ -98,6 +98,12 @@ _VISIT = re.compile(
 )
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
+# "Ava's school play is on Thursday at 6pm": an event of theirs on the user's calendar.
+_THEIR_EVENT = re.compile(
+    rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|are|starts|begins)\s+"
+    r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
+    _F,
+)
 # "she's 12, not 11": the value put right, not part of the new one.
 _NOT_OLD = re.compile(r"(?:,\s*(?:and\s+)?|\s+)not\s+(?:\d{1,3}|[^\W\d_][^,]{0,40}?)\s*[.!]*$", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
@@ -159,6 +165,11 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     # "my mom's birthday is ...": what follows the possessive is said of them.
     said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
     said = _NOT_OLD.sub("", said)
+    event = _THEIR_EVENT.match(said) if after.lstrip().startswith("'s ") else None
+    if event is not None:  # "my daughter Ava's school play is on Thursday"
+        item = f"{subject}'s {event.group('item')}"
+        facts.append((fact_key(USER, "event", item), f"{item} is {event.group('when')}"))
+        return facts
     visit = _VISIT.match(said)
     if visit is not None:  # "your sister Ana's visit is next weekend"
         item = f"{subject}' visit" if subject.endswith("s") else f"{subject}'s visit"
