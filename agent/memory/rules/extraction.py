@@ -446,6 +446,12 @@ _REMINDER_FORMS = (
     ),
     re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{WHEN})$", _F),
     re.compile(rf"^(?P<when>{WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
+    # "remind me tomorrow 9am gym": what to remind of, said without its "to" (the empty link).
+    re.compile(
+        rf"\b{_REMIND}\s+(?P<when>{WHEN})\s*,?\s*(?P<link>)"
+        r"(?P<label>(?!(?:to|about|that|for|and|but|or|so|if|because|when)\b)[^\W\d_][\w' -]{0,60})$",
+        _F,
+    ),
 )
 # "set a timer for 10 minutes": a timer's length is a delay.
 _TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)
