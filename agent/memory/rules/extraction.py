@@ -449,7 +449,8 @@ _REMINDER_FORMS = (
     # "remind me tomorrow 9am gym": what to remind of, said without its "to" (the empty link).
     re.compile(
         rf"\b{_REMIND}\s+(?P<when>{WHEN})\s*,?\s*(?P<link>)"
-        r"(?P<label>(?!(?:to|about|that|for|and|but|or|so|if|because|when)\b)[^\W\d_][\w' -]{0,60})$",
+        r"(?P<label>(?!(?:to|about|that|for|and|but|or|so|if|because|when)\b)"
+        r"[^\W\d_][\w' -]{0,60})$",
         _F,
     ),
 )
