@@ -671,6 +671,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "• call the school, tomorrow at 08:00 UTC"),
         (["I have a dentist appointment on Monday", "what's on my calendar?"], "dentist"),
     ],
+    "children said at once, and what they can eat": [
+        (["we've got twins, Anya and Dev, they're 7", "how old is Dev?"], "Your twin Dev is 7."),
+        (["I have two boys, Sam and Leo, who are both 10", "how old is Sam?"], "10"),
+        (["we've got twins, Anya and Dev", "Dev is allergic to eggs", "can Dev eat cake?"],
+         "Better not. Your twin Dev is allergic to eggs (cake usually has egg)."),
+        (["my son Leo is allergic to peanuts", "can my son have a snickers bar?"], "Better not."),
+        (["my son Leo is allergic to peanuts", "can Leo eat pasta?"],
+         "Nothing you told me rules it out"),
+        (["my son Leo is 8", "can Leo eat pasta?"], "I can't answer that offline"),
+    ],
     "goals": [
         (["I'd like to learn Spanish", "what are my goals?"], "Your goal is to learn Spanish."),
         (["I want to run a marathon this year", "what are my goals?"], "run a marathon"),

@@ -80,10 +80,16 @@ _ONE = (
 )
 # "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
 _HAVE_SEVERAL = re.compile(
-    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)"
+    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)(?:\s+(?:\d|two|three|four|five|six))?"
     rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?P<rel>children|twins|{PEOPLE}|{PETS})"
     r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
     rf"(?P<names>{_ONE}(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+){_ONE})+)",
+)
+# "..., they're 7", "who are both 7": one age said of all of them, after their names.
+_ALL_AGED = re.compile(
+    r"\s*,?\s*(?:and\s+)?(?:they(?:'re|\s+are)|who\s+are|both\s+are|are)\s+(?:both\s+|all\s+)?"
+    r"(?P<age>\d{1,3})(?:\s+years?\s+old)?\b",
+    _F,
 )
 # Each one of several named, with the age said after the name if any.
 _NAMED_AGED = re.compile(r"([A-Z][^\W\d_]+)(?:\s+who(?:'s|\s+is)\s+|\s*\(|,\s*)?(\d{1,3})?")
@@ -124,7 +130,10 @@ def read_several(text: str) -> list[tuple[str, str]]:
     if any(name.casefold() in NOT_NAMES for name, _ in named):
         return []  # "my parents are French and Italian"
     facts = [(fact_key(USER, attribute, f"{role} {name}"), f"{role} {name}") for name, _ in named]
-    # "Oliver who is 9 and Poppy who is 6": the ages, after the names.
+    # "Oliver who is 9 and Poppy who is 6": the ages, after the names; "they're 7": all of them.
+    together = _ALL_AGED.match(text, several.end())
+    if together is not None:
+        named = [(name, age or together.group("age")) for name, age in named]
     facts += [(fact_key(f"{role} {name}", "age", age), age) for name, age in named if age]
     return facts
 
