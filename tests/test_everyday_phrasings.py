@@ -680,6 +680,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my son Leo is allergic to peanuts", "can Leo eat pasta?"],
          "Nothing you told me rules it out"),
         (["my son Leo is 8", "can Leo eat pasta?"], "I can't answer that offline"),
+        (["my son Leo is allergic to peanuts", "who is allergic to peanuts?"],
+         "Your son Leo is allergic to peanuts."),
+        (["my son Leo is allergic to peanuts", "I'm allergic to penicillin",
+          "who's allergic to what?"],
+         "You're allergic to penicillin. Your son Leo is allergic to peanuts."),
+        (["my son Leo is allergic to peanuts", "is anyone allergic to eggs?"],
+         "You haven't told me of anyone allergic to eggs."),
     ],
     "goals": [
         (["I'd like to learn Spanish", "what are my goals?"], "Your goal is to learn Spanish."),

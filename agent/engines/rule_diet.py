@@ -39,6 +39,12 @@ _ASK_THEY_CAN = re.compile(
     r" (?P<verb>eat|have|drink|try) (?P<thing>.{1,60}?)\??$",
     _F,
 )
+# "who is allergic to peanuts?", "who's allergic to what?", "is anyone allergic to eggs?"
+_ASK_WHO_ALLERGIC = re.compile(
+    r"^(?:who(?:'s|\s+is|\s+are)|is\s+any\s?one|are\s+any\s+of\s+(?:us|them))\s+allergic"
+    r"(?:\s+to\s+(?P<thing>.{1,60}?))?\??$",
+    _F,
+)
 # Verbs of a question that is of food only when a fact rules the thing out ("can I get the
 # wings?", not "can I get a taxi?").
 _MAYBE_FOOD = frozenset({"order", "get", "grab"})
@@ -77,7 +83,7 @@ def answer_can_have(
         or _ASK_OK.match(reading.text)
     )
     if match is None:
-        return _answer_they_can(reading)
+        return _answer_they_can(reading) or _answer_who_allergic(reading)
     thing = match.group("thing") or match.group("thing2")
     told = own_facts(reading, *_CONSTRAINTS)
     against = [line for f in told if (line := _rules_out(f, thing)) is not None]
@@ -111,6 +117,21 @@ def _answer_they_can(reading: Reading) -> str | None:
     if not told:
         return None
     return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
+
+
+def _answer_who_allergic(reading: Reading) -> str | None:
+    """Answer "who is allergic to peanuts?" with the allergies told of (the user's and those
+    of the people in their life) that name it, or all of them for "who's allergic to what?"."""
+    match = _ASK_WHO_ALLERGIC.match(reading.text)
+    if match is None:
+        return None
+    thing = match.group("thing") or ""
+    wanted = content_stems(thing) - content_stems("what anything something")
+    allergies = [f for f in reading.facts if parse_key(f.key).name == "allergy"]
+    found = [f for f in allergies if not wanted or wanted & content_stems(f.value)]
+    if not found:
+        return f"You haven't told me of anyone allergic{' to ' + thing if wanted else ''}."
+    return " ".join(answer_line(f) for f in found)
 
 
 def _rules_out(fact: Fact, thing: str) -> str | None:
