@@ -688,6 +688,18 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my son Leo is allergic to peanuts", "is anyone allergic to eggs?"],
          "You haven't told me of anyone allergic to eggs."),
     ],
+    "work and to-dos said in passing": [
+        (["name's Oskar, I'm a software developer from Gdansk", "where am I from?"],
+         "You're from Gdansk."),
+        (["I'm a nurse from Porto", "what's my job?"], "You work as a nurse."),
+        (["I work remotely for a startup called Nimbus", "who do I work for?"], "Nimbus"),
+        (["I should pay the electricity bill by the 30th", "what's on my list?"],
+         "pay the electricity bill by the 30th"),
+        (["I should pay the electricity bill", "electricity bill paid"], "ticked off"),
+        (["I should probably sleep more", "what's on my list?"], "Nothing is open"),
+        (["I have to call the landlord about the boiler", "done with the landlord call"],
+         "ticked off: call the landlord about the boiler"),
+    ],
     "goals": [
         (["I'd like to learn Spanish", "what are my goals?"], "Your goal is to learn Spanish."),
         (["I want to run a marathon this year", "what are my goals?"], "run a marathon"),

@@ -87,7 +87,8 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
          "about any pets"),
         (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
          "about your family and friends"),
-        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b", "job workplace",
+        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b|\bwho do i work for\b"
+         r"|\bwho(?:'s| is) my employer\b", "job workplace",
          "about your work"),
         (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",

@@ -194,6 +194,12 @@ _TODO_VERBS = frozenset(
 )
 # "and also book swimming lessons": one more to-do, said after one ("also call me Sam" is none).
 _ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
+# "I should pay the electricity bill by the 30th": a to-do when a to-do's verb follows ("I
+# should probably sleep" is none).
+_SHOULD = re.compile(
+    rf"^i(?:\s+(?:really|still|also|definitely))?\s+should\s+(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)",
+    _F,
+)
 _VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
 _LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
 # "I've finished everything", "all done": every open to-do at once.
@@ -287,7 +293,8 @@ def _reminder_clause(clause: Clause) -> bool:
 def extract_openers(text: str) -> tuple[str, ...]:
     """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
 
-    Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X",
+    Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X", "I
+    should X" (X opening with a to-do's verb),
     "todo: X", "add X to my list", "and also X" (X opening with a to-do's verb). A reminder with
     a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
     question) opens nothing; "can you remind me to X?" does.
@@ -300,7 +307,7 @@ def extract_openers(text: str) -> tuple[str, ...]:
             continue
         match = _REMIND_TODO.search(clause.text) or _NO_FORGET.search(clause.text)
         if match is None and not clause.question:
-            match = next((m for p in _OPENERS if (m := p.match(clause.text))), None)
+            match = next((m for p in (*_OPENERS, _SHOULD) if (m := p.match(clause.text))), None)
             if match is None and also and clause is clauses[0]:
                 match = _VERB_FIRST.match(clause.text)
         if match is None:

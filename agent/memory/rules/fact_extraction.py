@@ -169,6 +169,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("workplace", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
           r"\s+(?P<v>.+)", "place"),
+    # "I'm a software developer from Gdansk": where they are from, after the job.
+    _rule("hometown", rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+from\s+"
+          r"(?P<v>.+)", "place"),
     _rule("plan", rf"{_TRAVEL}(?:go(?:ing)?|fly(?:ing)?|travel(?:l)?(?:ing)?|head(?:ing)?"
           r"|driv(?:e|ing)|off|sail(?:ing)?)\s+to\s+(?P<v>.+)", "trip"),
     _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
