@@ -553,6 +553,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "I'll remind you tomorrow at 19:00 UTC to call mom."),
         (["remind me 2morrow at 8am to take my meds"], "tomorrow at 08:00 UTC"),
         (["wat time is it"], "It's 10:"),
+        (["my sisters name is mia shes 16", "how old is mia"], "Your sister Mia is 16."),
+        (["my dog is called rex and he loves walks", "what does rex like"], "walks"),
         (["where do i study", "wat do i study"], "haven't told me"),  # a question tells nothing
         (["remind me 2morrow 9am gym"], "I'll remind you tomorrow at 09:00 UTC about gym."),
         (["remind me tomorrow at 7pm dentist"], "tomorrow at 19:00 UTC about dentist."),

@@ -165,7 +165,7 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         plain = NAME.match(after.strip())
         if plain is not None:
             name = plain.group(1).title()
-            after = after.strip()[plain.end() :]
+            after = after.strip()[plain.end(1) :]
     subject = f"{role} {name}" if name else role
     facts: list[tuple[str, str]] = []
     if name is not None:
