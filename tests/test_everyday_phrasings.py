@@ -896,6 +896,20 @@ async def test_greetings_thanks_and_nods_get_a_short_reply(db, text, start):
     assert len(reply.text or "") <= 100
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("thank you very much, you have been most helpful", "You're welcome, Harold!"),
+        ("good morning", "Hi Harold! Good to see you again. What can I do for you?"),
+        ("goodbye for now", "Bye, Harold! I'll remember all this next time."),
+    ],
+)
+async def test_small_talk_says_the_first_name_only(db, text, said):
+    chat = Chat(db)
+    await chat.say("Good morning, my name is Harold Whitfield and I retired from the railway.")
+    assert (await chat.say(text)).text == said
+
+
 async def test_a_returning_user_is_greeted_without_the_help_pointer(db):
     chat = Chat(db)
     await chat.say("my name is Ada")

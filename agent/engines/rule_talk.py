@@ -203,8 +203,9 @@ def _decisions(packet: ConversationContextPacket) -> str:
 
 
 def _name(reading: Reading) -> str:
+    # A greeting says the first name only: "Hi Harold!", not "Hi Harold Whitfield!".
     name = next((f.value for f in reading.facts if f.key == "name"), None)
-    return f" {name}" if name else ""
+    return f" {name.split()[0]}" if name else ""
 
 
 def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str, str] | None:
