@@ -630,6 +630,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my name is Jon - sorry, John", "what's my name?"], "Your name is John."),
         (["I'm 34, no wait, 35", "how old am I?"], "You're 35."),
         (["I work at Google. no, I love it there"], "Noted: you work at Google."),
+        (["I need to email Karen", "scratch that, I need to call Karen", "what's on my list?"],
+         "Your list:\n1. call Karen\n\n"),
+        (["I need to email Karen", "scratch that, I need to call Karen"],
+         "Removed from your list: email Karen.\n\nAdded to your list: call Karen."),
+        (["remind me to buy eggs", "sorry, I need to buy milk", "what's on my list?"],
+         "Your list:\n1. buy milk\n\n"),
+        (["I need to email Karen", "I need to call Bob", "what's on my list?"],
+         "1. email Karen\n2. call Bob"),
+        (["I need to email Karen", "scratch that"], "never mind"),
     ],
     "long sentences of a retiree": [
         (["My wife Margaret and I have been married for 45 years and we live in a small cottage"

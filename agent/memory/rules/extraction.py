@@ -54,7 +54,8 @@ _BLANKS = re.compile(r"[^\S\n]+")
 _CLAUSE_END = re.compile(r"[!?;\n]+|(?<!\.)(?<![ap]\.m)(?<![AP]\.M)\.+(?=\s|$)")
 _FILLER = re.compile(
     r"(?:(?:ok(?:ay)?|so|well|also|and|oh|hey+|hi+|hiya|hel+o+|btw|by the way|actually|please|just"
-    r"|um+|uh+|alright|right|anyway|no|nope|wait|sorry|oops|my bad|i mean|i meant)\b[\s,!:-]*)+",
+    r"|um+|uh+|alright|right|anyway|no|nope|wait|sorry|oops|my bad|i mean|i meant"
+    r"|scratch that)\b[\s,!:-]*)+",
     _F,
 )
 # "... and I need to X": a second statement in one sentence.
