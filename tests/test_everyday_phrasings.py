@@ -665,6 +665,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["which time is now?"], "It's 10:"),
         (["what time is now"], "It's 10:"),
         (["I am coming from Japan", "where am I from?"], "You're from Japan."),
+        (["I am not liking coffee", "do I like coffee?"], "No, you don't like coffee."),
+        (["I have a cat called Luna", "what is the name of my cat?"], "Your cat is called Luna."),
     ],
     "a busy parent's calendar": [
         (["my daughter Ava is 5", "Ava's school play is on Thursday at 6pm",

@@ -88,6 +88,7 @@ _WORK = (
 )
 _DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
+    r"|(?:am|'m) not (?:liking|loving|enjoying)"
     r"|can't stand|cannot stand|can't bear|cannot bear|loathe|detest"
     r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big |terribly |particularly "
     r"|overly |all that |especially )?(?:a fan of|into|keen on"
