@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.test_console_sessions import replies, run_console
 from tests.test_rule_based import Chat
 
 ASKED = "Is that tomorrow at 10:00 UTC (morning) or tomorrow at 22:00 UTC (evening)?"
@@ -93,3 +94,23 @@ async def test_the_question_is_asked_in_the_users_zone(db):
     )
     reply = await chat.say("evening")
     assert reply.text == "I'll remind you on 7 March at 19:00 Asia/Tokyo to water the plants."
+
+
+def test_the_console_asks_the_hour_and_keeps_what_was_said_across_a_restart(launch):
+    """``run_bot.py --console`` through a pipe, typed fast: the bare hour is asked and the next
+    line sets it; after a restart on the same files the facts and the reminder are there."""
+    out = run_console(
+        launch,
+        ["hey im Jake", "my sisters name is mia shes 16",
+         "remind me 2morrow at 10 to call the plumber", "the morning one", "thx"],
+    )  # fmt: skip
+    said = replies(out)  # said[0] is the console's greeting
+    assert said[1] == "Nice to meet you, Jake."
+    assert said[2] == "Noted: your sister Mia is 16."
+    assert said[3].startswith("Is that tomorrow at 10:00 UTC (morning) or tomorrow at 22:00")
+    assert said[4].startswith("I'll remind you tomorrow at 10:00 UTC to call the plumber")
+    assert said[5] == "You're welcome, Jake!"
+    out = run_console(launch, ["how old is mia", "wat reminders do i have"])
+    mia, reminders = replies(out)[1:3]
+    assert mia == "Your sister Mia is 16."
+    assert "call the plumber, tomorrow at 10:00 UTC" in reminders
