@@ -646,6 +646,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["We live in a flat just outside Bath", "where do we live?"], "Bath"),
         (["We have a grandson called Oliver who is 9.", "Who is Oliver?"],
          "Your grandson is called Oliver."),
+        (["We have a grandson called Oliver who is 9 and a granddaughter called Poppy who"
+          " turned 6 last week.", "How old is Poppy?"], "Your granddaughter Poppy is 6."),
+        (["I have a dog called Rex and a cat named Miso", "what pets do I have?"], "Miso"),
         (["I must tell you that I am allergic to penicillin, which I found out the hard way.",
           "What am I allergic to?"], "You're allergic to penicillin."),
         (["I must tell you that I am allergic to penicillin.", "what is still open?"],
