@@ -53,6 +53,7 @@ INTENTS = {
     "help",
     "unknown",
     "reminder_unreadable",
+    "ask_reminder_time",
     "note_commitment",
     "close_question",
     "kept_open",
@@ -378,9 +379,10 @@ async def test_the_reminder_time_is_said_plainly_in_utc(chat, text, at, said):
 
 
 async def test_an_unreadable_reminder_time_is_explained_and_schedules_nothing(chat):
-    """An ambiguous time ("at 6": morning or evening?) gets, in at most 200 characters, a form
-    it understands and a pointer to /help; the turn is marked not understood."""
-    reply = await chat.say("remind me at 6 to cook")
+    """A time it cannot read ("in 0 minutes"; "at 6", morning or evening, is asked:
+    tests/test_rule_reminder_hour.py) gets, in at most 200 characters, a form it understands
+    and a pointer to /help; the turn is marked not understood."""
+    reply = await chat.say("remind me in 0 minutes to cook")
     assert reply.job_refs == ()
     assert reply.action_name is None
     assert reply.intent == "reminder_unreadable"
@@ -465,7 +467,7 @@ async def test_small_talk_help_and_what_it_does_not_understand(chat, text, inten
 @pytest.mark.parametrize(
     "text",
     ["purple monkey dishwasher", "the weather is nice", "", "/frobnicate " + "x" * 4000,
-     "/" + "y" * 4000, "remind me at 6 to cook", "ok so the thing with the stuff"],
+     "/" + "y" * 4000, "remind me in 0 minutes to cook", "ok so the thing with the stuff"],
 )  # fmt: skip
 async def test_not_understanding_is_short_with_one_example_and_a_pointer_to_help(chat, text):
     """What it does not understand gets at most 200 characters: an example and /help."""
@@ -648,7 +650,7 @@ async def busy_chat(db) -> Chat:
         "ok so the thing with the stuff",
         "I'll be late, the trains are a mess",  # a state, not a promise
         "blorp",
-        "remind me at 6 to cook",  # a reminder whose time it cannot read
+        "remind me in 0 minutes to cook",  # a reminder whose time it cannot read
         "/frobnicate now",
         "\u200b",
         "lol",
@@ -678,7 +680,7 @@ EVERY_KIND = [
     "I sent the itinerary", "done 1", "my name is Bea", "I live in Porto", "hello",
     "thanks", "what is still open?", "help", "the sky is purple", "what?", "nvm",
     "scratch that", "the museum opens at ten on sundays, a friend says", "blah blah",
-    "remind me in 5 minutes to stretch", "remind me at 6 to cook", "I'll be late",
+    "remind me in 5 minutes to stretch", "remind me in 0 minutes to cook", "I'll be late",
 ]  # fmt: skip
 
 

@@ -199,6 +199,18 @@ async def test_a_reminder_not_fired_yet_is_moved_by_a_snooze(lane):
     assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: check the oven") is None
 
 
+async def test_snooze_it_is_the_reminder_just_set_or_moved_not_the_soonest(lane):
+    """Two reminders; one is moved, then "snooze it 10 minutes": the one just moved."""
+    chat = Conversation(lane)
+    await chat.say("remind me in 1 hour to call the plumber", T0)
+    await chat.say("remind me in 3 hours to pick up the kids", later(1))
+    await chat.say("move it to 4am", later(2))
+    result = await chat.say("snooze it 10 minutes", later(3))
+    assert [(j.label, j.due_at) for j in result.turn.job_refs if j.status == "scheduled"] == [
+        ("pick up the kids", datetime(2026, 11, 26, 4, 10, tzinfo=UTC))
+    ]
+
+
 async def test_nothing_to_snooze_is_said(lane):
     assert await Conversation(lane).reply("snooze it", T0) == "There is no reminder to snooze."
 
@@ -268,6 +280,23 @@ async def test_a_time_already_gone_on_the_reminder_s_day_is_the_next_one(lane):
         datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
     ]
     assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: call Ana") is None
+
+
+@pytest.mark.parametrize(
+    ("change", "minutes"),
+    [("actually make it 30 minutes", 30), ("make it an hour", 60), ("make that 45 mins", 45),
+     ("no wait, make it 2 hours", 120)],
+)  # fmt: skip
+async def test_make_it_a_length_of_time_is_that_long_from_now(lane, change, minutes):
+    """ "remind me in 20 minutes ...", then "make it 30 minutes": 30 minutes from the message,
+    not a day and a time read out of "30"."""
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me in 20 minutes to check the laundry", T0)).turn.job_refs
+    result = await chat.say(change, later(1))
+    assert [j.due_at for j in result.turn.job_refs if j.status == "scheduled"] == [
+        later(1) + timedelta(minutes=minutes)
+    ]
+    assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: check the laundry") is None
 
 
 @pytest.mark.parametrize(

@@ -716,7 +716,7 @@ def test_console_a_message_not_understood_changes_nothing_and_gets_a_short_reply
         "/loops",
         "purple monkey dishwasher",
         "the sky is made of jam, whatever",
-        "remind me at 6 to cook",
+        "remind me in 0 minutes to cook",
         "/loops",
         "never mind",
         "/loops",

@@ -55,6 +55,7 @@ DEFAULT_DELEGATE_INTENTS: frozenset[str] = frozenset(
         "add_todo",
         "close_todo",
         "reminder_unreadable",
+        "ask_reminder_time",
         "forget_memory",
         "tell_time",
     }

@@ -65,9 +65,10 @@ from agent.engines.rule_facts import (
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_undecided
 from agent.engines.rule_likes import answer_like, answer_like_kind
-from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip
+from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip, answer_upcoming
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
+from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
 from agent.engines.rule_reminders import answer_time, change_reminders
 from agent.engines.rule_talk import (
     UNKNOWN,
@@ -114,6 +115,7 @@ _NO_TEXT = "I can only read text for now. Try “my name is Ada”, or send /hel
 # Reply intents that change the state, first: the reply is named after its side effect.
 _SIDE_EFFECTS = (
     "set_reminder",
+    ASK_HOUR,
     "cancel_reminder",
     "close_todo",
     "add_todo",
@@ -132,6 +134,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_earlier),
     ("ask_fact", answer_name),
     ("tell_time", answer_time),
+    ("ask_fact", answer_upcoming),
     ("list_open", answer_open_items),
     ("list_facts", answer_about_you),
     ("list_decisions", answer_decisions),
@@ -189,6 +192,9 @@ class RuleBasedConcierge:
         text = direct_question(normalize_text(message.text or ""))
         if not text:
             return Reply(text=_NO_TEXT, intent="unknown")  # nothing to read: not understood
+        # "10am", answering "Is that tomorrow at 10:00 (morning) or at 22:00 (evening)?", is
+        # read as the reminder request with its hour said.
+        text = answered_request(packet, text) or text
         forgotten = forget_reply(packet, message, text)
         if forgotten is not None:
             return forgotten
@@ -235,6 +241,9 @@ class RuleBasedConcierge:
                 jobs += (self._reminder(change.label, change.due_at),)
             parts.append(change.text)
             intents.append(change.intent)
+        elif (asked := ask_hour(text, now, zone)) is not None:
+            parts.append(asked)  # "at 10": morning or evening?
+            intents.append(ASK_HOUR)
         elif is_reminder_request(text):
             parts.append(REMINDER_FORMS)
             intents.append("reminder_unreadable")

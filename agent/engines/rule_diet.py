@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from agent.engines.rule_facts import answer_line, own_facts
 from agent.engines.rule_reading import Reading
-from agent.memory.longterm.memory_slots import describe_fact, parse_key
+from agent.memory.longterm.memory_slots import USER, describe_fact, parse_key, role_and_name
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.food_groups import (
     food_groups,
@@ -31,6 +31,18 @@ _F = re.IGNORECASE
 _ASK_CAN_HAVE = re.compile(
     r"^(?:can|could|may|should) i (?P<verb>eat|have|drink|take|try|order|get|grab)"
     r" (?P<thing>.{1,60}?)\??$",
+    _F,
+)
+# "can Dev eat cake?", "can my son have peanuts?": asked of someone in the user's life.
+_ASK_THEY_CAN = re.compile(
+    r"^(?:can|could|may|should) (?:my |our )?(?P<who>(?!i\b|you\b|we\b)[^\W\d_]+)"
+    r" (?P<verb>eat|have|drink|try) (?P<thing>.{1,60}?)\??$",
+    _F,
+)
+# "who is allergic to peanuts?", "who's allergic to what?", "is anyone allergic to eggs?"
+_ASK_WHO_ALLERGIC = re.compile(
+    r"^(?:who(?:'s|\s+is|\s+are)|is\s+any\s?one|are\s+any\s+of\s+(?:us|them))\s+allergic"
+    r"(?:\s+to\s+(?P<thing>.{1,60}?))?\??$",
     _F,
 )
 # Verbs of a question that is of food only when a fact rules the thing out ("can I get the
@@ -71,7 +83,7 @@ def answer_can_have(
         or _ASK_OK.match(reading.text)
     )
     if match is None:
-        return None
+        return _answer_they_can(reading) or _answer_who_allergic(reading)
     thing = match.group("thing") or match.group("thing2")
     told = own_facts(reading, *_CONSTRAINTS)
     against = [line for f in told if (line := _rules_out(f, thing)) is not None]
@@ -83,6 +95,43 @@ def answer_can_have(
     if asked_do or verb in _MAYBE_FOOD or not told or not (eats or _NOT_FOOD.search(thing) is None):
         return None  # "can I have your help?", "can I get a taxi?" ask nothing of food
     return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
+
+
+def _answer_they_can(reading: Reading) -> str | None:
+    """Answer "can Dev eat cake?" from what the user told of Dev's allergies, what Dev avoids
+    and Dev's diet; ``None`` when nothing was told of them."""
+    match = _ASK_THEY_CAN.match(reading.text)
+    if match is None:
+        return None
+    who, thing = match.group("who").casefold(), match.group("thing")
+    told = [
+        f
+        for f in reading.facts
+        if (parts := parse_key(f.key)).subject != USER
+        and parts.name in _CONSTRAINTS
+        and who in {part.casefold() for part in (parts.subject, *role_and_name(parts.subject))}
+    ]
+    against = [line for f in told if (line := _rules_out(f, thing)) is not None]
+    if against:
+        return "Better not. " + " ".join(against)
+    if not told:
+        return None
+    return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
+
+
+def _answer_who_allergic(reading: Reading) -> str | None:
+    """Answer "who is allergic to peanuts?" with the allergies told of (the user's and those
+    of the people in their life) that name it, or all of them for "who's allergic to what?"."""
+    match = _ASK_WHO_ALLERGIC.match(reading.text)
+    if match is None:
+        return None
+    thing = match.group("thing") or ""
+    wanted = content_stems(thing) - content_stems("what anything something")
+    allergies = [f for f in reading.facts if parse_key(f.key).name == "allergy"]
+    found = [f for f in allergies if not wanted or wanted & content_stems(f.value)]
+    if not found:
+        return f"You haven't told me of anyone allergic{' to ' + thing if wanted else ''}."
+    return " ".join(answer_line(f) for f in found)
 
 
 def _rules_out(fact: Fact, thing: str) -> str | None:

@@ -78,7 +78,8 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
          r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
          "about your diet"),
-        (r"\bwhat (?:do i (?:dislike|hate)|don't i like)\b", "dislikes:", "what you don't like"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?(?:do i (?:dislike|hate|not like)|don't i like)\b", "dislikes:",
+         "what you don't like"),
         (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
         (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
          r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),
@@ -86,12 +87,15 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
          "about any pets"),
         (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
          "about your family and friends"),
-        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b", "job workplace",
+        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b|\bwho do i work for\b"
+         r"|\bwho(?:'s| is) my employer\b", "job workplace",
          "about your work"),
         (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
          "your birthday"),
-        (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age", "your age"),
+        (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age born", "your age"),
+        (r"\bwhen was i born\b|\bwhat year was i born\b|\bmy (?:year|date) of birth\b",
+         "born birthday", "when you were born"),
         (r"\bwhat (?:[\w-]+ ){0,3}?do i play\b", "does:", "what you play"),
         (r"\bwhat are my (?:hobbies|interests)\b", "does: likes:", "what you like"),
         (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b", "likes:", "what you like"),
@@ -136,6 +140,7 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"
          r" (?:names?|called)\b", "name"),
         (rf"\bwhat(?:'s| is| are) (?:my|our|the) {_WHO} called\b", "name"),
+        (rf"\bwhat(?:'s| is| are) the names? of (?:my|our) {_WHO}\??$", "name"),
         (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
@@ -280,6 +285,10 @@ def fact_acks(
         if personal and not kept(fact):
             unsure.append(describe_fact(fact))
             continue
+        again = before.get(slot_of(fact.key))
+        known_again = again is not None and again.value == fact.value
+        if len(new) > 1 and known_again and parse_key(fact.key).name in {"relative", "pet"}:
+            continue  # "Ava's school play is on Thursday": Ava is known, the play is news
         if fact.key in named_together:
             if named_together[fact.key]:
                 noted.append(named_together[fact.key])
@@ -344,6 +353,18 @@ def _is_about(label: str, who: str) -> bool:
     )
 
 
+def _unnamed_roles(reading: Reading, named: Sequence[Fact]) -> set[str]:
+    """The roles of the ones ``named`` that no one else has: what was said of "my son" before
+    his name ("my son's birthday is June 2nd", then "my son is called Leo") is said of Leo
+    when he is the only son named."""
+    roles = [
+        role_and_name(f.value)[0]
+        for f in reading.facts
+        if parse_key(f.key).name in {"relative", "pet"}
+    ]
+    return {role for f in named if roles.count(role := role_and_name(f.value)[0]) == 1}
+
+
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
     said_as = who
@@ -371,11 +392,12 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
                 if together.get(f.key) != ""
             )
         return f"{NOT_TOLD} your {who}'s name yet."
+    unnamed = _unnamed_roles(reading, named)
     said = [
         f
         for f in reading.facts
         if parse_key(f.key).subject != USER
-        and _is_about(parse_key(f.key).subject, who)
+        and (_is_about(parse_key(f.key).subject, who) or parse_key(f.key).subject in unnamed)
         and (not attribute or parse_key(f.key).name == attribute)
     ]
     found = (named if not attribute else []) + said

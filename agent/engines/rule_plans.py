@@ -20,12 +20,13 @@ from collections.abc import Sequence
 
 from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
+from agent.engines.rule_todos import job_line, scheduled_jobs
 from agent.memory.longterm.memory_slots import parse_key
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_dates import same_time
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
-__all__ = ["answer_event", "answer_plans_when", "answer_trip"]
+__all__ = ["answer_event", "answer_plans_when", "answer_trip", "answer_upcoming"]
 
 _F = re.IGNORECASE
 # "where am I going in August?", "where am I flying to?", with the time asked about.
@@ -46,7 +47,7 @@ _JOURNEY = re.compile(
 # "when is my flight?", "when's my dentist appointment?"
 _ASK_WHEN = re.compile(
     r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
-    r"\s+(?:my|the|our)\s+(?P<thing>[^\W\d_][\w' -]{0,60}?)"
+    r"\s+(?:(?:my|the|our)\s+|(?=[^\W\d_]+'s\s))(?P<thing>[^\W\d_][\w' -]{0,60}?)"
     r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
     _F,
 )
@@ -66,6 +67,13 @@ _ASK_PLANS_WHEN = re.compile(
     rf"|(?:do\s+i\s+have|have\s+i\s+got|is\s+there)\s+(?:any\s+)?(?:plans|anything(?:\s+planned)?)"
     rf"\s+(?:for\s+)?(?P<d>{_TIME}))"
     r"\s*\??$",
+    _F,
+)
+# "what's coming up?", "anything coming up?", "what's on my calendar?"
+_ASK_UPCOMING = re.compile(
+    r"^(?:what(?:'s|\s+is|\s+have\s+i\s+got|\s+do\s+i\s+have)|(?:is\s+there\s+|have\s+i\s+got\s+)?"
+    r"anything)\s+coming\s+up\b|^what(?:'s|\s+is)\s+(?:on\s+)?(?:my|the)\s+(?:calendar|schedule"
+    r"|agenda|diary)\b|^what(?:'s|\s+is)\s+next\s+for\s+me\b",
     _F,
 )
 # Words of a time asked about that every plan shares or none says ("on", "for").
@@ -92,6 +100,21 @@ def answer_event(
     if not found and _JOURNEY.fullmatch(thing.strip()):
         found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word
     return " ".join(answer_line(f) for f in found) if found else None
+
+
+def answer_upcoming(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what's coming up?" with the plans and dated events told of and the reminders
+    set, or say there is none."""
+    if _ASK_UPCOMING.search(reading.text) is None:
+        return None
+    told = " ".join(answer_line(f) for f in own_facts(reading, "plan", "event"))
+    scheduled = scheduled_jobs(packet, jobs)
+    reminders = "\n".join(job_line(ref, reading) for ref in scheduled)
+    if not told and not reminders:
+        return f"{NOT_TOLD} about anything coming up, and no reminders are set."
+    return "\n\n".join(part for part in (told, reminders and f"Reminders:\n{reminders}") if part)
 
 
 def answer_trip(

@@ -87,6 +87,11 @@ _ASK_TOLD = re.compile(
 _QUESTION_ONLY = re.compile(r"[^.!?]*\?+")
 
 
+def _only_asks(said: str) -> bool:
+    """Whether ``said`` only asks, with its question mark or without ("where do i study")."""
+    return _QUESTION_ONLY.fullmatch(normalize_text(said)) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Recollection:
     """The candidate that best answers a question.
@@ -140,7 +145,7 @@ def _rendered_turn(text: str) -> Recollection | None:
     day = date(int(match.group("year")), month, int(match.group("day")))
     who = match.group("who")
     said = text[match.end() :].partition(_BOT_LINE)[0].strip()
-    if _QUESTION_ONLY.fullmatch(said):
+    if _only_asks(said):
         return None  # a line that only asks answers nothing
     return Recollection(said, None if who == "user" else who, day, 0.0, int(match.group("seq")))
 
@@ -158,7 +163,7 @@ def _candidates(packet: ConversationContextPacket) -> list[Recollection]:
         if (
             said
             and turn.intent not in MEMORY_ERASURE_INTENTS
-            and not _QUESTION_ONLY.fullmatch(said)
+            and not _only_asks(said)
         ):
             found.setdefault(
                 turn.seq, Recollection(said, turn.speaker, turn.created_at.date(), 0.0, turn.seq)

@@ -63,6 +63,8 @@ _CANCEL_THAT = re.compile(
     r"(?:\s+(?:please|again))?[\s.!?]*$",
     _F,
 )
+# "snooze it", "delay that": the reminder just set or moved.
+_IT = re.compile(r"\s*(?:it|that|this)\b", _F)
 _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
@@ -183,7 +185,10 @@ _BARE_NUMBER = re.compile(rf"\s*(?P<n>\d{{1,2}}|{'|'.join(_HOUR_WORDS)})\s*", _F
 
 
 def _time_phrases(when: str) -> tuple[str, ...]:
-    """The phrases ``when`` may be read as: itself, or after "at" ("make it 10am", "9:30")."""
+    """The phrases ``when`` may be read as: itself, or after "at" ("make it 10am", "9:30"); a
+    length of time is a delay from now ("make it 30 minutes": "in 30 minutes")."""
+    if read_delay(f"in {when.strip()}") is not None:
+        return (f"in {when.strip()}",)
     bare = _BARE_NUMBER.fullmatch(when)
     if bare is None:
         return (when, f"at {when}")
@@ -319,6 +324,9 @@ def _snooze(packet: ConversationContextPacket, reading: Reading, rest: str) -> R
     fired = _last_fired(packet)
     active = sorted(_reminders(packet), key=lambda r: utc(r.due_at or reading.now))
     named = _chosen(active, rest) if _named(rest) else []
+    just_set = _just_set(packet)
+    if not named and len(just_set) == 1 and _IT.match(rest):
+        named = list(just_set)  # "snooze it 10 minutes" of the one just set or moved
     if named:  # "delay the oven reminder by an hour": that one, not the soonest
         fired, active = None, named
     cancelled: tuple[JobRef, ...] = ()

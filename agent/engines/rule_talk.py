@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import emoji
+
 from agent.engines.rule_reading import Reading, first_sentence
 from agent.memory.rules.dialogue_acts import is_dismissal
 from agent.memory.schemas import ConversationContextPacket, JobRef
@@ -80,10 +82,11 @@ _HOW_ARE_YOU = re.compile(
 _NOD = (
     r"(?:ok(?:ay)?|k|kk|cool|nice|great|good|fine|perfect|awesome|lovely|brilliant|alright"
     r"|all right|sure|got it|noted|sounds good|understood|right|yes|yep|yeah|good to know"
-    r"|fair enough|makes sense|no worries|all good|i see|will do|ah|oh|aha|haha|hah|wow"
-    r"|👍)"
+    r"|fair enough|makes sense|no worries|all good|i see|will do|ah|oh|aha|ha(?:ha)+|hah|wow"
+    r"|he(?:he)+|hmm+|mhm|👍)"
 )
-_ACKNOWLEDGE = re.compile(rf"^{_NOD}(?:[\s,.!👍]+{_NOD})*[.!👍 ]*$", _F)
+# "lol ok": a laugh before a nod ("lol" alone says nothing to answer).
+_ACKNOWLEDGE = re.compile(rf"^(?:(?:lol|lmao)[\s,.!]+)?{_NOD}(?:[\s,.!👍]+{_NOD})*[.!👍 ]*$", _F)
 
 _BYE = re.compile(
     rf"^(?:{_NOD}[\s,.!]+)?(?:bye|goodbye|good ?night|night|nite|see you|see ya|cya|later|ttyl"
@@ -200,8 +203,9 @@ def _decisions(packet: ConversationContextPacket) -> str:
 
 
 def _name(reading: Reading) -> str:
+    # A greeting says the first name only: "Hi Harold!", not "Hi Harold Whitfield!".
     name = next((f.value for f in reading.facts if f.key == "name"), None)
-    return f" {name}" if name else ""
+    return f" {name.split()[0]}" if name else ""
 
 
 def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str, str] | None:
@@ -231,7 +235,7 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", f"Bye{name.replace(' ', ', ', 1)}! I'll remember all this next time."
     if is_dismissal(text):  # nothing of theirs left to drop (else dialogue_acks said so)
         return "smalltalk", "OK, never mind."
-    if _ACKNOWLEDGE.match(text):
-        return "smalltalk", "👍"
+    if _ACKNOWLEDGE.match(text) or emoji.purely_emoji(text.replace(" ", "")):
+        return "smalltalk", "👍"  # "ok", "lol ok", "😊"
     answer = next((said for pattern, said in _OTHER_TALK if pattern.search(text)), None)
     return None if answer is None else ("smalltalk", answer)

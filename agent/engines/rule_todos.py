@@ -33,8 +33,10 @@ __all__ = [
     "REMINDER_FORMS",
     "answer_open_items",
     "dialogue_acks",
+    "job_line",
     "kept_open",
     "reminder_set",
+    "scheduled_jobs",
     "todo_acks",
 ]
 
@@ -191,36 +193,36 @@ def _item(loop: OpenLoop, group: bool) -> str:
     return said + kind.replace("you ", "")
 
 
+def scheduled_jobs(packet: ConversationContextPacket, jobs: Sequence[JobRef]) -> list[JobRef]:
+    """The jobs still set, this turn's changes over the packet's (a cancelled reminder is
+    gone), soonest first."""
+    by_id = {ref.job_id: ref for ref in [*packet.active_job_refs, *jobs]}
+    return sorted((ref for ref in by_id.values() if ref.status != "cancelled"), key=due_order)
+
+
+def job_line(ref: JobRef, reading: Reading) -> str:
+    """A scheduled job as a line of a list: "• call mom, tomorrow at 19:00 UTC"."""
+    label = in_second_person(ref.label or ref.job_id)
+    if ref.due_at is None:
+        return f"• {label}"
+    when = say_when(ref.due_at, reading.now, reading.zone)
+    return f"• {label} (was due {when})" if utc(ref.due_at) <= reading.now else f"• {label}, {when}"
+
+
 def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]) -> str:
     sections: list[str] = []
     loops = reading.loops.loops
     if loops:
         group = any(loop.owner for loop in loops)
-        numbered = [
-            f"{n}. {_item(loop, group)}" for n, loop in enumerate(loops, start=1)
-        ]
+        numbered = [f"{n}. {_item(loop, group)}" for n, loop in enumerate(loops, start=1)]
         title = "The group's list:" if group else "Your list:"
         sections.append(title + "\n" + "\n".join(numbered))
     if packet.pending_clarifications:
         asked = [f"• {c.question}" for c in packet.pending_clarifications]
         sections.append("Waiting for your answer:\n" + "\n".join(asked))
-    # This turn's changes over what was set (a cancelled reminder is gone), soonest first.
-    by_id = {ref.job_id: ref for ref in [*packet.active_job_refs, *jobs]}
-    scheduled = sorted(
-        (ref for ref in by_id.values() if ref.status != "cancelled"), key=due_order
-    )
+    scheduled = scheduled_jobs(packet, jobs)
     if scheduled:
-        lines = []
-        for ref in scheduled:
-            label = in_second_person(ref.label or ref.job_id)
-            if ref.due_at is None:
-                lines.append(f"• {label}")
-                continue
-            when = say_when(ref.due_at, reading.now, reading.zone)
-            if utc(ref.due_at) <= reading.now:
-                lines.append(f"• {label} (was due {when})")
-            else:
-                lines.append(f"• {label}, {when}")
+        lines = [job_line(ref, reading) for ref in scheduled]
         title = "Reminders:" if all(r.kind == "reminder" for r in scheduled) else "Scheduled:"
         sections.append(title + "\n" + "\n".join(lines))
     if not sections:

@@ -74,6 +74,7 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "job": SlotRule("fact", False, 0.7, "you work as {v}", "{s} works as {v}"),
     "workplace": SlotRule("fact", False, 0.6, "you work at {v}", "{s} works at {v}"),
     "birthday": SlotRule("fact", False, 0.6, "your birthday is {v}", "{s}'s birthday is {v}"),
+    "born": SlotRule("fact", False, 0.5, "you were born in {v}", "{s} was born in {v}"),
     "favourite": SlotRule(
         "preference", False, 0.5, "your favourite {item} is {v}", "{s}'s favourite {item} is {v}"
     ),
@@ -155,10 +156,13 @@ def slot_of(key: str) -> str:
     return rest if parts.subject == USER else f"{parts.subject}/{rest}"
 
 
-_FIRST_PERSON = re.compile(r"\b(?:i'm|i've|i'll|i'd|myself|mine|my|me|i)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(
+    r"\b(?:i'm|i've|i'll|i'd|myself|mine|my|me|i|ourselves|ours|our)\b", re.IGNORECASE
+)
 _SECOND_PERSON = {
     "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd", "myself": "yourself",
     "mine": "yours", "my": "your", "me": "you", "i": "you",
+    "ourselves": "yourselves", "ours": "yours", "our": "your",
 }  # fmt: skip
 
 

@@ -25,13 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agent.memory.rules.extraction import (
-    RESOLUTION,
-    Clause,
-    clean_value,
-    content_stems,
-    normalize_text,
-)
+from agent.memory.rules.duties import RESOLUTION
+from agent.memory.rules.extraction import Clause, clean_value, content_stems, normalize_text
 from agent.utils.text import QUESTION_WORDS
 
 __all__ = [
@@ -97,16 +92,17 @@ _REQUEST = re.compile(
     _F,
 )
 # Requests the reminder and to-do rules already read, or that only ask for talk.
-# ... or offer ("would you like me to send it?").
-_NOT_A_REQUEST = re.compile(
-    r"(?:remind\s+me|set\s+(?:a|an)\s+reminder|help\b|repeat\b|(?:like|want)\s+(?:me|us)\s+to\b)",
-    _F,
-)
-# Asks for talk, not for something done: "can you believe it?", "could you tell me more about
-# the trip?" (a question, if anything: kept open as one when the bot could not answer).
+_NOT_A_REQUEST = re.compile(r"(?:remind\s+me|set\s+(?:a|an)\s+reminder|help\b|repeat\b)", _F)
+# Asks for talk, not for something done: "could you tell me more about the trip?" (a question,
+# if anything: kept open as one when the bot could not answer).
 _TALK = re.compile(
-    r"(?:(?:believe|imagine)\s+(?:it|this|that|what|how)\b"
-    r"|tell\s+(?:me|us)\s+(?:a\s+(?:bit|little)\s+)?(?:more\b|about\b|what\b|how\b|why\b))",
+    r"tell\s+(?:me|us)\s+(?:a\s+(?:bit|little)\s+)?(?:more\b|about\b|what\b|how\b|why\b)", _F
+)
+# A figure of speech or an offer, neither a request nor a question to keep: "can you believe
+# it?", "would you like me to send it?".
+_FIGURE = re.compile(
+    r"^(?:[^\W\d_][\w'-]{0,30},\s*)?(?:can|could|would|will|do|did)\s+(?:you|ya)\s+(?:(?:even\s+)?"
+    r"(?:believe|imagine)\s+(?:it|this|that|what|how)\b|(?:want|like)\s+(?:me|us)\s+to\b)",
     _F,
 )
 _DISMISSAL = re.compile(
@@ -168,6 +164,8 @@ def read_acts(clauses: Sequence[Clause]) -> DialogueActs:
     questions: list[str] = []
     for clause in clauses:
         text = clause.text
+        if _FIGURE.match(text):
+            continue
         request = _REQUEST.match(text)
         wanted = "" if request is None else _value(request.group("v"))
         if request is not None and not _TALK.match(wanted):

@@ -17,7 +17,7 @@ import re
 
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.fact_values import NAME, PRONOUN_OBJECT, fact_value
-from agent.memory.rules.fact_words import ALIASES, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
+from agent.memory.rules.fact_words import ALIASES, EVENTS, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
 
 __all__ = ["read_entity_facts", "read_several"]
 
@@ -28,10 +28,15 @@ _PET = re.compile(rf"(?:{PETS})$", _F)
 # Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
 # "my best friend is Jake": a name that ends the clause after "is".
 _CALLED = (
-    r"(?:'s name is|s' name is| is called| is named| called| named|,"
-    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?\s*[.!]*$))?"
+    r"(?:'s name is|s' name is| is called| is named| called| named"
+    # "I have a cat, her name is Luna", "a son and his name is Leo"
+    r"|,?\s+(?:and\s+)?(?:her|his|its|their)\s+name(?:'s|\s+is)|,"
+    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?(?:\s*[.!]*$|,|\s+and\s)))?"
 )
-_ENTITY_NAME = re.compile(r"\s*([A-Z][^\W\d_]+(?:['-][^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?")
+# "O'Brien" and "Mary-Jane" are names; the "'s" of "Ava's birthday" is not part of one.
+_ENTITY_NAME = re.compile(
+    r"\s*([A-Z][^\W\d_]+(?:(?:'(?!s\b)|-)[^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?"
+)
 # What is said of someone: (predicate, attribute, how the value is read).
 # An age said of someone: "5", "5 years old", "5 now".
 _AGE = (
@@ -75,10 +80,16 @@ _ONE = (
 )
 # "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
 _HAVE_SEVERAL = re.compile(
-    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)\s+(?:\d|two|three|four|five|six)"
+    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)(?:\s+(?:\d|two|three|four|five|six))?"
     rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?P<rel>children|twins|{PEOPLE}|{PETS})"
     r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
     rf"(?P<names>{_ONE}(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+){_ONE})+)",
+)
+# "..., they're 7", "who are both 7": one age said of all of them, after their names.
+_ALL_AGED = re.compile(
+    r"\s*,?\s*(?:and\s+)?(?:they(?:'re|\s+are)|who\s+are|both\s+are|are)\s+(?:both\s+|all\s+)?"
+    r"(?P<age>\d{1,3})(?:\s+years?\s+old)?\b",
+    _F,
 )
 # Each one of several named, with the age said after the name if any.
 _NAMED_AGED = re.compile(r"([A-Z][^\W\d_]+)(?:\s+who(?:'s|\s+is)\s+|\s*\(|,\s*)?(\d{1,3})?")
@@ -93,6 +104,14 @@ _VISIT = re.compile(
 )
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
+# "Ava's school play is on Thursday at 6pm": an event of theirs on the user's calendar.
+_THEIR_EVENT = re.compile(
+    rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|are|starts|begins)\s+"
+    r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
+    _F,
+)
+# "she's 12, not 11": the value put right, not part of the new one.
+_NOT_OLD = re.compile(r"(?:,\s*(?:and\s+)?|\s+)not\s+(?:\d{1,3}|[^\W\d_][^,]{0,40}?)\s*[.!]*$", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
 _PRONOUN_DOES = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which|that)\s+(?=\w)", _F)
 
@@ -111,7 +130,10 @@ def read_several(text: str) -> list[tuple[str, str]]:
     if any(name.casefold() in NOT_NAMES for name, _ in named):
         return []  # "my parents are French and Italian"
     facts = [(fact_key(USER, attribute, f"{role} {name}"), f"{role} {name}") for name, _ in named]
-    # "Oliver who is 9 and Poppy who is 6": the ages, after the names.
+    # "Oliver who is 9 and Poppy who is 6": the ages, after the names; "they're 7": all of them.
+    together = _ALL_AGED.match(text, several.end())
+    if together is not None:
+        named = [(name, age or together.group("age")) for name, age in named]
     facts += [(fact_key(f"{role} {name}", "age", age), age) for name, age in named if age]
     return facts
 
@@ -143,7 +165,7 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         plain = NAME.match(after.strip())
         if plain is not None:
             name = plain.group(1).title()
-            after = after.strip()[plain.end() :]
+            after = after.strip()[plain.end(1) :]
     subject = f"{role} {name}" if name else role
     facts: list[tuple[str, str]] = []
     if name is not None:
@@ -151,6 +173,12 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         facts.append((fact_key(USER, attribute, subject), subject))
     # "my mom's birthday is ...": what follows the possessive is said of them.
     said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
+    said = _NOT_OLD.sub("", said)
+    event = _THEIR_EVENT.match(said) if after.lstrip().startswith("'s ") else None
+    if event is not None:  # "my daughter Ava's school play is on Thursday"
+        item = f"{subject}'s {event.group('item')}"
+        facts.append((fact_key(USER, "event", item), f"{item} is {event.group('when')}"))
+        return facts
     visit = _VISIT.match(said)
     if visit is not None:  # "your sister Ana's visit is next weekend"
         item = f"{subject}' visit" if subject.endswith("s") else f"{subject}'s visit"

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from agent.memory.rules.duties import is_duty
+from agent.memory.rules.informal_words import respell, without_emoji
 from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, spoken_clock
 from agent.memory.schemas import OpenLoop
 from agent.utils.text import LOOP_STOP_WORDS, split_words
@@ -28,7 +30,6 @@ from agent.utils.text import LOOP_STOP_WORDS, split_words
 __all__ = [
     "EVERYTHING",
     "MAX_REMINDER_DELAY",
-    "RESOLUTION",
     "Clause",
     "Closer",
     "clean_value",
@@ -54,16 +55,20 @@ _BLANKS = re.compile(r"[^\S\n]+")
 # lookbehind starts a run of dots only once (linear on "......x").
 _CLAUSE_END = re.compile(r"[!?;\n]+|(?<!\.)(?<![ap]\.m)(?<![AP]\.M)\.+(?=\s|$)")
 _FILLER = re.compile(
-    r"(?:(?:ok(?:ay)?|so|well|also|and|oh|hey|hi|hello|btw|by the way|actually|please|just"
-    r"|um+|uh+|alright|right|anyway|no|nope|wait|sorry|oops|my bad|i mean|i meant)\b[\s,!:-]*)+",
+    r"(?:(?:ok(?:ay)?|so|well|also|and|oh|hey+|hi+|hiya|hel+o+|btw|by the way|actually|please|just"
+    r"|um+|uh+|alright|right|anyway|no|nope|wait|sorry|oops|my bad|i mean|i meant"
+    r"|scratch that)\b[\s,!:-]*)+",
     _F,
 )
 # "... and I need to X": a second statement in one sentence.
 _AND_I = re.compile(
     r",?\s+(?:and|but|also|plus|then)\s+(?=i\s|i'(?:ve|ll|m)\s|remind me\b|don't let me\b)", _F
 )
+# ... "and a granddaughter called Poppy": a second one named, after the first.
 _SUBCLAUSE = re.compile(
-    r",?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|my|call me)\b)|,\s+(?=(?:i|i'm|i've|my)\b)", _F
+    r",?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|my|call me)\b)|,\s+(?=(?:i|i'm|i've|my)\b)"
+    r"|,?\s+and\s+(?=an?\s+[\w ]{1,30}?\s+(?:called|named)\s)",
+    _F,
 )
 
 
@@ -77,7 +82,9 @@ _MENTION = re.compile(r"^@\w+[\s,:]*")
 @lru_cache(maxsize=_TEXTS)
 def normalize_text(text: str) -> str:
     """Return ``text`` in the form the rules read: NFKC, no invisible marks, plain quotes, no
-    leading handle ("@helper_bot done 2": who is spoken to is no part of what is said).
+    leading handle ("@helper_bot done 2": who is spoken to is no part of what is said), and
+    informal spellings respelled ("im" -> "I'm") and emoji read as pauses ("Mochi 🐰 she's 2"
+    -> "Mochi, she's 2"): :mod:`agent.memory.rules.informal_words`.
 
     Args:
         text: raw user text (any length, any script).
@@ -85,9 +92,9 @@ def normalize_text(text: str) -> str:
     Returns:
         The text with runs of blanks collapsed to one space (newlines kept) and stripped.
     """
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", without_emoji(text))
     text = _INVISIBLE.sub("", text).translate(_QUOTES)
-    return without_mention(_BLANKS.sub(" ", text).strip())
+    return respell(without_mention(_BLANKS.sub(" ", text).strip()))
 
 
 def without_mention(text: str) -> str:
@@ -197,26 +204,13 @@ _TODO_VERBS = frozenset(
 )
 # "and also book swimming lessons": one more to-do, said after one ("also call me Sam" is none).
 _ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
-_VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
-# What follows "must" in a guess ("must be nice", "must have been hard"), not a duty.
-_GUESSED = re.compile(r"(?:be|been|have\s+(?:been|\w+(?:ed|en|t))|'ve|feel|seem|look|sound)\b", _F)
-# "I have to say", "I need to tell you": a way of speaking, not something to do.
-_SPEAKING = re.compile(r"(?:say|admit|agree|confess|be honest|tell you|ask you|hand it to)\b", _F)
-# Ways to stay ("stay positive", "keep calm").
-_STEADY = (
-    r"positive|strong|focused|motivated|resilient|calm|true|humble|optimistic|hopeful|grounded"
-    r"|sane|patient|brave|busy|inspired|determined|dedicated|confident|curious|safe|healthy"
-)
-#: A resolution: a way to be from now on ("keep pushing", "stay positive", "do my best",
-#: "always remember"), never done and ticked off: neither a to-do nor a promise to track.
-RESOLUTION = re.compile(
-    r"(?:always|never|forever)\b"
-    r"|(?:keep|stay)\s+(?:(?!(?:every|any|some|no)thing\b)\w+ing\b|on\b|at\s+it\b|it\s+up\b"
-    r"|up\b|(?:it|that|this|them)\s+in\s+mind\b|(?:my|your|our)\s+(?:head|chin|spirits?)\s+up\b"
-    rf"|(?:{_STEADY})\b)"
-    r"|(?:do|try|give\s+it)\s+(?:my|our)\s+(?:very\s+)?(?:best|all|utmost)\b",
+# "I should pay the electricity bill by the 30th": a to-do when a to-do's verb follows ("I
+# should probably sleep" is none).
+_SHOULD = re.compile(
+    rf"^i(?:\s+(?:really|still|also|definitely))?\s+should\s+(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)",
     _F,
 )
+_VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
 _LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
 # "I've finished everything", "all done": every open to-do at once.
 EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
@@ -309,7 +303,8 @@ def _reminder_clause(clause: Clause) -> bool:
 def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
     """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
 
-    Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X",
+    Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X", "I
+    should X" (X opening with a to-do's verb),
     "todo: X", "add X to my list", "and also X" (X opening with a to-do's verb). A reminder with
     a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
     question) opens nothing; "can you remind me to X?" does. Nor does a guess ("must be nice"),
@@ -325,10 +320,11 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
             continue
         match = _REMIND_TODO.search(clause.text) or _no_forget(clause.text, to_others)
         if match is None and not clause.question:
-            match = next((m for p in _OPENERS if (m := p.match(clause.text))), None)
+            match = next((m for p in (*_OPENERS, _SHOULD) if (m := p.match(clause.text))), None)
             if match is None and also and clause is clauses[0]:
                 match = _VERB_FIRST.match(clause.text)
-        if match is None or not _a_duty(match):
+        must = match is not None and bool(match.groupdict().get("must"))
+        if match is None or not is_duty(match.group("v"), after_must=must):
             continue
         for value in _several_todos(clean_value(match.group("v"))):
             if value.casefold() in _LEAVING:
@@ -341,15 +337,6 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
 def _no_forget(text: str, to_others: bool) -> re.Match[str] | None:
     match = _NO_FORGET.search(text)  # "don't forget to X" said to others is theirs
     return None if match is None or (to_others and match.group("me") is None) else match
-
-
-def _a_duty(match: re.Match[str]) -> bool:
-    """Whether an opener's match names something to do: not a guess ("must be nice"), a way
-    of speaking ("I have to say") nor a resolution ("I need to stay positive")."""
-    value = match.group("v")
-    if match.groupdict().get("must") and _GUESSED.match(value):
-        return False
-    return not (_SPEAKING.match(value) or RESOLUTION.match(value))
 
 
 def _several_todos(value: str) -> list[str]:
@@ -485,6 +472,13 @@ _REMINDER_FORMS = (
     ),
     re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{WHEN})$", _F),
     re.compile(rf"^(?P<when>{WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
+    # "remind me tomorrow 9am gym": what to remind of, said without its "to" (the empty link).
+    re.compile(
+        rf"\b{_REMIND}\s+(?P<when>{WHEN})\s*,?\s*(?P<link>)"
+        r"(?P<label>(?!(?:to|about|that|for|and|but|or|so|if|because|when)\b)"
+        r"[^\W\d_][\w' -]{0,60})$",
+        _F,
+    ),
 )
 # "set a timer for 10 minutes": a timer's length is a delay.
 _TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.entity_facts import read_entity_facts, read_several
-from agent.memory.rules.extraction import Clause, split_clauses
+from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
 from agent.memory.rules.fact_values import PRONOUN_OBJECT, fact_value
 from agent.memory.rules.fact_words import DIETS, EVENTS, GOAL_VERBS, JOBS, PEOPLE, PETS
 from agent.memory.schemas import Fact, FactMode
@@ -67,10 +67,13 @@ _CORRECTION = re.compile(
 )
 
 # Who travels and how sure: "I'm going", "we're thinking of going", "we might go".
+# "going to Tokyo next month ✈️": a trip said without its "I'm".
+_BARE_TRAVEL = r"^(?=(?:going|flying|heading|off|travell?ing|driving|sailing)\s+to\s)"
 _TRAVEL = (
-    r"\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are))(?:\s+(?:thinking\s+(?:of|about)|considering"
+    r"(?:\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are))(?:\s+(?:thinking\s+(?:of|about)|considering"
     r"|planning\s+(?:to|on)|hoping\s+to|about\s+to|going\s+to))?"
     r"|(?:i|we)(?:'ll|\s+will|\s+might|\s+may))\s+"
+    rf"|{_BARE_TRAVEL})"
 )
 # "I", "I've", "I just", "I have now": how news of the user's opens.
 _NEWS = rf"\bi(?:'ve|\s+have)?{_ADV}\s+"
@@ -85,8 +88,10 @@ _WORK = (
 )
 _DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
+    r"|(?:am|'m) not (?:liking|loving|enjoying)"
     r"|can't stand|cannot stand|can't bear|cannot bear|loathe|detest"
-    r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big )?(?:a fan of|into|keen on"
+    r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big |terribly |particularly "
+    r"|overly |all that |especially )?(?:a fan of|into|keen on"
     r"|fond of|big on|fan of))"
 )
 
@@ -165,17 +170,26 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("workplace", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
           r"\s+(?P<v>.+)", "place"),
+    # "I'm a software developer from Gdansk": where they are from, after the job.
+    _rule("hometown", rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+from\s+"
+          r"(?P<v>.+)", "place"),
     _rule("plan", rf"{_TRAVEL}(?:go(?:ing)?|fly(?:ing)?|travel(?:l)?(?:ing)?|head(?:ing)?"
           r"|driv(?:e|ing)|off|sail(?:ing)?)\s+to\s+(?P<v>.+)", "trip"),
     _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
     _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
-    _rule("location", rf"\bi{_LIVE}\s+in\s+(?P<v>.+)", "place"),
+    # "we live in a small cottage in Harrogate": the place the home is in.
+    _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
+          r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
+          r"\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)", "place"),
+    _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
     _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
           "short"),
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
-    _rule("plan", rf"\bi(?:'m|\s+am){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
+    # "I am coming from Japan" (a learner's "I come from"); not "coming from the office".
+    _rule("hometown", r"\bi(?:'m|\s+am)\s+coming\s+from\s+(?P<v>(?-i:[A-Z]).+)", "place"),
+    _rule("plan", rf"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
     _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
     _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for)\s+.+)?$", "short",
           alongside=True),
@@ -210,6 +224,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
         "short",
     ),
     _rule("birthday", r"\bi was born on\s+(?P<v>.+)", "short"),
+    # "I was born in 1990", "I was born in Leeds in 1962": the year, and where.
+    _rule("born", r"\bi was born in\s+(?:[^\W\d][\w ]{0,40}?\s+in\s+)?(?P<v>(?:1[89]|20)\d\d)\b",
+          "raw", alongside=True),
+    _rule("hometown", r"\bi was born in\s+(?!(?:1[89]|20)\d\d\b)(?P<v>.+)", "place"),
     _rule("allergy", rf"\bi(?:'m|\s+am){_ADV}\s+allergic\s+to\s+(?P<v>.+)", "short"),
     _rule("allergy", r"\bi(?:'ve|\s+have)(?:\s+got)?\s+(?:an?\s+)?(?:severe\s+|bad\s+|mild\s+)?"
           r"(?P<v>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+allergy\b", "short"),
@@ -254,7 +272,8 @@ _FACT_RULES: tuple[_FactRule, ...] = (
 # "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" opening an event ("the party
 # is on Friday"): a clause without one is read by none of them.
 _USER_CUE = re.compile(
-    r"\b(?:i|im|my|me|name|we|our)\b|^the\s|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
+    rf"\b(?:i|im|my|me|name|we|our)\b|^the\s|{_BARE_TRAVEL}"
+    r"|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
     _F,
 )
 
@@ -264,9 +283,9 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     """Return the facts the user states in ``text``, in the order stated.
 
     About the user, keys are ``name``, ``age``, ``location``, ``hometown``, ``job``,
-    ``workplace``, ``birthday``, ``diet``, ``timezone`` (an IANA name), ``favourite:<thing>``
-    (one value each) and ``plan``,
-    ``goal``, ``decision``, ``likes``, ``dislikes``, ``allergy``, ``avoid``, ``routine``,
+    ``workplace``, ``birthday``, ``born`` (a year), ``diet``, ``timezone`` (an IANA name),
+    ``favourite:<thing>`` (one value each) and ``plan``, ``goal``, ``decision``, ``likes``,
+    ``dislikes``, ``allergy``, ``avoid``, ``routine``,
     ``relative``, ``pet`` (many values: the value is part of the key). About someone else the
     key starts with who they are: ``sister Mia/location``; naming them ("my sister Mia", "I
     have a cat called Miso") is a ``relative`` or ``pet`` fact. Questions state nothing ("do I
@@ -283,7 +302,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
         The facts, at most one per key (the last stated wins).
     """
     found: dict[str, Fact] = {
-        key: Fact(key=key, value=value, turn=turn) for key, value in read_several(text)
+        key: Fact(key=key, value=value, turn=turn)
+        for key, value in read_several(normalize_text(text))
     }
     moved = _NEW_WORKPLACE.search(text)
     workplace = fact_value("place", moved.group("v")) if moved else None

@@ -45,7 +45,8 @@ PEOPLE = (
     "|husband|fiancee|fiancée|fiance|fiancé"
     "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
     "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
-    "|grandma|granny|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
+    "|grandma|granny|grandfather|grandpa|grandson|granddaughter|grandchild|grandkid|stepson|twin"
+    "|stepdaughter|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
     "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist|little boy"
     "|little girl|boy|girl"
 )

@@ -33,7 +33,10 @@ _SHELLFISH = """shellfish shrimp prawn lobster crab mussel oyster clam scallop c
 _DAIRY = """dairy milk cheese butter cream yoghurt yogurt latte cappuccino flat-white milkshake
     custard mozzarella cheddar parmesan brie feta ricotta mascarpone cheesecake gelato ice-cream
     lactose whey"""
-_EGG = "egg eggs omelette omelet mayonnaise mayo meringue quiche frittata"
+_EGG = (
+    "egg eggs omelette omelet mayonnaise mayo meringue quiche frittata cake cakes pancake pancakes"
+    " brioche custard"
+)
 _NUTS = """nut nuts peanut almond walnut cashew pistachio hazelnut pecan macadamia nutella praline
     marzipan satay snickers pesto"""
 _PEANUTS = "peanut peanuts satay snickers"

@@ -66,6 +66,7 @@ def parse_reminder(
         if due is None:
             return None
         label = clean_value(match.group("label") or "")
-        link = (match.group("link") or "to").lower()
+        link = match.group("link")
+        link = "about" if link == "" else (link or "to").lower()  # "tomorrow 9am gym": about
         return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
     return None

@@ -40,6 +40,7 @@ __all__ = [
     "read_delay",
     "says_clock",
     "spoken_clock",
+    "with_meridiem",
 ]
 
 #: The furthest ahead a reminder may be set.
@@ -210,6 +211,18 @@ def _in_figures(match: re.Match[str]) -> str:
 def spoken_clock(text: str) -> str:
     """Return ``text`` with each clock time said in words put in figures (see the module)."""
     return _SPOKEN.sub(_in_figures, text)
+
+
+def with_meridiem(text: str, *, evening: bool) -> tuple[str, int] | None:
+    """``text`` with its first bare hour said as morning or evening ("remind me tomorrow at
+    10 to call" -> "... at 10am to call"), and the hour; ``None`` when it has none (or one past
+    12, which says which already)."""
+    text = spoken_clock(text)
+    bare = _BARE_HOUR.search(text)
+    if bare is None or not 1 <= int(bare.group("h")) <= 12:
+        return None
+    said = text[: bare.end()] + ("pm" if evening else "am") + text[bare.end() :]
+    return said, int(bare.group("h"))
 
 
 def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:

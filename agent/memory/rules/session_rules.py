@@ -19,6 +19,7 @@ state, in ``tests/test_conversation_state_manager.py`` and ``tests/test_extracti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,6 +39,7 @@ from agent.memory.rules.extraction import (
     extract_closers,
     extract_openers,
     match_loop,
+    normalize_text,
 )
 from agent.memory.schemas import (
     ChatType,
@@ -173,6 +175,11 @@ def update_open_loops(
             already.append(same)
             continue
         opened.append(OpenLoop(loop_id=f"loop-{seq}-{n}", text=todo, opened_turn=seq))
+    instead = _put_right_todo(remaining, text, seq) if opened else None
+    if instead is not None:  # "scratch that, I need to call Karen": not "email Karen"
+        remaining.remove(instead)
+        closed.append(instead.model_copy(update={"closed_turn": seq}))
+        removed.append(closed[-1])
     kept = (*remaining, *opened)
     return LoopUpdate(
         loops=kept[-limit:] if limit > 0 else (),
@@ -182,6 +189,22 @@ def update_open_loops(
         unmatched=tuple(unmatched),
         removed=tuple(removed),
     )
+
+
+# A to-do said again in other words, putting right the one the message before added.
+_INSTEAD = re.compile(
+    r"^(?:scratch that|no wait|wait no|sorry|oops|actually|i mean|i meant|correction|my bad)\b",
+    re.IGNORECASE,
+)
+
+
+def _put_right_todo(loops: Sequence[OpenLoop], text: str, seq: int) -> OpenLoop | None:
+    """The to-do the message before opened that ``text`` puts right ("scratch that, I need to
+    call Karen" after "I need to email Karen"), or ``None``."""
+    if _INSTEAD.match(normalize_text(text)) is None:
+        return None
+    last = [lp for lp in loops if lp.opened_turn == seq - 1 and lp.kind in CARRIED_LOOP_KINDS]
+    return last[-1] if len(last) == 1 else None
 
 
 def _handled(turn: ConversationTurn) -> bool:
@@ -246,11 +269,11 @@ def update_dialogue_loops(
             if repeated or (loop.kind == "question" and _covers(said, wanted)):
                 remaining.remove(loop)
                 closed.append(loop.model_copy(update={"closed_turn": seq}))
-        if is_dismissal(turn.user_text):
-            mine = [lp for lp in remaining if lp.kind in _ASKED_KINDS and lp.owner == owner]
-            if mine:
-                remaining.remove(mine[-1])
-                closed.append(mine[-1].model_copy(update={"closed_turn": seq}))
+    if asked and is_dismissal(turn.user_text):  # "scratch that" leaves no clause to read
+        mine = [lp for lp in remaining if lp.kind in _ASKED_KINDS and lp.owner == owner]
+        if mine:
+            remaining.remove(mine[-1])
+            closed.append(mine[-1].model_copy(update={"closed_turn": seq}))
     new: list[tuple[str, str]] = [("commitment", text) for text in acts.commitments]
     if not handled:
         new += [("request", text) for text in acts.requests]

@@ -101,6 +101,20 @@ _SPELLING = re.compile(r",?\s+(?:with|spelt|spelled)\b.*$", _F)
 _ENTITIES = frozenset({"relative", "pet"})
 
 
+# A message put right as it goes: "I work at Google. no wait, at Microsoft", "my flight is on
+# Friday, sorry, Saturday", "I like tea. hmm no, I prefer coffee". No repeat meets another
+# over the same characters: "first" is lazy up to a mark, and the fix is bounded.
+_FIX_WITHIN = re.compile(
+    r"^(?P<first>.{3,300}?)(?:[.,;!]+\s+|\s+-+\s+)(?P<fix>(?:no+|nope|sorry|oops|wait|hmm+,?\s+no"
+    r"|i mean|i meant|make that|or rather)\b[\s,:!.-]*(?P<rest>.{1,120}))$",
+    _F,
+)
+# What the fix may say before the right value: "no wait, it's Microsoft".
+_FIX_LEAD = re.compile(
+    r"^(?:(?:no|wait|sorry|actually|i mean|i meant)\b[\s,:!.-]*)*(?:it's\s+|it is\s+)?", _F
+)
+
+
 class Said(NamedTuple):
     """What one message states or puts right: its ``facts`` (dated) and, for each of them that
     replaces a fact of another key, that key (``replaced[new key] = old key``)."""
@@ -257,10 +271,14 @@ def _put_right(stated: Sequence[Fact], text: str, previous: str | None) -> dict[
 
 def _renamed_later(stated: Sequence[Fact], text: str, known: Sequence[Fact]) -> dict[str, Fact]:
     """ "actually my sister's name is Anna", said later: a message that only names someone, as a
-    correction, renames the one the user has of that role (when they have exactly one)."""
-    if len(stated) != 1 or not puts_right(text) or _ADDS.search(text):
+    correction, renames the one the user has of that role (when they have exactly one); what
+    else it says is of the one named ("actually my sister is Maria and she's 12")."""
+    naming = [f for f in stated if parse_key(f.key).name in _ENTITIES]
+    if len(naming) != 1 or not puts_right(text) or _ADDS.search(text):
         return {}
-    (fact,) = stated
+    (fact,) = naming
+    if any(f is not fact and parse_key(f.key).subject != fact.value for f in stated):
+        return {}
     parts = parse_key(fact.key)
     role, name = role_and_name(fact.value)
     if fact.mode != "corrected" or parts.name not in _ENTITIES or not name:
@@ -274,6 +292,63 @@ def _renamed_later(stated: Sequence[Fact], text: str, known: Sequence[Fact]) -> 
         and role_and_name(f.value)[0] == role
     ]
     return {fact.key: same[0]} if len(same) == 1 else {}
+
+
+def _fixed_within(text: str, *, turn: int) -> tuple[Fact, ...] | None:
+    """The facts of a message that puts itself right ("I'm allergic to cats. no, dogs!": an
+    allergy to dogs only), or ``None`` when it does not: what the fix states replaces what the
+    part before stated of the same attribute; a right value alone replaces the value of the
+    one fact the part before stated."""
+    split = _FIX_WITHIN.match(text.strip())
+    if split is None:
+        return None
+    before = extract_facts(split.group("first"), turn=turn)
+    after = extract_facts(split.group("fix"), turn=turn)
+    if not before:
+        return None
+    if after:
+        fixed = {(parse_key(f.key).subject, parse_key(f.key).name) for f in after}
+        kept = [f for f in before if (parse_key(f.key).subject, parse_key(f.key).name) not in fixed]
+        return (*kept, *(f.model_copy(update={"mode": "corrected"}) for f in after))
+    new = _trim_value(_FIX_LEAD.sub("", split.group("rest")))
+    if len(before) != 1 or not new or _CLAUSE.search(new) or len(new.split()) > _MOST_WORDS:
+        return None
+    (fact,) = before
+    if _is_its_value(fact):  # "cats. no, dogs!": an allergy to dogs
+        parts = parse_key(fact.key)
+        return (Fact(key=fact_key(parts.subject, parts.attribute, new), value=new, turn=turn,
+                     mode="corrected"),)  # fmt: skip
+    return _correct_last(f"no, it's {new}", split.group("first"), turn=turn)[0] or None
+
+
+def _trim_value(value: str) -> str:
+    return " ".join(value.split()).strip(" .!,;")
+
+
+def _said_again_of_renamed(
+    stated: Sequence[Fact], replaced: Mapping[str, Fact], known: Sequence[Fact]
+) -> dict[str, Fact]:
+    """What a renaming message says again of the one renamed replaces what was kept of the old
+    name: "actually my sister is Maria and she's 12" puts "sister Mia is 11" right too."""
+    renamed = {
+        new.value: old.value
+        for new in stated
+        if (old := replaced.get(new.key)) is not None and parse_key(new.key).name in _ENTITIES
+    }
+    again: dict[str, Fact] = {}
+    for fact in stated:
+        parts = parse_key(fact.key)
+        before = renamed.get(fact.value if parts.name in _ENTITIES else parts.subject)
+        if before is None or parts.name in _ENTITIES:
+            continue
+        olds = [
+            f for f in known
+            if parse_key(f.key).subject.casefold() == before.casefold()
+            and parse_key(f.key).name == parts.name
+        ]
+        if len(olds) == 1:
+            again[fact.key] = olds[0]
+    return again
 
 
 def read_said(
@@ -296,10 +371,12 @@ def read_said(
         said_at: when it was said (a relative date is read at it).
         zone: the user's time zone.
     """
-    stated = extract_facts(text, turn=turn)
+    fixed = _fixed_within(text, turn=turn)
+    stated = extract_facts(text, turn=turn) if fixed is None else fixed
     replaced: dict[str, Fact] = {}
     if stated:
         replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
+        replaced |= _said_again_of_renamed(stated, replaced, known)
     elif by_value := correct_by_value(text, known, turn=turn):
         stated = by_value
     elif (renamed := _rename_by_value(text, known, turn=turn)) is not None:
