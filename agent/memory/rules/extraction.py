@@ -64,9 +64,11 @@ _FILLER = re.compile(
 _AND_I = re.compile(
     r",?\s+(?:and|but|also|plus|then)\s+(?=i\s|i'(?:ve|ll|m)\s|remind me\b|don't let me\b)", _F
 )
-# ... "and a granddaughter called Poppy": a second one named, after the first.
+# ... "and a granddaughter called Poppy": a second one named, after the first ("me and my
+# sister are ..." is one subject).
 _SUBCLAUSE = re.compile(
-    r",?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|my|call me)\b)|,\s+(?=(?:i|i'm|i've|my)\b)"
+    r"(?<!\bme),?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|my|call me)\b)"
+    r"|,\s+(?=(?:i|i'm|i've|my)\b)"
     r"|,?\s+and\s+(?=an?\s+[\w ]{1,30}?\s+(?:called|named)\s)",
     _F,
 )

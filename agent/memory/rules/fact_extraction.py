@@ -70,7 +70,8 @@ _CORRECTION = re.compile(
 # "going to Tokyo next month ✈️": a trip said without its "I'm".
 _BARE_TRAVEL = r"^(?=(?:going|flying|heading|off|travell?ing|driving|sailing)\s+to\s)"
 _TRAVEL = (
-    r"(?:\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are))(?:\s+(?:thinking\s+(?:of|about)|considering"
+    r"(?:\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are)|(?:and\s+)?i\s+are|me\s+and\s+(?:my\s+)?[\w'-]+\s+are)"
+    r"(?:\s+(?:thinking\s+(?:of|about)|considering"
     r"|planning\s+(?:to|on)|hoping\s+to|about\s+to|going\s+to))?"
     r"|(?:i|we)(?:'ll|\s+will|\s+might|\s+may))\s+"
     rf"|{_BARE_TRAVEL})"
@@ -82,6 +83,8 @@ _DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri
 _LIVE = (
     r"(?:(?:'m|\s+am)?" + _ADV + r"\s+(?:living|based|residing)|" + _ADV + r"\s+(?:live|reside))"
 )
+# What follows "I teach" that is no subject taught ("I teach at", "I teach them to swim").
+_NOT_TAUGHT = r"(?:at|in|for|to|on|with|them|him|her|it|kids|children|people|students)\b"
 _WORK = (
     r"(?:work|'m working|am working)(?:\s+(?:from home|remotely|part[- ]time|full[- ]time"
     r"|freelance))?"
@@ -195,6 +198,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
           alongside=True),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
+    # "I teach maths at a high school": a maths teacher, at a high school.
+    _rule("job", rf"\bi{_ADV}\s+teach\s+(?P<v>(?!{_NOT_TAUGHT})[^\W\d_][\w-]*"
+          rf"(?:\s+(?!{_NOT_TAUGHT})[^\W\d_][\w-]*)?)", "teacher", alongside=True),
+    _rule("workplace", rf"\bi{_ADV}\s+teach\b(?:\s+[\w-]+){{0,2}}?\s+at\s+(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",

@@ -120,9 +120,11 @@ def liked_value(raw: str) -> str | None:
 
 def fact_value(kind: str, raw: str) -> str | None:
     """The value of a fact said by ``raw``, read as ``kind`` says (name, strict_name, zone, age,
-    trip, org, place, short, liked, phrase, raw), or ``None`` when it holds none."""
+    trip, org, place, short, liked, teacher, phrase, raw), or ``None`` when it holds none."""
     if kind == "liked":
         return liked_value(raw)
+    if kind == "teacher":  # "maths" taught: "a maths teacher"
+        return f"a {clean_value(raw, 40)} teacher"
     if kind == "name":
         return name_value(raw, strict=False)
     if kind == "strict_name":
