@@ -535,3 +535,14 @@ def test_what_a_member_says_about_themselves_is_theirs():
         ("Bob", "allergy:peanuts"): "peanuts",
         ("Carol", "location"): "Faro",
     }
+
+
+def test_a_member_s_correction_puts_right_only_their_own_to_do():
+    """ "sorry, I need to buy boots" after another member's to-do is a to-do of its own: it
+    puts right no one else's."""
+    state = group([("Alice", "I need to book the bus"), ("Bob", "sorry, I need to buy boots")])
+
+    assert [(lp.owner, lp.text) for lp in state.open_loops] == [
+        ("Alice", "book the bus"),
+        ("Bob", "buy boots"),
+    ]

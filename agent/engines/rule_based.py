@@ -223,7 +223,13 @@ class RuleBasedConcierge:
             now=now,
             new_facts=new_facts,
             facts=facts,
-            loops=update_open_loops(packet.open_loops, text, seq=seq),
+            # As the state will fold it: in a group, the member puts right only their own.
+            loops=update_open_loops(
+                packet.open_loops,
+                text,
+                seq=seq,
+                owner=asker if message.chat_type in GROUP_CHAT_TYPES else None,
+            ),
             reminder=parse_reminder(text, now, zone),
             zone=zone,
         )

@@ -249,7 +249,11 @@ class ConversationStateManager:
             facts = merge_facts(facts, (f.model_copy(update={"speaker": owner}) for f in dated))
         # A group message the bot only keeps is said to the other members.
         todos = update_open_loops(
-            state.open_loops, turn.user_text, seq=seq, to_others=group and not turn.assistant_text
+            state.open_loops,
+            turn.user_text,
+            seq=seq,
+            to_others=group and not turn.assistant_text,
+            owner=owner,
         )
         todo_loops = todos.loops
         if owner is not None:  # in a group, a to-do belongs to whoever said it

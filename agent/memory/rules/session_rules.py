@@ -134,6 +134,7 @@ def update_open_loops(
     seq: int,
     limit: int = MAX_OPEN_LOOPS,
     to_others: bool = False,
+    owner: str | None = None,
 ) -> LoopUpdate:
     """Apply one utterance to the open loops: close what it says is done, open its to-dos.
 
@@ -146,6 +147,7 @@ def update_open_loops(
         seq: the seq of its turn.
         limit: the most loops kept.
         to_others: said to others than the bot (a group message the bot only keeps).
+        owner: who speaks, in a group: "scratch that, ..." puts right only their own to-do.
     """
     remaining = list(loops)
     closed: list[OpenLoop] = []
@@ -175,7 +177,7 @@ def update_open_loops(
             already.append(same)
             continue
         opened.append(OpenLoop(loop_id=f"loop-{seq}-{n}", text=todo, opened_turn=seq))
-    instead = _put_right_todo(remaining, text, seq) if opened else None
+    instead = _put_right_todo(remaining, text, seq, owner) if opened else None
     if instead is not None:  # "scratch that, I need to call Karen": not "email Karen"
         remaining.remove(instead)
         closed.append(instead.model_copy(update={"closed_turn": seq}))
@@ -198,12 +200,17 @@ _INSTEAD = re.compile(
 )
 
 
-def _put_right_todo(loops: Sequence[OpenLoop], text: str, seq: int) -> OpenLoop | None:
+def _put_right_todo(
+    loops: Sequence[OpenLoop], text: str, seq: int, owner: str | None
+) -> OpenLoop | None:
     """The to-do the message before opened that ``text`` puts right ("scratch that, I need to
-    call Karen" after "I need to email Karen"), or ``None``."""
+    call Karen" after "I need to email Karen"), of the same ``owner``, or ``None``."""
     if _INSTEAD.match(normalize_text(text)) is None:
         return None
-    last = [lp for lp in loops if lp.opened_turn == seq - 1 and lp.kind in CARRIED_LOOP_KINDS]
+    last = [
+        lp for lp in loops
+        if lp.opened_turn == seq - 1 and lp.kind in CARRIED_LOOP_KINDS and lp.owner == owner
+    ]  # fmt: skip
     return last[-1] if len(last) == 1 else None
 
 
