@@ -113,7 +113,9 @@ class ConsoleOutbox:
         self.say(text)
         return 0
 
-    async def send_document(self, chat_id: int, filename: str, data: bytes, caption: str) -> int:
+    async def send_document(
+        self, chat_id: int, filename: str, data: bytes, caption: str, *, reply_to: int | None = None
+    ) -> int:
         """Write the file into the export directory (a new name if the name is taken) and
         print the caption and the file's path."""
         directory = self.export_dir or Path.cwd()

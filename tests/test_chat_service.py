@@ -67,11 +67,13 @@ class RecordingOutbox:
         self.sent.append(Sent(chat_id, text, reply_to, confirm_forget, attempts))
         return 1000 + len(self.sent)
 
-    async def send_document(self, chat_id: int, filename: str, data: bytes, caption: str) -> int:
+    async def send_document(
+        self, chat_id: int, filename: str, data: bytes, caption: str, *, reply_to: int | None = None
+    ) -> int:
         self.tries += 1
         if self.failure is not None:
             raise self.failure
-        self.sent.append(Sent(chat_id, caption, document=(filename, data)))
+        self.sent.append(Sent(chat_id, caption, reply_to, document=(filename, data)))
         return 1000 + len(self.sent)
 
     def stop_retrying(self) -> None:
@@ -171,6 +173,19 @@ async def test_a_command_is_answered_and_is_no_turn(chat):
     assert export.document is not None
     assert b"Ada" in export.document[1]
     assert len(await statuses(chat.db)) == 1
+
+
+async def test_a_command_s_answer_replies_to_the_command(chat):
+    """A command's answer, text or file, is sent as a reply to the command's message: handled
+    again after a crash (at least once), it still says which message it answers."""
+    await chat.service.on_message(said("my name is Ada"))
+    await chat.service.on_message(InboundMessage(chat_id=CHAT, text="/stats", message_id=71))
+    await chat.service.on_message(InboundMessage(chat_id=CHAT, text="/export", message_id=72))
+
+    assert [(sent.reply_to, sent.document is not None) for sent in chat.outbox.sent[1:]] == [
+        (71, False),
+        (72, True),
+    ]
 
 
 async def test_forget_asks_the_outbox_to_confirm_and_the_confirmation_erases(chat):

@@ -50,8 +50,11 @@ class Outbox(Protocol):
         """
         ...
 
-    async def send_document(self, chat_id: int, filename: str, data: bytes, caption: str) -> int:
-        """Send ``data`` as a file named ``filename``, with ``caption``; return its message id.
+    async def send_document(
+        self, chat_id: int, filename: str, data: bytes, caption: str, *, reply_to: int | None = None
+    ) -> int:
+        """Send ``data`` as a file named ``filename``, with ``caption``, as a reply to the message
+        ``reply_to`` if any; return its message id.
 
         Raises:
             DeliveryFailed: not sent for now.

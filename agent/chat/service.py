@@ -308,10 +308,13 @@ class ChatService:
         """Apply an edited message to its turn; no reply (call it in the chat's order)."""
         await self.lane.on_edit(edit)
 
-    async def command(self, chat_id: int, name: str, args: str = "") -> None:
-        """Run ``/name args`` and send its answer (call it in the chat's order)."""
+    async def command(
+        self, chat_id: int, name: str, args: str = "", *, reply_to: int | None = None
+    ) -> None:
+        """Run ``/name args`` and send its answer, a reply to the command's message ``reply_to``
+        (call it in the chat's order)."""
         await self.lane.warm(chat_id)
-        await self._send_reply(chat_id, await self.commands.run(chat_id, name, args))
+        await self._send_reply(chat_id, await self.commands.run(chat_id, name, args), reply_to)
 
     async def confirm_forget(self, chat_id: int, session_id: str) -> None:
         """Erase the conversation the user confirmed erasing, if it is still the chat's, and
@@ -321,27 +324,26 @@ class ChatService:
         await self.notify(chat_id, reply.text)
 
     async def notify(self, chat_id: int, text: str, *, confirm_forget: str | None = None) -> None:
-        """Send a message that is no turn's reply (a command's answer, a notice); one that
-        is not sent is only logged: nothing resends it."""
-        try:
-            await self.outbox.send_text(chat_id, text, confirm_forget=confirm_forget)
-        except DeliveryError as exc:
-            self._dropped(chat_id, exc)
+        """Send a message that is no turn's reply (a notice); one that is not sent is only
+        logged: nothing resends it."""
+        await self._send_reply(chat_id, CommandReply(text, confirm_forget=confirm_forget), None)
 
     async def _message_or_command(self, message: InboundMessage) -> None:
         if message.text.startswith("/"):
             name, _, args = message.text[1:].partition(" ")
-            await self.command(message.chat_id, name, args)
+            await self.command(message.chat_id, name, args, reply_to=message.message_id)
         else:
             await self.answer(message)
 
-    async def _send_reply(self, chat_id: int, reply: CommandReply) -> None:
-        if reply.document is None:
-            await self.notify(chat_id, reply.text, confirm_forget=reply.confirm_forget)
-            return
-        filename, data = reply.document
+    async def _send_reply(self, chat_id: int, reply: CommandReply, reply_to: int | None) -> None:
+        # A command's answer replies to the command's message; it is no turn's reply: one that
+        # is not sent is only logged.
+        text, document, forget = reply.text, reply.document, reply.confirm_forget
         try:
-            await self.outbox.send_document(chat_id, filename, data, reply.text)
+            if document is None:
+                await self.outbox.send_text(chat_id, text, reply_to=reply_to, confirm_forget=forget)
+            else:
+                await self.outbox.send_document(chat_id, *document, text, reply_to=reply_to)
         except DeliveryError as exc:
             self._dropped(chat_id, exc)
 

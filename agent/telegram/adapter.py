@@ -169,7 +169,8 @@ class TelegramAdapter:
         if message is None or message.text is None:
             return
         name = message.text.split()[0][1:].split("@")[0]
-        await self.service.command(message.chat_id, name, " ".join(context.args or []))
+        args = " ".join(context.args or [])
+        await self.service.command(message.chat_id, name, args, reply_to=message.message_id)
 
     async def _on_unknown_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.message
@@ -183,7 +184,8 @@ class TelegramAdapter:
         ):
             return  # a command for another bot in a group
         if message.chat.type == "private" or "@" in word:
-            await self.service.command(message.chat_id, word[1:].split("@")[0][:32])
+            name = word[1:].split("@")[0][:32]
+            await self.service.command(message.chat_id, name, reply_to=message.message_id)
 
     async def _on_no_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.effective_chat is not None and self._is_allowed(update):

@@ -38,6 +38,13 @@ SEND_ATTEMPTS = 5
 FORGET_PREFIX = "forget:"
 
 
+
+def _replying(reply_to: int | None) -> ReplyParameters | None:
+    # Sent even if the message it answers is gone (deleted meanwhile).
+    if reply_to is None:
+        return None
+    return ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+
 class TelegramSender:
     """An :class:`~agent.chat.outbox.Outbox` over a python-telegram-bot ``Bot``.
 
@@ -85,11 +92,7 @@ class TelegramSender:
         pieces = split_message(text)
         sent: Message | None = None
         for index, piece in enumerate(pieces):
-            params = (
-                ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
-                if reply_to is not None and index == 0
-                else None
-            )
+            params = _replying(reply_to) if index == 0 else None
             sent = await self._with_retries(
                 functools.partial(
                     self._bot.send_message,
@@ -104,8 +107,10 @@ class TelegramSender:
             raise DeliveryRefused("nothing to send")
         return sent.message_id
 
-    async def send_document(self, chat_id: int, filename: str, data: bytes, caption: str) -> int:
-        """Send ``data`` as a file; return its message id.
+    async def send_document(
+        self, chat_id: int, filename: str, data: bytes, caption: str, *, reply_to: int | None = None
+    ) -> int:
+        """Send ``data`` as a file (a reply to ``reply_to``, if any); return its message id.
 
         Raises:
             DeliveryFailed: the attempts ran out, or the bot is stopping while sends fail.
@@ -113,7 +118,8 @@ class TelegramSender:
         """
         sent = await self._with_retries(
             lambda: self._bot.send_document(
-                chat_id, document=data, filename=filename, caption=caption
+                chat_id, document=data, filename=filename, caption=caption,
+                reply_parameters=_replying(reply_to),
             ),
             attempts=SEND_ATTEMPTS,
         )
