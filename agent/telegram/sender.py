@@ -38,12 +38,12 @@ SEND_ATTEMPTS = 5
 FORGET_PREFIX = "forget:"
 
 
-
 def _replying(reply_to: int | None) -> ReplyParameters | None:
     # Sent even if the message it answers is gone (deleted meanwhile).
     if reply_to is None:
         return None
     return ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+
 
 class TelegramSender:
     """An :class:`~agent.chat.outbox.Outbox` over a python-telegram-bot ``Bot``.
@@ -118,7 +118,10 @@ class TelegramSender:
         """
         sent = await self._with_retries(
             lambda: self._bot.send_document(
-                chat_id, document=data, filename=filename, caption=caption,
+                chat_id,
+                document=data,
+                filename=filename,
+                caption=caption,
                 reply_parameters=_replying(reply_to),
             ),
             attempts=SEND_ATTEMPTS,
