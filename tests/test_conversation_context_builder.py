@@ -262,6 +262,7 @@ def test_a_retrieved_lines_floor_never_exceeds_its_line(seq, speaker, said, answ
 def test_a_retrieved_turn_too_long_for_the_room_left_leaves_it_to_a_shorter_one():
     """First fit: a retrieved turn longer than what is left is passed over, and a shorter one
     ranked after it still comes."""
+
     def item(seq: int, words: str) -> RetrievedItem:
         said = turn(seq, words).model_copy(update={"speaker": "Ada"})
         return RetrievedItem(kind="turn", ref=f"turn:{seq}", text=render_turn(said), seq=seq)
@@ -276,11 +277,13 @@ def test_a_retrieved_turn_too_long_for_the_room_left_leaves_it_to_a_shorter_one(
 
 def test_a_fact_whose_key_holds_its_value_says_it_once():
     """``likes:jazz`` = ``jazz`` reads ``- likes: jazz``, and so does a value said in other
-    case (``likes:miles davis`` = ``Miles Davis``); other facts read ``key: value``."""
+    case (``likes:miles davis`` = ``Miles Davis``); a detail reads as what it is (``- blood
+    type: O negative``); other facts read ``key: value``."""
     facts = (
         Fact(key="likes:jazz", value="jazz", turn=1),
         Fact(key="name", value="Ada", turn=2),
         Fact(key="likes:miles davis", value="Miles Davis", turn=3),
+        Fact(key="detail:blood type", value="O negative", turn=4),
     )
     builder = ConversationContextBuilder(token_budget=10_000, recent_turns=0)
     packet = builder.build(SessionState(session_id=SID, turn_count=2, facts=facts), [], now=T0)
@@ -289,6 +292,7 @@ def test_a_fact_whose_key_holds_its_value_says_it_once():
     assert "- likes: jazz" in lines
     assert "- name: Ada" in lines
     assert "- likes: Miles Davis" in lines
+    assert "- blood type: O negative" in lines
     assert_counts_the_rendered_text(packet, 10_000)
 
 

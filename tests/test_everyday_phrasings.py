@@ -459,8 +459,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     ],
     "erasing a detail said in passing": [
         (["my locker code is 4411", "forget my locker code"],
-         "I found 1 message about your locker code: “my locker code is 4411” (1 Mar). "
-         "Erase it (yes or no)?"),
+         "Done, I've forgotten: your locker code is 4411. I also found 1 message about your "
+         "locker code: “my locker code is 4411” (1 Mar). Erase it too (yes or no)?"),
+        (["the spare key is under the blue flowerpot", "forget the spare key"],
+         "I found 1 message about the spare key: “the spare key is under the blue flowerpot” "
+         "(1 Mar). Erase it (yes or no)?"),
         (["the wifi password at the cabin is pinecone42", "erase the wifi password I gave you"],
          "about the wifi password: “the wifi password at the cabin is pinecone42”"),
         (["my ex is called Dan and he owes me money", "please delete what I said about my ex"],
@@ -469,14 +472,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "I found 1 message saying your code is 4411: “my locker code is 4411”"),
         (["my bank PIN is 9876", "could you delete my bank PIN?"], "about your bank PIN"),
         (["my locker code is 4411", "remove the locker code I told you earlier"],
-         "Erase it (yes or no)?"),
+         "Erase it too (yes or no)?"),
         (["my locker code is 4411", "erase everything I told you about my locker code"],
-         "Erase it (yes or no)?"),
-        (["my locker code is 4411", "stop remembering my locker code"], "Erase it (yes or no)?"),
+         "Erase it too (yes or no)?"),
+        (["my locker code is 4411", "stop remembering my locker code"],
+         "Erase it too (yes or no)?"),
         (["my locker code is 4411", "I love jazz", "the new locker code is 5522",
           "forget my locker code"],
-         "I found 2 messages about your locker code: “my locker code is 4411” (1 Mar), “the "
-         "new locker code is 5522” (1 Mar). Erase them (yes or no)?"),
+         "Done, I've forgotten: your locker code is 5522. I also found 2 messages about your "
+         "locker code: “my locker code is 4411” (1 Mar), “the new locker code is 5522” (1 Mar). "
+         "Erase them too (yes or no)?"),
         (["my locker code is 4411", "forget my locker code", "yes"],
          "Done: I erased 1 message, and your request to erase it."),
         (["my locker code is 4411", "forget my locker code", "yes please"], "Done: I erased"),
@@ -489,6 +494,25 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "I found nothing you told me about your locker code, so I erased nothing."),
         (["I love jazz", "please erase the wifi password I gave you"],
          "I found nothing you told me about the wifi password"),
+    ],
+    "details of the user's world": [
+        (["my blood type is O negative", "what's my blood type?"],
+         "Your blood type is O negative."),
+        (["my blood type is O negative"], "Noted: your blood type is O negative."),
+        (["My car is a blue Honda Civic", "what car do I drive?"],
+         "Your car is a blue Honda Civic."),
+        (["our wifi password is sunflower77", "what's the wifi password?"], "sunflower77"),
+        (["the wifi password at the cabin is pinecone42", "what is the cabin wifi password?"],
+         "pinecone42"),
+        (["my star sign's Leo", "what is my star sign?"], "Your star sign is Leo."),
+        (["my locker code is 4411", "the new locker code is 5522", "what's my locker code?"],
+         "Your locker code is 5522."),
+        (["my dentist is Dr Patel", "who's my dentist?"], "Your dentist is Dr Patel."),
+        (["my email is ana.silva@example.com", "what's my email address?"],
+         "ana.silva@example.com"),
+        (["my car is a blue Honda Civic", "what's my blood type?"], "haven't told me"),
+        (["my blood type is O negative", "what's my favourite colour?"], "haven't told me"),
+        (["my day is going great"], "Sorry, I didn't understand"),
     ],
     "said in passing, asked later": [
         (["my passport is in the desk drawer", "where did I put my passport?"],
@@ -962,7 +986,7 @@ def test_the_console_through_a_pipe_understands_everyday_messages(launch):
         ],
     )
     said = replies(out)  # said[0] is the console's greeting
-    assert said[2].startswith("Sorry, I didn't understand that")
+    assert said[2] == "Noted: your wifi password at the cabin is pinecone42."
     assert said[3] == "Noted: your cat Luna is 4."  # named once, in the fact that names her
     assert "Asia/Tokyo" in said[4]
     assert said[5] == "I'll remind you tomorrow at 08:00 Asia/Tokyo to take your vitamins."
@@ -1011,8 +1035,9 @@ def test_the_console_keeps_dates_as_dates_and_erases_one_detail_across_a_restart
     )  # fmt: skip
     test, asked, done, code, jazz = replies(out)[1:6]
     assert test.startswith("Your test is ")
-    assert asked.startswith("I found 2 messages about your locker code: “my locker code is")
-    assert asked.endswith("Erase them (yes or no)?")
+    assert asked.startswith("Done, I've forgotten: your gym locker code is Zebralock5522; your ")
+    assert "I also found 2 messages about your locker code: “my locker code is" in asked
+    assert asked.endswith("Erase them too (yes or no)?")
     assert done == "Done: I erased 2 messages, and your request to erase them."
     assert "Zebralock" not in code
     assert jazz == "Yes, you like jazz."

@@ -195,6 +195,57 @@ def test_no_fact_is_read_from_moods_questions_or_pronouns(text):
     assert facts_of(text) == {}
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("my blood type is O negative", "detail:blood type", "O negative"),
+        ("My car is a blue Honda Civic", "detail:car", "a blue Honda Civic"),
+        ("my shoe size is 42", "detail:shoe size", "42"),
+        ("our wifi password is sunflower77", "detail:wifi password", "sunflower77"),
+        ("the garage code is 4471", "detail:garage code", "4471"),
+        ("the wifi password at the cabin is pinecone42",
+         "detail:wifi password at the cabin", "pinecone42"),
+        ("my star sign's Leo", "detail:star sign", "Leo"),
+        ("my email is ana.silva@example.com", "detail:email", "ana.silva@example.com"),
+        ("my locker number is B12, second floor", "detail:locker number", "B12, second floor"),
+        ("my dentist is Dr Patel", "detail:dentist", "Dr Patel"),
+        ("the new gym locker code is 5522", "detail:gym locker code", "5522"),
+    ],
+)  # fmt: skip
+def test_a_detail_of_the_users_world_is_a_fact_of_its_own(text, key, value):
+    """ "my blood type is O negative", "the garage code is 4471": a detail no other rule reads
+    is kept in its own one-value slot, named by what it is ("the new ..." too), so that a new
+    value replaces it."""
+    assert facts_of(text) == {key: value}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my day is going great",
+        "my back is killing me",
+        "my phone is dead",
+        "my internet is down again",
+        "my point is that we should leave early",
+        "my schedule is a mess this week",
+        "my bad",
+        "my question is simple",
+        "the weather is nice",
+        "the key is under the mat",
+        "the food is a bit cold",
+        "my life is a nightmare",
+        "my head is the worst today",
+        "my ex is called Dan and he owes me money",
+        "is my blood type O negative?",
+        "what's my shoe size?",
+    ],
+)
+def test_moods_states_and_questions_are_no_detail(text):
+    """What is said of a day, a body, a mood or a passing state, and questions, keep no detail;
+    "the X is Y" is a detail only for a code, a number or a password."""
+    assert facts_of(text) == {}
+
+
 def test_a_job_said_with_its_workplace_is_two_facts():
     """"I work as a nurse at St Mary's" is a job and a workplace, so that a new workplace
     replaces the place without leaving it inside the job."""

@@ -289,17 +289,37 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
 
 
 async def test_forget_of_something_said_in_passing_offers_to_erase_the_messages(lane, db):
-    """A detail no fact keeps ("my locker code is 4512") is still in the conversation, and
-    quoted when asked: "forget my locker code" quotes the message that said it and asks
-    before erasing it (tests/test_turn_erasure.py erases); what was never said is "erased
-    nothing"."""
+    """A detail no fact keeps ("the spare key is under the blue flowerpot") is still in the
+    conversation, and quoted when asked: "forget the spare key" quotes the message that said it
+    and asks before erasing it (tests/test_turn_erasure.py erases); what was never said is
+    "erased nothing"."""
     chat = Chat(lane, db)
-    await chat.say("my locker code is 4512")
-    assert "4512" in await chat.say("what's my locker code?")
-    reply = await chat.say("forget my locker code")
-    assert reply.startswith("I found 1 message about your locker code: “my locker code is 4512”")
+    await chat.say("the spare key is under the blue flowerpot")
+    assert "flowerpot" in await chat.say("where did I leave the spare key?")
+    reply = await chat.say("forget the spare key")
+    assert reply.startswith(
+        "I found 1 message about the spare key: “the spare key is under the blue flowerpot”"
+    )
     assert reply.endswith("Erase it (yes or no)?")
     assert "erased nothing" in await chat.say("forget my bike lock code")
+
+
+async def test_a_detail_is_kept_across_conversations_and_forgotten_with_its_history(lane, db):
+    """ "my locker code is 4512" is a fact of its own: noted, replaced by a new code, answered
+    in the next conversation; "forget my locker code" forgets it with its earlier value, and
+    offers to erase the messages that said either."""
+    chat = Chat(lane, db)
+    assert await chat.say("my locker code is 4512") == "Noted: your locker code is 4512."
+    assert "7788" in await chat.say("the new locker code is 7788")
+    await chat.command("new")
+    assert "7788" in await chat.say("what's my locker code?")
+    assert "4512" not in await chat.say("what's my locker code?")
+    await chat.say("my locker code is 9900, they changed it again")
+    reply = await chat.say("forget my locker code")
+    assert reply.startswith("Done, I've forgotten: your locker code is 9900.")
+    assert reply.endswith("Erase it too (yes or no)?")
+    history = await lane.inspector.facts(CHAT, history=True)
+    assert [m for m in history if m.attribute == "detail:locker code"] == []
 
 
 async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to_them(lane, db):

@@ -51,6 +51,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from agent.engines.rule_details import answer_detail
 from agent.engines.rule_diet import answer_can_have
 from agent.engines.rule_facts import (
     NOT_TOLD,
@@ -146,6 +147,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_plans_when),
     ("ask_fact", answer_routine),
     ("ask_fact", answer_can_have),
+    ("ask_fact", answer_detail),
     ("ask_fact", answer_fact),
     ("help", answer_help),
 )

@@ -28,6 +28,7 @@ from agent.memory.longterm.memory_slots import (
     in_second_person,
     parse_key,
     role_and_name,
+    slot_of,
 )
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import extract_facts
@@ -154,9 +155,12 @@ def _lines_of(
     if not memories:
         words = content_stems(what) - _FORGET_FILLER
         return lines_saying(packet, words, None) if words else []
+    # A memory goes with its history: the messages that said its earlier values go too.
+    slots = {slot_of(m.key) for m in memories}
+    said = [*memories, *(m for m in packet.memories if m.valid_until and slot_of(m.key) in slots)]
     found = {
         line.seq: line
-        for memory in memories
+        for memory in said
         for line in lines_saying(packet, content_stems(memory.text), None)
     }
     return sorted(found.values(), key=lambda line: line.seq or 0)

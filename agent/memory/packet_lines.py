@@ -108,11 +108,14 @@ def job_line(job: JobRef) -> str:
 def fact_line(fact: Fact) -> str:
     """A fact someone told about themselves: ``key: value``, after the member's name in a group
     (``Ada: location: Porto``), and ``likes: Jazz`` for a key that holds its value already, in
-    any case (``likes:jazz``: the value is not said twice)."""
+    any case (``likes:jazz``: the value is not said twice); a detail by what it is called
+    (``blood type: O negative``)."""
     who = f"{fact.speaker}: " if fact.speaker else ""
     kind, colon, rest = fact.key.partition(":")
     if colon and rest.casefold() == fact.value.casefold():
         return f"- {who}{kind}: {fact.value}"
+    if kind == "detail":  # what it is called says what it is: "blood type: O negative"
+        return f"- {who}{rest}: {fact.value}"
     return f"- {who}{fact.key}: {fact.value}"
 
 

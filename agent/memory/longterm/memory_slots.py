@@ -6,7 +6,8 @@ it is about in one string: ``[<subject>/]<attribute>[:<item>]``.
 - ``subject`` is left out for the user; for someone or something in their life it is the
   entity's label as said, e.g. ``sister Mia/location``.
 - A *one-value* attribute (``name``, ``location``, ``job``...) holds one value at a time: a new
-  value supersedes the old one. ``favourite:<thing>`` is one-value per thing.
+  value supersedes the old one. ``favourite:<thing>`` and ``detail:<thing>`` (what the user
+  said their blood type, garage code or car is) are one-value per thing.
 - A *many-value* attribute (``plan``, ``likes``, ``relative``, ``pet``, ``note``...) adds each
   value beside the others: the key carries the value itself as its item (``plan:a trip to
   lisbon``), so two plans are two keys.
@@ -96,9 +97,13 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "relative": SlotRule("entity", True, 0.7, "your {v}", "{s}'s {v}"),
     "pet": SlotRule("entity", True, 0.6, "your {v}", "{s}'s {v}"),
     "note": SlotRule("fact", True, 0.6, "{v}", "{s}: {v}"),
+    # A detail of the user's world: "blood type" is "O negative" (detail:blood type).
+    "detail": SlotRule("fact", False, 0.5, "your {item} is {v}", "{s}'s {item} is {v}"),
     # An IANA name (agent.utils.time_zones): reminders and the time are said in it.
     "timezone": SlotRule("fact", False, 1.0, "your time zone is {v}", "{s}'s time zone is {v}"),
 }
+# Attributes whose item names what they hold: "favourite:food", "detail:blood type".
+_NAMED_BY_ITEM = frozenset({"favourite", "detail"})
 # One slot for the two sides of one thing: the later one supersedes (contradicts) the other.
 _SHARED_SLOT = {"dislikes": "likes"}
 _DEFAULT = SlotRule("fact", False, 0.5, "{attr}: {v}", "{s}'s {attr}: {v}")
@@ -189,7 +194,7 @@ def describe_fact(fact: Fact) -> str:
         role, name = role_and_name(fact.value)
         phrase = f"your {role} is called {name}" if name else f"you have a {role}"
         return phrase if parts.subject == USER else f"{phrase} ({parts.subject})"
-    item = parts.item if parts.name == "favourite" else ""
+    item = parts.item if parts.name in _NAMED_BY_ITEM else ""
     value = in_second_person(fact.value)
     if parts.subject == USER:
         return attribute.you.format(v=value, item=item, attr=parts.attribute)

@@ -22,7 +22,16 @@ from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.entity_facts import read_entity_facts, read_several
 from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
 from agent.memory.rules.fact_values import PRONOUN_OBJECT, fact_value
-from agent.memory.rules.fact_words import DIETS, EVENTS, GOAL_VERBS, JOBS, PEOPLE, PETS
+from agent.memory.rules.fact_words import (
+    DETAIL_NOUNS,
+    DIETS,
+    EVENTS,
+    GOAL_VERBS,
+    JOBS,
+    NOT_DETAILS,
+    PEOPLE,
+    PETS,
+)
 from agent.memory.schemas import Fact, FactMode
 
 __all__ = ["PEOPLE", "PETS", "extract_facts"]
@@ -97,6 +106,24 @@ _DISLIKE = (
     r"|overly |all that |especially )?(?:a fan of|into|keen on"
     r"|fond of|big on|fan of))"
 )
+
+
+# What a detail is called: "blood type", "wifi password at the cabin".
+_THING = (
+    r"[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*){0,3}"
+    r"(?:\s+(?:at|for|of|in|on)\s+(?:the|my|our)\s+[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*)?)?"
+)
+# A value that holds a detail by its shape: a number, a name, "a blue Honda Civic".
+_DETAIL_VALUE = re.compile(r"\d|[A-Z]|^(?:an?|the|my|our)\s")
+# A value that says how things are, not what something is: "a bit cold", "the worst", "so slow".
+_PASSING_VALUE = re.compile(
+    r"^(?:an?\s+(?:bit|little|lot|mess|nightmare|disaster|joke|pain|struggle|drag)\b"
+    r"|the\s+(?:best|worst)\b|(?:so|very|really|too|not|still|just|kind|sort|pretty|quite"
+    r"|always|never|getting|going|being|all|called|named)\b)|\bis\b",
+    _F,
+)
+_SOMEONE = re.compile(rf"(?:{PEOPLE}|{PETS}|ex)s?", _F)
+_NEW = frozenset({"new", "current", "latest", "updated", "actual", "real"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +299,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "liked"),
     _rule("likes", rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>.+?)"
           r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$", "liked"),
+    # A detail of the user's world no rule above reads: "my blood type is O negative", "the
+    # wifi password at the cabin is pinecone42" (what it is called is its slot: _detail).
+    _rule("detail", rf"^(?P<k>(?:my|our)\s+{_THING})(?:\s+is|'s)\s+(?P<v>.+)$", "short"),
+    _rule("detail", rf"^(?P<k>the\s+{_THING})\s+is\s+(?P<v>.+)$", "short"),
 )
 
 
@@ -291,7 +322,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
 
     About the user, keys are ``name``, ``age``, ``location``, ``hometown``, ``job``,
     ``workplace``, ``birthday``, ``born`` (a year), ``diet``, ``timezone`` (an IANA name),
-    ``favourite:<thing>`` (one value each) and ``plan``, ``goal``, ``decision``, ``likes``,
+    ``favourite:<thing>`` and ``detail:<thing>`` ("my blood type is O negative": ``detail:blood
+    type``) (one value each) and ``plan``, ``goal``, ``decision``, ``likes``,
     ``dislikes``, ``allergy``, ``avoid``, ``routine``,
     ``relative``, ``pet`` (many values: the value is part of the key). About someone else the
     key starts with who they are: ``sister Mia/location``; naming them ("my sister Mia", "I
@@ -361,6 +393,11 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
             continue
         if attribute == "favourite":
             attribute = f"favourite:{' '.join(match.group('k').casefold().split())}"
+        elif attribute == "detail":
+            thing = _detail(match.group("k"), match.group("v"))
+            if thing is None:
+                continue
+            attribute = f"detail:{thing}"
         # An event's slot is the event, not its date: "my flight is now on the 15th" replaces.
         item = match.group("item") if "item" in rule.pattern.groupindex else value
         found.append((fact_key(USER, attribute, item), value))
@@ -383,3 +420,25 @@ def _said(match: re.Match[str]) -> str | None:
         return f"{groups['item']}{extra} is {when}"
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
     return f"{value} {lead}" if lead else value
+
+
+def _detail(called: str, said: str) -> str | None:
+    """What a detail is called ("blood type", "gym locker code": without "my", "the new"), or
+    ``None`` when "my X is Y" says no lasting detail: X is a time, the body, a mood or someone
+    (read by other rules), Y a passing state; "the X is Y" is a detail only for a code, a
+    password, a number (:data:`DETAIL_NOUNS`)."""
+    owner, *words = called.casefold().split()
+    while len(words) > 1 and words[0] in _NEW:  # "the new locker code": the locker code's slot
+        words = words[1:]
+    ends = next((n for n, w in enumerate(words) if w in {"at", "for", "of", "in", "on"}), None)
+    named = words[:ends]
+    if not named or named[-1] in NOT_DETAILS or any(_SOMEONE.fullmatch(w) for w in named):
+        return None
+    if _PASSING_VALUE.search(said):
+        return None
+    by_name = any(w in DETAIL_NOUNS for w in named)
+    if owner == "the" and not by_name:
+        return None
+    if not by_name and _DETAIL_VALUE.search(said) is None:
+        return None
+    return " ".join(words)

@@ -8,8 +8,9 @@ from __future__ import annotations
 __all__ = [
     "ALIASES",
     "BREEDS",
+    "DETAIL_NOUNS",
     "DIETS",
-    "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_NAMES", "PEOPLE", "PETS"]
+    "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_DETAILS", "NOT_NAMES", "PEOPLE", "PETS"]
 
 #: Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
 NOT_NAMES = frozenset(
@@ -101,4 +102,22 @@ EVENTS = (
     "|haircut|massage|rehearsal|viewing|shift|festival|graduation|reunion|christening|check-in"
     "|scan|physio|therapy session|vaccination|jab|school play|parents' evening|sports day"
     "|anniversary|mot|service|inspection|delivery|housewarming|baby shower|hen do|stag do"
+)
+#: What a detail of the user's world is called when "the X is Y" states one ("the garage code
+#: is 4471"), and "my X is Y" may without a name, a number or "a ..." ("my email is ...").
+DETAIL_NOUNS = frozenset(
+    """code codes password passwords passcode passphrase pin combination combo address email
+    e-mail username login handle wifi id number plate reg registration size type model
+    postcode zipcode zip""".split()
+)
+#: What "my X is ..." says of no lasting detail: a time, the body, a mood, a way of speaking
+#: ("my day is going great", "my back is killing me", "my point is ...").
+NOT_DETAILS = frozenset(
+    """day days morning afternoon evening night week weekend month year time life head back
+    neck stomach tummy knee knees leg legs arm arms foot feet hand hands eye eyes throat tooth
+    teeth heart chest skin hair body mood mind brain luck battery signal internet connection
+    point question guess problem problems issue concern worry fear bad turn pleasure fault
+    mistake opinion advice answer reply thought thoughts idea plan plans dream hope wish excuse
+    reason gut treat schedule diary calendar family kids children situation story news shift
+    fun favourite favorite fave""".split()
 )
