@@ -48,6 +48,10 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["it's Sam here", "what's my name?"], "Your name is Sam."),
         (["hi! this is Priya speaking", "what's my name?"], "Your name is Priya."),
         (["it's Monday", "what's my name?"], "I don't know your name yet."),
+        (["hey im jake"], "Nice to meet you, Jake."),
+        (["hey im jake", "what's my name?"], "Your name is Jake."),
+        (["im jake btw", "what's my name?"], "Your name is Jake."),
+        (["hey im stuck", "what's my name?"], "I don't know your name yet."),
     ],
     "pets and relatives": [
         (["I have a dog called Rex", "what's my dog called?"], "Rex"),

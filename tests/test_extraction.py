@@ -246,6 +246,48 @@ def test_moods_states_and_questions_are_no_detail(text):
     assert facts_of(text) == {}
 
 
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("hey im jake", "Jake"),
+        ("hi, i'm sarah!", "Sarah"),
+        ("hello i am tomasz", "Tomasz"),
+        ("im jake btw", "Jake"),
+        ("i'm priya by the way", "Priya"),
+        ("yo im dev, and i live in leeds", "Dev"),
+    ],
+)
+def test_a_name_typed_in_lower_case_is_read_after_a_greeting_or_btw(text, name):
+    """ "hey im jake": typed in lower case, a name is known by where it stands, after a greeting
+    or before "btw", not by its capital."""
+    assert facts_of(text).get("name") == name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hey im tired",
+        "hi im back",
+        "hey im stuck",
+        "hello im new here",
+        "hey im starving",
+        "hi im broke",
+        "hey im nervous",
+        "hey im so tired",
+        "im done btw",
+        "im jake",
+        "hey im kinda busy",
+        "hi im pregnant",
+        "hey im upset",
+        "hey im exhausted lol",
+    ],
+)
+def test_a_state_typed_in_lower_case_is_no_name(text):
+    """ "hey im tired", "hi im stuck": a word of how one is, not a name; and "im jake" alone
+    says too little to be told from "im done"."""
+    assert "name" not in facts_of(text)
+
+
 def test_a_job_said_with_its_workplace_is_two_facts():
     """"I work as a nurse at St Mary's" is a job and a workplace, so that a new workplace
     replaces the place without leaving it inside the job."""

@@ -108,6 +108,13 @@ _DISLIKE = (
 )
 
 
+# "hey im jake": a name typed in lower case, known by the greeting before it (the clauses have
+# lost it) and nothing but a comma, "btw" or "and" after it.
+_GREETED_NAME = re.compile(
+    r"^(?:hi|hello|hey|hiya|heya|yo|howdy)(?:\s+there)?\b[,!. ]*(?:i'm|i am|im)\s+"
+    r"(?P<v>[^\W\d_]+)(?=[\s,.!]*$|\s*,|\s+(?:btw|by the way|here|and)\b)",
+    _F,
+)
 # What a detail is called: "blood type", "wifi password at the cabin".
 _THING = (
     r"[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*){0,3}"
@@ -208,6 +215,10 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
     _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
+    # "im jake btw": typed in lower case, a name known by where it stands (after a greeting:
+    # _GREETED_NAME).
+    _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>[^\W\d_]+)\s+(?:btw|by the way|here)\b",
+          "casual_name"),
     # "we live in a small cottage in Harrogate": the place the home is in.
     _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
           r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
@@ -367,6 +378,10 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
             found[key] = Fact(key=key, value=value, turn=turn, mode=mode)
     if workplace is not None:
         found["workplace"] = Fact(key="workplace", value=workplace, turn=turn)
+    greeted = _GREETED_NAME.match(normalize_text(text))
+    name = fact_value("casual_name", greeted.group("v")) if greeted else None
+    if name is not None and "name" not in found:
+        found["name"] = Fact(key="name", value=name, turn=turn)
     return tuple(found.values())
 
 

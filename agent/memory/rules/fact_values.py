@@ -84,6 +84,14 @@ def name_value(raw: str, *, strict: bool) -> str | None:
     return name.title() if name.islower() else name
 
 
+# A word said after "I'm" of how one is, not who ("stuck", "nervous", "starving", "kinda").
+_STATE_WORD = re.compile(
+    r"(?:ing|ed|ly|ous|ful|less|ive|able|ible)$|^(?:stuck|broke|single|pregnant|drunk|upset"
+    r"|almost|kinda|sorta|gonna|wanna|ill|hurt|unwell|alive|such|your|his|her|their|this|that"
+    r"|what|who|how|why|yes|yeah|yep|nope|literally|honestly|only|even|like|cool|lol|new)$"
+)
+
+
 def cut(value: str, stop: re.Pattern[str], words: int | None) -> str:
     """``value`` up to where a comment on it begins or ``stop`` finds the sentence going on,
     without "as well" or "so much", in at most ``words`` words."""
@@ -129,6 +137,9 @@ def fact_value(kind: str, raw: str) -> str | None:
         return name_value(raw, strict=False)
     if kind == "strict_name":
         return name_value(raw, strict=True)
+    if kind == "casual_name":  # "hey im jake": one word, no word of how one is
+        word = raw.casefold()
+        return None if word in NOT_NAMES or _STATE_WORD.search(word) else raw.title()
     if kind == "zone":
         zone = find_zone(raw)
         return None if zone is None else zone.key
