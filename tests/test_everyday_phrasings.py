@@ -499,6 +499,21 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I love jazz", "please erase the wifi password I gave you"],
          "I found nothing you told me about the wifi password"),
     ],
+    "what no longer holds": [
+        (["I work at Google", "I quit my job at Google", "where do I work?"],
+         "You no longer work at Google."),
+        (["I work at Google", "I quit my job at Google"], "you no longer work at Google"),
+        (["I work at Google", "I don't work at Google anymore, I'm at Spotify now",
+          "where do I work?"], "You work at Spotify."),
+        (["I work at Google", "I got laid off from Google", "I started a new job at Spotify",
+          "where do I work?"], "You work at Spotify."),
+        (["I live in Berlin", "I don't live in Berlin anymore", "where do I live?"],
+         "You no longer live in Berlin."),
+        (["I'm vegetarian", "I'm not vegetarian anymore", "can I eat chicken?"],
+         "Nothing you told me rules it out (you're no longer vegetarian)."),
+        (["I'm vegetarian", "I'm no longer vegetarian", "am I vegetarian?"],
+         "no longer vegetarian"),
+    ],
     "details of the user's world": [
         (["my blood type is O negative", "what's my blood type?"],
          "Your blood type is O negative."),
@@ -523,8 +538,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "you told me: my passport is in the desk drawer"),
         (["the spare key is under the blue flowerpot", "where did I leave the spare key?"],
          "you told me: the spare key is under the blue flowerpot"),
-        (["the garage code is 4471", "what's the garage code?"],
-         "you told me: the garage code is 4471"),
+        (["the garage code is 4471", "what's the garage code?"], "Your garage code is 4471."),
+        (["the meeting room is B12", "which room is the meeting in?"],
+         "you told me: the meeting room is B12"),
         (["the garage code is 4471", "where did I put my passport?"], "haven't told me"),
     ],
     "work, said as news": [
@@ -973,9 +989,9 @@ async def test_a_returning_user_is_greeted_without_the_help_pointer(db):
 
 
 def test_the_console_through_a_pipe_understands_everyday_messages(launch):
-    """``run_bot.py --console`` fed through a pipe, then run again on the same files: facts
-    said in passing are quoted, the zone is kept, a reminder in natural time is listed on the
-    user's clock, a cancelled reminder is gone after the restart."""
+    """``run_bot.py --console`` fed through a pipe, then run again on the same files: facts and
+    details are kept and answered, the zone is kept, a reminder in natural time is listed on
+    the user's clock, a cancelled reminder is gone after the restart."""
     out = run_console(
         launch,
         [
@@ -1001,7 +1017,7 @@ def test_the_console_through_a_pipe_understands_everyday_messages(launch):
         ["what's the cabin wifi password?", "how old is Luna?", "what reminders do I have?"],
     )
     wifi, luna, reminders = replies(out)[1:4]
-    assert wifi.endswith("you told me: the wifi password at the cabin is pinecone42")
+    assert wifi == "Your wifi password at the cabin is pinecone42."
     assert luna == "Your cat Luna is 4."
     assert "take your vitamins, " in reminders
     assert "at 08:00 Asia/Tokyo" in reminders

@@ -288,6 +288,38 @@ def test_a_state_typed_in_lower_case_is_no_name(text):
     assert "name" not in facts_of(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("I quit my job at Google", "ex_workplace", "Google"),
+        ("I don't work at Acme anymore", "ex_workplace", "Acme"),
+        ("I no longer work for the council", "ex_workplace", "the council"),
+        ("I got laid off from Boeing last week", "ex_workplace", "Boeing"),
+        ("I left Google in March", "ex_workplace", "Google"),
+        ("I don't live in Berlin any more", "ex_location", "Berlin"),
+        ("I no longer live in Leeds", "ex_location", "Leeds"),
+        ("I moved away from Porto", "ex_location", "Porto"),
+        ("I'm not vegetarian anymore", "ex_diet", "vegetarian"),
+        ("I'm no longer vegan", "ex_diet", "vegan"),
+        ("I stopped being vegetarian", "ex_diet", "vegetarian"),
+    ],
+)
+def test_what_no_longer_holds_ends_its_slot(text, key, value):
+    """ "I quit my job at Google", "I don't live in Berlin anymore": what held no longer does,
+    a fact of the workplace's, home's or diet's slot that ends the one before."""
+    assert facts_of(text) == {key: value}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I left my keys at home", "I quit smoking", "I left early", "I don't work on Fridays",
+     "I'm not vegetarian", "I don't live far from here"],
+)  # fmt: skip
+def test_leaving_look_alikes_end_nothing(text):
+    """Leaving keys, a habit or a place for the day ends no workplace, home or diet."""
+    assert not any(k.startswith("ex_") for k in facts_of(text))
+
+
 def test_a_job_said_with_its_workplace_is_two_facts():
     """"I work as a nurse at St Mary's" is a job and a workplace, so that a new workplace
     replaces the place without leaving it inside the job."""

@@ -322,6 +322,29 @@ async def test_a_detail_is_kept_across_conversations_and_forgotten_with_its_hist
     assert [m for m in history if m.attribute == "detail:locker code"] == []
 
 
+async def test_what_no_longer_holds_ends_its_value_and_a_new_one_ends_that(lane, db):
+    """ "I quit my job at Google" ends the workplace (history, with a contradicts relation) and
+    is the slot's current memory, so no reply says "you work at Google"; a new workplace later
+    ends that in turn."""
+    chat = Chat(lane, db)
+    await chat.say("I work at Google")
+    assert await chat.say("I quit my job at Google") == "Noted: you no longer work at Google."
+    await chat.command("new")
+    assert await chat.say("where do I work?") == "You no longer work at Google."
+    current = {m.attribute: m.text for m in await lane.inspector.facts(CHAT)}
+    assert current == {"ex_workplace": "Google"}
+    relations = {r["relation"] for r in await db.fetchall("SELECT * FROM memory_relations")}
+    assert relations == {"contradicts"}
+    await chat.say("I work at Spotify")
+    assert await chat.say("where do I work?") == "You work at Spotify."
+    history = await lane.inspector.facts(CHAT, history=True)
+    assert sorted((m.attribute, m.text, m.valid_until is None) for m in history) == [
+        ("ex_workplace", "Google", False),
+        ("workplace", "Google", False),
+        ("workplace", "Spotify", True),
+    ]
+
+
 async def test_saying_the_opposite_contradicts_and_facts_about_someone_relate_to_them(lane, db):
     """ "I don't like jazz" ends "I like jazz" with a contradicts relation (one slot, the later
     wins, the earlier is history); a fact about someone is related_to the memory naming them;

@@ -85,8 +85,11 @@ def answer_can_have(
     if match is None:
         return _answer_they_can(reading) or _answer_who_allergic(reading)
     thing = match.group("thing") or match.group("thing2")
-    told = own_facts(reading, *_CONSTRAINTS)
-    against = [line for f in told if (line := _rules_out(f, thing)) is not None]
+    # A diet no longer kept rules nothing out, and is said ("you're no longer vegetarian").
+    told = own_facts(reading, *_CONSTRAINTS, "ex_diet")
+    against = [
+        line for f in told if f.key != "ex_diet" and (line := _rules_out(f, thing)) is not None
+    ]
     asked_do = match.re is _ASK_DO_EAT
     if against:
         return ("No. " if asked_do else "Better not. ") + " ".join(against)

@@ -61,8 +61,8 @@ _ASK_ABOUT_ME = re.compile(
 _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
     (re.compile(pattern, _F), tuple(keys.split()), missing)
     for pattern, keys, missing in (
-        (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b", "location",
-         "where you live"),
+        (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b",
+         "location ex_location", "where you live"),
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
          "where you're from"),
         (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b"
@@ -88,7 +88,7 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
          "about your family and friends"),
         (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b|\bwho do i work for\b"
-         r"|\bwho(?:'s| is) my employer\b", "job workplace",
+         r"|\bwho(?:'s| is) my employer\b", "job workplace ex_workplace",
          "about your work"),
         (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
         (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",

@@ -14,7 +14,8 @@ it is about in one string: ``[<subject>/]<attribute>[:<item>]``.
 
 The *slot* of a memory is its key, except that liking and disliking one thing share a slot
 (``likes:jazz``): "I don't like jazz" supersedes "I like jazz", and the relation between the
-two is ``contradicts``. At most one memory of a slot is current; the others are its history.
+two is ``contradicts``; so do what held and its end (``workplace`` and ``ex_workplace``: "I
+quit my job at Google"). At most one memory of a slot is current; the others are its history.
 
 Covered by ``tests/test_memory_store.py`` and ``tests/test_memory_erasure_model.py``.
 """
@@ -74,12 +75,20 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "hometown": SlotRule("fact", False, 0.5, "you're from {v}", "{s} is from {v}"),
     "job": SlotRule("fact", False, 0.7, "you work as {v}", "{s} works as {v}"),
     "workplace": SlotRule("fact", False, 0.6, "you work at {v}", "{s} works at {v}"),
+    # What no longer holds, in the slot of what held: "I quit my job at Google".
+    "ex_workplace": SlotRule(
+        "fact", False, 0.6, "you no longer work at {v}", "{s} no longer works at {v}"
+    ),
+    "ex_location": SlotRule(
+        "fact", False, 0.6, "you no longer live in {v}", "{s} no longer lives in {v}"
+    ),
     "birthday": SlotRule("fact", False, 0.6, "your birthday is {v}", "{s}'s birthday is {v}"),
     "born": SlotRule("fact", False, 0.5, "you were born in {v}", "{s} was born in {v}"),
     "favourite": SlotRule(
         "preference", False, 0.5, "your favourite {item} is {v}", "{s}'s favourite {item} is {v}"
     ),
     "diet": SlotRule("constraint", False, 0.7, "you're {v}", "{s} is {v}"),
+    "ex_diet": SlotRule("constraint", False, 0.6, "you're no longer {v}", "{s} is no longer {v}"),
     "plan": SlotRule("goal", True, 0.8, "you're planning {v}", "{s} is planning {v}"),
     # "flight to Berlin is on 14 March": a dated thing on the user's calendar.
     "event": SlotRule("goal", True, 0.8, "your {v}", "{s}'s {v}"),
@@ -105,7 +114,12 @@ _ATTRIBUTES: dict[str, SlotRule] = {
 # Attributes whose item names what they hold: "favourite:food", "detail:blood type".
 _NAMED_BY_ITEM = frozenset({"favourite", "detail"})
 # One slot for the two sides of one thing: the later one supersedes (contradicts) the other.
-_SHARED_SLOT = {"dislikes": "likes"}
+_SHARED_SLOT = {
+    "dislikes": "likes",
+    "ex_workplace": "workplace",
+    "ex_location": "location",
+    "ex_diet": "diet",
+}
 _DEFAULT = SlotRule("fact", False, 0.5, "{attr}: {v}", "{s}'s {attr}: {v}")
 
 
@@ -157,7 +171,7 @@ def slot_of(key: str) -> str:
     shared = _SHARED_SLOT.get(parts.attribute)
     if shared is None:
         return key
-    rest = f"{shared}:{parts.item}"
+    rest = f"{shared}:{parts.item}" if parts.item else shared
     return rest if parts.subject == USER else f"{parts.subject}/{rest}"
 
 

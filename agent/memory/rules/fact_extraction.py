@@ -51,7 +51,8 @@ _LEAD_TIME = (
 _WHEN_OPENS = r"(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)"
 # "I quit my job at Boots, I'm at Lloyds now": a workplace said after leaving one.
 _NEW_WORKPLACE = re.compile(
-    r"\bi(?:'ve|\s+have)?\s+(?:just\s+)?(?:quit|left|changed|switched)\b[^.!?;]{0,60}?"
+    r"\bi(?:'ve|\s+have)?\s+(?:just\s+)?(?:quit|left|changed|switched|(?:don't|no longer)\s+work)"
+    r"\b[^.!?;]{0,60}?"
     r"(?:,\s*|\s+)(?:and\s+|so\s+|now\s+)?(?:i'm|i am)\s+(?:now\s+)?(?:at|with)\s+(?P<v>.{1,80})",
     _F,
 )
@@ -115,6 +116,12 @@ _GREETED_NAME = re.compile(
     r"(?P<v>[^\W\d_]+)(?=[\s,.!]*$|\s*,|\s+(?:btw|by the way|here|and)\b)",
     _F,
 )
+# Leaving a job: "I quit my job at", "I've just left Google", "I retired from the NHS".
+_GONE_FROM = (
+    r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|left|resigned\s+from|retired\s+from)\s+"
+)
+_NOT_NOW = r"(?:don't|do not|dont|no longer)"
+_ANYMORE = r"(?:\s+any\s?more)?"
 # What a detail is called: "blood type", "wifi password at the cabin".
 _THING = (
     r"[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*){0,3}"
@@ -150,6 +157,24 @@ def _rule(
 
 # The first rule that reads a clause wins; order matters ("I'm from X" is no name).
 _FACT_RULES: tuple[_FactRule, ...] = (
+    # What no longer holds ends its slot's value: "I quit my job at Google", "I don't live in
+    # Berlin anymore", "I'm no longer vegan" (memory_slots: ex_workplace is workplace's slot).
+    _rule("ex_workplace", rf"{_GONE_FROM}my\s+(?:job|position|role|post|work)\s+(?:at|with|for)"
+          r"\s+(?P<v>.+)", "place"),
+    _rule("ex_workplace", rf"{_GONE_FROM}(?P<v>(?-i:[A-Z]).+)", "org"),
+    _rule("ex_workplace", rf"\bi\s+{_NOT_NOW}\s+work\s+(?:at|for)\s+(?P<v>.+?){_ANYMORE}$",
+          "place"),
+    _rule("ex_workplace", r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:got\s+|been\s+)?(?:laid off"
+          r"|fired|let go|made redundant|sacked)\s+(?:from|by|at)\s+(?P<v>.+)", "place"),
+    _rule("ex_location", rf"\b(?:i|we)\s+{_NOT_NOW}\s+live\s+in\s+(?P<v>.+?){_ANYMORE}$",
+          "place"),
+    _rule("ex_location", r"\b(?:i|we)(?:'ve|\s+have)?(?:\s+just)?\s+moved\s+(?:away\s+from"
+          r"|out\s+of)\s+(?P<v>.+)", "place"),
+    _rule("ex_diet", rf"^(?:i'm|i am|im)\s+no longer\s+(?:an?\s+)?(?P<v>{DIETS})\b", "raw"),
+    _rule("ex_diet", rf"^(?:i'm|i am|im)\s+not\s+(?:an?\s+)?(?P<v>{DIETS})\s+any\s?more\b",
+          "raw"),
+    _rule("ex_diet", rf"\bi(?:'ve|\s+have)?\s+(?:stopped|quit)\s+being\s+(?:an?\s+)?"
+          rf"(?P<v>{DIETS})\b", "raw"),
     _rule("timezone", r"\bmy time\s*zone(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)", "zone"),
     _rule("timezone", r"\b(?:set|change|switch|update) my time\s*zone to\s+(?P<v>.+)", "zone"),
     _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?"
@@ -376,7 +401,8 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
         for key, value in facts:
             found.pop(key, None)
             found[key] = Fact(key=key, value=value, turn=turn, mode=mode)
-    if workplace is not None:
+    if workplace is not None:  # the new workplace says the old one ended
+        found.pop("ex_workplace", None)
         found["workplace"] = Fact(key="workplace", value=workplace, turn=turn)
     greeted = _GREETED_NAME.match(normalize_text(text))
     name = fact_value("casual_name", greeted.group("v")) if greeted else None
