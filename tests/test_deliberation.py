@@ -242,6 +242,9 @@ def test_a_reaction_long_after_any_proposal_is_no_reaction():
         ("settled: Sunday", "Sunday"),
         ("deal: Sunday at 9", "Sunday at 9"),
         ("agreed: Sunday at the trailhead", "Sunday at the trailhead"),
+        ("ok fine, Sunday it is", "Sunday"),
+        ("yes, Sunday it is", "Sunday"),
+        ("perfect, Sunday it is then", "Sunday"),
     ],
 )
 def test_a_decision_said_the_short_way(said, outcome):
@@ -260,6 +263,23 @@ def test_a_way_of_speaking_or_a_nod_is_no_decision(said):
     state = group([("Alice", "how about Sunday?"), ("Bob", said)])
 
     assert state.decisions == ()
+
+
+@pytest.mark.parametrize(
+    "asked",
+    ["let's go with Lisbon then?", "should we go with Lisbon?", "we could go with Lisbon?",
+     "shall we go with Lisbon?"],
+)  # fmt: skip
+def test_going_with_something_asked_is_a_proposal_and_settled_the_short_way(asked):
+    """ "let's go with Lisbon then?" asks the others: a proposal, not yet a decision; "ok fine,
+    Lisbon it is" then settles it."""
+    state = group([("Alice", asked)])
+    assert state.decisions == ()
+    assert [p.text for p in state.proposals] == ["Lisbon"]
+
+    state = group([("Alice", asked), ("Carol", "ok fine, Lisbon it is")])
+    assert [d.outcome for d in state.decisions] == ["Lisbon"]
+    assert state.proposals[0].status == "accepted"
 
 
 def test_questions_are_not_decisions():

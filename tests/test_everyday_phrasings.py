@@ -516,18 +516,19 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     ],
     "details of the user's world": [
         (["my blood type is O negative", "what's my blood type?"],
-         "Your blood type is O negative."),
+         "you told me: my blood type is O negative"),
         (["my blood type is O negative"], "Noted: your blood type is O negative."),
         (["My car is a blue Honda Civic", "what car do I drive?"],
          "Your car is a blue Honda Civic."),
         (["our wifi password is sunflower77", "what's the wifi password?"], "sunflower77"),
         (["the wifi password at the cabin is pinecone42", "what is the cabin wifi password?"],
          "pinecone42"),
-        (["my star sign's Leo", "what is my star sign?"], "Your star sign is Leo."),
+        (["my star sign's Leo", "what is my star sign?"], "you told me: my star sign's Leo"),
         (["my locker code is 4411", "the new locker code is 5522", "what's my locker code?"],
-         "Your locker code is 5522."),
-        (["my dentist is Dr Patel", "who's my dentist?"], "Your dentist is Dr Patel."),
-        (["my email is ana.silva@example.com", "what's my email address?"],
+         "you told me: the new locker code is 5522"),
+        (["my dentist is Dr Patel", "who's my dentist?"], "Dr Patel"),
+        (["which team do I support?"], "haven't told me"),
+        (["my email is ana.silva@example.com", "what's my email?"],
          "ana.silva@example.com"),
         (["my car is a blue Honda Civic", "what's my blood type?"], "haven't told me"),
         (["my blood type is O negative", "what's my favourite colour?"], "haven't told me"),
@@ -538,7 +539,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "you told me: my passport is in the desk drawer"),
         (["the spare key is under the blue flowerpot", "where did I leave the spare key?"],
          "you told me: the spare key is under the blue flowerpot"),
-        (["the garage code is 4471", "what's the garage code?"], "Your garage code is 4471."),
+        (["the garage code is 4471", "what's the garage code?"],
+         "you told me: the garage code is 4471"),
         (["the meeting room is B12", "which room is the meeting in?"],
          "you told me: the meeting room is B12"),
         (["the garage code is 4471", "where did I put my passport?"], "haven't told me"),
@@ -989,8 +991,8 @@ async def test_a_returning_user_is_greeted_without_the_help_pointer(db):
 
 
 def test_the_console_through_a_pipe_understands_everyday_messages(launch):
-    """``run_bot.py --console`` fed through a pipe, then run again on the same files: facts and
-    details are kept and answered, the zone is kept, a reminder in natural time is listed on
+    """``run_bot.py --console`` fed through a pipe, then run again on the same files: a detail
+    is noted and quoted with its day, the zone is kept, a reminder in natural time is listed on
     the user's clock, a cancelled reminder is gone after the restart."""
     out = run_console(
         launch,
@@ -1017,7 +1019,7 @@ def test_the_console_through_a_pipe_understands_everyday_messages(launch):
         ["what's the cabin wifi password?", "how old is Luna?", "what reminders do I have?"],
     )
     wifi, luna, reminders = replies(out)[1:4]
-    assert wifi == "Your wifi password at the cabin is pinecone42."
+    assert wifi.endswith("you told me: the wifi password at the cabin is pinecone42")
     assert luna == "Your cat Luna is 4."
     assert "take your vitamins, " in reminders
     assert "at 08:00 Asia/Tokyo" in reminders

@@ -282,6 +282,22 @@ async def test_a_member_asking_about_another_is_quoted_their_words(lane):
     assert "allergic to bees" in said
 
 
+@pytest.mark.parametrize(
+    "asked",
+    ["@bot what's on the list?", "@bot what is on our list?", "@bot what's on our to-do list?",
+     "@bot what do we still have to do?", "@bot what's left to do?"],
+)  # fmt: skip
+async def test_the_group_s_list_is_asked_for_in_the_group_s_words(lane, asked):
+    """ "what's on the list?", "what do we still have to do?": the group's list, asked as a
+    group asks."""
+    chat = Group(lane)
+    await chat.say("Bob", "@bot remind me to book the flights", ask=True)
+
+    _, listed = await chat.ask("Carol", asked)
+
+    assert "1. Bob: book the flights" in listed
+
+
 async def test_a_group_s_list_names_whose_each_item_is(lane):
     """In a group the list is the group's: each item says who it belongs to, in their words
     (Bob's "my boots" is not "your boots" to Alice), under its number for "done 1"."""

@@ -106,9 +106,10 @@ async def test_a_detail_said_in_passing_is_erased_on_yes(tmp_path, database_url)
 
         asked = await chat.say("forget my locker code")
         assert asked == (
-            f"I found 2 messages about your locker code: “my locker code is {DETAIL}” "
-            f"(25 Nov), “I'm allergic to peanuts. The gym locker code is {DETAIL}” "
-            "(25 Nov). Erase them (yes or no)?"
+            f"Done, I've forgotten: your gym locker code is {DETAIL}; your locker code is "
+            f"{DETAIL}. I also found 2 messages about your locker code: “my locker code is "
+            f"{DETAIL}” (25 Nov), “I'm allergic to peanuts. The gym locker code is {DETAIL}” "
+            "(25 Nov). Erase them too (yes or no)?"
         )
         assert await chat.say("yes") == "Done: I erased 2 messages, and your request to erase them."
 
@@ -135,11 +136,12 @@ async def test_no_erases_nothing(tmp_path, database_url):
         for line in TALK[:3]:
             await chat.say(line)
         assert (await chat.say("erase the locker code I gave you")).startswith(
-            f"I found 1 message about the locker code: “my locker code is {DETAIL}” (25 Nov)."
+            f"Done, I've forgotten: your locker code is {DETAIL}. I also found 1 message about "
+            f"the locker code: “my locker code is {DETAIL}” (25 Nov)."
         )
         assert await chat.say("no") == "OK, I erased nothing."
-        assert DETAIL in await _everything_said(lane)
-        assert DETAIL in await chat.say("what's my locker code?")
+        assert DETAIL in await _everything_said(lane)  # the message stays, the fact went
+        assert "haven't told me" in await chat.say("what's my locker code?")
 
 
 @pytest.mark.parametrize(

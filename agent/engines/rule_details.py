@@ -1,12 +1,13 @@
-"""Answering a question about a detail of the user's world: "what's my blood type?", "what car
-do I drive?", "who's my dentist?".
+"""Answering a question about a detail of the user's world by what it is used for: "what car do
+I drive?", "which team do we support?".
 
 A detail is a fact of its own (``detail:<thing>``, read by
-:mod:`agent.memory.rules.fact_extraction`: "my blood type is O negative", "the garage code is
-4471"). A question names the thing in its own words ("the cabin wifi password" for "wifi
-password at the cabin"); when no detail it names is known the question is left to the other
-rules and to the quote from memory (:mod:`agent.engines.rule_recall`), which says honestly that
-nothing was told. Covered by ``tests/test_everyday_phrasings.py``.
+:mod:`agent.memory.rules.fact_extraction`: "my car is a blue Honda Civic", "the garage code is
+4471"). "What's my blood type?" names the detail's words, and the quote from memory answers it
+with when it was said (:mod:`agent.engines.rule_recall`: "Earlier today you told me: my blood
+type is O negative"); "what car do I drive?" shares only "car" with it, so it is answered here.
+When no detail it names is known the question is left to the other rules and to the quote,
+which says honestly that nothing was told. Covered by ``tests/test_everyday_phrasings.py``.
 """
 
 from __future__ import annotations
@@ -23,19 +24,11 @@ __all__ = ["answer_detail"]
 
 _F = re.IGNORECASE
 _THING = r"(?P<thing>[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*){0,4})"
-_ASK_DETAIL = (
-    # "what's my blood type?", "which is the garage code?", "who's my dentist?"
-    re.compile(
-        rf"^(?:and\s+|so\s+)?(?:what|which|who)(?:'s|\s+is|\s+was|\s+are)\s+(?:my|our|the)\s+"
-        rf"{_THING}\s*[?.!]*$",
-        _F,
-    ),
-    # "what car do I drive?", "which team do we support?"
-    re.compile(
-        rf"\b(?:what|which)\s+{_THING}\s+(?:do|did)\s+(?:i|we)\s+(?:drive|have|own|use|ride"
-        r"|support|follow|have got)\b",
-        _F,
-    ),
+# "what car do I drive?", "which team do we support?"
+_ASK_DETAIL = re.compile(
+    rf"\b(?:what|which)\s+{_THING}\s+(?:do|did)\s+(?:i|we)\s+(?:drive|have|own|use|ride"
+    r"|support|follow|have got)\b",
+    _F,
 )
 # Words of a question that name no part of the thing asked about.
 _NOT_THING = frozenset({"the", "my", "our", "new", "current", "latest", "at", "of", "for", "in"})
@@ -46,16 +39,14 @@ _GENERIC = frozenset({"address", "number", "name"})
 def answer_detail(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
-    """Answer a question about a detail the user told, or ``None`` when none is known."""
-    for pattern in _ASK_DETAIL:
-        match = pattern.search(reading.text)
-        if match is None:
-            continue
-        asked = _words(match.group("thing"))
-        found = [f for f in reading.facts if _names(f, asked)]
-        if found:
-            return " ".join(answer_line(f) for f in found)
-    return None
+    """Answer "what car do I drive?" from a detail the user told, or ``None`` when none is
+    known."""
+    match = _ASK_DETAIL.search(reading.text)
+    if match is None:
+        return None
+    asked = _words(match.group("thing"))
+    found = [f for f in reading.facts if _names(f, asked)]
+    return " ".join(answer_line(f) for f in found) if found else None
 
 
 def _words(thing: str) -> frozenset[str]:

@@ -49,10 +49,11 @@ REMINDER_FORMS = (
 
 _ASK_OPEN = re.compile(
     r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:still\s+)?(?:open|pending|left(?: to do)?|remaining)\b"
-    r"|\b(?:anything|something|what)\s+(?:else\s+)?(?:left|remaining)\b|\bwhat else do i (?:need"
-    r"|have) to do\b|\bwhat remains\b|\bon my (?:to-?do "
-    r")?list\b|\b(?:my|the) (?:to-?do|task) list\b|\bshow (?:me )?my (?:list|to-?dos?|tasks|"
-    r"reminders)\b|\bwhat do i (?:still )?(?:need|have) to do\b|\b(?:my|any|what) reminders\b"
+    r"|\b(?:anything|something|what)\s+(?:else\s+)?(?:left|remaining)\b|\bwhat else do (?:i|we) "
+    r"(?:need|have) to do\b|\bwhat remains\b|\bon (?:my|our|the) (?:to-?do "
+    r")?list\b|\b(?:my|our|the) (?:to-?do|task) list\b|\bshow (?:me |us )?(?:my|our|the) "
+    r"(?:list|to-?dos?|tasks|reminders)\b|\bwhat do (?:i|we) (?:still )?(?:need|have) to do\b"
+    r"|\b(?:my|our|any|what) reminders\b"
     r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$|\b(?:when|what time) (?:will|are) you"
     r" (?:going to )?remind(?:ing)? me\b|\bwhat (?:did|have) i promised?\b|\bmy promises\b",
     _F,

@@ -67,7 +67,8 @@ _TEXT_CHARS = 160
 _F = re.IGNORECASE
 
 _FILLERS = (
-    r"(?:(?:ok(?:ay)?|well|so|hmm+|honestly|tbh|yeah|great|cool|good|alright|right)[,!.\s]+)*"
+    r"(?:(?:ok(?:ay)?|well|so|hmm+|honestly|tbh|yeah|yes|yep|great|cool|good|alright|right"
+    r"|fine|perfect|sure)[,!.\s]+)*"
 )
 _REJECTIONS = tuple(
     re.compile(pattern, _F)
@@ -90,7 +91,7 @@ _DECISIONS = tuple(
         r"^decided\s*[:-]\s*(?P<v>.*)",
         rf"^{_FILLERS}(?:(?:settled|deal|agreed)\s*[:-]|settled\s*,)\s*(?P<v>.+)",  # "deal: X"
         rf"^{_FILLERS}(?P<v>(?!(?:that|this|it|what|how|which|who|there|here)\b)[^,.!?]{{1,40}}?)"
-        r"\s+it\s+is\s*[.!]*$",  # "Sunday it is"
+        r"\s+it\s+is(?:\s+then)?\s*[.!]*$",  # "Sunday it is"
     )
 )
 _PROPOSALS = tuple(
@@ -102,6 +103,8 @@ _PROPOSALS = tuple(
         r"\bhow\s+about\s+(?P<v>.+)",
         r"\bwhy\s+don'?t\s+we\s+(?P<v>.+)",
         r"\blet'?s\s+consider\s+(?P<v>.+)",
+        # "let's go with Lisbon then?": going with it, asked of the others.
+        r"\b(?:let'?s|should\s+we|shall\s+we|we\s+could)\s+go\s+with\s+(?P<v>.+)",
         r"\bshall\s+we\s+(?P<v>.+)",
         r"\[proposal\]\s*[:-]?\s*(?P<v>.+)",
     )
