@@ -315,16 +315,44 @@ async def test_a_group_s_list_names_whose_each_item_is(lane):
     assert "your new boots" not in listed
 
 
-async def test_forgetting_one_thing_in_a_group_says_what_can_be_erased(lane):
-    """A group keeps what a member said in its conversation only: asked to forget one thing,
-    the bot never claims there is nothing kept, and names /forget, which erases it all."""
+async def test_a_member_erases_their_own_words_in_a_group_and_no_one_else_s(lane):
+    """A group keeps what a member said in its conversation only: "@bot forget that I'm
+    allergic to bees" finds the asker's own messages that said it (never another member's),
+    asks, and only the asker's "yes" erases them; what they stated goes from the group's state
+    (the fold of its log, I6), what others said stays."""
     chat = Group(lane)
     await chat.say("Bob", "I'm allergic to bees")
+    await chat.say("Alice", "I'm allergic to bees too, funnily enough")
+    await chat.say("Carol", "ok noted")
+
+    _, asked = await chat.ask("Bob", "@bot forget that I'm allergic to bees")
+    assert asked.startswith(
+        "I found 1 message of yours saying you're allergic to bees: “I'm allergic to bees” ("
+    )
+    assert asked.endswith("). Erase it (yes or no)?")
+    _, other = await chat.ask("Alice", "@bot yes")
+    assert "erased" not in other.casefold()
+    _, done = await chat.ask("Bob", "@bot yes")
+    assert done == "Done: I erased 1 message, and your request to erase it."
+
+    said = [(t.speaker, t.user_text) for t in await chat.lane.inspector.history(GROUP, 50)]
+    assert ("Bob", "I'm allergic to bees") not in said
+    assert ("Alice", "I'm allergic to bees too, funnily enough") in said
+    _, bob = await chat.ask("Bob", "@bot what am I allergic to?")
+    assert "bees" not in bob
+    _, alice = await chat.ask("Alice", "@bot what am I allergic to?")
+    assert "bees" in alice
+
+
+async def test_forgetting_what_a_member_never_said_in_a_group_erases_nothing(lane):
+    """Asked to forget what they never said here, a member is told so, and of /forget."""
+    chat = Group(lane)
+    await chat.say("Alice", "I'm allergic to bees")
 
     _, said = await chat.ask("Bob", "@bot forget that I'm allergic to bees")
 
+    assert said.startswith("I found nothing you said here saying you're allergic to bees")
     assert "/forget" in said
-    assert "nothing" not in said
 
 
 async def test_a_group_item_is_ticked_off_through_the_bot_s_handle(lane):

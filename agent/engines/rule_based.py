@@ -268,7 +268,8 @@ class RuleBasedConcierge:
         answer = None if change is not None else _question(packet, reading, jobs)
         if answer is not None and answer[1].startswith(NOT_TOLD):
             # No fact says it, but it may have been said in passing: quote it if so.
-            quoted = quote_memory(packet, message.text or "", now, personal=personal)
+            asker = None if personal else message.speaker
+            quoted = quote_memory(packet, message.text or "", now, personal=personal, asker=asker)
             answer = answer if quoted is None else ("recall", quoted)
         if answer is not None:
             intents.append(answer[0])
@@ -316,7 +317,10 @@ def _unanswered(
         return "deliberation", "Noted for the group. Ask “what did we decide?” to see where we are."
     if any(clause.question for clause in clauses):
         personal = message.chat_type in PERSONAL_CHAT_TYPES
-        recalled = answer_from_memory(packet, message.text, reading.now, personal=personal)
+        asker = None if personal else message.speaker  # in a group, the member who asks
+        recalled = answer_from_memory(
+            packet, message.text, reading.now, personal=personal, asker=asker
+        )
         if recalled is not None:
             return "recall", recalled
     kept = kept_open(packet, message, reading, clauses)

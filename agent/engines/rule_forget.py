@@ -87,9 +87,10 @@ _YES = re.compile(
 )
 _NO = re.compile(r"^(?:no|nope|nah|don'?t|do not|cancel|keep (?:it|them)|never ?mind)\b", _F)
 
-_FORGET_IN_GROUP = (
-    "In a group I keep no long-term memory about anyone: what you said here stays only in this "
-    "group's conversation, and /forget erases that conversation whole."
+# In a group nothing is kept beyond its conversation: a member erases their own messages.
+_NOTHING_IN_GROUP = (
+    "I found nothing you said here {about}, so I erased nothing. (In a group I keep no "
+    "long-term memory about anyone; /forget erases this group's conversation whole.)"
 )
 
 
@@ -103,7 +104,7 @@ def forget_reply(
         message: the message (its chat type: only a personal chat has memories to erase).
         text: the message's text, normalised.
     """
-    answered = _erasure_answer(packet, text)
+    answered = _erasure_answer(packet, text, message.speaker)
     if answered is not None:
         return answered
     forget = _FORGET.match(text)
@@ -125,7 +126,7 @@ def _forget(packet: ConversationContextPacket, message: InboundMessage, what: st
     I live"). Nothing is erased unless something matches; the reply says which it is.
     """
     if message.chat_type not in PERSONAL_CHAT_TYPES:
-        return Reply(text=_FORGET_IN_GROUP, intent="forget_memory")
+        return _forget_own_words(packet, message, what)
     current = [m for m in packet.memories if m.valid_until is None]
     matched = _matching_memories(current, what)
     # The messages that said it (the memories' words, or the request's for a detail said in
@@ -149,6 +150,18 @@ def _forget(packet: ConversationContextPacket, message: InboundMessage, what: st
     )
 
 
+def _forget_own_words(
+    packet: ConversationContextPacket, message: InboundMessage, what: str
+) -> Reply:
+    """In a group: offer to erase the asker's own messages that said ``what`` (never another
+    member's), or say that none did."""
+    words = content_stems(what) - _FORGET_FILLER
+    lines = lines_saying(packet, words, message.speaker) if words and message.speaker else []
+    if not lines:
+        return Reply(text=_NOTHING_IN_GROUP.format(about=_about(what)), intent="forget_memory")
+    return _ask_to_erase(what, lines, message.received_at, also=False, yours=True)
+
+
 def _lines_of(
     packet: ConversationContextPacket, what: str, memories: Sequence[Memory]
 ) -> list[Recollection]:
@@ -167,11 +180,12 @@ def _lines_of(
 
 
 def _ask_to_erase(
-    what: str, lines: Sequence[Recollection], now: datetime, *, also: bool
+    what: str, lines: Sequence[Recollection], now: datetime, *, also: bool, yours: bool = False
 ) -> Reply:
     """Ask whether to erase the messages found: "I found 2 messages about your locker code:
     “...” (25 Nov), “...” (26 Nov). Erase them (yes or no)?"; the action names their seqs.
-    ``also``: after memories were forgotten ("I also found ... Erase it too?")."""
+    ``also``: after memories were forgotten ("I also found ... Erase it too?"); ``yours``: a
+    group member's own ("2 messages of yours")."""
     words = content_stems(what)
     quoted = [
         f"“{quote_said(line.said, words, _QUOTE_CHARS)}”"
@@ -182,6 +196,7 @@ def _ask_to_erase(
     if more:
         quoted.append(f"and {more} more")
     found, them = ("1 message", "it") if len(lines) == 1 else (f"{len(lines)} messages", "them")
+    found += " of yours" if yours else ""
     return Reply(
         text=f"I{' also' if also else ''} found {found} {_about(what)}: {', '.join(quoted)}. "
         f"Erase {them}{' too' if also else ''} (yes or no)?",
@@ -202,16 +217,21 @@ def _day(when: date, now: datetime) -> str:
     return f"{when.day} {_MONTHS[when.month - 1]}{year}"
 
 
-def _erasure_answer(packet: ConversationContextPacket, text: str) -> Reply | None:
+def _erasure_answer(
+    packet: ConversationContextPacket, text: str, speaker: str | None
+) -> Reply | None:
     """Answer "yes" or "no" to "Erase them (yes or no)?": on yes the reply names the turns to
     erase, those found and the request itself (it may say the detail: "forget that my code
-    is 4411"); ``None`` when no such question waits or ``text`` answers neither."""
+    is 4411"); ``None`` when no such question waits, ``text`` answers neither, or (in a group)
+    ``speaker`` is not the member who asked."""
     asked = {c.asked_turn for c in packet.pending_clarifications}
     turn = next(
         (
             t
             for t in reversed(packet.recent_turns)
-            if t.seq in asked and (t.action_name or "").startswith(_CONFIRM_ERASE)
+            if t.seq in asked
+            and (t.action_name or "").startswith(_CONFIRM_ERASE)
+            and t.speaker == speaker
         ),
         None,
     )

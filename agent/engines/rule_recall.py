@@ -192,13 +192,18 @@ def lines_saying(
 
 
 def recollect(
-    packet: ConversationContextPacket, question: str, *, personal: bool = True
+    packet: ConversationContextPacket,
+    question: str,
+    *,
+    personal: bool = True,
+    asker: str | None = None,
 ) -> Recollection | None:
     """Return the packet's candidate that best covers ``question``, with its score, or ``None``.
 
     Ties go to the retriever's order (see :func:`_candidates`). The threshold is the caller's
     (:data:`RECALL_THRESHOLD`). ``personal``: a personal chat (its facts live in long-term
-    memory: a line stating one that is not there is not quoted).
+    memory: a line stating one that is not there is not quoted). ``asker``: in a group, who
+    asks (a question about themselves is about their lines, even before they wrote any).
     """
     candidates = _candidates(packet)
     # A speaker the question names ("what did Caroline paint?") is who said it, not a word of
@@ -207,8 +212,9 @@ def recollect(
     every_name = frozenset().union(*speakers.values()) if speakers else frozenset()
     asked = _asked(question)
     named = {s for s, stems in speakers.items() if stems and stems <= asked}
-    if not named and packet.member is not None and is_about_user(normalize_text(question)):
-        named = {packet.member.name}  # in a group, "what am I allergic to?" asks the writer's
+    writer = packet.member.name if packet.member is not None else asker
+    if not named and writer is not None and is_about_user(normalize_text(question)):
+        named = {writer}  # in a group, "what am I allergic to?" asks the writer's
     asked -= every_name
     if not asked or not candidates:
         return None
@@ -274,11 +280,16 @@ def answer_told(
 
 
 def quote_memory(
-    packet: ConversationContextPacket, question: str, now: datetime, *, personal: bool
+    packet: ConversationContextPacket,
+    question: str,
+    now: datetime,
+    *,
+    personal: bool,
+    asker: str | None = None,
 ) -> str | None:
     """Quote what the packet holds that answers ``question``, with its day, or return ``None``
     when nothing covers it well enough (see :func:`answer_from_memory` for the arguments)."""
-    found = recollect(packet, question, personal=personal)
+    found = recollect(packet, question, personal=personal, asker=asker)
     if found is None or found.score < RECALL_THRESHOLD:
         return None
     quote = quote_said(found.said, _asked(question))
@@ -291,7 +302,12 @@ def quote_memory(
 
 
 def answer_from_memory(
-    packet: ConversationContextPacket, question: str, now: datetime, *, personal: bool
+    packet: ConversationContextPacket,
+    question: str,
+    now: datetime,
+    *,
+    personal: bool,
+    asker: str | None = None,
 ) -> str | None:
     """Answer ``question`` with what the packet holds, or say it was not told.
 
@@ -300,13 +316,14 @@ def answer_from_memory(
         question: the question, as the user asked it.
         now: the time of the question (to say "earlier today", or the year when it differs).
         personal: a personal chat (the user is "you"; in a group, speakers are named).
+        asker: in a group, the member who asks (their lines answer "what am I ...?").
 
     Returns:
         The quote with its day; "you haven't told me" when nothing covers the question and it
         is about the user (or someone the conversation names); ``None`` when it is neither
         (a question about the world: not this rule's to answer).
     """
-    quoted = quote_memory(packet, question, now, personal=personal)
+    quoted = quote_memory(packet, question, now, personal=personal, asker=asker)
     if quoted is not None:
         return quoted
     names = {t.speaker.casefold() for t in packet.recent_turns if t.speaker}

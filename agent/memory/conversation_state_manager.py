@@ -218,10 +218,11 @@ class ConversationStateManager:
             # The reply said it did not understand, or the message asked to forget a long-term
             # memory (it acts there, not on the session): nothing of the message acts here.
             # Only what an erasure asks back ("Erase them (yes or no)?") is a clarification,
-            # and the next message answers it.
+            # and the next message of whoever asked for it answers it.
             pending = state.pending_clarifications
             if turn.intent in MEMORY_ERASURE_INTENTS:
-                pending, _ = update_clarifications(pending, turn)
+                owner = loop_owner(turn, state.chat_type)
+                pending, _ = update_clarifications(pending, turn, owner=owner)
             still: SessionStatus = "awaiting_clarification" if pending else "active"
             return state.model_copy(
                 update={
