@@ -392,6 +392,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your name is John."),
         (["I like coffee", "no, I meant I like tea", "do I like coffee?"], "haven't told me"),
     ],
+    "one more to-do, said after one": [
+        (["I need to call the plumber", "and buy milk", "what's on my list?"], "2. buy milk"),
+        (["remind me to pay the rent", "oh and book the dentist too", "what's on my list?"],
+         "2. book the dentist"),
+        (["I need to call the plumber", "and see what he says"], "Sorry, I didn't understand"),
+    ],
     "to-dos closed in other words": [
         (["I need to send the invoice", "the invoice is sent"],
          "I've ticked off: send the invoice."),

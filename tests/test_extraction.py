@@ -18,7 +18,6 @@ from agent.memory.rules.extraction import (
     clean_value,
     content_stems,
     extract_closers,
-    extract_openers,
     match_loop,
     normalize_text,
     split_clauses,
@@ -31,6 +30,7 @@ from agent.memory.rules.session_rules import (
     merge_facts,
     update_open_loops,
 )
+from agent.memory.rules.todo_openers import extract_openers
 from agent.memory.schemas import Fact
 
 NOW = datetime(2025, 3, 1, 10, 32, 0, tzinfo=UTC)
@@ -465,6 +465,10 @@ def test_a_fact_ends_where_a_comment_on_it_begins(text, key, value):
         ("todo: email Sarah, then book flights", ("email Sarah", "book flights")),
         ("I have to buy milk, eggs and bread", ("buy milk, eggs and bread",)),
         ("I need to call Tom and Jerry", ("call Tom and Jerry",)),
+        ("and buy milk", ("buy milk",)),
+        ("oh and buy milk too", ("buy milk",)),
+        ("plus call the bank as well", ("call the bank",)),
+        ("also pay the rent too", ("pay the rent",)),
     ],
 )  # fmt: skip
 def test_openers_name_the_todo(text, todos):
@@ -481,6 +485,9 @@ def test_openers_name_the_todo(text, todos):
         "do I need to book the hotel?",
         "I booked the hotel",
         "what do I have to do?",
+        "and I went home",
+        "and then we watched a movie",
+        "and call it a day",
     ],
 )
 def test_timed_reminders_and_questions_open_no_todo(text):

@@ -1,7 +1,7 @@
 """Whether what follows "I need to", "I have to", "I must" names a duty: something to do and
 tick off. A guess ("must be nice", "must have been hard"), a way of speaking ("I have to say",
 "I must tell you that ...") and a resolution ("I need to stay positive", "I'll keep pushing")
-are none: they go on nobody's list. Read by :func:`agent.memory.rules.extraction.extract_openers`
+are none: they go on nobody's list. Read by :func:`agent.memory.rules.todo_openers.extract_openers`
 (to-dos) and :func:`agent.memory.rules.dialogue_acts.read_acts` (promises).
 
 Tested by ``tests/test_extraction.py`` and ``tests/test_dialogue_acts.py``.

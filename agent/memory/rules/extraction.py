@@ -1,4 +1,5 @@
-"""Reading one utterance by rules: its clauses, to-dos opened and closed, timed reminders.
+"""Reading one utterance by rules: its clauses, to-dos closed, timed reminders (the to-dos it
+opens: :mod:`agent.memory.rules.todo_openers`).
 
 Everything here is a pure function of its arguments: no clock (``now`` is passed in), no
 randomness, no I/O. The state manager folds it over the turn log and must get the live state
@@ -21,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agent.memory.rules.duties import is_duty
 from agent.memory.rules.informal_words import respell, without_emoji
 from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, spoken_clock
 from agent.memory.schemas import OpenLoop
@@ -35,7 +35,6 @@ __all__ = [
     "clean_value",
     "content_stems",
     "extract_closers",
-    "extract_openers",
     "match_loop",
     "match_reminder",
     "normalize_text",
@@ -178,42 +177,8 @@ def _trim_end(value: str) -> str:
     return value[:end].strip().strip("\"'")
 
 
-# -- to-dos: openers, closers, matching ----------------------------------------------------------
+# -- to-dos: closers, matching (openers: agent.memory.rules.todo_openers) -----------------------
 
-_REMIND_TODO = re.compile(r"\bremind me\s+(?:to|about)\s+(?P<v>.+)", _F)
-_NO_FORGET = re.compile(
-    r"\b(?:don't|do not|dont)\s+(?P<me>let me\s+)?forget\s+(?:to\s+|about\s+)?(?P<v>.+)", _F
-)
-_OPENERS = (
-    re.compile(
-        r"^(?:i(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to|(?P<must>must)"
-        r"|'ve got to|have got to|gotta|got to)\s+(?P<v>.+)",
-        _F,
-    ),
-    re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),
-    re.compile(r"^add\s+(?P<v>.+?)\s+to\s+my\s+(?:[\w-]+\s+)?list$", _F),
-)
-# Where a list of to-dos said at once is cut: before each part that starts with a verb
-# ("buy milk, call the bank and pick up the kids"; not "buy milk, eggs and bread").
-_TODO_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|then\s+)?|\s+(?:and|then)\s+(?:then\s+)?", _F)
-_TODO_VERBS = frozenset(
-    """buy call pick send email book pay clean fix write finish check get take make bring return
-    renew order schedule cancel file submit prepare pack wash water feed walk visit meet reply
-    text ring phone print sign read review update find sort tidy cook bake do go see ask tell
-    post mail drop collect fill charge install move plan organize organise practice practise
-    study clear empty hoover vacuum mow repair replace refill transfer apply register confirm
-    arrange wrap grab iron change cut paint pickup shop""".split()
-)
-# "and also book swimming lessons": one more to-do, said after one ("also call me Sam" is none).
-_ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
-# "I should pay the electricity bill by the 30th": a to-do when a to-do's verb follows ("I
-# should probably sleep" is none).
-_SHOULD = re.compile(
-    rf"^i(?:\s+(?:really|still|also|definitely))?\s+should\s+(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)",
-    _F,
-)
-_VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
-_LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
 # "I've finished everything", "all done": every open to-do at once.
 EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
                         "my whole list", "the whole list", "all my to-dos", "all my todos"})
@@ -296,60 +261,6 @@ class Closer:
     text: str
     explicit: bool
     removal: bool = False
-
-
-def _reminder_clause(clause: Clause) -> bool:
-    return match_reminder(clause.text) is not None
-
-
-def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
-    """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
-
-    Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X", "I
-    should X" (X opening with a to-do's verb),
-    "todo: X", "add X to my list", "and also X" (X opening with a to-do's verb). A reminder with
-    a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
-    question) opens nothing; "can you remind me to X?" does. Nor does a guess ("must be nice"),
-    a way of speaking ("I have to say") or a resolution ("I need to stay positive",
-    :data:`RESOLUTION`): none is something to do and tick off. Said ``to_others`` (members of
-    a group, not the bot), "don't forget to X" is advice to them, not the speaker's to-do.
-    """
-    found: list[str] = []
-    clauses = split_clauses(text)
-    also = bool(clauses) and _ALSO.match(normalize_text(text)) is not None
-    for clause in clauses:
-        if _reminder_clause(clause):
-            continue
-        match = _REMIND_TODO.search(clause.text) or _no_forget(clause.text, to_others)
-        if match is None and not clause.question:
-            match = next((m for p in (*_OPENERS, _SHOULD) if (m := p.match(clause.text))), None)
-            if match is None and also and clause is clauses[0]:
-                match = _VERB_FIRST.match(clause.text)
-        must = match is not None and bool(match.groupdict().get("must"))
-        if match is None or not is_duty(match.group("v"), after_must=must):
-            continue
-        for value in _several_todos(clean_value(match.group("v"))):
-            if value.casefold() in _LEAVING:
-                continue  # "gotta go": a goodbye, not a to-do
-            if value and value.casefold() not in {v.casefold() for v in found}:
-                found.append(value)
-    return tuple(found)
-
-
-def _no_forget(text: str, to_others: bool) -> re.Match[str] | None:
-    match = _NO_FORGET.search(text)  # "don't forget to X" said to others is theirs
-    return None if match is None or (to_others and match.group("me") is None) else match
-
-
-def _several_todos(value: str) -> list[str]:
-    """Cut "buy milk, call the bank and pick up the kids" into its to-dos."""
-    items, start = [], 0
-    for separator in _TODO_SEPARATOR.finditer(value):
-        following = value[separator.end() :].split(maxsplit=1)
-        if len(following) == 2 and following[0].casefold() in _TODO_VERBS:
-            items.append(value[start : separator.start()])
-            start = separator.end()
-    return [*items, value[start:]]
 
 
 def extract_closers(text: str) -> tuple[Closer, ...]:

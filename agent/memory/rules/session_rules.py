@@ -37,10 +37,10 @@ from agent.memory.rules.extraction import (
     Clause,
     content_stems,
     extract_closers,
-    extract_openers,
     match_loop,
     normalize_text,
 )
+from agent.memory.rules.todo_openers import extract_openers
 from agent.memory.schemas import (
     ChatType,
     ConversationTurn,

@@ -1,0 +1,126 @@
+"""Reading the to-dos an utterance opens: "remind me to book the hotel", "I need to call the
+bank", "todo: buy milk", "and also pay the rent", "and buy milk".
+
+A pure function of the text, as the rest of :mod:`agent.memory.rules.extraction` (its clauses,
+normalisation and values); what is done is read there (``extract_closers``), what is a duty at
+all in :mod:`agent.memory.rules.duties`. Tested by ``tests/test_extraction.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent.memory.rules.duties import is_duty
+from agent.memory.rules.extraction import (
+    Clause,
+    clean_value,
+    match_reminder,
+    normalize_text,
+    split_clauses,
+)
+
+__all__ = ["extract_openers"]
+
+_F = re.IGNORECASE
+
+_REMIND_TODO = re.compile(r"\bremind me\s+(?:to|about)\s+(?P<v>.+)", _F)
+_NO_FORGET = re.compile(
+    r"\b(?:don't|do not|dont)\s+(?P<me>let me\s+)?forget\s+(?:to\s+|about\s+)?(?P<v>.+)", _F
+)
+_OPENERS = (
+    re.compile(
+        r"^(?:i(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to|(?P<must>must)"
+        r"|'ve got to|have got to|gotta|got to)\s+(?P<v>.+)",
+        _F,
+    ),
+    re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),
+    re.compile(r"^add\s+(?P<v>.+?)\s+to\s+my\s+(?:[\w-]+\s+)?list$", _F),
+)
+# Where a list of to-dos said at once is cut: before each part that starts with a verb
+# ("buy milk, call the bank and pick up the kids"; not "buy milk, eggs and bread").
+_TODO_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|then\s+)?|\s+(?:and|then)\s+(?:then\s+)?", _F)
+# Verbs of a to-do that also open talk ("and see what happens", "and take it easy").
+_NOT_ERRANDS = frozenset("go see do get take make find read move plan change cut".split())
+_TODO_VERBS = frozenset(
+    """buy call pick send email book pay clean fix write finish check get take make bring return
+    renew order schedule cancel file submit prepare pack wash water feed walk visit meet reply
+    text ring phone print sign read review update find sort tidy cook bake do go see ask tell
+    post mail drop collect fill charge install move plan organize organise practice practise
+    study clear empty hoover vacuum mow repair replace refill transfer apply register confirm
+    arrange wrap grab iron change cut paint pickup shop""".split()
+)
+# "and also book swimming lessons": one more to-do, said after one ("also call me Sam" is none).
+_ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
+# "I should pay the electricity bill by the 30th": a to-do when a to-do's verb follows ("I
+# should probably sleep" is none).
+_SHOULD = re.compile(
+    rf"^i(?:\s+(?:really|still|also|definitely))?\s+should\s+(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)",
+    _F,
+)
+_VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
+# "and buy milk", "plus call the bank": one more errand after "and" alone, by an errand's verb
+# (not "and see what happens", "and call it a day").
+_AND_MORE = re.compile(r"^(?:oh[\s,]+)?(?:and|plus)\b", _F)
+_ERRAND_FIRST = re.compile(
+    rf"^(?!call (?:me|it)\b)(?P<v>(?:{'|'.join(_TODO_VERBS - _NOT_ERRANDS)})\b.+)", _F
+)
+# "buy milk too": what the to-do ends with that says it is one more.
+_TOO = re.compile(r"\s+(?:too|as well)$", _F)
+_LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
+
+def _reminder_clause(clause: Clause) -> bool:
+    return match_reminder(clause.text) is not None
+
+
+def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
+    """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
+
+    Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X", "I
+    should X" (X opening with a to-do's verb),
+    "todo: X", "add X to my list", "and also X" (X opening with a to-do's verb). A reminder with
+    a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
+    question) opens nothing; "can you remind me to X?" does. Nor does a guess ("must be nice"),
+    a way of speaking ("I have to say") or a resolution ("I need to stay positive",
+    :data:`RESOLUTION`): none is something to do and tick off. Said ``to_others`` (members of
+    a group, not the bot), "don't forget to X" is advice to them, not the speaker's to-do.
+    """
+    found: list[str] = []
+    clauses = split_clauses(text)
+    said = normalize_text(text)
+    also = bool(clauses) and _ALSO.match(said) is not None
+    and_more = bool(clauses) and not also and _AND_MORE.match(said) is not None
+    for clause in clauses:
+        if _reminder_clause(clause):
+            continue
+        match = _REMIND_TODO.search(clause.text) or _no_forget(clause.text, to_others)
+        if match is None and not clause.question:
+            match = next((m for p in (*_OPENERS, _SHOULD) if (m := p.match(clause.text))), None)
+            if match is None and also and clause is clauses[0]:
+                match = _VERB_FIRST.match(clause.text)
+            if match is None and and_more and clause is clauses[0]:
+                match = _ERRAND_FIRST.match(_AND_MORE.sub("", clause.text).lstrip(" ,"))
+        must = match is not None and bool(match.groupdict().get("must"))
+        if match is None or not is_duty(match.group("v"), after_must=must):
+            continue
+        for value in _several_todos(_TOO.sub("", clean_value(match.group("v")))):
+            if value.casefold() in _LEAVING:
+                continue  # "gotta go": a goodbye, not a to-do
+            if value and value.casefold() not in {v.casefold() for v in found}:
+                found.append(value)
+    return tuple(found)
+
+
+def _no_forget(text: str, to_others: bool) -> re.Match[str] | None:
+    match = _NO_FORGET.search(text)  # "don't forget to X" said to others is theirs
+    return None if match is None or (to_others and match.group("me") is None) else match
+
+
+def _several_todos(value: str) -> list[str]:
+    """Cut "buy milk, call the bank and pick up the kids" into its to-dos."""
+    items, start = [], 0
+    for separator in _TODO_SEPARATOR.finditer(value):
+        following = value[separator.end() :].split(maxsplit=1)
+        if len(following) == 2 and following[0].casefold() in _TODO_VERBS:
+            items.append(value[start : separator.start()])
+            start = separator.end()
+    return [*items, value[start:]]
