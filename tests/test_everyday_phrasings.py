@@ -392,6 +392,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your name is John."),
         (["I like coffee", "no, I meant I like tea", "do I like coffee?"], "haven't told me"),
     ],
+    "what the user is learning": [
+        (["I'm learning Japanese"], "Noted: you're learning Japanese."),
+        (["I'm learning Japanese", "what am I learning?"], "You're learning Japanese."),
+        (["I'm taking guitar lessons", "what am I learning?"], "You're learning guitar."),
+        (["I'm taking guitar lessons", "what are my hobbies?"], "learning guitar"),
+    ],
     "one more to-do, said after one": [
         (["I need to call the plumber", "and buy milk", "what's on my list?"], "2. buy milk"),
         (["remind me to pay the rent", "oh and book the dentist too", "what's on my list?"],

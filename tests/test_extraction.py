@@ -320,6 +320,33 @@ def test_leaving_look_alikes_end_nothing(text):
     assert not any(k.startswith("ex_") for k in facts_of(text))
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("I'm learning Japanese", "learning:japanese", "Japanese"),
+        ("I've been learning to play the piano", "learning:to play the piano",
+         "to play the piano"),
+        ("I started learning Spanish last month", "learning:spanish", "Spanish"),
+        ("I'm currently learning how to code", "learning:how to code", "how to code"),
+        ("I'm taking guitar lessons", "learning:guitar", "guitar"),
+    ],
+)  # fmt: skip
+def test_what_the_user_is_learning_is_kept(text, key, value):
+    """ "I'm learning Japanese", "I'm taking guitar lessons": what they learn, one fact each."""
+    assert facts_of(text) == {key: value}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I'm learning a lot", "I'm learning a ton", "I'm learning new things every day",
+     "I'm learning that patience matters", "we're learning from it",
+     "I'm still learning", "I learned my lesson"],
+)  # fmt: skip
+def test_learning_from_life_is_no_subject_learned(text):
+    """ "I'm learning a lot", "I learned my lesson": a way of speaking, no subject."""
+    assert not any(k.startswith("learning") for k in facts_of(text))
+
+
 def test_a_job_said_with_its_workplace_is_two_facts():
     """"I work as a nurse at St Mary's" is a job and a workplace, so that a new workplace
     replaces the place without leaving it inside the job."""

@@ -103,6 +103,7 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "routine": SlotRule("procedure", True, 0.5, "your routine: {v}", "{s}'s routine: {v}"),
     # What someone does for fun, said with its verb: "play the guitar", "plays the violin".
     "does": SlotRule("preference", True, 0.4, "you {v}", "{s} {v}"),
+    "learning": SlotRule("preference", True, 0.5, "you're learning {v}", "{s} is learning {v}"),
     "relative": SlotRule("entity", True, 0.7, "your {v}", "{s}'s {v}"),
     "pet": SlotRule("entity", True, 0.6, "your {v}", "{s}'s {v}"),
     "note": SlotRule("fact", True, 0.6, "{v}", "{s}: {v}"),

@@ -326,6 +326,13 @@ _FACT_RULES: tuple[_FactRule, ...] = (
           rf"\bevery\s+{_DAYS}\b.*)", "phrase"),
     _rule("does", r"^i\s+(?:also\s+|still\s+)?(?P<v>(?:play|practise|practice)\s+(?!with\b).+)",
           "short"),
+    # "I'm learning Japanese", "I started learning to code", "I'm taking guitar lessons".
+    _rule("learning", rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been)?{_ADV}(?:\s+(?:started"
+          r"|began|begun))?\s+learning\s+(?P<v>(?!(?:a\s+(?:lot|ton|bunch)|lots|tons|loads|so\s+much"
+          r"|more|that|from|about\s+myself|new\s+things|things|stuff|something)\b)[^\W\d_].*)",
+          "place"),
+    _rule("learning", rf"\bi(?:'m|\s+am)?{_ADV}\s+(?:taking|take|started)\s+(?P<v>[^\W\d_]"
+          r"[\w -]{0,30}?)\s+(?:lessons|classes|a\s+course)\b", "place"),
     _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "liked"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "liked"),
     _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
@@ -360,7 +367,7 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     ``workplace``, ``birthday``, ``born`` (a year), ``diet``, ``timezone`` (an IANA name),
     ``favourite:<thing>`` and ``detail:<thing>`` ("my blood type is O negative": ``detail:blood
     type``) (one value each) and ``plan``, ``goal``, ``decision``, ``likes``,
-    ``dislikes``, ``allergy``, ``avoid``, ``routine``,
+    ``dislikes``, ``allergy``, ``avoid``, ``routine``, ``learning``,
     ``relative``, ``pet`` (many values: the value is part of the key). About someone else the
     key starts with who they are: ``sister Mia/location``; naming them ("my sister Mia", "I
     have a cat called Miso") is a ``relative`` or ``pet`` fact. Questions state nothing ("do I
