@@ -544,7 +544,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "ana.silva@example.com"),
         (["my car is a blue Honda Civic", "what's my blood type?"], "haven't told me"),
         (["my blood type is O negative", "what's my favourite colour?"], "haven't told me"),
-        (["my day is going great"], "Sorry, I didn't understand"),
+        (["my day is going great"], "Glad to hear it"),  # a mood, no detail
     ],
     "said in passing, asked later": [
         (["my passport is in the desk drawer", "where did I put my passport?"],
@@ -673,7 +673,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["heading to Lisbon on the 3rd of May", "when am I going to Lisbon?"], "Lisbon"),
         (["We are planning to visit our daughter in Edinburgh in December",
           "what are my plans?"], "visit your daughter in Edinburgh"),
-        (["going to bed now"], "Sorry, I didn't understand"),
+        (["going to bed now"], "Good night"),  # no plan
     ],
     "put right in the same message": [
         (["I work at Google. no wait, at Microsoft", "where do I work?"],
@@ -972,6 +972,15 @@ async def test_look_alikes_state_no_fact(db, text):
         ("haha ok", "👍"),
         ("oh I see", "👍"),
         ("makes sense", "👍"),
+        ("going to bed now", "Good night"),
+        ("off to sleep, night", "Good night"),
+        ("my day is going great", "Glad to hear it"),
+        ("I'm so happy today!", "Glad to hear it"),
+        ("feeling great", "Glad to hear it"),
+        ("I'm really tired", "Sorry to hear that"),
+        ("my back is killing me", "Sorry to hear that"),
+        ("today was awful", "Sorry to hear that"),
+        ("I'm feeling a bit down", "Sorry to hear that"),
     ],
 )
 async def test_greetings_thanks_and_nods_get_a_short_reply(db, text, start):
@@ -979,6 +988,15 @@ async def test_greetings_thanks_and_nods_get_a_short_reply(db, text, start):
     assert reply.intent == "smalltalk"
     assert (reply.text or "").startswith(start)
     assert len(reply.text or "") <= 100
+
+
+@pytest.mark.parametrize(
+    "text", ["I'm good at chess", "I'm happy with the plan for Friday", "I feel like pizza"]
+)
+async def test_what_only_looks_like_a_mood_gets_no_mood_reply(db, text):
+    """ "I'm good at chess" says what one does well, not how one feels."""
+    said = (await Chat(db).say(text)).text or ""
+    assert not said.startswith(("Glad to hear", "Sorry to hear"))
 
 
 @pytest.mark.parametrize(

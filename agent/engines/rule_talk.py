@@ -95,6 +95,30 @@ _BYE = re.compile(
     r"|(?:i )?(?:gotta|got to|have to|must) (?:go|run)\b(?:[.!]*$)|bye for now)\b",
     _F,
 )
+# How one feels, said alone ("I'm really tired", "my day is going great"): a word back.
+_FEELING = (
+    r"^(?:(?:i'm|i am|im|i feel|i'm feeling|feeling|i've been|my day (?:is|was|has been)(?: going)?"
+    r"|today (?:is|was|has been)|(?:it's|it has) been|what an?)\s+)(?:(?:a|an|so|really|very"
+    r"|pretty|such an?|a bit|kind of|kinda|quite|super|totally|rather)\s+)*"
+)
+_FEELING_END = r"(?:\s+(?:day|week|morning|evening|night))?(?:\s+(?:today|now|lately|tonight"
+_FEELING_END += r"|this week|again))?[\s.!😊🙂😀😄😢😞😩]*$"
+_GOOD_MOOD = re.compile(
+    _FEELING + r"(?:great|good|amazing|awesome|fantastic|wonderful|lovely|happy|excited|fine"
+    r"|brilliant|productive|relaxed|better|well)" + _FEELING_END,
+    _F,
+)
+_BAD_MOOD = re.compile(
+    _FEELING + r"(?:tired|exhausted|sad|stressed|sick|ill|awful|terrible|bad|rough|horrible"
+    r"|down|lonely|anxious|worried|upset|bored|miserable|unwell|overwhelmed|frustrated"
+    r"|long|tough|hard)" + _FEELING_END + r"|^my (?:back|head|neck|knee|stomach|tooth|feet)"
+    r"\s+(?:is killing me|hurts|is sore|aches)[\s.!]*$",
+    _F,
+)
+# Going to sleep: a good night.
+_TO_BED = re.compile(
+    r"^(?:i'm\s+|im\s+)?(?:going|off|heading)\s+to\s+(?:bed|sleep)\b[\w ,.!]{0,20}$", _F
+)
 # Praise of the bot, an apology, a pause: each gets a word back.
 _OTHER_TALK = tuple(
     (re.compile(pattern, _F), said)
@@ -231,8 +255,14 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", "I'm doing well, thanks for asking! What can I do for you?"
     if _THANKS.search(text):
         return "smalltalk", f"You're welcome{name.replace(' ', ', ', 1)}!"
+    if _TO_BED.search(text):
+        return "smalltalk", f"Good night{name.replace(' ', ', ', 1)}! Sleep well."
     if _BYE.search(text):
         return "smalltalk", f"Bye{name.replace(' ', ', ', 1)}! I'll remember all this next time."
+    if _GOOD_MOOD.search(text):
+        return "smalltalk", "Glad to hear it! 😊"
+    if _BAD_MOOD.search(text):
+        return "smalltalk", "Sorry to hear that. I'm here if you need anything."
     if is_dismissal(text):  # nothing of theirs left to drop (else dialogue_acks said so)
         return "smalltalk", "OK, never mind."
     if _ACKNOWLEDGE.match(text) or emoji.purely_emoji(text.replace(" ", "")):
