@@ -21,14 +21,12 @@ from functools import lru_cache
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.entity_facts import read_entity_facts, read_several
 from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
-from agent.memory.rules.fact_values import PRONOUN_OBJECT, fact_value
+from agent.memory.rules.fact_values import PRONOUN_OBJECT, detail_name, fact_value
 from agent.memory.rules.fact_words import (
-    DETAIL_NOUNS,
     DIETS,
     EVENTS,
     GOAL_VERBS,
     JOBS,
-    NOT_DETAILS,
     PEOPLE,
     PETS,
 )
@@ -121,23 +119,18 @@ _GONE_FROM = (
     r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|left|resigned\s+from|retired\s+from)\s+"
 )
 _NOT_NOW = r"(?:don't|do not|dont|no longer)"
+_ENDED = re.compile(
+    r"\b(?:quit|left|resigned|retired|don't|do not|dont|no longer|laid off|fired|let go"
+    r"|redundant|sacked|moved|stopped)\b|any\s?more",
+    _F,
+)
+_LEARNING = re.compile(r"learning|lessons|classes|course", _F)
 _ANYMORE = r"(?:\s+any\s?more)?"
 # What a detail is called: "blood type", "wifi password at the cabin".
 _THING = (
     r"[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*){0,3}"
     r"(?:\s+(?:at|for|of|in|on)\s+(?:the|my|our)\s+[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*)?)?"
 )
-# A value that holds a detail by its shape: a number, a name, "a blue Honda Civic".
-_DETAIL_VALUE = re.compile(r"\d|[A-Z]|^(?:an?|the|my|our)\s")
-# A value that says how things are, not what something is: "a bit cold", "the worst", "so slow".
-_PASSING_VALUE = re.compile(
-    r"^(?:an?\s+(?:bit|little|lot|mess|nightmare|disaster|joke|pain|struggle|drag)\b"
-    r"|the\s+(?:best|worst)\b|(?:so|very|really|too|not|still|just|kind|sort|pretty|quite"
-    r"|always|never|getting|going|being|all|called|named)\b)|\bis\b",
-    _F,
-)
-_SOMEONE = re.compile(rf"(?:{PEOPLE}|{PETS}|ex)s?", _F)
-_NEW = frozenset({"new", "current", "latest", "updated", "actual", "real"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +140,21 @@ class _FactRule:
     kind: str  # how the value is read (fact_value): name, place, short, phrase, raw, zone...
     in_questions: bool
     alongside: bool  # the clause may state another fact too: the next rules still read it
+    # A word every match holds, looked for once per clause for the rules that share it: a
+    # clause without it is not searched by them (a turn's cost: most clauses state nothing).
+    cue: re.Pattern[str] | None
 
 
 def _rule(
-    key: str, pattern: str, kind: str, *, in_questions: bool = False, alongside: bool = False
+    key: str,
+    pattern: str,
+    kind: str,
+    *,
+    in_questions: bool = False,
+    alongside: bool = False,
+    cue: re.Pattern[str] | None = None,
 ) -> _FactRule:
-    return _FactRule(key, re.compile(pattern, _F), kind, in_questions, alongside)
+    return _FactRule(key, re.compile(pattern, _F), kind, in_questions, alongside, cue)
 
 
 # The first rule that reads a clause wins; order matters ("I'm from X" is no name).
@@ -160,21 +162,23 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     # What no longer holds ends its slot's value: "I quit my job at Google", "I don't live in
     # Berlin anymore", "I'm no longer vegan" (memory_slots: ex_workplace is workplace's slot).
     _rule("ex_workplace", rf"{_GONE_FROM}my\s+(?:job|position|role|post|work)\s+(?:at|with|for)"
-          r"\s+(?P<v>.+)", "place"),
-    _rule("ex_workplace", rf"{_GONE_FROM}(?P<v>(?-i:[A-Z]).+)", "org"),
+          r"\s+(?P<v>.+)", "place", cue=_ENDED),
+    _rule("ex_workplace", rf"{_GONE_FROM}(?P<v>(?-i:[A-Z]).+)", "org", cue=_ENDED),
     _rule("ex_workplace", rf"\bi\s+{_NOT_NOW}\s+work\s+(?:at|for)\s+(?P<v>.+?){_ANYMORE}$",
-          "place"),
+          "place", cue=_ENDED),
     _rule("ex_workplace", r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:got\s+|been\s+)?(?:laid off"
-          r"|fired|let go|made redundant|sacked)\s+(?:from|by|at)\s+(?P<v>.+)", "place"),
+          r"|fired|let go|made redundant|sacked)\s+(?:from|by|at)\s+(?P<v>.+)", "place",
+          cue=_ENDED),
     _rule("ex_location", rf"\b(?:i|we)\s+{_NOT_NOW}\s+live\s+in\s+(?P<v>.+?){_ANYMORE}$",
-          "place"),
+          "place", cue=_ENDED),
     _rule("ex_location", r"\b(?:i|we)(?:'ve|\s+have)?(?:\s+just)?\s+moved\s+(?:away\s+from"
-          r"|out\s+of)\s+(?P<v>.+)", "place"),
-    _rule("ex_diet", rf"^(?:i'm|i am|im)\s+no longer\s+(?:an?\s+)?(?P<v>{DIETS})\b", "raw"),
+          r"|out\s+of)\s+(?P<v>.+)", "place", cue=_ENDED),
+    _rule("ex_diet", rf"^(?:i'm|i am|im)\s+no longer\s+(?:an?\s+)?(?P<v>{DIETS})\b", "raw",
+          cue=_ENDED),
     _rule("ex_diet", rf"^(?:i'm|i am|im)\s+not\s+(?:an?\s+)?(?P<v>{DIETS})\s+any\s?more\b",
-          "raw"),
+          "raw", cue=_ENDED),
     _rule("ex_diet", rf"\bi(?:'ve|\s+have)?\s+(?:stopped|quit)\s+being\s+(?:an?\s+)?"
-          rf"(?P<v>{DIETS})\b", "raw"),
+          rf"(?P<v>{DIETS})\b", "raw", cue=_ENDED),
     _rule("timezone", r"\bmy time\s*zone(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)", "zone"),
     _rule("timezone", r"\b(?:set|change|switch|update) my time\s*zone to\s+(?P<v>.+)", "zone"),
     _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?"
@@ -330,9 +334,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("learning", rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been)?{_ADV}(?:\s+(?:started"
           r"|began|begun))?\s+learning\s+(?P<v>(?!(?:a\s+(?:lot|ton|bunch)|lots|tons|loads|so\s+much"
           r"|more|that|from|about\s+myself|new\s+things|things|stuff|something)\b)[^\W\d_].*)",
-          "place"),
+          "place", cue=_LEARNING),
     _rule("learning", rf"\bi(?:'m|\s+am)?{_ADV}\s+(?:taking|take|started)\s+(?P<v>[^\W\d_]"
-          r"[\w -]{0,30}?)\s+(?:lessons|classes|a\s+course)\b", "place"),
+          r"[\w -]{0,30}?)\s+(?:lessons|classes|a\s+course)\b", "place", cue=_LEARNING),
     _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "liked"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "liked"),
     _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
@@ -343,7 +347,7 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("likes", rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>.+?)"
           r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$", "liked"),
     # A detail of the user's world no rule above reads: "my blood type is O negative", "the
-    # wifi password at the cabin is pinecone42" (what it is called is its slot: _detail).
+    # wifi password at the cabin is pinecone42" (what it is called is its slot: detail_name).
     _rule("detail", rf"^(?P<k>(?:my|our)\s+{_THING})(?:\s+is|'s)\s+(?P<v>.+)$", "short"),
     _rule("detail", rf"^(?P<k>the\s+{_THING})\s+is\s+(?P<v>.+)$", "short"),
 )
@@ -424,9 +428,15 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
     found: list[tuple[str, str]] = []
     if _USER_CUE.search(clause.text) is None:  # no rule can read it: none is tried
         return found
+    cued: dict[re.Pattern[str], bool] = {}
     for rule in _FACT_RULES:
         if questions_only and not rule.in_questions:
             continue
+        if rule.cue is not None:
+            if rule.cue not in cued:
+                cued[rule.cue] = rule.cue.search(clause.text) is not None
+            if not cued[rule.cue]:
+                continue
         match = rule.pattern.search(clause.text)
         if match is None:
             continue
@@ -442,7 +452,7 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         if attribute == "favourite":
             attribute = f"favourite:{' '.join(match.group('k').casefold().split())}"
         elif attribute == "detail":
-            thing = _detail(match.group("k"), match.group("v"))
+            thing = detail_name(match.group("k"), match.group("v"))
             if thing is None:
                 continue
             attribute = f"detail:{thing}"
@@ -469,24 +479,3 @@ def _said(match: re.Match[str]) -> str | None:
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
     return f"{value} {lead}" if lead else value
 
-
-def _detail(called: str, said: str) -> str | None:
-    """What a detail is called ("blood type", "gym locker code": without "my", "the new"), or
-    ``None`` when "my X is Y" says no lasting detail: X is a time, the body, a mood or someone
-    (read by other rules), Y a passing state; "the X is Y" is a detail only for a code, a
-    password, a number (:data:`DETAIL_NOUNS`)."""
-    owner, *words = called.casefold().split()
-    while len(words) > 1 and words[0] in _NEW:  # "the new locker code": the locker code's slot
-        words = words[1:]
-    ends = next((n for n, w in enumerate(words) if w in {"at", "for", "of", "in", "on"}), None)
-    named = words[:ends]
-    if not named or named[-1] in NOT_DETAILS or any(_SOMEONE.fullmatch(w) for w in named):
-        return None
-    if _PASSING_VALUE.search(said):
-        return None
-    by_name = any(w in DETAIL_NOUNS for w in named)
-    if owner == "the" and not by_name:
-        return None
-    if not by_name and _DETAIL_VALUE.search(said) is None:
-        return None
-    return " ".join(words)

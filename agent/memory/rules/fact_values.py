@@ -1,6 +1,6 @@
 """Reading a fact's value from the words after its cue: a name ("Ada", not "tired"), a place cut
 where its sentence goes on ("Leeds, with my sister": "Leeds"), a short phrase, a time zone, an
-age. Pure functions, shared by :mod:`agent.memory.rules.fact_extraction` (the user's facts) and
+age, what a detail is called ("my blood type is O negative": "blood type"). Pure functions, shared by :mod:`agent.memory.rules.fact_extraction` (the user's facts) and
 :mod:`agent.memory.rules.entity_facts` (the people and pets in their life).
 
 Tested by ``tests/test_extraction.py``.
@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 
 from agent.memory.rules.extraction import clean_value
-from agent.memory.rules.fact_words import NAME_STOP, NOT_NAMES
+from agent.memory.rules.fact_words import (
+    DETAIL_NOUNS,
+    NAME_STOP,
+    NOT_DETAILS,
+    NOT_NAMES,
+    PEOPLE,
+    PETS,
+)
 from agent.utils.text import LETTER_WORD
 from agent.utils.time_zones import find_zone
 
@@ -21,6 +28,7 @@ __all__ = [
     "PLACE_STOP",
     "PRONOUN_OBJECT",
     "cut",
+    "detail_name",
     "fact_value",
     "liked_value",
     "name_value",
@@ -160,3 +168,38 @@ def fact_value(kind: str, raw: str) -> str | None:
     else:
         value = clean_value(raw, 80)
     return value or None
+
+
+# A value that holds a detail by its shape: a number, a name, "a blue Honda Civic".
+_DETAIL_VALUE = re.compile(r"\d|[A-Z]|^(?:an?|the|my|our)\s")
+# A value that says how things are, not what something is: "a bit cold", "the worst", "so slow".
+_PASSING_VALUE = re.compile(
+    r"^(?:an?\s+(?:bit|little|lot|mess|nightmare|disaster|joke|pain|struggle|drag)\b"
+    r"|the\s+(?:best|worst)\b|(?:so|very|really|too|not|still|just|kind|sort|pretty|quite"
+    r"|always|never|getting|going|being|all|called|named)\b)|\bis\b",
+    _F,
+)
+_SOMEONE = re.compile(rf"(?:{PEOPLE}|{PETS}|ex)s?", _F)
+_NEW = frozenset({"new", "current", "latest", "updated", "actual", "real"})
+
+
+def detail_name(called: str, said: str) -> str | None:
+    """What a detail is called ("blood type", "gym locker code": without "my", "the new"), or
+    ``None`` when "my X is Y" says no lasting detail: X is a time, the body, a mood or someone
+    (read by other rules), Y a passing state; "the X is Y" is a detail only for a code, a
+    password, a number (:data:`DETAIL_NOUNS`)."""
+    owner, *words = called.casefold().split()
+    while len(words) > 1 and words[0] in _NEW:  # "the new locker code": the locker code's slot
+        words = words[1:]
+    ends = next((n for n, w in enumerate(words) if w in {"at", "for", "of", "in", "on"}), None)
+    named = words[:ends]
+    if not named or named[-1] in NOT_DETAILS or any(_SOMEONE.fullmatch(w) for w in named):
+        return None
+    if _PASSING_VALUE.search(said):
+        return None
+    by_name = any(w in DETAIL_NOUNS for w in named)
+    if owner == "the" and not by_name:
+        return None
+    if not by_name and _DETAIL_VALUE.search(said) is None:
+        return None
+    return " ".join(words)
