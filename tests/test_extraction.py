@@ -515,6 +515,9 @@ def test_openers_name_the_todo(text, todos):
         "and I went home",
         "and then we watched a movie",
         "and call it a day",
+        "oh and cancel the oven reminder",
+        "and cancel the oven one",
+        "plus move the dentist reminder to 5pm",
     ],
 )
 def test_timed_reminders_and_questions_open_no_todo(text):

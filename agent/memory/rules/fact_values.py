@@ -1,6 +1,7 @@
 """Reading a fact's value from the words after its cue: a name ("Ada", not "tired"), a place cut
 where its sentence goes on ("Leeds, with my sister": "Leeds"), a short phrase, a time zone, an
-age, what a detail is called ("my blood type is O negative": "blood type"). Pure functions, shared by :mod:`agent.memory.rules.fact_extraction` (the user's facts) and
+age, what a detail is called ("my blood type is O negative": "blood type"). Pure functions,
+shared by :mod:`agent.memory.rules.fact_extraction` (the user's facts) and
 :mod:`agent.memory.rules.entity_facts` (the people and pets in their life).
 
 Tested by ``tests/test_extraction.py``.

@@ -39,8 +39,9 @@ _OPENERS = (
 # Where a list of to-dos said at once is cut: before each part that starts with a verb
 # ("buy milk, call the bank and pick up the kids"; not "buy milk, eggs and bread").
 _TODO_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|then\s+)?|\s+(?:and|then)\s+(?:then\s+)?", _F)
-# Verbs of a to-do that also open talk ("and see what happens", "and take it easy").
-_NOT_ERRANDS = frozenset("go see do get take make find read move plan change cut".split())
+# Verbs of a to-do that also open talk ("and see what happens", "and take it easy") or change
+# a reminder ("and cancel the oven one").
+_NOT_ERRANDS = frozenset("go see do get take make find read move plan change cut cancel".split())
 _TODO_VERBS = frozenset(
     """buy call pick send email book pay clean fix write finish check get take make bring return
     renew order schedule cancel file submit prepare pack wash water feed walk visit meet reply
@@ -62,7 +63,9 @@ _VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)
 # (not "and see what happens", "and call it a day").
 _AND_MORE = re.compile(r"^(?:oh[\s,]+)?(?:and|plus)\b", _F)
 _ERRAND_FIRST = re.compile(
-    rf"^(?!call (?:me|it)\b)(?P<v>(?:{'|'.join(_TODO_VERBS - _NOT_ERRANDS)})\b.+)", _F
+    rf"^(?!call (?:me|it)\b|.*\b(?:reminders?|alarm|timer)\b)"
+    rf"(?P<v>(?:{'|'.join(_TODO_VERBS - _NOT_ERRANDS)})\b.+)",
+    _F,
 )
 # "buy milk too": what the to-do ends with that says it is one more.
 _TOO = re.compile(r"\s+(?:too|as well)$", _F)
