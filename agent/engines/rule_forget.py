@@ -104,7 +104,9 @@ def forget_reply(
         message: the message (its chat type: only a personal chat has memories to erase).
         text: the message's text, normalised.
     """
-    answered = _erasure_answer(packet, text, message.speaker)
+    # In a group only the member who asked answers the question; in private, the user.
+    group = message.chat_type not in PERSONAL_CHAT_TYPES
+    answered = _erasure_answer(packet, text, message.speaker if group else None)
     if answered is not None:
         return answered
     forget = _FORGET.match(text)
@@ -222,8 +224,8 @@ def _erasure_answer(
 ) -> Reply | None:
     """Answer "yes" or "no" to "Erase them (yes or no)?": on yes the reply names the turns to
     erase, those found and the request itself (it may say the detail: "forget that my code
-    is 4411"); ``None`` when no such question waits, ``text`` answers neither, or (in a group)
-    ``speaker`` is not the member who asked."""
+    is 4411"); ``None`` when no such question waits, ``text`` answers neither, or ``speaker``
+    (a group member; ``None`` in private) is not the one who asked."""
     asked = {c.asked_turn for c in packet.pending_clarifications}
     turn = next(
         (
@@ -231,7 +233,7 @@ def _erasure_answer(
             for t in reversed(packet.recent_turns)
             if t.seq in asked
             and (t.action_name or "").startswith(_CONFIRM_ERASE)
-            and t.speaker == speaker
+            and (speaker is None or t.speaker == speaker)
         ),
         None,
     )
