@@ -295,7 +295,8 @@ def test_a_state_typed_in_lower_case_is_no_name(text):
         ("I don't work at Acme anymore", "ex_workplace", "Acme"),
         ("I no longer work for the council", "ex_workplace", "the council"),
         ("I got laid off from Boeing last week", "ex_workplace", "Boeing"),
-        ("I left Google in March", "ex_workplace", "Google"),
+        ("I resigned from Google in March", "ex_workplace", "Google"),
+        ("I've just left my job at the bank", "ex_workplace", "the bank"),
         ("I don't live in Berlin any more", "ex_location", "Berlin"),
         ("I no longer live in Leeds", "ex_location", "Leeds"),
         ("I moved away from Porto", "ex_location", "Porto"),
@@ -313,6 +314,7 @@ def test_what_no_longer_holds_ends_its_slot(text, key, value):
 @pytest.mark.parametrize(
     "text",
     ["I left my keys at home", "I quit smoking", "I left early", "I don't work on Fridays",
+     "I left London last year",
      "I'm not vegetarian", "I don't live far from here"],
 )  # fmt: skip
 def test_leaving_look_alikes_end_nothing(text):

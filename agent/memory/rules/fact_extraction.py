@@ -163,7 +163,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     # Berlin anymore", "I'm no longer vegan" (memory_slots: ex_workplace is workplace's slot).
     _rule("ex_workplace", rf"{_GONE_FROM}my\s+(?:job|position|role|post|work)\s+(?:at|with|for)"
           r"\s+(?P<v>.+)", "place", cue=_ENDED),
-    _rule("ex_workplace", rf"{_GONE_FROM}(?P<v>(?-i:[A-Z]).+)", "org", cue=_ENDED),
+    # "I quit Acme", not "I left London": a company by its capital, left in words of work.
+    _rule("ex_workplace", r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|resigned\s+from|retired"
+          r"\s+from)\s+(?P<v>(?-i:[A-Z]).+)", "org", cue=_ENDED),
     _rule("ex_workplace", rf"\bi\s+{_NOT_NOW}\s+work\s+(?:at|for)\s+(?P<v>.+?){_ANYMORE}$",
           "place", cue=_ENDED),
     _rule("ex_workplace", r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:got\s+|been\s+)?(?:laid off"
