@@ -71,6 +71,7 @@ _ERRAND_FIRST = re.compile(
 _TOO = re.compile(r"\s+(?:too|as well)$", _F)
 _LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
 
+
 def _reminder_clause(clause: Clause) -> bool:
     return match_reminder(clause.text) is not None
 
