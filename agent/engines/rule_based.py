@@ -268,7 +268,6 @@ class RuleBasedConcierge:
         answer = None if change is not None else _question(packet, reading, jobs)
         if answer is not None and answer[1].startswith(NOT_TOLD):
             # No fact says it, but it may have been said in passing: quote it if so.
-            asker = None if personal else message.speaker
             quoted = quote_memory(packet, message.text or "", now, personal=personal, asker=asker)
             answer = answer if quoted is None else ("recall", quoted)
         if answer is not None:
@@ -317,7 +316,7 @@ def _unanswered(
         return "deliberation", "Noted for the group. Ask “what did we decide?” to see where we are."
     if any(clause.question for clause in clauses):
         personal = message.chat_type in PERSONAL_CHAT_TYPES
-        asker = None if personal else message.speaker  # in a group, the member who asks
+        asker = member(message.speaker, message.user_id)
         recalled = answer_from_memory(
             packet, message.text, reading.now, personal=personal, asker=asker
         )

@@ -157,8 +157,7 @@ def _forget_own_words(
 ) -> Reply:
     """In a group: offer to erase the asker's own messages that said ``what`` (never another
     member's), or say that none did."""
-    words = content_stems(what) - _FORGET_FILLER
-    lines = lines_saying(packet, words, message.speaker) if words and message.speaker else []
+    lines = _lines_saying(packet, what, message.speaker) if message.speaker else []
     if not lines:
         return Reply(text=_NOTHING_IN_GROUP.format(about=_about(what)), intent="forget_memory")
     return _ask_to_erase(what, lines, message.received_at, also=False, yours=True)
@@ -168,8 +167,7 @@ def _lines_of(
     packet: ConversationContextPacket, what: str, memories: Sequence[Memory]
 ) -> list[Recollection]:
     if not memories:
-        words = content_stems(what) - _FORGET_FILLER
-        return lines_saying(packet, words, None) if words else []
+        return _lines_saying(packet, what, None)
     # A memory goes with its history: the messages that said its earlier values go too.
     slots = {slot_of(m.key) for m in memories}
     said = [*memories, *(m for m in packet.memories if m.valid_until and slot_of(m.key) in slots)]
@@ -179,6 +177,14 @@ def _lines_of(
         for line in lines_saying(packet, content_stems(memory.text), None)
     }
     return sorted(found.values(), key=lambda line: line.seq or 0)
+
+
+def _lines_saying(
+    packet: ConversationContextPacket, what: str, speaker: str | None
+) -> list[Recollection]:
+    """The lines of ``speaker`` (anyone's: ``None``) that hold every word of ``what``."""
+    words = content_stems(what) - _FORGET_FILLER
+    return lines_saying(packet, words, speaker) if words else []
 
 
 def _ask_to_erase(

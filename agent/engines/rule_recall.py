@@ -202,8 +202,8 @@ def recollect(
 
     Ties go to the retriever's order (see :func:`_candidates`). The threshold is the caller's
     (:data:`RECALL_THRESHOLD`). ``personal``: a personal chat (its facts live in long-term
-    memory: a line stating one that is not there is not quoted). ``asker``: in a group, who
-    asks (a question about themselves is about their lines, even before they wrote any).
+    memory: a line stating one that is not there is not quoted). ``asker``: who asks; in a
+    group, a question about themselves is about their lines, even before they wrote any.
     """
     candidates = _candidates(packet)
     # A speaker the question names ("what did Caroline paint?") is who said it, not a word of
@@ -212,7 +212,7 @@ def recollect(
     every_name = frozenset().union(*speakers.values()) if speakers else frozenset()
     asked = _asked(question)
     named = {s for s, stems in speakers.items() if stems and stems <= asked}
-    writer = packet.member.name if packet.member is not None else asker
+    writer = packet.member.name if packet.member is not None else None if personal else asker
     if not named and writer is not None and is_about_user(normalize_text(question)):
         named = {writer}  # in a group, "what am I allergic to?" asks the writer's
     asked -= every_name
@@ -316,7 +316,7 @@ def answer_from_memory(
         question: the question, as the user asked it.
         now: the time of the question (to say "earlier today", or the year when it differs).
         personal: a personal chat (the user is "you"; in a group, speakers are named).
-        asker: in a group, the member who asks (their lines answer "what am I ...?").
+        asker: the member who asks (in a group, their lines answer "what am I ...?").
 
     Returns:
         The quote with its day; "you haven't told me" when nothing covers the question and it

@@ -101,8 +101,10 @@ _FEELING = (
     r"|today (?:is|was|has been)|(?:it's|it has) been|what an?)\s+)(?:(?:a|an|so|really|very"
     r"|pretty|such an?|a bit|kind of|kinda|quite|super|totally|rather)\s+)*"
 )
-_FEELING_END = r"(?:\s+(?:day|week|morning|evening|night))?(?:\s+(?:today|now|lately|tonight"
-_FEELING_END += r"|this week|again))?[\s.!😊🙂😀😄😢😞😩]*$"
+_FEELING_END = (
+    r"(?:\s+(?:day|week|morning|evening|night))?(?:\s+(?:today|now|lately|tonight|this week"
+    r"|again))?[\s.!😊🙂😀😄😢😞😩]*$"
+)
 _GOOD_MOOD = re.compile(
     _FEELING + r"(?:great|good|amazing|awesome|fantastic|wonderful|lovely|happy|excited|fine"
     r"|brilliant|productive|relaxed|better|well)" + _FEELING_END,

@@ -389,9 +389,9 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     Returns:
         The facts, at most one per key (the last stated wins).
     """
+    normalized = normalize_text(text)
     found: dict[str, Fact] = {
-        key: Fact(key=key, value=value, turn=turn)
-        for key, value in read_several(normalize_text(text))
+        key: Fact(key=key, value=value, turn=turn) for key, value in read_several(normalized)
     }
     moved = _NEW_WORKPLACE.search(text)
     workplace = fact_value("place", moved.group("v")) if moved else None
@@ -417,7 +417,7 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     if workplace is not None:  # the new workplace says the old one ended
         found.pop("ex_workplace", None)
         found["workplace"] = Fact(key="workplace", value=workplace, turn=turn)
-    greeted = _GREETED_NAME.match(normalize_text(text))
+    greeted = _GREETED_NAME.match(normalized)
     name = fact_value("casual_name", greeted.group("v")) if greeted else None
     if name is not None and "name" not in found:
         found["name"] = Fact(key="name", value=name, turn=turn)
