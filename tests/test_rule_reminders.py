@@ -353,3 +353,43 @@ async def test_an_alarm_or_a_timer_is_a_reminder(lane, alarm, due):
 )
 async def test_the_time_in_a_city_is_told_in_its_zone(lane, question, said):
     assert said in await Conversation(lane).reply(question, T0)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "label", "due"),
+    [
+        ("ping me in 30 mins about the laundry", "the laundry", later(30)),
+        ("nudge me in 2 hours to call the bank", "call the bank", later(120)),
+        ("don't let me forget to call the bank tomorrow", "call the bank",
+         datetime(2026, 11, 26, 9, 0, tzinfo=UTC)),
+        ("make sure I remember to pay rent on Friday at 6pm", "pay rent",
+         datetime(2026, 11, 27, 18, 0, tzinfo=UTC)),
+        ("give me a nudge at 7am to go running", "go running",
+         datetime(2026, 11, 26, 7, 0, tzinfo=UTC)),
+    ],
+)  # fmt: skip
+async def test_a_reminder_asked_for_in_other_words_is_set(lane, request_text, label, due):
+    result = await Conversation(lane).say(request_text, T0)
+    (job,) = result.turn.job_refs
+    assert (job.label, job.due_at) == (label, due)
+    assert (result.turn.assistant_text or "").startswith("I'll remind you")
+
+
+@pytest.mark.parametrize("question", ["reminders?", "my reminders?", "any reminders?", "Reminders"])
+async def test_a_bare_word_asks_for_the_reminders(lane, question):
+    chat = Conversation(lane)
+    await chat.say("remind me in 20 minutes to check the oven", T0)
+    assert "check the oven" in await chat.reply(question, later(1))
+
+
+@pytest.mark.parametrize(
+    "push", ["push the oven one back 15 minutes", "push it back 15 minutes", "put the oven "
+             "reminder back 15 minutes"],
+)
+async def test_a_reminder_pushed_back_is_snoozed(lane, push):
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me in 1 hour to check the oven", T0)).turn.job_refs
+    result = await chat.say(push, later(1))
+    moved, again = result.turn.job_refs
+    assert (moved.job_id, moved.status) == (job.job_id, "cancelled")
+    assert (again.label, again.status, again.due_at) == ("check the oven", "scheduled", later(75))

@@ -45,8 +45,9 @@ NOT_TOLD = "You haven't told me"
 
 _F = re.IGNORECASE
 _ASK_NAME = re.compile(
-    r"\b(?:what(?:'s| is) my (?:first |full )?name|who am i\b|do you (?:know|remember) (?:my "
-    r"name|who i am)|what (?:do|should|will|would|can) you call me|say my name|what am i called"
+    r"\b(?:what(?:'s| is) my (?:first |full )?name|who am i(?=\s*[?!.]*$)"
+    r"|do you (?:know|remember) (?:my name|who i am)"
+    r"|what (?:do|should|will|would|can) you call me|say my name|what am i called"
     r"|how (?:do|should|will|would) you (?:call|address) me)",
     _F,
 )

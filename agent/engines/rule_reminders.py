@@ -69,6 +69,9 @@ _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
         rf"{_PLEASE}(?:snooze|delay|postpone|push back|put off|defer)\b(?P<rest>.{{0,120}})$",
+        # "push the oven one back 15 minutes", "put it back an hour"
+        rf"{_PLEASE}(?:push|put|move|set)\s+(?P<rest>(?:it|that|this|(?=.{{0,120}}?{_REMINDER})"
+        r".{1,120}?)\s+back\b.{0,60})$",
         r"^(?:please\s+)?remind me (?:again|later)\b(?P<rest>.{0,120})$",
     )
 )

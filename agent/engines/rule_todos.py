@@ -54,8 +54,9 @@ _ASK_OPEN = re.compile(
     r")?list\b|\b(?:my|our|the) (?:to-?do|task) list\b|\bshow (?:me |us )?(?:my|our|the) "
     r"(?:list|to-?dos?|tasks|reminders)\b|\bwhat do (?:i|we) (?:still )?(?:need|have) to do\b"
     r"|\b(?:my|our|any|what) reminders\b"
-    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)$|\b(?:when|what time) (?:will|are) you"
-    r" (?:going to )?remind(?:ing)? me\b|\bwhat (?:did|have) i promised?\b|\bmy promises\b",
+    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)\s*[?!.]*$"
+    r"|\b(?:when|what time) (?:will|are) you (?:going to )?remind(?:ing)? me\b"
+    r"|\bwhat (?:did|have) i promised?\b|\bmy promises\b",
     _F,
 )
 

@@ -63,13 +63,17 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"(?=(?:plays|is learning|learns|practises|practices)\s)", "does", "short"),
     )
 )  # fmt: skip
-_ENTITY = re.compile(rf"\b(?:my|our) {_WHO}\b", _F)
-# "I have a dog called Rex"; "(and) a golden retriever named Biscuit" said after it.
+# An age said before who they are: "my 3 year old daughter", "a 10-year-old dog", "my 7 yo son".
+_AGED = r"(?:(?P<aged>\d{1,3})(?:[\s-]*(?:years?|yrs?)[\s-]*old|\s*yo)\s+)?"
+_ENTITY = re.compile(rf"\b(?:my|our) {_AGED}{_WHO}\b", _F)
+# "I have a dog called Rex"; "(and) a golden retriever named Biscuit" said after it; "got a
+# cat called Pixel", "just adopted a rabbit named Clover" (the "I" left out).
 _HAVE_ENTITY = re.compile(
     r"(?:\b(?:i|we)(?:\s+(?:also|now|still|even))?(?:\s+have|'ve got|\s+have got|'ve"
     r"|(?:'ve|\s+have)?\s+(?:just\s+)?(?:got|adopted|rescued|bought))\s+"
+    r"|^(?:(?:just|also)\s+)?(?:got|adopted|rescued)\s+"
     r"|^(?=(?:an?|one)\s+[\w ]{1,30}?\s+(?:called|named)\s))"
-    rf"(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_WHO}\b",
+    rf"(?:an?|one|two|three)\s+(?:new\s+|little\s+|baby\s+)?{_AGED}{_WHO}\b",
     _F,
 )
 # One of several named: "Leo", with an age said after the name: "Leo who is 7", "Leo (7)",
@@ -171,6 +175,8 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     if name is not None:
         attribute = "pet" if _PET.match(role) else "relative"
         facts.append((fact_key(USER, attribute, subject), subject))
+    if match.group("aged"):  # "my 3 year old daughter Zoe"
+        facts.append((fact_key(subject, "age", match.group("aged")), match.group("aged")))
     # "my mom's birthday is ...": what follows the possessive is said of them.
     said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
     said = _NOT_OLD.sub("", said)

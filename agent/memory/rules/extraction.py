@@ -376,7 +376,8 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
 
 _REMIND = (
     r"(?:please\s+)?(?:remind me|set (?:a |an |my )?(?:reminder|alarm|timer)(?: for me)?"
-    r"|wake me(?: up)?)"
+    r"|wake me(?: up)?|ping me|nudge me|give me a (?:nudge|shout|heads[- ]up)"
+    r"|(?:don't|do not) let me forget|make sure i (?:remember|don't forget|do not forget))"
 )
 _LINK = r"(?P<link>to|about|that|for)"
 _REMINDER_FORMS = (

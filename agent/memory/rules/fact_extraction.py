@@ -70,7 +70,8 @@ _HEDGE = re.compile(
 )
 _CORRECTION = re.compile(
     r"\b(?:actually|correction|i meant|i mean|oops|my mistake|my bad|scratch that"
-    r"|i misspoke|i was wrong)\b|^(?:no|nope|sorry|wait)\b",
+    r"|i misspoke|i was wrong|whoops)\b"
+    r"|^(?:(?:oh|ah|hmm|um|uh|er)\b[\s,]*)?(?:no|nope|sorry|wait)\b",
     _F,
 )
 

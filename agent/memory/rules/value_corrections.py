@@ -51,8 +51,11 @@ __all__ = [
 ]
 
 _F = re.IGNORECASE
-# What may open a correction: "no,", "sorry -", "oops, actually".
-_LEAD = r"^(?:(?:no|nope|sorry|oops|actually|correction|wait|my bad|my mistake)\b[\s,:!.-]*)*"
+# What may open a correction: "no,", "sorry -", "oops, actually", "oh wait,".
+_OPENER = r"(?:no|nope|sorry|oops|whoops|actually|correction|wait|my bad|my mistake)"
+# Said before it: "oh", "ah", "hmm" (alone they open no correction: "oh, it's raining").
+_FILLER = r"(?:(?:oh|ah|hmm+|um+|uh|er+)\b[\s,:!.-]*)?"
+_LEAD = rf"^{_FILLER}(?:{_OPENER}\b[\s,:!.-]*)*"
 _VALUE = r"[^,.!?;:]{1,40}?"
 _END = r"\s*[.!]*$"
 # (new) "not" (old), "not" (old) (new), "I said" (old) "but I meant" (new).
@@ -69,7 +72,7 @@ _INSTEAD = tuple(
 )
 # "no, it's on Wednesday": the right value alone, of what the message before said.
 _IT_IS = re.compile(
-    rf"^(?:no|nope|sorry|oops|actually|correction|wait|my bad|my mistake)\b[\s,:!.-]*{_LEAD[1:]}"
+    rf"^{_FILLER}{_OPENER}\b[\s,:!.-]*(?:{_OPENER}\b[\s,:!.-]*)*"
     rf"(?:it's|it is|it was|that's|that is|make that|it should be|i meant|i mean)\s+"
     rf"(?:actually\s+)?"
     rf"(?P<new>{_VALUE}){_END}",
@@ -87,8 +90,7 @@ _MOST_WORDS = 5
 # A message that opens by putting the one before right ("sorry, her name is Anna", "I meant
 # my cousin"), and one that adds to it rather ("actually I also like tea").
 _PUTS_RIGHT = re.compile(
-    r"^(?:no|nope|sorry|oops|actually|correction|wait|my bad|my mistake|i meant|i mean"
-    r"|scratch that)\b",
+    rf"^{_FILLER}(?:{_OPENER}|i meant|i mean|scratch that)\b",
     _F,
 )
 _ADDS = re.compile(r"\b(?:also|too|as well|another|second|other)\b", _F)
