@@ -97,6 +97,28 @@ async def test_what_was_never_told_is_admitted(lane, clock, question):
 
 
 @pytest.mark.parametrize(
+    ("question", "name", "about"),
+    [
+        ("when is Omar's wedding?", "Omar", "my best friend Omar is getting married in June"),
+        ("what's Lena's phone number?", "Lena", "my sister Lena moved to Vienna last spring"),
+        ("what's Biscuit's favourite toy?", "Biscuit", "we adopted a puppy called Biscuit"),
+    ],
+)
+async def test_a_question_about_someone_named_says_what_was_said_of_them(
+    lane, clock, question, name, about
+):
+    """No line covers the question, but one says something of the one it names: the reply
+    admits the gap and quotes that line, rather than keep the question as a to-do."""
+    chat = await told(lane, clock, [about, *SMALL_TALK])
+    result = await chat.say(question, LATER)
+    assert result.turn.assistant_text == (
+        f"You haven't told me that. About {name}, on 25 Nov you told me: {about}"
+    )
+    assert result.turn.intent == "recall"
+    assert question not in await chat.reply("what is still open?", LATER)
+
+
+@pytest.mark.parametrize(
     "question",
     [
         "what's the capital of Mongolia?",

@@ -34,6 +34,7 @@ from agent.memory.longterm.memory_slots import (
     describe_memory,
     fact_key,
     parse_key,
+    role_and_name,
     slot_of,
 )
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS
@@ -85,6 +86,10 @@ _ASK_TOLD = re.compile(
     re.IGNORECASE,
 )
 _QUESTION_ONLY = re.compile(r"[^.!?]*\?+")
+# A question that asks for something said ("when is ...?", "what's ...?"), not yes or no.
+_WH_QUESTION = re.compile(r"^\W*(?:what|when|where|who|whose|which|how)\b", re.IGNORECASE)
+# The facts that name someone ("sister Mia", "cat Miso").
+_NAMED = frozenset({"relative", "pet"})
 
 
 def _only_asks(said: str) -> bool:
@@ -326,6 +331,9 @@ def answer_from_memory(
     quoted = quote_memory(packet, question, now, personal=personal, asker=asker)
     if quoted is not None:
         return quoted
+    said_of = _said_of_named(packet, question, now, personal=personal)
+    if said_of is not None:
+        return said_of
     names = {t.speaker.casefold() for t in packet.recent_turns if t.speaker}
     names.update(p.name.casefold() for p in packet.participants)
     about = _FIRST_PERSON.search(_ASKER.sub("", question)) or any(
@@ -334,3 +342,43 @@ def answer_from_memory(
     if not about:
         return None
     return "You haven't told me that, as far as I can find. Tell me and I'll remember it."
+
+
+def _known_names(packet: ConversationContextPacket) -> set[str]:
+    """The names of the people and pets the user told of ("my sister Mia": Mia)."""
+    labels = [m.subject for m in packet.memories if m.valid_until is None]
+    labels += [m.text for m in packet.memories if m.valid_until is None and m.attribute in _NAMED]
+    for fact in packet.facts:
+        key = parse_key(fact.key)
+        labels.append(key.subject)
+        if key.name in _NAMED:
+            labels.append(fact.value)
+    return {role_and_name(label)[1] for label in labels} - {""}
+
+
+def _said_of_named(
+    packet: ConversationContextPacket, question: str, now: datetime, *, personal: bool
+) -> str | None:
+    """When no line answers a question about someone the user told of ("when is Omar's
+    wedding?"), the line that says most of them ("my best friend Omar is getting married in
+    June"), after saying that the question itself was not answered; ``None`` when the question
+    names no one known, or no line says anything of them, or it asks for yes or no."""
+    if _WH_QUESTION.match(question) is None:
+        return None  # "can Leo eat pasta?" asks for a judgement, not for what was said
+    names = [n for n in _known_names(packet) if re.search(rf"\b{re.escape(n)}\b", question)]
+    if not names:
+        return None
+    name = max(names, key=len)
+    stems = content_stems(name)
+    still_true = _still_true(packet, personal=personal)
+    for line in _candidates(packet):
+        if line.seq is None or not stems <= content_stems(line.said):
+            continue
+        if not still_true(line.said, line.speaker):
+            continue
+        when = _day(line.when, now) if line.when else "Earlier"
+        when = when[0].lower() + when[1:]
+        quote = quote_said(line.said, stems)
+        who = "you told me" if personal or line.speaker is None else f"{line.speaker} said"
+        return f"You haven't told me that. About {name}, {when} {who}: {quote}"
+    return None
