@@ -53,7 +53,8 @@ _ASK_NAME = re.compile(
 )
 
 _ASK_ABOUT_ME = re.compile(
-    r"\bwhat (?:else )?(?:do|did) you (?:know|remember)(?: about me)?\b|\bwhat have i told you"
+    r"\bwhat (?:else )?(?:do|did) you (?:know|remember)(?: about me)?\b(?!\s+about\b)"
+    r"|\bwhat have i told you\b(?!\s+about\s+(?!me\b))"
     r"|\btell me about (?:me|myself)\b|\bwhat do you know about me",
     _F,
 )
@@ -145,7 +146,7 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is| are) the names? of (?:my|our) {_WHO}\??$", "name"),
         (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
-        (rf"\b(?:tell me|what do you know) about (?:my )?{_WHO}\b", ""),
+        (rf"\b(?:tell me|what (?:do|did) you (?:know|remember)) about (?:my )?{_WHO}\b", ""),
     )
 )  # fmt: skip
 
