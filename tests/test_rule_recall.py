@@ -176,3 +176,42 @@ async def test_in_a_group_the_speaker_named_is_the_one_quoted(lane, clock):
     assert found is not None
     assert found.speaker == "Ana"
     assert found.score >= RECALL_THRESHOLD
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what did we talk about last time?",
+        "what did we discuss in our last conversation?",
+        "what were we talking about in our previous session?",
+        "do you remember our previous chat?",
+    ],
+)
+async def test_last_time_is_answered_from_what_earlier_conversations_left(
+    lane, clock, question
+):
+    """After /new, "what did we talk about last time?" is not this conversation's recap: it says
+    what earlier conversations left in memory and where the earlier conversation is kept."""
+    chat = await told(lane, clock, ["my sister Lena lives in Vienna", "I'm allergic to cats"])
+    await lane.new_session(CHAT)
+    await chat.say("hello", LATER)
+    said = await chat.reply(question, LATER + timedelta(minutes=1))
+    assert "Your sister Lena lives in Vienna." in said
+    assert "You're allergic to cats." in said
+    assert "/sessions" in said
+    assert "hello" not in said
+
+
+async def test_last_time_with_nothing_remembered_says_so(lane, clock):
+    chat = await told(lane, clock, ["the weather was lovely"])
+    await lane.new_session(CHAT)
+    said = await chat.reply("what did we talk about last time?", LATER)
+    assert said.startswith("I remember nothing about you from earlier conversations")
+    assert "/sessions" in said
+
+
+async def test_before_in_the_same_conversation_is_its_recap(lane, clock):
+    chat = await told(lane, clock, ["I'm planning a trip to Rome"])
+    said = await chat.reply("what were we talking about before?", LATER)
+    assert said.startswith("Here's what we talked about")
+    assert "Rome" in said

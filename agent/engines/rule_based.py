@@ -75,6 +75,7 @@ from agent.engines.rule_talk import (
     UNKNOWN,
     answer_decisions,
     answer_help,
+    answer_last_time,
     answer_recap,
     smalltalk,
 )
@@ -139,6 +140,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("list_open", answer_open_items),
     ("list_facts", answer_about_you),
     ("list_decisions", answer_decisions),
+    ("recap", answer_last_time),
     ("recap", answer_recap),
     ("ask_fact", answer_like),
     ("ask_fact", answer_like_kind),

@@ -12,11 +12,20 @@ from collections.abc import Sequence
 
 import emoji
 
+from agent.engines.rule_facts import answer_line
 from agent.engines.rule_reading import Reading, first_sentence
+from agent.memory.longterm.memory_slots import memory_facts
 from agent.memory.rules.dialogue_acts import is_dismissal
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
-__all__ = ["UNKNOWN", "answer_decisions", "answer_help", "answer_recap", "smalltalk"]
+__all__ = [
+    "UNKNOWN",
+    "answer_decisions",
+    "answer_help",
+    "answer_last_time",
+    "answer_recap",
+    "smalltalk",
+]
 
 _F = re.IGNORECASE
 _RECAP_LINES = 12
@@ -47,6 +56,19 @@ _ASK_RECAP = re.compile(
     r"\bwhat (?:did|have) we (?:talk|talked|discuss|discussed|chat|chatted|speak|spoken|said)\b"
     r"|\bwhat were we (?:talking|discussing)\b|\bwhere were we\b|\brecap\b|\bsummar(?:y|i[sz]e)\b",
     _F,
+)
+
+# "what did we talk about last time?", "do you remember our previous chat?": an earlier
+# conversation, not this one ("what were we talking about before?" may be this one's).
+_ASK_LAST_TIME = re.compile(
+    r"\b(?:talk(?:ed|ing)?|discuss(?:ed|ing)?|chat(?:ted|ting)?|speak|spoke|say|said|remember"
+    r"|recap)\b"
+    r".*\b(?:last time|(?:our|the|that) (?:last|previous|earlier|other|old) (?:conversation|chat"
+    r"|session|talk)s?)",
+    _F,
+)
+_KEPT_ON_FILE = (
+    "Earlier conversations are kept on file: /sessions lists them, /resume brings one back."
 )
 
 _ASK_DECISIONS = re.compile(
@@ -156,6 +178,21 @@ def answer_recap(
 ) -> str | None:
     """Answer "what did we talk about?"."""
     return _recap(packet) if _ASK_RECAP.search(reading.text) else None
+
+
+def answer_last_time(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what did we talk about last time?": what earlier conversations left in long-term
+    memory (what this one said is not from before), and where those conversations are kept."""
+    if _ASK_LAST_TIME.search(reading.text) is None:
+        return None
+    now = {fact.key for fact in packet.facts}
+    earlier = [fact for fact in memory_facts(packet.memories) if fact.key not in now]
+    if not earlier:
+        return f"I remember nothing about you from earlier conversations. {_KEPT_ON_FILE}"
+    lines = "\n".join(f"• {answer_line(fact)}" for fact in earlier)
+    return f"From our earlier conversations I remember:\n{lines}\n{_KEPT_ON_FILE}"
 
 
 def answer_help(
