@@ -106,6 +106,8 @@ _VISIT = re.compile(
     r"|tonight|today|from|for)\b.{1,60})$",
     _F,
 )
+# "... and works as", "..., and she's 70": where one thing said of someone ends and the next begins.
+_AND = re.compile(r"\s*,?\s+and\s+", _F)
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # "Ava's school play is on Thursday at 6pm": an event of theirs on the user's calendar.
@@ -190,16 +192,37 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         item = f"{subject}' visit" if subject.endswith("s") else f"{subject}'s visit"
         facts.append((fact_key(USER, "event", item), f"{item} is {visit.group('when')}"))
         return facts
-    for predicate, attribute, kind in _OTHER_PREDICATES:
-        found = predicate.match(said)
-        if found is None:
-            continue
-        value = fact_value(kind, said[found.end() :])
-        if value is not None and not PRONOUN_OBJECT.fullmatch(value):
-            facts.append((fact_key(subject, attribute, value), value))
-        where = _JOB_AT.search(said[found.end() :]) if attribute == "job" else None
-        place = fact_value("place", where.group("v")) if where else None
-        if place is not None:  # "is a chef at a restaurant called Fern": where, too
-            facts.append((fact_key(subject, "workplace", place), place))
-        break
+    for part in _said_parts(said):
+        for predicate, attribute, kind in _OTHER_PREDICATES:
+            found = predicate.match(part)
+            if found is None:
+                continue
+            value = fact_value(kind, part[found.end() :])
+            if value is not None and not PRONOUN_OBJECT.fullmatch(value):
+                facts.append((fact_key(subject, attribute, value), value))
+            where = _JOB_AT.search(part[found.end() :]) if attribute == "job" else None
+            place = fact_value("place", where.group("v")) if where else None
+            if place is not None:  # "is a chef at a restaurant called Fern": where, too
+                facts.append((fact_key(subject, "workplace", place), place))
+            break
     return facts
+
+
+def _predicate_at(text: str) -> bool:
+    return any(predicate.match(text) for predicate, _, _ in _OTHER_PREDICATES)
+
+
+def _said_parts(said: str) -> list[str]:
+    """``said`` cut where "and" goes on with another thing said of them ("lives in Vienna and
+    works as an architect", "is 3 and loves tennis balls", "lives in Leeds and she's 70"), not
+    inside one value ("loves cats and dogs")."""
+    parts: list[str] = []
+    searched = 0
+    while (joint := _AND.search(said, searched)) is not None:
+        rest = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", said[joint.end() :]))
+        if joint.start() > 0 and _predicate_at(rest):
+            parts.append(said[: joint.start()])
+            said, searched = rest, 0
+        else:
+            searched = joint.end()
+    return [*parts, said]
