@@ -131,6 +131,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my dog Rex is 3 and loves tennis balls", "what does Rex like?"], "tennis balls"),
         (["my mum lives in Leeds and she's 70", "how old is my mum?"], "70"),
         (["my son Leo loves cats and dogs", "what does Leo like?"], "cats and dogs"),
+        (["my sister Lena lives in Vienna and works as an architect"],
+         "Noted: your sister Lena lives in Vienna and works as an architect."),
         (["my name is Ada", "my sister Lena lives in Vienna", "what do you remember about Lena?"],
          "Your sister is called Lena. Your sister Lena lives in Vienna."),
         (["my name is Ada", "my sister Lena lives in Vienna", "what did I tell you about Lena?"],

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from agent.engines.rule_reading import Reading, sentence
+from agent.engines.rule_reading import Reading, joined_of, sentence
 from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import (
     USER,
@@ -281,7 +281,7 @@ def fact_acks(
     said: list[str] = []
     before = {slot_of(f.key): f for f in known}
     old_name = before["name"].value if "name" in before else None
-    noted: list[str] = []
+    noted: list[tuple[str, str]] = []  # (subject, phrase)
     unsure: list[str] = []
     named_together = _named_together(new)
     for fact in new:
@@ -294,7 +294,7 @@ def fact_acks(
             continue  # "Ava's school play is on Thursday": Ava is known, the play is news
         if fact.key in named_together:
             if named_together[fact.key]:
-                noted.append(named_together[fact.key])
+                noted.append((USER, named_together[fact.key]))
             continue
         if fact.key != "name":
             previous = before.get(slot_of(fact.key))
@@ -303,7 +303,7 @@ def fact_acks(
             # this conversation after its own was erased.
             if previous is not None and previous.value.casefold() != fact.value.casefold():
                 phrase += " (updated)"
-            noted.append(phrase)
+            noted.append((parse_key(fact.key).subject, phrase))
         elif old_name is None:
             said.append(f"Nice to meet you, {fact.value}.")
         elif old_name == fact.value:
@@ -313,7 +313,7 @@ def fact_acks(
     if noted:
         corrected = any(f.mode == "corrected" for f in new)
         head = "Corrected" if corrected else "Noted" if personal else "Noted for this conversation"
-        said.append(f"{head}: " + " and ".join(noted) + ".")
+        said.append(f"{head}: {joined_of(noted)}.")
     if unsure:
         said.append(
             "I've kept “" + "” and “".join(unsure) + "” as unconfirmed: say it plainly, or "

@@ -29,6 +29,7 @@ __all__ = [
     "due_order",
     "first_sentence",
     "is_about_user",
+    "joined_of",
     "say_when",
     "sentence",
     "utc",
@@ -156,3 +157,18 @@ def first_sentence(text: str, limit: int) -> str:
     """
     flat = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def joined_of(said: Sequence[tuple[str, str]]) -> str:
+    """Join phrases said of subjects with "and", naming a subject once when it goes on: of
+    ("sister Lena", "your sister Lena lives in Vienna") and ("sister Lena", "your sister Lena
+    works as an architect"), "your sister Lena lives in Vienna and works as an architect"."""
+    phrases: list[str] = []
+    last = None
+    for subject, phrase in said:
+        named = f"your {subject} "
+        if subject == last and phrase.startswith(named):
+            phrase = phrase.removeprefix(named)
+        phrases.append(phrase)
+        last = subject
+    return " and ".join(phrases)
