@@ -353,6 +353,9 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     # wifi password at the cabin is pinecone42" (what it is called is its slot: detail_name).
     _rule("detail", rf"^(?P<k>(?:my|our)\s+{_THING})(?:\s+is|'s)\s+(?P<v>.+)$", "short"),
     _rule("detail", rf"^(?P<k>the\s+{_THING})\s+is\s+(?P<v>.+)$", "short"),
+    # "I drive a blue Honda Civic": the car (not "a hard bargain", nor "a lot").
+    _rule("detail:car", r"^i\s+(?:now\s+|still\s+)?drive\s+(?P<v>(?:an?|the)\s+"
+          r"(?!(?:hard|tough)\s+bargain|lot\b|bit\b|few\b|little\b|long\s+way).+)$", "short"),
 )
 
 

@@ -38,7 +38,8 @@ GOAL_VERBS = (
     r"(?:learn|become|run|lose|gain|save|visit|travel|improve|master|speak|study|retire|quit"
     r"|stop|build|write|finish|climb|complete|graduate|pass|earn|own|launch|open|start (?:my|a|an)"
     r"|get (?:fit|better|in shape|a degree|promoted|married)|move (?:to|abroad|out)|read more"
-    r"|spend more|be (?:a|an|more|better))"
+    r"|spend more|be (?:a|an|more|better)|cut (?:down|back)|eat (?:less|more|better|healthier)"
+    r"|drink (?:less|more)|exercise more|sleep more|walk more|get (?:more|better) sleep)"
 )
 #: Who someone is to the user ("my sister Mia"), and which animals are pets ("my cat Miso").
 PEOPLE = (
