@@ -56,6 +56,10 @@ _ASK_OK = re.compile(
     r" (?:for me|to (?:eat|have|drink))(?: to (?:eat|have|drink|try))?)\??$",
     _F,
 )
+# "is ice cream ok?": of food only when a fact rules the thing out (not "is the weather ok?").
+_ASK_OK_BARE = re.compile(
+    r"^(?:is|are) (?P<thing>.{1,60}?) (?:ok|okay|safe|fine|alright)(?: then)?\??$", _F
+)
 # "do I eat meat?", "do I drink milk?".
 _ASK_DO_EAT = re.compile(r"^(?:do|should) i (?P<verb>eat|drink) (?P<thing>.{1,60}?)\??$", _F)
 # What "can I have ..." asks for that is no food or drink ("your help", "a minute").
@@ -81,10 +85,12 @@ def answer_can_have(
         _ASK_CAN_HAVE.match(reading.text)
         or _ASK_DO_EAT.match(reading.text)
         or _ASK_OK.match(reading.text)
+        or _ASK_OK_BARE.match(reading.text)
     )
     if match is None:
         return _answer_they_can(reading) or _answer_who_allergic(reading)
-    thing = match.group("thing") or match.group("thing2")
+    groups = match.groupdict()
+    thing = groups["thing"] or groups.get("thing2") or ""
     # A diet no longer kept rules nothing out, and is said ("you're no longer vegetarian").
     told = own_facts(reading, *_CONSTRAINTS, "ex_diet")
     against = [
@@ -93,10 +99,12 @@ def answer_can_have(
     asked_do = match.re is _ASK_DO_EAT
     if against:
         return ("No. " if asked_do else "Better not. ") + " ".join(against)
-    verb = (match.group("verb") or "eat").casefold()
+    verb = (groups.get("verb") or "eat").casefold()
     eats = verb in {"eat", "drink"}
-    if asked_do or verb in _MAYBE_FOOD or not told or not (eats or _NOT_FOOD.search(thing) is None):
-        return None  # "can I have your help?", "can I get a taxi?" ask nothing of food
+    food = eats or not _NOT_FOOD.search(thing)
+    # "is the weather ok?" asks nothing of food, nor "can I have your help?" or "a taxi".
+    if match.re is _ASK_OK_BARE or asked_do or verb in _MAYBE_FOOD or not told or not food:
+        return None
     return "Nothing you told me rules it out (" + "; ".join(describe_fact(f) for f in told) + ")."
 
 

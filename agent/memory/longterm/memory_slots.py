@@ -200,6 +200,13 @@ def role_and_name(label: str) -> tuple[str, str]:
     return label, ""
 
 
+# A job or workplace said without a title or a place: "in marketing", "retired", "from home".
+_WORK_AS_SAID = re.compile(
+    r"(?:in|from)\s|(?:self[- ]employed|retired|unemployed|between jobs|out of work|a stay)",
+    re.IGNORECASE,
+)
+
+
 def describe_fact(fact: Fact) -> str:
     """Say a fact to the user, in the second person: "you live in Porto", "your sister Mia
     lives in Porto", "your cat is called Miso"."""
@@ -211,6 +218,12 @@ def describe_fact(fact: Fact) -> str:
         return phrase if parts.subject == USER else f"{phrase} ({parts.subject})"
     item = parts.item if parts.name in _NAMED_BY_ITEM else ""
     value = in_second_person(fact.value)
+    if parts.name in {"job", "workplace"} and _WORK_AS_SAID.match(value):
+        # Work said without a title: "you work in marketing", "you're retired".
+        working = value.startswith(("in ", "from "))
+        if parts.subject == USER:
+            return f"you work {value}" if working else f"you're {value}"
+        return f"your {parts.subject} {'works' if working else 'is'} {value}"
     if parts.subject == USER:
         return attribute.you.format(v=value, item=item, attr=parts.attribute)
     return attribute.other.format(

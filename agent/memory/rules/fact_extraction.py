@@ -277,6 +277,16 @@ _FACT_RULES: tuple[_FactRule, ...] = (
     _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",
           "place"),
     _rule("workplace", r"\bmy (?:employer|company|workplace) is\s+(?P<v>.+)", "place"),
+    # Work said without a title: "I work in marketing" (a field, not "in London"), "I'm
+    # retired", "I work from home".
+    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+(?P<v>in\s+(?-i:(?![A-Z][a-z]))(?!(?:the|a|an|my)\b)"
+          r"[\w&/-]+(?:\s+[\w&/-]+)?)(?:\s+(?:at|for)\s+.+)?$", "short", alongside=True),
+    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+in\s+[\w&/ -]{{1,40}}?\s+(?:at|for)\s+(?P<v>.+)",
+          "place"),
+    _rule("job", r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?(?P<v>self[- ]employed|retired"
+          r"|unemployed|between jobs|out of work|a stay[- ]at[- ]home (?:mom|mum|dad|parent))\b",
+          "raw"),
+    _rule("workplace", r"\bi\s+(?:mostly\s+|now\s+)?work\s+(?P<v>from\s+home)\s*[.!]*$", "raw"),
     # Work told as news: "I started a new job at Spotify", "I got hired by Acme", "I've
     # joined Google as a designer" (a company, by its capital: not "I joined a gym").
     _rule("job", rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?(?:new\s+)?"
