@@ -433,3 +433,31 @@ def test_a_group_asks_the_bot_end_to_end(
     assert "Sintra" not in undecided.split("\n\n")[0]
     assert "boat trip on the Tagus" in dan_boats
     assert still_open == undecided
+
+
+@pytest.mark.parametrize(
+    ("said", "item"),
+    [
+        ("we also need to book a table for 6", "book a table for 6"),
+        ("we still have to pick the dates", "pick the dates"),
+        ("we should send the invites by Friday", "send the invites by Friday"),
+    ],
+)
+async def test_what_we_need_to_do_is_on_the_group_s_list(lane, said, item):
+    chat = Group(lane)
+    await chat.say("Erin", said)
+
+    _, listed = await chat.ask("Carol", "@bot what's left to do?")
+
+    assert f"1. Erin: {item}" in listed
+
+
+async def test_who_wanted_something_quotes_the_member_who_said_it(lane):
+    chat = Group(lane)
+    await chat.say("Dave", "we need to choose a restaurant for Friday")
+    await chat.say("Bob", "I'd rather go for pizza tbh")
+    await chat.say("Erin", "how about the Thai place on Main Street?")
+
+    _, said = await chat.ask("Carol", "@bot who wanted pizza?")
+
+    assert "Bob said: I'd rather go for pizza tbh" in said

@@ -67,6 +67,8 @@ _NOT_ASKED = content_stems(
     # Light verbs say nothing of what is asked ("where am I going in August?", "where did I
     # put my passport?").
     + " go going goes went gone get got put puts keep kept leave left"
+    # "who wanted pizza?": who said it, in whatever words they wanted it.
+    + " want wants wanted"
 )
 # "#12 Ada (8 May 2023): text" (a retrieved turn as the packet renders it), then "  bot: ...".
 _RENDERED_TURN = re.compile(

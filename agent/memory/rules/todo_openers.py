@@ -29,8 +29,8 @@ _NO_FORGET = re.compile(
 )
 _OPENERS = (
     re.compile(
-        r"^(?:i(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to|(?P<must>must)"
-        r"|'ve got to|have got to|gotta|got to)\s+(?P<v>.+)",
+        r"^(?:(?:i|we)(?:\s+(?:really|still|also|just|definitely))?\s+)?(?:need to|have to"
+        r"|(?P<must>must)|'ve got to|have got to|gotta|got to)\s+(?P<v>.+)",
         _F,
     ),
     re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),
@@ -55,7 +55,7 @@ _ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
 # "I should pay the electricity bill by the 30th": a to-do when a to-do's verb follows ("I
 # should probably sleep" is none).
 _SHOULD = re.compile(
-    rf"^i(?:\s+(?:really|still|also|definitely))?\s+should\s+(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)",
+    rf"^(?:i|we)(?:\s+(?:really|still|also|definitely))?\s+should\s+(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)",
     _F,
 )
 _VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
