@@ -461,3 +461,12 @@ async def test_who_wanted_something_quotes_the_member_who_said_it(lane):
     _, said = await chat.ask("Carol", "@bot who wanted pizza?")
 
     assert "Bob said: I'd rather go for pizza tbh" in said
+
+
+async def test_an_empty_list_is_said_to_be_the_group_s(lane):
+    chat = Group(lane)
+    await chat.say("Erin", "morning all")
+
+    _, listed = await chat.ask("Carol", "@bot what's left to do?")
+
+    assert listed == "Nothing is open: the group's list is empty and no reminders are set."

@@ -228,7 +228,8 @@ def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Seque
         title = "Reminders:" if all(r.kind == "reminder" for r in scheduled) else "Scheduled:"
         sections.append(title + "\n" + "\n".join(lines))
     if not sections:
-        return "Nothing is open: your list is empty and no reminders are set."
+        whose = "the group's" if packet.participants else "your"
+        return f"Nothing is open: {whose} list is empty and no reminders are set."
     if loops:
         sections.append("Tell me when one is done, e.g. “done 1”.")
     return "\n\n".join(sections)
