@@ -79,8 +79,7 @@ _ASK_DECISIONS = re.compile(
 )
 
 _ASK_HELP = re.compile(
-    r"^/?(?:help|start|menu|commands)\b|\bwhat can you do\b|\bhow do(?:es)? (?:this|you) work\b"
-    r"|\bwho are you\b|\bwhat are you\b",
+    r"^/?(?:help|start|menu|commands)\b|\bwhat can you do\b|\bhow do(?:es)? (?:this|you) work\b",
     _F,
 )
 
@@ -109,7 +108,15 @@ _NOD = (
 )
 # "lol ok": a laugh before a nod ("lol" alone says nothing to answer).
 _ACKNOWLEDGE = re.compile(rf"^(?:(?:lol|lmao)[\s,.!]+)?{_NOD}(?:[\s,.!👍]+{_NOD})*[.!👍 ]*$", _F)
+# "who are you?", "what's your name?", "are you a bot?": the concierge says what it is.
+_ASK_WHO_YOU = re.compile(
+    r"^(?:who (?:are|r) (?:you|u)|what(?:'s| is) your name|what are you|are (?:you|u) (?:a |an )?"
+    r"(?:bot|robot|human|real|person|ai|machine|computer))\b[\s?!.]*$",
+    _F,
+)
+_WHO_I_AM = "I'm your offline concierge: no AI, just rules. Say “help” to see what I can do."
 
+_SAID_NO = re.compile(r"^(?:no|nope|nah|no thanks|no thank you)[\s.!]*$", _F)
 _BYE = re.compile(
     rf"^(?:{_NOD}[\s,.!]+)?(?:bye|goodbye|good ?night|night|nite|see you|see ya|cya|later|ttyl"
     r"|talk (?:to you )?(?:later|soon)|speak soon|take care|catch you later|until next time"
@@ -304,6 +311,10 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", "Sorry to hear that. I'm here if you need anything."
     if is_dismissal(text):  # nothing of theirs left to drop (else dialogue_acks said so)
         return "smalltalk", "OK, never mind."
+    if _ASK_WHO_YOU.match(text):
+        return "smalltalk", _WHO_I_AM
+    if _SAID_NO.match(text):  # a "no" with no question pending
+        return "smalltalk", "OK."
     if _ACKNOWLEDGE.match(text) or emoji.purely_emoji(text.replace(" ", "")):
         return "smalltalk", "👍"  # "ok", "lol ok", "😊"
     answer = next((said for pattern, said in _OTHER_TALK if pattern.search(text)), None)
