@@ -87,6 +87,7 @@ _ASK_TOLD = re.compile(
     r"\s+(?:to\s+)?(?:you\s+)?(?:anything\s+)?(?:about\s+)?(?P<what>.+?)\s*\??$",
     re.IGNORECASE,
 )
+_HOW = re.compile(r"\bhow\s+(?:long|much|many|often|far|soon)\b", re.IGNORECASE)
 _QUESTION_ONLY = re.compile(r"[^.!?]*\?+")
 # A question that asks for something said ("when is ...?", "what's ...?"), not yes or no.
 _WH_QUESTION = re.compile(r"^\W*(?:what|when|where|who|whose|which|how)\b", re.IGNORECASE)
@@ -119,7 +120,8 @@ class Recollection:
 
 
 def _asked(question: str) -> frozenset[str]:
-    return content_stems(question) - _NOT_ASKED  # "@helper_bot what ...": the handle is none
+    # "@helper_bot what ...": the handle is none; "how long is my trip?" asks of the trip.
+    return content_stems(_HOW.sub(" ", question)) - _NOT_ASKED
 
 
 def _still_true(

@@ -99,9 +99,10 @@ _ALL_AGED = re.compile(
 _NAMED_AGED = re.compile(r"([A-Z][^\W\d_]+)(?:\s+who(?:'s|\s+is)\s+|\s*\(|,\s*)?(\d{1,3})?")
 # "a chef at a restaurant called Fern": where someone works, after their job.
 _JOB_AT = re.compile(r"^an?\s+(?:[\w-]+\s+){0,3}?(?:at|for)\s+(?P<v>.+)", _F)
-# "my parents are visiting from 3 to 7 September": their visit, an event of the user's.
+# "my parents are visiting from 3 to 7 September", "my mum's visiting next weekend": their
+# visit, an event of the user's.
 _VISIT = re.compile(
-    r"(?:is|are)\s+(?:coming(?:\s+(?:over|round|home|to\s+(?:visit|stay)))?|visiting"
+    r"(?:(?:is|are)\s+)?(?:coming(?:\s+(?:over|round|home|to\s+(?:visit|stay)))?|visiting"
     r"|staying\s+with\s+(?:me|us))(?:\s+(?:me|us))?\s+(?P<when>(?:on|at|in|next|this|tomorrow"
     r"|tonight|today|from|for)\b.{1,60})$",
     _F,
