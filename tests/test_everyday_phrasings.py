@@ -3,7 +3,7 @@ of saying each thing, and of asking about it later. Each case is a short convers
 state manager, real long-term memory in a SQLite file: the ``Chat`` of test_rule_based.py); the
 last reply must contain what a person expects.
 
-The rules are data: the fact patterns of ``agent/memory/rules/fact_extraction.py``, the to-do
+The rules are data: the fact patterns of ``agent/memory/rules/fact_rules.py``, the to-do
 patterns of ``agent/memory/rules/extraction.py`` and the question patterns of
 ``agent/engines/rule_facts.py``.
 """
@@ -309,6 +309,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I absolutely love Bollywood musicals", "what films do I like?"], "Bollywood musicals"),
     ],
     "plans with dates": [
+        (["I've got a wedding to go to on the 21st", "when's the wedding?"],
+         "Your wedding is on the 21st."),
+        (["we have a concert to attend on Saturday", "when is the concert?"], "on Sat 8 Mar"),
+        (["my doctor's appointment got moved to Thursday", "when is my doctor's appointment?"],
+         "Your doctor's appointment is on Thu 6 Mar."),
+        (["my dentist appointment is on Monday", "my dentist appointment has been moved to Friday",
+          "when is my dentist appointment?"], "Your dentist appointment is on Fri 7 Mar."),
         (["my flight to Berlin is on 14 March", "when is my flight?"], "14 March"),
         (["I'm going to Japan in August", "where am I going in August?"], "Japan"),
         (["I'm heading to Portugal in September", "where am I going in September?"], "Portugal"),

@@ -1,5 +1,6 @@
-"""Tests of the rules that read one utterance (agent/memory/rules/extraction.py, fact_extraction.py)
-and of how the state manager records what they read (facts, open loops; I6).
+"""Tests of the rules that read one utterance (agent/memory/rules/extraction.py,
+fact_extraction.py, fact_rules.py) and of how the state manager records what they read (facts,
+open loops; I6).
 
 All pure: no database, no clock (``now`` is passed in).
 """

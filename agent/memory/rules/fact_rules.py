@@ -1,0 +1,338 @@
+"""The rules that read the facts a user states, as data: one pattern per way of saying a fact,
+first match wins (:data:`FACT_RULES`), and the words without which no rule reads a clause
+(:data:`USER_CUE`). Read by :func:`agent.memory.rules.fact_extraction.extract_facts`; the value
+after a rule's cue is read by :mod:`agent.memory.rules.fact_values` (``FactRule.kind``).
+
+Tested by ``tests/test_extraction.py`` and ``tests/test_everyday_phrasings.py`` (several
+phrasings per family, written before the rule).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent.memory.rules.fact_words import DIETS, EVENTS, GOAL_VERBS, JOBS
+
+__all__ = ["FACT_RULES", "USER_CUE", "FactRule"]
+
+_F = re.IGNORECASE
+
+_ADV = (
+    r"(?:\s+(?:really|also|actually|currently|now|still|just|do|absolutely|originally|severely"
+    r"|very|highly|seriously|mildly|slightly|quite))?"
+)
+# When a plan is, said first: "this weekend I'm going hiking", "on Friday I have a dinner".
+_LEAD_TIME = (
+    r"(?P<lead>(?:this|next|on|tomorrow|tonight|today|at the weekend|over the weekend)\b"
+    r"[\w' ]{0,20}?),?\s+"
+)
+# What opens the time an event is said with: "on Friday", "tomorrow", "next week".
+_WHEN_OPENS = r"(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)"
+
+# Who travels and how sure: "I'm going", "we're thinking of going", "we might go".
+# "going to Tokyo next month ✈️": a trip said without its "I'm".
+_BARE_TRAVEL = r"^(?=(?:going|flying|heading|off|travell?ing|driving|sailing)\s+to\s)"
+_TRAVEL = (
+    r"(?:\b(?:(?:i(?:'m|\s+am)|we(?:'re|\s+are)|(?:and\s+)?i\s+are|me\s+and\s+(?:my\s+)?[\w'-]+\s+are)"
+    r"(?:\s+(?:thinking\s+(?:of|about)|considering"
+    r"|planning\s+(?:to|on)|hoping\s+to|about\s+to|going\s+to))?"
+    r"|(?:i|we)(?:'ll|\s+will|\s+might|\s+may))\s+"
+    rf"|{_BARE_TRAVEL})"
+)
+# "I", "I've", "I just", "I have now": how news of the user's opens.
+_NEWS = rf"\bi(?:'ve|\s+have)?{_ADV}\s+"
+# When a routine comes round: "every morning", "on Sundays".
+_DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+_LIVE = (
+    r"(?:(?:'m|\s+am)?" + _ADV + r"\s+(?:living|based|residing)|" + _ADV + r"\s+(?:live|reside))"
+)
+# What follows "I teach" that is no subject taught ("I teach at", "I teach them to swim").
+_NOT_TAUGHT = r"(?:at|in|for|to|on|with|them|him|her|it|kids|children|people|students)\b"
+_WORK = (
+    r"(?:work|'m working|am working)(?:\s+(?:from home|remotely|part[- ]time|full[- ]time"
+    r"|freelance))?"
+)
+_DISLIKE = (
+    r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
+    r"|(?:am|'m) not (?:liking|loving|enjoying)"
+    r"|can't stand|cannot stand|can't bear|cannot bear|loathe|detest"
+    r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big |terribly |particularly "
+    r"|overly |all that |especially )?(?:a fan of|into|keen on"
+    r"|fond of|big on|fan of))"
+)
+
+# Leaving a job: "I quit my job at", "I've just left Google", "I retired from the NHS".
+_GONE_FROM = (
+    r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|left|resigned\s+from|retired\s+from)\s+"
+)
+_NOT_NOW = r"(?:don't|do not|dont|no longer)"
+_ENDED = re.compile(
+    r"\b(?:quit|left|resigned|retired|don't|do not|dont|no longer|laid off|fired|let go"
+    r"|redundant|sacked|moved|stopped)\b|any\s?more",
+    _F,
+)
+_LEARNING = re.compile(r"learning|lessons|classes|course", _F)
+_ANYMORE = r"(?:\s+any\s?more)?"
+# What a detail is called: "blood type", "wifi password at the cabin".
+_THING = (
+    r"[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*){0,3}"
+    r"(?:\s+(?:at|for|of|in|on)\s+(?:the|my|our)\s+[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*)?)?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FactRule:
+    """One way of saying a fact: its key, its pattern (group ``v``: the value), how the value
+    is read, and when the rule is tried."""
+
+    key: str
+    pattern: re.Pattern[str]
+    kind: str  # how the value is read (fact_value): name, place, short, phrase, raw, zone...
+    in_questions: bool
+    alongside: bool  # the clause may state another fact too: the next rules still read it
+    # A word every match holds, looked for once per clause for the rules that share it: a
+    # clause without it is not searched by them (a turn's cost: most clauses state nothing).
+    cue: re.Pattern[str] | None
+
+
+def _rule(
+    key: str,
+    pattern: str,
+    kind: str,
+    *,
+    in_questions: bool = False,
+    alongside: bool = False,
+    cue: re.Pattern[str] | None = None,
+) -> FactRule:
+    return FactRule(key, re.compile(pattern, _F), kind, in_questions, alongside, cue)
+
+
+# The first rule that reads a clause wins; order matters ("I'm from X" is no name).
+FACT_RULES: tuple[FactRule, ...] = (
+    # What no longer holds ends its slot's value: "I quit my job at Google", "I don't live in
+    # Berlin anymore", "I'm no longer vegan" (memory_slots: ex_workplace is workplace's slot).
+    _rule("ex_workplace", rf"{_GONE_FROM}my\s+(?:job|position|role|post|work)\s+(?:at|with|for)"
+          r"\s+(?P<v>.+)", "place", cue=_ENDED),
+    # "I quit Acme", not "I left London": a company by its capital, left in words of work.
+    _rule("ex_workplace", r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|resigned\s+from|retired"
+          r"\s+from)\s+(?P<v>(?-i:[A-Z]).+)", "org", cue=_ENDED),
+    _rule("ex_workplace", rf"\bi\s+{_NOT_NOW}\s+work\s+(?:at|for)\s+(?P<v>.+?){_ANYMORE}$",
+          "place", cue=_ENDED),
+    _rule("ex_workplace", r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:got\s+|been\s+)?(?:laid off"
+          r"|fired|let go|made redundant|sacked)\s+(?:from|by|at)\s+(?P<v>.+)", "place",
+          cue=_ENDED),
+    _rule("ex_location", rf"\b(?:i|we)\s+{_NOT_NOW}\s+live\s+in\s+(?P<v>.+?){_ANYMORE}$",
+          "place", cue=_ENDED),
+    _rule("ex_location", r"\b(?:i|we)(?:'ve|\s+have)?(?:\s+just)?\s+moved\s+(?:away\s+from"
+          r"|out\s+of)\s+(?P<v>.+)", "place", cue=_ENDED),
+    _rule("ex_diet", rf"^(?:i'm|i am|im)\s+no longer\s+(?:an?\s+)?(?P<v>{DIETS})\b", "raw",
+          cue=_ENDED),
+    _rule("ex_diet", rf"^(?:i'm|i am|im)\s+not\s+(?:an?\s+)?(?P<v>{DIETS})\s+any\s?more\b",
+          "raw", cue=_ENDED),
+    _rule("ex_diet", rf"\bi(?:'ve|\s+have)?\s+(?:stopped|quit)\s+being\s+(?:an?\s+)?"
+          rf"(?P<v>{DIETS})\b", "raw", cue=_ENDED),
+    _rule("timezone", r"\bmy time\s*zone(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)", "zone"),
+    _rule("timezone", r"\b(?:set|change|switch|update) my time\s*zone to\s+(?P<v>.+)", "zone"),
+    _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?"
+          r"(?:\s+now)?$",
+          "zone"),
+    _rule("name", r"\bmy name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
+    _rule("name", r"\bcall me\s+(?P<v>.+)", "name", in_questions=True),
+    _rule("name", r"^(?:the\s+)?name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
+    _rule(
+        "name",
+        r"\b(?:everyone|everybody|people|friends|my friends|they|most people)\s+calls?\s+me"
+        r"\s+(?P<v>.+)",
+        "name",
+    ),
+    _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
+    _rule("name", r"^(?:hi|hello|hey)?[,!. ]*i(?:'m|\s+am)\s+(?:called|named)\s+(?P<v>.+)", "name"),
+    # "it's Sam here", "this is Priya speaking": a name, said as on the phone.
+    _rule("name", r"^(?:it's|it is|this is)\s+(?P<v>\S+\s+(?:here|speaking))[\s.!]*$",
+          "strict_name"),
+    # "my doctor's appointment got moved to Thursday": it is on Thursday now.
+    _rule(
+        "event",
+        rf"^(?:my|our) (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s+(?:(?:got|was"
+        r"|has been|is being|'s been)\s+)?(?:moved|rescheduled|pushed(?:\s+back)?|postponed"
+        r"|changed)\s+(?:to|till|until|for)\s+(?P<when>.{1,60})$",
+        "phrase",
+    ),
+    _rule(
+        "event",
+        rf"^(?:my|our) (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s"
+        r"(?:is|are|leaves|departs|starts|begins|(?:got|was|has been|is being)\s+(?:moved"
+        r"|rescheduled|pushed|postponed|changed)|moved)\s.+)$",
+        "phrase",
+    ),
+    # "the party is this Saturday": an event said without "my", when it is said with its time.
+    _rule(
+        "event",
+        rf"^the (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})"
+        r"(?:\s+(?:in|at|with|for)\s+[\w'-]+){0,2})\s+(?:is|are|starts|begins)\s+"
+        rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
+        "phrase",
+    ),
+    # "I have a job interview on Monday at 10am": the event, then when it is.
+    _rule(
+        "event",
+        rf"^(?:{_LEAD_TIME})?(?:i|we)(?:'ve|\s+have|(?:'re|'m|\s+are|\s+am)\s+having)?(?:\s+got)?"
+        rf"\s+(?:a|an|my|the|our)\s+(?P<item>(?:[\w'-]+"
+        rf"\s+){{0,2}}?(?:{EVENTS}))(?:\s+to\s+(?:go\s+to|attend))?(?:\s+(?P<with>with\s.{{1,40}}?))?"
+        rf"(?:\s+(?P<when>{_WHEN_OPENS}"
+        r"\b.{0,60}))?$",
+        "phrase",
+    ),
+    _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
+          rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
+          "phrase"),
+    _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
+    _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
+          "raw"),
+    _rule("diet", rf"^(?:i'm|i am|im|i(?: have|'ve got)(?=\s+c[oe]*liac))(?:\s+an?)?\s+"
+          rf"(?P<v>{DIETS})\b", "raw"),
+    _rule("job", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
+          rf"{{0,2}}?(?:{JOBS}))\b", "short",
+          alongside=True),
+    _rule("workplace", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
+          rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
+          r"\s+(?P<v>.+)", "place"),
+    # "I'm a software developer from Gdansk": where they are from, after the job.
+    _rule("hometown", rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+from\s+"
+          r"(?P<v>.+)", "place"),
+    _rule("plan", rf"{_TRAVEL}(?:go(?:ing)?|fly(?:ing)?|travel(?:l)?(?:ing)?|head(?:ing)?"
+          r"|driv(?:e|ing)|off|sail(?:ing)?)\s+to\s+(?P<v>.+)", "trip"),
+    _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
+    _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
+    _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
+    # "im jake btw": typed in lower case, a name known by where it stands (after a greeting:
+    # _GREETED_NAME).
+    _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>[^\W\d_]+)\s+(?:btw|by the way|here)\b",
+          "casual_name"),
+    # "we live in a small cottage in Harrogate": the place the home is in.
+    _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
+          r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
+          r"\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)", "place"),
+    _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?P<v>.+)", "place"),
+    _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
+    _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
+          "short"),
+    _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
+    # "I am coming from Japan" (a learner's "I come from"); not "coming from the office".
+    _rule("hometown", r"\bi(?:'m|\s+am)\s+coming\s+from\s+(?P<v>(?-i:[A-Z]).+)", "place"),
+    _rule("plan", rf"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
+    _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
+    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for)\s+.+)?$", "short",
+          alongside=True),
+    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
+    _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
+    # "I teach maths at a high school": a maths teacher, at a high school.
+    _rule("job", rf"\bi{_ADV}\s+teach\s+(?P<v>(?!{_NOT_TAUGHT})[^\W\d_][\w-]*"
+          rf"(?:\s+(?!{_NOT_TAUGHT})[^\W\d_][\w-]*)?)", "teacher", alongside=True),
+    _rule("workplace", rf"\bi{_ADV}\s+teach\b(?:\s+[\w-]+){{0,2}}?\s+at\s+(?P<v>.+)", "place"),
+    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
+    _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
+    _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",
+          "place"),
+    _rule("workplace", r"\bmy (?:employer|company|workplace) is\s+(?P<v>.+)", "place"),
+    # Work said without a title: "I work in marketing" (a field, not "in London"), "I'm
+    # retired", "I work from home".
+    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+(?P<v>in\s+(?-i:(?![A-Z][a-z]))(?!(?:the|a|an|my)\b)"
+          r"[\w&/-]+(?:\s+[\w&/-]+)?)(?:\s+(?:at|for)\s+.+)?$", "short", alongside=True),
+    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+in\s+[\w&/ -]{{1,40}}?\s+(?:at|for)\s+(?P<v>.+)",
+          "place"),
+    _rule("job", r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?(?P<v>self[- ]employed|retired"
+          r"|unemployed|between jobs|out of work|a stay[- ]at[- ]home (?:mom|mum|dad|parent))\b",
+          "raw"),
+    _rule("workplace", r"\bi\s+(?:mostly\s+|now\s+)?work\s+(?P<v>from\s+home)\s*[.!]*$", "raw"),
+    # Work told as news: "I started a new job at Spotify", "I got hired by Acme", "I've
+    # joined Google as a designer" (a company, by its capital: not "I joined a gym").
+    _rule("job", rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?(?:new\s+)?"
+          rf"(?:job|position|role|post)\s+as\s+(?P<v>an?\s+.+?)(?:\s+(?:at|with|for)\s+.+)?$",
+          "short", alongside=True),
+    _rule("workplace", rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?"
+          r"(?:new\s+)?(?:job|position|role|post)\s+(?:as\s+.+?\s+)?(?:at|with|for)\s+(?P<v>.+)",
+          "place"),
+    _rule("workplace", rf"{_NEWS}(?:got\s+|been\s+)?hired\s+(?:by|at)\s+(?P<v>.+)", "place"),
+    _rule("job", rf"{_NEWS}joined\s+[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*)*\s+as\s+(?P<v>an?\s+.+)",
+          "short", alongside=True),
+    _rule("workplace", rf"{_NEWS}joined\s+(?P<v>[A-Z].+)", "org"),
+    _rule("favourite", r"\bmy (?:favou?rite|fave?)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
+          r"\s+(?P<v>.+)", "short"),
+    _rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
+          r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fave?)\s+"
+          r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
+    _rule(
+        "birthday",
+        r"\bmy (?:birthday|bday|date of birth)(?:'s|\s+is)\s+(?:actually\s+|really\s+)?"
+        r"(?:on\s+)?(?P<v>.+)",
+        "short",
+    ),
+    _rule("birthday", r"\bi was born on\s+(?P<v>.+)", "short"),
+    # "I was born in 1990", "I was born in Leeds in 1962": the year, and where.
+    _rule("born", r"\bi was born in\s+(?:[^\W\d][\w ]{0,40}?\s+in\s+)?(?P<v>(?:1[89]|20)\d\d)\b",
+          "raw", alongside=True),
+    _rule("hometown", r"\bi was born in\s+(?!(?:1[89]|20)\d\d\b)(?P<v>.+)", "place"),
+    _rule("allergy", rf"\bi(?:'m|\s+am){_ADV}\s+allergic\s+to\s+(?P<v>.+)", "short"),
+    _rule("allergy", r"\bi(?:'ve|\s+have)(?:\s+got)?\s+(?:an?\s+)?(?:severe\s+|bad\s+|mild\s+)?"
+          r"(?P<v>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+allergy\b", "short"),
+    _rule(
+        "avoid",
+        rf"\bi{_ADV}\s+(?:can't|cannot|can not|don't|do not|never)\s+"
+        r"(?P<v>(?:eat|drink|have\s+(?:any\s+)?(?=(?:dairy|gluten|nuts|peanuts|eggs?|fish"
+        r"|shellfish|seafood|meat|pork|beef|alcohol|lactose|wheat|caffeine|sugar|soy|sesame)\b))"
+        r"\s*.+)",
+        "short",
+    ),
+    _rule(
+        "decision", rf"\bi(?:'ve|\s+have)?{_ADV}\s+decided\s+(?P<v>(?:to|that|on)\s+.+)", "phrase"
+    ),
+    _rule("goal", r"\bmy (?:main |big |biggest )?(?:goal|dream|ambition|aim) is\s+(?P<v>.+)",
+          "phrase"),
+    _rule("goal", rf"\bi(?:'d|{_ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+"
+          rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
+    _rule("goal", rf"\bi{_ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
+    _rule("goal", rf"\bi(?:'m|\s+am){_ADV}\s+(?:hoping|aiming|trying)\s+"
+          rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
+    _rule("routine", rf"^(?P<v>(?:every\s+{_DAYS}|on\s+{_DAYS}s)\b.{{0,30}}?\bi\s+.+)", "phrase"),
+    _rule("routine", r"^(?P<v>i\s+(?:usually|always|normally|regularly|typically)\s+"
+          r"(?!(?:like|love|enjoy|hate|forget|wanted)\b).+)", "phrase"),
+    _rule("routine", rf"^(?P<v>i\s+(?:go|play|do|have|take|walk|visit|call|see|meet|train)\b.*"
+          rf"\bevery\s+{_DAYS}\b.*)", "phrase"),
+    _rule("does", r"^i\s+(?:also\s+|still\s+)?(?P<v>(?:play|practise|practice)\s+(?!with\b).+)",
+          "short"),
+    # "I'm learning Japanese", "I started learning to code", "I'm taking guitar lessons".
+    _rule("learning", rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been)?{_ADV}(?:\s+(?:started"
+          r"|began|begun))?\s+learning\s+(?P<v>(?!(?:a\s+(?:lot|ton|bunch)|lots|tons|loads|so\s+much"
+          r"|more|that|from|about\s+myself|new\s+things|things|stuff|something)\b)[^\W\d_].*)",
+          "place", cue=_LEARNING),
+    _rule("learning", rf"\bi(?:'m|\s+am)?{_ADV}\s+(?:taking|take|started)\s+(?P<v>[^\W\d_]"
+          r"[\w -]{0,30}?)\s+(?:lessons|classes|a\s+course)\b", "place", cue=_LEARNING),
+    _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "liked"),
+    _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "liked"),
+    _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
+          r"|enjoying|like|love|enjoy)\s+(?P<v>.+)", "liked"),
+    _rule("likes", r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
+          "liked"),
+    _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "liked"),
+    _rule("likes", rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>.+?)"
+          r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$", "liked"),
+    # A detail of the user's world no rule above reads: "my blood type is O negative", "the
+    # wifi password at the cabin is pinecone42" (what it is called is its slot: detail_name).
+    _rule("detail", rf"^(?P<k>(?:my|our)\s+{_THING})(?:\s+is|'s)\s+(?P<v>.+)$", "short"),
+    _rule("detail", rf"^(?P<k>the\s+{_THING})\s+is\s+(?P<v>.+)$", "short"),
+    # "I drive a blue Honda Civic": the car (not "a hard bargain", nor "a lot").
+    _rule("detail:car", r"^i\s+(?:now\s+|still\s+)?drive\s+(?P<v>(?:an?|the)\s+"
+          r"(?!(?:hard|tough)\s+bargain|lot\b|bit\b|few\b|little\b|long\s+way).+)$", "short"),
+)
+
+
+# A word every rule of FACT_RULES matches as a whole word (the user speaks of themselves: "I",
+# "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" opening an event ("the party
+# is on Friday"): a clause without one is read by none of them.
+USER_CUE = re.compile(
+    rf"\b(?:i|im|my|me|name|we|our)\b|^the\s|{_BARE_TRAVEL}"
+    r"|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
+    _F,
+)
