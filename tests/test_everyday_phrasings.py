@@ -309,6 +309,19 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I absolutely love Bollywood musicals", "what films do I like?"], "Bollywood musicals"),
     ],
     "plans with dates": [
+        (["I'm off to Paris next month", "cancel my Paris trip, it's not happening"],
+         "Noted: you're no longer planning a trip to Paris"),
+        (["I'm off to Paris next month", "cancel my Paris trip, it's not happening",
+          "what are my plans?"], "no longer planning a trip to Paris in April."),
+        (["we're going to Rome in May", "we're not going to Rome anymore", "what are my plans?"],
+         "no longer planning a trip to Rome in May."),
+        (["my dentist appointment is on Tuesday", "my dentist appointment got cancelled"],
+         "Noted: your dentist appointment is called off."),
+        (["my dentist appointment is on Tuesday", "the dentist appointment is cancelled",
+          "when is my dentist appointment?"], "the dentist appointment is cancelled"),
+        (["I'm going to Rome in May", "I'm going to Oslo in June", "cancel my trip",
+          "what are my plans?"], "Rome"),
+        (["cancel my gym membership", "what are my plans?"], "haven't told me"),
         (["I've got a wedding to go to on the 21st", "when's the wedding?"],
          "Your wedding is on the 21st."),
         (["we have a concert to attend on Saturday", "when is the concert?"], "on Sat 8 Mar"),
@@ -1171,3 +1184,20 @@ def test_the_console_keeps_dates_as_dates_and_erases_one_detail_across_a_restart
     kept = [p for p in tmp_path.rglob("*") if p.is_file() and p.suffix != ".log"]
     assert kept
     assert [p.name for p in kept if b"Zebralock" in p.read_bytes()] == []
+
+
+@pytest.mark.parametrize(
+    "called_off",
+    ["the Rome trip is off", "cancel my Rome trip", "we're no longer going to Rome",
+     "our trip to Rome got cancelled"],
+)  # fmt: skip
+async def test_a_plan_called_off_is_the_one_named_and_kept_as_history(db, called_off):
+    chat = Chat(db)
+    await conversation(chat, ["I'm going to Rome in May", "I'm going to Oslo in June"])
+    assert "no longer planning a trip to Rome" in await conversation(chat, [called_off])
+    plans = await conversation(chat, ["what are my plans?"])
+    assert "Oslo" in plans
+    assert "Rome" not in plans
+    # Kept as history: the plan's memory ended, not erased.
+    rome = [m for m in chat.memories if m.attribute == "plan" and "Rome" in m.text]
+    assert [m.valid_until is not None for m in rome] == [True]

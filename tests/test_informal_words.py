@@ -42,6 +42,8 @@ def test_an_informal_spelling_is_read_as_the_standard_one(typed, read):
         "let's go, it lets me in",
         "I like Wi-Fi i.e. the internet",
         "my parents live in Leeds",  # a plural, not a possessive
+        "cancel my Paris trip",  # a place's name, not a possessive
+        "our Athens flight is on Friday",
         "what a day",  # an exclamation, no question
         "how nice",
         "do I like mushrooms?",

@@ -301,7 +301,8 @@ def fact_acks(
             phrase = describe_fact(fact)
             # "updated", not the old value: a reply that repeated it would keep it on file in
             # this conversation after its own was erased.
-            if previous is not None and previous.value.casefold() != fact.value.casefold():
+            ended = parse_key(fact.key).name.startswith("ex_")  # what it ends is no update
+            if previous and not ended and previous.value.casefold() != fact.value.casefold():
                 phrase += " (updated)"
             noted.append((parse_key(fact.key).subject, phrase))
         elif old_name is None:

@@ -17,6 +17,7 @@ from agent.db import Transaction
 from agent.memory.conversation_store import ConversationStore, EncodedState
 from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
+from agent.memory.rules.plan_endings import ends_plan
 from agent.memory.rules.pronouns import opens_with_name, resolve_name, resolve_pronoun
 from agent.memory.rules.value_corrections import names_values, puts_right, read_said
 from agent.memory.schemas import (
@@ -89,7 +90,9 @@ def memory_candidates(
     """
     candidates = []
     text = resolve_pronoun(turn.user_text, previous)
-    wanted = memories and (opens_with_name(text) or names_values(text) or puts_right(text))
+    wanted = memories and (
+        opens_with_name(text) or names_values(text) or puts_right(text) or ends_plan(text)
+    )
     known = memory_facts(memories) if wanted else ()
     text = resolve_name(text, known)
     zone = zone_of(next((m.text for m in memories if m.attribute == "timezone"), None))

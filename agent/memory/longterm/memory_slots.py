@@ -90,6 +90,11 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "diet": SlotRule("constraint", False, 0.7, "you're {v}", "{s} is {v}"),
     "ex_diet": SlotRule("constraint", False, 0.6, "you're no longer {v}", "{s} is no longer {v}"),
     "plan": SlotRule("goal", True, 0.8, "you're planning {v}", "{s} is planning {v}"),
+    # A plan or event called off, in the slot of what it ends: "cancel my Paris trip".
+    "ex_plan": SlotRule(
+        "goal", True, 0.6, "you're no longer planning {v}", "{s} is no longer planning {v}"
+    ),
+    "ex_event": SlotRule("goal", True, 0.6, "your {v} is called off", "{s}'s {v} is called off"),
     # "flight to Berlin is on 14 March": a dated thing on the user's calendar.
     "event": SlotRule("goal", True, 0.8, "your {v}", "{s}'s {v}"),
     "goal": SlotRule("goal", True, 0.7, "your goal is {v}", "{s}'s goal is {v}"),
@@ -120,6 +125,8 @@ _SHARED_SLOT = {
     "ex_workplace": "workplace",
     "ex_location": "location",
     "ex_diet": "diet",
+    "ex_plan": "plan",
+    "ex_event": "event",
 }
 _DEFAULT = SlotRule("fact", False, 0.5, "{attr}: {v}", "{s}'s {attr}: {v}")
 

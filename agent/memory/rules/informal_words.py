@@ -118,9 +118,9 @@ _PHRASES = (
 # "i" alone is "I" ("i have a dog", "i'm"), not the "i" of "i.e." or "Wi-Fi".
 _I = re.compile(r"(?<![\w.'-])i(?=[\s']|$)")
 # A possessive without its apostrophe, before what a person has: "my sisters name",
-# "my dogs birthday", "wats my moms age".
+# "my dogs birthday", "wats my moms age" (not a place's name: "my Paris trip").
 _POSSESSIVE = re.compile(
-    r"\b(my|your|our|his|her|their)\s+([a-z]{2,20}?)s\s+"
+    r"\b(my|your|our|his|her|their)\s+((?-i:[a-z]{2,20}?))s\s+"
     r"(?=(?:name|age|birthday|job|school|teacher|phone|number|email|address|allergy|allergies"
     r"|favou?rite|flight|trip|party|appointment|wedding)\b)",
     re.IGNORECASE,

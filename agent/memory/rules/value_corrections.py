@@ -38,6 +38,7 @@ from zoneinfo import ZoneInfo
 from agent.memory.longterm.memory_slots import fact_key, parse_key, role_and_name
 from agent.memory.rules.fact_dates import dated_facts, kept_day
 from agent.memory.rules.fact_extraction import extract_facts
+from agent.memory.rules.plan_endings import ended_plans
 from agent.memory.schemas import Fact
 from agent.utils.time_zones import find_zone
 
@@ -379,6 +380,8 @@ def read_said(
     if stated:
         replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
         replaced |= _said_again_of_renamed(stated, replaced, known)
+    elif ended := ended_plans(text, known, turn=turn):
+        stated = ended
     elif by_value := correct_by_value(text, known, turn=turn):
         stated = by_value
     elif (renamed := _rename_by_value(text, known, turn=turn)) is not None:
