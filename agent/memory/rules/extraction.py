@@ -234,6 +234,21 @@ _STATES = _NOT_DONE | frozenset(
     named located supposed allowed closed crowded""".split()
 )
 _LAST_ADVERB = re.compile(r"\s+(?:now|already|today|at last|finally)$", _F)
+# "dentist appointment booked for Tuesday": when it is for, after what was done.
+_LAST_WHEN = re.compile(
+    r"\s+(?:for|on)\s+(?:(?:next|this)\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+    r"|tomorrow|tonight|the\s+\d{1,2}(?:st|nd|rd|th)?)$",
+    _F,
+)
+# "the garage is clean now": how a thing is when the to-do of that word is done.
+_IS_DONE_STATE = re.compile(
+    r"^(?P<v>[^\W\d_][\w' -]{0,80}?)\s+(?:is|are)\s+(?:(?:now|all|finally)\s+)?"
+    r"(?P<state>clean|tidy|empty|spotless)$",
+    _F,
+)
+# Past tenses said with "to" of what was done ("spoke to the plumber", "went to the bank"),
+# unlike "wanted to ...".
+_DONE_TO_SOMEONE = frozenset("spoke talked wrote replied chatted texted emailed went".split())
 _NEGATION = re.compile(r"(?:not|never|n't|no)\b", _F)
 
 
@@ -290,10 +305,11 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
             # "need", "feed", "proceed" end in -ed and are present tense.
             if match and verb not in _NOT_DONE and not verb.endswith("eed"):
                 rest = match.group("v")
-                if not rest.lower().startswith("to "):
+                if not rest.lower().startswith("to ") or verb in _DONE_TO_SOMEONE:
                     closer = Closer(f"{match.group('verb')} {rest}", explicit=False)
         # Only a clause that ends in a past participle can say what was done to something.
-        said = _LAST_ADVERB.sub("", clause.text.rstrip(" .!"))  # "the fence is fixed now"
+        # "the fence is fixed now", "the dentist booked for Tuesday"
+        said = _LAST_WHEN.sub("", _LAST_ADVERB.sub("", clause.text.rstrip(" .!")))
         last = said.rpartition(" ")[2].casefold()
         if closer is None and (last.endswith("ed") or last in _IRREGULAR_STEMS):
             match = _DONE_TO.match(said)
@@ -302,6 +318,9 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
                 closer = Closer(f"{verb} {match.group('v')}", explicit=False)
         if closer is None and (match := _GONE.match(said)) is not None:
             closer = Closer(match.group("v"), explicit=False)
+        if closer is None and (match := _IS_DONE_STATE.match(said)) is not None:
+            state = match.group("state").casefold().replace("spotless", "clean")
+            closer = Closer(f"{state} {match.group('v')}", explicit=False)
         if closer is None or _NEGATION.match(closer.text):
             continue
         value = clean_value(closer.text)
@@ -344,6 +363,17 @@ def content_stems(text: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in said if w not in LOOP_STOP_WORDS)
 
 
+# One deed said in other words ("spoke to the plumber" calls them, "got Tom's present" buys it);
+# what a closer names with a pronoun ("watered them") or a possessive's "s" names no thing.
+_SAME_DEED = {"speak": "call", "talk": "call", "phon": "call", "ring": "call", "got": "buy",
+              "get": "buy", "purchas": "buy"}  # fmt: skip
+_NOT_THINGS = frozenset({"them", "it", "her", "him", "that", "this", "those", "these", "s"})
+
+
+def _deeds(stems: frozenset[str]) -> frozenset[str]:
+    return frozenset(_SAME_DEED.get(stem, stem) for stem in stems)
+
+
 def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
     """Return the open loop ``closer`` refers to, or ``None``.
 
@@ -355,12 +385,12 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
     if closer.strip().isdecimal():
         index = int(closer.strip()) - 1
         return loops[index] if 0 <= index < len(loops) else None
-    said = content_stems(closer)
+    said = _deeds(content_stems(closer)) - _NOT_THINGS
     if not said:
         return None
     best: tuple[float, OpenLoop] | None = None
     for loop in loops:
-        wanted = content_stems(loop.text)
+        wanted = _deeds(content_stems(loop.text))
         common = len(said & wanted)
         if not common:
             continue
