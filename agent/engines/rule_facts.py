@@ -139,6 +139,7 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
+        (rf"\bwhat (?:is|are) (?:my )?{_WHO} allergic to\b", "allergy"),
         (rf"\bwhat does (?:my )?{_WHO} (?:play|learn|practi[cs]e)\b", "does"),
         (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"
          r" (?:names?|called)\b", "name"),

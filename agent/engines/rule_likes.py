@@ -28,7 +28,9 @@ _F = re.IGNORECASE
 # "do I like jazz?", with the thing asked about.
 _ASK_LIKE = re.compile(
     r"^(?:(?:do|did) i (?:really )?(?:like|love|enjoy|hate|dislike)"
-    r"|am i (?:really )?(?:into|a (?:big |huge )?fan of)) (?P<thing>.{1,80}?)\??$",
+    r"|am i (?:really )?(?:into|a (?:big |huge )?fan of)) (?P<thing>.{1,80}?)\??$"
+    # "is gardening something I enjoy?"
+    r"|^(?:is|are) (?P<thing2>.{1,80}?) (?:something|anything|a thing) i (?:like|love|enjoy)\??$",
     _F,
 )
 # Each kind of thing a like may be of, and words of things of that kind.
@@ -66,7 +68,7 @@ def answer_like(
     match = _ASK_LIKE.match(reading.text)
     if match is None:
         return None
-    thing = match.group("thing")
+    thing = match.group("thing") or match.group("thing2")
     wanted = content_stems(thing)
     for fact in reversed(reading.facts):
         name = parse_key(fact.key).name

@@ -91,8 +91,8 @@ JOBS = (
 #: A diet said "I'm ..." ("I have coeliac disease" too): what it rules out is
 #: :mod:`agent.memory.rules.food_groups`'s.
 DIETS = (
-    r"(?:vegetarian|vegan|pescatarian|gluten[- ]free|lactose[- ]intolerant|teetotal|sober|kosher"
-    r"|halal|coeliac|celiac)"
+    r"(?:vegetarian|vegan|pescatarian|gluten[- ]free|(?:lactose|gluten|wheat)[- ]intolerant"
+    r"|dairy[- ]free|teetotal|sober|kosher|halal|coeliac|celiac)"
 )
 #: What a user may have on their calendar: "my flight to Berlin is on 14 March".
 EVENTS = (
