@@ -122,6 +122,11 @@ def test_a_passed_ambiguous_or_too_far_time_is_refused(phrase):
         ("remind me at a quarter past 9am to stretch", "stretch", at(2026, 11, 26, 9, 15)),
         ("remind me at 7 o'clock pm to cook", "cook", at(2026, 11, 26, 19, 0)),
         ("remind me at half past seven tonight to call mum", "call mum", at(2026, 11, 26, 19, 30)),
+        ("remind me in a fortnight to check the tyres", "check the tyres",
+         at(2026, 12, 9, 23, 0)),
+        ("remind me in the morning to take out the bins", "take out the bins",
+         at(2026, 11, 26, 9, 0)),
+        ("remind me in the evening to call Jo", "call Jo", at(2026, 11, 26, 19, 0)),
     ],
 )  # fmt: skip
 def test_a_reminder_request_in_natural_time(text, label, due):
@@ -195,3 +200,11 @@ def test_a_moved_reminder_keeps_what_the_move_does_not_say(when, before, now, zo
 def test_a_move_to_no_time_is_none():
     now = _at(2026, 11, 25, 23, 0)
     assert due_instead("sometime", now + timedelta(hours=1), now, ZoneInfo("UTC")) is None
+
+
+def test_in_the_morning_said_before_it_is_this_morning():
+    """ "in the morning" said at 6am is this morning at 9; said in the evening, tomorrow's."""
+    early = datetime(2026, 11, 25, 6, 0, tzinfo=UTC)
+    request = parse_reminder("remind me in the morning to call", early)
+    assert request is not None
+    assert request.due_at == at(2026, 11, 25, 9, 0)

@@ -79,6 +79,40 @@ async def test_another_hour_answers_nothing(db):
     assert (await chat.say("7am")).job_refs == ()
 
 
+@pytest.mark.parametrize(
+    ("request_", "morning", "evening"),
+    [
+        ("remind me at half past 6 to start dinner", "06:30", "18:30"),
+        ("remind me at quarter to 8 to walk the dog", "07:45", "19:45"),
+        ("remind me tomorrow at a quarter past ten to call", "10:15", "22:15"),
+    ],
+)
+async def test_a_spoken_bare_hour_keeps_its_minutes_in_the_question_and_the_answer(
+    db, request_, morning, evening
+):
+    chat = Chat(db)
+    asked = (await chat.say(request_)).text or ""
+    assert f"{morning} UTC (morning)" in asked
+    assert f"{evening} UTC (evening)" in asked
+    reply = await chat.say("evening")
+    (job,) = reply.job_refs
+    assert f"{job.due_at:%H:%M}" == evening
+
+
+@pytest.mark.parametrize(
+    ("request_", "hour"),
+    [
+        ("remind me at 9 tomorrow morning to call the vet", 9),
+        ("remind me tomorrow at 3 in the afternoon to call the vet", 15),
+        ("remind me at 8 tonight to call the vet", 20),
+    ],
+)
+async def test_a_bare_hour_said_with_its_part_of_the_day_is_set_at_once(db, request_, hour):
+    reply = await Chat(db).say(request_)
+    (job,) = reply.job_refs
+    assert job.due_at.hour == hour
+
+
 async def test_a_clock_said_in_full_is_set_at_once(db):
     reply = await Chat(db).say("remind me tomorrow at 10am to call the plumber")
     assert reply.text == "I'll remind you tomorrow at 10:00 UTC to call the plumber."

@@ -54,13 +54,13 @@ _NUMBER_WORDS = {
     "thirty": 30, "forty": 40, "forty-five": 45, "fifty": 50, "sixty": 60, "ninety": 90,
     "half a": 0.5, "half an": 0.5, "a couple of": 2, "a few": 3,
 }  # fmt: skip
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "f": 1209600}
 # A digit amount may touch its unit ("10min"); a word amount is followed by a space.
 _NUM = (
     r"\d{1,9}(?:[.,]\d{1,3})?\s*"
     r"|(?:half an?|a couple of|a few|[a-z]+(?:-[a-z]+)?)\s+"
 )
-_UNIT = r"s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?"
+_UNIT = r"s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|fortnights?"
 _MERIDIEM = r"[ap]\.?m\.?"
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _MONTH = (
@@ -72,11 +72,13 @@ _PART = r"morning|afternoon|evening|night"
 _DATE = rf"(?:the\s+)?{_ORDINAL}(?:\s+of)?\s+{_MONTH}|{_MONTH}\s+{_ORDINAL}|the\s+{_ORDINAL}"
 _DAY = (
     rf"today|tonight|tomorrow(?:\s+(?:{_PART}))?|the day after tomorrow|next week"
+    rf"|in\s+the\s+(?:{_PART})"
     rf"|this\s+(?:{_PART})|(?:(?:on|next|this|coming)\s+)?{_WEEKDAY}(?:\s+(?:{_PART}))?"
     rf"|(?:on\s+)?(?:{_DATE})"
 )
 _CLOCK = (
-    rf"(?:at\s+)?\d{{1,2}}(?:[:.h]\d{{2}})?\s*{_MERIDIEM}|at\s+\d{{1,2}}(?:[:.h]\d{{2}})?"
+    rf"(?:at\s+)?\d{{1,2}}(?:[:.h]\d{{2}})?\s*{_MERIDIEM}"
+    rf"|at\s+\d{{1,2}}(?:[:.h+]\d{{2}})?(?:\s+in\s+the\s+(?:{_PART}))?"
     r"|(?:at\s+)?(?:noon|midday|midnight)"
 )
 _DELAY_PHRASE = rf"in\s+(?:{_NUM})(?:{_UNIT})\b"
@@ -88,9 +90,14 @@ WHEN = (
 )
 
 _DELAY = re.compile(rf"in\s+(?P<n>{_NUM})(?P<u>{_UNIT})", _F)
-_BARE_HOUR = re.compile(r"\bat\s+(?P<h>\d{1,2})\b(?![:.h]?\d|\s*[ap]\.?m)", _F)
+# A bare hour: "at 6", or "at 6+30" (spoken_clock's "half past six", minutes kept, morning or
+# evening still to say).
+_BARE_HOUR = re.compile(r"\bat\s+(?P<h>\d{1,2})(?:\+(?P<min>\d{2}))?\b(?![:.h]?\d|\s*[ap]\.?m)", _F)
 _HAS_CLOCK = re.compile(rf"\d\s*{_MERIDIEM}|\d[:.h]\d{{2}}|\b(?:noon|midday|midnight)\b", _F)
-_EVENING = re.compile(r"\b(?:tonight|evening|night)\b", _F)
+_EVENING = re.compile(r"\b(?:tonight|evening|night|afternoon)\b", _F)
+_MORNING = re.compile(r"\bmorning\b", _F)
+# "in the morning": this morning if still ahead, else tomorrow's; "at 3 in the afternoon".
+_IN_THE_PART = re.compile(rf"\s*\bin\s+the\s+(?P<part>{_PART})\b", _F)
 _PART_HOURS = {"morning": "09:00", "afternoon": "15:00", "evening": "19:00", "night": "21:00"}
 _PART_WORD = re.compile(rf"\b(?:this\s+)?(?P<part>{_PART})\b", _F)
 _DOTTED = re.compile(r"(?P<h>\d{1,2})[.h](?P<m>\d{2})\b")
@@ -132,9 +139,10 @@ def _wall_clock_phrase(when: str) -> str | None:
     said = " ".join(when.split())
     bare = _BARE_HOUR.search(said)
     if bare is not None:
-        if _EVENING.search(said) is None:
+        if _EVENING.search(said) is None and _MORNING.search(said) is None:
             return None  # "at 6": morning or evening?
-        said = said[: bare.end()] + "pm" + said[bare.end() :]
+        said = _said_as(said, bare, evening=_EVENING.search(said) is not None)
+        said = _IN_THE_PART.sub("", said)  # "at 3 in the afternoon": said, at 3pm
     said = _DOTTED.sub(r"\g<h>:\g<m>", said)
     said = re.sub(rf"(\d)\s*({_MERIDIEM})", lambda m: m.group(1) + m.group(2).replace(".", ""),
                   said, flags=_F)  # fmt: skip
@@ -201,8 +209,10 @@ def _in_figures(match: re.Match[str]) -> str:
     if (match.group("dir") or "").casefold() == "to":
         hour, minute = (hour - 2) % 12 + 1, 60 - minute
     part = (match.group("m") or "").strip().casefold()
-    if not part:
-        return f"at {hour}" if hour <= 12 else f"at {hour:02d}:{minute:02d}"  # morning or evening?
+    if not part:  # morning or evening? Said later, the minutes kept ("at 6+30").
+        if hour > 12:
+            return f"at {hour:02d}:{minute:02d}"
+        return f"at {hour}+{minute:02d}" if minute else f"at {hour}"
     evening = part[0] == "p" or part.endswith(("afternoon", "evening", "night"))
     hour = hour % 12 + (12 if evening else 0)
     return f"at {hour:02d}:{minute:02d}"
@@ -221,8 +231,14 @@ def with_meridiem(text: str, *, evening: bool) -> tuple[str, int] | None:
     bare = _BARE_HOUR.search(text)
     if bare is None or not 1 <= int(bare.group("h")) <= 12:
         return None
-    said = text[: bare.end()] + ("pm" if evening else "am") + text[bare.end() :]
-    return said, int(bare.group("h"))
+    return _said_as(text, bare, evening=evening), int(bare.group("h"))
+
+
+def _said_as(text: str, bare: re.Match[str], *, evening: bool) -> str:
+    """``text`` with its bare hour said as morning or evening: "at 6+30" -> "at 6:30pm"."""
+    minutes = f":{bare.group('min')}" if bare.group("min") else ""
+    said = f"at {bare.group('h')}{minutes}{'pm' if evening else 'am'}"
+    return text[: bare.start()] + said + text[bare.end() :]
 
 
 def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
@@ -234,6 +250,10 @@ def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
         zone: the user's time zone (a phrase ending in "UTC" is read in UTC).
     """
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    part = _IN_THE_PART.fullmatch(when.strip())
+    if part is not None:  # "in the morning": this one if still ahead, else tomorrow's
+        said = part.group("part")
+        return due_time(f"this {said}", now, zone) or due_time(f"tomorrow {said}", now, zone)
     if _DELAY.match(when):
         delay = read_delay(when)
         return None if delay is None else now + delay
