@@ -1,8 +1,9 @@
 """When a reminder is due: the time phrases a person says, read in their time zone.
 
 :data:`WHEN` is the grammar of the phrases a reminder may carry (bounded, so a hostile message is
-read quickly): a delay ("in 10 minutes", "in an hour and a half" is not, "in 1.5 hours" is), a
-day ("tomorrow", "on Friday", "next Monday", "on 3 May", "the 12th of December", "tonight"),
+read quickly): a delay ("in 10 minutes", "in a fortnight"; "in an hour and a half" is not, "in
+1.5 hours" is), a day ("tomorrow", "on Friday", "next Monday", "on 3 May", "the 12th of
+December", "tonight", "in the morning": this morning if still ahead, else tomorrow's),
 a clock time ("at 18:30", "at 8am", "at noon"), or a day with a clock time ("tomorrow at 8am",
 "next Monday at 9:15", "Friday evening"). :func:`due_time` turns the phrase into a moment:
 
@@ -11,13 +12,15 @@ a clock time ("at 18:30", "at 8am", "at noon"), or a day with a clock time ("tom
   names) on the user's wall clock, then placed in their zone (``zoneinfo``: the real offset of
   that day, summer time included). A day without a clock time is at 09:00, a part of the day
   at its usual hour (morning 09:00, afternoon 15:00, evening 19:00, tonight 21:00); a bare hour
-  ("at 6") is morning or evening and is refused, unless the day says which ("tonight at 9");
+  ("at 6") is morning or evening and is refused, unless the day says which ("tonight at 9",
+  "at 9 tomorrow morning", "at 3 in the afternoon");
 - the result must be ahead of now and at most :data:`MAX_REMINDER_DELAY` ahead: "today at 8am"
   at noon is refused, not moved to tomorrow; "at 8am" alone is the next 8am.
 
 :func:`spoken_clock` puts a clock time said in words in figures first ("half past five pm":
 "at 17:30", "quarter to eight in the morning": "at 07:45"); one that does not say morning or
-evening stays a bare hour, refused like "at 6".
+evening stays a bare hour with its minutes ("half past six": "at 6+30"), refused like "at 6";
+:func:`with_meridiem` says it as morning or evening ("at 6:30pm").
 
 A pure function of its arguments (``now`` is passed in). Tested by ``tests/test_reminder_time.py``
 and, as part of a reminder request, ``tests/test_extraction.py``.
