@@ -470,3 +470,32 @@ async def test_an_empty_list_is_said_to_be_the_group_s(lane):
     _, listed = await chat.ask("Carol", "@bot what's left to do?")
 
     assert listed == "Nothing is open: the group's list is empty and no reminders are set."
+
+
+async def test_a_launch_party_debated_in_everyday_words(lane):
+    """ "what about X instead?" proposes, "X gets my vote" backs it, "we're going with X"
+    decides; "where do we stand?", "which options are on the table?", "who proposed X?" and
+    "what was my objection?" are answered from the deliberation."""
+    chat = Group(lane)
+    await chat.say("Alice", "ok team, where should we hold the launch party?")
+    await chat.say("Bob", "I suggest the rooftop bar downtown")
+    await chat.say("Carol", "what about the museum hall instead?")
+    await chat.say("Dave", "rooftop gets my vote")
+    await chat.say("Erin", "I'm against the rooftop, it might rain")
+
+    _, standing = await chat.ask("Bob", "@bot where do we stand?")
+    assert "the rooftop bar downtown, proposed by Bob (for: Dave; against: Erin)" in standing
+    assert "the museum hall, proposed by Carol" in standing
+    _, options = await chat.ask("Dave", "@bot which options are on the table?")
+    assert "the rooftop bar downtown" in options and "the museum hall" in options
+    _, proposer = await chat.ask("Dave", "@bot who proposed the rooftop?")
+    assert proposer.startswith("Bob proposed the rooftop bar downtown")
+    _, objection = await chat.ask("Erin", "@bot what was my objection?")
+    assert "opposes: the rooftop bar downtown" in objection
+    _, mine = await chat.ask("Carol", "@bot what have I said so far?")
+    assert "the museum hall" in mine
+
+    await chat.say("Bob", "ok we're going with the museum hall")
+    _, decided = await chat.ask("Carol", "@bot what did we decide?")
+    assert "the museum hall" in decided
+    assert "Still under discussion" not in decided.split("the museum hall")[0]

@@ -64,7 +64,7 @@ from agent.engines.rule_facts import (
     fact_acks,
 )
 from agent.engines.rule_forget import forget_reply
-from agent.engines.rule_group import answer_own_words, answer_undecided
+from agent.engines.rule_group import answer_own_words, answer_proposer, answer_undecided
 from agent.engines.rule_likes import answer_like, answer_like_kind
 from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip, answer_upcoming
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
@@ -131,6 +131,7 @@ _SIDE_EFFECTS = (
 _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("own_words", answer_own_words),
     ("list_undecided", answer_undecided),
+    ("list_undecided", answer_proposer),
     ("ask_fact", answer_told),
     ("ask_fact", answer_someone),
     ("ask_fact", answer_earlier),

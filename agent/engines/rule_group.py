@@ -1,6 +1,6 @@
 """What the rule-based concierge answers a group member about the group's deliberation.
 
-Two questions, asked in a group (a packet with participants or a member writing; elsewhere
+Three questions, asked in a group (a packet with participants or a member writing; elsewhere
 these rules stay silent and leave the message to the others):
 
 - "what did I say about the budget?", "what was my position on the venue?", "where do I
@@ -10,8 +10,10 @@ these rules stay silent and leave the message to the others):
   the compressed and summarised lines bearing their name), about the topic when one is named;
   an honest "nothing from you about it" when none of it is.
 - "what is still undecided?", "what haven't we decided yet?", "what's left to decide?",
-  "which proposals are still open?": ``list_undecided``. The proposals still under discussion,
-  who made them and who is for and against, or that nothing waits for a decision.
+  "which proposals are still open?", "where do we stand?", "which options are on the table?":
+  ``list_undecided``. The proposals still under discussion, who made them and who is for and
+  against, or that nothing waits for a decision.
+- "who proposed the rooftop?": the proposal named, who made it and where it stands.
 
 Covered by ``tests/test_rule_group.py``.
 """
@@ -29,7 +31,7 @@ from agent.memory.rules.deliberation import is_deliberation_move, participant_ke
 from agent.memory.rules.extraction import content_stems, split_clauses, without_mention
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
-__all__ = ["answer_own_words", "answer_undecided"]
+__all__ = ["answer_own_words", "answer_proposer", "answer_undecided"]
 
 _F = re.IGNORECASE
 _MOST_SAID = 5
@@ -41,7 +43,8 @@ _ASK_OWN = re.compile(
     r"|(?:remind\s+me|tell\s+me|recall)\s+what\s+i\s+(?:said|suggested|proposed|thought|wrote)"
     r"|did\s+i\s+(?:say|mention|suggest|propose)\s+anything"
     r"|what(?:'s|\s+is|\s+was|\s+were)\s+my\s+(?:previous\s+|last\s+|current\s+|own\s+)?"
-    r"(?:position|stance|view|opinion|take|point|suggestion|proposal|contribution)s?"
+    r"(?:position|stance|view|opinion|take|point|suggestion|proposal|contribution|objection"
+    r"|vote)s?"
     r"|where\s+(?:do|did)\s+i\s+stand|my\s+(?:previous|last)\s+position)\b",
     _F,
 )
@@ -62,7 +65,17 @@ _ASK_UNDECIDED = re.compile(
     r"|\bproposals?\s+(?:are\s+|is\s+)?still\s+open\b|\bneeds?\s+a\s+decision\b"
     r"|\bstill\s+(?:under\s+discussion|being\s+discussed|on\s+the\s+table|open\s+for"
     r"\s+(?:a\s+)?(?:decision|discussion|debate|vote))"
-    r"|\bwhat\s+are\s+we\s+still\s+(?:discussing|debating|deciding|voting\s+on)\b",
+    r"|\bwhat\s+are\s+we\s+still\s+(?:discussing|debating|deciding|voting\s+on)\b"
+    # "where do we stand?", "which options are on the table?", "what are our options?"
+    r"|\bwhere\s+(?:do|are)\s+we\s+(?:stand|at)\b|\bon\s+the\s+table\b"
+    r"|\b(?:what|which)\s+(?:are\s+)?(?:the\s+|our\s+)?options\b",
+    _F,
+)
+
+# "who proposed the rooftop?", "who suggested Lisbon?"
+_ASK_PROPOSER = re.compile(
+    r"^who\s+(?:proposed|suggested|came\s+up\s+with|wanted|brought\s+up)\s+(?P<what>.{1,80}?)"
+    r"\s*\??$",
     _F,
 )
 
@@ -148,6 +161,24 @@ def answer_undecided(
     lines = [f"• {p.text}, proposed by {p.proposer} ({stances(p)})" for p in waiting]
     said = "Still undecided:\n" + "\n".join(lines)
     return said + (f"\n\n{so_far.capitalize()}: ask “what did we decide?”." if so_far else "")
+
+
+def answer_proposer(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "who proposed the rooftop?" in a group: the proposal it names, its proposer and
+    where it stands; ``None`` when it names none (another rule may answer)."""
+    asked = _ASK_PROPOSER.match(reading.text)
+    if asked is None or not _is_group(packet):
+        return None
+    wanted = content_stems(asked.group("what"))
+    named = [p for p in packet.proposals if wanted and wanted <= content_stems(p.text)]
+    if not named:
+        return None
+    return " ".join(
+        f"{p.proposer} proposed {p.text} ({p.status if p.status != 'active' else stances(p)})."
+        for p in named
+    )
 
 
 def _restates(text: str, points: Sequence[str]) -> bool:

@@ -85,6 +85,7 @@ _DECISIONS = tuple(
         r"|settled)(?:\s+(?:on|upon|to|that))?\s*[:,-]?\s*(?P<v>.*)",
         r"\bconsensus\s+(?:is|was|reached)(?:\s+(?:on|that))?\s*[:,-]?\s*(?P<v>.*)",
         r"\b(?:let'?s|we(?:'ll|\s+will))\s+go\s+with\s+(?P<v>.*)",
+        r"\bwe(?:'re|\s+are)\s+(?:going|gonna\s+go)\s+with\s+(?P<v>.*)",
         r"\bfinal\s+(?:decision|answer)\s*(?:is\b|:|-)?\s*(?P<v>.*)",
         r"\[(?:decision|consensus)\]\s*[:-]?\s*(?P<v>.*)",
         r"\b(?:it'?s|it\s+is|that'?s)\s+(?:decided|settled)\s*[:,-]?\s*(?P<v>.*)",
@@ -101,6 +102,8 @@ _PROPOSALS = tuple(
         r"\bmy\s+(?:suggestion|proposal)\s+(?:is\s+)?[:-]?\s*(?:that\s+|to\s+)?(?P<v>.+)",
         r"\bwhat\s+if\s+(?P<v>we\s+.+)",
         r"\bhow\s+about\s+(?P<v>.+)",
+        # "what about the museum hall instead?" (not "what about you?").
+        r"^what\s+about\s+(?P<v>(?!(?:you|me|him|her|them|us|it|that|this|now|then)\b).+)",
         r"\bwhy\s+don'?t\s+we\s+(?P<v>.+)",
         r"\blet'?s\s+consider\s+(?P<v>.+)",
         # "let's go with Lisbon then?": going with it, asked of the others.
@@ -112,7 +115,8 @@ _PROPOSALS = tuple(
 # Every decision, rejection and proposal pattern holds one of these words: one search tells
 # whether a clause is worth the patterns.
 _CUES = re.compile(
-    r"agreed|decided|conclu|settled|consensus|go\s+with|final|\[|propos|suggest|what\s+if"
+    r"agreed|decided|conclu|settled|consensus|go\s+with|going\s+with|final|\[|propos|suggest"
+    r"|what\s+if|what\s+about"
     r"|how\s+about|don'?t\s+we|consider|shall\s+we|let'?s|deal|it\s+is",
     _F,
 )
@@ -151,7 +155,8 @@ _NAMED_OPPOSE = re.compile(
 _NAMED_SUPPORT = re.compile(
     r"\b(?:sounds?|looks?)\s+(?:good|great|fine|perfect|right)\b|\bworks?\s+for\s+me\b"
     r"|\bfine\s+by\s+me\b|\bi(?:'m|\s+am)\s+(?:all\s+)?for\b|\bi\s+vote\s+for\b"
-    r"|\bi(?:'m|\s+am)\s+in\s+favou?r\s+of\b",
+    r"|\bi(?:'m|\s+am)\s+in\s+favou?r\s+of\b|\bgets?\s+my\s+vote\b"
+    r"|\bmy\s+vote\s+(?:goes\s+to|is\s+for)\b",
     _F,
 )
 _NAMED_WORDS = 10
