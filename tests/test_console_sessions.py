@@ -173,7 +173,11 @@ def test_facts_remember_and_forget_in_plain_words_across_restarts(launch):
     assert "dinner party" in plans
     assert "Porto" in sister
     assert note == "I'll remember: the spare key is under the blue pot"
-    assert erased == "Done, I've forgotten: your sister Mia lives in Porto."
+    assert erased == (
+        "Done, I've forgotten: your sister Mia lives in Porto. No message of this conversation"
+        " says it; one of an earlier conversation stays in it (/sessions lists them; /resume"
+        " one, then /forget, erases it)."
+    )
     assert "erased nothing" in nothing
     assert "was: you live in Berlin" in listing
     assert "Porto" not in listing

@@ -487,7 +487,8 @@ async def test_a_launch_party_debated_in_everyday_words(lane):
     assert "the rooftop bar downtown, proposed by Bob (for: Dave; against: Erin)" in standing
     assert "the museum hall, proposed by Carol" in standing
     _, options = await chat.ask("Dave", "@bot which options are on the table?")
-    assert "the rooftop bar downtown" in options and "the museum hall" in options
+    assert "the rooftop bar downtown" in options
+    assert "the museum hall" in options
     _, proposer = await chat.ask("Dave", "@bot who proposed the rooftop?")
     assert proposer.startswith("Bob proposed the rooftop bar downtown")
     _, objection = await chat.ask("Erin", "@bot what was my objection?")

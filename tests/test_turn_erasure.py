@@ -144,6 +144,20 @@ async def test_no_erases_nothing(tmp_path, database_url):
         assert "haven't told me" in await chat.say("what's my locker code?")
 
 
+async def test_a_fact_told_in_an_earlier_conversation_says_where_its_message_is(tmp_path):
+    """After /new the message that said it is not in this conversation: the memory goes, and
+    the reply says where the message is kept and how to erase it, not that all is gone."""
+    async with _lane(tmp_path, None) as lane:
+        chat = _Chat(lane)
+        await chat.say(f"my locker code is {DETAIL}")
+        await lane.new_session(CHAT)
+        said = await chat.say("forget my locker code")
+        assert said.startswith(f"Done, I've forgotten: your locker code is {DETAIL}.")
+        assert "earlier conversation" in said
+        assert "/sessions" in said
+        assert "haven't told me" in await chat.say("what's my locker code?")
+
+
 @pytest.mark.parametrize(
     ("request_text", "topic"),
     [

@@ -145,11 +145,18 @@ def _forget(packet: ConversationContextPacket, message: InboundMessage, what: st
         return asked
     erased = "; ".join(describe_memory(m) for m in matched)
     return Reply(
-        text=f"Done, I've forgotten: {erased}." + (f" {asked.text}" if lines else ""),
+        text=f"Done, I've forgotten: {erased}. " + (asked.text if lines else _SAID_ELSEWHERE),
         intent="forget_memory",
         action_name=asked.action_name if lines else "forget_memory",
         forget_memories=tuple(m.memory_id for m in matched),
     )
+
+
+# The memory goes; the message that said it, in an earlier conversation, stays there.
+_SAID_ELSEWHERE = (
+    "No message of this conversation says it; one of an earlier conversation stays in it "
+    "(/sessions lists them; /resume one, then /forget, erases it)."
+)
 
 
 def _forget_own_words(
