@@ -145,7 +145,7 @@ def _forget(packet: ConversationContextPacket, message: InboundMessage, what: st
         return asked
     erased = "; ".join(describe_memory(m) for m in matched)
     return Reply(
-        text=f"Done, I've forgotten: {erased}. " + (asked.text if lines else _SAID_ELSEWHERE),
+        text=f"Done, I've forgotten: {erased}. {asked.text if lines else _SAID_ELSEWHERE}",
         intent="forget_memory",
         action_name=asked.action_name if lines else "forget_memory",
         forget_memories=tuple(m.memory_id for m in matched),
