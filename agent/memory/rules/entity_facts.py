@@ -109,6 +109,8 @@ _VISIT = re.compile(
 )
 # "... and works as", "..., and she's 70": where one thing said of someone ends and the next begins.
 _AND = re.compile(r"\s*,?\s+and\s+", _F)
+# "is a 12 year old tabby", "is a 30-year-old engineer": an age said before what they are.
+_AGED_AS = re.compile(r"is an?\s+(?P<n>\d{1,3})[- ](?:years?|yrs?)[- ]old\b", _F)
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # "Ava's school play is on Thursday at 6pm": an event of theirs on the user's calendar.
@@ -194,6 +196,9 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         facts.append((fact_key(USER, "event", item), f"{item} is {visit.group('when')}"))
         return facts
     for part in _said_parts(said):
+        aged = _AGED_AS.match(part)
+        if aged is not None:  # "is a 12 year old tabby", and whatever else it is
+            facts.append((fact_key(subject, "age", aged.group("n")), aged.group("n")))
         for predicate, attribute, kind in _OTHER_PREDICATES:
             found = predicate.match(part)
             if found is None:
