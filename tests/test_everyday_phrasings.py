@@ -644,6 +644,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my day is going great"], "Glad to hear it"),  # a mood, no detail
     ],
     "said in passing, asked later": [
+        (["my email is ada@example.com", "what's my email address?"],
+         "you told me: my email is ada@example.com"),
+        (["my passport is X1234567", "what's my passport number?"],
+         "you told me: my passport is X1234567"),
+        (["my phone number is 07700 900123", "what's my number?"],
+         "you told me: my phone number is 07700 900123"),
+        (["my phone number is 07700 900123", "what's my job?"], "haven't told me"),
         (["my passport is in the desk drawer", "where did I put my passport?"],
          "you told me: my passport is in the desk drawer"),
         (["the spare key is under the blue flowerpot", "where did I leave the spare key?"],

@@ -87,6 +87,8 @@ _ASK_TOLD = re.compile(
     r"\s+(?:to\s+)?(?:you\s+)?(?:anything\s+)?(?:about\s+)?(?P<what>.+?)\s*\??$",
     re.IGNORECASE,
 )
+# Words a question may add to what a detail was called ("email address", "passport number").
+_ANY_DETAIL = content_stems("address number")
 _HOW = re.compile(r"\bhow\s+(?:long|much|many|often|far|soon)\b", re.IGNORECASE)
 _QUESTION_ONLY = re.compile(r"[^.!?]*\?+")
 # A question that asks for something said ("when is ...?", "what's ...?"), not yes or no.
@@ -121,7 +123,9 @@ class Recollection:
 
 def _asked(question: str) -> frozenset[str]:
     # "@helper_bot what ...": the handle is none; "how long is my trip?" asks of the trip.
-    return content_stems(_HOW.sub(" ", question)) - _NOT_ASKED
+    asked = content_stems(_HOW.sub(" ", question)) - _NOT_ASKED
+    # "what's my email address?" asks for the email, said "my email is ..."
+    return asked - _ANY_DETAIL or asked
 
 
 def _still_true(
