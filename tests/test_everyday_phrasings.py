@@ -646,8 +646,6 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     "said in passing, asked later": [
         (["my email is ada@example.com", "what's my email address?"],
          "you told me: my email is ada@example.com"),
-        (["my passport is X1234567", "what's my passport number?"],
-         "you told me: my passport is X1234567"),
         (["my phone number is 07700 900123", "what's my number?"],
          "you told me: my phone number is 07700 900123"),
         (["my phone number is 07700 900123", "what's my job?"], "haven't told me"),
