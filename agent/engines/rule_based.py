@@ -63,6 +63,7 @@ from agent.engines.rule_facts import (
     answer_someone,
     fact_acks,
 )
+from agent.engines.rule_family import answer_family
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_proposer, answer_undecided
 from agent.engines.rule_likes import answer_like, answer_like_kind
@@ -151,6 +152,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_routine),
     ("ask_fact", answer_can_have),
     ("ask_fact", answer_detail),
+    ("ask_fact", answer_family),
     ("ask_fact", answer_fact),
     ("help", answer_help),
 )

@@ -1,0 +1,67 @@
+"""Answering a question about a kind of family: "do I have any siblings?", "who are my
+parents?", "do I have children?". The user's ``relative`` facts whose role is of that kind
+(a brother and a sister are siblings; a son, a daughter or a kid are children), said by role
+("Your brothers are called Tom and Jack."), or that none was told.
+
+Covered by the "pets and relatives" family of ``tests/test_everyday_phrasings.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agent.engines.rule_reading import Reading
+from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
+from agent.memory.schemas import ConversationContextPacket, JobRef
+
+__all__ = ["answer_family"]
+
+# Each kind of family, by the words a question names it with, and the roles it holds.
+_KINDS = {
+    "siblings": "brother sister twin sibling stepbrother stepsister",
+    "brothers and sisters": "brother sister twin sibling stepbrother stepsister",
+    "parents": "mom mum mother dad father stepmom stepmum stepdad",
+    "children": "son daughter kid child twin stepson stepdaughter",
+    "kids": "son daughter kid child twin stepson stepdaughter",
+    "grandparents": "grandma grandpa grandmother grandfather granny grandad nan nana",
+    "grandchildren": "grandson granddaughter grandchild grandkid",
+    "grandkids": "grandson granddaughter grandchild grandkid",
+}
+_ASK_FAMILY = re.compile(
+    r"^(?:(?P<do>do|have)\s+i\s+(?:have|got)\s+(?:any\s+)?|who\s+are\s+my\s+|what\s+are\s+my\s+)"
+    rf"(?P<kind>{'|'.join(_KINDS)})(?:'?\s+names?|\s+called)?\s*\??$",
+    re.IGNORECASE,
+)
+_PLURALS = {"child": "children"}
+
+
+def answer_family(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "do I have any siblings?", "who are my parents?"."""
+    asked = _ASK_FAMILY.match(reading.text)
+    if asked is None:
+        return None
+    kind = " ".join(asked.group("kind").casefold().split())
+    roles = _KINDS[kind].split()
+    named: dict[str, list[str]] = {}
+    for fact in reading.facts:
+        key = parse_key(fact.key)
+        role, name = role_and_name(fact.value)
+        if key.subject == USER and key.name == "relative" and role in roles and name:
+            named.setdefault(role, []).append(name)
+    if not named:
+        return f"You haven't told me about any {kind}."
+    # In the order of the kind's roles, names alphabetically: the same answer every time.
+    lines = [_called(role, sorted(named[role])) for role in roles if role in named]
+    if asked.group("do"):
+        return "Yes: " + "; ".join(line[0].lower() + line[1:] for line in lines) + "."
+    return " ".join(f"{line}." for line in lines)
+
+
+def _called(role: str, names: list[str]) -> str:
+    if len(names) == 1:
+        return f"Your {role} is called {names[0]}"
+    plural = _PLURALS.get(role, f"{role}s")
+    return f"Your {plural} are called {', '.join(names[:-1])} and {names[-1]}"
