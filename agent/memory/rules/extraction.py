@@ -66,7 +66,7 @@ _AND_I = re.compile(
 # ... "and a granddaughter called Poppy": a second one named, after the first ("me and my
 # sister are ..." is one subject).
 _SUBCLAUSE = re.compile(
-    r"(?<!\bme),?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|my|call me)\b)"
+    r"(?<!\bme),?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|my|our|call me)\b)"
     r"|,\s+(?=(?:i|i'm|i've|my)\b)"
     r"|,?\s+and\s+(?=an?\s+[\w ]{1,30}?\s+(?:called|named)\s)",
     _F,

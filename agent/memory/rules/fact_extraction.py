@@ -30,6 +30,9 @@ __all__ = ["PEOPLE", "PETS", "extract_facts"]
 
 _F = re.IGNORECASE
 
+# A clause of the user's about themselves, which may name someone too ("I live in Turin with
+# my wife Giulia"): read by the user's rules as well as the entity rules.
+_OF_SELF = re.compile(r"^(?:i|we)\s+(?:live|work|moved)\b", _F)
 # "I quit my job at Boots, I'm at Lloyds now": a workplace said after leaving one.
 _NEW_WORKPLACE = re.compile(
     r"\bi(?:'ve|\s+have)?\s+(?:just\s+)?(?:quit|left|changed|switched|(?:don't|no longer)\s+work)"
@@ -103,7 +106,9 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
         if clause.question:
             facts = _read_user_fact(clause, questions_only=True)
         else:
-            facts = read_entity_facts(clause.text) or _read_user_fact(clause)
+            facts = read_entity_facts(clause.text)
+            if not facts or _OF_SELF.match(clause.text):  # "I live in Turin with my wife ..."
+                facts = [*facts, *_read_user_fact(clause)]
         mode: FactMode = "stated"
         if _HEDGE.search(clause.text):
             mode = "hedged"

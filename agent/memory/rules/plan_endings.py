@@ -25,7 +25,8 @@ __all__ = ["ended_plans", "ends_plan"]
 _F = re.IGNORECASE
 _WHAT = r"(?:my|our|the)\s+(?P<{}>[^,.;!?]{{2,60}}?)"
 _ENDS = re.compile(
-    r"^(?:(?:oh|ah|so|well|ok|okay|sadly|unfortunately|bad news)[\s,:!]+)*(?:(?:please\s+)?"
+    r"^(?:(?:oh|ah|so|well|ok|okay|sadly|unfortunately|bad news|actually|turns out|update)"
+    r"[\s,:!]+)*(?:(?:please\s+)?"
     rf"(?:cancel|scrap|call off)\s+{_WHAT.format('cancelled')}(?=\s*(?:[,.;!]|$|\s+(?:it's|it is"
     rf"|as|because|since)\b))|{_WHAT.format('off')}\s+(?:is|are|has been|have been|got|was|were"
     r")\s+(?:cancelled|canceled|called off|off)\b|(?:i'm|i am|we're|we are)\s+(?:not|no longer)"
