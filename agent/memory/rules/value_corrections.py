@@ -73,10 +73,12 @@ _INSTEAD = tuple(
 )
 # "no, it's on Wednesday": the right value alone, of what the message before said.
 _IT_IS = re.compile(
-    rf"^{_FILLER}{_OPENER}\b[\s,:!.-]*(?:{_OPENER}\b[\s,:!.-]*)*"
-    rf"(?:it's|it is|it was|that's|that is|make that|it should be|i meant|i mean)\s+"
-    rf"(?:actually\s+)?"
-    rf"(?P<new>{_VALUE}){_END}",
+    rf"^{_FILLER}(?:(?:{_OPENER}\b[\s,:!.-]*)+(?:it's|it is|it was|that's|that is|make that"
+    rf"|it should be|i meant|i mean)|i meant|i mean)\s+(?:actually\s+)?"
+    rf"(?P<new>(?!(?:it|that|this|so|well|yes|no)\b){_VALUE}){_END}"
+    # "hmm no, Wednesday", "sorry, Bath", "no, 41": a bare value, a name, a number or a day.
+    rf"|^{_FILLER}(?:{_OPENER}\b[\s,:!.-]*)+(?P<bare>(?-i:[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?)"
+    r"|\d{1,3}|(?:on\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day)\s*[.!]*$",
     _F,
 )
 # A place said with its preposition ("no, it's in Bath"): the place.
@@ -197,7 +199,7 @@ def _correct_last(
     match = _IT_IS.match(text.strip())
     if match is None or not previous:
         return (), {}
-    new = " ".join(match.group("new").split())
+    new = " ".join((match.group("new") or match.group("bare")).split())
     said = extract_facts(previous, turn=turn)
     named = [f for f in said if parse_key(f.key).name in _ENTITIES]
     if len(said) == 1 and named and _A_NAME.fullmatch(new):  # "oops, it's Max": a rename
