@@ -124,6 +124,9 @@ async def test_a_question_about_someone_named_says_what_was_said_of_them(
         "what's the capital of Mongolia?",
         "can you tell me a joke?",
         "could you give me a pancake recipe?",
+        "what should I cook tonight?",
+        "what should I get my mum for her birthday?",
+        "should I take an umbrella?",
     ],
 )
 async def test_a_question_about_the_world_is_still_kept_open(lane, clock, question):

@@ -80,6 +80,12 @@ _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|our|us)\b", re.IGNORECASE)
 # "tell me a joke", "show me the news": the asker, not what is asked about.
 _ASKER = re.compile(r"\b(?:tell|show|give|send|teach|help|let)\s+(?:me|us)\b", re.IGNORECASE)
+# "what should I cook tonight?", "can you help me plan my week?": advice asked for.
+_ADVICE = re.compile(
+    r"\b(?:should|shall)\s+(?:i|we)\b|\b(?:can|could|would)\s+you\s+(?:please\s+)?(?:help"
+    r"|recommend|suggest)\b|\b(?:recommend|suggest)\b",
+    re.IGNORECASE,
+)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 # "have I told you about my job?", "did I mention my allergies?"
 _ASK_TOLD = re.compile(
@@ -343,6 +349,8 @@ def answer_from_memory(
     said_of = _said_of_named(packet, question, now, personal=personal)
     if said_of is not None:
         return said_of
+    if _ADVICE.search(question):
+        return None  # "what should I cook tonight?" asks for advice, not for what was told
     names = {t.speaker.casefold() for t in packet.recent_turns if t.speaker}
     names.update(p.name.casefold() for p in packet.participants)
     about = _FIRST_PERSON.search(_ASKER.sub("", question)) or any(

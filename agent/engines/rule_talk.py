@@ -131,20 +131,41 @@ _FEELING = (
     r"|pretty|such an?|a bit|kind of|kinda|quite|super|totally|rather)\s+)*"
 )
 _FEELING_END = (
-    r"(?:\s+(?:day|week|morning|evening|night))?(?:\s+(?:today|now|lately|tonight|this week"
-    r"|again))?[\s.!😊🙂😀😄😢😞😩]*$"
+    r"(?:\s+(?:day|week|morning|evening|night))?(?:\s+(?:for|about)\s+(?:the\s+)?[\w'-]+)?"
+    r"(?:\s+(?:at\s+work|today|now|lately|tonight|this week|again))*[\s.!😊🙂😀😄😢😞😩]*$"
+)
+# "I had a great day at work", "I had a rough day": how a day went.
+_HAD_A = r"|^(?:i|we)\s+(?:had|have had|'ve had)\s+(?:a|an|such an?)\s+(?:(?:really|very|so)\s+)?"
+_GOOD = (
+    r"(?:great|good|amazing|awesome|fantastic|wonderful|lovely|happy|excited|fine"
+    r"|brilliant|productive|relaxed|better|well)"
 )
 _GOOD_MOOD = re.compile(
-    _FEELING + r"(?:great|good|amazing|awesome|fantastic|wonderful|lovely|happy|excited|fine"
-    r"|brilliant|productive|relaxed|better|well)" + _FEELING_END,
+    _FEELING + _GOOD + _FEELING_END + _HAD_A + _GOOD + r"\s+(?:day|week|time|evening|weekend)"
+    + _FEELING_END,
     _F,
 )
-_BAD_MOOD = re.compile(
-    _FEELING + r"(?:tired|exhausted|sad|stressed|sick|ill|awful|terrible|bad|rough|horrible"
+_BAD = (
+    r"(?:tired|exhausted|sad|stressed|sick|ill|awful|terrible|bad|rough|horrible"
     r"|down|lonely|anxious|worried|upset|bored|miserable|unwell|overwhelmed|frustrated"
-    r"|long|tough|hard)" + _FEELING_END + r"|^my (?:back|head|neck|knee|stomach|tooth|feet)"
-    r"\s+(?:is killing me|hurts|is sore|aches)[\s.!]*$",
+    r"|long|tough|hard)"
+)
+_BAD_MOOD = re.compile(
+    _FEELING + _BAD + _FEELING_END + _HAD_A + _BAD + r"\s+(?:day|week|time|evening|weekend)"
+    + _FEELING_END + r"|^my (?:back|head|neck|knee|stomach|tooth|feet)"
+    r"\s+(?:is killing me|hurts|is sore|aches)[\s.!]*$"
+    r"|^(?:my\s+)?[\w' -]{1,30}?\s+(?:is|are)\s+driving\s+me\s+(?:crazy|mad|nuts|insane)\b",
     _F,
+)
+# Good news of one's life: "I got promoted!", "we just got engaged", "I passed my driving test".
+_GOOD_NEWS = re.compile(
+    r"^(?:i|we)\s+(?:(?:just|finally|actually)\s+)?(?:got\s+(?:promoted|engaged|married|a\s+raise"
+    r"|the\s+job|accepted|in\b)|passed\s+(?:my|the|our)\b|graduated\b|won\b|had\s+(?:a|the)\s+baby"
+    r"|bought\s+(?:a|our|my)\s+(?:first\s+)?(?:house|home|flat))",
+    _F,
+)
+_BIRTHDAY_TODAY = re.compile(
+    r"^(?:it'?s|today\s+is|today'?s)\s+my\s+birthday(?:\s+today)?\s*[!.🎂🎉🥳]*$", _F
 )
 # Going to sleep: a good night.
 _TO_BED = re.compile(
@@ -305,6 +326,10 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", f"Good night{name.replace(' ', ', ', 1)}! Sleep well."
     if _BYE.search(text):
         return "smalltalk", f"Bye{name.replace(' ', ', ', 1)}! I'll remember all this next time."
+    if _BIRTHDAY_TODAY.match(text):
+        return "smalltalk", f"Happy birthday{name.replace(' ', ', ', 1)}! 🎂"
+    if _GOOD_NEWS.match(text):
+        return "smalltalk", f"Congratulations{name.replace(' ', ', ', 1)}! 🎉"
     if _GOOD_MOOD.search(text):
         return "smalltalk", "Glad to hear it! 😊"
     if _BAD_MOOD.search(text):
