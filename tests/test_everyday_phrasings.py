@@ -473,6 +473,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm 40", "no, 41"], "Corrected: you're 41 (updated)."),
         (["I live in Bristol", "no, thanks", "where do I live?"], "You live in Bristol."),
         (["I work at Google", "I mean it", "where do I work?"], "You work at Google."),
+        (["I live in Leeds", "I mean, who cares", "where do I live?"], "You live in Leeds."),
         (["set my time zone to New York", "sorry, I meant London", "what's my time zone?"],
          "Your time zone is Europe/London."),
         (["I'm in Tokyo time now", "what's my time zone?"], "Your time zone is Asia/Tokyo."),
@@ -1259,3 +1260,12 @@ async def test_a_plan_called_off_is_the_one_named_and_kept_as_history(db, called
     # Kept as history: the plan's memory ended, not erased.
     rome = [m for m in chat.memories if m.attribute == "plan" and "Rome" in m.text]
     assert [m.valid_until is not None for m in rome] == [True]
+
+
+async def test_a_to_do_closed_by_a_pronoun_is_the_only_one_it_can_be(db):
+    """ "called her" closes the one call on the list, and none of two."""
+    chat = Chat(db)
+    await conversation(chat, ["I need to call mum", "I need to call the bank", "called her"])
+    listed = await conversation(chat, ["what's on my list?"])
+    assert "call mum" in listed
+    assert "call the bank" in listed

@@ -385,10 +385,12 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
     if closer.strip().isdecimal():
         index = int(closer.strip()) - 1
         return loops[index] if 0 <= index < len(loops) else None
-    said = _deeds(content_stems(closer)) - _NOT_THINGS
+    stems = _deeds(content_stems(closer))
+    said = stems - _NOT_THINGS
     if not said:
         return None
     best: tuple[float, OpenLoop] | None = None
+    matched = 0
     for loop in loops:
         wanted = _deeds(content_stems(loop.text))
         common = len(said & wanted)
@@ -397,8 +399,11 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
         jaccard = common / len(said | wanted)
         if not (said <= wanted or wanted <= said or jaccard >= 0.6):
             continue
+        matched += 1
         if best is None or jaccard > best[0]:
             best = (jaccard, loop)
+    if said != stems and matched > 1:
+        return None  # "called her" with two calls to make: which one is not said
     return best[1] if best else None
 
 

@@ -75,7 +75,8 @@ _INSTEAD = tuple(
 _IT_IS = re.compile(
     rf"^{_FILLER}(?:(?:{_OPENER}\b[\s,:!.-]*)+(?:it's|it is|it was|that's|that is|make that"
     rf"|it should be|i meant|i mean)|i meant|i mean)\s+(?:actually\s+)?"
-    rf"(?P<new>(?!(?:it|that|this|so|well|yes|no)\b){_VALUE}){_END}"
+    rf"(?P<new>(?!(?:it|that|this|so|well|yes|no|whatever|who|what|why|how|like|really|you)\b)"
+    rf"{_VALUE}){_END}"
     # "hmm no, Wednesday", "sorry, Bath", "no, 41": a bare value, a name, a number or a day.
     rf"|^{_FILLER}(?:{_OPENER}\b[\s,:!.-]*)+(?P<bare>(?-i:[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?)"
     r"|\d{1,3}|(?:on\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day)\s*[.!]*$",
