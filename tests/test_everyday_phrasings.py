@@ -1269,3 +1269,10 @@ async def test_a_to_do_closed_by_a_pronoun_is_the_only_one_it_can_be(db):
     listed = await conversation(chat, ["what's on my list?"])
     assert "call mum" in listed
     assert "call the bank" in listed
+
+
+@pytest.mark.parametrize("text", ["what are you able to do?", "what can you do?", "help"])
+async def test_what_the_concierge_can_do_is_the_help(db, text):
+    reply = await Chat(db).say(text)
+    assert reply.intent == "help"
+    assert (reply.text or "").startswith("I'm your offline concierge: no AI model")

@@ -79,7 +79,8 @@ _ASK_DECISIONS = re.compile(
 )
 
 _ASK_HELP = re.compile(
-    r"^/?(?:help|start|menu|commands)\b|\bwhat can you do\b|\bhow do(?:es)? (?:this|you) work\b",
+    r"^/?(?:help|start|menu|commands)\b|\bwhat can you do\b|\bhow do(?:es)? (?:this|you) work\b"
+    r"|\bwhat are you (?:able to do|for|good at)\b",
     _F,
 )
 
@@ -215,8 +216,8 @@ def answer_last_time(
     memory (what this one said is not from before), and where those conversations are kept."""
     if _ASK_LAST_TIME.search(reading.text) is None:
         return None
-    now = {fact.key for fact in packet.facts}
-    earlier = [fact for fact in memory_facts(packet.memories) if fact.key not in now]
+    said_here = {fact.key for fact in packet.facts}
+    earlier = [fact for fact in memory_facts(packet.memories) if fact.key not in said_here]
     if not earlier:
         return f"I remember nothing about you from earlier conversations. {_KEPT_ON_FILE}"
     lines = "\n".join(f"• {answer_line(fact)}" for fact in earlier)
