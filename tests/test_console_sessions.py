@@ -174,9 +174,9 @@ def test_facts_remember_and_forget_in_plain_words_across_restarts(launch):
     assert "Porto" in sister
     assert note == "I'll remember: the spare key is under the blue pot"
     assert erased == (
-        "Done, I've forgotten: your sister Mia lives in Porto. No message of this conversation"
-        " says it; one of an earlier conversation stays in it (/sessions lists them; /resume"
-        " one, then /forget, erases it)."
+        "Done, I've forgotten: your sister Mia lives in Porto. I found no message here that"
+        " says it: if an earlier conversation said it, the message stays there (/sessions lists"
+        " them; /resume one, then /forget, erases it)."
     )
     assert "erased nothing" in nothing
     assert "was: you live in Berlin" in listing

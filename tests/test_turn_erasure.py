@@ -158,6 +158,16 @@ async def test_a_fact_told_in_an_earlier_conversation_says_where_its_message_is(
         assert "haven't told me" in await chat.say("what's my locker code?")
 
 
+async def test_a_note_kept_with_remember_is_forgotten_without_a_message_to_look_for(tmp_path):
+    """A /remember note was said by no message: forgetting it points to no conversation."""
+    async with _lane(tmp_path, None) as lane:
+        chat = _Chat(lane)
+        await chat.say("hello")
+        await lane.remember(CHAT, "the spare key is under the blue pot")  # /remember's work
+        said = await chat.say("forget the spare key")
+        assert said == "Done, I've forgotten: the spare key is under the blue pot."
+
+
 @pytest.mark.parametrize(
     ("request_text", "topic"),
     [

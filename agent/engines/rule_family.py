@@ -18,15 +18,18 @@ from agent.memory.schemas import ConversationContextPacket, JobRef
 __all__ = ["answer_family"]
 
 # Each kind of family, by the words a question names it with, and the roles it holds.
+_SIBLINGS = "brother sister twin sibling stepbrother stepsister".split()
+_CHILDREN = "son daughter kid child twin stepson stepdaughter".split()
+_GRANDCHILDREN = "grandson granddaughter grandchild grandkid".split()
 _KINDS = {
-    "siblings": "brother sister twin sibling stepbrother stepsister",
-    "brothers and sisters": "brother sister twin sibling stepbrother stepsister",
-    "parents": "mom mum mother dad father stepmom stepmum stepdad",
-    "children": "son daughter kid child twin stepson stepdaughter",
-    "kids": "son daughter kid child twin stepson stepdaughter",
-    "grandparents": "grandma grandpa grandmother grandfather granny grandad nan nana",
-    "grandchildren": "grandson granddaughter grandchild grandkid",
-    "grandkids": "grandson granddaughter grandchild grandkid",
+    "siblings": _SIBLINGS,
+    "brothers and sisters": _SIBLINGS,
+    "parents": "mom mum mother dad father stepmom stepmum stepdad".split(),
+    "children": _CHILDREN,
+    "kids": _CHILDREN,
+    "grandparents": "grandma grandpa grandmother grandfather granny grandad nan nana".split(),
+    "grandchildren": _GRANDCHILDREN,
+    "grandkids": _GRANDCHILDREN,
 }
 _ASK_FAMILY = re.compile(
     r"^(?:(?P<do>do|have)\s+i\s+(?:have|got)\s+(?:any\s+)?|who\s+are\s+my\s+|what\s+are\s+my\s+)"
@@ -44,7 +47,7 @@ def answer_family(
     if asked is None:
         return None
     kind = " ".join(asked.group("kind").casefold().split())
-    roles = _KINDS[kind].split()
+    roles = _KINDS[kind]
     named: dict[str, list[str]] = {}
     for fact in reading.facts:
         key = parse_key(fact.key)

@@ -144,18 +144,20 @@ def _forget(packet: ConversationContextPacket, message: InboundMessage, what: st
     if not matched:
         return asked
     erased = "; ".join(describe_memory(m) for m in matched)
+    # A memory a message said (not a /remember note) whose message is not found here.
+    elsewhere = _SAID_ELSEWHERE if any(m.origin == "said" for m in matched) else ""
     return Reply(
-        text=f"Done, I've forgotten: {erased}. {asked.text if lines else _SAID_ELSEWHERE}",
+        text=f"Done, I've forgotten: {erased}. {asked.text if lines else elsewhere}".rstrip(),
         intent="forget_memory",
         action_name=asked.action_name if lines else "forget_memory",
         forget_memories=tuple(m.memory_id for m in matched),
     )
 
 
-# The memory goes; the message that said it, in an earlier conversation, stays there.
+# The memory goes; a message that said it, not found in this conversation, stays where it is.
 _SAID_ELSEWHERE = (
-    "No message of this conversation says it; one of an earlier conversation stays in it "
-    "(/sessions lists them; /resume one, then /forget, erases it)."
+    "I found no message here that says it: if an earlier conversation said it, the message "
+    "stays there (/sessions lists them; /resume one, then /forget, erases it)."
 )
 
 

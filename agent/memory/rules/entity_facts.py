@@ -64,7 +64,8 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     )
 )  # fmt: skip
 # An age said before who they are: "my 3 year old daughter", "a 10-year-old dog", "my 7 yo son".
-_AGED = r"(?:(?P<aged>\d{1,3})(?:[\s-]*(?:years?|yrs?)[\s-]*old|\s*yo)\s+)?"
+_YEARS_OLD = r"(?:[\s-]*(?:years?|yrs?)[\s-]*old|\s*yo)"
+_AGED = rf"(?:(?P<aged>\d{{1,3}}){_YEARS_OLD}\s+)?"
 _ENTITY = re.compile(rf"\b(?:my|our) {_AGED}{_WHO}\b", _F)
 # "I have a dog called Rex"; "(and) a golden retriever named Biscuit" said after it; "got a
 # cat called Pixel", "just adopted a rabbit named Clover" (the "I" left out).
@@ -110,7 +111,7 @@ _VISIT = re.compile(
 # "... and works as", "..., and she's 70": where one thing said of someone ends and the next begins.
 _AND = re.compile(r"\s*,?\s+and\s+", _F)
 # "is a 12 year old tabby", "is a 30-year-old engineer": an age said before what they are.
-_AGED_AS = re.compile(r"is an?\s+(?P<n>\d{1,3})[- ](?:years?|yrs?)[- ]old\b", _F)
+_AGED_AS = re.compile(rf"is an?\s+(?P<n>\d{{1,3}}){_YEARS_OLD}\b", _F)
 # "..., she's 4", "and he is 5": what follows a name said of the one named.
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # "Ava's school play is on Thursday at 6pm": an event of theirs on the user's calendar.
