@@ -393,3 +393,61 @@ async def test_a_reminder_pushed_back_is_snoozed(lane, push):
     moved, again = result.turn.job_refs
     assert (moved.job_id, moved.status) == (job.job_id, "cancelled")
     assert (again.label, again.status, again.due_at) == ("check the oven", "scheduled", later(75))
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("when's the swimming reminder?", "I'll remind you on 28 November at 10:00 UTC to book"),
+        ("what time is my reminder to call Ana?", "I'll remind you tomorrow at 18:00 UTC to call"),
+        ("is the swimming lessons reminder still set?", "on 28 November at 10:00 UTC"),
+        ("did you set the reminder to call Ana?", "tomorrow at 18:00 UTC to call Ana."),
+        ("when's the dentist reminder?", "I have no reminder about “dentist”. Your reminders:"),
+        ("when's my reminder?", "Which one? Your reminders:\n• book swimming lessons, on 28"),
+    ],
+)
+async def test_a_question_about_one_reminder_says_when_it_is_due(lane, question, answer):
+    """Asked about a reminder by its words, the bot says when it fires (not "kept on your list");
+    one it does not have is said so, with the ones it has."""
+    chat = Conversation(lane)
+    await chat.say("remind me on Saturday at 10am to book swimming lessons", T0)
+    await chat.say("remind me tomorrow at 6pm to call Ana", later(1))
+    said = await chat.reply(question, later(2))
+    assert answer in said
+    assert "kept it on your list" not in said
+    assert len(lane.chat_jobs(CHAT)) == 2
+
+
+async def test_a_question_about_a_reminder_with_none_set_says_so(lane):
+    chat = Conversation(lane)
+    assert await chat.reply("when's my reminder?", T0) == "You have no reminders set."
+
+
+@pytest.mark.parametrize(
+    ("change", "due"),
+    [
+        ("actually make it 11", datetime(2026, 11, 28, 11, 0, tzinfo=UTC)),
+        ("make it nine", datetime(2026, 11, 28, 9, 0, tzinfo=UTC)),
+        ("make that 12", datetime(2026, 11, 28, 12, 0, tzinfo=UTC)),
+        ("move it to 8", datetime(2026, 11, 28, 8, 0, tzinfo=UTC)),
+    ],
+)
+async def test_a_number_alone_moves_a_reminder_hours_away_to_the_nearest_such_hour(
+    lane, change, due
+):
+    """"remind me on Saturday at 10am ...", then "make it 11": 11:00 that Saturday (not 23:00)."""
+    chat = Conversation(lane)
+    set_at_ten = await chat.say("remind me on Saturday at 10am to book swimming lessons", T0)
+    (job,) = set_at_ten.turn.job_refs
+    result = await chat.say(change, later(1))
+    assert [j.due_at for j in result.turn.job_refs if j.status == "scheduled"] == [due]
+    assert (result.turn.assistant_text or "").startswith("Moved: I'll remind you")
+    assert await lane.complete_job(CHAT, job.job_id, "⏰ Reminder: book swimming lessons") is None
+
+
+async def test_a_number_alone_of_a_reminder_minutes_away_asks_which_it_means(lane):
+    chat = Conversation(lane)
+    (job,) = (await chat.say("remind me in 20 minutes to call Ana", T0)).turn.job_refs
+    said = await chat.reply("make it 2", later(1))
+    assert said == "Make it 2 o'clock or in 2 hours? Say “make it 2pm” or “make it 2 hours”."
+    assert [j.job_id for j in lane.chat_jobs(CHAT)] == [job.job_id]

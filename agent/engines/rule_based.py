@@ -71,7 +71,7 @@ from agent.engines.rule_plans import answer_event, answer_plans_when, answer_tri
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
 from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
-from agent.engines.rule_reminders import answer_time, change_reminders
+from agent.engines.rule_reminders import answer_reminder, answer_time, change_reminders
 from agent.engines.rule_talk import (
     UNKNOWN,
     answer_decisions,
@@ -138,6 +138,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_earlier),
     ("ask_fact", answer_name),
     ("tell_time", answer_time),
+    ("list_open", answer_reminder),
     ("ask_fact", answer_upcoming),
     ("list_open", answer_open_items),
     ("list_facts", answer_about_you),
@@ -319,12 +320,13 @@ def _unanswered(
         return talk
     if message.chat_type in GROUP_CHAT_TYPES and is_deliberation_move(message.text, clauses):
         return "deliberation", "Noted for the group. Ask “what did we decide?” to see where we are."
-    if any(clause.question for clause in clauses):
+    # "remind me what I said about the budget" asks, without its question mark.
+    made_direct = reading.text.endswith("?") and not (message.text or "").rstrip().endswith("?")
+    if made_direct or any(clause.question for clause in clauses):
         personal = message.chat_type in PERSONAL_CHAT_TYPES
         asker = member(message.speaker, message.user_id)
-        recalled = answer_from_memory(
-            packet, message.text, reading.now, personal=personal, asker=asker
-        )
+        asked = reading.text if made_direct else message.text
+        recalled = answer_from_memory(packet, asked, reading.now, personal=personal, asker=asker)
         if recalled is not None:
             return "recall", recalled
     kept = kept_open(packet, message, reading, clauses)

@@ -2,10 +2,9 @@
 
 Facts the user states ("my name is Ada", "my sister Mia lives in Porto") are acknowledged as
 kept (:func:`fact_acks`); questions about them are answered from the reading's facts (this
-session's, over the chat's long-term memories): their name, what is known
-about them, someone in their life, a value they replaced, one of their facts. Each ``answer_*``
-function is an :data:`~agent.engines.rule_reading.Answer`. Covered by
-``tests/test_rule_based.py``.
+session's, over the chat's long-term memories): their name, what is known about them,
+someone in their life, a value they replaced, one of their facts. Each ``answer_*`` function is
+an :data:`~agent.engines.rule_reading.Answer`. Covered by ``tests/test_rule_based.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from agent.memory.longterm.memory_slots import (
 )
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
+from agent.memory.rules.fact_words import ALIASES
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = [
@@ -101,8 +101,10 @@ _ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
         (r"\bwhat (?:[\w-]+ ){0,3}?do i play\b", "does:", "what you play"),
         (r"\bwhat are my (?:hobbies|interests)\b", "does: learning: likes:", "what you like"),
         (r"\bwhat (?:[\w-]+ )?am i (?:learning|studying)\b", "learning:", "what you're learning"),
+        (r"\b(?:which|what) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?) do i (?:like|love|enjoy)"
+         r" (?:the )?(?:most|best)\b", "favourite:", "your favourites"),
         (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b", "likes:", "what you like"),
-        (r"\bwhat(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
+        (r"\b(?:what|who)(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
          "favourite:", "your favourites"),
     )
 )  # fmt: skip
@@ -181,8 +183,7 @@ _ASK_ROUTINE = re.compile(
 def answer_routine(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
-    """Answer "what do I do on Sundays?" with the routines said with that time, or say none
-    was told for it."""
+    """Answer "what do I do on Sundays?" with the routines said then (or that none were)."""
     match = _ASK_ROUTINE.match(reading.text)
     if match is None:
         return None
@@ -375,6 +376,7 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     said_as = who
     who = " ".join(who.casefold().split())
     who = _SINGULAR.get(who) or (who[:-1] if re.fullmatch(_PLURAL, who, _F) else who)
+    who = ALIASES.get(who, who)  # "my boys": the sons told of
     named = [
         f
         for f in reading.facts

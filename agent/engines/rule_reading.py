@@ -61,16 +61,23 @@ ATTRIBUTE_STEMS: dict[str, frozenset[str]] = {
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|my|me|mine|myself)\b", re.I)
 _SOMEONE = re.compile(rf"(?i:\b(?:{PEOPLE}|{PETS})\b)|(?<!^)\b[A-Z][^\W\d_]+")
 
-# "do you know where I work?" asks "where do I work?": an indirect question made direct for
-# the question rules (the forms, in order: the first that reads the rest wins).
+# "do you know where I work?", "remind me where I work" ask "where do I work?": an indirect
+# question made direct for the question rules (the forms, in order: the first that reads the
+# rest wins). "remind me when I get home to call mom" asks for a reminder.
 _INDIRECT = re.compile(
-    r"^(?:do|did|can|could) you (?:know|remember|recall|tell me)\s+(?P<q>.+?)\s*\??$", re.I
+    r"^(?:(?:do|did|can|could) you (?:know|remember|recall|tell me)|(?:please\s+)?tell me"
+    r"|(?:(?:can|could) you\s+|please\s+)?remind me(?=\s+(?:what|where|when|who|how)\b"
+    r"(?!.*(?<!have )(?<!need )\bto\s+[a-z]+\b)))\s+(?P<q>.+?)\s*[?.!]*$",
+    re.I,
 )
 _DIRECT_FORMS = tuple(
     (re.compile(pattern, re.I), form)
     for pattern, form in (
         (r"^how old i am$", "how old am I?"),
         (r"^what (?P<x>time|day|date) it is(?P<rest>.*)$", r"what \g<x> is it\g<rest>?"),
+        (r"^(?P<wh>where|when|what|who)\s+i\s+said\b(?P<rest>.*)$", r"\g<wh> did I say\g<rest>?"),
+        (r"^(?P<wh>where|when|what|who)\s+i\s+told you\b(?P<rest>.*)$",
+         r"\g<wh> did I tell you\g<rest>?"),
         (r"^(?P<wh>where|when|what|who|how)\s+i\s+(?P<rest>(?!am\b|was\b).+)$",
          r"\g<wh> do I \g<rest>?"),
         (r"^(?P<wh>where|when|what|who)\s+(?P<subject>(?:my|the)\s+.+?)\s+(?P<be>is|are|was)$",

@@ -116,6 +116,20 @@ _CANCEL_WORDS = content_stems(
     "hours day days min mins"
 )
 
+# "when's the swimming reminder?", "what time is my reminder to call Ana?", "is the oven alarm
+# set?": one reminder asked about, by its words.
+_ASK_REMINDER: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern, _F)
+    for pattern in (
+        r"\b(?:when|what\s+time|what\s+day)(?:'s|\s+is|\s+will)?\s+(?:the|my)\s+"
+        r"(?P<what>(?:[\w'-]+\s+){0,4}?)(?:reminder|alarm|timer)\b(?P<rest>[^?]{0,80})",
+        r"\b(?:is|are)\s+(?:the|my)\s+(?P<what>(?:[\w'-]+\s+){0,4}?)(?:reminder|alarm|timer)"
+        r"(?P<rest>[^?]{0,80}?)\s+(?:still\s+)?(?:set|on)\s*[?.!]*$",
+        r"\bdid\s+you\s+set\s+(?:the|my|a)\s+(?P<what>(?:[\w'-]+\s+){0,4}?)(?:reminder|alarm"
+        r"|timer)(?P<rest>[^?]{0,80})",
+    )
+)
+
 _ASK_TIME = re.compile(
     r"\bwhat(?:'s|\s+is)?\s+the\s+time\b|\bwhat\s+time\s+(?:is\s+it|it\s+is)\b"
     r"|\b(?:tell me|do you know)\s+the\s+time\b|\b(?:the\s+)?(?:current|local)\s+time\b"
@@ -177,33 +191,85 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
     if match is not None and _reminders(packet):
         return _move(packet, reading, match.group("what"), match.group("when"))
     match = _MAKE_IT.match(reading.text)
-    if match is not None and _reminders(packet) and _reads_as_time(match.group("when"), reading):
-        return _move(packet, reading, match.group("what"), match.group("when"))
+    if match is None or not _reminders(packet):
+        return None
+    what, when = match.group("what"), match.group("when")
+    if _reads_as_time(when, reading, packet):
+        return _move(packet, reading, what, when)
+    bare = _BARE_NUMBER.fullmatch(when)
+    if bare is not None:  # "make it 2" of a reminder minutes away: 2pm, or in 2 hours?
+        said = bare.group("n").casefold()
+        n = _HOUR_WORDS.index(said) + 1 if said in _HOUR_WORDS else int(said)
+        return ReminderChange(
+            f"Make it {n} o'clock or in {n} hours? Say “make it {n}pm” or “make it {n} hours”.",
+            "reminder_unreadable",
+        )
     return None
 
 
-# A number alone ("make it 2", "two") is an hour nothing disambiguates, never a month or a day.
+# A number alone ("make it 2", "two") is an hour, never a month or a day: of a reminder hours
+# away ("remind me on Saturday at 10", then "make it 11"), the one nearest its time (11:00, not
+# 23:00); of one minutes away ("in 20 minutes", then "make it 2") nothing says which.
 _HOUR_WORDS = "one two three four five six seven eight nine ten eleven twelve".split()
 _BARE_NUMBER = re.compile(rf"\s*(?P<n>\d{{1,2}}|{'|'.join(_HOUR_WORDS)})\s*", _F)
+_HOURS_AWAY = timedelta(hours=2)
 
 
 def _time_phrases(when: str) -> tuple[str, ...]:
     """The phrases ``when`` may be read as: itself, or after "at" ("make it 10am", "9:30"); a
-    length of time is a delay from now ("make it 30 minutes": "in 30 minutes")."""
+    length of time is a delay from now ("make it 30 minutes": "in 30 minutes"); a number alone
+    is that hour in the morning and in the evening."""
     if read_delay(f"in {when.strip()}") is not None:
         return (f"in {when.strip()}",)
     bare = _BARE_NUMBER.fullmatch(when)
     if bare is None:
         return (when, f"at {when}")
     number = bare.group("n").casefold()
-    return (f"at {_HOUR_WORDS.index(number) + 1 if number in _HOUR_WORDS else number}",)
+    hour = _HOUR_WORDS.index(number) + 1 if number in _HOUR_WORDS else int(number)
+    return (f"at {hour}am", f"at {hour}pm") if 1 <= hour <= 12 else (f"at {hour}",)
 
 
-def _reads_as_time(when: str, reading: Reading) -> bool:
-    """Whether ``when`` says a time ("10am", "Friday"): "make it quick" moves nothing."""
+def _reads_as_time(when: str, reading: Reading, packet: ConversationContextPacket) -> bool:
+    """Whether ``when`` says a time ("10am", "Friday"): "make it quick" moves nothing, nor does
+    a number alone unless every reminder it may move is hours away."""
+    if _BARE_NUMBER.fullmatch(when) is not None:
+        return all(
+            ref.due_at is not None and utc(ref.due_at) - utc(reading.now) > _HOURS_AWAY
+            for ref in _reminders(packet)
+        )
     return any(
         due_time(said, reading.now, reading.zone) is not None for said in _time_phrases(when)
     )
+
+
+def answer_reminder(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "when's the swimming reminder?": when the reminder it names is due (or the only
+    one, asked without words), or that no reminder is about that."""
+    if "remind" not in reading.text.casefold() and _ALARM.search(reading.text) is None:
+        return None  # most messages: no pattern to try
+    match = next((m for p in _ASK_REMINDER if (m := p.search(reading.text)) is not None), None)
+    if match is None:
+        return None
+    active = _reminders(packet)
+    what = f"{match.group('what')} {match.group('rest')}"
+    chosen = _chosen(active, what)
+    if chosen:
+        ref = chosen[0]
+        when = say_when(utc(ref.due_at or reading.now), reading.now, reading.zone)
+        label = f" to {in_second_person(ref.label)}" if ref.label not in {"", "reminder"} else ""
+        return f"I'll remind you {when}{label}."
+    if not active:
+        return "You have no reminders set."
+    said = " ".join(what.split())
+    listing = "\n".join(
+        f"• {in_second_person(ref.label or 'reminder')}, "
+        f"{say_when(utc(ref.due_at or reading.now), reading.now, reading.zone)}"
+        for ref in active
+    )
+    lead = f"I have no reminder about “{said}”." if _named(what) else "Which one?"
+    return f"{lead} Your reminders:\n{listing}"
 
 
 def answer_time(
@@ -369,13 +435,16 @@ def _move(
     ref = chosen[0]
     # A time alone keeps the reminder's day, a day alone its time ("change it to 11am").
     before = ref.due_at if ref.due_at is not None and ref.status == "scheduled" else None
-    due = None
-    for said in _time_phrases(when):
-        if due is None:
-            due = (
-                due_time(said, reading.now, reading.zone) if before is None
-                else due_instead(said, before, reading.now, reading.zone)
-            )  # fmt: skip
+    read = [
+        due_time(said, reading.now, reading.zone) if before is None
+        else due_instead(said, before, reading.now, reading.zone)
+        for said in _time_phrases(when)
+    ]  # fmt: skip
+    due = next((d for d in read if d is not None), None)
+    if _BARE_NUMBER.fullmatch(when) is not None:  # "make it 11": the hour nearest its time
+        hours_away = before is not None and utc(before) - utc(reading.now) > _HOURS_AWAY
+        nearest = (d for d in read if d is not None and hours_away)
+        due = min(nearest, key=lambda d: abs(d - (before or d)), default=None)
     if due is None:
         return ReminderChange(
             f"I couldn't read “{when}” as a time. Try “move the reminder to 7pm” or “to "

@@ -83,10 +83,12 @@ _ONE = (
     r"[A-Z][^\W\d_]+(?:\s+who(?:'s|\s+is)\s+\d{1,3}|\s*\(\d{1,3}\)"
     r"|,\s*\d{1,3}(?=\s*,|\s+and\b|\s*$))?"
 )
-# "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia": several named at once.
+# "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia", "twin boys, Arjun
+# and Dev": several named at once.
 _HAVE_SEVERAL = re.compile(
     rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)(?:\s+(?:\d|two|three|four|five|six))?"
-    rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?P<rel>children|twins|{PEOPLE}|{PETS})"
+    rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?:twin\s+(?=boys|girls|sons|daughters))?"
+    rf"(?P<rel>children|twins|{PEOPLE}|{PETS})"
     r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
     rf"(?P<names>{_ONE}(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+){_ONE})+)",
 )

@@ -231,6 +231,9 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("job", rf"\bi{_ADV}\s+teach\s+(?P<v>(?!{_NOT_TAUGHT})[^\W\d_][\w-]*"
           rf"(?:\s+(?!{_NOT_TAUGHT})[^\W\d_][\w-]*)?)", "teacher", alongside=True),
     _rule("workplace", rf"\bi{_ADV}\s+teach\b(?:\s+[\w-]+){{0,2}}?\s+at\s+(?P<v>.+)", "place"),
+    # "I work at Airbus as an engineer": the title said after the place.
+    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+.+?\s+as\s+(?P<v>an?\s+.+)", "short",
+          alongside=True),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",
@@ -293,7 +296,7 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("goal", rf"\bi(?:'d|{_ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+"
           rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
     _rule("goal", rf"\bi{_ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
-    _rule("goal", rf"\bi(?:'m|\s+am){_ADV}\s+(?:hoping|aiming|trying)\s+"
+    _rule("goal", rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been){_ADV}\s+(?:hoping|aiming|trying)\s+"
           rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
     _rule("routine", rf"^(?P<v>(?:every\s+{_DAYS}|on\s+{_DAYS}s)\b.{{0,30}}?\bi\s+.+)", "phrase"),
     _rule("routine", r"^(?P<v>i\s+(?:usually|always|normally|regularly|typically)\s+"
