@@ -58,14 +58,17 @@ _ASK_WHEN_GO = re.compile(
     r" (?P<thing>[^\W\d_][\w' -]{0,60}?)\??$",
     _F,
 )
-# "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?"
+# "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?",
+# "what do I have on Tuesday?", "anything on this week?"
 _TIME = r"(?:on|for|this|next|tomorrow|tonight|today|in|at)\b[\w' -]{0,40}?"
 _ASK_PLANS_WHEN = re.compile(
     rf"^(?:what(?:'s|\s+is|\s+are)\s+my\s+plans?\s+(?:for\s+)?(?P<a>{_TIME})"
     rf"|what\s+am\s+i\s+(?:doing|up\s+to)\s+(?P<b>{_TIME})"
     rf"|what(?:'s|\s+is)\s+(?:on|happening|planned)\s+(?:for\s+)?(?P<c>{_TIME})"
     rf"|(?:do\s+i\s+have|have\s+i\s+got|is\s+there)\s+(?:any\s+)?(?:plans|anything(?:\s+planned)?)"
-    rf"\s+(?:for\s+)?(?P<d>{_TIME}))"
+    rf"\s+(?:for\s+)?(?P<d>{_TIME})"
+    rf"|what\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?:planned\s+)?(?P<e>{_TIME})"
+    rf"|(?:is\s+there\s+|have\s+i\s+got\s+)?anything\s+(?:planned\s+|happening\s+)?(?P<f>{_TIME}))"
     r"\s*\??$",
     _F,
 )
@@ -144,6 +147,7 @@ def answer_plans_when(
     if match is None:
         return None
     when = next(group for group in match.groups() if group is not None).strip()
+    when = re.sub(r"^on\s+(?=this\b|next\b)", "", when, flags=_F)  # "anything on this week?"
     found = [f for f in own_facts(reading, "plan", "event") if _said_for(when, f, reading)]
     if not found:
         return f"{NOT_TOLD} about plans {when} yet."

@@ -50,8 +50,9 @@ REMINDER_FORMS = (
 _ASK_OPEN = re.compile(
     r"\bwhat(?:'s|\s+is|\s+are)?\s+(?:still\s+)?(?:open|pending|left(?: to do)?|remaining)\b"
     r"|\b(?:anything|something|what)\s+(?:else\s+)?(?:left|remaining)\b|\bwhat else do (?:i|we) "
-    r"(?:need|have) to do\b|\bwhat remains\b|\bon (?:my|our|the) (?:to-?do "
-    r")?list\b|\b(?:my|our|the) (?:to-?do|task) list\b|\bshow (?:me |us )?(?:my|our|the) "
+    r"(?:need|have) to do\b|\bwhat remains\b"
+    r"|\bon (?:my|our|the) (?:to-?do |shopping )?list\b"
+    r"|\b(?:my|our|the) (?:to-?do|task) list\b|\bshow (?:me |us )?(?:my|our|the) "
     r"(?:list|to-?dos?|tasks|reminders)\b|\bwhat do (?:i|we) (?:still )?(?:need|have) to do\b"
     r"|\b(?:my|our|any|what) reminders\b"
     r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)\s*[?!.]*$"
@@ -60,6 +61,9 @@ _ASK_OPEN = re.compile(
     _F,
 )
 
+# "add coffee to my to-do list", "put eggs on the list": a to-do said, no list asked for.
+_ADDING = re.compile(r"^(?:please\s+|(?:can|could) you\s+)?(?:add|put)\b", _F)
+
 _LOOP_KINDS = {"commitment": " (you promised)", "request": " (asked)", "question": " (unanswered)"}
 
 
@@ -67,7 +71,9 @@ def answer_open_items(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
     """Answer "what is still open?": the list, the questions waiting, the reminders."""
-    return _open_items(packet, reading, jobs) if _ASK_OPEN.search(reading.text) else None
+    if _ADDING.match(reading.text) or not _ASK_OPEN.search(reading.text):
+        return None
+    return _open_items(packet, reading, jobs)
 
 
 def kept_open(

@@ -184,7 +184,9 @@ def _said(match: re.Match[str]) -> str | None:
         when = groups["when"] or lead
         if when is None:
             return None
-        extra = f" {groups['with']}" if groups.get("with") else ""
+        # "with my sister", or who was met ("meeting Tom for coffee": "coffee with Tom").
+        who = groups.get("with") or groups.get("also") or ""
+        extra = f" with {who.removeprefix('with ')}" if who else ""
         return f"{groups['item']}{extra} is {when}"
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
     return f"{value} {lead}" if lead else value

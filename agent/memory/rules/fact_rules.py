@@ -174,11 +174,23 @@ FACT_RULES: tuple[FactRule, ...] = (
         rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
         "phrase",
     ),
-    # "I have a job interview on Monday at 10am": the event, then when it is.
+    # "I'm meeting Tom for coffee tomorrow", "we're going for drinks with the team on Friday".
+    _rule(
+        "event",
+        rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+(?:(?:meeting|seeing)\s+"
+        r"(?P<with>(?!(?:him|her|them|it|you)\b)(?:my\s+|the\s+)?[\w'-]+"
+        r"(?:\s+and\s+(?:my\s+)?[\w'-]+)?)|going(?:\s+out)?)\s+for\s+"
+        rf"(?:an?\s+)?(?P<item>(?:coffee|{EVENTS}))(?:\s+(?P<also>with\s.{{1,40}}?))?"
+        rf"\s+(?P<when>{_WHEN_OPENS}\b.{{0,60}})$",
+        "phrase",
+    ),
+    # "I have a job interview on Monday at 10am", "I have lunch with Anna on Tuesday": the
+    # event, then when it is.
     _rule(
         "event",
         rf"^(?:{_LEAD_TIME})?(?:i|we)(?:'ve|\s+have|(?:'re|'m|\s+are|\s+am)\s+having)?(?:\s+got)?"
-        rf"\s+(?:a|an|my|the|our)\s+(?P<item>(?:[\w'-]+"
+        rf"\s+(?:(?:a|an|my|the|our)\s+|(?=(?:lunch|dinner|brunch|drinks|breakfast)\b))"
+        rf"(?P<item>(?:[\w'-]+"
         rf"\s+){{0,2}}?(?:{EVENTS}))(?:\s+to\s+(?:go\s+to|attend))?(?:\s+(?P<with>with\s.{{1,40}}?))?"
         rf"(?:\s+(?P<when>{_WHEN_OPENS}"
         r"\b.{0,60}))?$",

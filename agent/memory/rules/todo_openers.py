@@ -34,7 +34,12 @@ _OPENERS = (
         _F,
     ),
     re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),
-    re.compile(r"^add\s+(?P<v>.+?)\s+to\s+my\s+(?:[\w-]+\s+)?list$", _F),
+)
+# "add coffee to the list", "can you put bin bags on our shopping list?" (asked, or not).
+_ADD_TO_LIST = re.compile(
+    r"^(?:please\s+|(?:can|could) you\s+)?(?:add|put)\s+(?P<v>(?!(?:it|that|this|them)\s).+?)"
+    r"\s+(?:to|on(?:to)?)\s+(?:my|the|our)\s+(?:[\w-]+\s+)?list(?:\s+please)?[\s.!?]*$",
+    _F,
 )
 # Where a list of to-dos said at once is cut: before each part that starts with a verb
 # ("buy milk, call the bank and pick up the kids"; not "buy milk, eggs and bread").
@@ -80,10 +85,10 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
     """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
 
     Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X", "I
-    should X" (X opening with a to-do's verb),
-    "todo: X", "add X to my list", "and also X" (X opening with a to-do's verb). A reminder with
-    a time ("remind me in 10 minutes to X") opens no to-do: it becomes a job. "I need to X?" (a
-    question) opens nothing; "can you remind me to X?" does. Nor does a guess ("must be nice"),
+    should X" (X opening with a to-do's verb), "todo: X", "add X to my list" (asked or not),
+    "and also X" (X opening with a to-do's verb). A reminder with a time ("remind me in 10
+    minutes to X") opens no to-do: it becomes a job. "I need to X?" (a question) opens nothing;
+    "can you remind me to X?" does. Nor does a guess ("must be nice"),
     a way of speaking ("I have to say") or a resolution ("I need to stay positive",
     :data:`RESOLUTION`): none is something to do and tick off. Said ``to_others`` (members of
     a group, not the bot), "don't forget to X" is advice to them, not the speaker's to-do.
@@ -96,7 +101,11 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
     for clause in clauses:
         if _reminder_clause(clause):
             continue
-        match = _REMIND_TODO.search(clause.text) or _no_forget(clause.text, to_others)
+        match = (
+            _REMIND_TODO.search(clause.text)
+            or _no_forget(clause.text, to_others)
+            or _ADD_TO_LIST.match(clause.text)
+        )
         if match is None and not clause.question:
             match = next((m for p in (*_OPENERS, _SHOULD) if (m := p.match(clause.text))), None)
             if match is None and also and clause is clauses[0]:
