@@ -652,6 +652,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Nothing you told me rules it out (you're no longer vegetarian)."),
         (["I'm vegetarian", "I'm no longer vegetarian", "am I vegetarian?"],
          "no longer vegetarian"),
+        (["I used to live in Rome", "where do I live?"], "You no longer live in Rome."),
+        (["I used to work at Google", "where do I work?"], "You no longer work at Google."),
+        (["I live in Rome", "I used to live in Rome", "where do I live?"],
+         "You no longer live in Rome."),
+        # What ended elsewhere ends nothing here: the home known stays.
+        (["I live in Madrid", "I don't live in Berlin anymore", "where do I live?"],
+         "You live in Madrid."),
+        (["I live in Madrid", "I used to live in Rome", "where do I live?"], "You live in Madrid."),
+        (["I work at Airbus", "I used to work at Google", "where do I work?"],
+         "You work at Airbus."),
     ],
     "details of the user's world": [
         (["my blood type is O negative", "what's my blood type?"],

@@ -17,6 +17,7 @@ from agent.db import Transaction
 from agent.memory.conversation_store import ConversationStore, EncodedState
 from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
+from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.plan_endings import ends_plan
 from agent.memory.rules.pronouns import opens_with_name, resolve_name, resolve_pronoun
 from agent.memory.rules.value_corrections import names_values, puts_right, read_said
@@ -91,7 +92,11 @@ def memory_candidates(
     candidates = []
     text = resolve_pronoun(turn.user_text, previous)
     wanted = memories and (
-        opens_with_name(text) or names_values(text) or puts_right(text) or ends_plan(text)
+        opens_with_name(text)
+        or names_values(text)
+        or puts_right(text)
+        or ends_plan(text)
+        or any(_ends_a_value(fact) for fact in extract_facts(text, turn=turn.seq))
     )
     known = memory_facts(memories) if wanted else ()
     text = resolve_name(text, known)
@@ -121,6 +126,11 @@ def memory_candidates(
             )
         )
     return candidates
+
+
+def _ends_a_value(fact: Fact) -> bool:
+    """"I don't live in Berlin anymore": what it ends is read against the memories."""
+    return parse_key(fact.key).attribute.startswith("ex_")
 
 
 async def write_if_worthy(

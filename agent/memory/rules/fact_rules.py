@@ -69,7 +69,7 @@ _GONE_FROM = (
 _NOT_NOW = r"(?:don't|do not|dont|no longer)"
 _ENDED = re.compile(
     r"\b(?:quit|left|resigned|retired|don't|do not|dont|no longer|laid off|fired|let go"
-    r"|redundant|sacked|moved|stopped)\b|any\s?more",
+    r"|redundant|sacked|moved|stopped|used to)\b|any\s?more",
     _F,
 )
 _LEARNING = re.compile(r"learning|lessons|classes|course", _F)
@@ -124,6 +124,10 @@ FACT_RULES: tuple[FactRule, ...] = (
           cue=_ENDED),
     _rule("ex_location", rf"\b(?:i|we)\s+{_NOT_NOW}\s+live\s+in\s+(?P<v>.+?){_ANYMORE}$",
           "place", cue=_ENDED),
+    # "I used to live in Rome", "I used to work at Google": what held, not what holds.
+    _rule("ex_location", r"\b(?:i|we)\s+used\s+to\s+live\s+in\s+(?P<v>.+)", "place", cue=_ENDED),
+    _rule("ex_workplace", rf"\bi\s+used\s+to\s+{_WORK}\s+(?:at|for)\s+(?P<v>.+)", "place",
+          cue=_ENDED),
     _rule("ex_location", r"\b(?:i|we)(?:'ve|\s+have)?(?:\s+just)?\s+moved\s+(?:away\s+from"
           r"|out\s+of)\s+(?P<v>.+)", "place", cue=_ENDED),
     _rule("ex_diet", rf"^(?:i'm|i am|im)\s+no longer\s+(?:an?\s+)?(?P<v>{DIETS})\b", "raw",

@@ -35,7 +35,7 @@ from datetime import datetime
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
-from agent.memory.longterm.memory_slots import fact_key, parse_key, role_and_name
+from agent.memory.longterm.memory_slots import fact_key, parse_key, role_and_name, slot_of
 from agent.memory.rules.fact_dates import dated_facts, kept_day
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.plan_endings import ended_plans
@@ -46,6 +46,7 @@ __all__ = [
     "Said",
     "correct_by_value",
     "correct_last",
+    "ends_another",
     "names_values",
     "puts_right",
     "read_said",
@@ -357,6 +358,22 @@ def _said_again_of_renamed(
     return again
 
 
+def ends_another(fact: Fact, known: Sequence[Fact]) -> bool:
+    """Whether ``fact`` says that a value no longer holds ("I don't live in Berlin anymore",
+    "I used to live in Rome") while another value of its slot is the one known (Madrid): it
+    ends nothing then, and is not kept (it would put the end of Berlin in Madrid's place)."""
+    parts = parse_key(fact.key)
+    if not parts.attribute.startswith("ex_") or parts.attribute in {"ex_plan", "ex_event"}:
+        return False
+    slot = slot_of(fact.key)
+    current = next((f for f in reversed(known) if slot_of(f.key) == slot), None)
+    return (
+        current is not None
+        and not parse_key(current.key).attribute.startswith("ex_")
+        and current.value.casefold() != fact.value.casefold()
+    )
+
+
 def read_said(
     text: str,
     known: Sequence[Fact],
@@ -379,6 +396,7 @@ def read_said(
     """
     fixed = _fixed_within(text, turn=turn)
     stated = extract_facts(text, turn=turn) if fixed is None else fixed
+    stated = tuple(fact for fact in stated if not ends_another(fact, known))
     replaced: dict[str, Fact] = {}
     if stated:
         replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
