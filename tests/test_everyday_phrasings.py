@@ -948,6 +948,10 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "You haven't told me about plans this week yet."),
         (["I'm seeing things differently now", "what's coming up?"], "haven't told me"),
         (["I'm meeting him for lunch on Friday", "what's coming up?"], "haven't told me"),
+        (["I'm on holiday from 10 to 20 December", "when is my holiday?"],
+         "Your holiday is from 10 to 20 December."),
+        (["we'll be on leave next week", "what's coming up?"], "Your leave is the week of"),
+        (["I'm on holiday", "what's coming up?"], "haven't told me"),
     ],
     "teaching, and trips said with someone": [
         (["I teach maths at a high school in Porto", "what do I do for work?"],

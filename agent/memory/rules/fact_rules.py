@@ -178,6 +178,14 @@ FACT_RULES: tuple[FactRule, ...] = (
         rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
         "phrase",
     ),
+    # "I'm on holiday from 10 to 20 December", "we'll be on leave next week".
+    _rule(
+        "event",
+        r"^(?:i(?:'m|\s+am)|we(?:'re|\s+are)|(?:i|we)(?:'ll|\s+will)\s+be)\s+(?:away\s+)?on\s+"
+        r"(?P<item>holiday|vacation|(?:annual|parental|maternity|paternity|sick)\s+leave|leave)"
+        r"\s+(?P<when>(?:from|next|this|on|until|till|in|tomorrow|all)\b.{1,60})$",
+        "phrase",
+    ),
     # "I'm meeting Tom for coffee tomorrow", "we're going for drinks with the team on Friday".
     _rule(
         "event",
