@@ -765,6 +765,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["i need to finish my essay", "wats on my list"], "finish your essay"),
     ],
     "birthdays and years of birth": [
+        (["my partner Alex is a vet", "Alex's birthday is next Thursday",
+          "when's Alex's birthday?"], "Your partner Alex's birthday is on Thu 6 Mar."),
+        (["my birthday is tomorrow", "when is my birthday?"], "Your birthday is tomorrow, Sun 2"),
         (["my birthday is on 3 May", "when's my birthday?"], "Your birthday is 3 May."),
         (["my bday is march 3rd", "when is my birthday?"], "Your birthday is march 3rd."),
         (["I was born in 1990", "how old am I?"], "You were born in 1990."),

@@ -81,7 +81,7 @@ _MONTH_DELAY = re.compile(rf"in\s+(?P<n>{_COUNT})\s+(?P<u>months?|years?)", _F)
 _PART_SAID = {"morning": "in the morning", "afternoon": "in the afternoon",
               "evening": "in the evening", "night": "at night"}  # fmt: skip
 #: The attributes whose values are dated when kept.
-_DATED = frozenset({"event", "plan", "goal", "decision"})
+_DATED = frozenset({"event", "plan", "goal", "decision", "birthday"})
 _SPAN_AHEAD = {"this": 0, "at the": 0, "over the": 0, "on the": 0, "next": 1, "last": -1}
 
 #: A date as :func:`absolute_dates` writes it, and what is said with it.
@@ -177,8 +177,9 @@ def absolute_dates(text: str, said_at: datetime, zone: ZoneInfo) -> str:
 
 def dated_facts(facts: Iterable[Fact], said_at: datetime, zone: ZoneInfo) -> tuple[Fact, ...]:
     """Return ``facts`` with the relative dates of the dated kinds (events, plans, goals,
-    decisions) made absolute (:func:`absolute_dates`); a fact whose key holds its value (a
-    plan) is keyed by the new value. A routine ("every Monday") or a like keeps its words."""
+    decisions, birthdays) made absolute (:func:`absolute_dates`); a fact whose key holds its
+    value (a plan) is keyed by the new value. A routine ("every Monday") or a like keeps its
+    words."""
     dated: list[Fact] = []
     for fact in facts:
         parts = parse_key(fact.key)
