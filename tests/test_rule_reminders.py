@@ -451,3 +451,16 @@ async def test_a_number_alone_of_a_reminder_minutes_away_asks_which_it_means(lan
     said = await chat.reply("make it 2", later(1))
     assert said == "Make it 2 o'clock or in 2 hours? Say “make it 2pm” or “make it 2 hours”."
     assert [j.job_id for j in lane.chat_jobs(CHAT)] == [job.job_id]
+
+
+async def test_a_question_about_a_reminder_still_asking_its_hour_says_how_to_set_it(lane):
+    """"remind me on Saturday at 10 ..." waits on "morning or evening?": asked about, the
+    reminder is said not to be set yet, with the request to send, its hour said."""
+    chat = Conversation(lane)
+    await chat.say("remind me on Saturday at 10 to book swimming lessons", T0)
+    said = await chat.reply("when's the swimming reminder?", later(1))
+    assert said == (
+        "It isn't set yet: say it with am or pm, e.g. “remind me on Saturday at 10am to book "
+        "swimming lessons”."
+    )
+    assert lane.chat_jobs(CHAT) == ()

@@ -21,9 +21,9 @@ from agent.engines.rule_reading import say_when
 from agent.memory.rules.extraction import normalize_text
 from agent.memory.rules.reminder_requests import parse_reminder
 from agent.memory.rules.reminder_time import with_meridiem
-from agent.memory.schemas import ConversationContextPacket
+from agent.memory.schemas import ConversationContextPacket, ConversationTurn
 
-__all__ = ["ASK_HOUR", "answered_request", "ask_hour"]
+__all__ = ["ASK_HOUR", "answered_request", "ask_hour", "hour_asked"]
 
 #: The intent of the question "morning or evening?".
 ASK_HOUR = "ask_reminder_time"
@@ -56,17 +56,22 @@ def ask_hour(text: str, now: datetime, zone: ZoneInfo) -> str | None:
     )
 
 
+def hour_asked(packet: ConversationContextPacket) -> ConversationTurn | None:
+    """The turn whose reply still asks "morning or evening?" of a reminder, if any."""
+    asked = {c.asked_turn for c in packet.pending_clarifications}
+    return next(
+        (t for t in reversed(packet.recent_turns) if t.seq in asked and t.intent == ASK_HOUR),
+        None,
+    )
+
+
 def answered_request(packet: ConversationContextPacket, text: str) -> str | None:
     """The reminder request the question "morning or evening?" waits on, with its hour said as
     ``text`` picks ("10am" -> "remind me tomorrow at 10am to call the plumber"); ``None`` when
     no such question waits or ``text`` picks neither."""
     if len(text) > _MOST_CHARS or text.rstrip().endswith("?"):
         return None
-    asked = {c.asked_turn for c in packet.pending_clarifications}
-    turn = next(
-        (t for t in reversed(packet.recent_turns) if t.seq in asked and t.intent == ASK_HOUR),
-        None,
-    )
+    turn = hour_asked(packet)
     if turn is None:
         return None
     morning = with_meridiem(normalize_text(turn.user_text), evening=False)

@@ -26,9 +26,10 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from agent.engines.rule_reading import Reading, say_when, utc
+from agent.engines.rule_reminder_hour import hour_asked
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.reminder_time import due_instead, due_time, read_delay
+from agent.memory.rules.reminder_time import due_instead, due_time, read_delay, with_meridiem
 from agent.memory.schemas import ConversationContextPacket, JobRef
 from agent.utils.time_zones import DEFAULT_ZONE, find_zone, zone_label
 
@@ -261,6 +262,10 @@ def answer_reminder(
         label = f" to {in_second_person(ref.label)}" if ref.label not in {"", "reminder"} else ""
         return f"I'll remind you {when}{label}."
     if not active:
+        waiting = hour_asked(packet)
+        morning = None if waiting is None else with_meridiem(waiting.user_text, evening=False)
+        if morning is not None:  # "remind me on Saturday at 10 ...": morning or evening?
+            return f"It isn't set yet: say it with am or pm, e.g. “{morning[0]}”."
         return "You have no reminders set."
     said = " ".join(what.split())
     listing = "\n".join(
