@@ -955,6 +955,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your holiday is from 10 to 20 December."),
         (["we'll be on leave next week", "what's coming up?"], "Your leave is the week of"),
         (["I'm on holiday", "what's coming up?"], "haven't told me"),
+        (["we're expecting a baby in March", "when is the baby due?"],
+         "Your baby is due in March."),
+        (["my wife is expecting our first baby at the end of May", "what's coming up?"],
+         "Your baby is due at the end of May."),
+        (["I'm expecting a parcel on Monday", "what's coming up?"], "haven't told me"),
     ],
     "teaching, and trips said with someone": [
         (["I teach maths at a high school in Porto", "what do I do for work?"],

@@ -153,7 +153,7 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         attribute = rule.key
         if attribute in {"likes", "dislikes"} and PRONOUN_OBJECT.match(match.group("v")):
             continue
-        said = _said(match)
+        said = _said(match, rule.said)
         if said is None:
             continue
         value = fact_value(rule.kind, said)
@@ -174,16 +174,19 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
     return found
 
 
-def _said(match: re.Match[str]) -> str | None:
+def _said(match: re.Match[str], form: str | None = None) -> str | None:
     """What a rule's match states: its value, with the time said first ("this weekend I'm
     going hiking": "to go hiking this weekend"); an event said with its time ("I have a dinner
-    on Friday": "dinner is on Friday"), none without one ("I have a meeting")."""
+    on Friday": "dinner is on Friday"), none without one ("I have a meeting"), in the rule's
+    ``form`` when it has one ("baby is due in March")."""
     groups = match.groupdict()
     lead = groups.get("lead")
     if "item" in groups and "when" in groups:
         when = groups["when"] or lead
         if when is None:
             return None
+        if form is not None:  # "we're expecting a baby in March": "baby is due in March"
+            return form.format(item=groups["item"], when=when)
         # "with my sister", or who was met ("meeting Tom for coffee": "coffee with Tom").
         who = groups.get("with") or groups.get("also") or ""
         extra = f" with {who.removeprefix('with ')}" if who else ""

@@ -94,6 +94,8 @@ class FactRule:
     # A word every match holds, looked for once per clause for the rules that share it: a
     # clause without it is not searched by them (a turn's cost: most clauses state nothing).
     cue: re.Pattern[str] | None
+    # How an event is said when its words are not the text's ("{item} is due {when}").
+    said: str | None
 
 
 def _rule(
@@ -104,8 +106,9 @@ def _rule(
     in_questions: bool = False,
     alongside: bool = False,
     cue: re.Pattern[str] | None = None,
+    said: str | None = None,
 ) -> FactRule:
-    return FactRule(key, re.compile(pattern, _F), kind, in_questions, alongside, cue)
+    return FactRule(key, re.compile(pattern, _F), kind, in_questions, alongside, cue, said)
 
 
 # The first rule that reads a clause wins; order matters ("I'm from X" is no name).
@@ -177,6 +180,15 @@ FACT_RULES: tuple[FactRule, ...] = (
         r"(?:\s+(?:in|at|with|for)\s+[\w'-]+){0,2})\s+(?:is|are|starts|begins)\s+"
         rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
         "phrase",
+    ),
+    # "we're expecting a baby in March", "my wife is expecting our first baby in May".
+    _rule(
+        "event",
+        r"^(?:i(?:'m|\s+am)|we(?:'re|\s+are)|my\s+(?:wife|partner|girlfriend)(?:'s|\s+is))\s+"
+        r"expecting\s+(?:a|our|my|her)\s+(?:first\s+|second\s+|third\s+)?(?P<item>baby)"
+        rf"\s+(?P<when>{_WHEN_OPENS}\b.{{1,60}}|(?:around|at the (?:start|end) of)\s.{{1,40}})$",
+        "phrase",
+        said="{item} is due {when}",
     ),
     # "I'm on holiday from 10 to 20 December", "we'll be on leave next week".
     _rule(
