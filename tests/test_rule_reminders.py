@@ -464,3 +464,20 @@ async def test_a_question_about_a_reminder_still_asking_its_hour_says_how_to_set
         "swimming lessons”."
     )
     assert lane.chat_jobs(CHAT) == ()
+
+
+async def test_what_is_on_a_day_lists_the_reminders_set_for_it(lane):
+    """"what do I have on Tuesday?" lists the events told of and the reminders due that day,
+    not those of other days."""
+    chat = Conversation(lane)
+    await chat.say("I have a dentist appointment on Tuesday at 3pm", T0)
+    await chat.say("remind me on Tuesday at 9am to call the bank", later(1))
+    await chat.say("remind me tomorrow at 8am to stretch", later(2))
+    said = await chat.reply("what do I have on Tuesday?", later(3))
+    assert said == (
+        "Your dentist appointment is on Tue 1 Dec at 15:00.\n\n"
+        "Reminders:\n• call the bank, on 1 December at 09:00 UTC"
+    )
+    assert await chat.reply("what am I doing tomorrow?", later(4)) == (
+        "Reminders:\n• stretch, tomorrow at 08:00 UTC"
+    )

@@ -23,7 +23,7 @@ from agent.engines.rule_reading import Reading
 from agent.engines.rule_todos import job_line, scheduled_jobs
 from agent.memory.longterm.memory_slots import parse_key
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.fact_dates import same_time
+from agent.memory.rules.fact_dates import falls_in, same_time
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_event", "answer_plans_when", "answer_trip", "answer_upcoming"]
@@ -149,9 +149,16 @@ def answer_plans_when(
     when = next(group for group in match.groups() if group is not None).strip()
     when = re.sub(r"^on\s+(?=this\b|next\b)", "", when, flags=_F)  # "anything on this week?"
     found = [f for f in own_facts(reading, "plan", "event") if _said_for(when, f, reading)]
-    if not found:
+    due = [  # the reminders set for that time too ("what do I have on Tuesday?")
+        ref
+        for ref in scheduled_jobs(packet, jobs)
+        if ref.due_at is not None and falls_in(when, ref.due_at, reading.now, reading.zone)
+    ]
+    if not found and not due:
         return f"{NOT_TOLD} about plans {when} yet."
-    return " ".join(answer_line(f) for f in found)
+    told = " ".join(answer_line(f) for f in found)
+    reminders = "\n".join(job_line(ref, reading) for ref in due)
+    return "\n\n".join(part for part in (told, reminders and f"Reminders:\n{reminders}") if part)
 
 
 def _said_for(when: str, fact: Fact, reading: Reading) -> bool:

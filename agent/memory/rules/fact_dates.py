@@ -42,6 +42,7 @@ from agent.utils.time_zones import zone_of
 __all__ = [
     "absolute_dates",
     "dated_facts",
+    "falls_in",
     "kept_day",
     "said_from_now",
     "same_time",
@@ -253,6 +254,17 @@ def same_time(asked: str, value: str, now: datetime, zone: ZoneInfo) -> bool | N
         return None
     kept = _spans(value, today)
     return any(a <= y and x <= b for a, b in wanted for x, y in kept)
+
+
+def falls_in(asked: str, moment: datetime, now: datetime, zone: ZoneInfo) -> bool | None:
+    """Whether ``moment`` (a reminder's due time) falls in the days the time ``asked`` says
+    relatively ("on Tuesday", "this week"); ``None`` when ``asked`` names no day relatively."""
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
+    wanted = _spans(absolute_dates(asked, now, zone), now.astimezone(zone).date())
+    if not wanted:
+        return None
+    day = (moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment).astimezone(zone)
+    return any(a <= day.date() <= b for a, b in wanted)
 
 
 def _year(day: int, month: int, weekday: int, today: date) -> int | None:
