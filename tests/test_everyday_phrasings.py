@@ -5,7 +5,7 @@ last reply must contain what a person expects.
 
 The rules are data: the fact patterns of ``agent/memory/rules/fact_rules.py``, the to-do
 patterns of ``agent/memory/rules/extraction.py`` and the question patterns of
-``agent/engines/rule_facts.py``.
+``agent/engines/fact_questions.py`` and ``agent/engines/rule_facts.py``.
 """
 
 from __future__ import annotations
@@ -1004,6 +1004,41 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I have been hoping to learn the guitar", "what are my goals?"], "learn the guitar"),
         (["I've been trying to call you", "what are my goals?"], "haven't told me"),
     ],
+    "a diet with what it allows": [
+        (["I'm vegetarian but I eat fish", "can I eat salmon?"],
+         "Yes. You're vegetarian except fish."),
+        (["I'm vegetarian but I eat fish", "can I have a steak?"], "Better not."),
+        (["I'm vegetarian but I eat fish", "what's my diet?"], "You're vegetarian except fish."),
+        (["I'm vegetarian, apart from fish", "where am I from?"], "haven't told me"),
+        (["I'm vegetarian but I still eat seafood sometimes", "can I have prawns?"], "Yes."),
+        (["I'm vegan except for honey", "can I have honey on toast?"], "Yes."),
+        (["I'm vegan except for honey", "can I have a latte?"], "Better not."),
+        (["I'm vegan but I do eat eggs", "do I eat eggs?"], "Yes."),
+        (["I'm vegetarian and I live in Rome", "where do I live?"], "You live in Rome."),
+        (["I'm going to the market but I eat at home", "what's my diet?"], "haven't told me"),
+    ],
+    "when the user works": [
+        (["I work Monday to Friday, 9 to 5", "when do I work?"],
+         "You work Monday to Friday, 9 to 5."),
+        (["I work nights", "what hours do I work?"], "You work nights."),
+        (["my working hours are 8 to 4", "what are my working hours?"], "You work 8 to 4."),
+        (["I work part-time at Tesco", "where do I work?"], "Tesco"),
+        (["I work part-time at Tesco", "when do I work?"], "You work part-time."),
+        (["I work nights as a nurse at the General", "what's my job?"], "a nurse"),
+        (["I work nights as a nurse at the General", "where do I work?"], "the General"),
+        (["I work weekends as a waiter", "what days do I work?"], "You work weekends."),
+        (["I work hard", "I like tea", "when do I work?"], "you told me: I work hard"),
+        (["I work nights", "I work days now", "when do I work?"], "You work days."),
+    ],
+    "allergies asked in other words": [
+        (["I'm allergic to penicillin", "any allergies I should remember?"],
+         "You're allergic to penicillin."),
+        (["I'm allergic to cats", "what allergies do I have?"], "You're allergic to cats."),
+        (["I'm allergic to bees", "remind me of my allergies?"], "You're allergic to bees."),
+        (["I'm allergic to bees", "my allergies are bad today"], "Sorry to hear that."),
+        (["I'm allergic to pollen", "my hay fever is acting up this week"],
+         "Sorry to hear that."),
+    ],
 }  # fmt: skip
 
 
@@ -1277,6 +1312,36 @@ def test_the_console_through_a_pipe_understands_everyday_messages(launch):
     assert "take your vitamins, " in reminders
     assert "at 08:00 Asia/Tokyo" in reminders
     assert "oven" not in reminders
+
+
+def test_the_console_forgets_one_part_of_what_it_knows_of_someone(launch):
+    """``run_bot.py --console`` through a pipe, then again on the same files: "forget my son's
+    age" forgets his age and keeps his name, "forget my sister's name" forgets who she is and
+    keeps the user's own name; neither comes back after the restart."""
+    out = run_console(
+        launch,
+        [
+            "my name is Priya",
+            "my son Leo is 5",
+            "my sister's name is Ana",
+            "forget my son's age",
+            "no",
+            "forget my sister's name",
+            "no",
+        ],
+    )
+    said = replies(out)
+    assert said[4].startswith("Done, I've forgotten: your son Leo is 5.")
+    assert said[6].startswith("Done, I've forgotten: your sister is called Ana.")
+    out = run_console(
+        launch,
+        ["how old is Leo?", "what's my son's name?", "what's my sister's name?", "what's my name?"],
+    )
+    age, son, sister, name = replies(out)[1:5]
+    assert age == "You haven't told me that about Leo yet."
+    assert son == "Your son is called Leo."
+    assert sister == "You haven't told me your sister's name yet."
+    assert name == "Your name is Priya."
 
 
 def _day_in(zone: str, days: int) -> str:

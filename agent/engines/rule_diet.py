@@ -18,6 +18,7 @@ from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.food_groups import (
     food_groups,
     groups_left_out,
+    groups_named,
     how_it_has,
     outside_groups,
 )
@@ -99,6 +100,9 @@ def answer_can_have(
     asked_do = match.re is _ASK_DO_EAT
     if against:
         return ("No. " if asked_do else "Better not. ") + " ".join(against)
+    allowed = [answer_line(f) for f in told if _allows(f, thing)]
+    if allowed:  # "can I eat salmon?" of someone "vegetarian except fish"
+        return "Yes. " + " ".join(allowed)
     verb = (groups.get("verb") or "eat").casefold()
     eats = verb in {"eat", "drink"}
     food = eats or not _NOT_FOOD.search(thing)
@@ -143,6 +147,16 @@ def _answer_who_allergic(reading: Reading) -> str | None:
     if not found:
         return f"You haven't told me of anyone allergic{' to ' + thing if wanted else ''}."
     return " ".join(answer_line(f) for f in found)
+
+
+def _allows(fact: Fact, thing: str) -> bool:
+    """Whether ``fact`` is a diet that allows ``thing`` by name ("vegetarian except fish":
+    salmon, by its group; "vegan except honey": honey, by its word)."""
+    _, _, allowed = fact.value.casefold().partition(" except ")
+    if parse_key(fact.key).name != "diet" or not allowed:
+        return False
+    groups = food_groups(allowed) | groups_named(allowed)
+    return bool(food_groups(thing) & groups or content_stems(thing) & content_stems(allowed))
 
 
 def _rules_out(fact: Fact, thing: str) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from agent.engines.fact_questions import FACT_QUESTIONS
 from agent.engines.rule_reading import Reading, joined_of, sentence
 from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import (
@@ -58,56 +59,6 @@ _ASK_ABOUT_ME = re.compile(
     r"|\btell me about (?:me|myself)\b|\bwhat do you know about me",
     _F,
 )
-
-# (question, fact keys asked for (a trailing ":" is a prefix), what is missing if unknown)
-_ASK_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
-    (re.compile(pattern, _F), tuple(keys.split()), missing)
-    for pattern, keys, missing in (
-        (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b",
-         "location ex_location", "where you live"),
-        (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
-         "where you're from"),
-        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b"
-         r"|^(?:what(?:'s| is| have i got| do i have)|(?:is there |have i got )?anything)"
-         r" coming up\b",
-         "plan: event:", "about your plans"),
-        (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
-        (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
-         "about decisions of yours"),
-        (r"\bwhat am i allergic to\b|\bwhat are my allergies\b|\bam i allergic\b"
-         r"|\bdo i have (?:any )?allerg",
-         "allergy:", "about allergies"),
-        (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
-         r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
-         "about your diet"),
-        (r"\bwhat (?:[\w-]+ ){0,3}?(?:do i (?:dislike|hate|not like)|don't i like)\b", "dislikes:",
-         "what you don't like"),
-        (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
-        (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
-         r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),
-        (r"\bwhat pets? do i have\b|\bdo i have (?:any )?pets?\b|\bmy pets\b", "pet:",
-         "about any pets"),
-        (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
-         "about your family and friends"),
-        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b|\bwho do i work for\b"
-         r"|\bwho(?:'s| is) my employer\b", "job workplace ex_workplace",
-         "about your work"),
-        (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
-        (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
-         "your birthday"),
-        (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age born", "your age"),
-        (r"\bwhen was i born\b|\bwhat year was i born\b|\bmy (?:year|date) of birth\b",
-         "born birthday", "when you were born"),
-        (r"\bwhat (?:[\w-]+ ){0,3}?do i play\b", "does:", "what you play"),
-        (r"\bwhat are my (?:hobbies|interests)\b", "does: learning: likes:", "what you like"),
-        (r"\bwhat (?:[\w-]+ )?am i (?:learning|studying)\b", "learning:", "what you're learning"),
-        (r"\b(?:which|what) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?) do i (?:like|love|enjoy)"
-         r" (?:the )?(?:most|best)\b", "favourite:", "your favourites"),
-        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b", "likes:", "what you like"),
-        (r"\b(?:what|who)(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
-         "favourite:", "your favourites"),
-    )
-)  # fmt: skip
 
 # A favourite's thing in other words: "film" is "movie", "TV show" is "show".
 _SAME_THING = {
@@ -180,6 +131,8 @@ _ASK_ROUTINE = re.compile(
     r" [^\W\d_][\w ]{0,30}?)\??$",
     _F,
 )
+
+
 def answer_routine(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
@@ -242,7 +195,7 @@ def answer_fact(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
     """Answer a question about one kind of fact ("where do I live?", "what are my plans?")."""
-    for pattern, keys, missing in _ASK_FACTS:
+    for pattern, keys, missing in FACT_QUESTIONS:
         match = pattern.search(reading.text)
         if match is None:
             continue

@@ -296,10 +296,19 @@ def _matching_memories(memories: Sequence[Memory], what: str) -> list[Memory]:
             continue  # "forget where I live": not where my sister lives
         kept = stems_of(memory)
         if all(
-            word in kept or bool(ATTRIBUTE_STEMS.get(word, frozenset()) & kept) for word in words
+            word in kept
+            or bool(ATTRIBUTE_STEMS.get(word, frozenset()) & kept)
+            # "forget my sister's name": who she is ("sister Ana"), not "my name"
+            or (word in _NAME_WORDS and memory.attribute in _NAMED and len(words) > 1)
+            for word in words
         ):
             found.append(memory)
     return found
+
+
+# A relative's or a pet's memory is their name ("sister Ana"), asked for by these words.
+_NAME_WORDS = content_stems("name names called")
+_NAMED = frozenset({"relative", "pet"})
 
 
 def _same_subject(said: str, kept: str) -> bool:

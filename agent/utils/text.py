@@ -160,7 +160,8 @@ TOPIC_STOP_WORDS = (
     | _CHAT_WORDS
     | _INTERJECTIONS
 )
-#: Words that do not tell one to-do from another, nor a to-do from what is said of it.
-LOOP_STOP_WORDS = _FUNCTION_WORDS | _PROGRESS_WORDS | _COMPLETION_WORDS
+#: Words that do not tell one to-do from another, nor a to-do from what is said of it (nor
+#: does the "s" of a possessive: "my son's age" is the son's age).
+LOOP_STOP_WORDS = _FUNCTION_WORDS | _PROGRESS_WORDS | _COMPLETION_WORDS | _class("s")
 #: Question words and fillers that say nothing of what a question is about.
 QUESTION_WORDS = _QUESTION_WORDS | _VAGUE_QUESTION_WORDS

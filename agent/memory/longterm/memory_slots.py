@@ -75,6 +75,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "hometown": SlotRule("fact", False, 0.5, "you're from {v}", "{s} is from {v}"),
     "job": SlotRule("fact", False, 0.7, "you work as {v}", "{s} works as {v}"),
     "workplace": SlotRule("fact", False, 0.6, "you work at {v}", "{s} works at {v}"),
+    # When: "Monday to Friday, 9 to 5", "nights", "part-time".
+    "hours": SlotRule("fact", False, 0.5, "you work {v}", "{s} works {v}"),
     # What no longer holds, in the slot of what held: "I quit my job at Google".
     "ex_workplace": SlotRule(
         "fact", False, 0.6, "you no longer work at {v}", "{s} no longer works at {v}"

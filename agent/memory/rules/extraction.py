@@ -59,14 +59,17 @@ _FILLER = re.compile(
     r"|scratch that)\b[\s,!:-]*)+",
     _F,
 )
+# "but I eat fish" is what a diet allows ("I'm vegetarian but I eat fish"): no new statement.
+_BUT = r"but(?!\s+i\s+(?:still\s+|do\s+|also\s+)?(?:eat|drink)\b)"
 # "... and I need to X": a second statement in one sentence.
 _AND_I = re.compile(
-    r",?\s+(?:and|but|also|plus|then)\s+(?=i\s|i'(?:ve|ll|m)\s|remind me\b|don't let me\b)", _F
+    rf",?\s+(?:and|{_BUT}|also|plus|then)\s+(?=i\s|i'(?:ve|ll|m)\s|remind me\b|don't let me\b)",
+    _F,
 )
 # ... "and a granddaughter called Poppy": a second one named, after the first ("me and my
 # sister are ..." is one subject).
 _SUBCLAUSE = re.compile(
-    r"(?<!\bme),?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|my|our|call me)\b)"
+    rf"(?<!\bme),?\s+(?:and|{_BUT}|also|plus)\s+(?=(?:i|i'm|i've|my|our|call me)\b)"
     r"|,\s+(?=(?:i|i'm|i've|my)\b)"
     r"|,?\s+and\s+(?=an?\s+[\w ]{1,30}?\s+(?:called|named)\s)",
     _F,
@@ -364,10 +367,10 @@ def content_stems(text: str) -> frozenset[str]:
 
 
 # One deed said in other words ("spoke to the plumber" calls them, "got Tom's present" buys it);
-# what a closer names with a pronoun ("watered them") or a possessive's "s" names no thing.
+# what a closer names with a pronoun ("watered them") names no thing.
 _SAME_DEED = {"speak": "call", "talk": "call", "phon": "call", "ring": "call", "got": "buy",
               "get": "buy", "purchas": "buy"}  # fmt: skip
-_NOT_THINGS = frozenset({"them", "it", "her", "him", "that", "this", "those", "these", "s"})
+_NOT_THINGS = frozenset({"them", "it", "her", "him", "that", "this", "those", "these"})
 
 
 def _deeds(stems: frozenset[str]) -> frozenset[str]:

@@ -47,7 +47,7 @@ _LISTED = re.compile(
     r"(?P<rest>.{1,200})$",
     _F,
 )
-_LIST_PARTS = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+|\s+(?=from\s)", _F)
+_LIST_PARTS = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+|(?<!\bapart)\s+(?=from\s)", _F)
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
     r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
@@ -192,5 +192,7 @@ def _said(match: re.Match[str], form: str | None = None) -> str | None:
         extra = f" with {who.removeprefix('with ')}" if who else ""
         return f"{groups['item']}{extra} is {when}"
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
+    if groups.get("but"):  # what a diet allows: "vegetarian except fish"
+        value = f"{value} except {groups['but']}"
     return f"{value} {lead}" if lead else value
 

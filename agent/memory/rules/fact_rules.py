@@ -49,9 +49,16 @@ _LIVE = (
 )
 # What follows "I teach" that is no subject taught ("I teach at", "I teach them to swim").
 _NOT_TAUGHT = r"(?:at|in|for|to|on|with|them|him|her|it|kids|children|people|students)\b"
+# When someone works, as said after "I work": days, hours, shifts, part-time.
+_WORK_WHEN = (
+    r"(?:from\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|(?:on\s+)?week(?:days|ends)\b"
+    r"|nights\b|(?:night|day|early|late|evening|morning)\s+shifts?\b|shifts\b|days\b"
+    r"|part[- ]time\b|full[- ]time\b|(?:from\s+)?\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm)?\s*"
+    r"(?:to|till|until|-|\u2013)\s*\d"
+)
 _WORK = (
     r"(?:work|'m working|am working)(?:\s+(?:from home|remotely|part[- ]time|full[- ]time"
-    r"|freelance))?"
+    r"|freelance|nights|weekends|days|evenings|mornings|shifts))?"
 )
 _DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
@@ -226,8 +233,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
     _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
           "raw"),
+    # "I'm vegetarian but I eat fish", "I'm vegan except for honey": what it allows, kept with it.
     _rule("diet", rf"^(?:i'm|i am|im|i(?: have|'ve got)(?=\s+c[oe]*liac))(?:\s+an?)?\s+"
-          rf"(?P<v>{DIETS})\b", "raw"),
+          rf"(?P<v>{DIETS})\b(?:,?\s+(?:except(?:\s+for)?|apart\s+from|other\s+than|but\s+i\s+"
+          r"(?:still\s+|do\s+|also\s+)?(?:eat|drink))\s+(?P<but>[^\W\d_][\w -]{0,40}?)"
+          r"(?:\s+(?:sometimes|occasionally|now\s+and\s+then|too|as\s+well|though))?\s*$)?", "raw"),
     _rule("job", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS}))\b", "short",
           alongside=True),
@@ -261,6 +271,13 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
     _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for)\s+.+)?$", "short",
           alongside=True),
+    # When they work: "I work Monday to Friday, 9 to 5", "I work nights", "my hours are 8 to 4"
+    # ("I work part-time at Tesco": the workplace too).
+    _rule("hours", rf"^i\s+(?:usually\s+|normally\s+|mostly\s+|now\s+|only\s+)?work\s+"
+          rf"(?P<v>(?:{_WORK_WHEN}).*?)(?:\s+now)?(?:\s+(?:at|for|as)\s+.+)?$",
+          "short", alongside=True),
+    _rule("hours", r"^my\s+(?:working\s+|work\s+)?(?:hours|shifts?)\s+(?:is|are)\s+"
+          r"(?P<v>.+)", "short"),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
     # "I teach maths at a high school": a maths teacher, at a high school.

@@ -19,7 +19,15 @@ import itertools
 import re
 from collections.abc import Mapping
 
-__all__ = ["DIETS", "GROUPS", "food_groups", "groups_left_out", "how_it_has", "outside_groups"]
+__all__ = [
+    "DIETS",
+    "GROUPS",
+    "food_groups",
+    "groups_left_out",
+    "groups_named",
+    "how_it_has",
+    "outside_groups",
+]
 
 _F = re.IGNORECASE
 
@@ -144,11 +152,17 @@ def food_groups(thing: str) -> frozenset[str]:
 
 def groups_left_out(attribute: str, value: str) -> frozenset[str]:
     """The groups a fact of the user's leaves out: a ``diet`` ("vegetarian") by
-    :data:`DIETS`, an ``allergy`` or ``avoid`` ("nuts", "eat pork", "drink alcohol") by the
-    groups its words name."""
+    :data:`DIETS`, less what it allows ("vegetarian except fish"); an ``allergy`` or ``avoid``
+    ("nuts", "eat pork", "drink alcohol") by the groups its words name."""
     said = value.casefold().strip()
-    if attribute == "diet":
-        return DIETS.get(said, frozenset())
+    if attribute == "diet":  # "vegetarian except fish": what it allows is not left out
+        diet, _, allowed = said.partition(" except ")
+        return DIETS.get(diet.strip(), frozenset()) - groups_named(allowed)
+    return groups_named(said)
+
+
+def groups_named(said: str) -> frozenset[str]:
+    """The groups ``said`` names by name ("nuts", "seafood": fish and shellfish)."""
     words = _words(said)
     named = {group for group in GROUPS if group in words or group.rstrip("s") in words}
     named.update(group for word, groups in _NAMES.items() if word in words for group in groups)

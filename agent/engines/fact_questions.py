@@ -1,0 +1,70 @@
+"""The questions about the user's own facts the rule-based concierge answers, as data.
+
+Each entry is a pattern of the question, the fact keys it asks for and how the answer says
+that none is known ("You haven't told me where you live yet."): "where do I live?" asks for
+``location`` (and ``ex_location``: "you no longer live in Berlin"), "what are my plans?" for
+every ``plan:`` and ``event:``. Read by :func:`agent.engines.rule_facts.answer_fact`; tested by
+the families of ``tests/test_everyday_phrasings.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["FACT_QUESTIONS"]
+
+_F = re.IGNORECASE
+
+#: (question, fact keys asked for (a trailing ":" is a prefix), what is missing if unknown);
+#: a ``thing`` group names a favourite's thing ("what's my favourite film?").
+FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
+    (re.compile(pattern, _F), tuple(keys.split()), missing)
+    for pattern, keys, missing in (
+        (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b",
+         "location ex_location", "where you live"),
+        (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
+         "where you're from"),
+        (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b"
+         r"|^(?:what(?:'s| is| have i got| do i have)|(?:is there |have i got )?anything)"
+         r" coming up\b",
+         "plan: event:", "about your plans"),
+        (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
+        (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
+         "about decisions of yours"),
+        (r"\bwhat am i allergic to\b|\bam i allergic\b|\bdo i have (?:any )?allerg|\bany allergies"
+         r"|\b(?:what|which) (?:are )?(?:my )?allergies\b|\bmy allergies\b.*\?$", "allergy:",
+         "about allergies"),
+        (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
+         r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
+         "about your diet"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?(?:do i (?:dislike|hate|not like)|don't i like)\b", "dislikes:",
+         "what you don't like"),
+        (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
+        (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
+         r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),
+        (r"\bwhat pets? do i have\b|\bdo i have (?:any )?pets?\b|\bmy pets\b", "pet:",
+         "about any pets"),
+        (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
+         "about your family and friends"),
+        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b|\bwho do i work for\b"
+         r"|\bwho(?:'s| is) my employer\b", "job workplace ex_workplace",
+         "about your work"),
+        (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
+        (r"\bwhen do i work\b|\bwhat (?:hours|days|shifts?) do i work\b"
+         r"|\bwhat(?:'s| is| are) my (?:working |work )?(?:hours|shifts?)\b", "hours",
+         "when you work"),
+        (r"\bwhen(?:'s| is) my birthday\b|\bwhat(?:'s| is) my (?:birthday|bday)\b", "birthday",
+         "your birthday"),
+        (r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", "age born", "your age"),
+        (r"\bwhen was i born\b|\bwhat year was i born\b|\bmy (?:year|date) of birth\b",
+         "born birthday", "when you were born"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?do i play\b", "does:", "what you play"),
+        (r"\bwhat are my (?:hobbies|interests)\b", "does: learning: likes:", "what you like"),
+        (r"\bwhat (?:[\w-]+ )?am i (?:learning|studying)\b", "learning:", "what you're learning"),
+        (r"\b(?:which|what) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?) do i (?:like|love|enjoy)"
+         r" (?:the )?(?:most|best)\b", "favourite:", "your favourites"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b", "likes:", "what you like"),
+        (r"\b(?:what|who)(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
+         "favourite:", "your favourites"),
+    )
+)  # fmt: skip
