@@ -19,6 +19,7 @@ from agent.memory.rules.extraction import (
     clean_value,
     content_stems,
     extract_closers,
+    list_left,
     match_loop,
     normalize_text,
     split_clauses,
@@ -662,6 +663,51 @@ def test_match_loop_by_stems_or_number(closer, loop_id):
     """A closer matches the loop whose stems hold it or are held by it; "n" is the n-th."""
     found = match_loop(closer, LOOPS)
     assert (found.loop_id if found else None) == loop_id
+
+
+@pytest.mark.parametrize(
+    ("todo", "closer", "left"),
+    [
+        ("buy eggs, milk and bread", "got the milk", ("milk", "buy eggs and bread")),
+        ("buy eggs, milk and bread", "bought the eggs and the bread",
+         ("eggs and bread", "buy milk")),
+        ("call mom and dad", "called dad", ("dad", "call mom")),
+        ("pick up the kids and the dog", "picked up the dog", ("the dog", "pick up the kids")),
+        ("finish the report and the slides", "finished the report",
+         ("the report", "finish the slides")),
+        ("buy eggs, milk, bread and cheese", "got bread", ("bread", "buy eggs, milk and cheese")),
+        # the whole list done, nothing of it named, or something else named: no list left
+        ("buy eggs, milk and bread", "got eggs, milk and bread", None),
+        ("buy eggs, milk and bread", "did the shopping", None),
+        ("buy eggs, milk and bread", "got the milk and cheese", None),
+        # no list of things: one to-do
+        ("finish the report on sales and marketing", "finished the report", None),
+        ("book the hotel", "booked the hotel", None),
+    ],
+)  # fmt: skip
+def test_a_to_do_said_as_a_list_loses_the_things_done(todo, closer, left):
+    """"got the milk" of "buy eggs, milk and bread" leaves "buy eggs and bread"."""
+    assert list_left(todo, closer) == left
+
+
+async def test_the_state_keeps_what_is_left_of_a_list_and_rebuilds_the_same():
+    """The state's loop reads what is left; rebuilding from the turn log gives the same (I6)."""
+    manager = ConversationStateManager()
+    texts = ["I need to buy eggs, milk and bread", "got the milk", "bought the bread"]
+    turns = [user_turn(seq, text) for seq, text in enumerate(texts, start=1)]
+    state = SessionState(session_id=SID)
+    for turn in turns:
+        state = manager.apply(state, turn)
+        if turn.seq == 2:
+            assert [lp.text for lp in state.open_loops] == ["buy eggs and bread"]
+    assert [lp.text for lp in state.open_loops] == ["buy eggs"]
+
+    async def log():
+        for turn in turns:
+            yield turn
+
+    rebuilt = await ConversationStateManager().rebuild(SID, log())
+    assert rebuilt.log_view() == state.log_view()
 
 
 # -- reminders ---------------------------------------------------------------------------------

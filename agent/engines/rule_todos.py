@@ -118,6 +118,9 @@ def todo_acks(loops: LoopUpdate, intents: list[str]) -> list[str]:
     if done:
         said.append(f"Great, I've ticked off: {_listing([lp.text for lp in done])}.")
         intents.append("close_todo")
+    for part, left in loops.narrowed:
+        said.append(f"Great, I've ticked off {part}. Still on your list: {left.text}.")
+        intents.append("close_todo")
     if loops.removed:
         said.append(f"Removed from your list: {_listing([lp.text for lp in loops.removed])}.")
         intents.append("close_todo")

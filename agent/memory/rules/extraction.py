@@ -35,6 +35,7 @@ __all__ = [
     "clean_value",
     "content_stems",
     "extract_closers",
+    "list_left",
     "match_loop",
     "match_reminder",
     "normalize_text",
@@ -408,6 +409,33 @@ def match_loop(closer: str, loops: Sequence[OpenLoop]) -> OpenLoop | None:
     if said != stems and matched > 1:
         return None  # "called her" with two calls to make: which one is not said
     return best[1] if best else None
+
+
+# The things of a to-do said as a list ("buy eggs, milk and bread"): cut where a list is.
+_LIST_CUT = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+", _F)
+_PARTICLES = frozenset({"up", "off", "out", "back"})
+
+
+def list_left(todo: str, closer: str) -> tuple[str, str] | None:
+    """What is left of a to-do said as a list when ``closer`` names some of its things:
+    ("milk", "buy eggs and bread") for "got the milk" of "buy eggs, milk and bread"; ``None``
+    when the to-do is no list of short things (at most three words each: "finish the report on
+    sales and marketing" is one), or the closer names none of them, or all of them."""
+    words = todo.split()
+    verb = 2 if len(words) > 2 and words[1].casefold() in _PARTICLES else 1
+    things = _LIST_CUT.split(" ".join(words[verb:]))
+    if len(things) < 2 or any(not thing or len(thing.split()) > 3 for thing in things):
+        return None
+    named = (
+        _deeds(content_stems(closer)) - _NOT_THINGS - _deeds(content_stems(" ".join(words[:verb])))
+    )
+    stems = [content_stems(thing) for thing in things]
+    done = [thing for thing, of in zip(things, stems, strict=True) if of and of <= named]
+    if not done or len(done) == len(things) or not named <= frozenset().union(*stems):
+        return None
+    left = [thing for thing in things if thing not in done]
+    listed = left[0] if len(left) == 1 else f"{', '.join(left[:-1])} and {left[-1]}"
+    return " and ".join(done), f"{' '.join(words[:verb])} {listed}"
 
 
 # -- timed reminders (read by agent.memory.rules.reminder_requests) ---------------------------

@@ -6,7 +6,8 @@ concierge (:mod:`agent.engines.rule_based`) runs the same rules on a preview of 
 what it acknowledges is what the state records:
 
 - facts restated replace the old ones, per slot (:func:`merge_facts`);
-- to-dos open and close (:func:`update_open_loops`);
+- to-dos open and close, or lose the things of their list that are done
+  (:func:`update_open_loops`);
 - commitments, requests and questions open, and answers or "never mind" close them
   (:func:`update_dialogue_loops`);
 - the bot's questions wait for the person asked (:func:`update_clarifications`);
@@ -37,6 +38,7 @@ from agent.memory.rules.extraction import (
     Clause,
     content_stems,
     extract_closers,
+    list_left,
     match_loop,
     normalize_text,
 )
@@ -117,6 +119,8 @@ class LoopUpdate:
         already_open: to-dos it restated that were open already.
         unmatched: explicit closers ("done: X") that matched no open loop.
         removed: the closed loops the user dropped ("remove X from my list"), not did.
+        narrowed: to-dos said as a list of which some things are done, each as (what is done,
+            the loop as it now reads): ("milk", "buy eggs and bread") for "got the milk".
     """
 
     loops: tuple[OpenLoop, ...]
@@ -125,6 +129,7 @@ class LoopUpdate:
     already_open: tuple[OpenLoop, ...] = ()
     unmatched: tuple[str, ...] = ()
     removed: tuple[OpenLoop, ...] = ()
+    narrowed: tuple[tuple[str, OpenLoop], ...] = ()
 
 
 def update_open_loops(
@@ -153,12 +158,19 @@ def update_open_loops(
     closed: list[OpenLoop] = []
     removed: list[OpenLoop] = []
     unmatched: list[str] = []
+    narrowed: list[tuple[str, OpenLoop]] = []
     for closer in extract_closers(text):
         if closer.text.casefold() in EVERYTHING:  # "I've finished everything": every to-do
             hits = [lp for lp in remaining if lp.kind in CARRIED_LOOP_KINDS]
         else:
             hit = match_loop(closer.text, remaining)
             hits = [] if hit is None else [hit]
+            left = None if hit is None or closer.removal else list_left(hit.text, closer.text)
+            if hit is not None and left is not None:  # "got the milk": eggs and bread are left
+                now = hit.model_copy(update={"text": left[1]})
+                remaining[remaining.index(hit)] = now
+                narrowed.append((left[0], now))
+                hits = []
         for hit in hits:
             remaining.remove(hit)
             closed.append(hit.model_copy(update={"closed_turn": seq}))
@@ -190,6 +202,7 @@ def update_open_loops(
         already_open=tuple(already),
         unmatched=tuple(unmatched),
         removed=tuple(removed),
+        narrowed=tuple(narrowed),
     )
 
 
