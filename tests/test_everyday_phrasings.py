@@ -1038,6 +1038,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I work hard", "I like tea", "when do I work?"], "you told me: I work hard"),
         (["I work nights", "I work days now", "when do I work?"], "You work days."),
     ],
+    "the team one supports, and what one is a fan of": [
+        (["I support Arsenal", "which team do I support?"], "Your favourite team is Arsenal."),
+        (["I root for the Lakers", "who do I support?"], "Your favourite team is the Lakers."),
+        (["I'm a die-hard Liverpool supporter", "what's my favourite team?"], "Liverpool"),
+        (["I cheer for Barcelona", "what football team do I follow?"], "Barcelona"),
+        (["I support the idea", "which team do I support?"], "haven't told me"),
+        (["I support Brexit", "which team do I support?"], "haven't told me"),
+        (["I'm a Taylor Swift fan", "do I like Taylor Swift?"], "Yes, you like Taylor Swift."),
+        (["I'm a big Marvel fan", "what do I like?"], "You like Marvel."),
+    ],
     "allergies asked in other words": [
         (["I'm allergic to penicillin", "any allergies I should remember?"],
          "You're allergic to penicillin."),

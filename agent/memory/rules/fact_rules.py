@@ -49,6 +49,12 @@ _LIVE = (
 )
 # What follows "I teach" that is no subject taught ("I teach at", "I teach them to swim").
 _NOT_TAUGHT = r"(?:at|in|for|to|on|with|them|him|her|it|kids|children|people|students)\b"
+_BIG = r"(?:big\s+|huge\s+|massive\s+|lifelong\s+|die[- ]hard\s+)?"
+# What one supports that is no team: a cause, a party, an idea.
+_NO_TEAM = (
+    r"(?:the\s+(?:idea|plan|proposal|decision|government|party|cause|motion|campaign)|Brexit|Labour"
+    r"|Tory|Tories|Conservatives?|Democrats?|Republicans?|Trump|Biden)\b"
+)
 # When someone works, as said after "I work": days, hours, shifts, part-time.
 _WORK_WHEN = (
     r"(?:from\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|(?:on\s+)?week(?:days|ends)\b"
@@ -319,6 +325,15 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
           r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fave?)\s+"
           r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
+    # "I support Arsenal", "I root for the Lakers", "I'm an Arsenal supporter": a team, by its
+    # capital (not "I support the idea").
+    _rule("favourite:team", r"^i\s+(?:still\s+|also\s+)?(?:support|root\s+for|cheer\s+(?:for|on))"
+          rf"\s+(?!{_NO_TEAM})(?P<v>(?:the\s+)?(?-i:[A-Z])[\w' -]{{0,40}})$", "short"),
+    _rule("favourite:team", rf"^(?:i'm|i am|im)\s+an?\s+{_BIG}(?!{_NO_TEAM})(?P<v>(?-i:[A-Z])"
+          r"[\w' -]{0,30}?)\s+(?:supporter|season[- ]ticket\s+holder)$", "short"),
+    # "I'm a Taylor Swift fan", "I'm a big Marvel fan"
+    _rule("likes", rf"^(?:i'm|i am|im)\s+an?\s+{_BIG}(?P<v>(?-i:[A-Z])[\w' -]{{0,30}}?)\s+fan$",
+          "liked"),
     _rule(
         "birthday",
         r"\bmy (?:birthday|bday|date of birth)(?:'s|\s+is)\s+(?:actually\s+|really\s+)?"
