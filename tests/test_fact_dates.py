@@ -47,6 +47,18 @@ UTC_ZONE = ZoneInfo("UTC")
         ("exam is in 3 months", "exam is in February 2027"),
         ("to move house next year", "to move house in 2027"),
         ("trip is in six weeks", "trip is on Thu 7 Jan 2027"),
+        # an hour said without morning or evening is kept as said, after the day
+        ("exam is next Tuesday at 10", "exam is on Tue 1 Dec at 10"),
+        ("call is tomorrow at 3", "call is on Fri 27 Nov at 3"),
+        # a day of the calendar without its year: the next one, today's included
+        ("dentist appointment is on the 14th", "dentist appointment is on Mon 14 Dec"),
+        ("party is on the 26th", "party is on Thu 26 Nov"),
+        ("party is on the 25th", "party is on Fri 25 Dec"),
+        ("flight to Berlin is on 14 March", "flight to Berlin is on Sun 14 Mar 2027"),
+        ("a trip to Rome on Dec 20th", "a trip to Rome on Sun 20 Dec"),
+        ("flight is on the 3rd of March at 6pm", "flight is on Wed 3 Mar 2027 at 18:00"),
+        ("dinner is on the 30th at 7", "dinner is on Mon 30 Nov at 7"),
+        ("wedding is on the 31st", "wedding is on Thu 31 Dec"),
     ],
 )
 def test_a_relative_date_is_replaced_by_the_date_it_names(said, kept):
@@ -56,15 +68,21 @@ def test_a_relative_date_is_replaced_by_the_date_it_names(said, kept):
 @pytest.mark.parametrize(
     "said",
     [
-        "flight to Berlin is on 14 March",
+        "flight to Berlin is on 14 March 2027",
         "a trip to Japan in August",
-        "my birthday is on the 3rd of June",
         "meeting is at 3pm",
         "a trip to Oslo in May",
+        "I read 3 books in may",
     ],
 )
 def test_a_date_said_absolutely_stays_as_said(said):
     assert absolute_dates(said, NOW, UTC_ZONE) == said
+
+
+@pytest.mark.parametrize("said", ["my birthday is on the 3rd of June", "birthday is 14 March"])
+def test_a_birthday_keeps_its_day_of_the_year(said):
+    """A birthday is every year's: its day is kept as said, without a weekday or a year."""
+    assert absolute_dates(said, NOW, UTC_ZONE, calendar=False) == said
 
 
 def test_a_relative_date_is_read_on_the_users_wall_clock():
@@ -82,9 +100,10 @@ def test_a_naive_time_is_taken_as_utc():
 
 
 def test_an_hour_nothing_disambiguates_is_kept_as_said():
-    """ "at 6" may be morning or evening: the phrase is left as the user said it."""
+    """ "at 6" may be morning or evening: the day is kept as the date it names (next week
+    "Tuesday" would name another), the hour as the user said it."""
     said = "appointment is on Tuesday at 6"
-    assert absolute_dates(said, NOW, UTC_ZONE) == said
+    assert absolute_dates(said, NOW, UTC_ZONE) == "appointment is on Tue 1 Dec at 6"
 
 
 def test_only_dated_kinds_are_dated_and_a_plan_is_keyed_by_its_date():
@@ -141,7 +160,10 @@ def test_a_kept_date_without_its_year_is_the_one_whose_weekday_fits():
         ("this weekend", "to go hiking the weekend of Sat 28 Nov", True),
         ("next week", "meeting is on Wed 2 Dec", True),
         ("next week", "meeting is on Fri 27 Nov", False),
-        ("in August", "a trip to Japan in August", None),
+        ("in August", "a trip to Japan in August", True),
+        ("in March", "flight to Tokyo is on Sat 13 Mar 2027", True),
+        ("in April", "flight to Tokyo is on Sat 13 Mar 2027", False),
+        ("for a while", "a trip to Japan in August", None),
     ],
 )
 def test_a_time_asked_relatively_is_matched_by_its_days(asked, value, same):

@@ -59,14 +59,18 @@ _ASK_WHEN_GO = re.compile(
     _F,
 )
 # "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?",
+# "what's on Tuesday?", "what's happening on the 14th?",
 # "what do I have on Tuesday?", "anything on this week?"
-_TIME = r"(?:on|for|this|next|tomorrow|tonight|today|in|at)\b[\w' -]{0,40}?"
+_TIME = (
+    r"(?:(?:on|for|this|next|tomorrow|tonight|today|in|at)\b|(?:mon|tues|wednes|thurs|fri|satur"
+    r"|sun)day\b|the\s+\d{1,2}(?:st|nd|rd|th)\b)[\w' -]{0,40}?"
+)
 _ASK_PLANS_WHEN = re.compile(
-    rf"^(?:what(?:'s|\s+is|\s+are)\s+my\s+plans?\s+(?:for\s+)?(?P<a>{_TIME})"
+    rf"^(?:what(?:'s|\s+is|\s+are)\s+my\s+plans?\s+(?P<a>{_TIME})"
     rf"|what\s+am\s+i\s+(?:doing|up\s+to)\s+(?P<b>{_TIME})"
-    rf"|what(?:'s|\s+is)\s+(?:on|happening|planned)\s+(?:for\s+)?(?P<c>{_TIME})"
+    rf"|what(?:'s|\s+is)\s+(?:on|happening|planned)\s+(?P<c>{_TIME})"
     rf"|(?:do\s+i\s+have|have\s+i\s+got|is\s+there)\s+(?:any\s+)?(?:plans|anything(?:\s+planned)?)"
-    rf"\s+(?:for\s+)?(?P<d>{_TIME})"
+    rf"\s+(?P<d>{_TIME})"
     rf"|what\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?:planned\s+)?(?P<e>{_TIME})"
     rf"|(?:is\s+there\s+|have\s+i\s+got\s+)?anything\s+(?:planned\s+|happening\s+)?(?P<f>{_TIME}))"
     r"\s*\??$",

@@ -13,11 +13,18 @@ date it names:
   minutes keep the clock time: "on Thu 26 Nov at 16:30"); months and years name the month or
   the year: "in 3 months" -> "in February 2027", "next month" -> "in December";
 - a week or a weekend: "this weekend" -> "the weekend of Sat 28 Nov", "next week" -> "the week
-  of Mon 30 Dec".
+  of Mon 30 Dec";
+- a day of the calendar said without its year, the next one (today's included): "on the 14th"
+  -> "on Mon 14 Dec", "14 March" -> "on Sun 14 Mar 2027", "from the 4th" -> "from Fri 4 Dec"
+  (not a birthday's or an anniversary's, which is every year's: "3 May" stays);
+- an hour said without morning or evening stays as said after its day: "next Tuesday at 10"
+  -> "on Tue 1 Dec at 10".
 
-A date out of the year it was said in carries its year ("on Mon 11 Jan 2027"). Dates said
-absolutely ("on 14 March", "in August") stay as they are. A plan's key holds its value, so it
-is keyed anew: "a trip to Rome next Friday" said on two weeks is two trips.
+A date out of the year it was said in carries its year ("on Mon 11 Jan 2027"). A month ("in
+August"), a date with its year and a range said with a bare number ("from 3 to 7 September")
+stay as they are. A plan's key holds its value, so it is keyed anew: "a trip to Rome next
+Friday" said on two weeks is two trips. A time asked about (:func:`same_time`) matches the
+kept dates whose days it shares, a month ("in March") included.
 
 Said (:func:`said_from_now`): each "on Fri 27 Nov" of a reply is said from the day it is now in
 the user's zone: "today", "tomorrow, Fri 27 Nov", "on Tue 1 Dec" further ahead, and for a day
@@ -68,15 +75,30 @@ _DAY = (
 )
 _COUNT = r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few"
 _UNIT = r"minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?"
+_MONTH_WORD = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
+)
+_NTH = r"(?:st|nd|rd|th)"
+# A day of the calendar said without its year: "the 14th" (of this month, or the next once it
+# has gone by), "14 December", "Dec 20th", "the 3rd of May" (the next one).
+_CALENDAR = (
+    rf"(?:on\s+)?(?:the\s+(?P<n>\d{{1,2}}){_NTH}(?:\s+of\s+(?P<nm>{_MONTH_WORD}))?"
+    rf"|(?P<ad>\d{{1,2}}){_NTH}?\s+(?:of\s+)?(?P<am>{_MONTH_WORD})"
+    rf"|(?P<bm>{_MONTH_WORD})\.?\s+(?:the\s+)?(?P<bd>\d{{1,2}}){_NTH}?)(?!\s*,?\s*\d{{4}})"
+)
 #: A relative time phrase, as a fact's value says it.
 _RELATIVE = re.compile(
     rf"(?<!every )\b(?:(?P<delay>in\s+(?:(?:{_COUNT})\s+(?:{_UNIT})|a\s+fortnight)(?:'s? time)?)"
     rf"|(?P<span>(?P<which>this|next|last|at the|over the|on the)\s+(?P<unit>weekend|week|month"
     rf"|year))"
     rf"|(?P<day>(?:(?:{_CLOCK})\s+)?(?:{_DAY})(?:\s+(?P<part>{_PART}))?"
-    rf"(?:\s*,?\s*(?:{_CLOCK}))?))\b",
+    rf"(?:\s*,?\s*(?:{_CLOCK}))?)"
+    rf"|(?P<cal>{_CALENDAR}(?:\s*,?\s*(?P<clock>{_CLOCK}))?))\b",
     _F,
 )
+# An hour said without morning or evening ("at 10"): kept as said, after the day.
+_AT_HOUR = re.compile(r"\s*,?\s*\bat\s+\d{1,2}\b(?![:.h]?\d|\s*[ap]\.?m)", _F)
 _ON = re.compile(r"^(?:on|coming)\s+", _F)
 _MONTH_DELAY = re.compile(rf"in\s+(?P<n>{_COUNT})\s+(?P<u>months?|years?)", _F)
 _PART_SAID = {"morning": "in the morning", "afternoon": "in the afternoon",
@@ -136,20 +158,56 @@ def _delay(phrase: str, said_at: datetime, zone: ZoneInfo) -> str | None:
     return f"on {_day(moment.date(), local.date())}{clock}"
 
 
-def _date_of(match: re.Match[str], said_at: datetime, zone: ZoneInfo) -> str | None:
+def _date_of(
+    match: re.Match[str], said_at: datetime, zone: ZoneInfo, *, calendar: bool
+) -> str | None:
     said = said_at.astimezone(zone).date()
     if match.group("delay"):
         return _delay(match.group("delay"), said_at, zone)
     if match.group("span"):
         return _span(match.group("which"), match.group("unit").casefold(), said)
+    if match.group("cal"):
+        return _calendar_day(match, said_at, zone) if calendar else None
     phrase = _ON.sub("", match.group("day"))
     moment = local_moment(phrase, said_at, zone)
-    clock = moment is not None and says_clock(phrase)
+    hour = ""
     if moment is None:  # "on Tuesday at 6": the day, and the hour as said
-        return None
+        hour = " ".join(m.group().strip(" ,") for m in _AT_HOUR.finditer(phrase))
+        moment = local_moment(_AT_HOUR.sub("", phrase), said_at, zone) if hour else None
+        if moment is None:
+            return None
+        return f"on {_day(moment.date(), said)} {hour}"
+    clock = says_clock(phrase)
     part = (match.group("part") or ("night" if "tonight" in phrase.casefold() else "")).casefold()
     said_part = f" at {moment:%H:%M}" if clock else (f" {_PART_SAID[part]}" if part else "")
     return f"on {_day(moment.date(), said)}{said_part}"
+
+
+def _calendar_day(match: re.Match[str], said_at: datetime, zone: ZoneInfo) -> str | None:
+    """The day "the 14th" or "14 December" names from ``said_at``: the next one (today's
+    included), with its clock time if one was said ("at 15:00"; "at 6" as said)."""
+    local = said_at.astimezone(zone)
+    said = local.date()
+    day = int(match.group("n") or match.group("ad") or match.group("bd"))
+    named = match.group("nm") or match.group("am") or match.group("bm")
+    months = [said.year * 12 + said.month - 1 + ahead for ahead in range(13)]
+    if named is not None:
+        month = _MONTHS.index(named[:3].title())
+        months = [m for m in months if m % 12 == month]
+    for index in months:
+        try:
+            moment = date(index // 12, index % 12 + 1, day)
+        except ValueError:
+            continue
+        if moment >= said:
+            break
+    else:
+        return None
+    clock = match.group("clock") or ""
+    when = local_moment(f"{moment:%d %B %Y} {clock}", said_at, zone) if clock else None
+    if clock and when is None:  # "at 6": morning or evening is not said
+        return f"on {_day(moment, said)} {clock.strip()}"
+    return f"on {_day(moment, said)}" + (f" at {when:%H:%M}" if when and says_clock(clock) else "")
 
 
 def zone_in(facts: Iterable[Fact]) -> ZoneInfo:
@@ -157,13 +215,17 @@ def zone_in(facts: Iterable[Fact]) -> ZoneInfo:
     return zone_of(next((f.value for f in facts if f.key == "timezone"), None))
 
 
-def absolute_dates(text: str, said_at: datetime, zone: ZoneInfo) -> str:
+def absolute_dates(
+    text: str, said_at: datetime, zone: ZoneInfo, *, calendar: bool = True
+) -> str:
     """Return ``text`` with each relative time phrase replaced by the date it names.
 
     Args:
         text: a fact's value, e.g. ``test is tomorrow``.
         said_at: when it was said (the message's time; a naive time is taken as UTC).
         zone: the user's time zone.
+        calendar: a day of the calendar said without its year ("the 14th", "14 December") is
+            the next one too (not of a birthday: "3 May" is every year's).
 
     Returns:
         e.g. ``test is on Fri 27 Nov``; ``text`` itself when it says no relative time.
@@ -171,9 +233,24 @@ def absolute_dates(text: str, said_at: datetime, zone: ZoneInfo) -> str:
     said_at = said_at.replace(tzinfo=UTC) if said_at.tzinfo is None else said_at
 
     def replace(match: re.Match[str]) -> str:
-        return _date_of(match, said_at, zone) or match.group()
+        before = match.string[: match.start()]
+        if match.group("cal") and _RANGE_START.search(before):
+            return match.group()  # "from 3 to 7 September": a range, kept as said
+        dated = _date_of(match, said_at, zone, calendar=calendar)
+        if dated is None:
+            return match.group()
+        # "from the 4th": "from Tue 4 Mar", not "from on Tue 4 Mar"
+        return dated.removeprefix("on ") if _PREPOSITION_BEFORE.search(before) else dated
 
     return _RELATIVE.sub(replace, text)
+
+
+# What a day may follow besides "on": "from the 4th", "until Friday".
+_PREPOSITION_BEFORE = re.compile(
+    r"\b(?:from|until|till|til|by|to|before|after|since|through|between)\s+$", _F
+)
+# The first day of a range, said as a bare number before its second: "from 3 to 7 September".
+_RANGE_START = re.compile(r"\b\d{1,2}\s*(?:-|\u2013|to|until|till|and)\s*$", _F)
 
 
 def dated_facts(facts: Iterable[Fact], said_at: datetime, zone: ZoneInfo) -> tuple[Fact, ...]:
@@ -186,7 +263,8 @@ def dated_facts(facts: Iterable[Fact], said_at: datetime, zone: ZoneInfo) -> tup
         parts = parse_key(fact.key)
         value = fact.value
         if parts.attribute in _DATED:
-            value = absolute_dates(fact.value, said_at, zone)
+            yearly = parts.attribute == "birthday" or "anniversar" in parts.item
+            value = absolute_dates(fact.value, said_at, zone, calendar=not yearly)
         if value == fact.value:
             dated.append(fact)
             continue
@@ -198,9 +276,11 @@ def dated_facts(facts: Iterable[Fact], said_at: datetime, zone: ZoneInfo) -> tup
 
 
 _SPAN_KEPT = re.compile(
-    rf"\b(?:on|the (?P<span>week|weekend) of)\s+(?P<wd>{'|'.join(_DAYS)})\s+(?P<d>\d{{1,2}})\s+"
-    rf"(?P<m>{'|'.join(_MONTHS)})(?:\s+(?P<y>\d{{4}}))?\b"
+    rf"\b(?:(?:on|the (?P<span>week|weekend) of)\s+)?(?P<wd>{'|'.join(_DAYS)})\s+(?P<d>\d{{1,2}})"
+    rf"\s+(?P<m>{'|'.join(_MONTHS)})(?:\s+(?P<y>\d{{4}}))?\b"
 )
+# A month, kept ("in December", "in February 2027") or asked about ("in March").
+_MONTH_SPAN = re.compile(rf"\bin\s+(?P<month>{_MONTH_WORD})(?:\s+(?P<y>\d{{4}}))?", _F)
 
 
 def kept_day(said: str) -> re.Pattern[str] | None:
@@ -233,6 +313,11 @@ def _spans(text: str, today: date) -> list[tuple[date, date]]:
         if first is not None:
             length = {"week": 6, "weekend": 1}.get(match.group("span") or "", 0)
             found.append((first, first + timedelta(days=length)))
+    for match in _MONTH_SPAN.finditer(text):  # the month named: this year's, or next once gone
+        month = _MONTHS.index(match.group("month")[:3].title()) + 1
+        year = int(match.group("y") or today.year + (month < today.month))
+        following = date(year + month // 12, month % 12 + 1, 1)
+        found.append((date(year, month, 1), following - timedelta(days=1)))
     return found
 
 

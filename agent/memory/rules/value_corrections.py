@@ -78,9 +78,11 @@ _IT_IS = re.compile(
     rf"|it should be|i meant|i mean)|i meant|i mean)\s+(?:actually\s+)?"
     rf"(?P<new>(?!(?:it|that|this|so|well|yes|no|whatever|who|what|why|how|like|really|you)\b)"
     rf"{_VALUE}){_END}"
-    # "hmm no, Wednesday", "sorry, Bath", "no, 41": a bare value, a name, a number or a day.
+    # "hmm no, Wednesday", "sorry, Bath", "no, 41", "sorry, the 15th": a bare value, a name, a
+    # number or a day.
     rf"|^{_FILLER}(?:{_OPENER}\b[\s,:!.-]*)+(?P<bare>(?-i:[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?)"
-    r"|\d{1,3}|(?:on\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day)\s*[.!]*$",
+    r"|\d{1,3}|(?:on\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|the\s+\d{1,2}(?:st|nd|rd|th)))"
+    r"\s*[.!]*$",
     _F,
 )
 # A place said with its preposition ("no, it's in Bath"): the place.
