@@ -761,6 +761,25 @@ def test_a_clock_time_reminder_is_due_at_its_next_occurrence_in_utc(text, due):
 
 
 @pytest.mark.parametrize(
+    ("text", "label", "link", "due"),
+    [
+        ("set a reminder for tomorrow morning: dentist", "dentist", "about",
+         datetime(2025, 3, 2, 9, 0, tzinfo=UTC)),
+        ("set a reminder for Friday at 5pm - call grandma", "call grandma", "to",
+         datetime(2025, 3, 7, 17, 0, tzinfo=UTC)),
+        ("remind me tomorrow at 9am: pack the camera", "pack the camera", "to",
+         datetime(2025, 3, 2, 9, 0, tzinfo=UTC)),
+        ("remind me tomorrow 9am gym", "gym", "about", datetime(2025, 3, 2, 9, 0, tzinfo=UTC)),
+    ],
+)  # fmt: skip
+def test_a_reminder_said_with_its_time_first_and_its_label_after_a_colon(text, label, link, due):
+    """What to remind of, after a colon or a dash: "to" it when it opens with a to-do's verb."""
+    request = parse_reminder(text, NOW)
+    assert request is not None
+    assert (request.label, request.link, request.due_at) == (label, link, due)
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "remind me in 0 minutes to x",

@@ -46,6 +46,14 @@ def at(*parts: int, zone: ZoneInfo = UTC_ZONE) -> datetime:
         ("on the 3rd of December at 5pm", at(2026, 12, 3, 17, 0)),
         ("on 3 May", at(2027, 5, 3, 9, 0)),
         ("December 24th at 7 p.m.", at(2026, 12, 24, 19, 0)),
+        # a day of the month alone is the next one (dateparser reads "3rd" as March, and
+        # "the 14th" in the past)
+        ("on the 3rd", at(2026, 12, 3, 9, 0)),
+        ("on the 14th at 8am", at(2026, 12, 14, 8, 0)),
+        ("the 28th", at(2026, 11, 28, 9, 0)),
+        ("on 3rd", at(2026, 12, 3, 9, 0)),
+        ("on 24th December at 6pm", at(2026, 12, 24, 18, 0)),
+        ("on the 3rd of May 2027", at(2027, 5, 3, 9, 0)),
         ("in 2 hours", NOW + timedelta(hours=2)),
         ("in 10 minutes", NOW + timedelta(minutes=10)),
         ("in half an hour", NOW + timedelta(minutes=30)),

@@ -448,13 +448,15 @@ _REMIND = (
 _LINK = r"(?P<link>to|about|that|for)"
 _REMINDER_FORMS = (
     re.compile(
-        rf"\b{_REMIND}\s+(?:for\s+)?(?P<when>{WHEN})\s*,?\s*(?:{_LINK}\s+(?P<label>.+))?$", _F
+        rf"\b{_REMIND}\s+(?:for\s+)?(?P<when>{WHEN})\s*[,:-]?\s*(?:{_LINK}\s+(?P<label>.+))?$",
+        _F,
     ),
     re.compile(rf"\b{_REMIND}\s+{_LINK}\s+(?P<label>.{{1,300}}?),?\s+(?P<when>{WHEN})$", _F),
     re.compile(rf"^(?P<when>{WHEN})\s*,?\s*{_REMIND}\s+{_LINK}\s+(?P<label>.+)$", _F),
-    # "remind me tomorrow 9am gym": what to remind of, said without its "to" (the empty link).
+    # "remind me tomorrow 9am gym", "set a reminder for tomorrow morning: dentist": what to remind
+    # of, said without its "to" (the empty link).
     re.compile(
-        rf"\b{_REMIND}\s+(?P<when>{WHEN})\s*,?\s*(?P<link>)"
+        rf"\b{_REMIND}\s+(?:for\s+)?(?P<when>{WHEN})\s*[,:-]?\s*(?P<link>)"
         r"(?P<label>(?!(?:to|about|that|for|and|but|or|so|if|because|when)\b)"
         r"[^\W\d_][\w' -]{0,60})$",
         _F,

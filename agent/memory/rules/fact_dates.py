@@ -42,7 +42,12 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from agent.memory.longterm.memory_slots import fact_key, parse_key
-from agent.memory.rules.reminder_time import local_moment, read_delay, says_clock
+from agent.memory.rules.reminder_time import (
+    local_moment,
+    next_day_of_month,
+    read_delay,
+    says_clock,
+)
 from agent.memory.schemas import Fact
 from agent.utils.time_zones import zone_of
 
@@ -186,22 +191,12 @@ def _date_of(
 def _calendar_day(match: re.Match[str], said_at: datetime, zone: ZoneInfo) -> str | None:
     """The day "the 14th" or "14 December" names from ``said_at``: the next one (today's
     included), with its clock time if one was said ("at 15:00"; "at 6" as said)."""
-    local = said_at.astimezone(zone)
-    said = local.date()
-    day = int(match.group("n") or match.group("ad") or match.group("bd"))
+    said = said_at.astimezone(zone).date()
     named = match.group("nm") or match.group("am") or match.group("bm")
-    months = [said.year * 12 + said.month - 1 + ahead for ahead in range(13)]
-    if named is not None:
-        month = _MONTHS.index(named[:3].title())
-        months = [m for m in months if m % 12 == month]
-    for index in months:
-        try:
-            moment = date(index // 12, index % 12 + 1, day)
-        except ValueError:
-            continue
-        if moment >= said:
-            break
-    else:
+    month = _MONTHS.index(named[:3].title()) + 1 if named else None
+    day = int(match.group("n") or match.group("ad") or match.group("bd"))
+    moment = next_day_of_month(day, month, said)
+    if moment is None:
         return None
     clock = match.group("clock") or ""
     when = local_moment(f"{moment:%d %B %Y} {clock}", said_at, zone) if clock else None

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 from agent.memory.rules.extraction import clean_value, match_reminder, split_clauses
 from agent.memory.rules.reminder_time import due_time
+from agent.memory.rules.todo_openers import TODO_VERBS
 from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = ["ReminderRequest", "is_reminder_request", "parse_reminder"]
@@ -67,6 +68,9 @@ def parse_reminder(
             return None
         label = clean_value(match.group("label") or "")
         link = match.group("link")
-        link = "about" if link == "" else (link or "to").lower()  # "tomorrow 9am gym": about
+        if link == "":  # "tomorrow 9am gym": about it; "...: call grandma": to call her
+            first = label.split(maxsplit=1)[0].casefold() if label else ""
+            link = "to" if first in TODO_VERBS else "about"
+        link = (link or "to").lower()
         return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
     return None

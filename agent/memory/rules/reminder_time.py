@@ -3,7 +3,8 @@
 :data:`WHEN` is the grammar of the phrases a reminder may carry (bounded, so a hostile message is
 read quickly): a delay ("in 10 minutes", "in a fortnight"; "in an hour and a half" is not, "in
 1.5 hours" is), a day ("tomorrow", "on Friday", "next Monday", "on 3 May", "the 12th of
-December", "tonight", "in the morning": this morning if still ahead, else tomorrow's),
+December", "on the 3rd": the next 3rd, "tonight", "in the morning": this morning if still
+ahead, else tomorrow's),
 a clock time ("at 18:30", "at 8am", "at noon"), or a day with a clock time ("tomorrow at 8am",
 "next Monday at 9:15", "Friday evening"). :func:`due_time` turns the phrase into a moment:
 
@@ -29,7 +30,7 @@ and, as part of a reminder request, ``tests/test_extraction.py``.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -40,6 +41,7 @@ __all__ = [
     "due_instead",
     "due_time",
     "local_moment",
+    "next_day_of_month",
     "read_delay",
     "says_clock",
     "spoken_clock",
@@ -72,7 +74,10 @@ _MONTH = (
 )
 _ORDINAL = r"\d{1,2}(?:st|nd|rd|th)?"
 _PART = r"morning|afternoon|evening|night"
-_DATE = rf"(?:the\s+)?{_ORDINAL}(?:\s+of)?\s+{_MONTH}|{_MONTH}\s+{_ORDINAL}|the\s+{_ORDINAL}"
+_DATE = (
+    rf"(?:(?:the\s+)?{_ORDINAL}(?:\s+of)?\s+{_MONTH}|{_MONTH}\s+{_ORDINAL})(?:\s*,?\s*20\d\d)?"
+    rf"|the\s+{_ORDINAL}|\d{{1,2}}(?:st|nd|rd|th)"
+)
 _DAY = (
     rf"today|tonight|tomorrow(?:\s+(?:{_PART}))?|the day after tomorrow|next week"
     rf"|in\s+the\s+(?:{_PART})"
@@ -168,6 +173,45 @@ def says_clock(when: str) -> bool:
     return _HAS_CLOCK.search(when) is not None or _BARE_HOUR.search(when) is not None
 
 
+_MONTH_ABBREVIATIONS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
+# "the 3rd", "on the 14th of May", "on 24th December": a day of the month, which dateparser
+# reads as a month ("3rd": March) or in the past ("the 14th" on the 27th); said as the date it
+# names before it reads it (a year said with it is read as said).
+_DAY_OF_MONTH = re.compile(
+    r"\b(?:on\s+(?:the\s+)?|the\s+)(?P<d>\d{1,2})(?:st|nd|rd|th)\b"
+    r"(?:\s+(?:of\s+)?(?P<m>(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,6}\b))?"
+    r"(?!\s*,?\s*\d{4}|\s+of\b)",
+    _F,
+)
+
+
+def next_day_of_month(day: int, month: int | None, today: date) -> date | None:
+    """The next day numbered ``day`` (of ``month``, 1-12, if given) from ``today``, today
+    included: the 14th on the 27th is next month's; ``None`` when no month within a year has
+    it."""
+    first = today.year * 12 + today.month - 1
+    for index in range(first, first + 13):
+        if month is not None and index % 12 + 1 != month:
+            continue
+        try:
+            found = date(index // 12, index % 12 + 1, day)
+        except ValueError:
+            continue
+        if found >= today:
+            return found
+    return None
+
+
+def _days_of_month_named(phrase: str, today: date) -> str:
+    def name(match: re.Match[str]) -> str:
+        said = (match.group("m") or "").casefold()[:3]
+        month = _MONTH_ABBREVIATIONS.index(said) + 1 if said else None
+        found = next_day_of_month(int(match.group("d")), month, today)
+        return match.group() if found is None else f"{found:%d %B %Y}"
+
+    return _DAY_OF_MONTH.sub(name, phrase)
+
+
 @lru_cache(maxsize=256)  # the concierge and the promotion gate read one message's phrase
 def local_moment(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     """Return the wall-clock moment (naive, in ``zone``) a day or clock phrase names, read by
@@ -189,7 +233,9 @@ def local_moment(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
     base = now.astimezone(zone).replace(tzinfo=None)
     local: datetime | None = dateparser.parse(
-        phrase, languages=["en"], settings={**_SETTINGS, "RELATIVE_BASE": base}
+        _days_of_month_named(phrase, base.date()),
+        languages=["en"],
+        settings={**_SETTINGS, "RELATIVE_BASE": base},
     )
     return local
 
