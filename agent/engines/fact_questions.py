@@ -20,7 +20,8 @@ _F = re.IGNORECASE
 FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
     (re.compile(pattern, _F), tuple(keys.split()), missing)
     for pattern, keys, missing in (
-        (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b",
+        (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b"
+         r"|\bwhat(?:'s| is) my (?:home |current |new )?address\b",
          "location ex_location", "where you live"),
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
          "where you're from"),

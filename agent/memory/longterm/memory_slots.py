@@ -233,6 +233,9 @@ def describe_fact(fact: Fact) -> str:
         if parts.subject == USER:
             return f"you work {value}" if working else f"you're {value}"
         return f"your {parts.subject} {'works' if working else 'is'} {value}"
+    if parts.name == "location" and value[:1].isdigit():  # an address: "at 12 Elm Street"
+        who = "you live" if parts.subject == USER else f"your {parts.subject} lives"
+        return f"{who} at {value}"
     if parts.subject == USER:
         return attribute.you.format(v=value, item=item, attr=parts.attribute)
     return attribute.other.format(

@@ -46,8 +46,8 @@ _AGE = (
 _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     (re.compile(pattern, _F), attribute, kind)
     for pattern, attribute, kind in (
-        (r"(?:lives|is living|is based|resides|has moved|moved|relocated)\s+(?:in|to)\s+",
-         "location", "place"),
+        (r"(?:lives|is living|is based|resides|has moved|moved|relocated)\s+(?:in|to|at(?=\s+\d))"
+         r"\s+", "location", "place"),
         (r"(?:is|comes) from\s+", "hometown", "place"),
         (r"works as\s+", "job", "short"),
         (rf"is (?=an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\b)", "job", "place"),

@@ -89,7 +89,7 @@ _LEARNING = re.compile(r"learning|lessons|classes|course", _F)
 _ANYMORE = r"(?:\s+any\s?more)?"
 # What a detail is called: "blood type", "wifi password at the cabin".
 _THING = (
-    r"[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*){0,3}"
+    r"[^\W\d_][\w-]*(?:'s)?(?:\s+[^\W\d_][\w-]*){0,3}"
     r"(?:\s+(?:at|for|of|in|on)\s+(?:the|my|our)\s+[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*)?)?"
 )
 
@@ -267,7 +267,13 @@ FACT_RULES: tuple[FactRule, ...] = (
           r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
           r"\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)", "place"),
     _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?P<v>.+)", "place"),
-    _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?P<v>.+)", "place"),
+    _rule("location", rf"\b(?:i|we){_LIVE}\s+at\s+(?P<v>\d{{1,4}}[a-z]?\s+[^\W\d_].+)", "short"),
+    _rule("location", rf"\b(?:i|we)(?:'ve|\s+have)?{_ADV}\s+(?:moved|relocated)\s+(?:in)?to\s+"
+          r"(?:an?|the|our|my)\s+(?:[\w-]+\s+){0,3}?(?:house|home|flat|cottage|apartment|place"
+          r"|bungalow)\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)", "place"),
+    _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?!(?:an?|the|my)\s+(?:new\s+)?"
+          r"(?:job|role|team|position|department|school|class|company|desk|office)\b)(?P<v>.+)",
+          "place"),
     _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
           "short"),
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
