@@ -481,3 +481,41 @@ async def test_what_is_on_a_day_lists_the_reminders_set_for_it(lane):
     assert await chat.reply("what am I doing tomorrow?", later(4)) == (
         "Reminders:\n• stretch, tomorrow at 08:00 UTC"
     )
+
+
+@pytest.mark.parametrize(
+    ("told", "asked", "due", "said"),
+    [
+        ("my wife Sara's birthday is on 12 April", "remind me a day before Sara's birthday",
+         datetime(2027, 4, 11, 9, 0, tzinfo=UTC),
+         "I'll remind you on 11 April 2027 at 09:00 UTC about Sara's birthday."),
+        ("my flight to Oslo is on Friday at 6pm", "remind me 3 hours before my flight",
+         datetime(2026, 11, 27, 15, 0, tzinfo=UTC),
+         "I'll remind you on 27 November at 15:00 UTC about your flight."),
+        ("my flight to Oslo is on Friday at 6pm", "remind me the night before the flight to pack",
+         datetime(2026, 11, 26, 19, 0, tzinfo=UTC),
+         "I'll remind you tomorrow at 19:00 UTC to pack."),
+        ("I'm going to Rome on the 12th",
+         "remind me two days before my trip to Rome to book a taxi",
+         datetime(2026, 12, 10, 9, 0, tzinfo=UTC),
+         "I'll remind you on 10 December at 09:00 UTC to book a taxi."),
+        ("the school play is on 4 December", "please remind me on the morning of the school play",
+         datetime(2026, 12, 4, 9, 0, tzinfo=UTC),
+         "I'll remind you on 4 December at 09:00 UTC about the school play."),
+        ("my dentist appointment is next Thursday",
+         "remind me a week before my dentist appointment",
+         None, "That would be due already"),
+        ("my sister's birthday is on 3 May", "remind me an hour before my sister's birthday",
+         None, "I don't know what time that is: your sister's birthday is 3 May."),
+        ("I like jazz", "remind me the day before the party",
+         None, "I don't know when the party is."),
+    ],
+)  # fmt: skip
+async def test_a_reminder_is_set_by_what_it_comes_before(lane, told, asked, due, said):
+    """ "remind me a day before Sara's birthday" finds the day among the facts told; a thing
+    without a day (or a time, for hours), or a reminder due already, is said, and none is set."""
+    chat = Conversation(lane)
+    await chat.say(told, T0)
+    result = await chat.say(asked, later(1))
+    assert said in (result.turn.assistant_text or "")
+    assert [j.due_at for j in result.turn.job_refs] == ([due] if due else [])

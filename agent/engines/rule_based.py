@@ -70,6 +70,7 @@ from agent.engines.rule_likes import answer_like, answer_like_kind
 from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip, answer_upcoming
 from agent.engines.rule_reading import Answer, Reading, direct_question, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
+from agent.engines.rule_reminder_before import reminder_before
 from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
 from agent.engines.rule_reminders import answer_reminder, answer_time, change_reminders
 from agent.engines.rule_talk import (
@@ -94,7 +95,11 @@ from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
 from agent.memory.rules.fact_dates import said_from_now, zone_in
 from agent.memory.rules.pronouns import resolve_name, resolve_pronoun, said_before
-from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
+from agent.memory.rules.reminder_requests import (
+    ReminderRequest,
+    is_reminder_request,
+    parse_reminder,
+)
 from agent.memory.rules.session_rules import (
     GROUP_CHAT_TYPES,
     PERSONAL_CHAT_TYPES,
@@ -226,6 +231,11 @@ class RuleBasedConcierge:
         known = tuple(f for f in known if f.key not in stated.replaced.values())
         facts = merge_facts(known, new_facts)
         zone = zone_in(facts)
+        # "remind me a day before Sara's birthday": a reminder by a day the facts know.
+        reminder = parse_reminder(text, now, zone)
+        ahead = reminder_before(text, facts, now, zone) if reminder is None else None
+        if isinstance(ahead, ReminderRequest):
+            reminder, ahead = ahead, None
         reading = Reading(
             text=text,
             now=now,
@@ -238,13 +248,13 @@ class RuleBasedConcierge:
                 seq=seq,
                 owner=asker if message.chat_type in GROUP_CHAT_TYPES else None,
             ),
-            reminder=parse_reminder(text, now, zone),
+            reminder=reminder,
             zone=zone,
         )
         parts: list[str] = []
         intents: list[str] = []
         jobs: tuple[JobRef, ...] = ()
-        change = None if reading.reminder is not None else change_reminders(packet, reading)
+        change = None if reminder or ahead else change_reminders(packet, reading)
         if reading.reminder is not None:
             jobs = (self._reminder(reading.reminder.label, reading.reminder.due_at),)
             parts.append(reminder_set(reading.reminder, now, zone))
@@ -255,6 +265,9 @@ class RuleBasedConcierge:
                 jobs += (self._reminder(change.label, change.due_at),)
             parts.append(change.text)
             intents.append(change.intent)
+        elif ahead is not None:  # of a thing without a day known: say so, and how instead
+            parts.append(ahead)
+            intents.append("reminder_unreadable")
         elif (asked := ask_hour(text, now, zone)) is not None:
             parts.append(asked)  # "at 10": morning or evening?
             intents.append(ASK_HOUR)

@@ -56,6 +56,7 @@ __all__ = [
     "dated_facts",
     "falls_in",
     "kept_day",
+    "kept_when",
     "said_from_now",
     "same_time",
     "zone_in",
@@ -345,6 +346,34 @@ def falls_in(asked: str, moment: datetime, now: datetime, zone: ZoneInfo) -> boo
         return None
     day = (moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment).astimezone(zone)
     return any(a <= day.date() <= b for a, b in wanted)
+
+
+# A day of the year as a birthday keeps it: "12 April", "April 12th".
+_YEARLY = re.compile(
+    rf"\b(?:(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m>{_MONTH_WORD})"
+    rf"|(?P<m2>{_MONTH_WORD})\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\b)",
+    _F,
+)
+
+
+def kept_when(value: str, now: datetime, zone: ZoneInfo) -> tuple[date, str | None] | None:
+    """The day a kept fact's value names and its clock time if one was kept ("flight is on Sat
+    12 Dec at 18:00": that day, "18:00"); a day of the year ("birthday is 12 April") is its
+    next one from ``now``. ``None`` when it names no day."""
+    now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
+    today = now.astimezone(zone).date()
+    kept = _KEPT.search(value)
+    if kept is not None:
+        day = _kept_date(kept, today)
+        clock = re.search(r"\d{2}:\d{2}", kept.group("rest") or "")
+        return None if day is None else (day, clock.group() if clock else None)
+    yearly = _YEARLY.search(value)
+    if yearly is None:
+        return None
+    said = yearly.group("m") or yearly.group("m2")
+    number = int(yearly.group("d") or yearly.group("d2"))
+    day = next_day_of_month(number, _MONTHS.index(said[:3].title()) + 1, today)
+    return None if day is None else (day, None)
 
 
 def _year(day: int, month: int, weekday: int, today: date) -> int | None:

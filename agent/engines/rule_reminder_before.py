@@ -1,0 +1,120 @@
+"""A reminder set by what it comes before: "remind me a day before Sara's birthday", "remind me
+2 hours before my flight", "remind me the day before the dentist to book a taxi", "remind me on
+the morning of the party".
+
+The thing is found among the dated facts the user told (events, plans and birthdays, theirs and
+those of the people in their life) by its words. The reminder is due that long before the
+thing's day, at 09:00 on the user's clock (the evening or the night before: 19:00), or, for
+hours and minutes, before the time kept with it. A thing not known, one without a day (or
+without a time, for hours), or one whose reminder would be due already is said plainly, with
+how to set the reminder by its time instead. Tested by ``tests/test_rule_reminders.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from agent.memory.longterm.memory_slots import describe_fact, in_second_person, parse_key
+from agent.memory.rules.extraction import content_stems
+from agent.memory.rules.fact_dates import kept_when
+from agent.memory.rules.reminder_requests import ReminderRequest
+from agent.memory.rules.todo_openers import TODO_VERBS
+from agent.memory.schemas import Fact
+
+__all__ = ["reminder_before"]
+
+_F = re.IGNORECASE
+_COUNTS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "ten": 10, "a couple of": 2, "a few": 3,
+}  # fmt: skip
+_BEFORE = re.compile(
+    r"^(?:please\s+|(?:can|could) you\s+)?remind me\s+"
+    r"(?:(?P<n>an?|one|two|three|four|five|six|seven|ten|a couple of|a few|\d{1,3})\s+"
+    r"(?P<unit>minutes?|mins?|hours?|hrs?|days?|weeks?)\s+before"
+    r"|the\s+(?P<the>day|night|evening|week)\s+before"
+    r"|(?:on\s+)?the\s+(?P<of>morning)\s+of)\s+"
+    r"(?P<rest>[^\W\d_].{0,200}?)[\s.!?]*$",
+    _F,
+)
+# Where what to remind of may begin: "the day before my trip to Rome to book a taxi".
+_LINK = re.compile(r"\s*,?\s+(?P<link>to|about|that)\s+", _F)
+#: The kinds of facts a reminder may be set before.
+_DATED = frozenset({"event", "plan", "birthday"})
+_MORNING = time(9, 0)
+_EVENING = time(19, 0)
+
+
+def reminder_before(
+    text: str, facts: Sequence[Fact], now: datetime, zone: ZoneInfo
+) -> ReminderRequest | str | None:
+    """The reminder ``text`` asks for before a dated thing ``facts`` know, or what to say
+    instead (not known, no day, already due); ``None`` when ``text`` asks no such thing."""
+    match = _BEFORE.match(text.strip())
+    if match is None:
+        return None
+    rest = match.group("rest")
+    # The longest thing a fact is known by, and what follows it (if anything) to remind of:
+    # "my trip to Rome to book a taxi" is the trip to Rome, to book a taxi.
+    cuts = [(rest, None, "about")] + [
+        (rest[: cut.start()], rest[cut.end() :], cut.group("link").casefold())
+        for cut in reversed(list(_LINK.finditer(rest)))
+    ]
+    thing, label, link = cuts[-1]
+    fact = None
+    for said, after, word in cuts:
+        fact = _dated_fact(said, facts)
+        if fact is not None:
+            thing, label, link = said, after, word
+            break
+    if fact is None:
+        return (
+            f"I don't know when {in_second_person(thing)} is. Tell me (e.g. “my flight is on "
+            "Friday at 6pm”), or say when to remind you (“remind me on Thursday at 9am to ...”)."
+        )
+    when = kept_when(fact.value, now, zone)
+    said = describe_fact(fact)
+    if when is None:
+        return f"I don't know the day of that: {said}. Say when to remind you instead."
+    day, clock = when
+    unit = (match.group("unit") or "").casefold()
+    count = match.group("n")
+    amount = (int(count) if count.isdigit() else _COUNTS[count.casefold()]) if count else 1
+    if unit.startswith(("h", "m")):  # hours and minutes before the time kept with it
+        if clock is None:
+            return f"I don't know what time that is: {said}. Say when to remind you instead."
+        hours, minutes = map(int, clock.split(":"))
+        step = timedelta(hours=amount) if unit.startswith("h") else timedelta(minutes=amount)
+        local = datetime.combine(day, time(hours, minutes)) - step
+    else:
+        days = amount * 7 if unit.startswith("w") or match.group("the") == "week" else amount
+        days = 0 if match.group("of") else days
+        evening = match.group("the") in {"night", "evening"}
+        local = datetime.combine(day - timedelta(days=days), _EVENING if evening else _MORNING)
+    due = local.replace(tzinfo=zone).astimezone(UTC)
+    if due <= now:
+        return f"That would be due already: {said}. Say when to remind you instead."
+    if label is None:
+        return ReminderRequest(label=thing, due_at=due, link="about")
+    if link == "about" and label.split(maxsplit=1)[0].casefold() in TODO_VERBS:
+        link = "to"
+    return ReminderRequest(label=label, due_at=due, link=link)
+
+
+def _dated_fact(thing: str, facts: Sequence[Fact]) -> Fact | None:
+    """The dated fact ``thing`` names by its words ("Sara's birthday": the birthday of "wife
+    Sara"; "my flight": "flight to Oslo is on ..."), the most recent first."""
+    wanted = content_stems(thing)
+    if not wanted:
+        return None
+    for fact in reversed(facts):
+        parts = parse_key(fact.key)
+        if parts.name not in _DATED:
+            continue
+        words = content_stems(f"{parts.subject} {parts.attribute} {describe_fact(fact)}")
+        if wanted <= words:
+            return fact
+    return None
