@@ -372,7 +372,7 @@ def test_someone_is_given_a_job_only_for_a_word_of_work():
 
 def test_several_named_at_once_are_each_a_pet_or_relative():
     """"I have two cats, Tom and Jerry" names two cats (the list spans the clauses); a number
-    without names, or things that are no one, name nobody."""
+    without names is how many there are, and things that are no one name nobody."""
     assert facts_of("I have 2 cats, Tom and Jerry") == {
         "pet:cat tom": "cat Tom",
         "pet:cat jerry": "cat Jerry",
@@ -387,8 +387,9 @@ def test_several_named_at_once_are_each_a_pet_or_relative():
         "relative:sister bea": "sister Bea",
         "relative:sister cat": "sister Cat",
     }
-    assert facts_of("I have two cats") == {}
+    assert facts_of("I have two cats") == {"count:cats": "two"}  # how many, no one named
     assert facts_of("I have two meetings, Monday and Tuesday") == {}
+    assert facts_of("I have two meetings") == {}
 
 
 def test_an_event_keeps_its_slot_when_its_date_changes():

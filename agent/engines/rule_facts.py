@@ -72,6 +72,7 @@ _SAME_THING = {
 _SINGULAR = {
     "children": "child", "kids": "kid", "puppies": "puppy", "bunnies": "bunny", "ponies": "pony",
     "babies": "baby", "mice": "mouse", "guinea pigs": "guinea pig", "goldfish": "goldfish",
+    "grandchildren": "grandchild", "grandkids": "grandkid",
 }  # fmt: skip
 _PLURAL_OF = {one: many for many, one in _SINGULAR.items() if one != many}
 _PLURAL = rf"(?:{'|'.join(_SINGULAR)}|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
@@ -312,6 +313,25 @@ def _is_about(label: str, who: str) -> bool:
     )
 
 
+_NUMBERS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten"
+                                           .split())}
+# Words for one kind said as a count ("3 kids") and asked of ("how many children?").
+_SAME_KIND = {"child": "kid", "grandchild": "grandkid"}
+
+
+def _counted(reading: Reading, who: str) -> Fact | None:
+    """The user's "I have 3 kids" of the kind ``who`` (singular), or ``None``."""
+    kind = _SAME_KIND.get(who, who)
+    for fact in reversed(reading.facts):
+        parts = parse_key(fact.key)
+        if parts.subject != USER or parts.name != "count":
+            continue
+        one = _SINGULAR.get(parts.item) or parts.item.removesuffix("s")
+        if _SAME_KIND.get(one, one) == kind:
+            return fact
+    return None
+
+
 def _unnamed_roles(reading: Reading, named: Sequence[Fact]) -> set[str]:
     """The roles of the ones ``named`` that no one else has: what was said of "my son" before
     his name ("my son's birthday is June 2nd", then "my son is called Leo") is said of Leo
@@ -337,10 +357,14 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     ]
     if attribute == "count":  # "how many kids do I have?": the ones told of, by name
         many = _PLURAL_OF.get(who, who + "s")
-        if not named:
+        counted = _counted(reading, who)
+        if not named and counted is None:
             return f"{NOT_TOLD} about any {many} yet."
         each = [role_and_name(f.value)[1] or f.value for f in named]
         listed = " and ".join([", ".join(each[:-1]), each[-1]] if len(each) > 1 else each)
+        if counted is not None and _NUMBERS.get(counted.value, counted.value) != str(len(named)):
+            # "I have 3 kids", and one named: the number said, and the names known
+            return sentence(describe_fact(counted) + (f" ({listed} by name)" if named else ""))
         return f"You have {len(named)} {many if len(named) > 1 else who}: {listed}."
     if attribute == "name":  # "what's my son's name?": the ones named, or not told
         named = [f for f in named if role_and_name(f.value)[1]]

@@ -157,12 +157,18 @@ _BAD_MOOD = re.compile(
     r"\s+(?:is killing me|hurts|is sore|aches)[\s.!]*$"
     r"|^my (?:allergies|hay ?fever|asthma|migraines?) (?:is|are) (?:(?:really|so|very) )?(?:bad"
     r"|awful|terrible|acting up|killing me|playing up)\b[\w ]{0,20}[\s.!]*$"
-    r"|^(?:my\s+)?[\w' -]{1,30}?\s+(?:is|are)\s+driving\s+me\s+(?:crazy|mad|nuts|insane)\b",
+    r"|^(?:my\s+)?[\w' -]{1,30}?\s+(?:is|are)\s+driving\s+me\s+(?:crazy|mad|nuts|insane)\b"
+    # Bad news of one's life: "I failed my exam", "I broke up with my boyfriend".
+    r"|^(?:i|we)\s+(?:just\s+|finally\s+)?(?:failed\s+(?:my|the|our)\b|broke\s+up\s+with\b"
+    r"|got\s+(?:dumped|rejected|fired|laid\s+off|made\s+redundant)\b|lost\s+(?:my|our)\s+"
+    r"(?:job|wallet|phone|keys|grandma|grandmother|grandpa|grandfather|dog|cat|mum|mom|dad)\b"
+    r"|didn't\s+get\s+(?:the|that)\s+(?:job|place|flat|house)\b)",
     _F,
 )
 # Good news of one's life: "I got promoted!", "we just got engaged", "I passed my driving test".
 _GOOD_NEWS = re.compile(
-    r"^(?:i|we)\s+(?:(?:just|finally|actually)\s+)?(?:got\s+(?:promoted|engaged|married|a\s+raise"
+    r"^(?:i'm|i\s+am|we're|we\s+are)\s+(?:finally\s+)?(?:pregnant|expecting|engaged)[\s.!🎉🥳]*$"
+    r"|^(?:i|we)\s+(?:(?:just|finally|actually)\s+)?(?:got\s+(?:promoted|engaged|married|a\s+raise"
     r"|the\s+job|accepted|in\b)|passed\s+(?:my|the|our)\b|graduated\b|won\b|had\s+(?:a|the)\s+baby"
     r"|bought\s+(?:a|our|my)\s+(?:first\s+)?(?:house|home|flat))",
     _F,

@@ -113,6 +113,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "learning": SlotRule("preference", True, 0.5, "you're learning {v}", "{s} is learning {v}"),
     "relative": SlotRule("entity", True, 0.7, "your {v}", "{s}'s {v}"),
     "pet": SlotRule("entity", True, 0.6, "your {v}", "{s}'s {v}"),
+    # How many of a kind: "3" kids (count:kids), told before or without their names.
+    "count": SlotRule("entity", False, 0.6, "you have {v} {item}", "{s} has {v} {item}"),
     "note": SlotRule("fact", True, 0.6, "{v}", "{s}: {v}"),
     # A detail of the user's world: "blood type" is "O negative" (detail:blood type).
     "detail": SlotRule("fact", False, 0.5, "your {item} is {v}", "{s}'s {item} is {v}"),
@@ -120,7 +122,7 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "timezone": SlotRule("fact", False, 1.0, "your time zone is {v}", "{s}'s time zone is {v}"),
 }
 # Attributes whose item names what they hold: "favourite:food", "detail:blood type".
-_NAMED_BY_ITEM = frozenset({"favourite", "detail"})
+_NAMED_BY_ITEM = frozenset({"favourite", "detail", "count"})
 # One slot for the two sides of one thing: the later one supersedes (contradicts) the other.
 _SHARED_SLOT = {
     "dislikes": "likes",

@@ -153,33 +153,36 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         attribute = rule.key
         if attribute in {"likes", "dislikes"} and PRONOUN_OBJECT.match(match.group("v")):
             continue
-        said = _said(match, rule.said)
+        said = _said(match, rule.said, rule.item)
         if said is None:
             continue
         value = fact_value(rule.kind, said)
         if value is None:
             continue
-        if attribute == "favourite":
-            attribute = f"favourite:{' '.join(match.group('k').casefold().split())}"
+        if attribute in {"favourite", "count"}:  # "my favourite film", "3 kids"
+            attribute = f"{attribute}:{' '.join(match.group('k').casefold().split())}"
         elif attribute == "detail":
             thing = detail_name(match.group("k"), match.group("v"))
             if thing is None:
                 continue
             attribute = f"detail:{thing}"
         # An event's slot is the event, not its date: "my flight is now on the 15th" replaces.
-        item = match.group("item") if "item" in rule.pattern.groupindex else value
+        item = rule.item or (match.group("item") if "item" in rule.pattern.groupindex else value)
         found.append((fact_key(USER, attribute, item), value))
         if not rule.alongside:
             break
     return found
 
 
-def _said(match: re.Match[str], form: str | None = None) -> str | None:
+def _said(match: re.Match[str], form: str | None = None, item: str | None = None) -> str | None:
     """What a rule's match states: its value, with the time said first ("this weekend I'm
     going hiking": "to go hiking this weekend"); an event said with its time ("I have a dinner
     on Friday": "dinner is on Friday"), none without one ("I have a meeting"), in the rule's
-    ``form`` when it has one ("baby is due in March")."""
+    ``form`` when it has one ("baby is due in March"), of the ``item`` the rule names when the
+    text does not ("getting married in June": "wedding is in June")."""
     groups = match.groupdict()
+    if item is not None:  # "getting married in June": the wedding
+        groups["item"] = item
     lead = groups.get("lead")
     if "item" in groups and "when" in groups:
         when = groups["when"] or lead

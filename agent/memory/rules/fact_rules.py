@@ -109,6 +109,8 @@ class FactRule:
     cue: re.Pattern[str] | None
     # How an event is said when its words are not the text's ("{item} is due {when}").
     said: str | None
+    # What the event is when the text does not name it ("getting married": the wedding).
+    item: str | None
 
 
 def _rule(
@@ -120,8 +122,9 @@ def _rule(
     alongside: bool = False,
     cue: re.Pattern[str] | None = None,
     said: str | None = None,
+    item: str | None = None,
 ) -> FactRule:
-    return FactRule(key, re.compile(pattern, _F), kind, in_questions, alongside, cue, said)
+    return FactRule(key, re.compile(pattern, _F), kind, in_questions, alongside, cue, said, item)
 
 
 # The first rule that reads a clause wins; order matters ("I'm from X" is no name).
@@ -202,6 +205,15 @@ FACT_RULES: tuple[FactRule, ...] = (
         rf"\s+(?P<when>{_WHEN_OPENS}\b.{{1,60}}|(?:around|at the (?:start|end) of)\s.{{1,40}})$",
         "phrase",
         said="{item} is due {when}",
+    ),
+    # "I'm getting married in June", "we're getting married on the 14th": the wedding.
+    _rule(
+        "event",
+        r"^(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+(?:finally\s+)?getting\s+married\s+"
+        rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
+        "phrase",
+        said="{item} is {when}",
+        item="wedding",
     ),
     # "I'm on holiday from 10 to 20 December", "we'll be on leave next week".
     _rule(
@@ -331,6 +343,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
           r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fave?)\s+"
           r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
+    # "I have 3 kids", "we've got two dogs": how many, before or without their names.
+    _rule("count", r"^(?:i|we)(?:\s+have|'ve)?(?:\s+got)?\s+(?P<v>\d{1,2}|two|three|four|five|six"
+          r"|seven|eight|nine|ten)\s+(?P<k>kids|children|sons|daughters|grandchildren|grandkids"
+          r"|siblings|brothers|sisters|dogs|cats|pets)\s*$", "raw"),
     # "I support Arsenal", "I root for the Lakers", "I'm an Arsenal supporter": a team, by its
     # capital (not "I support the idea").
     _rule("favourite:team", r"^i\s+(?:still\s+|also\s+)?(?:support|root\s+for|cheer\s+(?:for|on))"
