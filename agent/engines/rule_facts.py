@@ -459,15 +459,16 @@ def _about_you(facts: Sequence[Fact]) -> str:
             "I don't know anything about you yet. Tell me, for example, “my name is Ada” or "
             "“I live in Lisbon”."
         )
-    # Yourself first, then the people and pets in your life; one named in a fact about them
-    # ("your partner Sam works as a vet") needs no line of its own ("... is called Sam").
+    # Yourself first (your name leads), then the people and pets in your life; one named in a
+    # fact about them ("your partner Sam works as a vet") needs no line of its own ("... is
+    # called Sam").
     spoken_of = {parse_key(f.key).subject for f in facts}
     kept = [
         f
         for f in facts
         if not (parse_key(f.key).name in {"relative", "pet"} and f.value in spoken_of)
     ]
-    ordered = sorted(kept, key=lambda f: parse_key(f.key).subject != USER)
+    ordered = sorted(kept, key=lambda f: (parse_key(f.key).subject != USER, f.key != "name"))
     return "Here's what I know about you:\n" + "\n".join(f"• {answer_line(f)}" for f in ordered)
 
 
