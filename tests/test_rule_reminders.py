@@ -519,3 +519,23 @@ async def test_a_reminder_is_set_by_what_it_comes_before(lane, told, asked, due,
     result = await chat.say(asked, later(1))
     assert said in (result.turn.assistant_text or "")
     assert [j.due_at for j in result.turn.job_refs] == ([due] if due else [])
+
+
+async def test_a_to_do_ticked_off_cancels_the_reminder_set_for_it(lane):
+    """ "I called the plumber" ticks off the to-do and cancels the reminder to call the plumber
+    (not one of something else): a reminder of what is done is not needed any more."""
+    chat = Conversation(lane)
+    await chat.say("I need to call the plumber", T0)
+    (plumber,) = (await chat.say("remind me at 7pm to call the plumber", later(1))).turn.job_refs
+    await chat.say("remind me in 2 hours to check the oven", later(2))
+    result = await chat.say("I called the plumber", later(3))
+    assert result.turn.assistant_text == (
+        "Great, I've ticked off: call the plumber.\n\n"
+        "I've cancelled its reminder too: call the plumber."
+    )
+    assert [(j.job_id, j.status) for j in result.turn.job_refs] == [
+        (plumber.job_id, "cancelled")
+    ]
+    listed = await chat.reply("what reminders do I have?", later(4))
+    assert "check the oven" in listed
+    assert "plumber" not in listed

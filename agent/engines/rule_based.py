@@ -87,9 +87,10 @@ from agent.engines.rule_todos import (
     dialogue_acks,
     kept_open,
     reminder_set,
+    reminders_done,
     todo_acks,
 )
-from agent.memory.longterm.memory_slots import memory_facts
+from agent.memory.longterm.memory_slots import in_second_person, memory_facts
 from agent.memory.rules.deliberation import is_deliberation_move
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
@@ -275,6 +276,11 @@ class RuleBasedConcierge:
             parts.append(REMINDER_FORMS)
             intents.append("reminder_unreadable")
         parts.extend(todo_acks(reading.loops, intents))
+        done = reminders_done(packet, reading) if change is None and not reading.reminder else []
+        if done:  # "I called the plumber": its reminder is not needed any more
+            jobs += tuple(done)
+            labels = "; ".join(in_second_person(ref.label) for ref in done)
+            parts.append(f"I've cancelled its reminder too: {labels}.")
         personal = message.chat_type in PERSONAL_CHAT_TYPES
         parts.extend(
             fact_acks(

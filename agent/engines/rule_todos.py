@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 from agent.engines.rule_reading import Reading, due_order, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.dialogue_acts import read_acts
-from agent.memory.rules.extraction import Clause
+from agent.memory.rules.extraction import Clause, match_loop
 from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate, loop_owner, update_dialogue_loops
 from agent.memory.schemas import (
@@ -209,6 +209,19 @@ def scheduled_jobs(packet: ConversationContextPacket, jobs: Sequence[JobRef]) ->
     gone), soonest first."""
     by_id = {ref.job_id: ref for ref in [*packet.active_job_refs, *jobs]}
     return sorted((ref for ref in by_id.values() if ref.status != "cancelled"), key=due_order)
+
+
+def reminders_done(packet: ConversationContextPacket, reading: Reading) -> list[JobRef]:
+    """The reminders set for a to-do this message ticks off ("I called the plumber": the
+    reminder to call the plumber), cancelled: a reminder of what is done is no longer needed."""
+    done = [lp for lp in reading.loops.closed if lp not in reading.loops.removed]
+    return [
+        ref.model_copy(update={"status": "cancelled"})
+        for ref in scheduled_jobs(packet, ())
+        if ref.kind == "reminder"
+        and utc(ref.due_at or reading.now) > reading.now
+        and any(match_loop(ref.label, [loop]) is loop for loop in done)
+    ]
 
 
 def job_line(ref: JobRef, reading: Reading) -> str:
