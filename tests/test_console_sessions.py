@@ -42,15 +42,17 @@ def test_new_carries_a_todo_and_a_reminder_that_fires_once_after_a_restart(launc
         [
             "remind me to book the hotel",
             "remind me in 5 seconds to call mom",
+            "I need to renew my passport",
             "/new",
             "/loops",
         ],
     )
-    new_reply, loops = replies(out)[3:5]
+    new_reply, loops = replies(out)[4:6]
     assert new_reply.startswith("Started a fresh conversation")
     assert "Carried over" in new_reply
     assert "to do: book the hotel" in new_reply
     assert "reminder: call mom" in new_reply
+    assert "to do: renew your passport" in new_reply  # said back to the user
     assert "to do: book the hotel" in loops
     assert "reminder: call mom" in loops
     fired = out.count(REMINDER)

@@ -32,6 +32,7 @@ from agent.memory import (
     describe_memory,
     render_packet,
 )
+from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.packet_lines import fact_line
 
 __all__ = ["COMMANDS", "CommandCenter", "CommandReply"]
@@ -122,12 +123,12 @@ _LOOP_LABELS = {"commitment": "promised", "request": "asked for", "question": "u
 
 
 def _loop_line(loop: OpenLoop) -> str:
-    return f"- {_LOOP_LABELS.get(loop.kind, 'to do')}: {loop.text}"
+    return f"- {_LOOP_LABELS.get(loop.kind, 'to do')}: {in_second_person(loop.text)}"
 
 
 def _job_line(job: JobRef) -> str:
     due = f" at {job.due_at:%Y-%m-%d %H:%M} UTC" if job.due_at else ""
-    return f"- reminder: {job.label or job.job_id}{due}"
+    return f"- reminder: {in_second_person(job.label) if job.label else job.job_id}{due}"
 
 
 def _time(moment: datetime) -> str:
