@@ -1090,6 +1090,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I work at Google", "my name is Priya", "what do you know about me?"],
          "Here's what I know about you:\n• Your name is Priya.\n• You work at Google."),
     ],
+    "likes asked as what one is into": [
+        (["I'm really into jazz and old films", "what music am I into?"],
+         "You like jazz and old films."),
+        (["I love hiking", "what am I into?"], "You like hiking."),
+        (["I love hiking", "what are my likes?"], "You like hiking."),
+        (["I love hiking", "what kind of music am I into?"], "haven't told me what music"),
+    ],
     "the team one supports, and what one is a fan of": [
         (["I support Arsenal", "which team do I support?"], "Your favourite team is Arsenal."),
         (["I root for the Lakers", "who do I support?"], "Your favourite team is the Lakers."),

@@ -64,7 +64,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\bwhat (?:[\w-]+ )?am i (?:learning|studying)\b", "learning:", "what you're learning"),
         (r"\b(?:which|what) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?) do i (?:like|love|enjoy)"
          r" (?:the )?(?:most|best)\b", "favourite:", "your favourites"),
-        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b", "likes:", "what you like"),
+        (r"\bwhat (?:[\w-]+ ){0,3}?do i (?:like|love|enjoy)\b|^what am i (?:really )?into\b"
+         r"|\bwhat are my likes\b", "likes:", "what you like"),
         (r"\b(?:which|what) (?:[\w-]+ )?team do i (?:support|follow|root for|cheer for|like)\b"
          r"|^who do i (?:support|root for|cheer for)\b", "favourite:team",
          "which team you support"),

@@ -55,8 +55,8 @@ _KIND_WORDS = {"movie": "film", "cuisine": "food", "series": "show", "tv": "show
 # "what kind of music do I like?", "what films do I enjoy?", with the kind.
 _ASK_KIND = re.compile(
     r"^what (?:(?:kinds?|sorts?|types?|genres?) of )?(?P<kind>music|food|cuisine|drinks?|films?"
-    r"|movies?|books?|sports?|shows?|series|tv|games?) do i (?:like|love|enjoy|listen to|watch"
-    r"|read|play)\??$",
+    r"|movies?|books?|sports?|shows?|series|tv|games?) (?:do i (?:like|love|enjoy|listen to|watch"
+    r"|read|play)|am i (?:really )?into)\??$",
     _F,
 )
 
