@@ -781,6 +781,30 @@ def test_a_reminder_said_with_its_time_first_and_its_label_after_a_colon(text, l
 
 
 @pytest.mark.parametrize(
+    ("text", "due"),
+    [
+        ("remind me in an hour and a half to stretch", NOW + timedelta(minutes=90)),
+        ("remind me in 2 and a half hours to leave", NOW + timedelta(minutes=150)),
+        ("remind me in two hours and a half to leave", NOW + timedelta(minutes=150)),
+        ("remind me in 10 to check the rice", NOW + timedelta(minutes=10)),
+        ("remind me after lunch to call the bank", datetime(2025, 3, 1, 13, 30, tzinfo=UTC)),
+        ("remind me at lunchtime to eat", datetime(2025, 3, 1, 12, 30, tzinfo=UTC)),
+        ("remind me end of day to send the report", datetime(2025, 3, 1, 17, 0, tzinfo=UTC)),
+        ("remind me tomorrow after work to go to the gym",
+         datetime(2025, 3, 2, 18, 0, tzinfo=UTC)),
+        ("remind me first thing tomorrow to call the school",
+         datetime(2025, 3, 2, 9, 0, tzinfo=UTC)),
+    ],
+)  # fmt: skip
+def test_a_time_said_by_what_happens_then_or_a_delay_said_short_is_read(text, due):
+    """ "after lunch" is 13:30, "end of day" 17:00, "first thing" 09:00; "in an hour and a
+    half" is 90 minutes and a chat's "in 10" is 10 minutes."""
+    request = parse_reminder(text, NOW)
+    assert request is not None
+    assert request.due_at == due
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "remind me in 0 minutes to x",

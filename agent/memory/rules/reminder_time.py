@@ -1,9 +1,10 @@
 """When a reminder is due: the time phrases a person says, read in their time zone.
 
 :data:`WHEN` is the grammar of the phrases a reminder may carry (bounded, so a hostile message is
-read quickly): a delay ("in 10 minutes", "in a fortnight"; "in an hour and a half" is not, "in
-1.5 hours" is), a day ("tomorrow", "on Friday", "next Monday", "on 3 May", "the 12th of
-December", "on the 3rd": the next 3rd, "tonight", "in the morning": this morning if still
+read quickly): a delay ("in 10 minutes", "in a fortnight", "in 1.5 hours"; "in an hour and a
+half" and "in 10" once :func:`spoken_clock` has put them in full), a day ("tomorrow", "on
+Friday", "next Monday", "on 3 May", "the 12th of December", "on the 3rd": the next 3rd,
+"tonight", "in the morning": this morning if still
 ahead, else tomorrow's),
 a clock time ("at 18:30", "at 8am", "at noon"), or a day with a clock time ("tomorrow at 8am",
 "next Monday at 9:15", "Friday evening"). :func:`due_time` turns the phrase into a moment:
@@ -267,8 +268,38 @@ def _in_figures(match: re.Match[str]) -> str:
     return f"at {hour:02d}:{minute:02d}"
 
 
+# "in an hour and a half", "in 2 and a half hours": a delay with its half hour.
+_HALF_DELAY = re.compile(
+    rf"\bin\s+(?P<n>an?|{_HOUR})\s+(?:hours?\s+and\s+a\s+half|and\s+a\s+half\s+hours?)\b", _F
+)
+# "in 10 to check the rice": minutes, as a chat says them.
+_BARE_DELAY = re.compile(r"\bin\s+(?P<n>\d{1,2})(?=\s+(?:to|about|that)\b|\s*[.!]*$)", _F)
+# Times of the day said by what happens then: "at lunchtime", "after work", "end of day".
+_SAID_TIMES = (
+    (re.compile(r"\bafter\s+lunch\b", _F), "at 13:30"),
+    (re.compile(r"\b(?:at\s+)?lunch\s*time\b|\bat\s+lunch\b", _F), "at 12:30"),
+    (re.compile(r"\bafter\s+work\b", _F), "at 18:00"),
+    (re.compile(r"\bafter\s+dinner\b", _F), "at 20:00"),
+    (re.compile(r"\b(?:at\s+)?(?:the\s+)?end\s+of\s+(?:the\s+)?(?:work\s*)?day\b|\beod\b", _F),
+     "at 17:00"),
+    (re.compile(r"\bfirst\s+thing(?:\s+in\s+the\s+morning)?\b", _F), "at 09:00"),
+)  # fmt: skip
+
+
+def _half(match: re.Match[str]) -> str:
+    said = match.group("n").casefold()
+    hours = int(said) if said.isdigit() else 1 if said in {"a", "an"} else _HOURS.index(said) + 1
+    return f"in {hours * 60 + 30} minutes"
+
+
 def spoken_clock(text: str) -> str:
-    """Return ``text`` with each clock time said in words put in figures (see the module)."""
+    """Return ``text`` with each clock time said in words put in figures (see the module), and
+    the times said by what happens then ("after lunch": 13:30, "at lunchtime": 12:30, "after
+    work": 18:00, "after dinner": 20:00, "end of day": 17:00, "first thing": 09:00) and the
+    delays said short ("in an hour and a half": 90 minutes, "in 10": 10 minutes) in full."""
+    text = _BARE_DELAY.sub(r"in \g<n> minutes", _HALF_DELAY.sub(_half, text))
+    for pattern, said in _SAID_TIMES:
+        text = pattern.sub(said, text)
     return _SPOKEN.sub(_in_figures, text)
 
 
