@@ -4,10 +4,9 @@
 read quickly): a delay ("in 10 minutes", "in a fortnight", "in 1.5 hours"; "in an hour and a
 half" and "in 10" once :func:`spoken_clock` has put them in full), a day ("tomorrow", "on
 Friday", "next Monday", "on 3 May", "the 12th of December", "on the 3rd": the next 3rd,
-"tonight", "in the morning": this morning if still
-ahead, else tomorrow's),
-a clock time ("at 18:30", "at 8am", "at noon"), or a day with a clock time ("tomorrow at 8am",
-"next Monday at 9:15", "Friday evening"). :func:`due_time` turns the phrase into a moment:
+"tonight", "in the morning": this morning if still ahead, else tomorrow's), a clock time ("at
+18:30", "at 8am", "at noon"), or a day with a clock time ("tomorrow at 8am", "next Monday at
+9:15", "Friday evening"). :func:`due_time` turns the phrase into a moment:
 
 - a delay is added to now (an hour is an hour, whatever a clock change does);
 - a day or a clock time is read by ``dateparser`` (the calendar, weekdays, "next", month
