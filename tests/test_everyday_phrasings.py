@@ -1090,6 +1090,18 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I work at Google", "my name is Priya", "what do you know about me?"],
          "Here's what I know about you:\n• Your name is Priya.\n• You work at Google."),
     ],
+    "how long until": [  # asked on Sat 1 Mar 2025
+        (["my flight to Oslo is on the 12th at 6pm", "how many days until my flight?"],
+         "11 days until your flight (Wed 12 Mar)."),
+        (["my wife Sara's birthday is on 12 April", "how long until Sara's birthday?"],
+         "42 days until Sara's birthday (Sat 12 Apr)."),
+        (["I'm going to Rome tomorrow", "how many days till my trip to Rome?"],
+         "Your trip to Rome is tomorrow (Sun 2 Mar)."),
+        (["hi", "how many days until Christmas?"], "299 days until Christmas (Thu 25 Dec)."),
+        (["hi", "how many sleeps till Christmas eve?"], "298 days until Christmas eve"),
+        (["hi", "how many days until the 14th?"], "13 days until Fri 14 Mar."),
+        (["hi", "how long until the party?"], "You haven't told me when the party is."),
+    ],
     "likes asked as what one is into": [
         (["I'm really into jazz and old films", "what music am I into?"],
          "You like jazz and old films."),

@@ -51,6 +51,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from agent.engines.rule_countdown import answer_days_until
 from agent.engines.rule_details import answer_detail
 from agent.engines.rule_diet import answer_can_have
 from agent.engines.rule_facts import (
@@ -146,6 +147,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("tell_time", answer_time),
     ("list_open", answer_reminder),
     ("ask_fact", answer_upcoming),
+    ("ask_fact", answer_days_until),
     ("list_open", answer_open_items),
     ("list_facts", answer_about_you),
     ("list_decisions", answer_decisions),

@@ -24,7 +24,7 @@ from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.todo_openers import TODO_VERBS
 from agent.memory.schemas import Fact
 
-__all__ = ["reminder_before"]
+__all__ = ["dated_fact", "reminder_before"]
 
 _F = re.IGNORECASE
 _COUNTS = {
@@ -66,7 +66,7 @@ def reminder_before(
     thing, label, link = cuts[-1]
     fact = None
     for said, after, word in cuts:
-        fact = _dated_fact(said, facts)
+        fact = dated_fact(said, facts)
         if fact is not None:
             thing, label, link = said, after, word
             break
@@ -104,7 +104,7 @@ def reminder_before(
     return ReminderRequest(label=label, due_at=due, link=link)
 
 
-def _dated_fact(thing: str, facts: Sequence[Fact]) -> Fact | None:
+def dated_fact(thing: str, facts: Sequence[Fact]) -> Fact | None:
     """The dated fact ``thing`` names by its words ("Sara's birthday": the birthday of "wife
     Sara"; "my flight": "flight to Oslo is on ..."), the most recent first."""
     wanted = content_stems(thing)

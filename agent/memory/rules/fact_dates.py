@@ -54,6 +54,7 @@ from agent.utils.time_zones import zone_of
 __all__ = [
     "absolute_dates",
     "dated_facts",
+    "day_said",
     "falls_in",
     "kept_day",
     "kept_when",
@@ -122,7 +123,8 @@ _KEPT = re.compile(
 )
 
 
-def _day(moment: date, said: date) -> str:
+def day_said(moment: date, said: date) -> str:
+    """ "Mon 14 Dec" (with its year when not ``said``'s: "Mon 11 Jan 2027")."""
     year = "" if moment.year == said.year else f" {moment.year}"
     return f"{_DAYS[moment.weekday()]} {moment.day} {_MONTHS[moment.month - 1]}{year}"
 
@@ -140,10 +142,10 @@ def _span(which: str, unit: str, said: date) -> str:
         return f"in {_month(months // 12, months % 12 + 1, said)}"
     if unit == "week":
         monday = said - timedelta(days=said.weekday()) + timedelta(weeks=ahead)
-        return f"the week of {_day(monday, said)}"
+        return f"the week of {day_said(monday, said)}"
     # The weekend of a Sunday is the one under way; of any other day, the coming one.
     saturday = said + timedelta(days=(5 - said.weekday()) % 7 if said.weekday() != 6 else -1)
-    return f"the weekend of {_day(saturday + timedelta(weeks=ahead), said)}"
+    return f"the weekend of {day_said(saturday + timedelta(weeks=ahead), said)}"
 
 
 def _delay(phrase: str, said_at: datetime, zone: ZoneInfo) -> str | None:
@@ -161,7 +163,7 @@ def _delay(phrase: str, said_at: datetime, zone: ZoneInfo) -> str | None:
         return None
     moment = local + delay
     clock = f" at {moment:%H:%M}" if delay < timedelta(days=1) else ""
-    return f"on {_day(moment.date(), local.date())}{clock}"
+    return f"on {day_said(moment.date(), local.date())}{clock}"
 
 
 def _date_of(
@@ -182,11 +184,11 @@ def _date_of(
         moment = local_moment(_AT_HOUR.sub("", phrase), said_at, zone) if hour else None
         if moment is None:
             return None
-        return f"on {_day(moment.date(), said)} {hour}"
+        return f"on {day_said(moment.date(), said)} {hour}"
     clock = says_clock(phrase)
     part = (match.group("part") or ("night" if "tonight" in phrase.casefold() else "")).casefold()
     said_part = f" at {moment:%H:%M}" if clock else (f" {_PART_SAID[part]}" if part else "")
-    return f"on {_day(moment.date(), said)}{said_part}"
+    return f"on {day_said(moment.date(), said)}{said_part}"
 
 
 def _calendar_day(match: re.Match[str], said_at: datetime, zone: ZoneInfo) -> str | None:
@@ -202,8 +204,9 @@ def _calendar_day(match: re.Match[str], said_at: datetime, zone: ZoneInfo) -> st
     clock = match.group("clock") or ""
     when = local_moment(f"{moment:%d %B %Y} {clock}", said_at, zone) if clock else None
     if clock and when is None:  # "at 6": morning or evening is not said
-        return f"on {_day(moment, said)} {clock.strip()}"
-    return f"on {_day(moment, said)}" + (f" at {when:%H:%M}" if when and says_clock(clock) else "")
+        return f"on {day_said(moment, said)} {clock.strip()}"
+    at = f" at {when:%H:%M}" if when and says_clock(clock) else ""
+    return f"on {day_said(moment, said)}{at}"
 
 
 def zone_in(facts: Iterable[Fact]) -> ZoneInfo:
