@@ -37,8 +37,8 @@ _CAPABILITIES = (
     "• keep your to-do list: “remind me to book the hotel”, then “I booked the hotel” "
     "(or “done 1”); ask “what is still open?”\n"
     "• set reminders: “remind me in 10 minutes to call mom”, “remind me tomorrow at 8am to "
-    "stretch”; then “cancel the stretch reminder” or “snooze it 10 minutes” (times in your zone: "
-    "/timezone Europe/Lisbon)\n"
+    "stretch”, “remind me a day before my flight”; then “cancel the stretch reminder” or “snooze "
+    "it 10 minutes” (times in your zone: /timezone Europe/Lisbon)\n"
     "• answer from what you told me: “what's the cabin wifi password?” finds what you said"
 )
 
