@@ -539,3 +539,23 @@ async def test_a_to_do_ticked_off_cancels_the_reminder_set_for_it(lane):
     listed = await chat.reply("what reminders do I have?", later(4))
     assert "check the oven" in listed
     assert "plumber" not in listed
+
+
+async def test_an_event_called_off_cancels_the_reminder_set_before_it(lane):
+    """ "cancel my flight" ends the flight and the reminder set before it (not another)."""
+    chat = Conversation(lane)
+    await chat.say("my flight to Oslo is on Friday at 6pm", T0)
+    (flight,) = (await chat.say("remind me 3 hours before my flight", later(1))).turn.job_refs
+    await chat.say("remind me tomorrow at 8am to pack", later(2))
+    result = await chat.say("cancel my flight", later(3))
+    assert result.turn.assistant_text == (
+        "Noted: your flight to Oslo is called off.\n\n"
+        "I've cancelled its reminder too: your flight."
+    )
+    assert [(j.job_id, j.status) for j in result.turn.job_refs] == [(flight.job_id, "cancelled")]
+    listed = await chat.reply("what reminders do I have?", later(4))
+    assert "pack" in listed
+    assert "flight" not in listed
+    assert await chat.reply("how many days until my flight?", later(5)) == (
+        "Your flight to Oslo is called off."
+    )

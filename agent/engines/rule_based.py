@@ -88,7 +88,7 @@ from agent.engines.rule_todos import (
     dialogue_acks,
     kept_open,
     reminder_set,
-    reminders_done,
+    reminders_not_needed,
     todo_acks,
 )
 from agent.memory.longterm.memory_slots import in_second_person, memory_facts
@@ -278,17 +278,17 @@ class RuleBasedConcierge:
             parts.append(REMINDER_FORMS)
             intents.append("reminder_unreadable")
         parts.extend(todo_acks(reading.loops, intents))
-        done = reminders_done(packet, reading) if change is None and not reading.reminder else []
-        if done:  # "I called the plumber": its reminder is not needed any more
-            jobs += tuple(done)
-            labels = "; ".join(in_second_person(ref.label) for ref in done)
-            parts.append(f"I've cancelled its reminder too: {labels}.")
         personal = message.chat_type in PERSONAL_CHAT_TYPES
         parts.extend(
             fact_acks(
                 known, reading.new_facts, intents, kept=self._promotion.keeps, personal=personal
             )
         )
+        done = [] if change or reading.reminder else reminders_not_needed(packet, reading)
+        if done:  # "I called the plumber", "cancel my flight": its reminder is not needed
+            jobs += tuple(done)
+            labels = "; ".join(in_second_person(ref.label) for ref in done)
+            parts.append(f"I've cancelled its reminder too: {labels}.")
         clauses = split_clauses(message.text)
         parts.extend(dialogue_acks(packet, message, reading, clauses, intents))
         # A cancel or snooze is the answer ("cancel all my reminders" asks for no list).

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from datetime import date
 
 from agent.engines.rule_facts import NOT_TOLD
-from agent.engines.rule_reading import Reading
+from agent.engines.rule_reading import Reading, sentence
 from agent.engines.rule_reminder_before import dated_fact
-from agent.memory.longterm.memory_slots import describe_fact, in_second_person
+from agent.memory.longterm.memory_slots import describe_fact, in_second_person, parse_key
+from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_dates import day_said, kept_when
 from agent.memory.rules.reminder_time import local_moment, next_day_of_month
 from agent.memory.schemas import ConversationContextPacket, JobRef
@@ -49,6 +50,15 @@ def answer_days_until(
     thing = match.group("thing").strip()
     today = reading.now.astimezone(reading.zone).date()
     fact = dated_fact(thing, reading.facts)
+    wanted = content_stems(thing)
+    ended = [
+        f
+        for f in reading.facts
+        if parse_key(f.key).name in {"ex_event", "ex_plan"}
+        and wanted <= content_stems(describe_fact(f))
+    ]
+    if fact is None and ended and wanted:  # "cancel my flight", then "how long until my flight?"
+        return sentence(describe_fact(ended[-1]))
     if fact is not None:
         when = kept_when(fact.value, reading.now, reading.zone)
         if when is None:

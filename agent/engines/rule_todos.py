@@ -16,9 +16,9 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from agent.engines.rule_reading import Reading, due_order, say_when, utc
-from agent.memory.longterm.memory_slots import in_second_person
+from agent.memory.longterm.memory_slots import in_second_person, parse_key
 from agent.memory.rules.dialogue_acts import read_acts
-from agent.memory.rules.extraction import Clause, match_loop
+from agent.memory.rules.extraction import Clause, content_stems, match_loop
 from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate, loop_owner, update_dialogue_loops
 from agent.memory.schemas import (
@@ -211,16 +211,27 @@ def scheduled_jobs(packet: ConversationContextPacket, jobs: Sequence[JobRef]) ->
     return sorted((ref for ref in by_id.values() if ref.status != "cancelled"), key=due_order)
 
 
-def reminders_done(packet: ConversationContextPacket, reading: Reading) -> list[JobRef]:
+def reminders_not_needed(packet: ConversationContextPacket, reading: Reading) -> list[JobRef]:
     """The reminders set for a to-do this message ticks off ("I called the plumber": the
-    reminder to call the plumber), cancelled: a reminder of what is done is no longer needed."""
+    reminder to call the plumber) or for a plan or event it calls off ("cancel my flight": the
+    reminder about the flight), cancelled: they are no longer needed."""
     done = [lp for lp in reading.loops.closed if lp not in reading.loops.removed]
+    ended = [
+        content_stems(f.value)
+        for f in reading.new_facts
+        if parse_key(f.key).name in {"ex_event", "ex_plan"}
+    ]
+
+    def of_what_ended(label: str) -> bool:
+        said = content_stems(label)
+        return bool(said) and any(said <= words or words <= said for words in ended if words)
+
     return [
         ref.model_copy(update={"status": "cancelled"})
         for ref in scheduled_jobs(packet, ())
         if ref.kind == "reminder"
         and utc(ref.due_at or reading.now) > reading.now
-        and any(match_loop(ref.label, [loop]) is loop for loop in done)
+        and (of_what_ended(ref.label) or any(match_loop(ref.label, [lp]) is lp for lp in done))
     ]
 
 
