@@ -559,3 +559,32 @@ async def test_an_event_called_off_cancels_the_reminder_set_before_it(lane):
     assert await chat.reply("how many days until my flight?", later(5)) == (
         "Your flight to Oslo is called off."
     )
+
+
+async def test_an_event_moved_moves_the_reminders_set_before_it(lane):
+    """ "my flight got moved to Sunday at 7pm": a reminder 3 hours before it is 3 hours before
+    the new time, one 2 days before (at 09:00) is 2 days before the new day at 09:00; the old
+    ones are cancelled, another reminder stays."""
+    chat = Conversation(lane)
+    await chat.say("my flight to Oslo is on the 4th at 6pm", T0)  # Fri 4 Dec
+    (hours,) = (await chat.say("remind me 3 hours before my flight", later(1))).turn.job_refs
+    (days,) = (await chat.say("remind me 2 days before my flight", later(2))).turn.job_refs
+    await chat.say("remind me on Thursday at 8am to pack", later(3))
+    assert (hours.due_at, days.due_at) == (
+        datetime(2026, 12, 4, 15, 0, tzinfo=UTC),
+        datetime(2026, 12, 2, 9, 0, tzinfo=UTC),
+    )
+    result = await chat.say("my flight to Oslo is now on the 6th at 7pm", later(4))
+    said = result.turn.assistant_text or ""
+    assert "I've moved its reminder too: your flight, on 6 December at 16:00 UTC." in said
+    assert "I've moved its reminder too: your flight, on 4 December at 09:00 UTC." in said
+    cancelled = {j.job_id for j in result.turn.job_refs if j.status == "cancelled"}
+    assert cancelled == {hours.job_id, days.job_id}
+    due = sorted(j.due_at for j in result.turn.job_refs if j.status == "scheduled")
+    assert due == [
+        datetime(2026, 12, 4, 9, 0, tzinfo=UTC),
+        datetime(2026, 12, 6, 16, 0, tzinfo=UTC),
+    ]
+    listed = await chat.reply("what reminders do I have?", later(5))
+    assert "pack" in listed
+    assert listed.count("your flight") == 2

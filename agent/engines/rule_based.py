@@ -69,9 +69,9 @@ from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_proposer, answer_undecided
 from agent.engines.rule_likes import answer_like, answer_like_kind
 from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip, answer_upcoming
-from agent.engines.rule_reading import Answer, Reading, direct_question, utc
+from agent.engines.rule_reading import Answer, Reading, direct_question, say_when, utc
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
-from agent.engines.rule_reminder_before import reminder_before
+from agent.engines.rule_reminder_before import moved_with, reminder_before
 from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
 from agent.engines.rule_reminders import answer_reminder, answer_time, change_reminders
 from agent.engines.rule_talk import (
@@ -89,6 +89,7 @@ from agent.engines.rule_todos import (
     kept_open,
     reminder_set,
     reminders_not_needed,
+    scheduled_jobs,
     todo_acks,
 )
 from agent.memory.longterm.memory_slots import in_second_person, memory_facts
@@ -289,6 +290,12 @@ class RuleBasedConcierge:
             jobs += tuple(done)
             labels = "; ".join(in_second_person(ref.label) for ref in done)
             parts.append(f"I've cancelled its reminder too: {labels}.")
+        scheduled = scheduled_jobs(packet, jobs)
+        for ref, due in [] if change else moved_with(known, new_facts, scheduled, now, zone):
+            # "my flight got moved to Saturday": its reminder moves with it
+            jobs += (ref.model_copy(update={"status": "cancelled"}), self._reminder(ref.label, due))
+            when = say_when(due, now, zone)
+            parts.append(f"I've moved its reminder too: {in_second_person(ref.label)}, {when}.")
         clauses = split_clauses(message.text)
         parts.extend(dialogue_acks(packet, message, reading, clauses, intents))
         # A cancel or snooze is the answer ("cancel all my reminders" asks for no list).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from agent.memory.longterm.memory_slots import describe_fact, in_second_person, parse_key
@@ -22,9 +22,9 @@ from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_dates import kept_when
 from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.todo_openers import TODO_VERBS
-from agent.memory.schemas import Fact
+from agent.memory.schemas import Fact, JobRef
 
-__all__ = ["dated_fact", "reminder_before"]
+__all__ = ["dated_fact", "moved_with", "reminder_before"]
 
 _F = re.IGNORECASE
 _COUNTS = {
@@ -118,3 +118,43 @@ def dated_fact(thing: str, facts: Sequence[Fact]) -> Fact | None:
         if wanted <= words:
             return fact
     return None
+
+
+def moved_with(
+    known: Sequence[Fact],
+    new: Sequence[Fact],
+    scheduled: Sequence[JobRef],
+    now: datetime,
+    zone: ZoneInfo,
+) -> list[tuple[JobRef, datetime]]:
+    """The reminders about an event whose day ``new`` moves ("my flight got moved to Saturday"
+    after "remind me 3 hours before my flight"), each with its new due time: as long before
+    the event's new time as before the old one (hours before), or as many days before its new
+    day at the reminder's own time (days before); none that would be due already."""
+    moved: list[tuple[JobRef, datetime]] = []
+    for fact in new:
+        if parse_key(fact.key).name != "event":
+            continue
+        before = next((f for f in known if f.key == fact.key and f.value != fact.value), None)
+        old, then = (kept_when(f.value, now, zone) if f else None for f in (before, fact))
+        if old is None or then is None or old == then:
+            continue
+        words = content_stems(fact.value)
+        for ref in scheduled:
+            said = content_stems(ref.label)
+            if ref.kind != "reminder" or ref.due_at is None or not said or not said <= words:
+                continue
+            ahead = _moment(old, zone) - ref.due_at
+            if ahead < timedelta(days=1) and old[1] and then[1]:  # hours before its time
+                due = _moment(then, zone) - ahead
+            else:  # days before: as many days before the new day, at its own time
+                due = ref.due_at + (then[0] - old[0])
+            if due > now:
+                moved.append((ref, due))
+    return moved
+
+
+def _moment(when: tuple[date, str | None], zone: ZoneInfo) -> datetime:
+    day, clock = when
+    hours, minutes = map(int, (clock or "00:00").split(":"))
+    return datetime.combine(day, time(hours, minutes)).replace(tzinfo=zone).astimezone(UTC)
