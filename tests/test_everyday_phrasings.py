@@ -1054,6 +1054,10 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I've got a job interview on the 10th", "what do I have on the 10th?"],
          "Your job interview is on Mon 10 Mar."),
         (["my sister's birthday is on 3 May", "when is my sister's birthday?"], "3 May"),
+        (["my flight is on Friday at 6pm", "my flight got moved to Sunday", "when is my flight?"],
+         "Your flight is tomorrow, Sun 2 Mar at 18:00."),
+        (["my flight is on Friday at 6pm", "my flight is now on Sunday at 9am",
+          "when is my flight?"], "Your flight is now tomorrow, Sun 2 Mar at 09:00."),
     ],
     "addresses, moves and details of someone's": [
         (["I live at 12 Elm Street", "where do I live?"], "You live at 12 Elm Street."),

@@ -96,7 +96,7 @@ def memory_candidates(
         or names_values(text)
         or puts_right(text)
         or ends_plan(text)
-        or any(_ends_a_value(fact) for fact in extract_facts(text, turn=turn.seq))
+        or any(_read_against_memories(fact) for fact in extract_facts(text, turn=turn.seq))
     )
     known = memory_facts(memories) if wanted else ()
     text = resolve_name(text, known)
@@ -128,9 +128,11 @@ def memory_candidates(
     return candidates
 
 
-def _ends_a_value(fact: Fact) -> bool:
-    """"I don't live in Berlin anymore": what it ends is read against the memories."""
-    return parse_key(fact.key).attribute.startswith("ex_")
+def _read_against_memories(fact: Fact) -> bool:
+    """"I don't live in Berlin anymore": what it ends is read against the memories; so is an
+    event said again ("my flight got moved to Sunday" keeps the time the flight had)."""
+    attribute = parse_key(fact.key).attribute
+    return attribute.startswith("ex_") or attribute == "event"
 
 
 async def write_if_worthy(

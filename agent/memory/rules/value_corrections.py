@@ -376,6 +376,22 @@ def ends_another(fact: Fact, known: Sequence[Fact]) -> bool:
     )
 
 
+# A kept day's time ("on Fri 4 Dec at 18:00"), and a day said without one ("on Sat 5 Dec").
+_KEPT_DAY = r"\bon\s+[A-Z][a-z]{2}\s+\d{1,2}\s+[A-Z][a-z]{2}(?:\s+\d{4})?"
+_KEPT_TIME = re.compile(rf"{_KEPT_DAY}(?P<at>\s+at\s+\d{{2}}:\d{{2}})")
+_KEPT_DAY_ONLY = re.compile(rf"{_KEPT_DAY}\s*$")
+
+
+def _keeps_its_time(fact: Fact, known: Sequence[Fact]) -> Fact:
+    """An event moved to another day keeps the time it had ("my flight got moved to Saturday"
+    of "flight is on Fri 4 Dec at 18:00": "on Sat 5 Dec at 18:00")."""
+    if parse_key(fact.key).name != "event" or _KEPT_DAY_ONLY.search(fact.value) is None:
+        return fact
+    old = next((f for f in known if f.key == fact.key), None)
+    kept = _KEPT_TIME.search(old.value) if old is not None else None
+    return fact if kept is None else fact.model_copy(update={"value": fact.value + kept["at"]})
+
+
 def read_said(
     text: str,
     known: Sequence[Fact],
@@ -411,7 +427,7 @@ def read_said(
         stated, replaced = renamed
     else:
         stated, replaced = _correct_last(text, previous, turn=turn)
-    dated = dated_facts(stated, said_at, zone)
+    dated = tuple(_keeps_its_time(f, known) for f in dated_facts(stated, said_at, zone))
     new_keys = {f.key: d.key for f, d in zip(stated, dated, strict=True)}
     # A key that holds a dated value is the dated value's: the old fact's too.
     return Said(
