@@ -1075,6 +1075,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my son's school is Hillside Primary"], "Noted: your son's school is Hillside Primary."),
     ],
     "how many, a wedding, and news good and bad": [
+        (["my son turns 5 tomorrow", "how old is my son?"], "Your son is 5."),
+        (["my mum is turning 70 next month", "how old is my mum?"], "Your mum is 70."),
+        (["my son turns the corner", "how old is my son?"], "haven't told me"),
         (["I have 3 kids", "how many children do I have?"], "You have 3 kids."),
         (["I have 3 kids", "my son Tom is 8", "how many kids do I have?"],
          "You have 3 kids (Tom by name)."),

@@ -43,6 +43,11 @@ _AGE = (
     r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year"
     r"|last (?:week|month|year)|recently|yesterday|actually))?"
 )
+# When a birthday comes that an age is turned on: "tomorrow", "next month", "on Friday".
+_SOON = (
+    r"(?:today|tomorrow|this\s+(?:week|weekend|month|year)|next\s+(?:week|month|year|[a-z]+day)"
+    r"|on\s+[\w ]{1,20}|in\s+[a-z]+)"
+)
 _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     (re.compile(pattern, _F), attribute, kind)
     for pattern, attribute, kind in (
@@ -57,6 +62,8 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"age is\s+(?=\d{1,3}$)", "age", "raw"),
         (rf"is (?:actually |now |really |just )?(?={_AGE}$)", "age", "age"),
         (rf"(?:has )?(?:just )?turned\s+(?={_AGE}$)", "age", "age"),
+        # "my son turns 5 tomorrow", "she's turning 40 next month": the age they are turning.
+        (rf"(?:turns|is turning|will turn|will be)\s+(?=\d{{1,3}}\s+{_SOON}$)", "age", "age"),
         (r"is allergic to\s+", "allergy", "short"),
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),

@@ -54,7 +54,9 @@ _BACK = re.compile(r"\s+(?:and|then)\s+(?:back|home|return(?:ing)?|fly(?:ing)? b
 _LOOSE_END = re.compile(r"(?:\s+(?:the|a|an|to|of|and|or|from|on|in|at|for|with|by|my|your))+$", _F)
 # What may follow an age: "5 now", "5 last month".
 _AGE_TAIL = re.compile(
-    r"\s+(?:now|already|today|this year|last (?:week|month|year)|recently|yesterday|actually)$",
+    r"\s+(?:now|already|today|this year|last (?:week|month|year)|recently|yesterday|actually"
+    r"|tomorrow|this\s+(?:week|weekend|month)|next\s+(?:week|month|year|[a-z]+day)"
+    r"|on\s+[\w ]{1,20}|in\s+[a-z]+)$",
     _F,
 )
 
