@@ -55,6 +55,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my name is Dana", "I'm going to Rome in August with my sister",
           "who am I going to Rome with?"], "my sister"),
         (["my name is Dana", "hey, who am I?"], "Your name is Dana."),
+        (["I prefer to be called Sam", "what's my name?"], "Your name is Sam."),
+        (["I'd rather be called Jo", "what's my name?"], "Your name is Jo."),
+        (["please call me Dr. Smith", "what's my name?"], "Your name is Dr. Smith."),
+        (["call me Mrs Jones", "thanks!"], "You're welcome, Mrs Jones!"),
+        (["my name is Harold Whitfield", "thanks!"], "You're welcome, Harold!"),
+        (["I saw Dr. Jones today. It was fine.", "what's my name?"], "I don't know your name"),
     ],
     "pets and relatives": [
         (["I have a dog called Rex", "what's my dog called?"], "Rex"),

@@ -42,6 +42,9 @@ _CAPABILITIES = (
     "• answer from what you told me: “what's the cabin wifi password?” finds what you said"
 )
 
+# Titles said before a name ("Dr. Smith"): the greeting keeps the whole name.
+_TITLES = frozenset({"dr", "mr", "mrs", "ms", "mx", "miss", "prof"})
+
 _HELP = "I'm your offline concierge: no AI model, just rules I follow reliably. I can:\n"
 
 # What a message not understood gets: at most 200 characters, one example, a pointer to /help.
@@ -303,9 +306,13 @@ def _decisions(packet: ConversationContextPacket) -> str:
 
 
 def _name(reading: Reading) -> str:
-    # A greeting says the first name only: "Hi Harold!", not "Hi Harold Whitfield!".
+    # A greeting says the first name only: "Hi Harold!", not "Hi Harold Whitfield!"; a name
+    # with its title, whole: "Thanks, Dr. Smith!".
     name = next((f.value for f in reading.facts if f.key == "name"), None)
-    return f" {name.split()[0]}" if name else ""
+    if name is None:
+        return ""
+    first, *rest = name.split()
+    return f" {name}" if rest and first.rstrip(".").casefold() in _TITLES else f" {first}"
 
 
 def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str, str] | None:

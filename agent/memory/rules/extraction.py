@@ -53,7 +53,11 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": 
 _BLANKS = re.compile(r"[^\S\n]+")
 # A period ends a clause only before a space or the end, so "18.30" and "1.5 hours" survive; the
 # lookbehind starts a run of dots only once (linear on "......x").
-_CLAUSE_END = re.compile(r"[!?;\n]+|(?<!\.)(?<![ap]\.m)(?<![AP]\.M)\.+(?=\s|$)")
+# A sentence ends at a full stop, not one of "a.m." nor of a title before a name ("Dr. Smith").
+_CLAUSE_END = re.compile(
+    r"[!?;\n]+|(?<!\.)(?<![ap]\.m)(?<![AP]\.M)(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bProf)"
+    r"(?<!\bSt)\.+(?=\s|$)"
+)
 _FILLER = re.compile(
     r"(?:(?:ok(?:ay)?|so|well|also|and|oh|hey+|hi+|hiya|hel+o+|btw|by the way|actually|please|just"
     r"|um+|uh+|alright|right|anyway|no|nope|wait|sorry|oops|my bad|i mean|i meant"

@@ -170,6 +170,8 @@ FACT_RULES: tuple[FactRule, ...] = (
         "name",
     ),
     _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
+    _rule("name", r"\bi(?:'d)?\s+(?:prefer|like|rather)\s+(?:to\s+)?(?:be|being)\s+"
+          r"(?:called|named)\s+(?P<v>.+)", "name"),
     _rule("name", r"^(?:hi|hello|hey)?[,!. ]*i(?:'m|\s+am)\s+(?:called|named)\s+(?P<v>.+)", "name"),
     # "it's Sam here", "this is Priya speaking": a name, said as on the phone.
     _rule("name", r"^(?:it's|it is|this is)\s+(?P<v>\S+\s+(?:here|speaking))[\s.!]*$",

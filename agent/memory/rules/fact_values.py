@@ -73,9 +73,19 @@ _INTENSIFIER = re.compile(
 )
 
 
+# A title said before a name: "call me Dr. Smith".
+_TITLE = re.compile(r"^(?P<t>(?:dr|mr|mrs|ms|mx|miss|prof)\.?)\s+(?=[A-Z])", _F)
+
+
 def name_value(raw: str, *, strict: bool) -> str | None:
     """The name ``raw`` opens with, or ``None`` ("tired" is none); ``strict``: capitalised, and
-    nothing but the name follows ("I'm Ada", "I'm Ada, from Lisbon")."""
+    nothing but the name follows ("I'm Ada", "I'm Ada, from Lisbon"); with its title ("Dr.
+    Smith") if one is said before it."""
+    title = _TITLE.match(raw)
+    if title is not None:
+        name = name_value(raw[title.end() :], strict=strict)
+        said = title.group("t")
+        return None if name is None else f"{said[:1].upper()}{said[1:]} {name}"
     match = NAME.match(raw)
     if match is None:
         return None
