@@ -1082,6 +1082,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     ],
     "how many, a wedding, and news good and bad": [
         (["my son turns 5 tomorrow", "how old is my son?"], "Your son is 5."),
+        (["my son was born in 2019", "how old is my son?"], "Your son was born in 2019."),
+        (["my mum was born in 1960 in Cork", "when was my mum born?"],
+         "Your mum was born in 1960."),
+        (["my sister Ana's birthday is on 3 May", "what's my sister's birthday?"],
+         "Your sister Ana's birthday is 3 May."),
+        (["my sister Ana's birthday is on 3 May", "what date is Ana's birthday?"],
+         "Your sister Ana's birthday is 3 May."),
         (["my mum is turning 70 next month", "how old is my mum?"], "Your mum is 70."),
         (["my son turns the corner", "how old is my son?"], "haven't told me"),
         (["I have 3 kids", "how many children do I have?"], "You have 3 kids."),

@@ -92,6 +92,9 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bhow old (?:is|are) (?:my )?{_WHO}\b", "age"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
         (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
+        (rf"\bwhat(?:'s| is| date is)(?: the date of)? (?:my )?{_WHO}'s (?:birthday|bday)\b",
+         "birthday"),
+        (rf"\bwhen was (?:my )?{_WHO} born\b", "born"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
         (rf"\bwhat (?:is|are) (?:my )?{_WHO} allergic to\b", "allergy"),
         (rf"\bwhat does (?:my )?{_WHO} (?:play|learn|practi[cs]e)\b", "does"),
@@ -104,6 +107,9 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\b(?:tell me|what (?:do|did) you (?:know|remember)) about (?:my )?{_WHO}\b", ""),
     )
 )  # fmt: skip
+
+# What else answers a question about someone: "how old is my son?" by the year he was born.
+_ASKED_AS = {"age": ("age", "born"), "born": ("born", "birthday")}
 
 # (question about an earlier value, the attributes asked for)
 _ASK_PAST: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
@@ -382,7 +388,7 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         for f in reading.facts
         if parse_key(f.key).subject != USER
         and (_is_about(parse_key(f.key).subject, who) or parse_key(f.key).subject in unnamed)
-        and (not attribute or parse_key(f.key).name == attribute)
+        and (not attribute or parse_key(f.key).name in _ASKED_AS.get(attribute, (attribute,)))
     ]
     found = (named if not attribute else []) + said
     if found:

@@ -58,6 +58,7 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (rf"is (?=an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\b)", "job", "place"),
         (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
         (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
+        (r"was born in\s+(?=(?:19|20)\d\d\b)", "born", "year"),
         (r"(?:job|profession|occupation) is\s+", "job", "short"),
         (r"age is\s+(?=\d{1,3}$)", "age", "raw"),
         (rf"is (?:actually |now |really |just )?(?={_AGE}$)", "age", "age"),

@@ -149,7 +149,8 @@ def liked_value(raw: str) -> str | None:
 
 def fact_value(kind: str, raw: str) -> str | None:
     """The value of a fact said by ``raw``, read as ``kind`` says (name, strict_name, zone, age,
-    trip, org, place, short, liked, teacher, phrase, raw), or ``None`` when it holds none."""
+    year, trip, org, place, short, liked, teacher, phrase, raw), or ``None`` when it holds
+    none."""
     if kind == "liked":
         return liked_value(raw)
     if kind == "teacher":  # "maths" taught: "a maths teacher"
@@ -164,6 +165,9 @@ def fact_value(kind: str, raw: str) -> str | None:
     if kind == "zone":
         zone = find_zone(raw)
         return None if zone is None else zone.key
+    if kind == "year":  # "1960 in Cork": the year
+        year = re.match(r"(?:1[89]|20)\d\d\b", raw.strip())
+        return None if year is None else year.group()
     if kind == "age":  # "5 now": the number and its unit
         return _AGE_TAIL.sub("", raw.strip())
     if kind == "trip":  # "going to Japan in August": a place, by its capital letter
