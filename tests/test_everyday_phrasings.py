@@ -1031,6 +1031,17 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm vegetarian and I live in Rome", "where do I live?"], "You live in Rome."),
         (["I'm going to the market but I eat at home", "what's my diet?"], "haven't told me"),
     ],
+    "studies": [
+        (["I'm a student at UCL", "where do I study?"], "You study at UCL."),
+        (["I'm a student at UCL", "what do I do?"], "You're a student."),
+        (["I study law", "what do I study?"], "You study law."),
+        (["I'm studying medicine at Leeds", "what am I studying?"], "You study medicine."),
+        (["I'm studying medicine at Leeds", "where do I go to uni?"], "You study at Leeds."),
+        (["I'm majoring in physics", "what's my major?"], "You study physics."),
+        (["I'm a law student", "what's my job?"], "You're a law student."),
+        (["I study hard", "what do I study?"], "you told me: I study hard"),  # no subject
+        (["I study for my exams", "what do I study?"], "you told me: I study for my exams"),
+    ],
     "when the user works": [
         (["I work Monday to Friday, 9 to 5", "when do I work?"],
          "You work Monday to Friday, 9 to 5."),

@@ -51,6 +51,11 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          r"|\bwho(?:'s| is) my employer\b", "job workplace ex_workplace",
          "about your work"),
         (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
+        (r"\bwhat (?:do i study|am i studying|is my (?:major|subject|degree|course))\b"
+         r"|\bwhat(?:'s| is) my (?:major|subject|degree|course)\b", "study",
+         "what you study"),
+        (r"\bwhere (?:do i study|am i studying|do i go to (?:school|uni|university|college))\b",
+         "school", "where you study"),
         (r"\bwhen do i work\b|\bwhat (?:hours|days|shifts?) do i work\b"
          r"|\bwhat(?:'s| is| are) my (?:working |work )?(?:hours|shifts?)\b", "hours",
          "when you work"),

@@ -75,6 +75,9 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "hometown": SlotRule("fact", False, 0.5, "you're from {v}", "{s} is from {v}"),
     "job": SlotRule("fact", False, 0.7, "you work as {v}", "{s} works as {v}"),
     "workplace": SlotRule("fact", False, 0.6, "you work at {v}", "{s} works at {v}"),
+    # What and where one studies: "law", "UCL".
+    "study": SlotRule("fact", False, 0.6, "you study {v}", "{s} studies {v}"),
+    "school": SlotRule("fact", False, 0.6, "you study at {v}", "{s} studies at {v}"),
     # When: "Monday to Friday, 9 to 5", "nights", "part-time".
     "hours": SlotRule("fact", False, 0.5, "you work {v}", "{s} works {v}"),
     # What no longer holds, in the slot of what held: "I quit my job at Google".
@@ -211,9 +214,11 @@ def role_and_name(label: str) -> tuple[str, str]:
     return label, ""
 
 
-# A job or workplace said without a title or a place: "in marketing", "retired", "from home".
+# A job or workplace said without a title or a place: "in marketing", "retired", "from home";
+# being a student.
 _WORK_AS_SAID = re.compile(
-    r"(?:in|from)\s|(?:self[- ]employed|retired|unemployed|between jobs|out of work|a stay)",
+    r"(?:in|from)\s|(?:self[- ]employed|retired|unemployed|between jobs|out of work|a stay)"
+    r"|an?\s+(?:[\w-]+\s+){0,2}?student\b",  # "you're a law student", not "you work as"
     re.IGNORECASE,
 )
 

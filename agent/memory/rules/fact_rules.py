@@ -261,6 +261,15 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("job", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS}))\b", "short",
           alongside=True),
+    # Studies: "I'm a student at UCL" (where, not a workplace), "I study law", "I'm studying
+    # medicine at Leeds".
+    _rule("school", r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?an?\s+(?:[\w-]+\s+){0,2}?"
+          r"student\s+(?:at|in)\s+(?P<v>.+)", "place"),
+    _rule("study", r"^i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:study|studying|majoring\s+in"
+          r"|major\s+in|reading)\s+(?!(?:for|hard|a\s+lot|at|with|abroad|online|tonight|today)\b)"
+          r"(?P<v>[^\W\d_][\w -]{0,40}?)(?:\s+(?:at|in)\s+.+)?$", "short", alongside=True),
+    _rule("school", r"^i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:study|studying)\s+.+?\s+at\s+"
+          r"(?P<v>.+)", "place"),
     _rule("workplace", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
           r"\s+(?P<v>.+)", "place"),
