@@ -1031,6 +1031,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm vegetarian and I live in Rome", "where do I live?"], "You live in Rome."),
         (["I'm going to the market but I eat at home", "what's my diet?"], "haven't told me"),
     ],
+    "a new job said as news": [
+        (["I started at Spotify last week", "where do I work?"], "You work at Spotify."),
+        (["I've just started working for Acme Corp", "where do I work?"], "Acme Corp"),
+        (["I started at 9", "where do I work?"], "haven't told me"),
+        (["I started with Python", "where do I work?"], "haven't told me"),
+    ],
     "studies": [
         (["I'm a student at UCL", "where do I study?"], "You study at UCL."),
         (["I'm a student at UCL", "what do I do?"], "You're a student."),

@@ -349,6 +349,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("job", rf"{_NEWS}joined\s+[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*)*\s+as\s+(?P<v>an?\s+.+)",
           "short", alongside=True),
     _rule("workplace", rf"{_NEWS}joined\s+(?P<v>[A-Z].+)", "org"),
+    # "I started at Spotify last week", "I've just started working for Acme": a company, by
+    # its capital (not "I started at 9").
+    _rule("workplace", rf"{_NEWS}(?:started|began)\s+(?:working\s+|work\s+)?(?:at|for)\s+"
+          r"(?P<v>(?-i:[A-Z]).+)", "org"),
     _rule("favourite", r"\bmy (?:favou?rite|fave?)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
           r"\s+(?P<v>.+)", "short"),
     _rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
