@@ -1124,6 +1124,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I failed my exam"], "Sorry to hear that."),
         (["I broke up with my boyfriend"], "Sorry to hear that."),
         (["I didn't get the job"], "Sorry to hear that."),
+        (["my cat died last week"], "Sorry to hear that."),
+        (["our grandad passed away yesterday"], "Sorry to hear that."),
         (["I work at Google", "my name is Priya", "what do you know about me?"],
          "Here's what I know about you:\n• Your name is Priya.\n• You work at Google."),
     ],

@@ -165,7 +165,9 @@ _BAD_MOOD = re.compile(
     r"|^(?:i|we)\s+(?:just\s+|finally\s+)?(?:failed\s+(?:my|the|our)\b|broke\s+up\s+with\b"
     r"|got\s+(?:dumped|rejected|fired|laid\s+off|made\s+redundant)\b|lost\s+(?:my|our)\s+"
     r"(?:job|wallet|phone|keys|grandma|grandmother|grandpa|grandfather|dog|cat|mum|mom|dad)\b"
-    r"|didn't\s+get\s+(?:the|that)\s+(?:job|place|flat|house)\b)",
+    r"|didn't\s+get\s+(?:the|that)\s+(?:job|place|flat|house)\b)"
+    # a loss: "my cat died last week", "our grandad passed away"
+    r"|^(?:my|our)\s+(?:[\w'-]+\s+){0,3}?(?:died|passed\s+away|passed\s+on|is\s+gone)\b",
     _F,
 )
 # Good news of one's life: "I got promoted!", "we just got engaged", "I passed my driving test".
