@@ -677,6 +677,7 @@ def test_match_loop_by_stems_or_number(closer, loop_id):
         ("finish the report and the slides", "finished the report",
          ("the report", "finish the slides")),
         ("buy eggs, milk, bread and cheese", "got bread", ("bread", "buy eggs, milk and cheese")),
+        ("milk, eggs and bread", "got the eggs", ("eggs", "milk and bread")),  # no verb
         # the whole list done, nothing of it named, or something else named: no list left
         ("buy eggs, milk and bread", "got eggs, milk and bread", None),
         ("buy eggs, milk and bread", "did the shopping", None),

@@ -426,7 +426,9 @@ def list_left(todo: str, closer: str) -> tuple[str, str] | None:
     when the to-do is no list of short things (at most three words each: "finish the report on
     sales and marketing" is one), or the closer names none of them, or all of them."""
     words = todo.split()
-    verb = 2 if len(words) > 2 and words[1].casefold() in _PARTICLES else 1
+    # A verb opens the to-do unless it is a list of things alone ("milk, eggs and bread").
+    verb = 0 if len(_LIST_CUT.split(todo)[0].split()) < 2 else 1
+    verb += 1 if verb and len(words) > 2 and words[1].casefold() in _PARTICLES else 0
     things = _LIST_CUT.split(" ".join(words[verb:]))
     if len(things) < 2 or any(not thing or len(thing.split()) > 3 for thing in things):
         return None
@@ -439,7 +441,7 @@ def list_left(todo: str, closer: str) -> tuple[str, str] | None:
         return None
     left = [thing for thing in things if thing not in done]
     listed = left[0] if len(left) == 1 else f"{', '.join(left[:-1])} and {left[-1]}"
-    return " and ".join(done), f"{' '.join(words[:verb])} {listed}"
+    return " and ".join(done), " ".join([*words[:verb], listed])
 
 
 # -- timed reminders (read by agent.memory.rules.reminder_requests) ---------------------------
