@@ -55,8 +55,8 @@ _BLANKS = re.compile(r"[^\S\n]+")
 # lookbehind starts a run of dots only once (linear on "......x").
 # A sentence ends at a full stop, not one of "a.m." nor of a title before a name ("Dr. Smith").
 _CLAUSE_END = re.compile(
-    r"[!?;\n]+|(?<!\.)(?<![ap]\.m)(?<![AP]\.M)(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bProf)"
-    r"(?<!\bSt)\.+(?=\s|$)"
+    r"[!?;\n]+|(?=\.)(?<!\.)(?<![ap]\.m)(?<![AP]\.M)(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)"
+    r"(?<!\bProf)(?<!\bSt)\.+(?=\s|$)"
 )
 _FILLER = re.compile(
     r"(?:(?:ok(?:ay)?|so|well|also|and|oh|hey+|hi+|hiya|hel+o+|btw|by the way|actually|please|just"

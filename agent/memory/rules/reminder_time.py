@@ -273,16 +273,19 @@ _HALF_DELAY = re.compile(
 )
 # "in 10 to check the rice": minutes, as a chat says them.
 _BARE_DELAY = re.compile(r"\bin\s+(?P<n>\d{1,2})(?=\s+(?:to|about|that)\b|\s*[.!]*$)", _F)
-# Times of the day said by what happens then: "at lunchtime", "after work", "end of day".
-_SAID_TIMES = (
-    (re.compile(r"\bafter\s+lunch\b", _F), "at 13:30"),
-    (re.compile(r"\b(?:at\s+)?lunch\s*time\b|\bat\s+lunch\b", _F), "at 12:30"),
-    (re.compile(r"\bafter\s+work\b", _F), "at 18:00"),
-    (re.compile(r"\bafter\s+dinner\b", _F), "at 20:00"),
-    (re.compile(r"\b(?:at\s+)?(?:the\s+)?end\s+of\s+(?:the\s+)?(?:work\s*)?day\b|\beod\b", _F),
-     "at 17:00"),
-    (re.compile(r"\bfirst\s+thing(?:\s+in\s+the\s+morning)?\b", _F), "at 09:00"),
-)  # fmt: skip
+# Times of the day said by what happens then: "at lunchtime", "after work", "end of day" (one
+# pass: the alternatives are tried in this order at each word).
+_SAID_TIMES = re.compile(
+    r"\b(?:(?P<after_lunch>after\s+lunch)|(?P<lunch>(?:at\s+)?lunch\s*time|at\s+lunch)"
+    r"|(?P<after_work>after\s+work)|(?P<after_dinner>after\s+dinner)"
+    r"|(?P<end_of_day>(?:at\s+)?(?:the\s+)?end\s+of\s+(?:the\s+)?(?:work\s*)?day|eod)"
+    r"|(?P<first_thing>first\s+thing(?:\s+in\s+the\s+morning)?))\b",
+    _F,
+)
+_SAID_CLOCK = {
+    "after_lunch": "at 13:30", "lunch": "at 12:30", "after_work": "at 18:00",
+    "after_dinner": "at 20:00", "end_of_day": "at 17:00", "first_thing": "at 09:00",
+}  # fmt: skip
 
 
 def _half(match: re.Match[str]) -> str:
@@ -297,8 +300,7 @@ def spoken_clock(text: str) -> str:
     work": 18:00, "after dinner": 20:00, "end of day": 17:00, "first thing": 09:00) and the
     delays said short ("in an hour and a half": 90 minutes, "in 10": 10 minutes) in full."""
     text = _BARE_DELAY.sub(r"in \g<n> minutes", _HALF_DELAY.sub(_half, text))
-    for pattern, said in _SAID_TIMES:
-        text = pattern.sub(said, text)
+    text = _SAID_TIMES.sub(lambda match: _SAID_CLOCK[str(match.lastgroup)], text)
     return _SPOKEN.sub(_in_figures, text)
 
 
