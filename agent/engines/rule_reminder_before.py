@@ -21,7 +21,7 @@ from agent.memory.longterm.memory_slots import describe_fact, in_second_person, 
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_dates import kept_when
 from agent.memory.rules.reminder_requests import ReminderRequest
-from agent.memory.rules.todo_openers import TODO_VERBS
+from agent.memory.rules.todo_openers import is_deed
 from agent.memory.schemas import Fact, JobRef
 
 __all__ = ["dated_fact", "moved_with", "reminder_before"]
@@ -99,7 +99,7 @@ def reminder_before(
         return f"That would be due already: {said}. Say when to remind you instead."
     if label is None:
         return ReminderRequest(label=thing, due_at=due, link="about")
-    if link == "about" and label.split(maxsplit=1)[0].casefold() in TODO_VERBS:
+    if link == "about" and is_deed(label):
         link = "to"
     return ReminderRequest(label=label, due_at=due, link=link)
 

@@ -216,6 +216,12 @@ _BARE_NUMBER = re.compile(rf"\s*(?P<n>\d{{1,2}}|{'|'.join(_HOUR_WORDS)})\s*", _F
 _HOURS_AWAY = timedelta(hours=2)
 
 
+def _hours_away(due: datetime | None, now: datetime) -> bool:
+    """Whether a reminder due at ``due`` is far enough away that a number alone ("make it 11")
+    can only mean an hour of its day, not a length of time."""
+    return due is not None and utc(due) - utc(now) > _HOURS_AWAY
+
+
 def _time_phrases(when: str) -> tuple[str, ...]:
     """The phrases ``when`` may be read as: itself, or after "at" ("make it 10am", "9:30"); a
     length of time is a delay from now ("make it 30 minutes": "in 30 minutes"); a number alone
@@ -234,10 +240,7 @@ def _reads_as_time(when: str, reading: Reading, packet: ConversationContextPacke
     """Whether ``when`` says a time ("10am", "Friday"): "make it quick" moves nothing, nor does
     a number alone unless every reminder it may move is hours away."""
     if _BARE_NUMBER.fullmatch(when) is not None:
-        return all(
-            ref.due_at is not None and utc(ref.due_at) - utc(reading.now) > _HOURS_AWAY
-            for ref in _reminders(packet)
-        )
+        return all(_hours_away(ref.due_at, reading.now) for ref in _reminders(packet))
     return any(
         due_time(said, reading.now, reading.zone) is not None for said in _time_phrases(when)
     )
@@ -447,7 +450,7 @@ def _move(
     ]  # fmt: skip
     due = next((d for d in read if d is not None), None)
     if _BARE_NUMBER.fullmatch(when) is not None:  # "make it 11": the hour nearest its time
-        hours_away = before is not None and utc(before) - utc(reading.now) > _HOURS_AWAY
+        hours_away = _hours_away(before, reading.now)
         nearest = (d for d in read if d is not None and hours_away)
         due = min(nearest, key=lambda d: abs(d - (before or d)), default=None)
     if due is None:

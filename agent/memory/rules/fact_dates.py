@@ -43,6 +43,7 @@ from zoneinfo import ZoneInfo
 
 from agent.memory.longterm.memory_slots import fact_key, parse_key
 from agent.memory.rules.reminder_time import (
+    MONTH,
     local_moment,
     next_day_of_month,
     read_delay,
@@ -82,10 +83,7 @@ _DAY = (
 )
 _COUNT = r"\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few"
 _UNIT = r"minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?"
-_MONTH_WORD = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
-)
+_MONTH_WORD = rf"{MONTH}\b"
 _NTH = r"(?:st|nd|rd|th)"
 # A day of the calendar said without its year: "the 14th" (of this month, or the next once it
 # has gone by), "14 December", "Dec 20th", "the 3rd of May" (the next one).
@@ -320,6 +318,11 @@ def _spans(text: str, today: date) -> list[tuple[date, date]]:
     return found
 
 
+def _days_asked(asked: str, now: datetime, zone: ZoneInfo) -> list[tuple[date, date]]:
+    # The days a time asked about names ("next week": Monday to Sunday), from ``now`` (aware).
+    return _spans(absolute_dates(asked, now, zone), now.astimezone(zone).date())
+
+
 def same_time(asked: str, value: str, now: datetime, zone: ZoneInfo) -> bool | None:
     """Whether the fact ``value`` is kept for the time ``asked`` says relatively ("for Friday",
     "this weekend", "next Tuesday"): one of its dates falls in the days asked about. ``None``
@@ -332,11 +335,10 @@ def same_time(asked: str, value: str, now: datetime, zone: ZoneInfo) -> bool | N
         zone: the user's time zone.
     """
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
-    today = now.astimezone(zone).date()
-    wanted = _spans(absolute_dates(asked, now, zone), today)
+    wanted = _days_asked(asked, now, zone)
     if not wanted:
         return None
-    kept = _spans(value, today)
+    kept = _spans(value, now.astimezone(zone).date())
     return any(a <= y and x <= b for a, b in wanted for x, y in kept)
 
 
@@ -344,7 +346,7 @@ def falls_in(asked: str, moment: datetime, now: datetime, zone: ZoneInfo) -> boo
     """Whether ``moment`` (a reminder's due time) falls in the days the time ``asked`` says
     relatively ("on Tuesday", "this week"); ``None`` when ``asked`` names no day relatively."""
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
-    wanted = _spans(absolute_dates(asked, now, zone), now.astimezone(zone).date())
+    wanted = _days_asked(asked, now, zone)
     if not wanted:
         return None
     day = (moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment).astimezone(zone)

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from agent.memory.rules.extraction import clean_value, match_reminder, split_clauses
 from agent.memory.rules.reminder_time import due_time
-from agent.memory.rules.todo_openers import TODO_VERBS
+from agent.memory.rules.todo_openers import is_deed
 from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = ["ReminderRequest", "is_reminder_request", "parse_reminder"]
@@ -69,8 +69,7 @@ def parse_reminder(
         label = clean_value(match.group("label") or "")
         link = match.group("link")
         if link == "":  # "tomorrow 9am gym": about it; "...: call grandma": to call her
-            first = label.split(maxsplit=1)[0].casefold() if label else ""
-            link = "to" if first in TODO_VERBS else "about"
+            link = "to" if is_deed(label) else "about"
         link = (link or "to").lower()
         return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
     return None

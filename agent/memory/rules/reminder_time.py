@@ -37,6 +37,7 @@ from zoneinfo import ZoneInfo
 
 __all__ = [
     "MAX_REMINDER_DELAY",
+    "MONTH",
     "WHEN",
     "due_instead",
     "due_time",
@@ -68,14 +69,15 @@ _NUM = (
 _UNIT = r"s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|fortnights?"
 _MERIDIEM = r"[ap]\.?m\.?"
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
-_MONTH = (
+#: A month's name, whole or short ("September", "Sept", "Sep"), as a pattern.
+MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
 _ORDINAL = r"\d{1,2}(?:st|nd|rd|th)?"
 _PART = r"morning|afternoon|evening|night"
 _DATE = (
-    rf"(?:(?:the\s+)?{_ORDINAL}(?:\s+of)?\s+{_MONTH}|{_MONTH}\s+{_ORDINAL})(?:\s*,?\s*20\d\d)?"
+    rf"(?:(?:the\s+)?{_ORDINAL}(?:\s+of)?\s+{MONTH}|{MONTH}\s+{_ORDINAL})(?:\s*,?\s*20\d\d)?"
     rf"|the\s+{_ORDINAL}|\d{{1,2}}(?:st|nd|rd|th)"
 )
 _DAY = (
@@ -109,7 +111,7 @@ _IN_THE_PART = re.compile(rf"\s*\bin\s+the\s+(?P<part>{_PART})\b", _F)
 _PART_HOURS = {"morning": "09:00", "afternoon": "15:00", "evening": "19:00", "night": "21:00"}
 _PART_WORD = re.compile(rf"\b(?:this\s+)?(?P<part>{_PART})\b", _F)
 _DOTTED = re.compile(r"(?P<h>\d{1,2})[.h](?P<m>\d{2})\b")
-_NAMES_DAY = re.compile(rf"\b(?:today|tonight|tomorrow|week|{_WEEKDAY}|{_MONTH}|the)\b", _F)
+_NAMES_DAY = re.compile(rf"\b(?:today|tonight|tomorrow|week|{_WEEKDAY}|{MONTH}|the)\b", _F)
 _UTC = re.compile(r"\s*\butc\b", _F)
 #: When a day is said without a clock time.
 _DEFAULT_CLOCK = "09:00"
@@ -179,8 +181,7 @@ _MONTH_ABBREVIATIONS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
 # names before it reads it (a year said with it is read as said).
 _DAY_OF_MONTH = re.compile(
     r"\b(?:on\s+(?:the\s+)?|the\s+)(?P<d>\d{1,2})(?:st|nd|rd|th)\b"
-    r"(?:\s+(?:of\s+)?(?P<m>(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,6}\b))?"
-    r"(?!\s*,?\s*\d{4}|\s+of\b)",
+    rf"(?:\s+(?:of\s+)?(?P<m>{MONTH})\b)?(?!\s*,?\s*\d{{4}}|\s+of\b)",
     _F,
 )
 

@@ -19,7 +19,7 @@ from agent.memory.rules.extraction import (
     split_clauses,
 )
 
-__all__ = ["TODO_VERBS", "extract_openers"]
+__all__ = ["extract_openers", "is_deed"]
 
 _F = re.IGNORECASE
 
@@ -47,8 +47,8 @@ _TODO_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|then\s+)?|\s+(?:and|then)\s+(?:t
 # Verbs of a to-do that also open talk ("and see what happens", "and take it easy") or change
 # a reminder ("and cancel the oven one").
 _NOT_ERRANDS = frozenset("go see do get take make find read move plan change cut cancel".split())
-#: The verbs a to-do opens with ("call the bank", "pick up the kids").
-TODO_VERBS = frozenset(
+# The verbs a to-do opens with ("call the bank", "pick up the kids").
+_TODO_VERBS = frozenset(
     """buy call pick send email book pay clean fix write finish check get take make bring return
     renew order schedule cancel file submit prepare pack wash water feed walk visit meet reply
     text ring phone print sign read review update find sort tidy cook bake do go see ask tell
@@ -61,21 +61,28 @@ _ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
 # "I should pay the electricity bill by the 30th": a to-do when a to-do's verb follows ("I
 # should probably sleep" is none).
 _SHOULD = re.compile(
-    rf"^(?:i|we)(?:\s+(?:really|still|also|definitely))?\s+should\s+(?P<v>(?:{'|'.join(TODO_VERBS)})\b.+)",
+    rf"^(?:i|we)(?:\s+(?:really|still|also|definitely))?\s+should\s+(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)",
     _F,
 )
-_VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(TODO_VERBS)})\b.+)", _F)
+_VERB_FIRST = re.compile(rf"^(?!call me\b)(?P<v>(?:{'|'.join(_TODO_VERBS)})\b.+)", _F)
 # "and buy milk", "plus call the bank": one more errand after "and" alone, by an errand's verb
 # (not "and see what happens", "and call it a day").
 _AND_MORE = re.compile(r"^(?:oh[\s,]+)?(?:and|plus)\b", _F)
 _ERRAND_FIRST = re.compile(
     rf"^(?!call (?:me|it)\b|.*\b(?:reminders?|alarm|timer)\b)"
-    rf"(?P<v>(?:{'|'.join(TODO_VERBS - _NOT_ERRANDS)})\b.+)",
+    rf"(?P<v>(?:{'|'.join(_TODO_VERBS - _NOT_ERRANDS)})\b.+)",
     _F,
 )
 # "buy milk too": what the to-do ends with that says it is one more.
 _TOO = re.compile(r"\s+(?:too|as well)$", _F)
 _LEAVING = frozenset({"go", "run", "leave", "go now", "run now", "dash", "head off", "sleep"})
+
+
+def is_deed(label: str) -> bool:
+    """Whether ``label`` opens with a to-do's verb ("call grandma", not "dentist"): what a
+    reminder of it is "to" do rather than "about"."""
+    first = label.split(maxsplit=1)[0].casefold() if label.strip() else ""
+    return first in _TODO_VERBS
 
 
 def _reminder_clause(clause: Clause) -> bool:
@@ -134,7 +141,7 @@ def _several_todos(value: str) -> list[str]:
     items, start = [], 0
     for separator in _TODO_SEPARATOR.finditer(value):
         following = value[separator.end() :].split(maxsplit=1)
-        if len(following) == 2 and following[0].casefold() in TODO_VERBS:
+        if len(following) == 2 and following[0].casefold() in _TODO_VERBS:
             items.append(value[start : separator.start()])
             start = separator.end()
     return [*items, value[start:]]
