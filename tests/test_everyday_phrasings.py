@@ -1079,6 +1079,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my sister's birthday is on 3 May", "when is my sister's birthday?"], "3 May"),
         (["my flight is on Friday at 6pm", "my flight got moved to Sunday", "when is my flight?"],
          "Your flight is tomorrow, Sun 2 Mar at 18:00."),
+        # said again by its short name: the one flight known, still to Lisbon and at 07:00
+        (["my flight to Lisbon is on the 12th at 7am", "my flight got moved to the 13th",
+          "when is my flight?"], "Your flight to Lisbon is on Thu 13 Mar at 07:00."),
+        (["my flight to Lisbon is on the 12th", "my flight to Oslo is on the 20th",
+          "my flight got moved to the 13th", "when is my flight to Oslo?"],
+         "Your flight to Oslo is on Thu 20 Mar."),
         (["my flight is on Friday at 6pm", "my flight is now on Sunday at 9am",
           "when is my flight?"], "Your flight is now tomorrow, Sun 2 Mar at 09:00."),
     ],
