@@ -559,16 +559,19 @@ async def _kill_when_checkpointing(paths: Paths, limit: float) -> bool:
     return False
 
 
-async def _wait_for_ack(paths: Paths, log_size: int, limit: float) -> None:
-    """Wait until the log has an acknowledgment past byte ``log_size`` (or ``limit`` s)."""
+async def _wait_for_acks(
+    proc: asyncio.subprocess.Process, paths: Paths, log_size: int, count: int, limit: float
+) -> None:
+    """Wait until the log has ``count`` acknowledgments past byte ``log_size``, the worker has
+    exited, or ``limit`` s have passed."""
     deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.returncode is None:
         lines = []
         if paths.log.exists():
             with paths.log.open("rb") as log:
                 log.seek(log_size)
                 lines = log.read().split(b"\n")[:-1]  # whole lines only
-        if any(json.loads(line)["ev"] == "ack" for line in lines if line):
+        if sum(json.loads(line)["ev"] == "ack" for line in lines if line) >= count:
             return
         await asyncio.sleep(0.002)
 
@@ -618,11 +621,12 @@ async def run_cycle(paths: Paths, rng: random.Random, start_update: int, stats: 
             await _expect_line(proc, b"ready", paths)
             ready = True
             if mode == "stream":
-                # Mid-stream means after this worker's first acknowledgment: wait for it, so
-                # that a slow start on a busy machine does not turn a stream kill into a
-                # start-up one.
-                await _wait_for_ack(paths, log_size, START_TIMEOUT)
-                await asyncio.sleep(rng.uniform(0, 0.3))
+                # Mid-stream means after some of this worker's acknowledgments: the kill is
+                # placed by counting them, not by the clock, so that a slow machine neither
+                # turns a stream kill into a start-up one nor acknowledges fewer turns per kill;
+                # the short sleep after lands it anywhere within a turn.
+                await _wait_for_acks(proc, paths, log_size, rng.randint(2, 16), START_TIMEOUT)
+                await asyncio.sleep(rng.uniform(0, 0.05))
             else:
                 await asyncio.sleep(rng.uniform(0, 0.1))
                 in_checkpoint = await _kill_when_checkpointing(paths, 1.0)
