@@ -1173,6 +1173,43 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm allergic to pollen", "my hay fever is acting up this week"],
          "Sorry to hear that."),
     ],
+    "an event moved to another time keeps its day": [
+        (["I have a meeting with Sarah at 3pm tomorrow", "my meeting with Sarah moved to 4",
+          "when is my meeting?"], "Sun 2 Mar at 16:00."),
+        (["my dentist appointment is on Friday at 10am",
+          "the dentist appointment got pushed back to half past eleven",
+          "when's my dentist appointment?"], "Fri 7 Mar at 11:30."),
+        (["my dinner with Tom is on Friday at 7pm", "my dinner with Tom is now at 8:30",
+          "when is my dinner with Tom?"], "Fri 7 Mar at 20:30."),
+        (["my interview is on Monday at 2pm", "my interview got moved to 9am",
+          "when is my interview?"], "Mon 3 Mar at 09:00."),
+        (["my haircut is on Friday", "my haircut moved to 4", "when is my haircut?"],
+         "Fri 7 Mar at 4."),
+        (["I have a meeting with Sarah at 3pm tomorrow", "my meeting with Sarah moved to Monday",
+          "when is my meeting?"], "Mon 3 Mar at 15:00."),
+    ],
+    "a dislike said after a favourite": [
+        (["my favourite food is sushi", "I don't like sushi anymore", "do I like sushi?"],
+         "No, you don't like sushi."),
+        (["I love jazz", "actually I can't stand jazz", "do I like jazz?"], "No"),
+    ],
+    "plans to see someone, and plans asked about": [
+        (["I'm going to visit my parents at Christmas", "what are my plans?"],
+         "You're planning to visit your parents at Christmas."),
+        (["we're seeing Tom on Friday", "what am I doing on Friday?"], "to see Tom on"),
+        (["this weekend I'm visiting my mum", "any plans coming up?"], "to visit your mum"),
+        (["I'm staying with my aunt over the holidays", "do I have any plans?"],
+         "You're planning to stay with your aunt over the holidays."),
+        (["I'm going to visit my parents at Christmas", "what plans do I have for Christmas?"],
+         "to visit your parents at Christmas"),
+    ],
+    "the list asked for in a word": [
+        (["my list"], "Nothing is open"),
+        (["I need to buy stamps", "my to-dos"], "1. buy stamps"),
+        (["remind me tomorrow at 9am to call the bank", "what's on my list?"],
+         "Your list is empty."),
+        (["remind me tomorrow at 9am to call the bank", "what's on my list?"], "call the bank"),
+    ],
 }  # fmt: skip
 
 
@@ -1184,6 +1221,28 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
 async def test_an_everyday_phrasing_is_understood(db, lines, expected):
     said = await conversation(Chat(db), lines)
     assert expected in said
+
+
+async def test_an_event_moved_to_another_time_is_one_event_at_the_new_time(db):
+    """"my meeting with Sarah moved to 4" of "a meeting with Sarah at 3pm tomorrow" is that
+    meeting at 16:00: not a second meeting, and not at 15:00 any more."""
+    said = await conversation(
+        Chat(db),
+        ["I have a meeting with Sarah at 3pm tomorrow", "my meeting with Sarah moved to 4",
+         "what's on tomorrow?"],
+    )  # fmt: skip
+    assert "16:00" in said
+    assert "15:00" not in said
+
+
+async def test_a_plan_called_off_is_no_plan_when_plans_are_asked_for(db):
+    said = await conversation(
+        Chat(db),
+        ["I'm off to Berlin next weekend for a conference", "the conference got cancelled",
+         "what are my plans?"],
+    )  # fmt: skip
+    assert "You're planning" not in said
+    assert "no longer planning a trip to Berlin" in said  # said as what it is, if at all
 
 
 async def test_a_question_of_help_is_no_question_of_diet(db):
@@ -1307,6 +1366,9 @@ async def test_a_date_said_relatively_is_kept_as_the_date_it_names(
         "I'm going to bed",
         "the meeting is postponed",
         "needed more time",
+        "I'm going to see what happens",
+        "I'm seeing a therapist",
+        "we're visiting",
     ],
 )
 async def test_look_alikes_state_no_fact(db, text):

@@ -72,15 +72,20 @@ _ASK_PLANS_WHEN = re.compile(
     rf"|(?:do\s+i\s+have|have\s+i\s+got|is\s+there)\s+(?:any\s+)?(?:plans|anything(?:\s+planned)?)"
     rf"\s+(?P<d>{_TIME})"
     rf"|what\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?:planned\s+)?(?P<e>{_TIME})"
-    rf"|(?:is\s+there\s+|have\s+i\s+got\s+)?anything\s+(?:planned\s+|happening\s+)?(?P<f>{_TIME}))"
+    rf"|(?:is\s+there\s+|have\s+i\s+got\s+)?anything\s+(?:planned\s+|happening\s+)?(?P<f>{_TIME})"
+    rf"|what\s+plans\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?P<g>{_TIME}))"
     r"\s*\??$",
     _F,
 )
-# "what's coming up?", "anything coming up?", "what's on my calendar?"
+# "what's coming up?", "anything coming up?", "what's on my calendar?", "what are my plans?"
 _ASK_UPCOMING = re.compile(
     r"^(?:what(?:'s|\s+is|\s+have\s+i\s+got|\s+do\s+i\s+have)|(?:is\s+there\s+|have\s+i\s+got\s+)?"
     r"anything)\s+coming\s+up\b|^what(?:'s|\s+is)\s+(?:on\s+)?(?:my|the)\s+(?:calendar|schedule"
-    r"|agenda|diary)\b|^what(?:'s|\s+is)\s+next\s+for\s+me\b",
+    r"|agenda|diary)\b|^what(?:'s|\s+is)\s+next\s+for\s+me\b"
+    # "what are my plans?", "any plans coming up?", "do I have any plans?", "what's planned?"
+    r"|^(?:what(?:'s|\s+is|\s+are)\s+(?:my|our)\s+plans?|(?:do\s+i\s+have|have\s+i\s+got|any)"
+    r"\s+(?:any\s+)?plans|what\s+plans\s+do\s+i\s+have|what(?:'s|\s+is)\s+planned)"
+    r"(?:\s+coming\s+up|\s+(?:at\s+the\s+moment|right\s+now|so\s+far))?\s*\??$",
     _F,
 )
 # Words of a time asked about that every plan shares or none says ("on", "for").

@@ -55,11 +55,15 @@ _ASK_OPEN = re.compile(
     r"|\b(?:my|our|the) (?:to-?do|task) list\b|\bshow (?:me |us )?(?:my|our|the) "
     r"(?:list|to-?dos?|tasks|reminders)\b|\bwhat do (?:i|we) (?:still )?(?:need|have) to do\b"
     r"|\b(?:my|our|any|what) reminders\b"
-    r"|\bopen loops\b|^(?:list|to-?dos?|tasks|reminders)\s*[?!.]*$"
+    r"|\bopen loops\b|^(?:(?:my|our|the)\s+)?(?:(?:to-?do |shopping )?list|to-?dos?|tasks"
+    r"|reminders)\s*[?!.]*$"
     r"|\b(?:when|what time) (?:will|are) you (?:going to )?remind(?:ing)? me\b"
     r"|\bwhat (?:did|have) i promised?\b|\bmy promises\b",
     _F,
 )
+
+# A question about the list itself, not only the reminders.
+_NAMES_LIST = re.compile(r"\b(?:list|to-?dos?|tasks?|left|open|remaining|remains)\b", _F)
 
 # "add coffee to my to-do list", "put eggs on the list": a to-do said, no list asked for.
 _ADDING = re.compile(r"^(?:please\s+|(?:can|could) you\s+)?(?:add|put)\b", _F)
@@ -260,9 +264,11 @@ def _open_items(packet: ConversationContextPacket, reading: Reading, jobs: Seque
         lines = [job_line(ref, reading) for ref in scheduled]
         title = "Reminders:" if all(r.kind == "reminder" for r in scheduled) else "Scheduled:"
         sections.append(title + "\n" + "\n".join(lines))
+    whose = "the group's" if packet.participants else "your"
     if not sections:
-        whose = "the group's" if packet.participants else "your"
         return f"Nothing is open: {whose} list is empty and no reminders are set."
+    if not loops and _NAMES_LIST.search(reading.text):  # "what's on my list?": say it is empty
+        sections.insert(0, f"{whose[:1].upper()}{whose[1:]} list is empty.")
     if loops:
         sections.append("Tell me when one is done, e.g. “done 1”.")
     return "\n\n".join(sections)

@@ -261,7 +261,10 @@ def memory_facts(memories: Iterable[Memory]) -> tuple[Fact, ...]:
 
     A fact's key is its memory's (an event's is the event: ``event:flight to tokyo``), unless
     that is the slot it shares with another attribute (a dislike is kept in its like's slot).
-    An unconfirmed memory (said with a hedge) is a hedged fact.
+    An unconfirmed memory (said with a hedge) is a hedged fact. The user's own facts come
+    first, then those of the people in their life, each oldest first (by when it became true),
+    as a session's do: the rules read the last said as the one that holds ("I don't like sushi
+    any more" after "my favourite food is sushi").
     """
     return tuple(
         Fact(
@@ -272,7 +275,7 @@ def memory_facts(memories: Iterable[Memory]) -> tuple[Fact, ...]:
             turn=0,
             mode="hedged" if m.status == "candidate" else "stated",
         )
-        for m in memories
+        for m in sorted(memories, key=lambda m: (not m.about_user, m.valid_from, m.created_at))
         if m.valid_until is None
     )
 

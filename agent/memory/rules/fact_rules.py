@@ -30,6 +30,13 @@ _LEAD_TIME = (
 # What opens the time an event is said with: "on Friday", "tomorrow", "next week".
 _WHEN_OPENS = r"(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)"
 
+# Seeing someone, opening a plan's value ("going to visit", "seeing"): not "going to see what".
+_TO_SEE = (
+    r"(?:going\s+(?=to\s)|(?=(?:visiting|seeing|staying\s+with)\s))(?P<v>(?:to\s+(?:visit|see"
+    r"|stay\s+with)|visiting|seeing|staying\s+with)\s+(?!(?:what|how|if|whether|it|that|about)"
+    r"\b)"
+)
+
 # Who travels and how sure: "I'm going", "we're thinking of going", "we might go".
 # "going to Tokyo next month ✈️": a trip said without its "I'm".
 _BARE_TRAVEL = r"^(?=(?:going|flying|heading|off|travell?ing|driving|sailing)\s+to\s)"
@@ -179,7 +186,7 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "my doctor's appointment got moved to Thursday": it is on Thursday now.
     _rule(
         "event",
-        rf"^(?:my|our) (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s+(?:(?:got|was"
+        rf"^(?:my|our|the) (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s+(?:(?:got|was"
         r"|has been|is being|'s been)\s+)?(?:moved|rescheduled|pushed(?:\s+back)?|postponed"
         r"|changed)\s+(?:to|till|until|for)\s+(?P<when>.{1,60})$",
         "phrase",
@@ -250,6 +257,13 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
           rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
           "phrase"),
+    # "I'm going to visit my parents at Christmas", "we're seeing Tom on Friday": a plan to see
+    # someone, said with its time (without one, "I'm going to see what happens" is no plan).
+    _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+{_TO_SEE}"
+          r"[\w'-]+(?:\s+[\w'-]+){0,4}?\s+(?:(?:on|at|in|next|this|tomorrow|tonight|for|over"
+          r"|during)\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day\b).{0,40})$", "phrase"),
+    _rule("plan", rf"^{_LEAD_TIME}(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+{_TO_SEE}"
+          r"[\w'-]+(?:\s+[\w'-]+){0,4})$", "phrase"),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
     _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
           "raw"),

@@ -35,7 +35,8 @@ from datetime import datetime
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
-from agent.memory.longterm.memory_slots import USER, fact_key, parse_key, role_and_name, slot_of
+from agent.memory.longterm.memory_slots import fact_key, parse_key, role_and_name, slot_of
+from agent.memory.rules.event_moves import moved_event, of_known_event
 from agent.memory.rules.fact_dates import dated_facts, kept_day
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.plan_endings import ended_plans
@@ -376,48 +377,6 @@ def ends_another(fact: Fact, known: Sequence[Fact]) -> bool:
     )
 
 
-# A kept day's time ("on Fri 4 Dec at 18:00"), and a day said without one ("on Sat 5 Dec").
-_KEPT_DAY = r"\bon\s+[A-Z][a-z]{2}\s+\d{1,2}\s+[A-Z][a-z]{2}(?:\s+\d{4})?"
-_KEPT_TIME = re.compile(rf"{_KEPT_DAY}(?P<at>\s+at\s+\d{{2}}:\d{{2}})")
-_KEPT_DAY_ONLY = re.compile(rf"{_KEPT_DAY}\s*$")
-
-
-# What may follow an event's name in its longer name: "flight to Lisbon", "dinner with Tom".
-_QUALIFIERS = frozenset({"to", "in", "at", "with", "for", "from"})
-
-
-def _of_known_event(fact: Fact, known: Sequence[Fact]) -> Fact:
-    """An event said by the short name of the one event known by a longer name ("my flight got
-    moved to the 13th" of "flight to Lisbon is on Sat 12 Dec") is that event, said again."""
-    parts = parse_key(fact.key)
-    if parts.name != "event" or parts.subject != USER or any(f.key == fact.key for f in known):
-        return fact
-    name = parts.item
-    longer = [
-        f
-        for f in known
-        if (k := parse_key(f.key)).name == "event"
-        and k.subject == USER
-        and k.item.startswith(name + " ")
-        and k.item[len(name) + 1 :].split(maxsplit=1)[0] in _QUALIFIERS
-    ]
-    if len(longer) != 1 or not fact.value.casefold().startswith(name):
-        return fact
-    (event,) = longer
-    called = event.value[: len(parse_key(event.key).item)]  # "flight to Lisbon", as written
-    return fact.model_copy(update={"key": event.key, "value": called + fact.value[len(name) :]})
-
-
-def _keeps_its_time(fact: Fact, known: Sequence[Fact]) -> Fact:
-    """An event moved to another day keeps the time it had ("my flight got moved to Saturday"
-    of "flight is on Fri 4 Dec at 18:00": "on Sat 5 Dec at 18:00")."""
-    if parse_key(fact.key).name != "event" or _KEPT_DAY_ONLY.search(fact.value) is None:
-        return fact
-    old = next((f for f in known if f.key == fact.key), None)
-    kept = _KEPT_TIME.search(old.value) if old is not None else None
-    return fact if kept is None else fact.model_copy(update={"value": fact.value + kept["at"]})
-
-
 def read_said(
     text: str,
     known: Sequence[Fact],
@@ -453,8 +412,8 @@ def read_said(
         stated, replaced = renamed
     else:
         stated, replaced = _correct_last(text, previous, turn=turn)
-    events = tuple(_of_known_event(f, known) for f in stated)
-    dated = tuple(_keeps_its_time(f, known) for f in dated_facts(events, said_at, zone))
+    events = tuple(of_known_event(f, known) for f in stated)
+    dated = tuple(moved_event(f, known) for f in dated_facts(events, said_at, zone))
     new_keys = {f.key: d.key for f, d in zip(stated, dated, strict=True)}
     # A key that holds a dated value is the dated value's: the old fact's too.
     return Said(
