@@ -1203,6 +1203,23 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm going to visit my parents at Christmas", "what plans do I have for Christmas?"],
          "to visit your parents at Christmas"),
     ],
+    "a deed said done cancels the reminder set for it": [
+        (["remind me tomorrow at 9am to call the bank", "I called the bank"],
+         "Great, that's done: I've cancelled its reminder: call the bank."),
+        (["remind me on Monday to mark the tests", "I finished marking the tests"],
+         "I've cancelled its reminder: mark the tests."),
+        (["remind me tomorrow at 9am to water the plants", "done watering the plants",
+          "what reminders do I have?"], "no reminders are set"),
+        (["remind me tomorrow at 9am to ring Joe", "I called her", "what reminders do I have?"],
+         "ring Joe, tomorrow"),
+        (["remind me tomorrow at 9am to call the bank", "I called the plumber",
+          "what reminders do I have?"], "call the bank, tomorrow"),
+    ],
+    "work said with what one teaches": [
+        (["I teach maths at Hillside Primary", "where do I teach?"],
+         "You work at Hillside Primary."),
+        (["I'm a teacher", "what do I teach?"], "You work as a teacher."),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

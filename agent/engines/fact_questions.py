@@ -47,10 +47,11 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          "about any pets"),
         (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
          "about your family and friends"),
-        (r"\bwhere do i work\b|\bwhat(?:'s| is) my (?:job|work|profession)\b|\bwho do i work for\b"
-         r"|\bwho(?:'s| is) my employer\b", "job workplace ex_workplace",
+        (r"\bwhere do i (?:work|teach)\b|\bwhat(?:'s| is) my (?:job|work|profession)\b"
+         r"|\bwho do i work for\b|\bwho(?:'s| is) my employer\b", "job workplace ex_workplace",
          "about your work"),
-        (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i do\??$", "job", "your job"),
+        (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i (?:do|teach)\??$", "job",
+         "your job"),
         (r"\bwhat (?:do i study|am i studying|is my (?:major|subject|degree|course))\b"
          r"|\bwhat(?:'s| is) my (?:major|subject|degree|course)\b", "study",
          "what you study"),

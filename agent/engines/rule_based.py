@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from agent.engines.rule_countdown import answer_days_until
@@ -89,6 +90,7 @@ from agent.engines.rule_todos import (
     kept_open,
     reminder_set,
     reminders_not_needed,
+    said_done,
     scheduled_jobs,
     todo_acks,
 )
@@ -278,18 +280,25 @@ class RuleBasedConcierge:
         elif is_reminder_request(text):
             parts.append(REMINDER_FORMS)
             intents.append("reminder_unreadable")
-        parts.extend(todo_acks(reading.loops, intents))
+        done = [] if change or reading.reminder else reminders_not_needed(packet, reading)
+        # "I finished marking the tests", on no list: its reminder's deed, not a missing to-do.
+        loops = reading.loops
+        deeds = [t for t in loops.unmatched if not any(said_done(ref, [t]) for ref in done)]
+        parts.extend(todo_acks(replace(loops, unmatched=tuple(deeds)), intents))
         personal = message.chat_type in PERSONAL_CHAT_TYPES
         parts.extend(
             fact_acks(
                 known, reading.new_facts, intents, kept=self._promotion.keeps, personal=personal
             )
         )
-        done = [] if change or reading.reminder else reminders_not_needed(packet, reading)
         if done:  # "I called the plumber", "cancel my flight": its reminder is not needed
             jobs += tuple(done)
             labels = "; ".join(in_second_person(ref.label) for ref in done)
-            parts.append(f"I've cancelled its reminder too: {labels}.")
+            if parts:
+                parts.append(f"I've cancelled its reminder too: {labels}.")
+            else:  # the deed of a reminder set alone
+                parts.append(f"Great, that's done: I've cancelled its reminder: {labels}.")
+                intents.append("cancel_reminder")
         scheduled = scheduled_jobs(packet, jobs)
         for ref, due in [] if change else moved_with(known, new_facts, scheduled, now, zone):
             # "my flight got moved to Saturday": its reminder moves with it

@@ -18,7 +18,13 @@ from zoneinfo import ZoneInfo
 from agent.engines.rule_reading import Reading, due_order, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person, parse_key
 from agent.memory.rules.dialogue_acts import read_acts
-from agent.memory.rules.extraction import Clause, content_stems, match_loop
+from agent.memory.rules.extraction import (
+    Clause,
+    content_stems,
+    extract_closers,
+    match_loop,
+    names_its_thing,
+)
 from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate, loop_owner, update_dialogue_loops
 from agent.memory.schemas import (
@@ -36,6 +42,8 @@ __all__ = [
     "job_line",
     "kept_open",
     "reminder_set",
+    "reminders_not_needed",
+    "said_done",
     "scheduled_jobs",
     "todo_acks",
 ]
@@ -215,10 +223,20 @@ def scheduled_jobs(packet: ConversationContextPacket, jobs: Sequence[JobRef]) ->
     return sorted((ref for ref in by_id.values() if ref.status != "cancelled"), key=due_order)
 
 
+def said_done(ref: JobRef, deeds: Sequence[str]) -> bool:
+    """Whether one of ``deeds``, said done ("I finished marking the tests", "I called the
+    bank"), is what reminder ``ref`` is for ("mark the tests", "call the bank")."""
+    label = OpenLoop(loop_id=ref.job_id, text=ref.label, opened_turn=0)
+    # A deed said with what it was done to: "I called her" may be of another call.
+    named = [deed for deed in deeds if names_its_thing(deed)]
+    return bool(ref.label) and any(match_loop(deed, [label]) is label for deed in named)
+
+
 def reminders_not_needed(packet: ConversationContextPacket, reading: Reading) -> list[JobRef]:
     """The reminders set for a to-do this message ticks off ("I called the plumber": the
-    reminder to call the plumber) or for a plan or event it calls off ("cancel my flight": the
-    reminder about the flight), cancelled: they are no longer needed."""
+    reminder to call the plumber), for a deed it says done that is on no list ("I called the
+    bank": the reminder was set alone), or for a plan or event it calls off ("cancel my
+    flight": the reminder about the flight), cancelled: they are no longer needed."""
     done = [lp for lp in reading.loops.closed if lp not in reading.loops.removed]
     ended = [
         content_stems(f.value)
@@ -235,7 +253,11 @@ def reminders_not_needed(packet: ConversationContextPacket, reading: Reading) ->
         for ref in scheduled_jobs(packet, ())
         if ref.kind == "reminder"
         and utc(ref.due_at or reading.now) > reading.now
-        and (of_what_ended(ref.label) or any(match_loop(ref.label, [lp]) is lp for lp in done))
+        and (
+            of_what_ended(ref.label)
+            or any(match_loop(ref.label, [lp]) is lp for lp in done)
+            or said_done(ref, [closer.text for closer in extract_closers(reading.text)])
+        )
     ]
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "list_left",
     "match_loop",
     "match_reminder",
+    "names_its_thing",
     "normalize_text",
     "split_clauses",
     "without_mention",
@@ -376,6 +377,12 @@ def content_stems(text: str) -> frozenset[str]:
 _SAME_DEED = {"speak": "call", "talk": "call", "phon": "call", "ring": "call", "got": "buy",
               "get": "buy", "purchas": "buy"}  # fmt: skip
 _NOT_THINGS = frozenset({"them", "it", "her", "him", "that", "this", "those", "these"})
+
+
+def names_its_thing(closer: str) -> bool:
+    """Whether a deed said done names what it was done to ("I called the bank"), not only a
+    pronoun ("I called her": which call?)."""
+    return len(content_stems(closer) - _NOT_THINGS) > 1
 
 
 def _deeds(stems: frozenset[str]) -> frozenset[str]:
