@@ -252,6 +252,50 @@ async def test_a_due_reminder_records_its_turn_and_sends_the_reminder_text(chat)
     assert await statuses(chat.db) == [("delivered", 1001), ("delivered", 1002)]
 
 
+async def test_a_repeating_reminder_fires_and_its_next_one_is_set_and_kept_across_a_restart(
+    chat, tmp_path
+):
+    """A reminder set "every day" fires like any other; the turn that fires it sets the next
+    one, a day later on the clock it was set on, which is scheduled at once and is still
+    active for a lane opened again on the same files (a crash between the two loses none)."""
+    await chat.service.on_message(said("remind me every day at 8am to take my vitamins"))
+    assert "every day at 08:00 UTC to take your vitamins" in chat.outbox.texts()[-1]
+    [first] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
+    assert first.repeat is not None
+    assert first.due_at is not None
+    await chat.service.job_due(CHAT, first)
+    await chat.service.join()
+    assert chat.outbox.texts()[-1] == "⏰ Reminder: take my vitamins"
+    [second] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
+    assert second.job_id != first.job_id
+    assert second.label == first.label
+    assert second.repeat == first.repeat
+    assert second.due_at is not None
+    assert second.due_at.strftime("%H:%M") == "08:00"
+    assert second.due_at > max(first.due_at, datetime.now(UTC))
+    assert second.due_at - max(first.due_at, datetime.now(UTC)) <= timedelta(days=1)
+    await chat.service.on_message(said("what reminders do I have?"))
+    assert "take your vitamins, every day at 08:00 (next: " in chat.outbox.texts()[-1]
+    await chat.service.shutdown()
+    await chat.lane.shutdown()
+    settings = settings_for(tmp_path)
+    again = build_lane(settings, await open_database(settings))
+    await again.hydrate()
+    assert [job for chat_id, job in again.active_jobs() if chat_id == CHAT] == [second]
+    await again.shutdown()
+
+
+async def test_a_repeating_reminder_cancelled_sets_no_next_one(chat):
+    await chat.service.on_message(said("remind me every Monday at 9am to put the bins out"))
+    [job] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
+    await chat.service.on_message(said("cancel the bins reminder"))
+    assert chat.outbox.texts()[-1] == "Cancelled the reminder: put the bins out."
+    await chat.service.job_due(CHAT, job)  # its timer, late: the job is no longer active
+    await chat.service.join()
+    assert [j for c, j in chat.lane.active_jobs() if c == CHAT] == []
+    assert "⏰" not in chat.outbox.texts()[-1]
+
+
 async def test_journaled_updates_are_marked_by_what_their_handling_returned(chat):
     """Entries run in chat order through the transport's reader: handled, done; unreadable or
     failing, one failed attempt each (no shared sets: the reader raises)."""

@@ -311,16 +311,35 @@ async def test_make_it_with_no_time_moves_no_reminder(lane, chat_text):
 
 
 @pytest.mark.parametrize(
-    "repeating",
+    ("repeating", "said"),
     [
-        "remind me every morning to take vitamins",
-        "remind me every Monday at 9am to water the plants",
-        "set a daily reminder to stretch",
+        ("remind me every morning to take vitamins", "every day at 09:00 UTC"),
+        ("remind me every Monday at 9am to water the plants", "every Monday at 09:00 UTC"),
+        ("set a daily reminder to stretch", "every day at 09:00 UTC"),
+        ("set a weekly reminder to call grandma", "every Thursday at 09:00 UTC"),
     ],
 )
-async def test_a_repeating_reminder_is_refused_with_what_works(lane, repeating):
+async def test_a_repeating_reminder_is_set_as_its_next_occurrence_with_its_rule(
+    lane, repeating, said
+):
     result = await Conversation(lane).say(repeating, T0)
-    assert "one-time" in (result.turn.assistant_text or "")
+    assert said in (result.turn.assistant_text or "")
+    [job] = result.turn.job_refs
+    assert job.status == "scheduled"
+    assert job.repeat is not None
+
+
+@pytest.mark.parametrize(
+    "repeating",
+    [
+        "remind me every month to pay the rent",
+        "remind me every hour to drink water",
+        "remind me every other day to water the plants",
+    ],
+)
+async def test_a_repeat_no_rule_reads_is_refused_with_what_works(lane, repeating):
+    result = await Conversation(lane).say(repeating, T0)
+    assert "every day, every weekday or every week" in (result.turn.assistant_text or "")
     assert result.turn.job_refs == ()
 
 

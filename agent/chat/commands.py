@@ -5,8 +5,7 @@ turns of it (a ``/history`` is not something to summarise). Each returns a
 :class:`CommandReply`; the Telegram adapter and the console render it their own way.
 
 Covered by ``tests/test_telegram_sessions.py``, ``tests/test_console_sessions.py``,
-``tests/test_memory_commands.py`` and ``tests/test_chat_service.py`` (each command as a user
-sends it).
+``tests/test_memory_commands.py``, ``tests/test_chat_service.py`` (each command as sent).
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from agent.memory import (
 )
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.packet_lines import fact_line
+from agent.memory.rules.recurrence import say_repeat
 
 __all__ = ["COMMANDS", "CommandCenter", "CommandReply"]
 
@@ -128,6 +128,8 @@ def _loop_line(loop: OpenLoop) -> str:
 
 def _job_line(job: JobRef) -> str:
     due = f" at {job.due_at:%Y-%m-%d %H:%M} UTC" if job.due_at else ""
+    if job.repeat is not None:  # "- reminder: take your pills, every day at 08:00 (next at ...)"
+        due = f", {say_repeat(job.repeat)} (next{due})"
     return f"- reminder: {in_second_person(job.label) if job.label else job.job_id}{due}"
 
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from typing import Any, Protocol
 
+from agent.chat.job_table import JobTable
 from agent.memory import ConversationLane, ConversationTurn, JobRef
 from agent.memory.schemas import utc_now
 
@@ -76,6 +77,8 @@ class Reminders:
         on_due: called with ``(chat_id, job)`` when a reminder falls due; it records and
             delivers the reminder (through the chat's ordered queue).
         clock: returns the current time.
+        jobs: the jobs table of a bot whose workers share one database: each reminder set is
+            a row there too (added, or deleted when cancelled), which one worker claims.
     """
 
     def __init__(
@@ -85,13 +88,15 @@ class Reminders:
         on_due: Callable[[int, JobRef], Awaitable[None]],
         *,
         clock: Callable[[], datetime] = utc_now,
+        jobs: JobTable | None = None,
     ) -> None:
         self._lane = lane
         self._scheduler = scheduler
         self._on_due = on_due
         self._clock = clock
+        self._jobs = jobs
 
-    def schedule_active(self) -> int:
+    async def schedule_active(self) -> int:
         """Schedule every reminder still active in the lane (at start-up); return how many."""
         count = 0
         for chat_id, job in self._lane.active_jobs():
@@ -100,13 +105,18 @@ class Reminders:
                 count += 1
         if count:
             logger.info("re-scheduled %d reminders", count)
+        if self._jobs is not None:
+            await self._jobs.track_reminders(self._lane.active_jobs())
         return count
 
-    def schedule_from_turn(self, chat_id: int, turn: ConversationTurn) -> None:
-        """Schedule the reminders a just-committed turn set."""
+    async def schedule_from_turn(self, chat_id: int, turn: ConversationTurn) -> None:
+        """Schedule the reminders a just-committed turn set (a message's, or a repeating
+        reminder's firing, which sets its next one), and forget those it cancelled."""
         for job in turn.job_refs:
             if job.kind == "reminder" and job.status == "scheduled":
                 self._schedule(chat_id, job)
+        if self._jobs is not None:
+            await self._jobs.track_reminders((chat_id, ref) for ref in turn.job_refs)
 
     def _schedule(self, chat_id: int, job: JobRef) -> None:
         now = self._clock()

@@ -131,7 +131,7 @@ class ChatService:
         self.journal = journal
         self._db = db
         self.commands = CommandCenter(lane, db)
-        self.reminders = Reminders(lane, scheduler, self.job_due)
+        self.reminders = Reminders(lane, scheduler, self.job_due, jobs=jobs)
         self.dispatcher: ChatDispatcher[int, _Work] = ChatDispatcher(
             self._handle, max_concurrent=max_concurrent_chats
         )
@@ -260,9 +260,7 @@ class ChatService:
                 pending,
                 "chats of unprocessed updates" if self.shared else "unprocessed updates",
             )
-        self.reminders.schedule_active()
-        if self._jobs is not None:
-            await self._jobs.track_reminders(self.lane.active_jobs())
+        await self.reminders.schedule_active()
         return len(undelivered), pending
 
     async def redeliver(self, older_than: timedelta) -> None:
@@ -297,10 +295,7 @@ class ChatService:
         and send the reply (call it in the chat's order)."""
         result = await self.lane.on_turn(message, self.engine)
         if not result.duplicate:
-            self.reminders.schedule_from_turn(message.chat_id, result.turn)
-            if self._jobs is not None:
-                refs = ((message.chat_id, ref) for ref in result.turn.job_refs)
-                await self._jobs.track_reminders(refs)
+            await self.reminders.schedule_from_turn(message.chat_id, result.turn)
         if result.needs_delivery:
             await self._deliver(message.chat_id, result.turn)
 
@@ -421,6 +416,7 @@ class ChatService:
                 # Fired now, or before (no longer active in the session): done either way.
                 await self._jobs.complete(job.job_id)
             if result is not None:
+                await self.reminders.schedule_from_turn(chat_id, result.turn)  # a series' next
                 await self._deliver(chat_id, result.turn)
 
     async def _process_read(self, entry: JournalEntry) -> None:

@@ -114,7 +114,13 @@ from agent.memory.rules.session_rules import (
     update_open_loops,
 )
 from agent.memory.rules.value_corrections import read_said
-from agent.memory.schemas import ConversationContextPacket, InboundMessage, JobRef, Reply
+from agent.memory.schemas import (
+    ConversationContextPacket,
+    InboundMessage,
+    JobRef,
+    Repeat,
+    Reply,
+)
 from agent.memory.writer import PromotionPolicy
 from agent.utils import ids
 
@@ -262,13 +268,14 @@ class RuleBasedConcierge:
         jobs: tuple[JobRef, ...] = ()
         change = None if reminder or ahead else change_reminders(packet, reading)
         if reading.reminder is not None:
-            jobs = (self._reminder(reading.reminder.label, reading.reminder.due_at),)
+            request = reading.reminder
+            jobs = (self._reminder(request.label, request.due_at, request.repeat),)
             parts.append(reminder_set(reading.reminder, now, zone))
             intents.append("set_reminder")
         elif change is not None:
             jobs = tuple(r.model_copy(update={"status": "cancelled"}) for r in change.cancelled)
             if change.due_at is not None:
-                jobs += (self._reminder(change.label, change.due_at),)
+                jobs += (self._reminder(change.label, change.due_at, change.repeat),)
             parts.append(change.text)
             intents.append(change.intent)
         elif ahead is not None:  # of a thing without a day known: say so, and how instead
@@ -328,9 +335,13 @@ class RuleBasedConcierge:
             job_refs=jobs,
         )
 
-    def _reminder(self, label: str, due_at: datetime) -> JobRef:
+    def _reminder(self, label: str, due_at: datetime, repeat: Repeat | None = None) -> JobRef:
         return JobRef(
-            job_id=self._job_ids(), kind="reminder", label=label or "reminder", due_at=due_at
+            job_id=self._job_ids(),
+            kind="reminder",
+            label=label or "reminder",
+            due_at=due_at,
+            repeat=repeat,
         )
 
 

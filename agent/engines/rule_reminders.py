@@ -29,8 +29,9 @@ from agent.engines.rule_reading import Reading, say_when, utc
 from agent.engines.rule_reminder_hour import hour_asked
 from agent.memory.longterm.memory_slots import in_second_person
 from agent.memory.rules.extraction import content_stems
+from agent.memory.rules.recurrence import moved_to, repeat_said, say_repeat
 from agent.memory.rules.reminder_time import due_instead, due_time, read_delay, with_meridiem
-from agent.memory.schemas import ConversationContextPacket, JobRef
+from agent.memory.schemas import ConversationContextPacket, JobRef, Repeat
 from agent.utils.time_zones import DEFAULT_ZONE, find_zone, zone_label
 
 __all__ = ["ReminderChange", "answer_time", "change_reminders"]
@@ -88,7 +89,7 @@ _MAKE_IT = re.compile(
     r"(?P<when>.{1,80}?)[\s.!?]*$",
     _F,
 )
-# "remind me every morning ...", "a daily reminder": reminders fire once.
+# "remind me every month ...", "an hourly reminder": repeats that are not read (recurrence).
 _REPEATING = re.compile(
     r"\b(?:remind me|reminders?|alarms?|wake me)\b.*\b(?:every|each)\s+(?:other\s+)?(?:day|morning"
     r"|afternoon|evening|night|week|weekday|weekend|month|year|hour|monday|tuesday|wednesday"
@@ -97,8 +98,8 @@ _REPEATING = re.compile(
     _F,
 )
 _ONE_TIME = (
-    "I can only set one-time reminders so far: say when, e.g. “remind me tomorrow at 8am to "
-    "take my vitamins”, and set the next one when it fires."
+    "I can repeat a reminder every day, every weekday or every week, e.g. “remind me every "
+    "Monday at 9am to put the bins out”; not every month, year or hour yet."
 )
 _AMOUNT = re.compile(
     r"(?:in|for|by|another)?\s*(?P<n>\d{1,4}(?:[.,]\d{1,2})?\s*|half an?\s+|an?\s+|[a-z]+\s+)"
@@ -161,6 +162,7 @@ class ReminderChange:
         cancelled: the active reminders to cancel (their refs, as they stand).
         label: the snoozed reminder's label (with ``due_at``: the reminder to set).
         due_at: when the snoozed reminder fires again; ``None`` sets none.
+        repeat: how the reminder set repeats: a series snoozed or moved goes on.
     """
 
     text: str
@@ -168,12 +170,13 @@ class ReminderChange:
     cancelled: tuple[JobRef, ...] = ()
     label: str = ""
     due_at: datetime | None = None
+    repeat: Repeat | None = None
 
 
 def change_reminders(packet: ConversationContextPacket, reading: Reading) -> ReminderChange | None:
     """Cancel, snooze or move the reminders ``reading`` names (or refuse a repeating one), or
     return ``None`` if it asks none of these."""
-    if _REPEATING.search(reading.text):
+    if _REPEATING.search(reading.text) and repeat_said(reading.text) is None:
         return ReminderChange(_ONE_TIME, "reminder_unreadable")
     just_set = _just_set(packet)
     if just_set and _CANCEL_THAT.match(reading.text):  # "cancel that", of the one just set
@@ -418,7 +421,8 @@ def _snooze(packet: ConversationContextPacket, reading: Reading, rest: str) -> R
     said = f"Snoozed: I'll remind you {when}" + (
         f" to {in_second_person(label)}." if label else "."
     )
-    return ReminderChange(said, "set_reminder", cancelled, label, due)
+    repeat = cancelled[0].repeat if cancelled else None  # this one late, the series as it was
+    return ReminderChange(said, "set_reminder", cancelled, label, due, repeat)
 
 
 def _move(
@@ -459,8 +463,12 @@ def _move(
             "tomorrow at 9am”.",
             "reminder_unreadable",
         )
-    said = f"Moved: I'll remind you {say_when(due, reading.now, reading.zone)}" + (
+    when = say_when(due, reading.now, reading.zone)
+    cancelled = (ref,) if ref.status == "scheduled" else ()
+    repeat = moved_to(ref.repeat, due) if cancelled and ref.repeat is not None else None
+    if repeat is not None:  # the series moves: "every day at 19:00 UTC ..., the next one ..."
+        when = f"{say_repeat(repeat)} {zone_label(reading.zone)}"
+    said = f"Moved: I'll remind you {when}" + (
         f" to {in_second_person(ref.label)}." if ref.label else "."
     )
-    cancelled = (ref,) if ref.status == "scheduled" else ()
-    return ReminderChange(said, "set_reminder", cancelled, ref.label, due)
+    return ReminderChange(said, "set_reminder", cancelled, ref.label, due, repeat)

@@ -25,6 +25,7 @@ from agent.memory.rules.extraction import (
     match_loop,
     names_its_thing,
 )
+from agent.memory.rules.recurrence import say_repeat
 from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate, loop_owner, update_dialogue_loops
 from agent.memory.schemas import (
@@ -34,6 +35,7 @@ from agent.memory.schemas import (
     JobRef,
     OpenLoop,
 )
+from agent.utils.time_zones import zone_label
 
 __all__ = [
     "REMINDER_FORMS",
@@ -110,11 +112,20 @@ def kept_open(
 
 
 def reminder_set(reminder: ReminderRequest, now: datetime, zone: ZoneInfo) -> str:
-    """Say that ``reminder`` is set, and when (on the clock of ``zone``)."""
+    """Say that ``reminder`` is set, and when (on the clock of ``zone``): a repeating one says
+    its rule and its first time ("every day at 08:00 UTC ..., the first one tomorrow")."""
     when = say_when(reminder.due_at, now, zone)
-    if not reminder.label:
-        return f"I'll remind you {when}."
-    return f"I'll remind you {when} {reminder.link} {in_second_person(reminder.label)}."
+    what = f" {reminder.link} {in_second_person(reminder.label)}" if reminder.label else ""
+    if reminder.repeat is None:
+        return f"I'll remind you {when}{what}."
+    rule = f"{say_repeat(reminder.repeat)} {zone_label(zone)}"
+    first = _today(when)
+    return f"I'll remind you {rule}{what}; the first one {first}. Say “cancel it” to stop them."
+
+
+def _today(when: str) -> str:
+    """A time said as :func:`say_when` says today's, with its day: "today at 08:00 UTC"."""
+    return f"today {when}" if when.startswith("at ") else when
 
 
 def _listing(items: Sequence[str]) -> str:
@@ -267,6 +278,8 @@ def job_line(ref: JobRef, reading: Reading) -> str:
     if ref.due_at is None:
         return f"• {label}"
     when = say_when(ref.due_at, reading.now, reading.zone)
+    if ref.repeat is not None:  # "• take your vitamins, every day at 08:00 (next: tomorrow ...)"
+        return f"• {label}, {say_repeat(ref.repeat)} (next: {_today(when)})"
     return f"• {label} (was due {when})" if utc(ref.due_at) <= reading.now else f"• {label}, {when}"
 
 

@@ -48,6 +48,7 @@ from agent.memory.lane_parts.turn_edits import EditOutcome, TurnEditor
 from agent.memory.longterm.memory_consolidator import ConsolidationReport, MemoryConsolidator
 from agent.memory.longterm.memory_store import MemoryStore, SqliteMemoryStore
 from agent.memory.reply_engine import ReplyEngine
+from agent.memory.rules.recurrence import fired
 from agent.memory.schemas import (
     ConversationTurn,
     InboundMessage,
@@ -266,7 +267,8 @@ class ConversationLane:
 
         The turn carries the job ref with status ``done``, so the job leaves the session's
         active jobs in the same commit that records the message: a job fires once, even across
-        a crash and restart (the reply is then delivered as any undelivered turn, I4).
+        a crash and restart (the reply is then delivered as any undelivered turn, I4). A
+        repeating reminder's next occurrence is scheduled in that commit too.
 
         Args:
             chat_id: the chat whose session holds the job.
@@ -295,7 +297,7 @@ class ConversationLane:
                 text=text,
                 intent=f"{job.kind}_due",
                 action_name=f"{job.kind}_fired",
-                job_refs=(job.model_copy(update={"status": "done"}),),
+                job_refs=fired(job, self._parts.clock()),
             )
             return await self._turns.commit(live, False, message, reply, None)
 

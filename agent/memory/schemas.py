@@ -19,6 +19,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from agent.memory.group_schemas import Decision, Participant, Proposal
+from agent.memory.job_schemas import JobRef, JobStatus, Repeat, RepeatEvery
 from agent.memory.longterm.memory_schemas import (
     Memory,
     MemoryCandidate,
@@ -52,6 +53,8 @@ __all__ = [
     "MemoryStatus",
     "OpenLoop",
     "PendingClarification",
+    "Repeat",
+    "RepeatEvery",
     "Reply",
     "ResponseType",
     "RetrievedItem",
@@ -86,7 +89,6 @@ TurnStatus = Literal["answered", "delivered", "recorded"]
 #: ``clarification``: the bot asked the user a question it waits for (a pending clarification).
 ResponseType = Literal["none", "text", "action", "clarification"]
 ChatType = Literal["private", "group", "supergroup", "channel", "console"]
-JobStatus = Literal["scheduled", "done", "cancelled"]
 #: How a fact was said: plainly, hedged ("I think I like jazz"), or correcting ("no, May 14").
 FactMode = Literal["stated", "hedged", "corrected"]
 #: Where a retrieved item comes from: an older turn, a summary delta, a long-term memory.
@@ -138,20 +140,6 @@ class InboundMessage(Value):
     message_id: int | None = None
     wants_reply: bool = True
     received_at: datetime = Field(default_factory=utc_now)
-
-
-class JobRef(Value):
-    """A scheduled job (a reminder, a background task) the conversation refers to.
-
-    A turn that carries a job ref with status ``scheduled`` adds it to the session's active
-    jobs; a later turn carrying the same ``job_id`` as ``done`` or ``cancelled`` removes it.
-    """
-
-    job_id: str
-    kind: str = "job"
-    label: str = ""
-    due_at: datetime | None = None
-    status: JobStatus = "scheduled"
 
 
 class OpenLoop(Value):

@@ -1,5 +1,7 @@
 """Reading a request for a timed reminder: "remind me in 10 minutes to call mom", "remind me
-tomorrow at 8am to take my vitamins", "at 6pm remind me to ...", "set a timer for 10 minutes".
+tomorrow at 8am to take my vitamins", "at 6pm remind me to ...", "set a timer for 10 minutes";
+or a repeating one, "remind me every Monday at 9am to put the bins out"
+(:mod:`agent.memory.rules.recurrence`).
 
 The time phrase's grammar and its reading are :mod:`agent.memory.rules.reminder_time`'s; this
 module finds the request, its time phrase and its label, clause by clause (the clauses of
@@ -10,13 +12,15 @@ Tested by ``tests/test_reminder_time.py`` and ``tests/test_extraction.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from agent.memory.rules.extraction import clean_value, match_reminder, split_clauses
+from agent.memory.rules.recurrence import next_occurrence, repeat_said
 from agent.memory.rules.reminder_time import due_time
 from agent.memory.rules.todo_openers import is_deed
+from agent.memory.schemas import Repeat
 from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = ["ReminderRequest", "is_reminder_request", "parse_reminder"]
@@ -30,11 +34,13 @@ class ReminderRequest:
         label: what to remind of (``call mom``); empty when the user gave nothing.
         due_at: when, in UTC.
         link: the word before the label: ``to``, ``about`` (also for "for") or ``that``.
+        repeat: how it repeats, if it does (``due_at`` is then its first occurrence).
     """
 
     label: str
     due_at: datetime
     link: str = "to"
+    repeat: Repeat | None = None
 
 
 def is_reminder_request(text: str) -> bool:
@@ -59,6 +65,13 @@ def parse_reminder(
         now: the time the message was received (a naive time is taken as UTC).
         zone: the user's time zone (UTC unless they set one).
     """
+    repeating = repeat_said(text)
+    if repeating is not None:  # read as the one-time request it starts as, then repeated
+        first = parse_reminder(repeating.text, now, zone)
+        if first is None:
+            return None
+        repeat = repeating.rule(first.due_at, zone)
+        return replace(first, due_at=next_occurrence(repeat, now), repeat=repeat)
     for clause in split_clauses(text):
         match = match_reminder(clause.text)
         if match is None:

@@ -1,0 +1,48 @@
+"""The jobs a conversation refers to: a reminder set for a time, and how a repeating one
+repeats. Part of the session state and of each turn (:mod:`agent.memory.schemas` re-exports
+them).
+
+Covered by ``tests/test_recurrence.py`` and ``tests/test_conversation_state_manager.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from agent.memory.schema_base import Value
+
+__all__ = ["JobRef", "JobStatus", "Repeat", "RepeatEvery"]
+
+JobStatus = Literal["scheduled", "done", "cancelled"]
+RepeatEvery = Literal["day", "weekday", "week"]
+
+
+class Repeat(Value):
+    """How a repeating reminder repeats (:mod:`agent.memory.rules.recurrence`): every day,
+    every weekday (Monday to Friday) or every week on ``weekday`` (0 is Monday), at ``at``
+    (``HH:MM``) on the wall clock of ``zone`` (an IANA name)."""
+
+    every: RepeatEvery
+    at: str = Field(pattern=r"^(?:[01]\d|2[0-3]):[0-5]\d$")
+    weekday: int | None = Field(default=None, ge=0, le=6)
+    zone: str = "UTC"
+
+
+class JobRef(Value):
+    """A scheduled job (a reminder, a background task) the conversation refers to.
+
+    A turn that carries a job ref with status ``scheduled`` adds it to the session's active
+    jobs; a later turn carrying the same ``job_id`` as ``done`` or ``cancelled`` removes it.
+    A repeating reminder (``repeat``) is its next occurrence: the turn that fires it schedules
+    the one after.
+    """
+
+    job_id: str
+    kind: str = "job"
+    label: str = ""
+    due_at: datetime | None = None
+    status: JobStatus = "scheduled"
+    repeat: Repeat | None = None

@@ -1,0 +1,162 @@
+"""Reminders that repeat: "remind me every day at 8am to take my vitamins", "every Monday at
+9am remind me to put the bins out", "remind me on weekdays at 7:30 to leave for the train".
+
+A repeating reminder is one job at a time, its next occurrence, that carries its rule
+(:class:`~agent.memory.schemas.Repeat`). The turn that fires it also schedules the one after
+(:meth:`~agent.memory.ConversationLane.complete_job`), in one commit: a crash between the two
+neither loses the series nor fires an occurrence twice. The rule keeps the time of day and the
+zone it was said in, so an occurrence is on the user's wall clock (08:00 stays 08:00 across a
+change of summer time) and never counts from when the one before fired (a late or snoozed one
+does not shift the series).
+
+Read (:func:`repeat_said`):
+
+- every day: "every day", "daily", "each day", "a daily reminder"; "every morning" (09:00
+  unless a time is said, and a bare hour is the morning's), "every afternoon" (15:00),
+  "every evening" (19:00), "every night" (21:00);
+- Monday to Friday: "every weekday", "on weekdays", "every workday", "every working day";
+- every week: "every Monday", "on Mondays", "each Monday"; "every week" (on the day it is
+  first due), "a weekly reminder".
+
+Not read: every month, year or hour, "every other day", "every 3 days", weekends; the concierge
+says which it can do. Pure functions of their arguments. Tested by ``tests/test_recurrence.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from agent.memory.rules.reminder_time import says_clock, spoken_clock, with_meridiem
+from agent.memory.schemas import JobRef, Repeat, RepeatEvery
+from agent.utils import ids
+
+__all__ = ["RepeatSaid", "fired", "moved_to", "next_occurrence", "repeat_said", "say_repeat"]
+
+_F = re.IGNORECASE
+_WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+_DAY_NAME = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_EVERY = re.compile(
+    r"\b(?:(?:every|each)\s+(?:single\s+)?(?P<unit>day|morning|afternoon|evening|night|weekday"
+    rf"|work(?:ing)?\s?day|week|(?P<day>{_DAY_NAME}))|(?P<daily>daily|weekly)(?P<noun>\s+(?:reminder|alarm))?"
+    rf"|on\s+(?P<days>{_DAY_NAME}s"
+    r"|weekdays|workdays))\b(?:\s+(?:at|in)\s+the\s+(?:morning|afternoon|evening|night))?",
+    _F,
+)
+# The time of day a part of the day is, when no time is said.
+_PART_CLOCK = {"morning": "at 9am", "afternoon": "at 3pm", "evening": "at 7pm", "night": "at 9pm"}
+_WORKDAYS = frozenset({"weekday", "workday", "work day", "workingday", "working day"})
+_DAY_STEP = timedelta(days=1)
+# A time said with its minutes but without morning or evening: "at 10:30".
+_CLOCK_OF_PART = re.compile(r"\bat\s+(?P<h>\d{1,2})[:.](?P<m>\d{2})\b(?!\s*[ap]\.?m)", _F)
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatSaid:
+    """A request for a repeating reminder, read: ``text`` is the request as a one-time one
+    ("remind me on Monday at 9am to ..."), whose first time gives the rule its time of day."""
+
+    text: str
+    every: RepeatEvery
+    weekday: int | None
+
+    def rule(self, first: datetime, zone: ZoneInfo) -> Repeat:
+        """The rule of a series whose one-time reading falls at ``first`` (UTC), in ``zone``."""
+        local = first.astimezone(zone)
+        weekday = self.weekday
+        if self.every == "week" and weekday is None:  # "every week": the day it first falls on
+            weekday = local.weekday()
+        return Repeat(every=self.every, at=f"{local:%H:%M}", weekday=weekday, zone=zone.key)
+
+
+def repeat_said(text: str) -> RepeatSaid | None:
+    """Read a request for a repeating reminder (see the module), or ``None``."""
+    match = _EVERY.search(text)
+    if match is None:
+        return None
+    daily = {"daily": "day", "weekly": "week"}.get((match["daily"] or "").casefold(), "day")
+    said = " ".join((match["day"] or match["days"] or match["unit"] or daily).casefold().split())
+    said = said.removesuffix("s") if match["days"] else said
+    before, after = text[: match.start()].strip(), text[match.end() :].strip()
+    if match["noun"]:  # "set a daily reminder to stretch": a reminder, at its time
+        before = f"{before}{match['noun']}"
+    before, after = spoken_clock(before), spoken_clock(after)  # "half past ten": "at 10+30"
+    clock = says_clock(f"{before} {after}")
+    weekday = _WEEKDAYS.index(said) if said in _WEEKDAYS else None
+    when = f"on {said}" if weekday is not None else ""
+    if said in _PART_CLOCK and not clock:
+        when = _PART_CLOCK[said]
+    elif said in _PART_CLOCK:  # "every evening at 7", "every night at 10:30": the evening's
+        before, after = _of_part(before, said), _of_part(after, said)
+    elif not clock:  # a day without a time, as a one-time reminder's: 09:00
+        when = f"{when} at 9am".strip()
+    every: RepeatEvery = "week" if weekday is not None or said == "week" else "day"
+    if said in _WORKDAYS:
+        every = "weekday"
+    words = " ".join(part for part in (before, when, after) if part)
+    return RepeatSaid(text=words, every=every, weekday=weekday)
+
+
+def _of_part(text: str, part: str) -> str:
+    """``text`` with its first hour said without morning or evening ("at 7", "at 10:30") said
+    as the ``part`` of the day it is of ("at 7pm", "at 22:30" in the evening)."""
+    evening = part != "morning"
+    said = with_meridiem(text, evening=evening)
+    if said is not None:
+        return said[0]
+    clock = _CLOCK_OF_PART.search(text)
+    if clock is None or not evening or not 1 <= int(clock["h"]) <= 11:
+        return text
+    return f"{text[: clock.start()]}at {int(clock['h']) + 12}:{clock['m']}{text[clock.end() :]}"
+
+
+def next_occurrence(repeat: Repeat, after: datetime) -> datetime:
+    """The first time after ``after`` that ``repeat`` falls at, in UTC (on the wall clock of
+    its zone: a time a change of summer time skips is read as the clocks read it)."""
+    zone = ZoneInfo(repeat.zone)
+    hour, minute = (int(part) for part in repeat.at.split(":"))
+    after = after.replace(tzinfo=UTC) if after.tzinfo is None else after  # naive: UTC
+    local = after.astimezone(zone)
+    day = local.date()
+    while True:
+        moment = datetime.combine(day, time(hour, minute), tzinfo=zone).astimezone(UTC)
+        weekday = day.weekday()
+        if moment > after and (
+            repeat.every == "day"
+            or (repeat.every == "weekday" and weekday < 5)
+            or (repeat.every == "week" and weekday == repeat.weekday)
+        ):
+            return moment
+        day += _DAY_STEP
+
+
+def say_repeat(repeat: Repeat) -> str:
+    """Say the rule: "every day at 08:00", "every weekday at 07:30", "every Monday at 09:00"."""
+    if repeat.every == "week" and repeat.weekday is not None:
+        return f"every {_WEEKDAYS[repeat.weekday].capitalize()} at {repeat.at}"
+    return f"every {repeat.every} at {repeat.at}"
+
+
+def fired(
+    job: JobRef, now: datetime, new_id: Callable[[], str] = ids.job_id
+) -> tuple[JobRef, ...]:
+    """The job refs of ``job`` firing at ``now``: it is done, and if it repeats, its next
+    occurrence (a new id from ``new_id``) is scheduled: the first after ``now`` and after the
+    time it was due (one fired days late does not fire the days it missed)."""
+    done = job.model_copy(update={"status": "done"})
+    if job.repeat is None:
+        return (done,)
+    after = max(now, job.due_at or now)
+    due = next_occurrence(job.repeat, after)
+    return done, job.model_copy(update={"job_id": new_id(), "due_at": due})
+
+
+def moved_to(repeat: Repeat, due: datetime) -> Repeat:
+    """The rule of a series moved so that its next occurrence is ``due`` ("move the stretch
+    reminder to 7pm": every day at 19:00; of a weekly one, to Tuesday: every Tuesday)."""
+    local = due.astimezone(ZoneInfo(repeat.zone))
+    weekday = local.weekday() if repeat.every == "week" else repeat.weekday
+    return repeat.model_copy(update={"at": f"{local:%H:%M}", "weekday": weekday})

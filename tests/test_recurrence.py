@@ -1,0 +1,137 @@
+"""Tests of agent/memory/rules/recurrence.py: reminders that repeat, read and stepped on the
+user's wall clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from agent.memory.rules.recurrence import fired, moved_to, next_occurrence, say_repeat
+from agent.memory.rules.reminder_requests import parse_reminder
+from agent.memory.schemas import JobRef, Repeat
+
+# Friday 27 November 2026, 05:00 UTC.
+NOW = datetime(2026, 11, 27, 5, 0, tzinfo=UTC)
+LISBON = ZoneInfo("Europe/Lisbon")
+NEW_YORK = ZoneInfo("America/New_York")
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "said", "first"),
+    [
+        ("remind me every day at 8am to take my vitamins", "take my vitamins",
+         "every day at 08:00", "2026-11-27 08:00"),
+        ("remind me daily at 21:00 to floss", "floss", "every day at 21:00", "2026-11-27 21:00"),
+        ("remind me to drink water every day", "drink water", "every day at 09:00",
+         "2026-11-27 09:00"),
+        ("remind me every morning to stretch", "stretch", "every day at 09:00",
+         "2026-11-27 09:00"),
+        ("remind me every evening at 7 to call mum", "call mum", "every day at 19:00",
+         "2026-11-27 19:00"),
+        ("every night at 10:30 remind me to lock the door", "lock the door",
+         "every day at 22:30", "2026-11-27 22:30"),
+        ("remind me every night at half past ten to lock the door", "lock the door",
+         "every day at 22:30", "2026-11-27 22:30"),
+        ("remind me every morning at 7:45 to feed the cat", "feed the cat",
+         "every day at 07:45", "2026-11-27 07:45"),
+        ("remind me every Monday at 9am to put the bins out", "put the bins out",
+         "every Monday at 09:00", "2026-11-30 09:00"),
+        ("every Monday at 9am remind me to put the bins out", "put the bins out",
+         "every Monday at 09:00", "2026-11-30 09:00"),
+        ("remind me on Thursdays at 6pm to go to choir", "go to choir",
+         "every Thursday at 18:00", "2026-12-03 18:00"),
+        ("remind me every Friday to send the timesheet", "send the timesheet",
+         "every Friday at 09:00", "2026-11-27 09:00"),
+        ("remind me on weekdays at 7:30 to leave for the train", "leave for the train",
+         "every weekday at 07:30", "2026-11-27 07:30"),
+        ("remind me every working day at 5pm to log my hours", "log my hours",
+         "every weekday at 17:00", "2026-11-27 17:00"),
+        ("remind me every week to call grandma", "call grandma", "every Friday at 09:00",
+         "2026-11-27 09:00"),
+    ],
+)  # fmt: skip
+def test_a_repeating_reminder_is_read_with_its_rule_and_first_time(text, label, said, first):
+    request = parse_reminder(text, NOW)
+    assert request is not None
+    assert request.repeat is not None
+    assert request.label == label
+    assert say_repeat(request.repeat) == said
+    assert f"{request.due_at:%Y-%m-%d %H:%M}" == first
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "remind me every month to pay the rent",
+        "remind me every hour to drink water",
+        "remind me every other day to water the plants",
+        "remind me every 3 days to change the filter",
+        "I go swimming every Monday",
+        "every day is a gift",
+    ],
+)
+def test_what_no_rule_reads_sets_no_repeating_reminder(text):
+    request = parse_reminder(text, NOW)
+    assert request is None or request.repeat is None
+
+
+def test_a_bare_hour_is_asked_about_not_guessed():
+    assert parse_reminder("remind me every day at 8 to walk the dog", NOW) is None
+    request = parse_reminder("remind me every day at 8am to walk the dog", NOW)
+    assert request is not None
+    assert request.repeat is not None
+
+
+def test_the_rule_keeps_the_zone_it_was_said_in():
+    request = parse_reminder("remind me every day at 8am to take my pills", NOW, NEW_YORK)
+    assert request is not None
+    assert request.repeat == Repeat(
+        every="day", at="08:00", zone="America/New_York"
+    )
+    assert request.due_at == datetime(2026, 11, 27, 13, 0, tzinfo=UTC)  # 08:00 in New York
+
+
+def test_each_occurrence_is_at_the_wall_clock_time_across_a_change_of_summer_time():
+    """Lisbon moves to summer time on Sunday 29 March 2026: 08:00 stays 08:00 on the clock."""
+    rule = Repeat(every="day", at="08:00", zone="Europe/Lisbon")
+    friday = datetime(2026, 3, 27, 8, 0, tzinfo=UTC)
+    days = [friday]
+    for _ in range(4):
+        days.append(next_occurrence(rule, days[-1]))
+    assert [f"{d.astimezone(LISBON):%a %H:%M}" for d in days] == [
+        "Fri 08:00", "Sat 08:00", "Sun 08:00", "Mon 08:00", "Tue 08:00",
+    ]  # fmt: skip
+    assert days[2] - days[1] == timedelta(hours=23)  # Saturday to Sunday: clocks go forward
+
+
+def test_weekdays_skip_the_weekend_and_weeks_keep_their_day():
+    weekdays = Repeat(every="weekday", at="07:30")
+    friday = datetime(2026, 11, 27, 7, 30, tzinfo=UTC)
+    assert f"{next_occurrence(weekdays, friday):%a %d %H:%M}" == "Mon 30 07:30"
+    weekly = Repeat(every="week", at="18:00", weekday=3)
+    assert f"{next_occurrence(weekly, friday):%a %d %H:%M}" == "Thu 03 18:00"
+
+
+def test_firing_a_repeating_reminder_sets_the_next_one_and_a_late_one_skips_what_it_missed():
+    rule = Repeat(every="day", at="08:00")
+    job = JobRef(job_id="j1", kind="reminder", label="pills", due_at=NOW, repeat=rule)
+    done, following = fired(job, NOW + timedelta(minutes=1), lambda: "j2")
+    assert (done.job_id, done.status) == ("j1", "done")
+    assert (following.job_id, following.status, following.label) == ("j2", "scheduled", "pills")
+    assert following.due_at == datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
+    three_days_late = NOW + timedelta(days=3, hours=5)
+    _, following = fired(job, three_days_late, lambda: "j3")
+    assert following.due_at == datetime(2026, 12, 1, 8, 0, tzinfo=UTC)  # not the missed ones
+    one_time = job.model_copy(update={"repeat": None})
+    assert fired(one_time, NOW, lambda: "j4") == (one_time.model_copy(update={"status": "done"}),)
+
+
+def test_a_series_moved_keeps_repeating_at_its_new_time_and_day():
+    daily = Repeat(every="day", at="08:00", zone="Europe/Lisbon")
+    summer_evening = datetime(2026, 7, 1, 18, 0, tzinfo=UTC)  # 19:00 in Lisbon
+    assert moved_to(daily, summer_evening) == daily.model_copy(update={"at": "19:00"})
+    weekly = Repeat(every="week", at="09:00", weekday=0)
+    tuesday = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    assert say_repeat(moved_to(weekly, tuesday)) == "every Tuesday at 09:00"
