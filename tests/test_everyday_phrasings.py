@@ -1239,6 +1239,21 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "what reminders do I have?"],
          "• stretch, every day at 08:00 (next: tomorrow at 08:10 UTC)"),
     ],
+    "a household's questions, asked with we and our": [
+        (["we live in Cardiff", "where do we live?"], "You live in Cardiff."),
+        (["our son Max is 6", "how old is our son?"], "Your son Max is 6."),
+        (["we're vegetarian", "can we eat chicken?"], "Better not. You're vegetarian"),
+        (["we have a rabbit called Clover", "what pets do we have?"],
+         "Your rabbit is called Clover."),
+        (["we're going to Paris in May", "what do you know about us?"],
+         "You're planning a trip to Paris in May."),
+        (["we're going to Paris in May", "are we going to Rome?"], "haven't told me"),
+    ],
+    "help asked for in words": [
+        (["can you help me?"], "I'm your offline concierge"),
+        (["could you help us out?"], "I'm your offline concierge"),
+        (["I need help"], "every Monday at 9am"),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

@@ -19,6 +19,7 @@ import pytest
 
 import agent.engines.rule_based
 from agent.engines.rule_based import RuleBasedConcierge
+from agent.engines.rule_reading import singular_question
 from agent.memory import (
     ConversationContextPacket,
     ConversationTurn,
@@ -821,3 +822,21 @@ async def test_a_group_decision_addressed_to_the_bot_is_understood_and_recorded(
             ),
         )
     assert [d.outcome for d in state.decisions] == ["Postgres"]
+
+
+@pytest.mark.parametrize(
+    ("asked", "as_own"),
+    [
+        ("where do we live?", "where do I live?"),
+        ("how old is our son?", "how old is my son?"),
+        ("are we going to Rome in May?", "am I going to Rome in May?"),
+        ("what do you know about us", "what do you know about me"),
+        ("we're vegetarian", "we're vegetarian"),  # no question: as it is
+        ("our flight is on Friday", "our flight is on Friday"),
+        ("what did we talk about?", "what did we talk about?"),  # we: the user and the bot
+        ("what have we decided so far?", "what have we decided so far?"),
+        ("where were we?", "where were we?"),
+    ],
+)
+def test_a_household_question_is_asked_as_the_users_own(asked, as_own):
+    assert singular_question(asked) == as_own

@@ -43,8 +43,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
         (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
          r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),
-        (r"\bwhat pets? do i have\b|\bdo i have (?:any )?pets?\b|\bmy pets\b", "pet:",
-         "about any pets"),
+        (r"\bwhat pets? do (?:i|we) have\b|\bdo (?:i|we) have (?:any )?pets?\b"
+         r"|\b(?:my|our) pets\b", "pet:", "about any pets"),
         (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
          "about your family and friends"),
         (r"\bwhere do i (?:work|teach)\b|\bwhat(?:'s| is) my (?:job|work|profession)\b"

@@ -70,7 +70,14 @@ from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_proposer, answer_undecided
 from agent.engines.rule_likes import answer_like, answer_like_kind
 from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip, answer_upcoming
-from agent.engines.rule_reading import Answer, Reading, direct_question, say_when, utc
+from agent.engines.rule_reading import (
+    Answer,
+    Reading,
+    direct_question,
+    say_when,
+    singular_question,
+    utc,
+)
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
 from agent.engines.rule_reminder_before import moved_with, reminder_before
 from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
@@ -215,6 +222,8 @@ class RuleBasedConcierge:
     def _answer(self, packet: ConversationContextPacket, message: InboundMessage) -> Reply:
         # "do you know where I work?" is read as "where do I work?".
         text = direct_question(normalize_text(message.text or ""))
+        if message.chat_type in PERSONAL_CHAT_TYPES:  # "where do we live?": the user's home
+            text = singular_question(text)
         if not text:
             return Reply(text=_NO_TEXT, intent="unknown")  # nothing to read: not understood
         # "10am", answering "Is that tomorrow at 10:00 (morning) or at 22:00 (evening)?", is

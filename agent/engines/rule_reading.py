@@ -32,6 +32,7 @@ __all__ = [
     "joined_of",
     "say_when",
     "sentence",
+    "singular_question",
     "utc",
 ]
 
@@ -119,6 +120,39 @@ def direct_question(text: str) -> str:
         if pattern.match(asked):
             return pattern.sub(form, asked)
     return text
+
+
+# A question asked for a household ("where do we live?", "how old is our son?"), asked as the
+# user's own: the facts of a private chat are the user's, whoever "we" are.
+_QUESTION = re.compile(
+    r"^(?:what|where|when|who|whom|whose|which|how|do|does|did|is|are|was|were|have|has|can)\b"
+    r"|\?\s*$",
+    re.I,
+)
+_WE = re.compile(
+    r"\b(?:are we|were we|we're|we've|we'll|we'd|we are|we were|we|our|ours|us|ourselves)\b", re.I
+)
+# "What did we talk about?", "where were we?": we, the user and the bot.
+_OF_THE_TALK = re.compile(
+    r"\bwe\b.{0,30}\b(?:talk|discuss|decid|agree|chat|spoke|speak|say|said|cover|conclud|settl"
+    r"|leave|left)|\bwhere (?:were|are) we\b|\b(?:our|this) (?:talk|chat|conversation|discussion)",
+    re.I,
+)
+_AS_I = {
+    "are we": "am I", "were we": "was I", "we're": "I'm", "we've": "I've", "we'll": "I'll",
+    "we'd": "I'd", "we are": "I am", "we were": "I was", "we": "I", "our": "my", "ours": "mine",
+    "us": "me", "ourselves": "myself",
+}  # fmt: skip
+
+
+def singular_question(text: str) -> str:
+    """A question asked with "we" and "our" asked with "I" and "my" ("where do we live?" ->
+    "where do I live?", "are we going to Rome?" -> "am I going to Rome?"); anything else as it
+    is (and so is a question of the talk itself: "what did we talk about?"). For a private
+    chat, where what "we" have is what the user told."""
+    if _QUESTION.search(text) is None or _OF_THE_TALK.search(text) is not None:
+        return text
+    return _WE.sub(lambda match: _AS_I[match.group(0).casefold()], text)
 
 
 def is_about_user(words: str) -> bool:

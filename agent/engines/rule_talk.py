@@ -37,8 +37,9 @@ _CAPABILITIES = (
     "• keep your to-do list: “remind me to book the hotel”, then “I booked the hotel” "
     "(or “done 1”); ask “what is still open?”\n"
     "• set reminders: “remind me in 10 minutes to call mom”, “remind me tomorrow at 8am to "
-    "stretch”, “remind me a day before my flight”; then “cancel the stretch reminder” or “snooze "
-    "it 10 minutes” (times in your zone: /timezone Europe/Lisbon)\n"
+    "stretch”, “remind me every Monday at 9am to put the bins out”, “remind me a day before my "
+    "flight”; then “cancel the stretch reminder” or “snooze it 10 minutes” (times in your zone: "
+    "/timezone Europe/Lisbon)\n"
     "• answer from what you told me: “what's the cabin wifi password?” finds what you said"
 )
 
@@ -83,7 +84,9 @@ _ASK_DECISIONS = re.compile(
 
 _ASK_HELP = re.compile(
     r"^/?(?:help|start|menu|commands)\b|\bwhat can you do\b|\bhow do(?:es)? (?:this|you) work\b"
-    r"|\bwhat are you (?:able to do|for|good at)\b",
+    r"|\bwhat are you (?:able to do|for|good at)\b"
+    r"|^(?:can|could) you help(?: me| us)?(?: (?:out|please))?\s*[?!.]*$"
+    r"|^i need (?:some )?help\s*[?!.]*$",
     _F,
 )
 

@@ -268,7 +268,8 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
           "raw"),
     # "I'm vegetarian but I eat fish", "I'm vegan except for honey": what it allows, kept with it.
-    _rule("diet", rf"^(?:i'm|i am|im|i(?: have|'ve got)(?=\s+c[oe]*liac))(?:\s+an?)?\s+"
+    _rule("diet", rf"^(?:i'm|i am|im|we're|we are|i(?: have|'ve got)(?=\s+c[oe]*liac))"
+          rf"(?:\s+an?)?\s+"
           rf"(?P<v>{DIETS})\b(?:,?\s+(?:except(?:\s+for)?|apart\s+from|other\s+than|but\s+i\s+"
           r"(?:still\s+|do\s+|also\s+)?(?:eat|drink))\s+(?P<but>[^\W\d_][\w -]{0,40}?)"
           r"(?:\s+(?:sometimes|occasionally|now\s+and\s+then|too|as\s+well|though))?\s*$)?", "raw"),
