@@ -1254,6 +1254,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["could you help us out?"], "I'm your offline concierge"),
         (["I need help"], "every Monday at 9am"),
     ],
+    "a to-do dropped or done in a few words": [
+        (["add call the vet to my list", "I need to buy stamps", "remove call the vet",
+          "what's on my list?"], "1. buy stamps\n"),
+        (["I need to buy stamps", "drop the stamps"], "Removed from your list: buy stamps."),
+        (["add call the vet to my list", "the vet's been called"],
+         "Great, I've ticked off: call the vet."),
+        (["my wifi password is abc123", "I need to buy stamps", "delete my wifi password"],
+         "I've forgotten: your wifi password is abc123"),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

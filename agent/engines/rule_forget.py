@@ -30,7 +30,7 @@ from agent.memory.longterm.memory_slots import (
     role_and_name,
     slot_of,
 )
-from agent.memory.rules.extraction import content_stems
+from agent.memory.rules.extraction import content_stems, match_loop
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, Reply
@@ -49,6 +49,9 @@ _FORGET = re.compile(
     r"yesterday|today))?)?[\s.!?]*$",
     _F,
 )
+
+# The verbs that also drop a to-do from the list ("remove call the vet").
+_TODO_VERB = re.compile(r"^(?:please\s+)?(?:remove|delete|drop|scratch)\b", _F)
 
 # What "forget ..." says that is no memory: a pronoun ("forget it": never mind), the list
 # (to-dos and reminders have their own words).
@@ -117,6 +120,8 @@ def forget_reply(
         return Reply(text=_HOW_TO_FORGET, intent="forget_memory")
     if _NOT_FORGETTABLE.fullmatch(what):
         return None
+    if _TODO_VERB.match(text) and match_loop(what, packet.open_loops) is not None:
+        return None  # "remove call the vet": a to-do on the list, dropped as the list does
     return _forget(packet, message, what)
 
 

@@ -224,10 +224,12 @@ _PAST_CLOSER = re.compile(
     rf"(?P<verb>{_IRREGULAR_PAST}|[^\W\d_]{{2,}}ed)\s+(?P<v>.+)",
     _F,
 )
-# "the invoice is sent", "the dentist has been booked", "passport renewed": what was done,
-# said of the thing (its participle, the verb; not a completion word: read as a past tense).
+# "the invoice is sent", "the dentist has been booked", "the vet's been called", "passport
+# renewed": what was done, said of the thing (its participle, the verb; not a completion word:
+# read as a past tense).
 _DONE_TO = re.compile(
-    r"^(?P<v>[^\W\d_][\w' -]{0,80}?)\s+(?:(?:is|are|was|were|got|has been|have been)\s+)?"
+    r"^(?P<v>[^\W\d_][\w' -]{0,80}?)(?:\s+(?:is|are|was|were|got|has been|have been)\s+"
+    r"|'s\s+been\s+|\s+)"
     rf"(?:(?:now|all|already|finally|just)\s+)?(?P<verb>{_IRREGULAR_PAST}|[^\W\d_]{{2,}}ed)$",
     _F,
 )
@@ -268,6 +270,8 @@ _REMOVERS = (
     re.compile(r"^(?:please\s+)?(?:take|cross|strike|scratch)\s+(?P<v>.+?)\s+off(?:\s+(?:my|the)"
                r"\s+(?:[\w-]+\s+)?list)?$", _F),
 )  # fmt: skip
+# "remove call the vet": the to-do, when it is one (else no reply: it may ask to forget a fact).
+_BARE_REMOVER = re.compile(r"^(?:please\s+)?(?:remove|delete|drop|scratch)\s+(?P<v>.+?)[.!]*$", _F)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +307,9 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
             if match:
                 closer = Closer(match.group("v"), explicit=True, removal=True)
                 break
+        bare = _BARE_REMOVER.match(clause.text) if closer is None else None
+        if bare is not None:
+            closer = Closer(bare.group("v"), explicit=False, removal=True)
         for pattern in _EXPLICIT_CLOSERS if closer is None else ():
             match = pattern.match(clause.text)
             if match:
@@ -323,7 +330,9 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
         if closer is None and (last.endswith("ed") or last in _IRREGULAR_STEMS):
             match = _DONE_TO.match(said)
             verb = match.group("verb").lower() if match else ""
-            if match and verb not in _STATES and not verb.endswith("eed"):
+            # "the vet's been called": phoned, not named ("my cat is called Miso").
+            called = verb == "called" and " been " in said
+            if match and (verb not in _STATES or called) and not verb.endswith("eed"):
                 closer = Closer(f"{verb} {match.group('v')}", explicit=False)
         if closer is None and (match := _GONE.match(said)) is not None:
             closer = Closer(match.group("v"), explicit=False)
