@@ -1263,6 +1263,17 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my wifi password is abc123", "I need to buy stamps", "delete my wifi password"],
          "I've forgotten: your wifi password is abc123"),
     ],
+    "someone away for a while, and when they are back": [
+        (["my manager is called Priya", "Priya is on holiday until Monday", "when is Priya back?"],
+         "Your manager Priya is on holiday until Mon 3 Mar."),
+        (["my boss is off sick this week", "when will my boss be back?"],
+         "Your boss is off sick the week of Mon 24 Feb."),
+        (["my sister is away until the 14th", "is my sister still away?"],
+         "Your sister is away until Fri 14 Mar."),
+        (["my dad is on a business trip until Friday", "when does my dad get back?"],
+         "Your dad is on a business trip until Fri 7 Mar."),
+        (["my sister is away until the 14th", "when is my brother back?"], "haven't told me"),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

@@ -17,7 +17,16 @@ import re
 
 from agent.memory.longterm.memory_slots import USER, fact_key
 from agent.memory.rules.fact_values import NAME, PRONOUN_OBJECT, fact_value
-from agent.memory.rules.fact_words import ALIASES, EVENTS, JOBS, NAME_STOP, NOT_NAMES, PEOPLE, PETS
+from agent.memory.rules.fact_words import (
+    ALIASES,
+    AWAY,
+    EVENTS,
+    JOBS,
+    NAME_STOP,
+    NOT_NAMES,
+    PEOPLE,
+    PETS,
+)
 
 __all__ = ["read_entity_facts", "read_several"]
 
@@ -66,6 +75,8 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         # "my son turns 5 tomorrow", "she's turning 40 next month": the age they are turning.
         (rf"(?:turns|is turning|will turn|will be)\s+(?=\d{{1,3}}\s+{_SOON}$)", "age", "age"),
         (r"is allergic to\s+", "allergy", "short"),
+        # "Priya is on holiday until Monday", "my boss is off sick this week": away a while.
+        (rf"is (?=(?:{AWAY})\b)", "away", "short"),
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
         (r"(?=(?:plays|is learning|learns|practises|practices)\s)", "does", "short"),

@@ -109,7 +109,7 @@ _MONTH_DELAY = re.compile(rf"in\s+(?P<n>{_COUNT})\s+(?P<u>months?|years?)", _F)
 _PART_SAID = {"morning": "in the morning", "afternoon": "in the afternoon",
               "evening": "in the evening", "night": "at night"}  # fmt: skip
 #: The attributes whose values are dated when kept.
-_DATED = frozenset({"event", "plan", "goal", "decision", "birthday"})
+_DATED = frozenset({"event", "plan", "goal", "decision", "birthday", "away"})
 _SPAN_AHEAD = {"this": 0, "at the": 0, "over the": 0, "on the": 0, "next": 1, "last": -1}
 
 #: A date as :func:`absolute_dates` writes it, and what is said with it.
@@ -252,9 +252,9 @@ _RANGE_START = re.compile(r"\b\d{1,2}\s*(?:-|\u2013|to|until|till|and)\s*$", _F)
 
 def dated_facts(facts: Iterable[Fact], said_at: datetime, zone: ZoneInfo) -> tuple[Fact, ...]:
     """Return ``facts`` with the relative dates of the dated kinds (events, plans, goals,
-    decisions, birthdays) made absolute (:func:`absolute_dates`); a fact whose key holds its
-    value (a plan) is keyed by the new value. A routine ("every Monday") or a like keeps its
-    words."""
+    decisions, birthdays, times away) made absolute (:func:`absolute_dates`); a fact whose key
+    holds its value (a plan) is keyed by the new value. A routine ("every Monday") or a like
+    keeps its words."""
     dated: list[Fact] = []
     for fact in facts:
         parts = parse_key(fact.key)

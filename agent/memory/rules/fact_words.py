@@ -7,10 +7,18 @@ from __future__ import annotations
 
 __all__ = [
     "ALIASES",
+    "AWAY",
     "BREEDS",
     "DETAIL_NOUNS",
     "DIETS",
     "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_DETAILS", "NOT_NAMES", "PEOPLE", "PETS"]
+
+#: How one is away for a while: "on holiday until Monday", "off sick this week".
+AWAY = (
+    r"away|abroad|on\s+(?:holiday|holidays|vacation|leave|annual\s+leave|maternity\s+leave"
+    r"|paternity\s+leave|sick\s+leave|a\s+business\s+trip|sabbatical)|off\s+(?:sick|work)"
+    r"|out\s+of\s+(?:the\s+)?office"
+)
 
 #: Words that follow "call me" / "I'm" but are no name ("I'm tired", "call me later").
 NOT_NAMES = frozenset(
