@@ -1274,6 +1274,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your dad is on a business trip until Fri 7 Mar."),
         (["my sister is away until the 14th", "when is my brother back?"], "haven't told me"),
     ],
+    "a pet's breed": [
+        (["I have a dog called Biscuit", "Biscuit is a labrador", "what breed is Biscuit?"],
+         "Your dog Biscuit is a labrador."),
+        (["my cat Luna is a Maine Coon", "what breed is my cat?"],
+         "Your cat Luna is a Maine Coon."),
+        (["our dog Rex is a border collie", "what kind of dog is Rex?"],
+         "Your dog Rex is a border collie."),
+        (["I have a dog called Biscuit", "what breed is Biscuit?"], "haven't told me"),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

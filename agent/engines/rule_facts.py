@@ -103,6 +103,8 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is| are) (?:my|our|the) {_WHO} called\b", "name"),
         (rf"\bwhat(?:'s| is| are) the names? of (?:my|our) {_WHO}\??$", "name"),
         (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
+        (rf"\bwhat (?:breed|kind of (?:dog|cat)|type of (?:dog|cat)) (?:is|are) (?:my )?{_WHO}\b",
+         "breed"),
         # "when is Priya back?", "is my boss still off?": away, and until when.
         (rf"\b(?:when(?:'s| is| will)|is) (?:my )?{_WHO} (?:be )?(?:back|returning|still (?:away"
          r"|off|on holiday|on leave|out))\b", "away"),

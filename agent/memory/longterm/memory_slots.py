@@ -89,6 +89,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     ),
     "birthday": SlotRule("fact", False, 0.6, "your birthday is {v}", "{s}'s birthday is {v}"),
     "born": SlotRule("fact", False, 0.5, "you were born in {v}", "{s} was born in {v}"),
+    # A pet's breed: "a labrador".
+    "breed": SlotRule("entity", False, 0.4, "you're {v}", "{s} is {v}"),
     # Away for a while: "on holiday until Mon 30 Nov", "off sick this week".
     "away": SlotRule("fact", False, 0.5, "you're {v}", "{s} is {v}"),
     "favourite": SlotRule(

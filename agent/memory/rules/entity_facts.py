@@ -20,6 +20,7 @@ from agent.memory.rules.fact_values import NAME, PRONOUN_OBJECT, fact_value
 from agent.memory.rules.fact_words import (
     ALIASES,
     AWAY,
+    BREEDS,
     EVENTS,
     JOBS,
     NAME_STOP,
@@ -33,6 +34,7 @@ __all__ = ["read_entity_facts", "read_several"]
 _F = re.IGNORECASE
 
 _WHO = rf"(?P<rel>{PEOPLE}|{PETS})"
+_BREED = "|".join(sorted(BREEDS, key=len, reverse=True))
 _PET = re.compile(rf"(?:{PETS})$", _F)
 # Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
 # "my best friend is Jake": a name that ends the clause after "is".
@@ -74,6 +76,8 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (rf"(?:has )?(?:just )?turned\s+(?={_AGE}$)", "age", "age"),
         # "my son turns 5 tomorrow", "she's turning 40 next month": the age they are turning.
         (rf"(?:turns|is turning|will turn|will be)\s+(?=\d{{1,3}}\s+{_SOON}$)", "age", "age"),
+        # "Biscuit is a labrador": a pet's breed.
+        (rf"is (?=an?\s+(?:{_BREED})\b)", "breed", "short"),
         (r"is allergic to\s+", "allergy", "short"),
         # "Priya is on holiday until Monday", "my boss is off sick this week": away a while.
         (rf"is (?=(?:{AWAY})\b)", "away", "short"),
