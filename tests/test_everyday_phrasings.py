@@ -1283,6 +1283,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your dog Rex is a border collie."),
         (["I have a dog called Biscuit", "what breed is Biscuit?"], "haven't told me"),
     ],
+    "what is said of someone with 's and has": [
+        (["my daughter's name is Mia", "Mia has a piano recital on Friday at 3pm",
+          "when is Mia's recital?"], "Your daughter Mia's piano recital is on Fri 7 Mar at 15:00."),
+        (["my daughter's name is Mia", "Mia's allergic to nuts", "what is Mia allergic to?"],
+         "Your daughter Mia is allergic to nuts."),
+        (["my son's 8", "how old is my son?"], "Your son is 8."),
+        (["my sister's away until Friday", "when is my sister back?"],
+         "Your sister is away until Fri 7 Mar."),
+        (["my mom's birthday is on 3 May", "when is my mom's birthday?"], "3 May"),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

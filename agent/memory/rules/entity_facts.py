@@ -145,6 +145,12 @@ _THEIR_EVENT = re.compile(
     r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
     _F,
 )
+# "Mia has a piano recital on Saturday at 3pm": their event, said with its time.
+_HAS_EVENT = re.compile(
+    rf"^has\s+(?:a|an|her|his|their|got\s+an?)\s+(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+"
+    r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
+    _F,
+)
 # "she's 12, not 11": the value put right, not part of the new one.
 _NOT_OLD = re.compile(r"(?:,\s*(?:and\s+)?|\s+)not\s+(?:\d{1,3}|[^\W\d_][^,]{0,40}?)\s*[.!]*$", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
@@ -209,9 +215,12 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     if match.group("aged"):  # "my 3 year old daughter Zoe"
         facts.append((fact_key(subject, "age", match.group("aged")), match.group("aged")))
     # "my mom's birthday is ...": what follows the possessive is said of them.
-    said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", after.lstrip(" ,").removeprefix("'s ")))
+    rest = after.lstrip(" ,")
+    if rest.startswith("'s ") and _predicate_at(f"is {rest[3:]}"):  # "Mia's allergic": Mia is
+        rest = f"is {rest[3:]}"
+    said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", rest.removeprefix("'s ")))
     said = _NOT_OLD.sub("", said)
-    event = _THEIR_EVENT.match(said) if after.lstrip().startswith("'s ") else None
+    event = _THEIR_EVENT.match(said) if rest.startswith("'s ") else _HAS_EVENT.match(said)
     if event is not None:  # "my daughter Ava's school play is on Thursday"
         item = f"{subject}'s {event.group('item')}"
         facts.append((fact_key(USER, "event", item), f"{item} is {event.group('when')}"))
