@@ -1293,6 +1293,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your sister is away until Fri 7 Mar."),
         (["my mom's birthday is on 3 May", "when is my mom's birthday?"], "3 May"),
     ],
+    "what we do together, and what one trains for": [
+        (["my wife and I are expecting a baby in April", "when is the baby due?"],
+         "Your baby is due in April."),
+        (["me and my sister are going to Rome in May", "where am I going in May?"],
+         "You're planning a trip to Rome in May."),
+        (["I'm training for a marathon in May", "when is my marathon?"],
+         "Your marathon is in May."),
+        (["I'm studying for my driving test on Friday", "when is my driving test?"],
+         "Your driving test is on Fri 7 Mar."),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

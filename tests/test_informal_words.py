@@ -28,6 +28,8 @@ from agent.memory.rules.informal_words import respell, without_emoji
         ("u can call me jo", "you can call me jo"),
         ("what's ur name", "what's your name?"),
         ("im gonna visit paris", "I'm going to visit paris"),
+        ("my wife and I are expecting a baby in April", "we are expecting a baby in April"),
+        ("me and my sister are going to Rome", "we are going to Rome"),
     ],
 )
 def test_an_informal_spelling_is_read_as_the_standard_one(typed, read):
@@ -49,6 +51,8 @@ def test_an_informal_spelling_is_read_as_the_standard_one(typed, read):
         "do I like mushrooms?",
         "U2 is my favourite band",
         "the Ukulele is fun",
+        "my husband Tom and I have a dog",  # who he is, said: kept
+        "salt and pepper are fine",
         "",
     ],
 )

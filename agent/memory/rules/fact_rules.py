@@ -198,6 +198,14 @@ FACT_RULES: tuple[FactRule, ...] = (
         r"|rescheduled|pushed|postponed|changed)|moved)\s.+)$",
         "phrase",
     ),
+    # "I'm training for a marathon in May", "studying for my exam on Friday": the event ahead.
+    _rule(
+        "event",
+        rf"^(?:{_LEAD_TIME})?i(?:'m|\s+am){_ADV}\s+(?:training|preparing|studying|revising|practi[cs]ing)"
+        r"\s+for\s+(?:a|an|the|my)\s+(?P<item>(?:[\w'-]+\s+){0,2}?(?:marathon|race|triathlon|10k|5k"
+        rf"|competition|tournament|match|championship|{EVENTS}))(?:\s+(?P<when>{_WHEN_OPENS}\b.{{1,60}}))?$",
+        "phrase",
+    ),
     # "the party is this Saturday": an event said without "my", when it is said with its time.
     _rule(
         "event",

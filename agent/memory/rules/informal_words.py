@@ -114,6 +114,17 @@ _PHRASES = (
         re.compile(r"^(?:which|what)\s+(?:time|hour)\s+is\s+(?:now|it now)\b", re.IGNORECASE),
         "what time is it",
     ),
+    # "my wife and I are expecting a baby", "me and my sister are going to Rome": we (not when
+    # the other is named: "my husband Tom and I ..." says who he is).
+    (
+        " and ",
+        re.compile(
+            r"^(?:(?:my|our)\s+[\w-]+\s+and\s+i|me\s+and\s+my\s+[\w-]+)\s+"
+            r"(?=(?:are|were|have|will|had)\b)",
+            re.IGNORECASE,
+        ),
+        "we ",
+    ),
 )
 # "i" alone is "I" ("i have a dog", "i'm"), not the "i" of "i.e." or "Wi-Fi".
 _I = re.compile(r"(?<![\w.'-])i(?=[\s']|$)")
