@@ -1230,6 +1230,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["remind me on weekdays at 7:30am to leave for the train", "cancel it",
           "what reminders do I have?"], "no reminders are set"),
         (["remind me every month to pay the rent"], "not every month, year or hour yet"),
+        (["remind me every day at 9pm to take my meds", "stop the daily reminder"],
+         "Cancelled the reminder: take your meds."),
         (["remind me every day at 8am to stretch", "move the stretch reminder to 7pm",
           "what reminders do I have?"], "• stretch, every day at 19:00 (next: "),
         (["remind me every Monday at 9am to put the bins out",

@@ -115,7 +115,7 @@ _CANCEL_WORDS = content_stems(
     "this reminder reminders about to for please you can could would no longer needed is one "
     "alarm alarms timer timers it snooze delay postpone push back put defer move change "
     "reschedule shift set by again later another half an second seconds minute minutes hour "
-    "hours day days min mins"
+    "hours day days min mins daily weekly repeating recurring"
 )
 
 # "when's the swimming reminder?", "what time is my reminder to call Ana?", "is the oven alarm

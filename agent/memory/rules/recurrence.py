@@ -15,8 +15,8 @@ Read (:func:`repeat_said`):
   unless a time is said, and a bare hour is the morning's), "every afternoon" (15:00),
   "every evening" (19:00), "every night" (21:00);
 - Monday to Friday: "every weekday", "on weekdays", "every workday", "every working day";
-- every week: "every Monday", "on Mondays", "each Monday"; "every week" (on the day it is
-  first due), "a weekly reminder".
+- every week: "every Monday", "on Mondays", "each Monday", "every Sunday evening" (19:00);
+  "every week" (on the day it is first due), "a weekly reminder".
 
 Not read: every month, year or hour, "every other day", "every 3 days", weekends; the concierge
 says which it can do. Pure functions of their arguments. Tested by ``tests/test_recurrence.py``.
@@ -43,7 +43,8 @@ _EVERY = re.compile(
     r"\b(?:(?:every|each)\s+(?:single\s+)?(?P<unit>day|morning|afternoon|evening|night|weekday"
     rf"|work(?:ing)?\s?day|week|(?P<day>{_DAY_NAME}))|(?P<daily>daily|weekly)(?P<noun>\s+(?:reminder|alarm))?"
     rf"|on\s+(?P<days>{_DAY_NAME}s"
-    r"|weekdays|workdays))\b(?:\s+(?:at|in)\s+the\s+(?:morning|afternoon|evening|night))?",
+    r"|weekdays|workdays))\b(?:\s+(?:(?:at|in)\s+the\s+)?(?P<part>morning|afternoon|evening"
+    r"|night)\b)?",
     _F,
 )
 # The time of day a part of the day is, when no time is said.
@@ -87,10 +88,11 @@ def repeat_said(text: str) -> RepeatSaid | None:
     clock = says_clock(f"{before} {after}")
     weekday = _WEEKDAYS.index(said) if said in _WEEKDAYS else None
     when = f"on {said}" if weekday is not None else ""
-    if said in _PART_CLOCK and not clock:
-        when = _PART_CLOCK[said]
-    elif said in _PART_CLOCK:  # "every evening at 7", "every night at 10:30": the evening's
-        before, after = _of_part(before, said), _of_part(after, said)
+    part = (match["part"] or (said if said in _PART_CLOCK else "")).casefold()
+    if part and not clock:  # "every Sunday evening": at 19:00
+        when = f"{when} {_PART_CLOCK[part]}".strip()
+    elif part:  # "every evening at 7", "every night at 10:30": the evening's
+        before, after = _of_part(before, part), _of_part(after, part)
     elif not clock:  # a day without a time, as a one-time reminder's: 09:00
         when = f"{when} at 9am".strip()
     every: RepeatEvery = "week" if weekday is not None or said == "week" else "day"
