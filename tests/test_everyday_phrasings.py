@@ -1305,6 +1305,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm studying for my driving test on Friday", "when is my driving test?"],
          "Your driving test is on Fri 7 Mar."),
     ],
+    "reminders for a holiday or the weekend": [
+        (["remind me on Christmas Eve to call grandma"],
+         "I'll remind you on 24 December at 09:00 UTC to call grandma."),
+        (["remind me on new year's eve at 11pm to open the champagne"],
+         "on 31 December at 23:00 UTC to open the champagne"),
+        (["remind me on Valentine's Day to book dinner"], "on 14 February 2026 at 09:00 UTC"),
+        (["remind me this weekend to clean the car"], "to clean the car"),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
-from agent.memory.rules.reminder_time import WHEN, due_instead, due_time
+from agent.memory.rules.reminder_time import WHEN, due_instead, due_time, named_days
 
 NOW = datetime(2026, 11, 25, 23, 0, tzinfo=UTC)  # a Wednesday
 NOON = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -216,3 +216,19 @@ def test_in_the_morning_said_before_it_is_this_morning():
     request = parse_reminder("remind me in the morning to call", early)
     assert request is not None
     assert request.due_at == at(2026, 11, 25, 9, 0)
+
+
+@pytest.mark.parametrize(
+    ("said", "read"),
+    [
+        ("remind me on Christmas Eve to call grandma", "remind me on 24 December to call grandma"),
+        ("remind me Halloween at 6pm", "remind me on 31 October at 6pm"),
+        ("on New Year's Day remind me to rest", "on 1 January remind me to rest"),
+        ("remind me this weekend to clean the car", "remind me on Saturday to clean the car"),
+        ("remind me at the weekend", "remind me on Saturday"),
+        ("remind me on Friday", "remind me on Friday"),
+        ("I had a great Christmasy day", "I had a great Christmasy day"),
+    ],
+)
+def test_a_day_named_by_its_name_is_said_as_its_date(said, read):
+    assert named_days(said) == read

@@ -20,7 +20,7 @@ from agent.engines.rule_reminder_before import dated_fact
 from agent.memory.longterm.memory_slots import describe_fact, in_second_person, parse_key
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_dates import day_said, kept_when
-from agent.memory.rules.reminder_time import local_moment, next_day_of_month
+from agent.memory.rules.reminder_time import HOLIDAYS, local_moment, next_day_of_month
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
 __all__ = ["answer_days_until"]
@@ -31,13 +31,6 @@ _ASK = re.compile(
     r" (?:until|till|til|to|before) (?P<thing>[^\W_][\w' -]{0,60}?)\??$",
     _F,
 )
-# Holidays on the same day every year: (day, month).
-_HOLIDAYS = {
-    "christmas": (25, 12), "christmas day": (25, 12), "christmas eve": (24, 12),
-    "boxing day": (26, 12), "new year": (1, 1), "new year's day": (1, 1),
-    "new year's eve": (31, 12), "halloween": (31, 10), "valentine's day": (14, 2),
-    "valentines day": (14, 2), "valentine's": (14, 2),
-}  # fmt: skip
 
 
 def answer_days_until(
@@ -65,7 +58,7 @@ def answer_days_until(
             return f"I don't know the day of that: {describe_fact(fact)}."
         return _count(when[0], today, in_second_person(thing))
     named = thing.casefold().removeprefix("the ")
-    holiday = _HOLIDAYS.get(named)
+    holiday = HOLIDAYS.get(named)
     if holiday is not None:
         day = next_day_of_month(holiday[0], holiday[1], today)
         return None if day is None else _count(day, today, thing[:1].upper() + thing[1:])

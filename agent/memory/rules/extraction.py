@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from agent.memory.rules.informal_words import respell, without_emoji
-from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, spoken_clock
+from agent.memory.rules.reminder_time import MAX_REMINDER_DELAY, WHEN, named_days, spoken_clock
 from agent.memory.schemas import OpenLoop
 from agent.utils.text import LOOP_STOP_WORDS, split_words
 
@@ -490,7 +490,8 @@ _TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)
 
 def match_reminder(clause: str) -> re.Match[str] | None:
     """The match of a reminder request in ``clause``: its ``when``, ``link`` and ``label``."""
-    clause = _TIMER_FOR.sub("timer in ", spoken_clock(clean_value(clause, len(clause) + 1)))
+    clause = named_days(spoken_clock(clean_value(clause, len(clause) + 1)))
+    clause = _TIMER_FOR.sub("timer in ", clause)
     for pattern in _REMINDER_FORMS:
         match = pattern.search(clause)
         if match is not None:

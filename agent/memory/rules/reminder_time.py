@@ -36,12 +36,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 __all__ = [
+    "HOLIDAYS",
     "MAX_REMINDER_DELAY",
     "MONTH",
     "WHEN",
     "due_instead",
     "due_time",
     "local_moment",
+    "named_days",
     "next_day_of_month",
     "read_delay",
     "says_clock",
@@ -51,6 +53,14 @@ __all__ = [
 
 #: The furthest ahead a reminder may be set.
 MAX_REMINDER_DELAY = timedelta(days=366)
+
+#: Holidays on the same day every year: (day, month).
+HOLIDAYS = {
+    "christmas": (25, 12), "christmas day": (25, 12), "christmas eve": (24, 12),
+    "boxing day": (26, 12), "new year": (1, 1), "new year's day": (1, 1),
+    "new year's eve": (31, 12), "halloween": (31, 10), "valentine's day": (14, 2),
+    "valentines day": (14, 2), "valentine's": (14, 2),
+}  # fmt: skip
 
 _F = re.IGNORECASE
 
@@ -303,6 +313,28 @@ def spoken_clock(text: str) -> str:
     text = _BARE_DELAY.sub(r"in \g<n> minutes", _HALF_DELAY.sub(_half, text))
     text = _SAID_TIMES.sub(lambda match: _SAID_CLOCK[str(match.lastgroup)], text)
     return _SPOKEN.sub(_in_figures, text)
+
+
+# A holiday by its name, "(the) weekend" by its Saturday: days a reminder may be set for.
+_NAMED_DAY = re.compile(
+    r"\b(?:on\s+)?(?:(?P<holiday>"
+    + "|".join(re.escape(name) for name in sorted(HOLIDAYS, key=len, reverse=True))
+    + r")|(?P<weekend>(?:this|the|at\s+the|over\s+the)\s+weekend))\b",
+    _F,
+)
+
+
+def named_days(text: str) -> str:
+    """``text`` with the days it names by a name said as dates ("on Christmas Eve" -> "on 24
+    December") and "this weekend" as its Saturday ("on Saturday")."""
+
+    def dated(match: re.Match[str]) -> str:
+        if match["weekend"]:
+            return "on Saturday"
+        day, month = HOLIDAYS[match["holiday"].casefold()]
+        return f"on {day} {date(2000, month, 1):%B}"
+
+    return _NAMED_DAY.sub(dated, text)
 
 
 def with_meridiem(text: str, *, evening: bool) -> tuple[str, int] | None:
