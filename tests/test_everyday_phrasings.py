@@ -1313,6 +1313,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["remind me on Valentine's Day to book dinner"], "on 14 February 2026 at 09:00 UTC"),
         (["remind me this weekend to clean the car"], "to clean the car"),
     ],
+    "what the bot knows, asked in other words": [
+        (["do you remember me?"], "I don't know anything about you yet."),
+        (["I'm Sam and I live in Leeds", "do you remember me?"],
+         "Here's what I know about you:\n• Your name is Sam.\n• You live in Leeds."),
+        (["I live in Leeds", "tell me something about myself"], "You live in Leeds."),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

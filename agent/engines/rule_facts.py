@@ -56,7 +56,8 @@ _ASK_NAME = re.compile(
 _ASK_ABOUT_ME = re.compile(
     r"\bwhat (?:else )?(?:do|did) you (?:know|remember)(?: about me)?\b(?!\s+about\b)"
     r"|\bwhat have i told you\b(?!\s+about\s+(?!me\b))"
-    r"|\btell me about (?:me|myself)\b|\bwhat do you know about me",
+    r"|\btell me (?:something |anything |more )?about (?:me|myself)\b|\bwhat do you know about me"
+    r"|^(?:do|did) you (?:(?:still )?remember|know) (?:me|who i am)\b",
     _F,
 )
 
