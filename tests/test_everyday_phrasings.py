@@ -1319,6 +1319,17 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Here's what I know about you:\n• Your name is Sam.\n• You live in Leeds."),
         (["I live in Leeds", "tell me something about myself"], "You live in Leeds."),
     ],
+    "a move ahead, when someone works, and a diet said with either": [
+        (["Alex and I are moving to Bristol in March", "what are my plans?"],
+         "You're planning to move to Bristol in March."),
+        (["I'm moving to Leeds next month", "any plans coming up?"], "to move to Leeds in April"),
+        (["my partner Alex works nights", "when does Alex work?"], "Your partner Alex works nights."),
+        (["my mum works part-time at the library", "when does my mum work?"],
+         "Your mum works part-time."),
+        (["my mum works part-time at the library", "where does my mum work?"],
+         "Your mum works at the library."),
+        (["I'm vegan", "I don't eat honey either", "what can't I eat?"], "You don't eat honey."),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),
@@ -1484,6 +1495,7 @@ async def test_a_date_said_relatively_is_kept_as_the_date_it_names(
         "needed more time",
         "I'm going to see what happens",
         "I'm seeing a therapist",
+        "I'm moving on",
         "we're visiting",
     ],
 )

@@ -66,6 +66,10 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
          r"\s+", "location", "place"),
         (r"(?:is|comes) from\s+", "hometown", "place"),
         (r"works as\s+", "job", "short"),
+        # "Alex works nights", "my mum works part-time": when they work.
+        (r"works\s+(?=(?:nights|days|evenings|mornings|weekends|weekdays|shifts|night\s+shifts"
+         r"|part[- ]time|full[- ]time|from\s+\d|(?:mon|tues|wednes|thurs|fri|satur|sun)days?)\b)",
+         "hours", "short"),
         (rf"is (?=an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\b)", "job", "place"),
         (r"(?:works|is working) (?:at|for)\s+", "workplace", "place"),
         (r"(?:birthday|bday) is\s+(?:on\s+)?", "birthday", "short"),
@@ -123,6 +127,8 @@ _ALL_AGED = re.compile(
 )
 # Each one of several named, with the age said after the name if any.
 _NAMED_AGED = re.compile(r"([A-Z][^\W\d_]+)(?:\s+who(?:'s|\s+is)\s+|\s*\(|,\s*)?(\d{1,3})?")
+# "part-time at the library": where someone works, after when.
+_HOURS_AT = re.compile(r"\s(?:at|for)\s+(?P<v>.+)", _F)
 # "a chef at a restaurant called Fern": where someone works, after their job.
 _JOB_AT = re.compile(r"^an?\s+(?:[\w-]+\s+){0,3}?(?:at|for)\s+(?P<v>.+)", _F)
 # "my parents are visiting from 3 to 7 September", "my mum's visiting next weekend": their
@@ -238,10 +244,14 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
             found = predicate.match(part)
             if found is None:
                 continue
-            value = fact_value(kind, part[found.end() :])
+            said_of = part[found.end() :]
+            if attribute == "hours":  # "part-time at the library": when, then where
+                said_of = _HOURS_AT.split(said_of, maxsplit=1)[0]
+            value = fact_value(kind, said_of)
             if value is not None and not PRONOUN_OBJECT.fullmatch(value):
                 facts.append((fact_key(subject, attribute, value), value))
-            where = _JOB_AT.search(part[found.end() :]) if attribute == "job" else None
+            at = {"job": _JOB_AT, "hours": _HOURS_AT}.get(attribute)
+            where = None if at is None else at.search(part[found.end() :])
             place = fact_value("place", where.group("v")) if where else None
             if place is not None:  # "is a chef at a restaurant called Fern": where, too
                 facts.append((fact_key(subject, "workplace", place), place))

@@ -174,8 +174,10 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
     return found
 
 
-# A plan said in its -ing form, said with "to": "visiting my sister" is "to visit my sister".
-_ING = re.compile(r"^(visit|see|stay)ing\b", _F)
+# A plan said in its -ing form, said with "to": "visiting my sister" is "to visit my sister",
+# "moving to Bristol" is "to move to Bristol".
+_ING = re.compile(r"^(visit|see|stay|mov)ing\b", _F)
+_TO_DO = {"visit": "to visit", "see": "to see", "stay": "to stay", "mov": "to move"}
 
 
 def _said(match: re.Match[str], form: str | None = None, item: str | None = None) -> str | None:
@@ -199,7 +201,7 @@ def _said(match: re.Match[str], form: str | None = None, item: str | None = None
         extra = f" with {who.removeprefix('with ')}" if who else ""
         return f"{groups['item']}{extra} is {when}"
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
-    value = _ING.sub(lambda m: f"to {m.group(1)}", value)  # "visiting my sister": "to visit"
+    value = _ING.sub(lambda m: _TO_DO[m.group(1).casefold()], value)  # "visiting": "to visit"
     if groups.get("but"):  # what a diet allows: "vegetarian except fish"
         value = f"{value} except {groups['but']}"
     return f"{value} {lead}" if lead else value

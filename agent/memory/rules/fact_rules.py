@@ -270,6 +270,9 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+{_TO_SEE}"
           r"[\w'-]+(?:\s+[\w'-]+){0,4}?\s+(?:(?:on|at|in|next|this|tomorrow|tonight|for|over"
           r"|during)\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day\b).{0,40})$", "phrase"),
+    # "we're moving to Bristol in March": a move ahead (not "I moved to ...": where one lives).
+    _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+(?P<v>moving\s+"
+          r"(?:house\s+|back\s+)?to\s+\w.{0,60})$", "phrase"),
     _rule("plan", rf"^{_LEAD_TIME}(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+{_TO_SEE}"
           r"[\w'-]+(?:\s+[\w'-]+){0,4})$", "phrase"),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),

@@ -69,7 +69,8 @@ _COMMENT = re.compile(
 )
 # "cockroaches as well", "hiking so much": what is said, without how much.
 _INTENSIFIER = re.compile(
-    r"(?:\s+(?:so\s+much|a\s+lot|a\s+ton|very\s+much|too|as\s+well|so|really))+$", _F
+    r"(?:\s+(?:so\s+much|a\s+lot|a\s+ton|very\s+much|too|as\s+well|either|also|so|really))+$",
+    _F,
 )
 
 

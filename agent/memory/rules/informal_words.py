@@ -114,12 +114,12 @@ _PHRASES = (
         re.compile(r"^(?:which|what)\s+(?:time|hour)\s+is\s+(?:now|it now)\b", re.IGNORECASE),
         "what time is it",
     ),
-    # "my wife and I are expecting a baby", "me and my sister are going to Rome": we (not when
-    # the other is named: "my husband Tom and I ..." says who he is).
+    # "my wife and I are expecting a baby", "me and my sister are going to Rome", "Alex and I
+    # are moving": we (not when the other is named by role and name: "my husband Tom and I").
     (
         " and ",
         re.compile(
-            r"^(?:(?:my|our)\s+[\w-]+\s+and\s+i|me\s+and\s+my\s+[\w-]+)\s+"
+            r"^(?:(?:my|our)\s+[\w-]+\s+and\s+i|me\s+and\s+my\s+[\w-]+|(?-i:[A-Z])[\w-]+\s+and\s+i)\s+"
             r"(?=(?:are|were|have|will|had)\b)",
             re.IGNORECASE,
         ),
