@@ -1331,6 +1331,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your mum works at the library."),
         (["I'm vegan", "I don't eat honey either", "what can't I eat?"], "You don't eat honey."),
     ],
+    "a reminder asked for without a time": [
+        (["remind me to call the bank"],
+         "Added to your list: call the bank.\n\nSay when if you want a reminder too"),
+        (["remind me later to stretch", "what's on my list?"], "1. stretch"),
+        (["remind me at some point to renew the car tax", "my list"], "1. renew the car tax"),
+        (["remind me in 10 minutes to check the oven", "remind me later"], "Snoozed"),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

@@ -263,12 +263,18 @@ async def test_a_question_about_one_fact_is_answered_from_it(chat, told, asked, 
 
 
 async def test_a_todo_is_confirmed_and_recorded(chat):
-    """A to-do is confirmed ("Added to your list: ..."), and the next packet has its loop."""
-    reply = await chat.say("remind me to book the hotel")
+    """A to-do is confirmed ("Added to your list: ..."), and the next packet has its loop; said
+    as "remind me to ..." without a time, the reply says how to have a reminder too."""
+    reply = await chat.say("I need to book the hotel")
     assert reply == Reply(
         text="Added to your list: book the hotel.", intent="add_todo", action_name="add_todo"
     )
-    assert [loop.text for loop in chat.packet().open_loops] == ["book the hotel"]
+    reply = await chat.say("remind me to book the flight")
+    assert reply.text == (
+        "Added to your list: book the flight.\n\nSay when if you want a reminder too, e.g. "
+        "“remind me tomorrow at 9am to …”."
+    )
+    assert [loop.text for loop in chat.packet().open_loops] == ["book the hotel", "book the flight"]
 
 
 async def test_closing_a_todo_ticks_it_off_and_it_leaves_the_packet(chat):

@@ -48,6 +48,7 @@ reading of the message in :mod:`~agent.engines.rule_reading`.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -137,6 +138,10 @@ __all__ = ["RuleBasedConcierge"]
 _MAX_REPLY_CHARS = 4000
 
 _NO_TEXT = "I can only read text for now. Try “my name is Ada”, or send /help to see what I can do."
+
+# "remind me to call the bank", said without a time: a to-do, and how to have a reminder too.
+_ASKS_REMINDER = re.compile(r"^(?:please\s+)?(?:remind|ping) me\b", re.IGNORECASE)
+_SAY_WHEN = "Say when if you want a reminder too, e.g. “remind me tomorrow at 9am to …”."
 
 # Reply intents that change the state, first: the reply is named after its side effect.
 _SIDE_EFFECTS = (
@@ -301,6 +306,8 @@ class RuleBasedConcierge:
         loops = reading.loops
         deeds = [t for t in loops.unmatched if not any(said_done(ref, [t]) for ref in done)]
         parts.extend(todo_acks(replace(loops, unmatched=tuple(deeds)), intents))
+        if loops.opened and _ASKS_REMINDER.match(text):  # "remind me to call the bank": when?
+            parts.append(_SAY_WHEN)
         personal = message.chat_type in PERSONAL_CHAT_TYPES
         parts.extend(
             fact_acks(

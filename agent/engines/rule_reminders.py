@@ -74,7 +74,7 @@ _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
         # "push the oven one back 15 minutes", "put it back an hour"
         rf"{_PLEASE}(?:push|put|move|set)\s+(?P<rest>(?:it|that|this|(?=.{{0,120}}?{_REMINDER})"
         r".{1,120}?)\s+back\b.{0,60})$",
-        r"^(?:please\s+)?remind me (?:again|later)\b(?P<rest>.{0,120})$",
+        r"^(?:please\s+)?remind me (?:again|later)\b(?!\s+(?:to|about|that)\b)(?P<rest>.{0,120})$",
     )
 )
 # "move the oven reminder to 7pm", "change it to tomorrow at 9".

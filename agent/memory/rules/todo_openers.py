@@ -23,7 +23,11 @@ __all__ = ["extract_openers", "is_deed"]
 
 _F = re.IGNORECASE
 
-_REMIND_TODO = re.compile(r"\bremind me\s+(?:to|about)\s+(?P<v>.+)", _F)
+_REMIND_TODO = re.compile(
+    r"\bremind me\s+(?:later\s+|sometime\s+|at\s+some\s+point\s+|soon\s+)?(?:to|about)\s+"
+    r"(?P<v>.+)",
+    _F,
+)
 _NO_FORGET = re.compile(
     r"\b(?:don't|do not|dont)\s+(?P<me>let me\s+)?forget\s+(?:to\s+|about\s+)?(?P<v>.+)", _F
 )
