@@ -1338,6 +1338,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["remind me at some point to renew the car tax", "my list"], "1. renew the car tax"),
         (["remind me in 10 minutes to check the oven", "remind me later"], "Snoozed"),
     ],
+    "married, engaged, and a job said with its town": [
+        (["I'm married to Siobhan", "what's my wife's name?"], "Your spouse is called Siobhan."),
+        (["I'm married to Siobhan", "Siobhan works at the hospital", "where does my wife work?"],
+         "Your spouse Siobhan works at the hospital."),
+        (["I'm engaged to Marco", "who's my fiancé?"], "Your fiancé is called Marco."),
+        (["I work as a plumber in Cork", "what's my job?"], "You work as a plumber."),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

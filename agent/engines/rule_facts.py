@@ -116,6 +116,10 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )  # fmt: skip
 
+# A wife or a husband asked about, told of as a spouse ("I'm married to Siobhan").
+_SPOUSE = {"wife": "spouse", "husband": "spouse"}
+_NAMING = frozenset({"relative", "pet"})
+
 # What else answers a question about someone: "how old is my son?" by the year he was born.
 _ASKED_AS = {"age": ("age", "born"), "born": ("born", "birthday")}
 
@@ -364,11 +368,12 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     who = " ".join(who.casefold().split())
     who = _SINGULAR.get(who) or (who[:-1] if re.fullmatch(_PLURAL, who, _F) else who)
     who = ALIASES.get(who, who)  # "my boys": the sons told of
-    named = [
-        f
-        for f in reading.facts
-        if parse_key(f.key).name in {"relative", "pet"} and _is_about(f.value, who)
-    ]
+    also = _SPOUSE.get(who, who)  # "my wife": the spouse told of, if that is who was
+
+    def of_them(said: str) -> bool:
+        return _is_about(said, who) or _is_about(said, also)
+
+    named = [f for f in reading.facts if parse_key(f.key).name in _NAMING and of_them(f.value)]
     if attribute == "count":  # "how many kids do I have?": the ones told of, by name
         many = _PLURAL_OF.get(who, who + "s")
         counted = _counted(reading, who)
@@ -395,7 +400,7 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         f
         for f in reading.facts
         if parse_key(f.key).subject != USER
-        and (_is_about(parse_key(f.key).subject, who) or parse_key(f.key).subject in unnamed)
+        and (of_them(parse_key(f.key).subject) or parse_key(f.key).subject in unnamed)
         and (not attribute or parse_key(f.key).name in _ASKED_AS.get(attribute, (attribute,)))
     ]
     found = (named if not attribute else []) + said

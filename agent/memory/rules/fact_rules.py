@@ -330,7 +330,7 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("hometown", r"\bi(?:'m|\s+am)\s+coming\s+from\s+(?P<v>(?-i:[A-Z]).+)", "place"),
     _rule("plan", rf"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
     _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
-    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for)\s+.+)?$", "short",
+    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for|in)\s+.+)?$", "short",
           alongside=True),
     # When they work: "I work Monday to Friday, 9 to 5", "I work nights", "my hours are 8 to 4"
     # ("I work part-time at Tesco": the workplace too).

@@ -51,7 +51,7 @@ GOAL_VERBS = (
 )
 #: Who someone is to the user ("my sister Mia"), and which animals are pets ("my cat Miso").
 PEOPLE = (
-    "best friend|best mate|bestie|friend|mate|pal|buddy|girlfriend|boyfriend|partner|wife"
+    "best friend|best mate|bestie|friend|mate|pal|buddy|girlfriend|boyfriend|partner|spouse|wife"
     "|husband|fiancee|fiancée|fiance|fiancé"
     "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
     "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"

@@ -114,6 +114,19 @@ _PHRASES = (
         re.compile(r"^(?:which|what)\s+(?:time|hour)\s+is\s+(?:now|it now)\b", re.IGNORECASE),
         "what time is it",
     ),
+    # "I'm married to Siobhan": who the spouse is ("engaged to": the fiancé).
+    (
+        " to ",
+        re.compile(
+            r"^i(?:'m|\s+am)\s+(?:happily\s+)?married\s+to\s+(?=(?-i:[A-Z]))", re.IGNORECASE
+        ),
+        "my spouse is ",
+    ),
+    (
+        " to ",
+        re.compile(r"^i(?:'m|\s+am)\s+engaged\s+to\s+(?=(?-i:[A-Z]))", re.IGNORECASE),
+        "my fiancé is ",
+    ),
     # "my wife and I are expecting a baby", "me and my sister are going to Rome", "Alex and I
     # are moving": we (not when the other is named by role and name: "my husband Tom and I").
     (
