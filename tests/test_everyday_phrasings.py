@@ -1345,6 +1345,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm engaged to Marco", "who's my fiancé?"], "Your fiancé is called Marco."),
         (["I work as a plumber in Cork", "what's my job?"], "You work as a plumber."),
     ],
+    "the time zone of where one lives, offered": [
+        (["I live in Lisbon", "what time is it?"],
+         "(UTC). You live in Lisbon: /timezone Lisbon sets Europe/Lisbon."),
+        (["I live in Lisbon", "my time zone is Lisbon", "what time is it?"], "(Europe/Lisbon)."),
+        (["I live in Atlantis", "what time is it?"], "Set yours with /timezone"),
+    ],
     "the list asked for in a word": [
         (["my list"], "Nothing is open"),
         (["I need to buy stamps", "my to-dos"], "1. buy stamps"),

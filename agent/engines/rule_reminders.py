@@ -291,9 +291,7 @@ def answer_time(
     if "time" not in lowered and "date" not in lowered and "day" not in lowered:
         return None  # most messages: no pattern to try
     zone, label = reading.zone, zone_label(reading.zone)
-    unset = (
-        " Set yours with /timezone, e.g. /timezone Europe/Lisbon." if zone == DEFAULT_ZONE else ""
-    )
+    unset = "" if zone != DEFAULT_ZONE else _set_zone_hint(reading)
     if _ASK_ZONE.search(reading.text):
         if zone == DEFAULT_ZONE:
             return "I use UTC for you: you haven't set a time zone." + unset
@@ -310,6 +308,16 @@ def answer_time(
             )
         return f"It's {_clock(reading.now, there)} in {place.group('place')} ({there.key})."
     return f"It's {_clock(reading.now, zone)} ({label}).{unset}"
+
+
+def _set_zone_hint(reading: Reading) -> str:
+    """How to set a time zone: the one of where the user lives, when it is known ("You live in
+    Lisbon: /timezone Lisbon sets Europe/Lisbon")."""
+    home = next((f.value for f in reading.facts if f.key == "location"), None)
+    there = None if home is None else find_zone(home)
+    if home is None or there is None or there == DEFAULT_ZONE:
+        return " Set yours with /timezone, e.g. /timezone Europe/Lisbon."
+    return f" You live in {home}: /timezone {home} sets {there.key}."
 
 
 def _clock(now: datetime, zone: ZoneInfo) -> str:
