@@ -83,6 +83,26 @@ def test_what_no_rule_reads_sets_no_repeating_reminder(text):
     assert request is None or request.repeat is None
 
 
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("remind me tomorrow at 9am to write my daily report", "write my daily report"),
+        ("remind me at 5pm to plan the weekly meeting", "plan the weekly meeting"),
+    ],
+)
+def test_daily_said_of_a_thing_is_a_one_time_reminder_about_it(text, label):
+    request = parse_reminder(text, NOW)
+    assert request is not None
+    assert request.repeat is None
+    assert request.label == label
+
+
+def test_daily_said_of_the_reminder_repeats_it():
+    request = parse_reminder("remind me to floss daily", NOW)
+    assert request is not None
+    assert request.repeat == Repeat(every="day", at="09:00")
+
+
 def test_a_bare_hour_is_asked_about_not_guessed():
     assert parse_reminder("remind me every day at 8 to walk the dog", NOW) is None
     request = parse_reminder("remind me every day at 8am to walk the dog", NOW)

@@ -41,7 +41,11 @@ _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _DAY_NAME = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _EVERY = re.compile(
     r"\b(?:(?:every|each)\s+(?:single\s+)?(?P<unit>day|morning|afternoon|evening|night|weekday"
-    rf"|work(?:ing)?\s?day|week|(?P<day>{_DAY_NAME}))|(?P<daily>daily|weekly)(?P<noun>\s+(?:reminder|alarm))?"
+    rf"|work(?:ing)?\s?day|week|(?P<day>{_DAY_NAME}))"
+    # "daily" of the reminder ("remind me daily at 9", "a daily reminder"), not of a thing
+    # ("to write my daily report")
+    r"|(?P<daily>daily|weekly)(?:(?P<noun>\s+(?:reminders?|alarms?))"
+    r"|(?=\s+(?:at|to|about|on|in|from)\b|\s*[,.!?]*$))"
     rf"|on\s+(?P<days>{_DAY_NAME}s"
     r"|weekdays|workdays))\b(?:\s+(?:(?:at|in)\s+the\s+)?(?P<part>morning|afternoon|evening"
     r"|night)\b)?",
