@@ -842,6 +842,8 @@ async def test_a_group_decision_addressed_to_the_bot_is_understood_and_recorded(
         ("what did we talk about?", "what did we talk about?"),  # we: the user and the bot
         ("what have we decided so far?", "what have we decided so far?"),
         ("where were we?", "where were we?"),
+        ("do you remember our previous chat?", "do you remember our previous chat?"),
+        ("what was our last conversation about?", "what was our last conversation about?"),
     ],
 )
 def test_a_household_question_is_asked_as_the_users_own(asked, as_own):

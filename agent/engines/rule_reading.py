@@ -135,7 +135,8 @@ _WE = re.compile(
 # "What did we talk about?", "where were we?": we, the user and the bot.
 _OF_THE_TALK = re.compile(
     r"\bwe\b.{0,30}\b(?:talk|discuss|decid|agree|chat|spoke|speak|say|said|cover|conclud|settl"
-    r"|leave|left)|\bwhere (?:were|are) we\b|\b(?:our|this) (?:talk|chat|conversation|discussion)",
+    r"|leave|left)|\bwhere (?:were|are) we\b"
+    r"|\b(?:our|us)\b(?:\s+\w+)?\s+(?:talks?|chats?|conversations?|discussions?|sessions?)\b",
     re.I,
 )
 _AS_I = {
