@@ -100,6 +100,7 @@ from agent.engines.rule_todos import (
     reminders_not_needed,
     said_done,
     scheduled_jobs,
+    series_kept,
     todo_acks,
 )
 from agent.memory.longterm.memory_slots import in_second_person, memory_facts
@@ -108,6 +109,7 @@ from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
 from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
 from agent.memory.rules.fact_dates import said_from_now, zone_in
 from agent.memory.rules.pronouns import resolve_name, resolve_pronoun, said_before
+from agent.memory.rules.recurrence import say_repeat
 from agent.memory.rules.reminder_requests import (
     ReminderRequest,
     is_reminder_request,
@@ -322,6 +324,12 @@ class RuleBasedConcierge:
             else:  # the deed of a reminder set alone
                 parts.append(f"Great, that's done: I've cancelled its reminder: {labels}.")
                 intents.append("cancel_reminder")
+        elif not parts and (kept := series_kept(packet, reading)):  # "I took my vitamins"
+            lines = "; ".join(
+                f"{in_second_person(r.label)}, {say_repeat(r.repeat)}" for r in kept if r.repeat
+            )
+            parts.append(f"Great! Your reminder goes on: {lines}.")
+            intents.append("close_todo")
         scheduled = scheduled_jobs(packet, jobs)
         for ref, due in [] if change else moved_with(known, new_facts, scheduled, now, zone):
             # "my flight got moved to Saturday": its reminder moves with it

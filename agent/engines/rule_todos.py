@@ -47,6 +47,7 @@ __all__ = [
     "reminders_not_needed",
     "said_done",
     "scheduled_jobs",
+    "series_kept",
     "todo_acks",
 ]
 
@@ -247,7 +248,8 @@ def reminders_not_needed(packet: ConversationContextPacket, reading: Reading) ->
     """The reminders set for a to-do this message ticks off ("I called the plumber": the
     reminder to call the plumber), for a deed it says done that is on no list ("I called the
     bank": the reminder was set alone), or for a plan or event it calls off ("cancel my
-    flight": the reminder about the flight), cancelled: they are no longer needed."""
+    flight": the reminder about the flight), cancelled: they are no longer needed. A repeating
+    one is never among them (:func:`series_kept`)."""
     done = [lp for lp in reading.loops.closed if lp not in reading.loops.removed]
     ended = [
         content_stems(f.value)
@@ -263,12 +265,24 @@ def reminders_not_needed(packet: ConversationContextPacket, reading: Reading) ->
         ref.model_copy(update={"status": "cancelled"})
         for ref in scheduled_jobs(packet, ())
         if ref.kind == "reminder"
+        and ref.repeat is None  # "I took my vitamins": today's, not the series
         and utc(ref.due_at or reading.now) > reading.now
         and (
             of_what_ended(ref.label)
             or any(match_loop(ref.label, [lp]) is lp for lp in done)
             or said_done(ref, [closer.text for closer in extract_closers(reading.text)])
         )
+    ]
+
+
+def series_kept(packet: ConversationContextPacket, reading: Reading) -> list[JobRef]:
+    """The repeating reminders whose deed the message says is done ("I took my vitamins" of
+    "every day at 08:00 to take my vitamins"): kept, the series goes on."""
+    deeds = [closer.text for closer in extract_closers(reading.text)]
+    return [
+        ref
+        for ref in scheduled_jobs(packet, ())
+        if ref.kind == "reminder" and ref.repeat is not None and said_done(ref, deeds)
     ]
 
 
