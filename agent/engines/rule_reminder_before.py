@@ -130,7 +130,8 @@ def moved_with(
     """The reminders about an event whose day ``new`` moves ("my flight got moved to Saturday"
     after "remind me 3 hours before my flight"), each with its new due time: as long before
     the event's new time as before the old one (hours before), or as many days before its new
-    day at the reminder's own time (days before); none that would be due already."""
+    day at the reminder's own time (days before); none that would be due already, nor one that
+    repeats (its rule is its own)."""
     moved: list[tuple[JobRef, datetime]] = []
     for fact in new:
         if parse_key(fact.key).name != "event":
@@ -143,6 +144,8 @@ def moved_with(
         for ref in scheduled:
             said = content_stems(ref.label)
             if ref.kind != "reminder" or ref.due_at is None or not said or not said <= words:
+                continue
+            if ref.repeat is not None:  # "every Monday about the team meeting": its own rule
                 continue
             ahead = _moment(old, zone) - ref.due_at
             if ahead < timedelta(days=1) and old[1] and then[1]:  # hours before its time
