@@ -21,7 +21,6 @@ from agent.memory.rules.dialogue_acts import read_acts
 from agent.memory.rules.extraction import (
     Clause,
     content_stems,
-    extract_closers,
     match_loop,
     names_its_thing,
 )
@@ -270,7 +269,7 @@ def reminders_not_needed(packet: ConversationContextPacket, reading: Reading) ->
         and (
             of_what_ended(ref.label)
             or any(match_loop(ref.label, [lp]) is lp for lp in done)
-            or said_done(ref, [closer.text for closer in extract_closers(reading.text)])
+            or said_done(ref, reading.loops.deeds)
         )
     ]
 
@@ -278,11 +277,10 @@ def reminders_not_needed(packet: ConversationContextPacket, reading: Reading) ->
 def series_kept(packet: ConversationContextPacket, reading: Reading) -> list[JobRef]:
     """The repeating reminders whose deed the message says is done ("I took my vitamins" of
     "every day at 08:00 to take my vitamins"): kept, the series goes on."""
-    deeds = [closer.text for closer in extract_closers(reading.text)]
     return [
         ref
         for ref in scheduled_jobs(packet, ())
-        if ref.kind == "reminder" and ref.repeat is not None and said_done(ref, deeds)
+        if ref.kind == "reminder" and ref.repeat is not None and said_done(ref, reading.loops.deeds)
     ]
 
 

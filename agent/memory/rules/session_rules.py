@@ -121,6 +121,8 @@ class LoopUpdate:
         removed: the closed loops the user dropped ("remove X from my list"), not did.
         narrowed: to-dos said as a list of which some things are done, each as (what is done,
             the loop as it now reads): ("milk", "buy eggs and bread") for "got the milk".
+        deeds: everything it said was done, a loop's or not ("called the bank"): what a
+            reminder set for it is matched with.
     """
 
     loops: tuple[OpenLoop, ...]
@@ -130,6 +132,7 @@ class LoopUpdate:
     unmatched: tuple[str, ...] = ()
     removed: tuple[OpenLoop, ...] = ()
     narrowed: tuple[tuple[str, OpenLoop], ...] = ()
+    deeds: tuple[str, ...] = ()
 
 
 def update_open_loops(
@@ -159,7 +162,8 @@ def update_open_loops(
     removed: list[OpenLoop] = []
     unmatched: list[str] = []
     narrowed: list[tuple[str, OpenLoop]] = []
-    for closer in extract_closers(text):
+    closers = extract_closers(text)
+    for closer in closers:
         if closer.text.casefold() in EVERYTHING:  # "I've finished everything": every to-do
             hits = [lp for lp in remaining if lp.kind in CARRIED_LOOP_KINDS]
         else:
@@ -203,6 +207,7 @@ def update_open_loops(
         unmatched=tuple(unmatched),
         removed=tuple(removed),
         narrowed=tuple(narrowed),
+        deeds=tuple(closer.text for closer in closers if not closer.removal),
     )
 
 
