@@ -62,7 +62,6 @@ from agent.engines.rule_facts import (
     answer_earlier,
     answer_fact,
     answer_name,
-    answer_routine,
     answer_someone,
     fact_acks,
 )
@@ -82,7 +81,9 @@ from agent.engines.rule_reading import (
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
 from agent.engines.rule_reminder_before import moved_with, reminder_before
 from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
+from agent.engines.rule_reminder_referent import spoken_of
 from agent.engines.rule_reminders import answer_reminder, answer_time, change_reminders
+from agent.engines.rule_routines import answer_routine
 from agent.engines.rule_talk import (
     UNKNOWN,
     answer_decisions,
@@ -178,10 +179,10 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("recap", answer_recap),
     ("ask_fact", answer_like),
     ("ask_fact", answer_like_kind),
+    ("ask_fact", answer_routine),  # "when do I go to the gym?" before a trip's question
     ("ask_fact", answer_event),
     ("ask_fact", answer_trip),
     ("ask_fact", answer_plans_when),
-    ("ask_fact", answer_routine),
     ("ask_fact", answer_can_have),
     ("ask_fact", answer_detail),
     ("ask_fact", answer_family),
@@ -264,6 +265,9 @@ class RuleBasedConcierge:
         ahead = reminder_before(text, facts, now, zone) if reminder is None else None
         if isinstance(ahead, ReminderRequest):
             reminder, ahead = ahead, None
+        if reminder is not None:  # "remind me about it at 5": what the message before said
+            previous = next(iter(before), None)
+            reminder = spoken_of(reminder, previous, seq, packet.open_loops)
         reading = Reading(
             text=text,
             now=now,

@@ -23,7 +23,6 @@ from agent.memory.longterm.memory_slots import (
     role_and_name,
     slot_of,
 )
-from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
 from agent.memory.rules.fact_words import ALIASES
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
@@ -35,7 +34,6 @@ __all__ = [
     "answer_fact",
     "answer_line",
     "answer_name",
-    "answer_routine",
     "answer_someone",
     "fact_acks",
     "own_facts",
@@ -142,29 +140,6 @@ _ATTRIBUTE_WORDS = {
     "work": "job", "profession": "job", "employer": "workplace", "company": "workplace",
     "bday": "birthday", "diet": "diet",
 }  # fmt: skip
-
-
-# "what do I do on Sundays?", "what do I usually do every morning?"
-_ASK_ROUTINE = re.compile(
-    r"^what do i (?:usually |normally |typically |always )?do (?P<when>(?:on|every|at the|in the)"
-    r" [^\W\d_][\w ]{0,30}?)\??$",
-    _F,
-)
-
-
-def answer_routine(
-    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
-) -> str | None:
-    """Answer "what do I do on Sundays?" with the routines said then (or that none were)."""
-    match = _ASK_ROUTINE.match(reading.text)
-    if match is None:
-        return None
-    when = match.group("when")
-    wanted = content_stems(when) - content_stems("on every at the")
-    found = [f for f in own_facts(reading, "routine") if wanted <= content_stems(f.value)]
-    if not found:
-        return f"{NOT_TOLD} what you do {when} yet."
-    return " ".join(answer_line(f) for f in found)
 
 
 def answer_someone(
@@ -331,8 +306,9 @@ def _is_about(label: str, who: str) -> bool:
     )
 
 
-_NUMBERS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten"
-                                           .split())}
+_NUMBERS = {
+    w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten".split())
+}
 # Words for one kind said as a count ("3 kids") and asked of ("how many children?").
 _SAME_KIND = {"child": "kid", "grandchild": "grandkid"}
 

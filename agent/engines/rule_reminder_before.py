@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from agent.engines.rule_reminder_referent import DATED, SPOKEN_OF, thing_of
 from agent.memory.longterm.memory_slots import describe_fact, in_second_person, parse_key
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_dates import kept_when
@@ -36,14 +37,12 @@ _BEFORE = re.compile(
     r"(?:(?P<n>an?|one|two|three|four|five|six|seven|ten|a couple of|a few|\d{1,3})\s+"
     r"(?P<unit>minutes?|mins?|hours?|hrs?|days?|weeks?)\s+before"
     r"|the\s+(?P<the>day|night|evening|week)\s+before"
-    r"|(?:on\s+)?the\s+(?P<of>morning)\s+of)\s+"
-    r"(?P<rest>[^\W\d_].{0,200}?)[\s.!?]*$",
+    r"|(?:on\s+)?the\s+(?P<of>morning)\s+of)"
+    r"(?:\s+(?P<rest>[^\W\d_].{0,200}?))?[\s.!?]*$",
     _F,
 )
 # Where what to remind of may begin: "the day before my trip to Rome to book a taxi".
 _LINK = re.compile(r"\s*,?\s+(?P<link>to|about|that)\s+", _F)
-#: The kinds of facts a reminder may be set before.
-_DATED = frozenset({"event", "plan", "birthday"})
 _MORNING = time(9, 0)
 _EVENING = time(19, 0)
 
@@ -57,6 +56,8 @@ def reminder_before(
     if match is None:
         return None
     rest = match.group("rest")
+    if rest is None or rest.casefold() in SPOKEN_OF:
+        return _before_latest(match, facts, now, zone)
     # The longest thing a fact is known by, and what follows it (if anything) to remind of:
     # "my trip to Rome to book a taxi" is the trip to Rome, to book a taxi.
     cuts = [(rest, None, "about")] + [
@@ -75,6 +76,36 @@ def reminder_before(
             f"I don't know when {in_second_person(thing)} is. Tell me (e.g. “my flight is on "
             "Friday at 6pm”), or say when to remind you (“remind me on Thursday at 9am to ...”)."
         )
+    return _due_before(match, fact, now, zone, thing, label, link)
+
+
+def _before_latest(
+    match: re.Match[str], facts: Sequence[Fact], now: datetime, zone: ZoneInfo
+) -> ReminderRequest | str:
+    """The reminder before the dated thing said most recently that is still ahead ("my
+    dentist appointment is on Thursday at 2pm", then "remind me an hour before")."""
+    today = now.astimezone(zone).date()
+    for fact in reversed(facts):
+        when = kept_when(fact.value, now, zone) if parse_key(fact.key).name in DATED else None
+        if when is not None and when[0] >= today:
+            return _due_before(match, fact, now, zone, thing_of(fact), None, "about")
+    return (
+        "Before what? Tell me the thing and its day (e.g. “my flight is on Friday at 6pm”), "
+        "then “remind me an hour before my flight”."
+    )
+
+
+def _due_before(
+    match: re.Match[str],
+    fact: Fact,
+    now: datetime,
+    zone: ZoneInfo,
+    thing: str,
+    label: str | None,
+    link: str,
+) -> ReminderRequest | str:
+    """The reminder ``match`` asks for before ``fact``'s day (or time), about ``thing`` or,
+    with ``label``, what that says; or what to say instead."""
     when = kept_when(fact.value, now, zone)
     said = describe_fact(fact)
     if when is None:
@@ -112,7 +143,7 @@ def dated_fact(thing: str, facts: Sequence[Fact]) -> Fact | None:
         return None
     for fact in reversed(facts):
         parts = parse_key(fact.key)
-        if parts.name not in _DATED:
+        if parts.name not in DATED:
             continue
         words = content_stems(f"{parts.subject} {parts.attribute} {describe_fact(fact)}")
         if wanted <= words:

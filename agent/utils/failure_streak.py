@@ -96,4 +96,3 @@ class FailureStreak:
             self._clock() - self._since,
         )
         self.failures = 0
-

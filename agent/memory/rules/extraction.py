@@ -189,8 +189,20 @@ def _trim_end(value: str) -> str:
 # -- to-dos: closers, matching (openers: agent.memory.rules.todo_openers) -----------------------
 
 # "I've finished everything", "all done": every open to-do at once.
-EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
-                        "my whole list", "the whole list", "all my to-dos", "all my todos"})
+EVERYTHING = frozenset(
+    {
+        "everything",
+        "all",
+        "all of it",
+        "all of them",
+        "the lot",
+        "my list",
+        "my whole list",
+        "the whole list",
+        "all my to-dos",
+        "all my todos",
+    }
+)
 _EXPLICIT_CLOSERS = (
     re.compile(
         r"^(?:all|everything(?:'s| is)?)\s+(?P<v>)(?:done|finished|completed?|sorted)\b", _F
@@ -213,8 +225,11 @@ _EXPLICIT_CLOSERS = (
 )
 # "the invoice went out", "the parcel is in the post", "the transfer went through": done, if
 # a to-do is about it ("the power went out" closes nothing, and says nothing of it).
-_GONE = re.compile(r"^(?P<v>.+?)\s+(?:went|has gone|have gone|is|are|got)\s+(?:out|off|through"
-                   r"|in the (?:post|mail))$", _F)
+_GONE = re.compile(
+    r"^(?P<v>.+?)\s+(?:went|has gone|have gone|is|are|got)\s+(?:out|off|through"
+    r"|in the (?:post|mail))$",
+    _F,
+)
 _IRREGULAR_PAST = (
     "bought|paid|sent|made|wrote|written|got|took|taken|sold|told|found|gave|given|went|ate|read"
     "|put|set|met|brought|spoke|left|fed|hung|sat|won|cut|rang|drank|drove|ran|threw|swept"
@@ -467,7 +482,8 @@ _REMIND = (
     r"|wake me(?: up)?|ping me|nudge me|give me a (?:nudge|shout|heads[- ]up)"
     r"|(?:don't|do not) let me forget|make sure i (?:remember|don't forget|do not forget))"
 )
-_LINK = r"(?P<link>to|about|that|for)"
+# "remind me of the dentist tomorrow": about it.
+_LINK = r"(?P<link>to|about|that|for|of)"
 _REMINDER_FORMS = (
     re.compile(
         rf"\b{_REMIND}\s+(?:for\s+)?(?P<when>{WHEN})\s*[,:-]?\s*(?:{_LINK}\s+(?P<label>.+))?$",
@@ -479,7 +495,7 @@ _REMINDER_FORMS = (
     # of, said without its "to" (the empty link).
     re.compile(
         rf"\b{_REMIND}\s+(?:for\s+)?(?P<when>{WHEN})\s*[,:-]?\s*(?P<link>)"
-        r"(?P<label>(?!(?:to|about|that|for|and|but|or|so|if|because|when)\b)"
+        r"(?P<label>(?!(?:to|about|that|for|of|and|but|or|so|if|because|when)\b)"
         r"[^\W\d_][\w' -]{0,60})$",
         _F,
     ),

@@ -49,6 +49,8 @@ _TRAVEL = (
 )
 # "I", "I've", "I just", "I have now": how news of the user's opens.
 _NEWS = rf"\bi(?:'ve|\s+have)?{_ADV}\s+"
+# "I recently moved", "we finally moved": news said with when it came.
+_LATELY = r"(?:\s+(?:recently|finally|eventually|officially))?"
 # When a routine comes round: "every morning", "on Sundays".
 _DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
 _LIVE = (
@@ -83,9 +85,7 @@ _DISLIKE = (
 )
 
 # Leaving a job: "I quit my job at", "I've just left Google", "I retired from the NHS".
-_GONE_FROM = (
-    r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|left|resigned\s+from|retired\s+from)\s+"
-)
+_GONE_FROM = r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|left|resigned\s+from|retired\s+from)\s+"
 _NOT_NOW = r"(?:don't|do not|dont|no longer)"
 _ENDED = re.compile(
     r"\b(?:quit|left|resigned|retired|don't|do not|dont|no longer|laid off|fired|let go"
@@ -138,35 +138,76 @@ def _rule(
 FACT_RULES: tuple[FactRule, ...] = (
     # What no longer holds ends its slot's value: "I quit my job at Google", "I don't live in
     # Berlin anymore", "I'm no longer vegan" (memory_slots: ex_workplace is workplace's slot).
-    _rule("ex_workplace", rf"{_GONE_FROM}my\s+(?:job|position|role|post|work)\s+(?:at|with|for)"
-          r"\s+(?P<v>.+)", "place", cue=_ENDED),
+    _rule(
+        "ex_workplace",
+        rf"{_GONE_FROM}my\s+(?:job|position|role|post|work)\s+(?:at|with|for)"
+        r"\s+(?P<v>.+)",
+        "place",
+        cue=_ENDED,
+    ),
     # "I quit Acme", not "I left London": a company by its capital, left in words of work.
-    _rule("ex_workplace", r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|resigned\s+from|retired"
-          r"\s+from)\s+(?P<v>(?-i:[A-Z]).+)", "org", cue=_ENDED),
-    _rule("ex_workplace", rf"\bi\s+{_NOT_NOW}\s+work\s+(?:at|for)\s+(?P<v>.+?){_ANYMORE}$",
-          "place", cue=_ENDED),
-    _rule("ex_workplace", r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:got\s+|been\s+)?(?:laid off"
-          r"|fired|let go|made redundant|sacked)\s+(?:from|by|at)\s+(?P<v>.+)", "place",
-          cue=_ENDED),
-    _rule("ex_location", rf"\b(?:i|we)\s+{_NOT_NOW}\s+live\s+in\s+(?P<v>.+?){_ANYMORE}$",
-          "place", cue=_ENDED),
+    _rule(
+        "ex_workplace",
+        r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|resigned\s+from|retired"
+        r"\s+from)\s+(?P<v>(?-i:[A-Z]).+)",
+        "org",
+        cue=_ENDED,
+    ),
+    _rule(
+        "ex_workplace",
+        rf"\bi\s+{_NOT_NOW}\s+work\s+(?:at|for)\s+(?P<v>.+?){_ANYMORE}$",
+        "place",
+        cue=_ENDED,
+    ),
+    _rule(
+        "ex_workplace",
+        r"\bi(?:'ve|\s+have)?(?:\s+just)?\s+(?:got\s+|been\s+)?(?:laid off"
+        r"|fired|let go|made redundant|sacked)\s+(?:from|by|at)\s+(?P<v>.+)",
+        "place",
+        cue=_ENDED,
+    ),
+    _rule(
+        "ex_location",
+        rf"\b(?:i|we)\s+{_NOT_NOW}\s+live\s+in\s+(?P<v>.+?){_ANYMORE}$",
+        "place",
+        cue=_ENDED,
+    ),
     # "I used to live in Rome", "I used to work at Google": what held, not what holds.
     _rule("ex_location", r"\b(?:i|we)\s+used\s+to\s+live\s+in\s+(?P<v>.+)", "place", cue=_ENDED),
-    _rule("ex_workplace", rf"\bi\s+used\s+to\s+{_WORK}\s+(?:at|for)\s+(?P<v>.+)", "place",
-          cue=_ENDED),
-    _rule("ex_location", r"\b(?:i|we)(?:'ve|\s+have)?(?:\s+just)?\s+moved\s+(?:away\s+from"
-          r"|out\s+of)\s+(?P<v>.+)", "place", cue=_ENDED),
-    _rule("ex_diet", rf"^(?:i'm|i am|im)\s+no longer\s+(?:an?\s+)?(?P<v>{DIETS})\b", "raw",
-          cue=_ENDED),
-    _rule("ex_diet", rf"^(?:i'm|i am|im)\s+not\s+(?:an?\s+)?(?P<v>{DIETS})\s+any\s?more\b",
-          "raw", cue=_ENDED),
-    _rule("ex_diet", rf"\bi(?:'ve|\s+have)?\s+(?:stopped|quit)\s+being\s+(?:an?\s+)?"
-          rf"(?P<v>{DIETS})\b", "raw", cue=_ENDED),
+    _rule(
+        "ex_workplace", rf"\bi\s+used\s+to\s+{_WORK}\s+(?:at|for)\s+(?P<v>.+)", "place", cue=_ENDED
+    ),
+    _rule(
+        "ex_location",
+        r"\b(?:i|we)(?:'ve|\s+have)?(?:\s+just)?\s+moved\s+(?:away\s+from"
+        r"|out\s+of)\s+(?P<v>.+)",
+        "place",
+        cue=_ENDED,
+    ),
+    _rule(
+        "ex_diet", rf"^(?:i'm|i am|im)\s+no longer\s+(?:an?\s+)?(?P<v>{DIETS})\b", "raw", cue=_ENDED
+    ),
+    _rule(
+        "ex_diet",
+        rf"^(?:i'm|i am|im)\s+not\s+(?:an?\s+)?(?P<v>{DIETS})\s+any\s?more\b",
+        "raw",
+        cue=_ENDED,
+    ),
+    _rule(
+        "ex_diet",
+        rf"\bi(?:'ve|\s+have)?\s+(?:stopped|quit)\s+being\s+(?:an?\s+)?"
+        rf"(?P<v>{DIETS})\b",
+        "raw",
+        cue=_ENDED,
+    ),
     _rule("timezone", r"\bmy time\s*zone(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)", "zone"),
     _rule("timezone", r"\b(?:set|change|switch|update) my time\s*zone to\s+(?P<v>.+)", "zone"),
-    _rule("timezone", r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?"
-          r"(?:\s+now)?$",
-          "zone"),
+    _rule(
+        "timezone",
+        r"\bi(?:'m|\s+am)\s+(?:in|on)\s+(?:the\s+)?(?P<v>.+?)\s+time(?:zone)?"
+        r"(?:\s+now)?$",
+        "zone",
+    ),
     _rule("name", r"\bmy name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
     _rule("name", r"\bcall me\s+(?P<v>.+)", "name", in_questions=True),
     _rule("name", r"^(?:the\s+)?name(?:'s|\s+is)\s+(?P<v>.+)", "name"),
@@ -177,12 +218,17 @@ FACT_RULES: tuple[FactRule, ...] = (
         "name",
     ),
     _rule("name", r"\bi go by\s+(?P<v>.+)", "name"),
-    _rule("name", r"\bi(?:'d)?\s+(?:prefer|like|rather)\s+(?:to\s+)?(?:be|being)\s+"
-          r"(?:called|named)\s+(?P<v>.+)", "name"),
+    _rule(
+        "name",
+        r"\bi(?:'d)?\s+(?:prefer|like|rather)\s+(?:to\s+)?(?:be|being)\s+"
+        r"(?:called|named)\s+(?P<v>.+)",
+        "name",
+    ),
     _rule("name", r"^(?:hi|hello|hey)?[,!. ]*i(?:'m|\s+am)\s+(?:called|named)\s+(?P<v>.+)", "name"),
     # "it's Sam here", "this is Priya speaking": a name, said as on the phone.
-    _rule("name", r"^(?:it's|it is|this is)\s+(?P<v>\S+\s+(?:here|speaking))[\s.!]*$",
-          "strict_name"),
+    _rule(
+        "name", r"^(?:it's|it is|this is)\s+(?P<v>\S+\s+(?:here|speaking))[\s.!]*$", "strict_name"
+    ),
     # "my doctor's appointment got moved to Thursday": it is on Thursday now.
     _rule(
         "event",
@@ -262,141 +308,287 @@ FACT_RULES: tuple[FactRule, ...] = (
         r"\b.{0,60}))?$",
         "phrase",
     ),
-    _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
-          rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
-          "phrase"),
+    _rule(
+        "plan",
+        rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
+        rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
+        "phrase",
+    ),
     # "I'm going to visit my parents at Christmas", "we're seeing Tom on Friday": a plan to see
     # someone, said with its time (without one, "I'm going to see what happens" is no plan).
-    _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+{_TO_SEE}"
-          r"[\w'-]+(?:\s+[\w'-]+){0,4}?\s+(?:(?:on|at|in|next|this|tomorrow|tonight|for|over"
-          r"|during)\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day\b).{0,40})$", "phrase"),
+    _rule(
+        "plan",
+        rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+{_TO_SEE}"
+        r"[\w'-]+(?:\s+[\w'-]+){0,4}?\s+(?:(?:on|at|in|next|this|tomorrow|tonight|for|over"
+        r"|during)\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day\b).{0,40})$",
+        "phrase",
+    ),
     # "we're moving to Bristol in March": a move ahead (not "I moved to ...": where one lives).
-    _rule("plan", rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+(?P<v>moving\s+"
-          r"(?:house\s+|back\s+)?to\s+\w.{0,60})$", "phrase"),
-    _rule("plan", rf"^{_LEAD_TIME}(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+{_TO_SEE}"
-          r"[\w'-]+(?:\s+[\w'-]+){0,4})$", "phrase"),
+    _rule(
+        "plan",
+        rf"^(?:{_LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+(?P<v>moving\s+"
+        r"(?:house\s+|back\s+)?to\s+\w.{0,60})$",
+        "phrase",
+    ),
+    _rule(
+        "plan",
+        rf"^{_LEAD_TIME}(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+{_TO_SEE}"
+        r"[\w'-]+(?:\s+[\w'-]+){0,4})$",
+        "phrase",
+    ),
     _rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
-    _rule("age", r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
-          "raw"),
+    _rule(
+        "age",
+        r"^i(?:'ve)?\s+(?:just\s+)?turned\s+(?P<v>\d{1,3})(?:\s+(?:today|this year))?$",
+        "raw",
+    ),
     # "I'm vegetarian but I eat fish", "I'm vegan except for honey": what it allows, kept with it.
-    _rule("diet", rf"^(?:i'm|i am|im|we're|we are|i(?: have|'ve got)(?=\s+c[oe]*liac))"
-          rf"(?:\s+an?)?\s+"
-          rf"(?P<v>{DIETS})\b(?:,?\s+(?:except(?:\s+for)?|apart\s+from|other\s+than|but\s+i\s+"
-          r"(?:still\s+|do\s+|also\s+)?(?:eat|drink))\s+(?P<but>[^\W\d_][\w -]{0,40}?)"
-          r"(?:\s+(?:sometimes|occasionally|now\s+and\s+then|too|as\s+well|though))?\s*$)?", "raw"),
-    _rule("job", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
-          rf"{{0,2}}?(?:{JOBS}))\b", "short",
-          alongside=True),
+    _rule(
+        "diet",
+        rf"^(?:i'm|i am|im|we're|we are|i(?: have|'ve got)(?=\s+c[oe]*liac))"
+        rf"(?:\s+an?)?\s+"
+        rf"(?P<v>{DIETS})\b(?:,?\s+(?:except(?:\s+for)?|apart\s+from|other\s+than|but\s+i\s+"
+        r"(?:still\s+|do\s+|also\s+)?(?:eat|drink))\s+(?P<but>[^\W\d_][\w -]{0,40}?)"
+        r"(?:\s+(?:sometimes|occasionally|now\s+and\s+then|too|as\s+well|though))?\s*$)?",
+        "raw",
+    ),
+    _rule(
+        "job",
+        rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
+        rf"{{0,2}}?(?:{JOBS}))\b",
+        "short",
+        alongside=True,
+    ),
     # Studies: "I'm a student at UCL" (where, not a workplace), "I study law", "I'm studying
     # medicine at Leeds".
-    _rule("school", r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?an?\s+(?:[\w-]+\s+){0,2}?"
-          r"student\s+(?:at|in)\s+(?P<v>.+)", "place"),
-    _rule("study", r"^i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:study|studying|majoring\s+in"
-          r"|major\s+in|reading)\s+(?!(?:for|hard|a\s+lot|at|with|abroad|online|tonight|today)\b)"
-          r"(?P<v>[^\W\d_][\w -]{0,40}?)(?:\s+(?:at|in)\s+.+)?$", "short", alongside=True),
-    _rule("school", r"^i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:study|studying)\s+.+?\s+at\s+"
-          r"(?P<v>.+)", "place"),
-    _rule("workplace", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
-          rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
-          r"\s+(?P<v>.+)", "place"),
+    _rule(
+        "school",
+        r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?an?\s+(?:[\w-]+\s+){0,2}?"
+        r"student\s+(?:at|in)\s+(?P<v>.+)",
+        "place",
+    ),
+    _rule(
+        "study",
+        r"^i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:study|studying|majoring\s+in"
+        r"|major\s+in|reading)\s+(?!(?:for|hard|a\s+lot|at|with|abroad|online|tonight|today)\b)"
+        r"(?P<v>[^\W\d_][\w -]{0,40}?)(?:\s+(?:at|in)\s+.+)?$",
+        "short",
+        alongside=True,
+    ),
+    _rule(
+        "school",
+        r"^i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:study|studying)\s+.+?\s+at\s+"
+        r"(?P<v>.+)",
+        "place",
+    ),
+    _rule(
+        "workplace",
+        rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+an?\s+(?:[\w-]+\s+)"
+        rf"{{0,2}}?(?:{JOBS})\s+(?:at|for)"
+        r"\s+(?P<v>.+)",
+        "place",
+    ),
     # "I'm a software developer from Gdansk": where they are from, after the job.
-    _rule("hometown", rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+from\s+"
-          r"(?P<v>.+)", "place"),
-    _rule("plan", rf"{_TRAVEL}(?:go(?:ing)?|fly(?:ing)?|travel(?:l)?(?:ing)?|head(?:ing)?"
-          r"|driv(?:e|ing)|off|sail(?:ing)?)\s+to\s+(?P<v>.+)", "trip"),
+    _rule(
+        "hometown",
+        rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+from\s+"
+        r"(?P<v>.+)",
+        "place",
+    ),
+    _rule(
+        "plan",
+        rf"{_TRAVEL}(?:go(?:ing)?|fly(?:ing)?|travel(?:l)?(?:ing)?|head(?:ing)?"
+        r"|driv(?:e|ing)|off|sail(?:ing)?)\s+to\s+(?P<v>.+)",
+        "trip",
+    ),
     _rule("plan", rf"{_TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
     _rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),
     # "im jake btw": typed in lower case, a name known by where it stands (after a greeting:
     # _GREETED_NAME).
-    _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>[^\W\d_]+)\s+(?:btw|by the way|here)\b",
-          "casual_name"),
+    _rule(
+        "name", r"^(?:i'm|i am|im)\s+(?P<v>[^\W\d_]+)\s+(?:btw|by the way|here)\b", "casual_name"
+    ),
     # "we live in a small cottage in Harrogate": the place the home is in.
-    _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
-          r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
-          r"\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)", "place"),
+    _rule(
+        "location",
+        rf"\b(?:i|we){_LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
+        r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
+        r"\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)",
+        "place",
+    ),
     _rule("location", rf"\b(?:i|we){_LIVE}\s+in\s+(?P<v>.+)", "place"),
     _rule("location", rf"\b(?:i|we){_LIVE}\s+at\s+(?P<v>\d{{1,4}}[a-z]?\s+[^\W\d_].+)", "short"),
-    _rule("location", rf"\b(?:i|we)(?:'ve|\s+have)?{_ADV}\s+(?:moved|relocated)\s+(?:in)?to\s+"
-          r"(?:an?|the|our|my)\s+(?:[\w-]+\s+){0,3}?(?:house|home|flat|cottage|apartment|place"
-          r"|bungalow)\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)", "place"),
-    _rule("location", rf"\bi{_ADV}\s+(?:moved|relocated)\s+to\s+(?!(?:an?|the|my)\s+(?:new\s+)?"
-          r"(?:job|role|team|position|department|school|class|company|desk|office)\b)(?P<v>.+)",
-          "place"),
-    _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
-          "short"),
+    _rule(
+        "location",
+        rf"\b(?:i|we)(?:'ve|\s+have)?{_ADV}\s+(?:moved|relocated)\s+(?:in)?to\s+"
+        r"(?:an?|the|our|my)\s+(?:[\w-]+\s+){0,3}?(?:house|home|flat|cottage|apartment|place"
+        r"|bungalow)\s+(?:in|near|outside|just outside)\s+(?P<v>[A-Z].+)",
+        "place",
+    ),
+    # "I recently relocated to Leeds", "I moved back to Cork"; "we've just moved to Turin" (not
+    # "we moved to the garden": a home a "we" moves to is a name).
+    _rule(
+        "location",
+        rf"\bwe(?:'ve|\s+have)?{_ADV}{_LATELY}\s+(?:moved|relocated)(?:\s+back)?"
+        r"\s+to\s+(?!(?:an?|the|my|our|this|that|his|her|their)\s+(?-i:[a-z]))(?P<v>.+)",
+        "place",
+    ),
+    _rule(
+        "location",
+        rf"\bi(?:'ve|\s+have)?{_ADV}{_LATELY}\s+(?:moved|relocated)(?:\s+back)?"
+        r"\s+to\s+(?!(?:an?|the|my)\s+(?:new\s+)?"
+        r"(?:job|role|team|position|department|school|class|company|desk|office)\b)(?P<v>.+)",
+        "place",
+    ),
+    _rule(
+        "location",
+        r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
+        "short",
+    ),
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
     # "I am coming from Japan" (a learner's "I come from"); not "coming from the office".
     _rule("hometown", r"\bi(?:'m|\s+am)\s+coming\s+from\s+(?P<v>(?-i:[A-Z]).+)", "place"),
     _rule("plan", rf"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are)){_ADV}\s+planning\s+(?P<v>.+)", "phrase"),
     _rule("plan", rf"\bi{_ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
-    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for|in)\s+.+)?$", "short",
-          alongside=True),
+    _rule(
+        "job",
+        rf"\bi{_ADV}\s+{_WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for|in)\s+.+)?$",
+        "short",
+        alongside=True,
+    ),
     # When they work: "I work Monday to Friday, 9 to 5", "I work nights", "my hours are 8 to 4"
     # ("I work part-time at Tesco": the workplace too).
-    _rule("hours", rf"^i\s+(?:usually\s+|normally\s+|mostly\s+|now\s+|only\s+)?work\s+"
-          rf"(?P<v>(?:{_WORK_WHEN}).*?)(?:\s+now)?(?:\s+(?:at|for|as)\s+.+)?$",
-          "short", alongside=True),
-    _rule("hours", r"^my\s+(?:working\s+|work\s+)?(?:hours|shifts?)\s+(?:is|are)\s+"
-          r"(?P<v>.+)", "short"),
+    _rule(
+        "hours",
+        rf"^i\s+(?:usually\s+|normally\s+|mostly\s+|now\s+|only\s+)?work\s+"
+        rf"(?P<v>(?:{_WORK_WHEN}).*?)(?:\s+now)?(?:\s+(?:at|for|as)\s+.+)?$",
+        "short",
+        alongside=True,
+    ),
+    _rule(
+        "hours",
+        r"^my\s+(?:working\s+|work\s+)?(?:hours|shifts?)\s+(?:is|are)\s+"
+        r"(?P<v>.+)",
+        "short",
+    ),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
     # "I teach maths at a high school": a maths teacher, at a high school.
-    _rule("job", rf"\bi{_ADV}\s+teach\s+(?P<v>(?!{_NOT_TAUGHT})[^\W\d_][\w-]*"
-          rf"(?:\s+(?!{_NOT_TAUGHT})[^\W\d_][\w-]*)?)", "teacher", alongside=True),
+    _rule(
+        "job",
+        rf"\bi{_ADV}\s+teach\s+(?P<v>(?!{_NOT_TAUGHT})[^\W\d_][\w-]*"
+        rf"(?:\s+(?!{_NOT_TAUGHT})[^\W\d_][\w-]*)?)",
+        "teacher",
+        alongside=True,
+    ),
     _rule("workplace", rf"\bi{_ADV}\s+teach\b(?:\s+[\w-]+){{0,2}}?\s+at\s+(?P<v>.+)", "place"),
     # "I work at Airbus as an engineer": the title said after the place.
-    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+.+?\s+as\s+(?P<v>an?\s+.+)", "short",
-          alongside=True),
+    _rule(
+        "job",
+        rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+.+?\s+as\s+(?P<v>an?\s+.+)",
+        "short",
+        alongside=True,
+    ),
     _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
-    _rule("workplace", rf"\bi(?:'m|\s+am){_ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",
-          "place"),
+    _rule(
+        "workplace", rf"\bi(?:'m|\s+am){_ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"
+    ),
     _rule("workplace", r"\bmy (?:employer|company|workplace) is\s+(?P<v>.+)", "place"),
     # Work said without a title: "I work in marketing" (a field, not "in London"), "I'm
     # retired", "I work from home".
-    _rule("job", rf"\bi{_ADV}\s+{_WORK}\s+(?P<v>in\s+(?-i:(?![A-Z][a-z]))(?!(?:the|a|an|my)\b)"
-          r"[\w&/-]+(?:\s+[\w&/-]+)?)(?:\s+(?:at|for)\s+.+)?$", "short", alongside=True),
-    _rule("workplace", rf"\bi{_ADV}\s+{_WORK}\s+in\s+[\w&/ -]{{1,40}}?\s+(?:at|for)\s+(?P<v>.+)",
-          "place"),
-    _rule("job", r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?(?P<v>self[- ]employed|retired"
-          r"|unemployed|between jobs|out of work|a stay[- ]at[- ]home (?:mom|mum|dad|parent))\b",
-          "raw"),
+    _rule(
+        "job",
+        rf"\bi{_ADV}\s+{_WORK}\s+(?P<v>in\s+(?-i:(?![A-Z][a-z]))(?!(?:the|a|an|my)\b)"
+        r"[\w&/-]+(?:\s+[\w&/-]+)?)(?:\s+(?:at|for)\s+.+)?$",
+        "short",
+        alongside=True,
+    ),
+    _rule(
+        "workplace",
+        rf"\bi{_ADV}\s+{_WORK}\s+in\s+[\w&/ -]{{1,40}}?\s+(?:at|for)\s+(?P<v>.+)",
+        "place",
+    ),
+    _rule(
+        "job",
+        r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?(?P<v>self[- ]employed|retired"
+        r"|unemployed|between jobs|out of work|a stay[- ]at[- ]home (?:mom|mum|dad|parent))\b",
+        "raw",
+    ),
     _rule("workplace", r"\bi\s+(?:mostly\s+|now\s+)?work\s+(?P<v>from\s+home)\s*[.!]*$", "raw"),
     # Work told as news: "I started a new job at Spotify", "I got hired by Acme", "I've
     # joined Google as a designer" (a company, by its capital: not "I joined a gym").
-    _rule("job", rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?(?:new\s+)?"
-          rf"(?:job|position|role|post)\s+as\s+(?P<v>an?\s+.+?)(?:\s+(?:at|with|for)\s+.+)?$",
-          "short", alongside=True),
-    _rule("workplace", rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?"
-          r"(?:new\s+)?(?:job|position|role|post)\s+(?:as\s+.+?\s+)?(?:at|with|for)\s+(?P<v>.+)",
-          "place"),
+    _rule(
+        "job",
+        rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?(?:new\s+)?"
+        rf"(?:job|position|role|post)\s+as\s+(?P<v>an?\s+.+?)(?:\s+(?:at|with|for)\s+.+)?$",
+        "short",
+        alongside=True,
+    ),
+    _rule(
+        "workplace",
+        rf"{_NEWS}(?:got|landed|started|taken|accepted)\s+(?:a\s+|my\s+)?"
+        r"(?:new\s+)?(?:job|position|role|post)\s+(?:as\s+.+?\s+)?(?:at|with|for)\s+(?P<v>.+)",
+        "place",
+    ),
     _rule("workplace", rf"{_NEWS}(?:got\s+|been\s+)?hired\s+(?:by|at)\s+(?P<v>.+)", "place"),
-    _rule("job", rf"{_NEWS}joined\s+[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*)*\s+as\s+(?P<v>an?\s+.+)",
-          "short", alongside=True),
+    _rule(
+        "job",
+        rf"{_NEWS}joined\s+[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*)*\s+as\s+(?P<v>an?\s+.+)",
+        "short",
+        alongside=True,
+    ),
     _rule("workplace", rf"{_NEWS}joined\s+(?P<v>[A-Z].+)", "org"),
     # "I started at Spotify last week", "I've just started working for Acme": a company, by
     # its capital (not "I started at 9").
-    _rule("workplace", rf"{_NEWS}(?:started|began)\s+(?:working\s+|work\s+)?(?:at|for)\s+"
-          r"(?P<v>(?-i:[A-Z]).+)", "org"),
-    _rule("favourite", r"\bmy (?:favou?rite|fave?)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
-          r"\s+(?P<v>.+)", "short"),
-    _rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
-          r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fave?)\s+"
-          r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
+    _rule(
+        "workplace",
+        rf"{_NEWS}(?:started|began)\s+(?:working\s+|work\s+)?(?:at|for)\s+"
+        r"(?P<v>(?-i:[A-Z]).+)",
+        "org",
+    ),
+    _rule(
+        "favourite",
+        r"\bmy (?:favou?rite|fave?)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
+        r"\s+(?P<v>.+)",
+        "short",
+    ),
+    _rule(
+        "favourite",
+        r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
+        r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fave?)\s+"
+        r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$",
+        "short",
+    ),
     # "I have 3 kids", "we've got two dogs": how many, before or without their names.
-    _rule("count", r"^(?:i|we)(?:\s+have|'ve)?(?:\s+got)?\s+(?P<v>\d{1,2}|two|three|four|five|six"
-          r"|seven|eight|nine|ten)\s+(?P<k>kids|children|sons|daughters|grandchildren|grandkids"
-          r"|siblings|brothers|sisters|dogs|cats|pets)\s*$", "raw"),
+    _rule(
+        "count",
+        r"^(?:i|we)(?:\s+have|'ve)?(?:\s+got)?\s+(?P<v>\d{1,2}|two|three|four|five|six"
+        r"|seven|eight|nine|ten)\s+(?P<k>kids|children|sons|daughters|grandchildren|grandkids"
+        r"|siblings|brothers|sisters|dogs|cats|pets)\s*$",
+        "raw",
+    ),
     # "I support Arsenal", "I root for the Lakers", "I'm an Arsenal supporter": a team, by its
     # capital (not "I support the idea").
-    _rule("favourite:team", r"^i\s+(?:still\s+|also\s+)?(?:support|root\s+for|cheer\s+(?:for|on))"
-          rf"\s+(?!{_NO_TEAM})(?P<v>(?:the\s+)?(?-i:[A-Z])[\w' -]{{0,40}})$", "short"),
-    _rule("favourite:team", rf"^(?:i'm|i am|im)\s+an?\s+{_BIG}(?!{_NO_TEAM})(?P<v>(?-i:[A-Z])"
-          r"[\w' -]{0,30}?)\s+(?:supporter|season[- ]ticket\s+holder)$", "short"),
+    _rule(
+        "favourite:team",
+        r"^i\s+(?:still\s+|also\s+)?(?:support|root\s+for|cheer\s+(?:for|on))"
+        rf"\s+(?!{_NO_TEAM})(?P<v>(?:the\s+)?(?-i:[A-Z])[\w' -]{{0,40}})$",
+        "short",
+    ),
+    _rule(
+        "favourite:team",
+        rf"^(?:i'm|i am|im)\s+an?\s+{_BIG}(?!{_NO_TEAM})(?P<v>(?-i:[A-Z])"
+        r"[\w' -]{0,30}?)\s+(?:supporter|season[- ]ticket\s+holder)$",
+        "short",
+    ),
     # "I'm a Taylor Swift fan", "I'm a big Marvel fan"
-    _rule("likes", rf"^(?:i'm|i am|im)\s+an?\s+{_BIG}(?P<v>(?-i:[A-Z])[\w' -]{{0,30}}?)\s+fan$",
-          "liked"),
+    _rule(
+        "likes",
+        rf"^(?:i'm|i am|im)\s+an?\s+{_BIG}(?P<v>(?-i:[A-Z])[\w' -]{{0,30}}?)\s+fan$",
+        "liked",
+    ),
     _rule(
         "birthday",
         r"\bmy (?:birthday|bday|date of birth)(?:'s|\s+is)\s+(?:actually\s+|really\s+)?"
@@ -405,12 +597,20 @@ FACT_RULES: tuple[FactRule, ...] = (
     ),
     _rule("birthday", r"\bi was born on\s+(?P<v>.+)", "short"),
     # "I was born in 1990", "I was born in Leeds in 1962": the year, and where.
-    _rule("born", r"\bi was born in\s+(?:[^\W\d][\w ]{0,40}?\s+in\s+)?(?P<v>(?:1[89]|20)\d\d)\b",
-          "raw", alongside=True),
+    _rule(
+        "born",
+        r"\bi was born in\s+(?:[^\W\d][\w ]{0,40}?\s+in\s+)?(?P<v>(?:1[89]|20)\d\d)\b",
+        "raw",
+        alongside=True,
+    ),
     _rule("hometown", r"\bi was born in\s+(?!(?:1[89]|20)\d\d\b)(?P<v>.+)", "place"),
     _rule("allergy", rf"\bi(?:'m|\s+am){_ADV}\s+allergic\s+to\s+(?P<v>.+)", "short"),
-    _rule("allergy", r"\bi(?:'ve|\s+have)(?:\s+got)?\s+(?:an?\s+)?(?:severe\s+|bad\s+|mild\s+)?"
-          r"(?P<v>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+allergy\b", "short"),
+    _rule(
+        "allergy",
+        r"\bi(?:'ve|\s+have)(?:\s+got)?\s+(?:an?\s+)?(?:severe\s+|bad\s+|mild\s+)?"
+        r"(?P<v>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+allergy\b",
+        "short",
+    ),
     _rule(
         "avoid",
         rf"\bi{_ADV}\s+(?:can't|cannot|can not|don't|do not|never)\s+"
@@ -422,43 +622,90 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule(
         "decision", rf"\bi(?:'ve|\s+have)?{_ADV}\s+decided\s+(?P<v>(?:to|that|on)\s+.+)", "phrase"
     ),
-    _rule("goal", r"\bmy (?:main |big |biggest )?(?:goal|dream|ambition|aim) is\s+(?P<v>.+)",
-          "phrase"),
-    _rule("goal", rf"\bi(?:'d|{_ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+"
-          rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
+    _rule(
+        "goal", r"\bmy (?:main |big |biggest )?(?:goal|dream|ambition|aim) is\s+(?P<v>.+)", "phrase"
+    ),
+    _rule(
+        "goal",
+        rf"\bi(?:'d|{_ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+"
+        rf"(?P<v>to\s+{GOAL_VERBS}\b.+)",
+        "phrase",
+    ),
     _rule("goal", rf"\bi{_ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
-    _rule("goal", rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been){_ADV}\s+(?:hoping|aiming|trying)\s+"
-          rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
+    _rule(
+        "goal",
+        rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been){_ADV}\s+(?:hoping|aiming|trying)\s+"
+        rf"(?P<v>to\s+{GOAL_VERBS}\b.+)",
+        "phrase",
+    ),
     _rule("routine", rf"^(?P<v>(?:every\s+{_DAYS}|on\s+{_DAYS}s)\b.{{0,30}}?\bi\s+.+)", "phrase"),
-    _rule("routine", r"^(?P<v>i\s+(?:usually|always|normally|regularly|typically)\s+"
-          r"(?!(?:like|love|enjoy|hate|forget|wanted)\b).+)", "phrase"),
-    _rule("routine", rf"^(?P<v>i\s+(?:go|play|do|have|take|walk|visit|call|see|meet|train)\b.*"
-          rf"\bevery\s+{_DAYS}\b.*)", "phrase"),
-    _rule("does", r"^i\s+(?:also\s+|still\s+)?(?P<v>(?:play|practise|practice)\s+(?!with\b).+)",
-          "short"),
+    _rule(
+        "routine",
+        r"^(?P<v>i\s+(?:usually|always|normally|regularly|typically)\s+"
+        r"(?!(?:like|love|enjoy|hate|forget|wanted)\b).+)",
+        "phrase",
+    ),
+    # "I go to the gym on Mondays and Wednesdays", "I swim twice a week", "I run every other day".
+    _rule(
+        "routine",
+        rf"^(?P<v>i\s+(?:go|play|do|have|take|walk|visit|call|see|meet|train|swim|run"
+        r"|cycle|jog|work out|practi[sc]e|volunteer|study|cook|teach)\b.*"
+        rf"\b(?:(?:every|each)\s+(?:other\s+)?{_DAYS}|on\s+(?:{_DAYS}s|weekdays)"
+        r"|(?:once|twice|three times|four times|\d\s+times)\s+a\s+(?:day|week|month))\b.*)",
+        "phrase",
+    ),
+    _rule(
+        "does",
+        r"^i\s+(?:also\s+|still\s+)?(?P<v>(?:play|practise|practice)\s+(?!with\b).+)",
+        "short",
+    ),
     # "I'm learning Japanese", "I started learning to code", "I'm taking guitar lessons".
-    _rule("learning", rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been)?{_ADV}(?:\s+(?:started"
-          r"|began|begun))?\s+learning\s+(?P<v>(?!(?:a\s+(?:lot|ton|bunch)|lots|tons|loads|so\s+much"
-          r"|more|that|from|about\s+myself|new\s+things|things|stuff|something)\b)[^\W\d_].*)",
-          "place", cue=_LEARNING),
-    _rule("learning", rf"\bi(?:'m|\s+am)?{_ADV}\s+(?:taking|take|started)\s+(?P<v>[^\W\d_]"
-          r"[\w -]{0,30}?)\s+(?:lessons|classes|a\s+course)\b", "place", cue=_LEARNING),
+    _rule(
+        "learning",
+        rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been)?{_ADV}(?:\s+(?:started"
+        r"|began|begun))?\s+learning\s+(?P<v>(?!(?:a\s+(?:lot|ton|bunch)|lots|tons|loads|so\s+much"
+        r"|more|that|from|about\s+myself|new\s+things|things|stuff|something)\b)[^\W\d_].*)",
+        "place",
+        cue=_LEARNING,
+    ),
+    _rule(
+        "learning",
+        rf"\bi(?:'m|\s+am)?{_ADV}\s+(?:taking|take|started)\s+(?P<v>[^\W\d_]"
+        r"[\w -]{0,30}?)\s+(?:lessons|classes|a\s+course)\b",
+        "place",
+        cue=_LEARNING,
+    ),
     _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "liked"),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "liked"),
-    _rule("likes", r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
-          r"|enjoying|like|love|enjoy)\s+(?P<v>.+)", "liked"),
-    _rule("likes", r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
-          "liked"),
+    _rule(
+        "likes",
+        r"\bi(?:'ve|\s+have)?\s+(?:started|begun|come)\s+(?:to\s+)?(?:liking|loving"
+        r"|enjoying|like|love|enjoy)\s+(?P<v>.+)",
+        "liked",
+    ),
+    _rule(
+        "likes",
+        r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
+        "liked",
+    ),
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "liked"),
-    _rule("likes", rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>.+?)"
-          r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$", "liked"),
+    _rule(
+        "likes",
+        rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>.+?)"
+        r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$",
+        "liked",
+    ),
     # A detail of the user's world no rule above reads: "my blood type is O negative", "the
     # wifi password at the cabin is pinecone42" (what it is called is its slot: detail_name).
     _rule("detail", rf"^(?P<k>(?:my|our)\s+{_THING})(?:\s+is|'s)\s+(?P<v>.+)$", "short"),
     _rule("detail", rf"^(?P<k>the\s+{_THING})\s+is\s+(?P<v>.+)$", "short"),
     # "I drive a blue Honda Civic": the car (not "a hard bargain", nor "a lot").
-    _rule("detail:car", r"^i\s+(?:now\s+|still\s+)?drive\s+(?P<v>(?:an?|the)\s+"
-          r"(?!(?:hard|tough)\s+bargain|lot\b|bit\b|few\b|little\b|long\s+way).+)$", "short"),
+    _rule(
+        "detail:car",
+        r"^i\s+(?:now\s+|still\s+)?drive\s+(?P<v>(?:an?|the)\s+"
+        r"(?!(?:hard|tough)\s+bargain|lot\b|bit\b|few\b|little\b|long\s+way).+)$",
+        "short",
+    ),
 )
 
 

@@ -84,5 +84,7 @@ def parse_reminder(
         if link == "":  # "tomorrow 9am gym": about it; "...: call grandma": to call her
             link = "to" if is_deed(label) else "about"
         link = (link or "to").lower()
-        return ReminderRequest(label=label, due_at=due, link="about" if link == "for" else link)
+        return ReminderRequest(
+            label=label, due_at=due, link="about" if link in {"for", "of"} else link
+        )
     return None
