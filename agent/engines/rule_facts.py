@@ -36,6 +36,7 @@ __all__ = [
     "answer_name",
     "answer_someone",
     "fact_acks",
+    "none_said",
     "own_facts",
 ]
 
@@ -71,7 +72,7 @@ _SAME_THING = {
 _SINGULAR = {
     "children": "child", "kids": "kid", "puppies": "puppy", "bunnies": "bunny", "ponies": "pony",
     "babies": "baby", "mice": "mouse", "guinea pigs": "guinea pig", "goldfish": "goldfish",
-    "grandchildren": "grandchild", "grandkids": "grandkid",
+    "grandchildren": "grandchild", "grandkids": "grandkid", "pets": "pet",
 }  # fmt: skip
 _PLURAL_OF = {one: many for many, one in _SINGULAR.items() if one != many}
 _PLURAL = rf"(?:{'|'.join(_SINGULAR)}|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
@@ -200,7 +201,8 @@ def answer_fact(
             missing = f"your favourite {thing}"
         found = [f for f in reading.facts if _key_matches(f.key, wanted)]
         if not found:
-            return f"{NOT_TOLD} {missing} yet."
+            none = none_said(reading, *(_NONE_OF.get(key, ()) for key in wanted))
+            return sentence(describe_fact(none)) if none else f"{NOT_TOLD} {missing} yet."
         return " ".join(answer_line(f) for f in found)
     return None
 
@@ -309,6 +311,11 @@ def _is_about(label: str, who: str) -> bool:
 _NUMBERS = {
     w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten".split())
 }
+# What "I don't have any ..." says none of, for the questions of a kind of fact.
+_NONE_OF = {
+    "allergy:": ("allergies", "food allergies"),
+    "pet:": ("pets", "dogs", "cats"),
+}
 # Words for one kind said as a count ("3 kids") and asked of ("how many children?").
 _SAME_KIND = {"child": "kid", "grandchild": "grandkid"}
 
@@ -323,6 +330,18 @@ def _counted(reading: Reading, who: str) -> Fact | None:
         one = _SINGULAR.get(parts.item) or parts.item.removesuffix("s")
         if _SAME_KIND.get(one, one) == kind:
             return fact
+    return None
+
+
+def none_said(reading: Reading, *kinds: Sequence[str]) -> Fact | None:
+    """The user's latest "I don't have any kids" of one of ``kinds`` ("kids", "pets"), or
+    ``None``."""
+    wanted = {kind for words in kinds for kind in words}
+    for fact in reversed(reading.facts):
+        parts = parse_key(fact.key)
+        if parts.subject == USER and parts.name == "count" and fact.value == "no":
+            if parts.item in wanted:
+                return fact
     return None
 
 
@@ -351,8 +370,12 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
 
     named = [f for f in reading.facts if parse_key(f.key).name in _NAMING and of_them(f.value)]
     if attribute == "count":  # "how many kids do I have?": the ones told of, by name
+        if who == "pet":  # "how many pets?": every animal told of
+            named = [f for f in reading.facts if parse_key(f.key).name == "pet"]
         many = _PLURAL_OF.get(who, who + "s")
         counted = _counted(reading, who)
+        if named and counted is not None and counted.value == "no":  # one named since
+            counted = None
         if not named and counted is None:
             return f"{NOT_TOLD} about any {many} yet."
         each = [role_and_name(f.value)[1] or f.value for f in named]

@@ -1,7 +1,8 @@
 """Answering a question about a kind of family: "do I have any siblings?", "who are my
 parents?", "do I have children?". The user's ``relative`` facts whose role is of that kind
 (a brother and a sister are siblings; a son, a daughter or a kid are children), said by role
-("Your brothers are called Tom and Jack."), or that none was told.
+("Your brothers are called Tom and Jack."), that the user has none ("I don't have any kids"),
+or that none was told.
 
 Covered by the "pets and relatives" family of ``tests/test_everyday_phrasings.py``.
 """
@@ -11,8 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agent.engines.rule_reading import Reading
-from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
+from agent.engines.rule_facts import none_said
+from agent.engines.rule_reading import Reading, sentence
+from agent.memory.longterm.memory_slots import USER, describe_fact, parse_key, role_and_name
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
 __all__ = ["answer_family"]
@@ -37,6 +39,12 @@ _ASK_FAMILY = re.compile(
     re.IGNORECASE,
 )
 _PLURALS = {"child": "children"}
+# The words of one kind said as none of ("I don't have any kids": no children either).
+_SAME = {
+    "kids": ("kids", "children"), "children": ("kids", "children"),
+    "siblings": ("siblings",), "brothers and sisters": ("siblings",),
+    "grandkids": ("grandkids", "grandchildren"), "grandchildren": ("grandkids", "grandchildren"),
+}  # fmt: skip
 
 
 def answer_family(
@@ -55,6 +63,13 @@ def answer_family(
         if key.subject == USER and key.name == "relative" and role in roles and name:
             named.setdefault(role, []).append(name)
     if not named:
+        none = none_said(reading, _SAME.get(kind, (kind,)))
+        if none is not None:  # "I don't have any kids"
+            return (
+                f"No: {describe_fact(none)}."
+                if asked.group("do")
+                else sentence(describe_fact(none))
+            )
         return f"You haven't told me about any {kind}."
     # In the order of the kind's roles, names alphabetically: the same answer every time.
     lines = [_called(role, sorted(named[role])) for role in roles if role in named]

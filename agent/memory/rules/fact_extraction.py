@@ -159,7 +159,8 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         if value is None:
             continue
         if attribute in {"favourite", "count"}:  # "my favourite film", "3 kids"
-            attribute = f"{attribute}:{' '.join(match.group('k').casefold().split())}"
+            kind = match.group("k") or rule.item or ""  # "not allergic to anything": allergies
+            attribute = f"{attribute}:{' '.join(kind.casefold().split())}"
         elif attribute == "detail":
             thing = detail_name(match.group("k"), match.group("v"))
             if thing is None:
@@ -199,6 +200,8 @@ def _said(match: re.Match[str], form: str | None = None, item: str | None = None
         who = groups.get("with") or groups.get("also") or ""
         extra = f" with {who.removeprefix('with ')}" if who else ""
         return f"{groups['item']}{extra} is {when}"
+    if "v" not in groups:  # "I don't have any kids": the rule's own words ("no")
+        return form
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
     value = _ING.sub(lambda m: _TO_DO[m.group(1).casefold()], value)  # "visiting": "to visit"
     if groups.get("but"):  # what a diet allows: "vegetarian except fish"

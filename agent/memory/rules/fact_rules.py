@@ -51,6 +51,11 @@ _TRAVEL = (
 _NEWS = rf"\bi(?:'ve|\s+have)?{_ADV}\s+"
 # "I recently moved", "we finally moved": news said with when it came.
 _LATELY = r"(?:\s+(?:recently|finally|eventually|officially))?"
+# The kinds one may say one has none of.
+_NONE_OF = (
+    r"kids|children|sons|daughters|grandchildren|grandkids|siblings|brothers|sisters|dogs|cats"
+    r"|pets|allergies|food allergies"
+)
 # When a routine comes round: "every morning", "on Sundays".
 _DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
 _LIVE = (
@@ -568,6 +573,21 @@ FACT_RULES: tuple[FactRule, ...] = (
         r"|seven|eight|nine|ten)\s+(?P<k>kids|children|sons|daughters|grandchildren|grandkids"
         r"|siblings|brothers|sisters|dogs|cats|pets)\s*$",
         "raw",
+    ),
+    # "I don't have any kids", "we have no pets", "I'm not allergic to anything": none of a kind.
+    _rule(
+        "count",
+        rf"^(?:i|we)(?:\s+(?:don't|do not|dont)\s+have(?:\s+any)?|\s+have\s+no|'ve\s+got\s+no"
+        rf"|\s+have\s+got\s+no)\s+(?P<k>{_NONE_OF})\s*$",
+        "raw",
+        said="no",
+    ),
+    _rule(
+        "count",
+        r"^i(?:'m|\s+am)\s+not\s+allergic\s+to\s+anything\s*$(?P<k>)",
+        "raw",
+        said="no",
+        item="allergies",
     ),
     # "I support Arsenal", "I root for the Lakers", "I'm an Arsenal supporter": a team, by its
     # capital (not "I support the idea").
