@@ -25,11 +25,17 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          "location ex_location", "where you live"),
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
          "where you're from"),
+        (r"\bwhere (?:am i|will i be) (?:this|next|on|at the)\b|\bwhen (?:am i|will i be) back\b"
+         r"|\bwhen do i (?:get|come|fly|go) (?:back|home)\b|\bam i away\b", "away",
+         "about being away"),
         (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b"
          r"|^(?:what(?:'s| is| have i got| do i have)|(?:is there |have i got )?anything)"
          r" coming up\b",
          "plan: event:", "about your plans"),
         (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
+        (r"\bwhat (?:am|was) i (?:thinking (?:of|about)|considering)\b"
+         r"|\bwhat (?:have i|did i say i) (?:been )?(?:thinking (?:of|about)|consider(?:ing|ed))\b",
+         "considering:", "about anything you're thinking of doing"),
         (r"\bwhat (?:did|have) i decided?\b|\bwhat are my decisions\b", "decision:",
          "about decisions of yours"),
         (r"\bwhat am i allergic to\b|\bam i allergic\b|\bdo i have (?:any )?allerg|\bany allergies"

@@ -250,7 +250,7 @@ class RuleBasedConcierge:
         known = merge_facts(memory_facts(packet.memories), mine)
         before = said_before(packet.recent_turns)
         if message.chat_type in PERSONAL_CHAT_TYPES:  # "his name is Leo" after "my son is 12"
-            text = resolve_name(resolve_pronoun(text, before), known)
+            text = resolve_name(resolve_pronoun(text, before, known), known)
         # "I have a test tomorrow" is kept with its date, read in the zone known so far; a name
         # put right ("sorry, her name is Anna") replaces the one it corrects.
         stated = read_said(

@@ -74,9 +74,12 @@ def answer_like(
         name = parse_key(fact.key).name
         if parse_key(fact.key).subject != USER or name not in {"likes", "dislikes", "favourite"}:
             continue
-        if wanted & content_stems(fact.value):
+        liked, _, less = fact.value.partition(" more than ")
+        if wanted & content_stems(liked):
             answer = "No" if name == "dislikes" else "Yes"
             return f"{answer}, {answer_line(fact)[:1].lower()}{answer_line(fact)[1:]}"
+        if less and wanted & content_stems(less):  # "do I like coffee?": tea more than it
+            return answer_line(fact)
     return f"{NOT_TOLD} whether you like {in_second_person(thing)}."
 
 

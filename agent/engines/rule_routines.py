@@ -1,5 +1,6 @@
 """Routines: what the user does on a day, and when they do a thing ("I go swimming every
-Monday", then "what do I do on Mondays?" or "how often do I go swimming?").
+Monday", then "what do I do on Mondays?" or "how often do I go swimming?"), and what someone
+in their life does when ("Mira has swimming on Tuesdays", then "when does Mira have swimming?").
 
 Covered by the "routines" family of ``tests/test_everyday_phrasings.py``.
 """
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
+from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
 from agent.memory.rules.extraction import content_stems
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
@@ -33,6 +35,16 @@ _ASK_WHEN_ROUTINE = re.compile(
 )
 
 
+# "when does Mira have swimming?", "how often does my son go to judo?".
+_ASK_THEIR_ROUTINE = re.compile(
+    r"^(?:when|how often|on what days?|what days?|which days?) does (?:my )?(?P<who>[\w' ]{1,30}?)"
+    r" (?P<what>(?:have|go|do|play|take|swim|train|attend)\b[\w' ]{0,60}?)\??$",
+    _F,
+)
+# The verbs a routine is said with, which a question says in another form ("have", "has").
+_VERBS = content_stems("have has go goes do does play plays take takes attend attends")
+
+
 def answer_routine(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
@@ -53,7 +65,26 @@ def _routine_of(reading: Reading) -> str | None:
     that do it; ``None`` when none does (the question may be of a plan)."""
     match = _ASK_WHEN_ROUTINE.match(reading.text)
     if match is None:
-        return None
+        return _their_routine(reading)
     wanted = content_stems(match.group("what"))
     found = [f for f in own_facts(reading, "routine") if wanted <= content_stems(f.value)]
+    return " ".join(answer_line(f) for f in found) if wanted and found else None
+
+
+def _their_routine(reading: Reading) -> str | None:
+    """Answer "when does Mira have swimming?" with what the user said Mira does then;
+    ``None`` when nothing said of Mira does it."""
+    match = _ASK_THEIR_ROUTINE.match(reading.text)
+    if match is None:
+        return None
+    who = match.group("who").casefold()
+    wanted = content_stems(match.group("what")) - _VERBS
+    found = [
+        fact
+        for fact in reading.facts
+        if (parts := parse_key(fact.key)).subject != USER
+        and parts.name in {"does", "routine"}
+        and who in {word.casefold() for word in role_and_name(parts.subject) if word}
+        and wanted <= content_stems(fact.value)
+    ]
     return " ".join(answer_line(f) for f in found) if wanted and found else None

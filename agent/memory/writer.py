@@ -19,7 +19,12 @@ from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse
 from agent.memory.longterm.memory_store import MemoryStore
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.plan_endings import ends_plan
-from agent.memory.rules.pronouns import opens_with_name, resolve_name, resolve_pronoun
+from agent.memory.rules.pronouns import (
+    opens_with_name,
+    opens_with_pronoun,
+    resolve_name,
+    resolve_pronoun,
+)
 from agent.memory.rules.value_corrections import names_values, puts_right, read_said
 from agent.memory.schemas import (
     ConversationTurn,
@@ -90,7 +95,9 @@ def memory_candidates(
     ``memories`` keep (UTC without one).
     """
     candidates = []
-    text = resolve_pronoun(turn.user_text, previous)
+    # "her birthday is ..." after "a present for Asha": the people known, when a pronoun asks.
+    named = memory_facts(memories) if memories and opens_with_pronoun(turn.user_text) else ()
+    text = resolve_pronoun(turn.user_text, previous, named)
     wanted = memories and (
         opens_with_name(text)
         or names_values(text)

@@ -107,6 +107,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     # "flight to Berlin is on 14 March": a dated thing on the user's calendar.
     "event": SlotRule("goal", True, 0.8, "your {v}", "{s}'s {v}"),
     "goal": SlotRule("goal", True, 0.7, "your goal is {v}", "{s}'s goal is {v}"),
+    # Not decided yet: "switching jobs", "getting a dog".
+    "considering": SlotRule("goal", True, 0.6, "you're thinking of {v}", "{s} is thinking of {v}"),
     "decision": SlotRule("decision", True, 0.7, "you decided {v}", "{s} decided {v}"),
     "likes": SlotRule("preference", True, 0.4, "you like {v}", "{s} likes {v}"),
     "dislikes": SlotRule("preference", True, 0.4, "you don't like {v}", "{s} doesn't like {v}"),

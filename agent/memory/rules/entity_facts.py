@@ -88,6 +88,10 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
         (r"(?=(?:plays|is learning|learns|practises|practices)\s)", "does", "short"),
+        # "Mira has swimming on Tuesdays at 5pm", "Leo goes to judo every Friday": a routine.
+        (r"(?=(?:has|goes|does|plays|takes|swims|trains|attends)\s+[\w' -]{2,40}?\s+(?:on\s+"
+         r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days|weekends|weekdays)|every\s+[a-z]+"
+         r"|(?:once|twice|\d\s+times)\s+a\s+week)\b)", "does", "short"),
     )
 )  # fmt: skip
 # An age said before who they are: "my 3 year old daughter", "a 10-year-old dog", "my 7 yo son".

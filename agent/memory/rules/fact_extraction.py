@@ -150,7 +150,8 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         if match is None:
             continue
         attribute = rule.key
-        if attribute in {"likes", "dislikes"} and PRONOUN_OBJECT.match(match.group("v")):
+        liked = match.groupdict().get("item") or match.groupdict().get("v") or ""
+        if attribute in {"likes", "dislikes"} and PRONOUN_OBJECT.match(liked):
             continue
         said = _said(match, rule.said, rule.item)
         if said is None:
@@ -200,8 +201,8 @@ def _said(match: re.Match[str], form: str | None = None, item: str | None = None
         who = groups.get("with") or groups.get("also") or ""
         extra = f" with {who.removeprefix('with ')}" if who else ""
         return f"{groups['item']}{extra} is {when}"
-    if "v" not in groups:  # "I don't have any kids": the rule's own words ("no")
-        return form
+    if form is not None:  # "I don't have any kids": "no"; "tea over coffee": "tea more than ..."
+        return form.format_map(groups)
     value = re.sub(r"^going\s+", "to go ", groups["v"], flags=_F)
     value = _ING.sub(lambda m: _TO_DO[m.group(1).casefold()], value)  # "visiting": "to visit"
     if groups.get("but"):  # what a diet allows: "vegetarian except fish"

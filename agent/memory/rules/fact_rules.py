@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.memory.rules.fact_words import DIETS, EVENTS, GOAL_VERBS, JOBS
+from agent.memory.rules.fact_words import AWAY, DIETS, EVENTS, GOAL_VERBS, JOBS
 
 __all__ = ["FACT_RULES", "USER_CUE", "FactRule"]
 
@@ -265,6 +265,15 @@ FACT_RULES: tuple[FactRule, ...] = (
         rf"(?P<when>{_WHEN_OPENS}\b.{{1,60}})$",
         "phrase",
     ),
+    # "parents evening is on Thursday at 6pm": without "the", when its time names a day or an hour
+    # (not "lunch is on me").
+    _rule(
+        "event",
+        rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|starts|begins)\s+"
+        r"(?P<when>(?:on|at|next|this|tomorrow|tonight|today)\b(?=.*(?:\d|(?:mon|tues|wednes|thurs"
+        r"|fri|satur|sun)day|tomorrow|tonight|today|week)).{1,60})$",
+        "phrase",
+    ),
     # "we're expecting a baby in March", "my wife is expecting our first baby in May".
     _rule(
         "event",
@@ -449,6 +458,14 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule(
         "location",
         r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
+        "short",
+    ),
+    # "I'm in New York this week for a conference", "I'm in Paris until Friday", "I'm away until
+    # Monday": a stay, not a home.
+    _rule(
+        "away",
+        r"^i(?:'m|\s+am)\s+(?:currently\s+|now\s+)?(?P<v>(?:in|at)\s+(?-i:[A-Z])[\w' -]{0,40}?\s+"
+        rf"(?:until|till|til|this|next|for\s+the)\b.*|(?:{AWAY})\b.*)$",
         "short",
     ),
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){_ADV}\s+from\s+(?P<v>.+)", "place"),
@@ -658,6 +675,15 @@ FACT_RULES: tuple[FactRule, ...] = (
         rf"(?P<v>to\s+{GOAL_VERBS}\b.+)",
         "phrase",
     ),
+    # "I'm thinking of switching jobs", "we're considering getting a dog": not decided yet.
+    _rule(
+        "considering",
+        r"\b(?:i(?:'m|\s+am|\s+was|'ve\s+been|\s+have\s+been)|we(?:'re|\s+are|\s+were))"
+        r"(?:\s+(?:really|seriously|also|still))?\s+(?:thinking\s+(?:of|about)|considering)\s+"
+        r"(?P<v>[^\W\d_]{2,}ing\b.*)",
+        "phrase",
+        said="{v}",  # as said: "moving to Spain"
+    ),
     _rule("routine", rf"^(?P<v>(?:every\s+{_DAYS}|on\s+{_DAYS}s)\b.{{0,30}}?\bi\s+.+)", "phrase"),
     _rule(
         "routine",
@@ -696,6 +722,19 @@ FACT_RULES: tuple[FactRule, ...] = (
         cue=_LEARNING,
     ),
     _rule("dislikes", rf"\bi{_ADV}\s*{_DISLIKE}\s+(?P<v>.+?)(?:\s+any\s?more)?$", "liked"),
+    # "I prefer tea over coffee" (or "to coffee"), "I like tea more than coffee", "I'd rather
+    # have tea than coffee": tea is liked, more than coffee (which is not said to be disliked).
+    _rule(
+        "likes",
+        rf"\bi(?:{_ADV}\s+(?:much\s+)?(?P<pref>prefer)|{_ADV}\s+(?:like|love|enjoy)"
+        r"|'d\s+rather(?:\s+have)?)\s+(?!(?:going|to|be|being|not)\b)"
+        r"(?P<item>[^\W\d_][\w' -]{0,40}?)\s+(?:(?:a\s+lot\s+|much\s+|far\s+)?(?:more|better)"
+        r"\s+than|over|rather than|than|instead of|(?(pref)to|(?!)))\s+"
+        r"(?!(?:before|ever|usual|anything|everything|anyone|that|this|it|last)\b)"
+        r"(?P<other>[^\W\d_][\w' -]{0,40}?)[.!]*$",
+        "liked",
+        said="{item} more than {other}",
+    ),
     _rule("likes", rf"\bi{_ADV}\s+(?:like|love|enjoy|adore)\s+(?P<v>.+)", "liked"),
     _rule(
         "likes",
@@ -711,7 +750,7 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "liked"),
     _rule(
         "likes",
-        rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>.+?)"
+        rf"\bi{_ADV}\s+(?:much\s+)?prefer\s+(?P<v>(?:to|going)\s.+|.+?)"
         r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$",
         "liked",
     ),
@@ -730,10 +769,12 @@ FACT_RULES: tuple[FactRule, ...] = (
 
 
 # A word every rule of FACT_RULES matches as a whole word (the user speaks of themselves: "I",
-# "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" opening an event ("the party
-# is on Friday"): a clause without one is read by none of them.
+# "I'm", "im", "my", "me", "we", "our", "name is ..."), or "the" or an event opening the clause
+# ("the party is on Friday", "parents evening is on Thursday"): a clause without one is read by
+# none of them.
 USER_CUE = re.compile(
     rf"\b(?:i|im|my|me|name|we|our)\b|^the\s|{_BARE_TRAVEL}"
+    rf"|^(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\s+(?:is|starts|begins)\s"
     r"|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
     _F,
 )

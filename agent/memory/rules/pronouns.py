@@ -24,7 +24,13 @@ from agent.memory.rules.fact_extraction import PEOPLE, PETS, extract_facts
 from agent.memory.rules.fact_words import ALIASES
 from agent.memory.schemas import ConversationTurn, Fact
 
-__all__ = ["opens_with_name", "resolve_name", "resolve_pronoun", "said_before"]
+__all__ = [
+    "opens_with_name",
+    "opens_with_pronoun",
+    "resolve_name",
+    "resolve_pronoun",
+    "said_before",
+]
 
 _F = re.IGNORECASE
 # How many of the user's messages back a pronoun may point.
@@ -87,6 +93,18 @@ def _named(previous: str) -> tuple[str | None, bool]:
     return (labels[-1] if labels else mentioned[-1]), False  # "what's my son's name?": "son"
 
 
+def _known_in(said: str, known: Sequence[Fact]) -> tuple[str | None, bool]:
+    """The one of ``known`` (the people and pets told of) whose name ``said`` says, and
+    whether it says several."""
+    words = set(re.findall(r"[^\W\d_]+", said))
+    labels = {
+        fact.value
+        for fact in known
+        if parse_key(fact.key).name in {"relative", "pet"} and role_and_name(fact.value)[1] in words
+    }
+    return (next(iter(labels)) if len(labels) == 1 else None), len(labels) > 1
+
+
 def opens_with_name(text: str) -> bool:
     """Whether ``text`` or a clause of it opens with a name :func:`resolve_name` may resolve
     (a cheap test before the facts known are gathered)."""
@@ -117,10 +135,18 @@ def said_before(turns: Sequence[ConversationTurn]) -> list[str]:
     return [turn.user_text for turn in reversed(turns[-_LOOK_BACK:])]
 
 
-def resolve_pronoun(text: str, previous: Sequence[str]) -> str:
+def opens_with_pronoun(text: str) -> bool:
+    """Whether ``text`` has a pronoun :func:`resolve_pronoun` may resolve (a cheap test before
+    the facts known are gathered)."""
+    return (_OPENING.match(text) or _ASKED.match(text)) is not None
+
+
+def resolve_pronoun(text: str, previous: Sequence[str], known: Sequence[Fact] = ()) -> str:
     """Return ``text`` with its pronoun replaced by the one the newest of ``previous`` (the
     user's messages before it, newest first) that speaks of someone named (``"his name is
-    Leo"`` after ``"my son is 12"``: ``"my son's name is Leo"``), or ``text`` as it is."""
+    Leo"`` after ``"my son is 12"``: ``"my son's name is Leo"``), or names one of ``known``
+    (the facts told: "her birthday is ..." after "I need a present for Asha", Asha being a
+    daughter told of), or ``text`` as it is."""
     opening = _OPENING.match(text)
     match = opening or _ASKED.match(text)
     if match is None:
@@ -128,6 +154,8 @@ def resolve_pronoun(text: str, previous: Sequence[str]) -> str:
     label = None
     for said in previous:
         label, several = _named(said)
+        if label is None and not several:
+            label, several = _known_in(said, known)
         if label is not None or several:
             break
     if label is None:
