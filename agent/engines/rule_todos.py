@@ -151,6 +151,12 @@ def todo_acks(loops: LoopUpdate, intents: list[str]) -> list[str]:
         missing = ", ".join(f"“{in_second_person(text)}”" for text in loops.unmatched)
         said.append(f"I couldn't find {missing} on your list. Ask “what is still open?” to see it.")
         intents.append("close_todo")
+    if loops.which:  # "done", with several open
+        listed = "; ".join(
+            f"{n}. {in_second_person(lp.text)}" for n, lp in enumerate(loops.which, 1)
+        )
+        said.append(f"Which one is done? {listed}. Say “done 1” (or its words).")
+        intents.append("close_todo")
     if loops.opened:
         said.append(f"Added to your list: {_listing([lp.text for lp in loops.opened])}.")
         intents.append("add_todo")

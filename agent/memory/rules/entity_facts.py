@@ -41,7 +41,9 @@ _PET = re.compile(rf"(?:{PETS})$", _F)
 _CALLED = (
     r"(?:'s name is|s' name is| is called| is named| called| named"
     # "I have a cat, her name is Luna", "a son and his name is Leo"
-    r"|,?\s+(?:and\s+)?(?:her|his|its|their)\s+name(?:'s|\s+is)|,"
+    r"|,?\s+(?:and\s+)?(?:her|his|its|their)\s+name(?:'s|\s+is)"
+    # "I have a cat, she's called Pixel", "a son and he is named Leo"
+    r"|,?\s+(?:and\s+)?(?:she|he|it)(?:'s|\s+is)\s+(?:called|named)|,"
     r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?(?:\s*[.!]*$|,|\s+and\s)))?"
 )
 # "O'Brien" and "Mary-Jane" are names; the "'s" of "Ava's birthday" is not part of one.

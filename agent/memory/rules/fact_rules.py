@@ -242,6 +242,15 @@ FACT_RULES: tuple[FactRule, ...] = (
         r"|changed)\s+(?:to|till|until|for)\s+(?P<when>.{1,60})$",
         "phrase",
     ),
+    # "my shift tomorrow starts at 7pm", "the meeting on Friday is at 10am": the day said first.
+    _rule(
+        "event",
+        rf"^(?:my|our|the) (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?P<day>tomorrow|today"
+        r"|tonight|on\s+[a-z]+day|this\s+[a-z]+|next\s+[a-z]+)\s+(?:is|starts|begins|leaves|departs)"
+        r"\s+(?P<at>at\s+.{1,30})$",
+        "phrase",
+        said="{item} is {day} {at}",
+    ),
     _rule(
         "event",
         rf"^(?:my|our) (?P<v>(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\b.{{0,80}}?)\s"

@@ -123,6 +123,7 @@ class LoopUpdate:
             the loop as it now reads): ("milk", "buy eggs and bread") for "got the milk".
         deeds: everything it said was done, a loop's or not ("called the bank"): what a
             reminder set for it is matched with.
+        which: the to-dos a bare "done" may mean, when several are open (none was closed).
     """
 
     loops: tuple[OpenLoop, ...]
@@ -133,6 +134,7 @@ class LoopUpdate:
     removed: tuple[OpenLoop, ...] = ()
     narrowed: tuple[tuple[str, OpenLoop], ...] = ()
     deeds: tuple[str, ...] = ()
+    which: tuple[OpenLoop, ...] = ()
 
 
 def update_open_loops(
@@ -184,6 +186,12 @@ def update_open_loops(
         if not hits and closer.explicit and said and closer.text.casefold() not in EVERYTHING:
             # "done: the hotel" with no such loop deserves a reply; "I did it" does not.
             unmatched.append(closer.text)
+    which: list[OpenLoop] = []
+    if not closed and _BARE_DONE.match(normalize_text(text)):  # "done!": the one to-do open
+        which = [lp for lp in remaining if lp.kind in CARRIED_LOOP_KINDS and lp.owner == owner]
+        if len(which) == 1:
+            remaining.remove(which[0])
+            closed.append(which.pop().model_copy(update={"closed_turn": seq}))
     opened: list[OpenLoop] = []
     already: list[OpenLoop] = []
     for n, todo in enumerate(extract_openers(text, to_others=to_others), start=1):
@@ -208,9 +216,16 @@ def update_open_loops(
         removed=tuple(removed),
         narrowed=tuple(narrowed),
         deeds=tuple(closer.text for closer in closers if not closer.removal),
+        which=tuple(which),
     )
 
 
+# "done", "that's done", "I did it": of the one to-do open, if only one is.
+_BARE_DONE = re.compile(
+    r"^(?:(?:ok(?:ay)?|right|yes|yep)[,!. ]+)?(?:done|finished|completed|sorted|did it|i did it"
+    r"|i've done it|that's done|it's done|all sorted|done and done|job done)[.!👍✅ ]*$",
+    re.IGNORECASE,
+)
 # A to-do said again in other words, putting right the one the message before added.
 _INSTEAD = re.compile(
     r"^(?:scratch that|no wait|wait no|sorry|oops|actually|i mean|i meant|correction|my bad)\b",
