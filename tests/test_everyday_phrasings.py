@@ -819,6 +819,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "tomorrow at 17:00 UTC about your shift."),
         (["the meeting on Friday starts at 10am", "when is the meeting?"], "Fri 7 Mar at 10:00"),
     ],
+    "someone's wedding or baby ahead": [
+        (["my brother's name is Luis", "Luis is getting married in June",
+          "when is Luis's wedding?"], "Your brother Luis's wedding is in June."),
+        (["my sister is having a baby in May", "when is my sister's baby due?"], "in May"),
+        (["my sister Ana is expecting her first baby next month", "what's coming up?"],
+         "Ana's baby is due"),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

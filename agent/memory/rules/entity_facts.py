@@ -163,6 +163,13 @@ _HAS_EVENT = re.compile(
     r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
     _F,
 )
+# "Luis is getting married in June", "my sister is having a baby in May": their wedding, a baby due.
+_LIFE_EVENT = re.compile(
+    r"^is\s+(?:(?P<wedding>getting\s+married)|having\s+(?:a|her|his|their)\s+(?:first\s+|second\s+)?"
+    r"baby|expecting\s+(?:a|her|his|their)\s+(?:first\s+|second\s+)?baby)\s+"
+    r"(?P<when>(?:on|in|next|this|at the (?:start|end) of)\b.{1,60})$",
+    _F,
+)
 # "she's 12, not 11": the value put right, not part of the new one.
 _NOT_OLD = re.compile(r"(?:,\s*(?:and\s+)?|\s+)not\s+(?:\d{1,3}|[^\W\d_][^,]{0,40}?)\s*[.!]*$", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
@@ -236,6 +243,12 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     if event is not None:  # "my daughter Ava's school play is on Thursday"
         item = f"{subject}'s {event.group('item')}"
         facts.append((fact_key(USER, "event", item), f"{item} is {event.group('when')}"))
+        return facts
+    life = _LIFE_EVENT.match(said)
+    if life is not None:  # "your brother Luis's wedding is in June"
+        what, verb = ("wedding", "is") if life.group("wedding") else ("baby", "is due")
+        item = f"{subject}'s {what}"
+        facts.append((fact_key(USER, "event", item), f"{item} {verb} {life.group('when')}"))
         return facts
     visit = _VISIT.match(said)
     if visit is not None:  # "your sister Ana's visit is next weekend"
