@@ -826,6 +826,17 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my sister Ana is expecting her first baby next month", "what's coming up?"],
          "Ana's baby is due"),
     ],
+    "what a memory keeper is asked first, a parking spot, a doctor by title": [
+        (["can you remember things for me?"], "Yes: tell me"),
+        (["my flight is on Friday", "will you remember this?"], "Yes: I keep what you tell me"),
+        (["I parked on level 3, spot B12"], "Noted: your parking spot is on level 3, spot B12."),
+        (["I parked on level 3, spot B12", "where's my car parked?"],
+         "You parked on level 3, spot B12."),
+        (["I've parked the car outside the bakery", "where did I park?"], "outside the bakery"),
+        (["where's my car parked?"], "haven't told me"),
+        (["my doctor is Dr. Patel", "who is my doctor?"], "Your doctor is called Dr Patel."),
+        (["my boss is Mr. Brown", "what's my boss called?"], "Mr Brown"),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

@@ -1,5 +1,5 @@
 """Answering a question about a detail of the user's world by what it is used for: "what car do
-I drive?", "which team do we support?".
+I drive?", "which team do we support?", "where's my car parked?".
 
 A detail is a fact of its own (``detail:<thing>``, read by
 :mod:`agent.memory.rules.fact_extraction`: "my car is a blue Honda Civic", "the garage code is
@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agent.engines.rule_facts import answer_line
+from agent.engines.rule_facts import NOT_TOLD, answer_line
 from agent.engines.rule_reading import Reading
-from agent.memory.longterm.memory_slots import USER, parse_key
+from agent.memory.longterm.memory_slots import USER, in_second_person, parse_key
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_detail"]
@@ -30,6 +30,14 @@ _ASK_DETAIL = re.compile(
     r"|support|follow|have got)\b",
     _F,
 )
+# "where did I park?", "where's my car parked?": the parking spot told.
+_ASK_PARKED = re.compile(
+    r"\bwhere (?:did|have) i parked?\b|\bwhere(?:'s| is) (?:my|the) (?:car|bike|van) parked\b"
+    r"|\bwhere did i leave (?:my|the) (?:car|bike|van)\b",
+    _F,
+)
+#: The key of where the user parked ("I parked on level 3").
+PARKED = "detail:parking spot"
 # Words of a question that name no part of the thing asked about.
 _NOT_THING = frozenset({"the", "my", "our", "new", "current", "latest", "at", "of", "for", "in"})
 # Words a question may add to what a detail was called: "email address" for "email".
@@ -41,6 +49,10 @@ def answer_detail(
 ) -> str | None:
     """Answer "what car do I drive?" from a detail the user told, or ``None`` when none is
     known."""
+    if _ASK_PARKED.search(reading.text):  # "where did I park?"
+        spot = [f for f in reading.facts if f.key == PARKED]
+        said = in_second_person(spot[-1].value) if spot else None
+        return f"You parked {said}." if said else f"{NOT_TOLD} where you parked."
     match = _ASK_DETAIL.search(reading.text)
     if match is None:
         return None

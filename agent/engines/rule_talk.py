@@ -123,6 +123,21 @@ _ASK_WHO_YOU = re.compile(
 )
 _WHO_I_AM = "I'm your offline concierge: no AI, just rules. Say “help” to see what I can do."
 
+# "can you remember things for me?", "will you remember this?": what keeping something takes.
+_ASK_REMEMBER = re.compile(
+    r"^(?:can|could|will|would|do|are) you (?:able to )?(?:remember|keep track of|store|save|note"
+    r"|keep) (?:things|stuff|something|anything|notes|details|info|information|(?P<it>that|this"
+    r"|it))"
+    r"(?: for me)?\s*[?!.]*$",
+    _F,
+)
+_I_REMEMBER = (
+    "Yes: tell me (“my locker code is 4521”) and ask me later (“what's my locker code?”). "
+    "I keep it across restarts, and “forget my locker code” erases it."
+)
+
+_I_KEEP = "Yes: I keep what you tell me, across restarts. Ask me about it any time."
+
 _SAID_NO = re.compile(r"^(?:no|nope|nah|no thanks|no thank you)[\s.!]*$", _F)
 _BYE = re.compile(
     rf"^(?:{_NOD}[\s,.!]+)?(?:bye|goodbye|good ?night|night|nite|see you|see ya|cya|later|ttyl"
@@ -370,6 +385,8 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", "OK, never mind."
     if _ASK_WHO_YOU.match(text):
         return "smalltalk", _WHO_I_AM
+    if asked := _ASK_REMEMBER.match(text):  # "this": what was just said is in the log
+        return "smalltalk", _I_KEEP if asked.group("it") else _I_REMEMBER
     if _SAID_NO.match(text):  # a "no" with no question pending
         return "smalltalk", "OK."
     if _ACKNOWLEDGE.match(text) or emoji.purely_emoji(text.replace(" ", "")):

@@ -170,6 +170,8 @@ _LIFE_EVENT = re.compile(
     r"(?P<when>(?:on|in|next|this|at the (?:start|end) of)\b.{1,60})$",
     _F,
 )
+# The point after a title before a name ("Dr. Patel"), which would end the sentence.
+_TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof)\.(?=\s+[A-Z])")
 # "she's 12, not 11": the value put right, not part of the new one.
 _NOT_OLD = re.compile(r"(?:,\s*(?:and\s+)?|\s+)not\s+(?:\d{1,3}|[^\W\d_][^,]{0,40}?)\s*[.!]*$", _F)
 # "... Tom who lives in Dublin", "Rex, that loves walks": who the rest is said of.
@@ -204,6 +206,7 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     Returns the fact that names someone (``relative`` or ``pet``), when a name is given, and
     the fact said about them; nothing when the clause is not about someone of the user's.
     """
+    text = _TITLE_DOT.sub(r"\1", text)  # "my doctor is Dr. Patel": the name is "Dr Patel"
     match = _ENTITY.search(text) or _HAVE_ENTITY.search(text)
     if match is None:
         return []

@@ -767,6 +767,13 @@ FACT_RULES: tuple[FactRule, ...] = (
     # wifi password at the cabin is pinecone42" (what it is called is its slot: detail_name).
     _rule("detail", rf"^(?P<k>(?:my|our)\s+{_THING})(?:\s+is|'s)\s+(?P<v>.+)$", "short"),
     _rule("detail", rf"^(?P<k>the\s+{_THING})\s+is\s+(?P<v>.+)$", "short"),
+    # "I parked on level 3, spot B12", "I've parked the car outside the bakery": where, for later.
+    _rule(
+        "detail:parking spot",
+        r"^i(?:'ve|\s+have)?\s+(?:just\s+)?parked(?:\s+(?:the|my)\s+(?:car|bike|van|scooter))?\s+"
+        r"(?P<v>(?:on|in|at|near|by|outside|behind|opposite|next\s+to)\s+.+)$",
+        "short",
+    ),
     # "I drive a blue Honda Civic": the car (not "a hard bargain", nor "a lot").
     _rule(
         "detail:car",
