@@ -99,7 +99,7 @@ async def test_what_was_never_told_is_admitted(lane, clock, question):
 @pytest.mark.parametrize(
     ("question", "name", "about"),
     [
-        ("when is Omar's wedding?", "Omar", "my best friend Omar is getting married in June"),
+        ("when is Omar's wedding?", "Omar", "my best friend Omar is buying a new car in June"),
         ("what's Lena's phone number?", "Lena", "my sister Lena moved to Vienna last spring"),
         ("what's Biscuit's favourite toy?", "Biscuit", "we adopted a puppy called Biscuit"),
     ],
