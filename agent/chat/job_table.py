@@ -185,14 +185,11 @@ class JobTable:
         async def extend(tx: Transaction) -> set[str]:
             kept: set[str] = set()
             for job_id in held:  # one lock order for every writer
-                kept.update(
-                    row["job_id"]
-                    for row in await tx.fetchall(
-                        "UPDATE jobs SET claimed_until = ? WHERE job_id = ? AND claimed_by = ?"
-                        " AND done_at IS NULL RETURNING job_id",
-                        (until, job_id, self.worker_id),
-                    )
-                )
+                kept.update(row["job_id"] for row in await tx.fetchall(
+                    "UPDATE jobs SET claimed_until = ? WHERE job_id = ? AND claimed_by = ?"
+                    " AND done_at IS NULL RETURNING job_id",
+                    (until, job_id, self.worker_id),
+                ))
             return kept
 
         kept = await self.db.write(extend)

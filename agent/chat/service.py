@@ -345,11 +345,8 @@ class ChatService:
     @staticmethod
     def _dropped(chat_id: int, exc: DeliveryError) -> None:
         reason = exc.reason
-        logger.warning(
-            "a message to chat %s was dropped (%s); it is no turn's reply, so it is not resent",
-            chat_id,
-            reason,
-        )
+        logger.warning("a message to chat %s was dropped (%s); it is no turn's reply, so it"
+                       " is not resent", chat_id, reason)
 
     # -- the queue's handler ----------------------------------------------------------------------
 
@@ -451,11 +448,8 @@ class ChatService:
             except Exception:
                 logger.exception("handling an update failed")
                 if await journal.mark_failed_attempt(entry.update_id, "handler failed"):
-                    logger.error(
-                        "update %s given up after %d attempts",
-                        entry.update_id,
-                        journal.max_attempts,
-                    )
+                    logger.error("update %s given up after %d attempts", entry.update_id,
+                                 journal.max_attempts)
                 if entry.chat_id is not None:  # silence would read as ignored
                     await self.notify(entry.chat_id, HANDLING_FAILED)
                 return

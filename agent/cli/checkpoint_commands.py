@@ -64,7 +64,8 @@ async def _checkpoint(opened: OpenedMemory, args: argparse.Namespace, out: Outpu
     )
     if not diff:
         out.line(
-            f"checkpoint {name} matches the state rebuilt from the log ({rebuilt.turn_count} turns)"
+            f"checkpoint {name} matches the state rebuilt from the log "
+            f"({rebuilt.turn_count} turns)"
         )
         return 0
     out.stream.write("".join(diff))

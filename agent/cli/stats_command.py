@@ -17,7 +17,6 @@ from agent.cli.render import Output, format_bytes
 
 __all__ = ["register"]
 
-
 def _checkpoint_sizes(checkpoint_dir: Path | None) -> dict[str, int]:
     sizes = {}
     files = (

@@ -201,7 +201,8 @@ class Database:
                 f" {_TEMP_STORE}"
                 " PRAGMA foreign_keys = ON;"
                 f" PRAGMA synchronous = {_SYNCHRONOUS[self.durability]};"
-                f" {SECURE_DELETE}" + (" PRAGMA query_only = ON;" if query_only else "")
+                f" {SECURE_DELETE}"
+                + (" PRAGMA query_only = ON;" if query_only else "")
             )
             if not query_only:
                 self._version_at_open = conn.execute("PRAGMA user_version").fetchone()[0]

@@ -100,7 +100,9 @@ def _tokenizer() -> sqlite3.Connection:
     conn: sqlite3.Connection | None = getattr(_TOKENIZERS, "conn", None)
     if conn is None:
         conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.execute(f'CREATE VIRTUAL TABLE texts USING fts5 (text, tokenize = "{FTS5_TOKENIZER}")')
+        conn.execute(
+            f"CREATE VIRTUAL TABLE texts USING fts5 (text, tokenize = \"{FTS5_TOKENIZER}\")"
+        )
         conn.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab (texts, 'instance')")
         _TOKENIZERS.conn = conn
     return conn

@@ -308,9 +308,8 @@ def _is_about(label: str, who: str) -> bool:
     )
 
 
-_NUMBERS = {
-    w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten".split())
-}
+_NUMBERS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten"
+                                           .split())}
 # What "I don't have any ..." says none of, for the questions of a kind of fact.
 _NONE_OF = {
     "allergy:": ("allergies", "food allergies"),

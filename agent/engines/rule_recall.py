@@ -180,7 +180,11 @@ def _candidates(packet: ConversationContextPacket) -> list[Recollection]:
             found[line.seq] = line
     for turn in reversed(packet.recent_turns):
         said = turn.user_text.strip()
-        if said and turn.intent not in MEMORY_ERASURE_INTENTS and not _only_asks(said):
+        if (
+            said
+            and turn.intent not in MEMORY_ERASURE_INTENTS
+            and not _only_asks(said)
+        ):
             found.setdefault(
                 turn.seq, Recollection(said, turn.speaker, turn.created_at.date(), 0.0, turn.seq)
             )

@@ -321,7 +321,7 @@ def _set_zone_hint(reading: Reading) -> str:
 
 
 def _clock(now: datetime, zone: ZoneInfo) -> str:
-    """ "08:00 on Thursday 26 November 2026": ``now`` on the clock of ``zone``."""
+    """"08:00 on Thursday 26 November 2026": ``now`` on the clock of ``zone``."""
     local = now.astimezone(zone)
     day = f"{_WEEKDAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]} {local.year}"
     return f"{local:%H:%M} on {day}"

@@ -163,12 +163,7 @@ _GOOD = (
     r"|brilliant|productive|relaxed|better|well)"
 )
 _GOOD_MOOD = re.compile(
-    _FEELING
-    + _GOOD
-    + _FEELING_END
-    + _HAD_A
-    + _GOOD
-    + r"\s+(?:day|week|time|evening|weekend)"
+    _FEELING + _GOOD + _FEELING_END + _HAD_A + _GOOD + r"\s+(?:day|week|time|evening|weekend)"
     + _FEELING_END,
     _F,
 )
@@ -178,14 +173,8 @@ _BAD = (
     r"|long|tough|hard)"
 )
 _BAD_MOOD = re.compile(
-    _FEELING
-    + _BAD
-    + _FEELING_END
-    + _HAD_A
-    + _BAD
-    + r"\s+(?:day|week|time|evening|weekend)"
-    + _FEELING_END
-    + r"|^my (?:back|head|neck|knee|stomach|tooth|feet)"
+    _FEELING + _BAD + _FEELING_END + _HAD_A + _BAD + r"\s+(?:day|week|time|evening|weekend)"
+    + _FEELING_END + r"|^my (?:back|head|neck|knee|stomach|tooth|feet)"
     r"\s+(?:is killing me|hurts|is sore|aches)[\s.!]*$"
     r"|^my (?:allergies|hay ?fever|asthma|migraines?) (?:is|are) (?:(?:really|so|very) )?(?:bad"
     r"|awful|terrible|acting up|killing me|playing up)\b[\w ]{0,20}[\s.!]*$"

@@ -136,7 +136,7 @@ def memory_candidates(
 
 
 def _read_against_memories(fact: Fact) -> bool:
-    """ "I don't live in Berlin anymore": what it ends is read against the memories; so is an
+    """"I don't live in Berlin anymore": what it ends is read against the memories; so is an
     event said again ("my flight got moved to Sunday" keeps the time the flight had)."""
     attribute = parse_key(fact.key).attribute
     return attribute.startswith("ex_") or attribute == "event"

@@ -307,7 +307,9 @@ def _without_secrets(url: str) -> str:
     return urlunsplit((parts.scheme, host, path, "", ""))
 
 
-async def _lead(leader: LeaderLock, work: Callable[[], Coroutine[Any, Any, None]] | None) -> None:
+async def _lead(
+    leader: LeaderLock, work: Callable[[], Coroutine[Any, Any, None]] | None
+) -> None:
     """Lead whenever this worker can: take the leader lock, run ``work`` (polling) until the
     lock is lost, and again; returns or raises only as ``work`` does."""
     while True:

@@ -96,3 +96,4 @@ class FailureStreak:
             self._clock() - self._since,
         )
         self.failures = 0
+

@@ -112,7 +112,9 @@ _CONTRACTIONS = _class(
     wouldn't y'all you'd you'll you're you've"""
 )
 # What is said around a to-do about its progress ("I still need to", "got it done today").
-_PROGRESS_WORDS = _class("already check checked done get gets got mine must need needs still today")
+_PROGRESS_WORDS = _class(
+    "already check checked done get gets got mine must need needs still today"
+)
 # What says a to-do is done ("finished", "ticked off").
 _COMPLETION_WORDS = _class("complete completed finally finished sorted tick ticked")
 # Chat words that name no subject: fillers, reactions, very common verbs and adjectives,

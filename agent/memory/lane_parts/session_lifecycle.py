@@ -107,7 +107,9 @@ class SessionLifecycle:
         commit_turn: the lane's turn commit (a session command's turn goes through it).
     """
 
-    def __init__(self, parts: LaneParts, keeper: CheckpointKeeper, commit_turn: CommitTurn) -> None:
+    def __init__(
+        self, parts: LaneParts, keeper: CheckpointKeeper, commit_turn: CommitTurn
+    ) -> None:
         self._parts = parts
         self._keeper = keeper
         self._commit_turn = commit_turn

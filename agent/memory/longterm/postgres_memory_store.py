@@ -34,7 +34,6 @@ from agent.memory.storage.id_lists import PostgresIdLists
 
 __all__ = ["PostgresMemoryStore"]
 
-
 class PostgresMemoryStore(PostgresIdLists, SqliteMemoryStore):
     """The :class:`~agent.memory.longterm.memory_store.MemoryStore` on PostgreSQL."""
 
@@ -84,7 +83,6 @@ class PostgresMemoryStore(PostgresIdLists, SqliteMemoryStore):
             ]
             found.append(sorted(current, key=lambda hit: (hit[1], hit[0].key)))
         return found
-
 
 async def _index(tx: Transaction, memory: Memory) -> None:
     """Write a memory's ``search`` and ``search_length`` as its columns now are (a row whose

@@ -189,20 +189,8 @@ def _trim_end(value: str) -> str:
 # -- to-dos: closers, matching (openers: agent.memory.rules.todo_openers) -----------------------
 
 # "I've finished everything", "all done": every open to-do at once.
-EVERYTHING = frozenset(
-    {
-        "everything",
-        "all",
-        "all of it",
-        "all of them",
-        "the lot",
-        "my list",
-        "my whole list",
-        "the whole list",
-        "all my to-dos",
-        "all my todos",
-    }
-)
+EVERYTHING = frozenset({"everything", "all", "all of it", "all of them", "the lot", "my list",
+                        "my whole list", "the whole list", "all my to-dos", "all my todos"})
 _EXPLICIT_CLOSERS = (
     re.compile(
         r"^(?:all|everything(?:'s| is)?)\s+(?P<v>)(?:done|finished|completed?|sorted)\b", _F
@@ -225,11 +213,8 @@ _EXPLICIT_CLOSERS = (
 )
 # "the invoice went out", "the parcel is in the post", "the transfer went through": done, if
 # a to-do is about it ("the power went out" closes nothing, and says nothing of it).
-_GONE = re.compile(
-    r"^(?P<v>.+?)\s+(?:went|has gone|have gone|is|are|got)\s+(?:out|off|through"
-    r"|in the (?:post|mail))$",
-    _F,
-)
+_GONE = re.compile(r"^(?P<v>.+?)\s+(?:went|has gone|have gone|is|are|got)\s+(?:out|off|through"
+                   r"|in the (?:post|mail))$", _F)
 _IRREGULAR_PAST = (
     "bought|paid|sent|made|wrote|written|got|took|taken|sold|told|found|gave|given|went|ate|read"
     "|put|set|met|brought|spoke|left|fed|hung|sat|won|cut|rang|drank|drove|ran|threw|swept"

@@ -212,7 +212,9 @@ def zone_in(facts: Iterable[Fact]) -> ZoneInfo:
     return zone_of(next((f.value for f in facts if f.key == "timezone"), None))
 
 
-def absolute_dates(text: str, said_at: datetime, zone: ZoneInfo, *, calendar: bool = True) -> str:
+def absolute_dates(
+    text: str, said_at: datetime, zone: ZoneInfo, *, calendar: bool = True
+) -> str:
     """Return ``text`` with each relative time phrase replaced by the date it names.
 
     Args:

@@ -70,6 +70,7 @@ _GREETED_NAME = re.compile(
 )
 
 
+
 @lru_cache(maxsize=256)  # the state rules, the gate and the summarizer all read each text
 def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     """Return the facts the user states in ``text``, in the order stated.
@@ -208,3 +209,4 @@ def _said(match: re.Match[str], form: str | None = None, item: str | None = None
     if groups.get("but"):  # what a diet allows: "vegetarian except fish"
         value = f"{value} except {groups['but']}"
     return f"{value} {lead}" if lead else value
+

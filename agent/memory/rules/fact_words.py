@@ -11,15 +11,7 @@ __all__ = [
     "BREEDS",
     "DETAIL_NOUNS",
     "DIETS",
-    "EVENTS",
-    "GOAL_VERBS",
-    "JOBS",
-    "NAME_STOP",
-    "NOT_DETAILS",
-    "NOT_NAMES",
-    "PEOPLE",
-    "PETS",
-]
+    "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_DETAILS", "NOT_NAMES", "PEOPLE", "PETS"]
 
 #: How one is away for a while: "on holiday until Monday", "off sick this week".
 AWAY = (
@@ -88,7 +80,8 @@ ALIASES = {
 }
 PETS = (
     "cat|kitten|dog|puppy|parrot|budgie|hamster|rabbit|bunny|guinea pig|fish|goldfish|horse"
-    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse|" + "|".join(BREEDS)
+    "|pony|bird|turtle|tortoise|snake|lizard|ferret|gecko|chinchilla|rat|mouse|"
+    + "|".join(BREEDS)
 )
 #: Work a person says they do with "I'm a ..." (a word or two may come before: "software").
 JOBS = (

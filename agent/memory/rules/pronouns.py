@@ -83,10 +83,8 @@ def _named(previous: str) -> tuple[str | None, bool]:
             labels.append(label)
     # "my son Leo": named and said of under the same label; two people: no telling who.
     roles = {label.split()[0].casefold() for label in labels}
-    mentioned = [
-        ALIASES.get(m.group("role").casefold(), m.group("role").casefold())
-        for m in _ROLE.finditer(previous)
-    ]
+    mentioned = [ALIASES.get(m.group("role").casefold(), m.group("role").casefold())
+                 for m in _ROLE.finditer(previous)]
     roles.update(mentioned)
     if len(roles) != 1:
         return None, len(roles) > 1

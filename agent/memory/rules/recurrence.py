@@ -146,7 +146,9 @@ def say_repeat(repeat: Repeat) -> str:
     return f"every {repeat.every} at {repeat.at}"
 
 
-def fired(job: JobRef, now: datetime, new_id: Callable[[], str] = ids.job_id) -> tuple[JobRef, ...]:
+def fired(
+    job: JobRef, now: datetime, new_id: Callable[[], str] = ids.job_id
+) -> tuple[JobRef, ...]:
     """The job refs of ``job`` firing at ``now``: it is done, and if it repeats, its next
     occurrence (a new id from ``new_id``) is scheduled: the first after ``now`` and after the
     time it was due (one fired days late does not fire the days it missed)."""

@@ -352,8 +352,7 @@ def _said_again_of_renamed(
         if before is None or parts.name in _ENTITIES:
             continue
         olds = [
-            f
-            for f in known
+            f for f in known
             if parse_key(f.key).subject.casefold() == before.casefold()
             and parse_key(f.key).name == parts.name
         ]

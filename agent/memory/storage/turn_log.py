@@ -150,7 +150,9 @@ class SqliteTurnLog(SqliteIdLists):
         found = await _select_turns(conn, _OF_UPDATE, (bot_id, update_id))
         return next(iter(found), None)
 
-    def recorded_turn(self, conn: Snapshot, bot_id: int, update_id: int) -> ConversationTurn | None:
+    def recorded_turn(
+        self, conn: Snapshot, bot_id: int, update_id: int
+    ) -> ConversationTurn | None:
         """:meth:`turn_for_update` on a snapshot (in the searcher's thread)."""
         row = conn.fetchone(_SELECT_TURNS + _OF_UPDATE, (bot_id, update_id))
         return None if row is None else _row_to_turn(row)

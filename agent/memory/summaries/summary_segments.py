@@ -120,7 +120,9 @@ def absorb(digest: Segment, segment: Segment) -> None:
     digest.last = max(digest.last, segment.last)
 
 
-def shed(segment: Segment, *, newest: bool, kinds: Sequence[SummaryItemKind] = _SHED_ORDER) -> bool:
+def shed(
+    segment: Segment, *, newest: bool, kinds: Sequence[SummaryItemKind] = _SHED_ORDER
+) -> bool:
     """Drop the item a full summary misses least; return whether one was dropped."""
     for kind in kinds:
         positions = [n for n, item in enumerate(segment.items) if item.kind == kind]
