@@ -837,6 +837,17 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my doctor is Dr. Patel", "who is my doctor?"], "Your doctor is called Dr Patel."),
         (["my boss is Mr. Brown", "what's my boss called?"], "Mr Brown"),
     ],
+    "a student's job, savings, and where a flatmate is from": [
+        (["I have a part-time job at a cafe", "where do I work?"], "You work at a cafe."),
+        (["I have a part-time job at a cafe", "when do I work?"], "You work part-time."),
+        (["I've got a weekend job at the garden centre", "where do I work?"],
+         "the garden centre"),
+        (["I have a job interview on Monday", "where do I work?"], "haven't told me"),
+        (["I'm saving up for a new laptop", "what am I saving for?"],
+         "Your goal is to save up for a new laptop."),
+        (["my flatmate Jordan is from Texas", "where's Jordan from?"],
+         "Your flatmate Jordan is from Texas."),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

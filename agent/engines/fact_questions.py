@@ -32,7 +32,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          r"|^(?:what(?:'s| is| have i got| do i have)|(?:is there |have i got )?anything)"
          r" coming up\b",
          "plan: event:", "about your plans"),
-        (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b", "goal:", "about your goals"),
+        (r"\bwhat(?:'s| is| are) my (?:goals?|aims?)\b|\bwhat am i saving (?:up )?for\b", "goal:",
+         "about your goals"),
         (r"\bwhat (?:am|was) i (?:thinking (?:of|about)|considering)\b"
          r"|\bwhat (?:have i|did i say i) (?:been )?(?:thinking (?:of|about)|consider(?:ing|ed))\b",
          "considering:", "about anything you're thinking of doing"),

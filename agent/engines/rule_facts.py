@@ -85,7 +85,7 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for pattern, attribute in (
         (rf"\bwhere (?:does|did) (?:my )?{_WHO} (?:live|stay|move)\b", "location"),
         (rf"\bwhere(?:'s| is) (?:my )?{_WHO} (?:living|based)\b", "location"),
-        (rf"\bwhere (?:is|does) (?:my )?{_WHO} (?:from|come from)\b", "hometown"),
+        (rf"\bwhere(?:'s| is| does) (?:my )?{_WHO} (?:from|come from)\b", "hometown"),
         (rf"\bwhere does (?:my )?{_WHO} work\b", "workplace"),
         (rf"\b(?:when|what hours|what days) does (?:my )?{_WHO} work\b", "hours"),
         (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),

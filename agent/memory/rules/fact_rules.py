@@ -316,6 +316,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("workplace", rf"\bi(?:'m|\s+am){ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",
           "place"),
     _rule("workplace", r"\bmy (?:employer|company|workplace) is\s+(?P<v>.+)", "place"),
+    # "I have a part-time job at a cafe", "I've got a weekend job at the garden centre".
+    _rule("hours", r"^i(?:\s+have|'ve\s+got|\s+got)\s+an?\s+(?:new\s+)?"
+          r"(?P<v>part[- ]time|full[- ]time)\s+job\b", "short", alongside=True),
+    _rule("workplace", r"^i(?:\s+have|'ve\s+got|\s+got)\s+an?\s+(?:new\s+)?(?:[\w-]+\s+){0,2}?job"
+          r"\s+(?:at|in|with|for)\s+(?P<v>.+)", "place"),
     # Work said without a title: "I work in marketing" (a field, not "in London"), "I'm
     # retired", "I work from home".
     _rule("job", rf"\bi{ADV}\s+{WORK}\s+(?P<v>in\s+(?-i:(?![A-Z][a-z]))(?!(?:the|a|an|my)\b)"
@@ -395,6 +400,9 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("goal", rf"\bi(?:'d|{ADV}\s+would)\s+(?:really\s+)?(?:like|love)\s+"
           rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
     _rule("goal", rf"\bi{ADV}\s+(?:want|hope|dream|aim)\s+(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
+    # "I'm saving up for a new laptop": a goal, to save for it.
+    _rule("goal", r"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been)\s+saving(?:\s+up)?\s+"
+          r"(?P<v>(?:for|to)\s+.+)", "phrase", said="to save up {v}"),
     _rule("goal", rf"\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been){ADV}\s+(?:hoping|aiming|trying)\s+"
           rf"(?P<v>to\s+{GOAL_VERBS}\b.+)", "phrase"),
     # "I'm thinking of switching jobs", "we're considering getting a dog": not decided yet (the
