@@ -757,6 +757,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "to go to the gym in the morning"),
         (["I like going to the cinema", "what do I like?"], "to go to the cinema"),
         (["I like my job more than before", "do I like my job?"], "Yes"),
+        (["I prefer tea over coffee", "actually I prefer coffee now", "do I like coffee?"],
+         "Yes, you like coffee."),
+        (["I like jazz these days", "what do I like?"], "You like jazz."),
     ],
     "what one is thinking of doing": [
         (["I'm thinking of switching jobs"], "Noted: you're thinking of switching jobs."),
@@ -847,6 +850,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your goal is to save up for a new laptop."),
         (["my flatmate Jordan is from Texas", "where's Jordan from?"],
          "Your flatmate Jordan is from Texas."),
+    ],
+    "erasing a stay, and what is said with I am": [
+        (["I'm in Paris until Friday", "forget where I'm staying"],
+         "Done, I've forgotten: you're in Paris until"),
+        (["I live in Lisbon", "forget where I was born"],
+         "I found nothing you told me saying where you were born"),
     ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),

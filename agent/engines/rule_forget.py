@@ -75,7 +75,7 @@ _HOW_TO_FORGET = (
 )
 
 # Words of a request to forget that name no memory.
-_FORGET_FILLER = content_stems("where what about who when which how")
+_FORGET_FILLER = content_stems("where what about who when which how i'm i've i'll i'd")
 
 #: The action of a reply that asks whether to erase turns ("confirm_erase:3,7" names them).
 _CONFIRM_ERASE = "confirm_erase:"

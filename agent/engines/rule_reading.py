@@ -54,6 +54,7 @@ ATTRIBUTE_STEMS: dict[str, frozenset[str]] = {
         ("like likes", "likes"),
         ("old", "age"),
         ("allergies allergic", "allergy"),
+        ("away staying stay", "away"),
     )
     for stem in content_stems(words)
 }

@@ -197,9 +197,10 @@ def slot_of(key: str) -> str:
 
 
 _FIRST_PERSON = re.compile(
-    r"\b(?:i'm|i've|i'll|i'd|myself|mine|my|me|i|ourselves|ours|our)\b", re.IGNORECASE
+    r"\b(?:i am|i was|i'm|i've|i'll|i'd|myself|mine|my|me|i|ourselves|ours|our)\b", re.IGNORECASE
 )
 _SECOND_PERSON = {
+    "i am": "you are", "i was": "you were",  # "where I am": "where you are"
     "i'm": "you're", "i've": "you've", "i'll": "you'll", "i'd": "you'd", "myself": "yourself",
     "mine": "yours", "my": "your", "me": "you", "i": "you",
     "ourselves": "yourselves", "ours": "yours", "our": "your",

@@ -139,12 +139,16 @@ _LISTENER = re.compile(r"\b(?:you|your|yours|you're|ya)\b", _F)
 _LIKED_WORDS = 10
 
 
+# When a liking is said to hold, after what is liked: "I prefer coffee now".
+_LIKED_NOW = re.compile(r"\s+(?:now|these days|nowadays|at the moment|lately|instead)$", re.I)
+
+
 def liked_value(raw: str) -> str | None:
     """What ``raw`` (the words after "I love") says is liked: up to where a comment on it begins,
     without "so much"; ``None`` for a reaction or a compliment ("how you explained it")."""
     if _REACTION.match(raw) or _LISTENER.search(raw):
         return None
-    value = cut(raw, PHRASE_STOP, None)
+    value = _LIKED_NOW.sub("", cut(raw, PHRASE_STOP, None) or "")  # "coffee now": coffee
     return value if value and len(value.split()) <= _LIKED_WORDS else None
 
 
