@@ -857,6 +857,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I live in Lisbon", "forget where I was born"],
          "I found nothing you told me saying where you were born"),
     ],
+    "how many someone has": [
+        (["my sister Emma lives in Oslo", "she has two kids", "how many kids does Emma have?"],
+         "Your sister Emma has two kids."),
+        (["my sister Emma has two kids", "how many children does my sister have?"],
+         "Your sister Emma has two kids."),
+        (["my brother has 3 dogs", "how many dogs has my brother got?"],
+         "Your brother has 3 dogs."),
+        (["my brother has 3 dogs", "how many dogs do I have?"],  # not "You have 3 dogs"
+         "you told me: my brother has 3 dogs"),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

@@ -65,7 +65,7 @@ from agent.engines.rule_facts import (
     answer_someone,
     fact_acks,
 )
-from agent.engines.rule_family import answer_family
+from agent.engines.rule_family import answer_family, answer_their_count
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_proposer, answer_undecided
 from agent.engines.rule_likes import answer_like, answer_like_kind
@@ -165,6 +165,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("list_undecided", answer_undecided),
     ("list_undecided", answer_proposer),
     ("ask_fact", answer_told),
+    ("ask_fact", answer_their_count),
     ("ask_fact", answer_someone),
     ("ask_fact", answer_earlier),
     ("ask_fact", answer_name),

@@ -4,6 +4,8 @@ parents?", "do I have children?". The user's ``relative`` facts whose role is of
 ("Your brothers are called Tom and Jack."), that the user has none ("I don't have any kids"),
 or that none was told.
 
+And how many of a kind someone in the user's life has ("how many kids does Emma have?").
+
 Covered by the "pets and relatives" family of ``tests/test_everyday_phrasings.py``.
 """
 
@@ -17,7 +19,7 @@ from agent.engines.rule_reading import Reading, sentence
 from agent.memory.longterm.memory_slots import USER, describe_fact, parse_key, role_and_name
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
-__all__ = ["answer_family"]
+__all__ = ["answer_family", "answer_their_count"]
 
 # Each kind of family, by the words a question names it with, and the roles it holds.
 _SIBLINGS = "brother sister twin sibling stepbrother stepsister".split()
@@ -83,3 +85,33 @@ def _called(role: str, names: list[str]) -> str:
         return f"Your {role} is called {names[0]}"
     plural = _PLURALS.get(role, f"{role}s")
     return f"Your {plural} are called {', '.join(names[:-1])} and {names[-1]}"
+
+
+# "how many kids does Emma have?", "how many dogs has my brother got?"
+_ASK_THEIR_COUNT = re.compile(
+    r"^how many (?P<k>kids|children|sons|daughters|grandchildren|grandkids|dogs|cats|pets) "
+    r"(?:does|has) (?:my )?(?P<who>[\w' ]{1,30}?) (?:have|got)\s*\??$",
+    re.IGNORECASE,
+)
+_SAME_COUNT = {"kids": "children", "children": "kids", "grandkids": "grandchildren",
+               "grandchildren": "grandkids"}  # fmt: skip
+
+
+def answer_their_count(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "how many kids does Emma have?" with what the user told of Emma's ("she has two
+    kids"); ``None`` when nothing was (the quote from memory may have it)."""
+    asked = _ASK_THEIR_COUNT.match(reading.text)
+    if asked is None:
+        return None
+    kind = asked.group("k").casefold()
+    kinds = {kind, _SAME_COUNT.get(kind, kind)}
+    who = asked.group("who").casefold()
+    for fact in reversed(reading.facts):
+        key = parse_key(fact.key)
+        if key.subject == USER or key.name != "count" or key.item not in kinds:
+            continue
+        if who in {word.casefold() for word in role_and_name(key.subject) if word}:
+            return sentence(describe_fact(fact))
+    return None

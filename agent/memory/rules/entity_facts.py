@@ -170,6 +170,12 @@ _LIFE_EVENT = re.compile(
     r"(?P<when>(?:on|in|next|this|at the (?:start|end) of)\b.{1,60})$",
     _F,
 )
+# "Emma has two kids", "my brother has 3 dogs": how many of a kind they have.
+_HAS_COUNT = re.compile(
+    r"^(?:has|has\s+got|'s\s+got)\s+(?P<v>\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)\s+"
+    r"(?P<k>kids|children|sons|daughters|grandchildren|grandkids|dogs|cats|pets)[.!]*$",
+    _F,
+)
 # The point after a title before a name ("Dr. Patel"), which would end the sentence.
 _TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof)\.(?=\s+[A-Z])")
 # "she's 12, not 11": the value put right, not part of the new one.
@@ -246,6 +252,11 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     if event is not None:  # "my daughter Ava's school play is on Thursday"
         item = f"{subject}'s {event.group('item')}"
         facts.append((fact_key(USER, "event", item), f"{item} is {event.group('when')}"))
+        return facts
+    count = _HAS_COUNT.match(said)
+    if count is not None:  # "my sister has two kids": how many, of a kind
+        kind = " ".join(count.group("k").casefold().split())
+        facts.append((fact_key(subject, f"count:{kind}", count.group("v")), count.group("v")))
         return facts
     life = _LIFE_EVENT.match(said)
     if life is not None:  # "your brother Luis's wedding is in June"
