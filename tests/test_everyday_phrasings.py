@@ -867,6 +867,20 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my brother has 3 dogs", "how many dogs do I have?"],  # not "You have 3 dogs"
          "you told me: my brother has 3 dogs"),
     ],
+    "a correction said with actually after it, or with how a name is spelt": [
+        (["my meeting is at 3pm tomorrow", "it's actually at 4", "when is my meeting?"],
+         "at 16:00"),
+        (["my meeting is at 3pm tomorrow", "it's at 4pm, actually", "when is my meeting?"],
+         "at 16:00"),
+        (["my wife's name is Sara", "oops, it's Sarah with an h", "what's my wife's name?"],
+         "Your wife is called Sarah."),
+        (["my wife's name is Sara", "it's spelled Sarah", "what's my wife's name?"],
+         "Your wife is called Sarah."),
+        (["my name is Jon", "it's John with an h", "what's my name?"], "Your name is John."),
+        (["I live in Leeds", "it's York actually", "where do I live?"], "You live in York."),
+        (["I live in Leeds", "it's a nice city actually", "where do I live?"],
+         "You live in Leeds."),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

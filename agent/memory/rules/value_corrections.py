@@ -109,6 +109,21 @@ _AT_TIME = re.compile(r"\s+at\s+\d{1,2}(?:[:.]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?
 # A name's spelling said after it ("John with an h", "Ann, spelt with no e").
 _SPELLING = re.compile(r",?\s+(?:with|spelt|spelled)\b.*$", _F)
 _ENTITIES = frozenset({"relative", "pet"})
+# "it's actually at 4", "it's at 4 actually", "it's spelled Sarah", "it's John with an h": a
+# correction that says so after its "it's" (read as "actually it's at 4").
+_AS_OPENED = re.compile(
+    r"^(?P<it>it's|it is|that's|that is)\s+(?:(?:actually|spelt|spelled)\s+(?P<rest>.+)"
+    r"|(?P<before>(?:(?:at|on|in)\s+)?(?:\d|(?-i:[A-Z])|(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+    r"|tomorrow|today|tonight)[^,]{0,30}?),?\s+actually|(?P<spelt>(?-i:[A-Z])[^\W\d_]+,?\s+(?:with|spelt|spelled)\b.+))"
+    r"\s*[.!]*$",
+    _F,
+)
+
+
+def _opened(match: re.Match[str]) -> str:
+    said = match.group("rest") or match.group("before") or match.group("spelt")
+    return f"actually {match.group('it')} {said}"
+
 
 
 # A message put right as it goes: "I work at Google. no wait, at Microsoft", "my flight is on
@@ -156,8 +171,9 @@ def names_values(text: str) -> bool:
 
 def puts_right(text: str) -> bool:
     """Whether ``text`` opens as a correction ("sorry, ...", "actually ...", "I meant ..."): it
-    may rename one the user named before (a cheap test before the facts known are gathered)."""
-    return _PUTS_RIGHT.match(text.strip()) is not None
+    may rename one the user named before (a cheap test before the facts known are gathered);
+    so does one that says so after its "it's" ("it's actually at 4")."""
+    return (_PUTS_RIGHT.match(text.strip()) or _AS_OPENED.match(text.strip())) is not None
 
 
 def _is_its_value(fact: Fact) -> bool:
@@ -201,10 +217,11 @@ def correct_last(text: str, previous: str | None, *, turn: int) -> tuple[Fact, .
 def _correct_last(
     text: str, previous: str | None, *, turn: int
 ) -> tuple[tuple[Fact, ...], dict[str, Fact]]:
-    match = _IT_IS.match(text.strip())
+    match = _IT_IS.match(_AS_OPENED.sub(_opened, text.strip()))
     if match is None or not previous:
         return (), {}
     new = " ".join((match.group("new") or match.group("bare")).split())
+    new = _SPELLING.sub("", new) if _A_NAME.fullmatch(_SPELLING.sub("", new)) else new
     said = extract_facts(previous, turn=turn)
     named = [f for f in said if parse_key(f.key).name in _ENTITIES]
     if len(said) == 1 and named and _A_NAME.fullmatch(new):  # "oops, it's Max": a rename
@@ -215,8 +232,6 @@ def _correct_last(
         return (), {}
     fact = stated[0]
     value = _PLACE_WORD.sub("", new)
-    if fact.key == "name":
-        value = _SPELLING.sub("", value)
     if fact.key == "timezone":  # "sorry, I meant London": its zone
         zone = find_zone(value)
         if zone is None:
