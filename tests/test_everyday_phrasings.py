@@ -779,6 +779,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I live in Lisbon", "I'm in Berlin for work this week", "where do I live?"],
          "You live in Lisbon."),
         (["I'm in London", "where do I live?"], "haven't told me"),
+        (["I'm off on Friday", "what's on Friday?"], "You're off on Fri 7 Mar."),
+        (["I'm working from home tomorrow", "what am I doing tomorrow?"],
+         "You're working from home tomorrow"),
+        (["I'm off on Friday", "what's on Saturday?"], "haven't told me"),
+        (["I'm off to bed"], "Good night"),
     ],
     "an event said by its name alone, and what a child does when": [  # Sat 1 Mar 2025
         (["parents evening is on Thursday at 6pm", "when is parents evening?"],
@@ -880,6 +885,10 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I live in Leeds", "it's York actually", "where do I live?"], "You live in York."),
         (["I live in Leeds", "it's a nice city actually", "where do I live?"],
          "You live in Leeds."),
+    ],
+    "nerves before something": [
+        (["I've got a big presentation on Thursday", "I'm nervous about it"], "Sorry to hear"),
+        (["I'm so stressed about work"], "Sorry to hear"),
     ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),

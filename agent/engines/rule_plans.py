@@ -157,7 +157,9 @@ def answer_plans_when(
         return None
     when = next(group for group in match.groups() if group is not None).strip()
     when = re.sub(r"^on\s+(?=this\b|next\b)", "", when, flags=_F)  # "anything on this week?"
-    found = [f for f in own_facts(reading, "plan", "event") if _said_for(when, f, reading)]
+    # "I'm off on Friday", "I'm in Paris this week": where the user is then, with the plans.
+    kept = own_facts(reading, "plan", "event", "away")
+    found = [f for f in kept if _said_for(when, f, reading)]
     due = [  # the reminders set for that time too ("what do I have on Tuesday?")
         ref
         for ref in scheduled_jobs(packet, jobs)

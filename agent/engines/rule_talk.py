@@ -169,7 +169,8 @@ _GOOD_MOOD = re.compile(
 )
 _BAD = (
     r"(?:tired|exhausted|sad|stressed|sick|ill|awful|terrible|bad|rough|horrible"
-    r"|down|lonely|anxious|worried|upset|bored|miserable|unwell|overwhelmed|frustrated"
+    r"|down|lonely|anxious|worried|upset|bored|miserable|unwell|overwhelmed|frustrated|nervous"
+    r"|scared|homesick|burnt out|burned out"
     r"|long|tough|hard)"
 )
 _BAD_MOOD = re.compile(

@@ -284,10 +284,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("location", r"\bmy (?:new |current |home )?address(?:'s|\s+is)\s+(?:now\s+)?(?P<v>.+)",
           "short"),
     # "I'm in New York this week for a conference", "I'm in Paris until Friday", "I'm away until
-    # Monday": a stay, not a home.
+    # Monday", "I'm off on Friday", "I'm working from home tomorrow": a stay, not a home.
     _rule("away", r"^i(?:'m|\s+am)\s+(?:currently\s+|now\s+)?(?P<v>(?:in|at)\s+(?-i:[A-Z])"
           r"[\w' -]{0,40}?\s+(?:until|till|til|this|next|for\s+the)\b.*"
-          rf"|(?:{AWAY})\b.*)$", "short"),
+          rf"|(?:{AWAY})\b.*|(?:off|working\s+from\s+home)\s+(?:on\s+[a-z]+day|tomorrow|today"
+          r"|this\s+[a-z]+|next\s+[a-z]+|until\s+.+)\b.*)$", "short"),
     _rule("hometown", rf"\bi(?:'m|\s+am|\s+come){ADV}\s+from\s+(?P<v>.+)", "place"),
     # "I am coming from Japan" (a learner's "I come from"); not "coming from the office".
     _rule("hometown", r"\bi(?:'m|\s+am)\s+coming\s+from\s+(?P<v>(?-i:[A-Z]).+)", "place"),
