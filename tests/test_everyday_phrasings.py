@@ -890,6 +890,19 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I've got a big presentation on Thursday", "I'm nervous about it"], "Sorry to hear"),
         (["I'm so stressed about work"], "Sorry to hear"),
     ],
+    "a grandparent's family, and who calls or visits when": [
+        (["I have three grandchildren: Tom, Lucy and Ben.", "How many grandchildren do I have?"],
+         "You have 3 grandchildren"),
+        (["I have three grandchildren: Tom, Lucy and Ben.", "Lucy is getting married next summer.",
+          "when is Lucy's wedding?"], "Lucy's wedding is next summer."),
+        (["My son David phones me every Sunday.", "When does David call?"],
+         "Your son David phones you every Sunday."),
+        (["My son David phones me every Sunday.", "how often does my son ring?"],
+         "every Sunday"),
+        (["my mum visits on Saturdays", "when does my mum visit?"],
+         "Your mum visits on Saturdays."),
+        (["my mum visits on Saturdays", "when does my dad visit?"], "haven't told me"),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),
@@ -1568,6 +1581,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "on 5 March at 19:00 UTC about your dentist appointment."),
         (["what time is it?", "remind me about it in 10 minutes"], "about it."),
         (["remind me of the dentist tomorrow at 9am"], "tomorrow at 09:00 UTC about the dentist."),
+        (["I take my blood pressure tablets every morning at 8.",
+          "Could you remind me to take them tomorrow at 8am?"],
+         "tomorrow at 08:00 UTC to take your blood pressure tablets."),
+        (["I need to call the plumber", "remind me to call him at 5pm"],
+         "at 17:00 UTC to call the plumber."),
+        (["what time is it?", "remind me to call her at 5pm"], "at 17:00 UTC to call her."),
     ],
 }  # fmt: skip
 

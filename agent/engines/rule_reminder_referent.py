@@ -4,8 +4,9 @@ People ask for a reminder in the message after the thing: "my car needs a servic
 then "remind me about it on Thursday morning"; "I need to renew my passport", then "remind me
 to do that tomorrow at 9". :func:`spoken_of` gives such a reminder the words of what the
 previous message said: the to-do it opened, the dated thing it told, or the statement itself
-("... that your car needs a service by Friday"). A question or a request before it names
-nothing to remind of: the reminder keeps its pronoun. Tested by the "a reminder of what was
+("... that your car needs a service by Friday"); "remind me to take them" after "I take my
+tablets every morning" takes the tablets. A question or a request before it names nothing to
+remind of: the reminder keeps its pronoun. Tested by the "a reminder of what was
 just said" family of ``tests/test_everyday_phrasings.py``.
 """
 
@@ -37,6 +38,13 @@ _NOT_TOLD = re.compile(
 )
 
 
+# "take them", "call her": a deed done to what the message before named.
+_DONE_TO = re.compile(r"(?P<verb>[a-z]+)\s+(?:them|it|her|him)", re.IGNORECASE)
+# What a deed is done to, in the message before: "my blood pressure tablets", "the plumber".
+_THING = (
+    r"(?:my|the|our|his|her|their)\s+[\w' -]{1,40}?"
+    r"(?=\s+(?:every|at|on|in|by|tomorrow|today|tonight|before|after|this|next)\b|[,.!?]|$)"
+)
 # The words that open a sentence with a capital only there ("I" and names keep theirs).
 _LOWERED = frozenset({"my", "our", "the", "we", "it", "there", "a", "an", "his", "her", "their"})
 
@@ -67,7 +75,15 @@ def spoken_of(
         seq: the seq of the turn asking.
         loops: the open loops (a to-do the previous turn opened is what "it" is).
     """
-    if request.label.casefold() not in SPOKEN_OF or previous is None:
+    if previous is None:
+        return request
+    done_to = _DONE_TO.fullmatch(request.label)
+    if done_to is not None:  # "remind me to take them": what the message before took
+        verb = done_to.group("verb")
+        thing = re.search(rf"\b{re.escape(verb)}\s+(?P<thing>{_THING})", previous, re.IGNORECASE)
+        if thing is not None:
+            return replace(request, label=f"{verb} {thing.group('thing')}")
+    if request.label.casefold() not in SPOKEN_OF:
         return request
     before = seq - 1
     opened = [lp for lp in loops if lp.opened_turn == before and lp.closed_turn is None]

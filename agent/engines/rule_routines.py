@@ -38,11 +38,15 @@ _ASK_WHEN_ROUTINE = re.compile(
 # "when does Mira have swimming?", "how often does my son go to judo?".
 _ASK_THEIR_ROUTINE = re.compile(
     r"^(?:when|how often|on what days?|what days?|which days?) does (?:my )?(?P<who>[\w' ]{1,30}?)"
-    r" (?P<what>(?:have|go|do|play|take|swim|train|attend)\b[\w' ]{0,60}?)\??$",
+    r" (?P<what>(?:have|go|do|play|take|swim|train|attend|phone|call|ring|visit|come)\b"
+    r"[\w' ]{0,60}?)\??$",
     _F,
 )
 # The verbs a routine is said with, which a question says in another form ("have", "has").
 _VERBS = content_stems("have has go goes do does play plays take takes attend attends")
+# A question of someone's calls or visits asks of them all: "when does David call?" is
+# answered by "David phones me every Sunday".
+_CALLS = content_stems("phone phones call calls ring rings")
 
 
 def answer_routine(
@@ -79,12 +83,14 @@ def _their_routine(reading: Reading) -> str | None:
         return None
     who = match.group("who").casefold()
     wanted = content_stems(match.group("what")) - _VERBS
+    if wanted & _CALLS:
+        wanted = wanted - _CALLS
     found = [
         fact
         for fact in reading.facts
         if (parts := parse_key(fact.key)).subject != USER
         and parts.name in {"does", "routine"}
         and who in {word.casefold() for word in role_and_name(parts.subject) if word}
-        and wanted <= content_stems(fact.value)
+        and (wanted <= content_stems(fact.value) if wanted else _CALLS & content_stems(fact.value))
     ]
-    return " ".join(answer_line(f) for f in found) if wanted and found else None
+    return " ".join(answer_line(f) for f in found) if found else None

@@ -90,8 +90,10 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
         (r"(?=(?:plays|is learning|learns|practises|practices)\s)", "does", "short"),
-        # "Mira has swimming on Tuesdays at 5pm", "Leo goes to judo every Friday": a routine.
-        (r"(?=(?:has|goes|does|plays|takes|swims|trains|attends)\s+[\w' -]{2,40}?\s+(?:on\s+"
+        # "Mira has swimming on Tuesdays at 5pm", "Leo goes to judo every Friday", "David phones
+        # me every Sunday": a routine.
+        (r"(?=(?:has|goes|does|plays|takes|swims|trains|attends|phones|calls|rings|visits"
+         r"|comes)(?:\s+[\w' -]{2,40}?)?\s+(?:on\s+"
          r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days|weekends|weekdays)|every\s+[a-z]+"
          r"|(?:once|twice|\d\s+times)\s+a\s+week)\b)", "does", "short"),
     )
@@ -121,7 +123,7 @@ _ONE = (
 _HAVE_SEVERAL = re.compile(
     rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)(?:\s+(?:\d|two|three|four|five|six))?"
     rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?:twin\s+(?=boys|girls|sons|daughters))?"
-    rf"(?P<rel>children|twins|{PEOPLE}|{PETS})"
+    rf"(?P<rel>grandchildren|children|twins|{PEOPLE}|{PETS})"
     r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"
     rf"(?P<names>{_ONE}(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+){_ONE})+)",
 )
@@ -191,7 +193,7 @@ def read_several(text: str) -> list[tuple[str, str]]:
     if several is None:
         return []
     role = " ".join(several.group("rel").casefold().split())
-    role = {"children": "child", "twins": "twin"}.get(role, role)
+    role = {"children": "child", "grandchildren": "grandchild", "twins": "twin"}.get(role, role)
     role = ALIASES.get(role, role)
     attribute = "pet" if _PET.match(role) else "relative"
     named = [m.groups() for m in _NAMED_AGED.finditer(several.group("names"))]
