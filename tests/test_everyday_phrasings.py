@@ -903,6 +903,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your mum visits on Saturdays."),
         (["my mum visits on Saturdays", "when does my dad visit?"], "haven't told me"),
     ],
+    "texted fast, in lower case": [
+        (["heyy"], "Hi!"),
+        (["im sam, 25, from manchester", "whats my name"], "Your name is Sam."),
+        (["im tired, 3 days no sleep", "whats my name"], "I don't know your name yet."),
+        (["got a dog called max", "hes 2", "how old is max"], "Your dog Max is 2."),
+        (["remind me wed night to book the vets"], "on 5 March at 21:00 UTC to book the vets."),
+        (["remind me on sat to call mum"], "on 8 March at 09:00 UTC to call mum."),
+        (["gotta go to the vets thurs", "whats on my list"], "go to the vets Thursday"),
+        (["wed love to come", "whats on my list"], "Nothing is open"),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

@@ -91,7 +91,7 @@ _ASK_HELP = re.compile(
 )
 
 _GREETING = re.compile(
-    r"^(?:(?:hi|hello|hey|hiya|howdy|yo|hallo|hola|salut|ciao|bonjour|greetings|heya"
+    r"^(?:(?:hi+|hello+|hey+|hiya+|howdy|yo+|hallo|hola|salut|ciao|bonjour|greetings|heya+"
     r"|good (?:morning|afternoon|evening|day))\b|(?:morning|afternoon|evening)[!. ]*$)",
     _F,
 )

@@ -17,6 +17,7 @@ from agent.db import Transaction
 from agent.memory.conversation_store import ConversationStore, EncodedState
 from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
+from agent.memory.rules.extraction import normalize_text
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.plan_endings import ends_plan
 from agent.memory.rules.pronouns import (
@@ -95,9 +96,11 @@ def memory_candidates(
     ``memories`` keep (UTC without one).
     """
     candidates = []
-    # "her birthday is ..." after "a present for Asha": the people known, when a pronoun asks.
-    named = memory_facts(memories) if memories and opens_with_pronoun(turn.user_text) else ()
-    text = resolve_pronoun(turn.user_text, previous, named)
+    # Read as the concierge reads it ("hes 2": "he's 2"). "her birthday is ..." after "a present
+    # for Asha": the people known, when a pronoun asks.
+    text = normalize_text(turn.user_text)
+    named = memory_facts(memories) if memories and opens_with_pronoun(text) else ()
+    text = resolve_pronoun(text, previous, named)
     wanted = memories and (
         opens_with_name(text)
         or names_values(text)

@@ -263,6 +263,9 @@ FACT_RULES: tuple[FactRule, ...] = (
     # _GREETED_NAME).
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>[^\W\d_]+)\s+(?:btw|by the way|here)\b",
           "casual_name"),
+    # "im sam, 25, from manchester": a name, then an age.
+    _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>[^\W\d_]+),\s*\d{1,2}\b", "casual_name",
+          alongside=True),
     # "we live in a small cottage in Harrogate": the place the home is in.
     _rule("location", rf"\b(?:i|we){LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
           r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"

@@ -80,6 +80,14 @@ _WORDS: dict[str, str] = {
     "tomorow": "tomorrow",
     "tommorow": "tomorrow",
     "tommorrow": "tomorrow",
+    # days of the week, shortened (not "wed", "sat", "sun", "mon": words too; see _SHORT_DAY)
+    "tue": "Tuesday",
+    "tues": "Tuesday",
+    "weds": "Wednesday",
+    "thu": "Thursday",
+    "thur": "Thursday",
+    "thurs": "Thursday",
+    "fri": "Friday",
 }
 _WORD = re.compile(
     r"(?<![\w'])(?:"
@@ -161,12 +169,27 @@ _QUESTION = re.compile(
 )
 
 
+# "wed", "sat", "sun", "mon" are days only where a day goes: after "on", "by", "next", ... or
+# before a time of day ("remind me wed night", "by sat", "every mon at 9").
+_SHORT_DAY = re.compile(
+    r"\b(?P<before>(?:on|by|until|till|next|this|every|me|before|after) )(?P<d>wed|sat|sun|mon)\b"
+    r"|\b(?P<e>wed|sat|sun|mon)(?= (?:night|morning|evening|afternoon|at \d))",
+    re.IGNORECASE,
+)
+_DAY_NAMES = {"wed": "Wednesday", "sat": "Saturday", "sun": "Sunday", "mon": "Monday"}
+
+
+def _day(match: re.Match[str]) -> str:
+    return (match["before"] or "") + _DAY_NAMES[(match["d"] or match["e"]).casefold()]
+
+
 def respell(text: str) -> str:
     """``text`` with its informal spellings replaced by the standard ones ("wats my sisters
     name" -> "what's my sister's name"); text without any comes back unchanged."""
     if not _WORDS.keys().isdisjoint(_TOKEN.findall(text.casefold())):  # most texts have none
         text = _WORD.sub(lambda m: _keep_case(m.group(0), _WORDS[m.group(0).casefold()]), text)
     text = _POSSESSIVE.sub(r"\1 \2's ", _I.sub("I", text))
+    text = _SHORT_DAY.sub(_day, text)
     lowered = text.casefold()
     for word, phrase, standard in _PHRASES:
         if word in lowered:
