@@ -166,7 +166,9 @@ def update_open_loops(
     narrowed: list[tuple[str, OpenLoop]] = []
     closers = extract_closers(text)
     for closer in closers:
-        if closer.text.casefold() in EVERYTHING:  # "I've finished everything": every to-do
+        whole = closer.text.casefold()
+        # "I've finished everything", "I bought it all": every to-do
+        if whole in _ALL_DONE or whole.partition(" ")[2] in _ALL_DONE:
             hits = [lp for lp in remaining if lp.kind in CARRIED_LOOP_KINDS]
         else:
             hit = match_loop(closer.text, remaining)
@@ -201,6 +203,13 @@ def update_open_loops(
             already.append(same)
             continue
         opened.append(OpenLoop(loop_id=f"loop-{seq}-{n}", text=todo, opened_turn=seq))
+    if not opened and not closers and (more := _MORE_ITEM.match(normalize_text(text))):
+        # "also bread" after "add milk and eggs to my list": that to-do, one thing longer
+        last = [lp for lp in remaining if lp.opened_turn == seq - 1 and lp.owner == owner]
+        if len(last) == 1 and last[0].kind in CARRIED_LOOP_KINDS:
+            remaining.remove(last[0])
+            longer = _one_more(last[0].text, more.group("v") or more.group("w"))
+            opened.append(OpenLoop(loop_id=f"loop-{seq}-1", text=longer, opened_turn=seq))
     instead = _put_right_todo(remaining, text, seq, owner) if opened else None
     if instead is not None:  # "scratch that, I need to call Karen": not "email Karen"
         remaining.remove(instead)
@@ -218,6 +227,29 @@ def update_open_loops(
         deeds=tuple(closer.text for closer in closers if not closer.removal),
         which=tuple(which),
     )
+
+
+# Every to-do, as a deed said done names it: "I've finished everything", "I bought it all".
+_ALL_DONE = EVERYTHING | {"it all"}
+# "also bread", "and some cheese", "oh and bin bags", "bread too": one more thing for the to-do
+# just added (a deed said so is a to-do of its own: todo_openers).
+_THING = (
+    r"(?!(?:see|what|that|this|then|so|if|when|but|tell|ask|let|not|no|yes|yeah|yep|ok|okay|sure"
+    r"|great|good|nice|cool|thanks|thank|lol|haha|same)\b)"
+    r"(?!.*\b(?:i|i'm|me|my|we|us|our|you|your|he|him|his|she|her|they|them|their|it)\b)"
+    r"[^\W\d_][\w'-]*(?:\s+[\w'-]+){0,2}?"
+)
+_MORE_ITEM = re.compile(
+    rf"^(?:oh[\s,]+)?(?:and|also|plus|and also)\s+(?P<v>{_THING})(?:\s+too)?[.!]*$"
+    rf"|^(?P<w>{_THING})\s+too[.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _one_more(listed: str, thing: str) -> str:
+    """``listed`` ("milk and eggs") with ``thing`` at its end: "milk, eggs and bread"."""
+    head, _, last = listed.rpartition(" and ")
+    return f"{head}, {last} and {thing}" if head else f"{listed} and {thing}"
 
 
 # "done", "that's done", "I did it": of the one to-do open, if only one is.
