@@ -923,6 +923,17 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["gotta go to the vets thurs", "whats on my list"], "go to the vets Thursday"),
         (["wed love to come", "whats on my list"], "Nothing is open"),
     ],
+    "a move for a job, and missing home": [
+        (["I just moved to Amsterdam for a new job at Booking", "where do I work?"],
+         "You work at Booking."),
+        (["I just moved to Amsterdam for a new job at Booking", "where do I live?"],
+         "You live in Amsterdam."),
+        (["I applied for a job at Google", "where do I work?"], "haven't told me"),
+        (["I miss my family in Cairo"], "Sorry to hear that."),
+        (["we visited my family", "what's my name?"], "I don't know your name yet."),
+        (["we visited my family"], "didn't understand"),  # not "You haven't told me about ..."
+        (["tell me about my family"], "You haven't told me about your family"),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

@@ -189,7 +189,10 @@ def answer_about_you(
 def answer_fact(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
-    """Answer a question about one kind of fact ("where do I live?", "what are my plans?")."""
+    """Answer a question about one kind of fact ("where do I live?", "what are my plans?");
+    a statement of the user's ("I miss my family in Cairo") asks none."""
+    if _STATEMENT.match(reading.text):
+        return None
     for pattern, keys, missing in FACT_QUESTIONS:
         match = pattern.search(reading.text)
         if match is None:
@@ -310,6 +313,8 @@ def _is_about(label: str, who: str) -> bool:
 
 _NUMBERS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten"
                                            .split())}
+# A statement of the user's, not a question: "I miss my family", "we visited my family".
+_STATEMENT = re.compile(r"^(?:i|i'm|i've|i'd|i'll|we|we're|we've|we'd|we'll)\b(?!.*\?\s*$)", _F)
 # What "I don't have any ..." says none of, for the questions of a kind of fact.
 _NONE_OF = {
     "allergy:": ("allergies", "food allergies"),

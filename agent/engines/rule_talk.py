@@ -180,6 +180,8 @@ _BAD_MOOD = re.compile(
     r"|^my (?:allergies|hay ?fever|asthma|migraines?) (?:is|are) (?:(?:really|so|very) )?(?:bad"
     r"|awful|terrible|acting up|killing me|playing up)\b[\w ]{0,20}[\s.!]*$"
     r"|^(?:my\s+)?[\w' -]{1,30}?\s+(?:is|are)\s+driving\s+me\s+(?:crazy|mad|nuts|insane)\b"
+    # "I miss my family", "I miss home": missing someone far away.
+    r"|^i\s+(?:really\s+|so\s+)?miss\s+(?:my|our|home\b)[\w' ]{0,40}[\s.!]*$"
     # Bad news of one's life: "I failed my exam", "I broke up with my boyfriend".
     r"|^(?:i|we)\s+(?:just\s+|finally\s+)?(?:failed\s+(?:my|the|our)\b|broke\s+up\s+with\b"
     r"|got\s+(?:dumped|rejected|fired|laid\s+off|made\s+redundant)\b|lost\s+(?:my|our)\s+"

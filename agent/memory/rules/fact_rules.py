@@ -266,6 +266,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "im sam, 25, from manchester": a name, then an age.
     _rule("name", r"^(?:i'm|i am|im)\s+(?P<v>[^\W\d_]+),\s*\d{1,2}\b", "casual_name",
           alongside=True),
+    # "I just moved to Amsterdam for a new job at Booking": the workplace, and the move after it.
+    _rule("workplace", r"\b(?:moved|relocated|moving|relocating|came)\b[\w' ]{0,40}?\s+for\s+a\s+"
+          r"(?:new\s+)?(?:job|role|position)\s+(?:at|with)\s+(?P<v>(?-i:[A-Z]).+)", "place",
+          alongside=True),
     # "we live in a small cottage in Harrogate": the place the home is in.
     _rule("location", rf"\b(?:i|we){LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
           r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
