@@ -934,6 +934,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["we visited my family"], "didn't understand"),  # not "You haven't told me about ..."
         (["tell me about my family"], "You haven't told me about your family"),
     ],
+    "a runner's measures": [
+        (["I weigh 72kg", "how much do I weigh?"], "Your weight is 72kg."),
+        (["I'm 180cm tall", "how tall am I?"], "Your height is 180cm."),
+        (["I weigh too much", "how much do I weigh?"], "you told me: I weigh too much"),
+        (["my PB for 10k is 48 minutes"], "Noted: your pb for 10k is 48 minutes."),
+        (["my PB for 10k is 48 minutes", "what's my 10k PB?"], "48 minutes"),
+        (["I run 3 times a week", "how often do I run?"], "3 times a week"),
+        (["my knee hurts after long runs"], "Sorry to hear that."),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

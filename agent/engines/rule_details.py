@@ -36,6 +36,8 @@ _ASK_PARKED = re.compile(
     r"|\bwhere did i leave (?:my|the) (?:car|bike|van)\b",
     _F,
 )
+# "how much do I weigh?", "what's my weight?" is asked by its words; "how tall am I?".
+_ASK_MEASURE = re.compile(r"\bhow much do i (?P<w>weigh)\b|\bhow tall am i\b", _F)
 #: The key of where the user parked ("I parked on level 3").
 PARKED = "detail:parking spot"
 # Words of a question that name no part of the thing asked about.
@@ -53,6 +55,11 @@ def answer_detail(
         spot = [f for f in reading.facts if f.key == PARKED]
         said = in_second_person(spot[-1].value) if spot else None
         return f"You parked {said}." if said else f"{NOT_TOLD} where you parked."
+    measure = _ASK_MEASURE.search(reading.text)
+    if measure is not None:  # "how much do I weigh?", "how tall am I?"
+        key = f"detail:{'weight' if measure.group('w') else 'height'}"
+        told = [f for f in reading.facts if f.key == key]
+        return answer_line(told[-1]) if told else None
     match = _ASK_DETAIL.search(reading.text)
     if match is None:
         return None

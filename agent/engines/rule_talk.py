@@ -176,7 +176,8 @@ _BAD = (
 _BAD_MOOD = re.compile(
     _FEELING + _BAD + _FEELING_END + _HAD_A + _BAD + r"\s+(?:day|week|time|evening|weekend)"
     + _FEELING_END + r"|^my (?:back|head|neck|knee|stomach|tooth|feet)"
-    r"\s+(?:is killing me|hurts|is sore|aches)[\s.!]*$"
+    r"\s+(?:is killing me|hurts|is sore|aches)(?:\s+(?:after|when|from|since)\b[\w' ]{0,30})?"
+    r"[\s.!]*$"
     r"|^my (?:allergies|hay ?fever|asthma|migraines?) (?:is|are) (?:(?:really|so|very) )?(?:bad"
     r"|awful|terrible|acting up|killing me|playing up)\b[\w ]{0,20}[\s.!]*$"
     r"|^(?:my\s+)?[\w' -]{1,30}?\s+(?:is|are)\s+driving\s+me\s+(?:crazy|mad|nuts|insane)\b"

@@ -124,5 +124,6 @@ ANYMORE = r"(?:\s+any\s?more)?"
 # What a detail is called: "blood type", "wifi password at the cabin".
 THING = (
     r"[^\W\d_][\w-]*(?:'s)?(?:\s+[^\W\d_][\w-]*){0,3}"
-    r"(?:\s+(?:at|for|of|in|on)\s+(?:the|my|our)\s+[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*)?)?"
+    r"(?:\s+(?:at|for|of|in|on)\s+(?:the|my|our)\s+[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*)?"
+    r"|\s+for\s+(?:the\s+)?\d+\s?(?:k|km|miles?)\b)?"  # "my PB for 10k"
 )

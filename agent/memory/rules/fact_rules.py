@@ -457,6 +457,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     # wifi password at the cabin is pinecone42" (what it is called is its slot: detail_name).
     _rule("detail", rf"^(?P<k>(?:my|our)\s+{THING})(?:\s+is|'s)\s+(?P<v>.+)$", "short"),
     _rule("detail", rf"^(?P<k>the\s+{THING})\s+is\s+(?P<v>.+)$", "short"),
+    # "I weigh 72kg", "I'm 180cm tall": the body's measures.
+    _rule("detail:weight", r"^i\s+(?:now\s+)?weigh\s+(?:about\s+|around\s+)?(?P<v>\d.{0,20})$",
+          "short"),
+    _rule("detail:height", r"^i(?:'m|\s+am)\s+(?P<v>\d[\d.,']*\s*(?:cm|m|ft|feet|foot|in|inches"
+          r"|\"|')?(?:\s*\d{1,2}\s*(?:in|inches|\"|'')?)?)\s+tall$", "short"),
     # "I parked on level 3, spot B12", "I've parked the car outside the bakery": where, for later.
     _rule("detail:parking spot", r"^i(?:'ve|\s+have)?\s+(?:just\s+)?parked(?:\s+(?:the|my)\s+"
           r"(?:car|bike|van|scooter))?\s+(?P<v>(?:on|in|at|near|by|outside|behind|opposite"

@@ -118,7 +118,7 @@ EVENTS = (
 DETAIL_NOUNS = frozenset(
     """code codes password passwords passcode passphrase pin combination combo address email
     e-mail username login handle wifi id number plate reg registration size type model
-    postcode zipcode zip""".split()
+    postcode zipcode zip pb weight height""".split()
 )
 #: What "my X is ..." says of no lasting detail: a time, the body, a mood, a way of speaking
 #: ("my day is going great", "my back is killing me", "my point is ...").
