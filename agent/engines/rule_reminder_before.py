@@ -82,12 +82,15 @@ def reminder_before(
 def _before_latest(
     match: re.Match[str], facts: Sequence[Fact], now: datetime, zone: ZoneInfo
 ) -> ReminderRequest | str:
-    """The reminder before the dated thing said most recently that is still ahead ("my
-    dentist appointment is on Thursday at 2pm", then "remind me an hour before")."""
+    """The reminder before the dated thing said most recently that is not past ("my dentist
+    appointment is on Thursday at 2pm", then "remind me an hour before"), or what to say."""
     today = now.astimezone(zone).date()
     for fact in reversed(facts):
-        when = kept_when(fact.value, now, zone) if parse_key(fact.key).name in DATED else None
-        if when is not None and when[0] >= today:
+        if parse_key(fact.key).name not in DATED:
+            continue
+        when = kept_when(fact.value, now, zone)
+        # One without a day ("school pickup is at 3:15") is said so; one gone, passed over.
+        if when is None or when[0] >= today:
             return _due_before(match, fact, now, zone, thing_of(fact), None, "about")
     return (
         "Before what? Tell me the thing and its day (e.g. “my flight is on Friday at 6pm”), "

@@ -110,7 +110,8 @@ EVENTS = (
     "|drinks|game night|barbecue|bbq|picnic|hike|race|marathon|gig|recital|ceremony|funeral"
     "|haircut|massage|rehearsal|viewing|shift|festival|graduation|reunion|christening|check-in"
     "|scan|physio|therapy session|vaccination|jab|school play|parents'? evening|sports day"
-    "|open (?:day|evening)|sleepover|play ?date|book club|tournament|audition"
+    "|open (?:day|evening)|sleepover|play ?date|book club|tournament|audition|pick-?up|drop-?off"
+    "|school run"
     "|anniversary|mot|service|inspection|delivery|housewarming|baby shower|hen do|stag do"
 )
 #: What a detail of the user's world is called when "the X is Y" states one ("the garage code
