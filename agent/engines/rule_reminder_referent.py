@@ -6,8 +6,9 @@ to do that tomorrow at 9". :func:`spoken_of` gives such a reminder the words of 
 previous message said: the to-do it opened, the dated thing it told, or the statement itself
 ("... that your car needs a service by Friday"); "remind me to take them" after "I take my
 tablets every morning" takes the tablets. A question or a request before it names nothing to
-remind of: the reminder keeps its pronoun. Tested by the "a reminder of what was
-just said" family of ``tests/test_everyday_phrasings.py``.
+remind of: the reminder keeps its pronoun.
+
+Tested by the "a reminder of what was just said" family of ``tests/test_everyday_phrasings.py``.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ _NOT_TOLD = re.compile(
     r"|remind|cancel|snooze|forget|delete|remove|please|/)\b",
     re.IGNORECASE,
 )
-
-
 # "take them", "call her": a deed done to what the message before named.
 _DONE_TO = re.compile(r"(?P<verb>[a-z]+)\s+(?:them|it|her|him)", re.IGNORECASE)
 # What a deed is done to, in the message before: "my blood pressure tablets", "the plumber".

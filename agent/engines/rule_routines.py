@@ -14,7 +14,7 @@ from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
 from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
 from agent.memory.rules.extraction import content_stems
-from agent.memory.schemas import ConversationContextPacket, JobRef
+from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_routine"]
 
@@ -33,8 +33,6 @@ _ASK_WHEN_ROUTINE = re.compile(
     r"|typically |always )?(?P<what>[^\W\d_][\w' ]{0,60}?)\??$",
     _F,
 )
-
-
 # "when does Mira have swimming?", "how often does my son go to judo?".
 _ASK_THEIR_ROUTINE = re.compile(
     r"^(?:when|how often|on what days?|what days?|which days?) does (?:my )?(?P<who>[\w' ]{1,30}?)"
@@ -83,14 +81,19 @@ def _their_routine(reading: Reading) -> str | None:
         return None
     who = match.group("who").casefold()
     wanted = content_stems(match.group("what")) - _VERBS
-    if wanted & _CALLS:
-        wanted = wanted - _CALLS
+    calls = bool(wanted & _CALLS)  # said by any of the words for a call
+    wanted -= _CALLS
+
+    def does_it(fact: Fact) -> bool:
+        said = content_stems(fact.value)
+        return wanted <= said and (bool(said & _CALLS) if calls else bool(wanted))
+
     found = [
         fact
         for fact in reading.facts
         if (parts := parse_key(fact.key)).subject != USER
         and parts.name in {"does", "routine"}
         and who in {word.casefold() for word in role_and_name(parts.subject) if word}
-        and (wanted <= content_stems(fact.value) if wanted else _CALLS & content_stems(fact.value))
+        and does_it(fact)
     ]
     return " ".join(answer_line(f) for f in found) if found else None
