@@ -943,6 +943,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I run 3 times a week", "how often do I run?"], "3 times a week"),
         (["my knee hurts after long runs"], "Sorry to hear that."),
     ],
+    "a birthday on the day asked about": [  # said on Sat 1 Mar 2025
+        (["my husband's birthday is next Saturday", "what's on Saturday?"],
+         "Your husband's birthday is on Sat 8 Mar."),
+        (["my birthday is on 8 March", "what's happening next week?"],
+         "Your birthday is 8 March."),
+        (["my birthday is on 8 March", "what's on Sunday?"], "haven't told me"),
+        (["my sister Mia's birthday is on 20 March", "anything on this week?"],
+         "haven't told me"),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime, time
 
 from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
 from agent.engines.rule_todos import job_line, scheduled_jobs
 from agent.memory.longterm.memory_slots import parse_key
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.fact_dates import falls_in, same_time
+from agent.memory.rules.fact_dates import falls_in, kept_when, same_time
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_event", "answer_plans_when", "answer_trip", "answer_upcoming"]
@@ -157,8 +158,10 @@ def answer_plans_when(
         return None
     when = next(group for group in match.groups() if group is not None).strip()
     when = re.sub(r"^on\s+(?=this\b|next\b)", "", when, flags=_F)  # "anything on this week?"
-    # "I'm off on Friday", "I'm in Paris this week": where the user is then, with the plans.
-    kept = own_facts(reading, "plan", "event", "away")
+    # "I'm off on Friday", "I'm in Paris this week": where the user is then, with the plans;
+    # and whose birthday it is ("my husband's birthday is on Saturday").
+    birthdays = [f for f in reading.facts if parse_key(f.key).name == "birthday"]
+    kept = [*own_facts(reading, "plan", "event", "away"), *birthdays]
     found = [f for f in kept if _said_for(when, f, reading)]
     due = [  # the reminders set for that time too ("what do I have on Tuesday?")
         ref
@@ -174,8 +177,12 @@ def answer_plans_when(
 
 def _said_for(when: str, fact: Fact, reading: Reading) -> bool:
     """Whether ``fact`` is kept for the time asked about: a day said relatively ("for Friday",
-    "this weekend") is the days it names, matched with the fact's kept dates; other times
-    ("in August") by their words."""
+    "this weekend") is the days it names, matched with the fact's kept dates (a birthday's
+    next one); other times ("in August") by their words."""
+    if parse_key(fact.key).name == "birthday":
+        kept = kept_when(fact.value, reading.now, reading.zone)
+        noon = None if kept is None else datetime.combine(kept[0], time(12), tzinfo=reading.zone)
+        return noon is not None and bool(falls_in(when, noon, reading.now, reading.zone))
     same = same_time(when, fact.value, reading.now, reading.zone)
     if same is not None:
         return same
