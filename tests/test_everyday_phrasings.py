@@ -952,6 +952,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my sister Mia's birthday is on 20 March", "anything on this week?"],
          "haven't told me"),
     ],
+    "a flight said as flying out": [  # said on Sat 1 Mar 2025
+        (["we fly out on the 3rd of April", "when do we fly out?"], "Your flight is on Thu 3 Apr."),
+        (["I'm flying home on Sunday", "when is my flight?"], "Sun 2 Mar"),
+        (["we fly out on the 3rd of April", "remind me the day before"],
+         "on 2 April at 09:00 UTC about your flight."),
+        (["I fly off the handle sometimes", "when is my flight?"], "haven't told me"),
+    ],
     "none of a kind": [
         (["I don't have any kids", "do I have any kids?"], "No: you have no kids."),
         (["I don't have kids", "how many children do I have?"], "You have no kids."),

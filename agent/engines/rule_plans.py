@@ -52,6 +52,10 @@ _ASK_WHEN = re.compile(
     r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
     _F,
 )
+# "when do we fly out?", "when am I flying home?": the flight told.
+_ASK_FLY_OUT = re.compile(
+    r"^when (?:am i|are we|do i|do we) fly(?:ing)? (?:out|off|home|back)\??$", _F
+)
 # "when am I flying to Lisbon?", "when are we going to Rome?": a trip, by where it goes.
 _ASK_WHEN_GO = re.compile(
     r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?(?:fly(?:ing)?|go(?:ing)?"
@@ -104,6 +108,9 @@ def answer_event(
         trips = [f for f in _trips(reading) if wanted <= content_stems(f.value)]
         told = " ".join(answer_line(f) for f in trips)
         return told or f"{NOT_TOLD} about a trip to {going.group('thing')} yet."
+    if _ASK_FLY_OUT.match(reading.text):  # "when do we fly out?": the flight
+        flights = [f for f in own_facts(reading, "event") if "flight" in content_stems(f.value)]
+        return " ".join(answer_line(f) for f in flights) or None
     match = _ASK_WHEN.match(reading.text)
     if match is None:
         return None

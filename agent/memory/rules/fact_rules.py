@@ -184,6 +184,9 @@ FACT_RULES: tuple[FactRule, ...] = (
         said="{item} is {when}",
         item="wedding",
     ),
+    # "we fly out on the 3rd of April", "I'm flying home on Sunday": the flight.
+    _rule("event", r"^(?:i|we)(?:'m|\s+am|'re|\s+are)?\s+fly(?:ing)?\s+(?:out|off|home|back)\s+"
+          rf"(?P<when>{WHEN_OPENS}\b.{{1,60}})$", "phrase", said="{item} is {when}", item="flight"),
     # "I'm on holiday from 10 to 20 December", "we'll be on leave next week".
     _rule(
         "event",
