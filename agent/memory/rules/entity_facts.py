@@ -167,8 +167,8 @@ _HAS_EVENT = re.compile(
 )
 # "Luis is getting married in June", "my sister is having a baby in May": their wedding, a baby due.
 _LIFE_EVENT = re.compile(
-    r"^is\s+(?:(?P<wedding>getting\s+married)|having\s+(?:a|her|his|their)\s+(?:first\s+|second\s+)?"
-    r"baby|expecting\s+(?:a|her|his|their)\s+(?:first\s+|second\s+)?baby)\s+"
+    r"^is\s+(?:(?P<wedding>getting\s+married)|having\s+(?:a|her|his|their)\s+"
+    r"(?:first\s+|second\s+)?baby|expecting\s+(?:a|her|his|their)\s+(?:first\s+|second\s+)?baby)\s+"
     r"(?P<when>(?:on|in|next|this|at the (?:start|end) of)\b.{1,60})$",
     _F,
 )

@@ -114,8 +114,8 @@ _ENTITIES = frozenset({"relative", "pet"})
 _AS_OPENED = re.compile(
     r"^(?P<it>it's|it is|that's|that is)\s+(?:(?:actually|spelt|spelled)\s+(?P<rest>.+)"
     r"|(?P<before>(?:(?:at|on|in)\s+)?(?:\d|(?-i:[A-Z])|(?:mon|tues|wednes|thurs|fri|satur|sun)day"
-    r"|tomorrow|today|tonight)[^,]{0,30}?),?\s+actually|(?P<spelt>(?-i:[A-Z])[^\W\d_]+,?\s+(?:with|spelt|spelled)\b.+))"
-    r"\s*[.!]*$",
+    r"|tomorrow|today|tonight)[^,]{0,30}?),?\s+actually"
+    r"|(?P<spelt>(?-i:[A-Z])[^\W\d_]+,?\s+(?:with|spelt|spelled)\b.+))\s*[.!]*$",
     _F,
 )
 
@@ -123,7 +123,6 @@ _AS_OPENED = re.compile(
 def _opened(match: re.Match[str]) -> str:
     said = match.group("rest") or match.group("before") or match.group("spelt")
     return f"actually {match.group('it')} {said}"
-
 
 
 # A message put right as it goes: "I work at Google. no wait, at Microsoft", "my flight is on
