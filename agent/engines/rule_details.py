@@ -38,8 +38,8 @@ _ASK_PARKED = re.compile(
 )
 # "how much do I weigh?", "what's my weight?" is asked by its words; "how tall am I?".
 _ASK_MEASURE = re.compile(r"\bhow much do i (?P<w>weigh)\b|\bhow tall am i\b", _F)
-#: The key of where the user parked ("I parked on level 3").
-PARKED = "detail:parking spot"
+# The key of where the user parked ("I parked on level 3").
+_PARKED = "detail:parking spot"
 # Words of a question that name no part of the thing asked about.
 _NOT_THING = frozenset({"the", "my", "our", "new", "current", "latest", "at", "of", "for", "in"})
 # Words a question may add to what a detail was called: "email address" for "email".
@@ -52,7 +52,7 @@ def answer_detail(
     """Answer "what car do I drive?" from a detail the user told, or ``None`` when none is
     known."""
     if _ASK_PARKED.search(reading.text):  # "where did I park?"
-        spot = [f for f in reading.facts if f.key == PARKED]
+        spot = [f for f in reading.facts if f.key == _PARKED]
         said = in_second_person(spot[-1].value) if spot else None
         return f"You parked {said}." if said else f"{NOT_TOLD} where you parked."
     measure = _ASK_MEASURE.search(reading.text)

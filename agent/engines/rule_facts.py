@@ -118,6 +118,8 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 # A wife or a husband asked about, told of as a spouse ("I'm married to Siobhan").
 _SPOUSE = {"wife": "spouse", "husband": "spouse"}
 _NAMING = frozenset({"relative", "pet"})
+# A pet's role ("cat", "golden retriever"): what "my pets" asks of.
+_ANIMAL = re.compile(PETS, _F)
 
 # What else answers a question about someone: "how old is my son?" by the year he was born.
 _ASKED_AS = {"age": ("age", "born"), "born": ("born", "birthday")}
@@ -304,11 +306,11 @@ def _named_together(new: Sequence[Fact]) -> dict[str, str]:
 
 def _is_about(label: str, who: str) -> bool:
     role, name = role_and_name(label)
-    # "how old are my kids?" of "my daughter Meera", "how many children?" of "my kids are ..."
+    # "how old are my kids?" of "my daughter Meera", "how many pets?" of "my cat Luna"
     kids = {"kid", "child", "son", "daughter", "twin"}
     return who in {role.casefold(), name.casefold(), label.casefold()} or (
         who in {"kid", "child"} and role in kids
-    )
+    ) or (who == "pet" and _ANIMAL.fullmatch(role) is not None)
 
 
 _NUMBERS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten"
@@ -374,8 +376,6 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
 
     named = [f for f in reading.facts if parse_key(f.key).name in _NAMING and of_them(f.value)]
     if attribute == "count":  # "how many kids do I have?": the ones told of, by name
-        if who == "pet":  # "how many pets?": every animal told of
-            named = [f for f in reading.facts if parse_key(f.key).name == "pet"]
         many = _PLURAL_OF.get(who, who + "s")
         counted = _counted(reading, who)
         if named and counted is not None and counted.value == "no":  # one named since

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from agent.engines.rule_facts import none_said
 from agent.engines.rule_reading import Reading, sentence
 from agent.memory.longterm.memory_slots import USER, describe_fact, parse_key, role_and_name
+from agent.memory.rules.fact_words import COUNTED
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
 __all__ = ["answer_family", "answer_their_count"]
@@ -41,7 +42,8 @@ _ASK_FAMILY = re.compile(
     re.IGNORECASE,
 )
 _PLURALS = {"child": "children"}
-# The words of one kind said as none of ("I don't have any kids": no children either).
+# The words of one kind, as a count or its question may say it ("I don't have any kids": no
+# children either; "how many children does Emma have?" of "she has two kids").
 _SAME = {
     "kids": ("kids", "children"), "children": ("kids", "children"),
     "siblings": ("siblings",), "brothers and sisters": ("siblings",),
@@ -89,12 +91,10 @@ def _called(role: str, names: list[str]) -> str:
 
 # "how many kids does Emma have?", "how many dogs has my brother got?"
 _ASK_THEIR_COUNT = re.compile(
-    r"^how many (?P<k>kids|children|sons|daughters|grandchildren|grandkids|dogs|cats|pets) "
-    r"(?:does|has) (?:my )?(?P<who>[\w' ]{1,30}?) (?:have|got)\s*\??$",
+    rf"^how many (?P<k>{COUNTED}) (?:does|has) (?:my )?(?P<who>[\w' ]{{1,30}}?)"
+    r" (?:have|got)\s*\??$",
     re.IGNORECASE,
 )
-_SAME_COUNT = {"kids": "children", "children": "kids", "grandkids": "grandchildren",
-               "grandchildren": "grandkids"}  # fmt: skip
 
 
 def answer_their_count(
@@ -106,7 +106,7 @@ def answer_their_count(
     if asked is None:
         return None
     kind = asked.group("k").casefold()
-    kinds = {kind, _SAME_COUNT.get(kind, kind)}
+    kinds = set(_SAME.get(kind, (kind,)))
     who = asked.group("who").casefold()
     for fact in reversed(reading.facts):
         key = parse_key(fact.key)

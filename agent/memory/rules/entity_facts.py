@@ -21,6 +21,7 @@ from agent.memory.rules.fact_words import (
     ALIASES,
     AWAY,
     BREEDS,
+    COUNTED,
     EVENTS,
     JOBS,
     NAME_STOP,
@@ -175,7 +176,7 @@ _LIFE_EVENT = re.compile(
 # "Emma has two kids", "my brother has 3 dogs": how many of a kind they have.
 _HAS_COUNT = re.compile(
     r"^(?:has|has\s+got|'s\s+got)\s+(?P<v>\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)\s+"
-    r"(?P<k>kids|children|sons|daughters|grandchildren|grandkids|dogs|cats|pets)[.!]*$",
+    rf"(?P<k>{COUNTED})[.!]*$",
     _F,
 )
 # The point after a title before a name ("Dr. Patel"), which would end the sentence.

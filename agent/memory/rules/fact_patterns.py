@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from agent.memory.rules.fact_words import COUNTED
+
 __all__ = [
     "ADV",
     "ANYMORE",
@@ -72,10 +74,7 @@ NEWS = rf"\bi(?:'ve|\s+have)?{ADV}\s+"
 # "I recently moved", "we finally moved": news said with when it came.
 LATELY = r"(?:\s+(?:recently|finally|eventually|officially))?"
 # The kinds one may say one has none of.
-NONE_OF = (
-    r"kids|children|sons|daughters|grandchildren|grandkids|siblings|brothers|sisters|dogs|cats"
-    r"|pets|allergies|food allergies"
-)
+NONE_OF = rf"{COUNTED}|allergies|food allergies"
 # When a routine comes round: "every morning", "on Sundays".
 DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
 LIVE = (

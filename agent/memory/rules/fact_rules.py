@@ -37,7 +37,7 @@ from agent.memory.rules.fact_patterns import (
     WORK,
     WORK_WHEN,
 )
-from agent.memory.rules.fact_words import AWAY, DIETS, EVENTS, GOAL_VERBS, JOBS
+from agent.memory.rules.fact_words import AWAY, COUNTED, DIETS, EVENTS, GOAL_VERBS, JOBS
 
 __all__ = ["FACT_RULES", "USER_CUE", "FactRule"]
 
@@ -365,8 +365,7 @@ FACT_RULES: tuple[FactRule, ...] = (
           r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
     # "I have 3 kids", "we've got two dogs": how many, before or without their names.
     _rule("count", r"^(?:i|we)(?:\s+have|'ve)?(?:\s+got)?\s+(?P<v>\d{1,2}|two|three|four|five|six"
-          r"|seven|eight|nine|ten)\s+(?P<k>kids|children|sons|daughters|grandchildren|grandkids"
-          r"|siblings|brothers|sisters|dogs|cats|pets)\s*$", "raw"),
+          rf"|seven|eight|nine|ten)\s+(?P<k>{COUNTED})\s*$", "raw"),
     # "I don't have any kids", "we have no pets", "I'm not allergic to anything": none of a kind.
     _rule("count", r"^(?:i|we)(?:\s+(?:don't|do not|dont)\s+have(?:\s+any)?|\s+have\s+no"
           rf"|'ve\s+got\s+no|\s+have\s+got\s+no)\s+(?P<k>{NONE_OF})\s*$", "raw", said="no"),

@@ -9,10 +9,15 @@ __all__ = [
     "ALIASES",
     "AWAY",
     "BREEDS",
+    "COUNTED",
     "DETAIL_NOUNS",
     "DIETS",
     "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_DETAILS", "NOT_NAMES", "PEOPLE", "PETS"]
 
+#: The kinds one has a number of ("3 kids", "two dogs", "no pets"), as a count names them.
+COUNTED = (
+    "kids|children|sons|daughters|grandchildren|grandkids|siblings|brothers|sisters|dogs|cats|pets"
+)
 #: How one is away for a while: "on holiday until Monday", "off sick this week".
 AWAY = (
     r"away|abroad|on\s+(?:holiday|holidays|vacation|leave|annual\s+leave|maternity\s+leave"

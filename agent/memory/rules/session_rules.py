@@ -193,7 +193,8 @@ def update_open_loops(
         which = [lp for lp in remaining if lp.kind in CARRIED_LOOP_KINDS and lp.owner == owner]
         if len(which) == 1:
             remaining.remove(which[0])
-            closed.append(which.pop().model_copy(update={"closed_turn": seq}))
+            closed.append(which[0].model_copy(update={"closed_turn": seq}))
+            which = []
     opened: list[OpenLoop] = []
     already: list[OpenLoop] = []
     for n, todo in enumerate(extract_openers(text, to_others=to_others), start=1):
