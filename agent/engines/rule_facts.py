@@ -352,15 +352,12 @@ def none_said(reading: Reading, *kinds: Sequence[str]) -> Fact | None:
 
 
 def _unnamed_roles(reading: Reading, named: Sequence[Fact]) -> set[str]:
-    """The roles of the ones ``named`` that no one else has: what was said of "my son" before
-    his name ("my son's birthday is June 2nd", then "my son is called Leo") is said of Leo
-    when he is the only son named."""
-    roles = [
-        role_and_name(f.value)[0]
-        for f in reading.facts
-        if parse_key(f.key).name in {"relative", "pet"}
-    ]
-    return {role for f in named if roles.count(role := role_and_name(f.value)[0]) == 1}
+    """The roles of the ones ``named`` that no one else has, and their names: what was said of
+    "my son" before his name ("my son's birthday is June 2nd", then "my son is called Leo") is
+    said of Leo when he is the only son named, and what was said of "Sara" of "my sister Sara"."""
+    roles = [role_and_name(f.value)[0] for f in reading.facts if parse_key(f.key).name in _NAMING]
+    names = {role_and_name(f.value)[1] for f in named} - {""}
+    return names | {role for f in named if roles.count(role := role_and_name(f.value)[0]) == 1}
 
 
 def _about_other(reading: Reading, who: str, attribute: str) -> str | None:

@@ -56,6 +56,14 @@ _ASK_WHEN = re.compile(
 _ASK_FLY_OUT = re.compile(
     r"^when (?:am i|are we|do i|do we) fly(?:ing)? (?:out|off|home|back)\??$", _F
 )
+# "when do we land?", "when does Sara's train get in?", "when does my mum arrive?": a journey's
+# arrival, the user's or whose it is.
+_ASK_ARRIVE = re.compile(
+    r"^(?:when|what\s+time)\s+(?:(?:do|will)\s+(?:i|we)|(?:does|will)\s+(?P<who>[\w' ]{1,40}?))"
+    r"\s+(?:land|arrive|get\s+in|get\s+here|get\s+back)\??$",
+    _F,
+)
+_JOURNEY_STEMS = content_stems("flight train bus ferry coach")
 # "when am I flying to Lisbon?", "when are we going to Rome?": a trip, by where it goes.
 _ASK_WHEN_GO = re.compile(
     r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?(?:fly(?:ing)?|go(?:ing)?"
@@ -111,6 +119,17 @@ def answer_event(
     if _ASK_FLY_OUT.match(reading.text):  # "when do we fly out?": the flight
         flights = [f for f in own_facts(reading, "event") if "flight" in content_stems(f.value)]
         return " ".join(answer_line(f) for f in flights) or None
+    arriving = _ASK_ARRIVE.match(reading.text)
+    if arriving is not None:  # "when does Sara land?": her flight; "when do we land?": ours
+        who = arriving.group("who")
+        wanted = content_stems(who or "") - _JOURNEY_STEMS
+        journeys = [
+            f
+            for f in own_facts(reading, "event")
+            if content_stems(f.value) & _JOURNEY_STEMS
+            and (wanted <= content_stems(f.value) if who else "'s " not in f.value.split(" is ")[0])
+        ]
+        return " ".join(answer_line(f) for f in journeys) or None
     match = _ASK_WHEN.match(reading.text)
     if match is None:
         return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from agent.memory.longterm.memory_slots import whose
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
 from agent.memory.rules.reminder_requests import ReminderRequest
@@ -209,7 +210,7 @@ def joined_of(said: Sequence[tuple[str, str]]) -> str:
     phrases: list[str] = []
     last = None
     for subject, phrase in said:
-        named = f"your {subject} "
+        named = f"{whose(subject)} "
         if subject == last and phrase.startswith(named):
             phrase = phrase.removeprefix(named)
         phrases.append(phrase)

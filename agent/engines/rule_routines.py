@@ -1,6 +1,8 @@
 """Routines: what the user does on a day, and when they do a thing ("I go swimming every
 Monday", then "what do I do on Mondays?" or "how often do I go swimming?"), and what someone
-in their life does when ("Mira has swimming on Tuesdays", then "when does Mira have swimming?").
+in their life does when ("Mira has swimming on Tuesdays", then "when does Mira have swimming?"),
+and how long something has held ("we've been together for 5 years", then "how long have we
+been together?").
 
 Covered by the "routines" family of ``tests/test_everyday_phrasings.py``.
 """
@@ -12,11 +14,11 @@ from collections.abc import Sequence
 
 from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
-from agent.memory.longterm.memory_slots import USER, parse_key, role_and_name
+from agent.memory.longterm.memory_slots import USER, in_second_person, parse_key, role_and_name
 from agent.memory.rules.extraction import content_stems
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
-__all__ = ["answer_routine"]
+__all__ = ["answer_how_long", "answer_routine"]
 
 _F = re.IGNORECASE
 
@@ -38,6 +40,13 @@ _ASK_THEIR_ROUTINE = re.compile(
     r"^(?:when|how often|on what days?|what days?|which days?) does (?:my )?(?P<who>[\w' ]{1,30}?)"
     r" (?P<what>(?:have|go|do|play|take|swim|train|attend|phone|call|ring|visit|come)\b"
     r"[\w' ]{0,60}?)\??$",
+    _F,
+)
+# "how long have we been together?", "how long have I lived in Leeds?", "how long have my wife
+# and I been married?"
+_ASK_HOW_LONG = re.compile(
+    r"^how long (?:have|has) (?:i|we|(?:my )?[\w ]{2,30}? and i)\s+(?P<what>(?:been|lived|worked"
+    r"|known|had|played|studied|taught|run|owned)\b[\w' ]{0,60}?)\??$",
     _F,
 )
 # The verbs a routine is said with, which a question says in another form ("have", "has").
@@ -97,3 +106,19 @@ def _their_routine(reading: Reading) -> str | None:
         and does_it(fact)
     ]
     return " ".join(answer_line(f) for f in found) if found else None
+
+
+def answer_how_long(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "how long have we been together?" with what the user said of how long it has
+    held, or say it was not told."""
+    match = _ASK_HOW_LONG.match(reading.text)
+    if match is None:
+        return None
+    what = match.group("what")
+    wanted = content_stems(what)
+    found = [f for f in own_facts(reading, "lasting") if wanted <= content_stems(f.value)]
+    if not found:
+        return f"{NOT_TOLD} how long you've {in_second_person(what)} yet."
+    return " ".join(answer_line(f) for f in found)

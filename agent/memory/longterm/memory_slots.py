@@ -43,6 +43,7 @@ __all__ = [
     "render_memory",
     "role_and_name",
     "slot_of",
+    "whose",
 ]
 
 #: The subject of what the user says about themselves.
@@ -116,6 +117,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
         "constraint", True, 0.8, "you're allergic to {v}", "{s} is allergic to {v}"
     ),
     "avoid": SlotRule("constraint", True, 0.6, "you don't {v}", "{s} doesn't {v}"),
+    # How long something has held: "been together for 5 years", "lived here since 2019".
+    "lasting": SlotRule("fact", True, 0.5, "you've {v}", "{s} has {v}"),
     "routine": SlotRule("procedure", True, 0.5, "your routine: {v}", "{s}'s routine: {v}"),
     # What someone does for fun, said with its verb: "play the guitar", "plays the violin".
     "does": SlotRule("preference", True, 0.4, "you {v}", "{s} {v}"),
@@ -221,6 +224,14 @@ def role_and_name(label: str) -> tuple[str, str]:
     return label, ""
 
 
+def whose(subject: str) -> str:
+    """How the bot names someone of the user's: "your sister Mia", "your dog"; someone told
+    of by their name alone is that name ("Sara")."""
+    return subject if not role_and_name(subject)[0] else f"your {subject}"
+
+
+# Someone's, by their name alone: "Ben's wedding", "James' party".
+_SOMEONES = re.compile(r"[A-Z][^\W\d_]+(?:'s|')\s")
 # A job or workplace said without a title or a place: "in marketing", "retired", "from home";
 # being a student.
 _WORK_AS_SAID = re.compile(
@@ -246,14 +257,16 @@ def describe_fact(fact: Fact) -> str:
         working = value.startswith(("in ", "from "))
         if parts.subject == USER:
             return f"you work {value}" if working else f"you're {value}"
-        return f"your {parts.subject} {'works' if working else 'is'} {value}"
+        return f"{whose(parts.subject)} {'works' if working else 'is'} {value}"
     if parts.name == "location" and value[:1].isdigit():  # an address: "at 12 Elm Street"
-        who = "you live" if parts.subject == USER else f"your {parts.subject} lives"
+        who = "you live" if parts.subject == USER else f"{whose(parts.subject)} lives"
         return f"{who} at {value}"
+    if parts.name == "event" and _SOMEONES.match(value):  # "Ben's wedding is in June"
+        return value
     if parts.subject == USER:
         return attribute.you.format(v=value, item=item, attr=parts.attribute)
     return attribute.other.format(
-        s=f"your {parts.subject}", v=value, item=item, attr=parts.attribute
+        s=whose(parts.subject), v=value, item=item, attr=parts.attribute
     )
 
 

@@ -47,6 +47,8 @@ _CALLED = (
     r"|,?\s+(?:and\s+)?(?:she|he|it)(?:'s|\s+is)\s+(?:called|named)|,"
     r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?(?:\s*[.!]*$|,|\s+and\s)))?"
 )
+# "a dog too", "a cat as well": said after who they are, before their name.
+_TOO = re.compile(r"^\s+(?:too|as\s+well|also)\b", _F)
 # "O'Brien" and "Mary-Jane" are names; the "'s" of "Ava's birthday" is not part of one.
 _ENTITY_NAME = re.compile(
     r"\s*([A-Z][^\W\d_]+(?:(?:'(?!s\b)|-)[^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?"
@@ -95,7 +97,8 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         # me every Sunday": a routine.
         (r"(?=(?:has|goes|does|plays|takes|swims|trains|attends|phones|calls|rings|visits"
          r"|comes)(?:\s+[\w' -]{2,40}?)?\s+(?:on\s+"
-         r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days|weekends|weekdays)|every\s+[a-z]+"
+         r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:s|\s+(?:mornings|afternoons|evenings"
+         r"|nights))|weekends|weekdays)|every\s+[a-z]+"
          r"|(?:once|twice|\d\s+times)\s+a\s+week)\b)", "does", "short"),
     )
 )  # fmt: skip
@@ -156,7 +159,8 @@ _AGED_AS = re.compile(rf"is an?\s+(?P<n>\d{{1,3}}){_YEARS_OLD}\b", _F)
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # "Ava's school play is on Thursday at 6pm": an event of theirs on the user's calendar.
 _THEIR_EVENT = re.compile(
-    rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|are|starts|begins)\s+"
+    rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+"
+    r"(?:is|are|starts|begins|lands|arrives|leaves|departs|takes\s+off|gets\s+in)\s+"
     r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
     _F,
 )
@@ -178,6 +182,26 @@ _HAS_COUNT = re.compile(
     r"^(?:has|has\s+got|'s\s+got)\s+(?P<v>\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)\s+"
     rf"(?P<k>{COUNTED})[.!]*$",
     _F,
+)
+# A name that opens a clause, with what is said of them after it: "Sara's birthday ...", "Oliver
+# has ...".
+_NAMED_ALONE = re.compile(r"^(?P<name>[A-Z][^\W\d_]+(?:-[A-Z][^\W\d_]+)?)(?=(?:'s)?\s)")
+# Who someone is, said as their name: "Mum's birthday is on Friday", "Grandma lives in Cork".
+_ROLE_ALONE = re.compile(
+    r"^(?:mum|mom|mummy|mommy|dad|daddy|grandma|granny|gran|nan|nana|grandpa|grandad|granddad)"
+    r"(?=(?:'s)?\s)",
+    _F,
+)
+# "Sara is my sister", "Rex's our dog": who someone named is to the user.
+_IS_MY = re.compile(
+    rf"^(?P<name>[A-Z][^\W\d_]+)(?i:(?:'s|\s+is)\s+(?:my|our)\s+(?:little\s+|big\s+)?{_WHO})"
+    r"[.!]*$"
+)
+# Words that open a sentence in capitals and name no one: "Everyone loves it", "This is from".
+_NOT_SOMEONE = frozenset(
+    """It This That These Those There Here He She They We You Everyone Everybody Nobody Noone
+    Someone Somebody Anyone Anybody Each Both Neither Either One Nothing Everything What Which
+    Who Why How Where Whatever My Our Your His Her Their Its""".split()
 )
 # The point after a title before a name ("Dr. Patel"), which would end the sentence.
 _TITLE_DOT = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof)\.(?=\s+[A-Z])")
@@ -216,12 +240,18 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     the fact said about them; nothing when the clause is not about someone of the user's.
     """
     text = _TITLE_DOT.sub(r"\1", text)  # "my doctor is Dr. Patel": the name is "Dr Patel"
+    who = _IS_MY.match(text)
+    if who is not None and not _not_someone(who.group("name")):  # "Sara is my sister"
+        role = " ".join(who.group("rel").casefold().split())
+        role = ALIASES.get(role, role)
+        label = f"{role} {who.group('name')}"
+        return [(fact_key(USER, "pet" if _PET.match(role) else "relative", label), label)]
     match = _ENTITY.search(text) or _HAVE_ENTITY.search(text)
     if match is None:
-        return []
+        return _named_alone(text)
     role = " ".join(match.group("rel").casefold().split())
     role = ALIASES.get(role, role)  # "my golden retriever Biscuit": a dog; "my boy": a son
-    rest = text[match.end() :]
+    rest = _TOO.sub("", text[match.end() :])  # "we have a dog too, Rex"
     called = re.match(_CALLED, rest, _F)
     after = rest[called.end() :] if called else rest
     name_match = _ENTITY_NAME.match(after)
@@ -245,8 +275,35 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         facts.append((fact_key(USER, attribute, subject), subject))
     if match.group("aged"):  # "my 3 year old daughter Zoe"
         facts.append((fact_key(subject, "age", match.group("aged")), match.group("aged")))
+    return [*facts, *_said_of(subject, after.lstrip(" ,"))]
+
+
+def _named_alone(text: str) -> list[tuple[str, str]]:
+    """Read what is said of someone named without who they are to the user ("Sara's birthday
+    is on the 12th of May", "Oliver has football on Tuesdays"), keyed by the name alone; a
+    role said without "my" ("Mum's birthday is on Friday") is the user's."""
+    role = _ROLE_ALONE.match(text)
+    if role is not None:
+        return read_entity_facts(f"my {role.group().casefold()}{text[role.end() :]}")
+    alone = _NAMED_ALONE.match(text)
+    if alone is None:
+        return []
+    name = alone.group("name")
+    if _not_someone(name):
+        return []
+    return _said_of(name, text[alone.end() :].lstrip())
+
+
+def _not_someone(name: str) -> bool:
+    return name.casefold() in NOT_NAMES or name.casefold() in NAME_STOP or name in _NOT_SOMEONE
+
+
+def _said_of(subject: str, rest: str) -> list[tuple[str, str]]:
+    """The facts ``rest`` says of ``subject`` ("sister Mia", "dog", "Sara"): "'s birthday is
+    ...", "lives in Porto and works as an architect", "has two kids", "is getting married in
+    June"."""
+    facts: list[tuple[str, str]] = []
     # "my mom's birthday is ...": what follows the possessive is said of them.
-    rest = after.lstrip(" ,")
     if rest.startswith("'s ") and _predicate_at(f"is {rest[3:]}"):  # "Mia's allergic": Mia is
         rest = f"is {rest[3:]}"
     said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", rest.removeprefix("'s ")))

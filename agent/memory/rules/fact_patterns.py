@@ -19,6 +19,7 @@ __all__ = [
     "BIG",
     "DAYS",
     "DISLIKE",
+    "DURATION_COUNT",
     "ENDED",
     "GONE_FROM",
     "LATELY",
@@ -78,7 +79,8 @@ NONE_OF = rf"{COUNTED}|allergies|food allergies"
 # When a routine comes round: "every morning", "on Sundays".
 DAYS = r"(?:morning|evening|night|day|week(?:end)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
 LIVE = (
-    r"(?:(?:'m|\s+am)?" + ADV + r"\s+(?:living|based|residing)|" + ADV + r"\s+(?:live|reside))"
+    r"(?:(?:'m|\s+am)?" + ADV + r"\s+(?:living|based|residing)|" + ADV + r"\s+(?:live|reside)"
+    r"|(?:'ve|\s+have)(?:\s+been)?" + ADV + r"\s+(?:lived|living))"  # "I've lived in Leeds since"
 )
 # What follows "I teach" that is no subject taught ("I teach at", "I teach them to swim").
 NOT_TAUGHT = r"(?:at|in|for|to|on|with|them|him|her|it|kids|children|people|students)\b"
@@ -95,9 +97,11 @@ WORK_WHEN = (
     r"|part[- ]time\b|full[- ]time\b|(?:from\s+)?\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm)?\s*"
     r"(?:to|till|until|-|\u2013)\s*\d"
 )
+# Working, with the space after "I": "I work", "I'm working", "I've been working".
 WORK = (
-    r"(?:work|'m working|am working)(?:\s+(?:from home|remotely|part[- ]time|full[- ]time"
-    r"|freelance|nights|weekends|days|evenings|mornings|shifts))?"
+    r"(?:\s+work|'m\s+working|\s+am\s+working|(?:'ve|\s+have)\s+been\s+working)"
+    r"(?:\s+(?:from home|remotely|part[- ]time|full[- ]time|freelance|nights|weekends|days"
+    r"|evenings|mornings|shifts))?"
 )
 DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
@@ -125,4 +129,9 @@ THING = (
     r"[^\W\d_][\w-]*(?:'s)?(?:\s+[^\W\d_][\w-]*){0,3}"
     r"(?:\s+(?:at|for|of|in|on)\s+(?:the|my|our)\s+[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*)?"
     r"|\s+for\s+(?:the\s+)?\d+\s?(?:k|km|miles?)\b)?"  # "my PB for 10k"
+)
+# How many of a span of time, in words: "two years", "a few months", "a couple of weeks".
+DURATION_COUNT = (
+    r"a|an|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|thirty"
+    r"|a\s+few|a\s+couple(?:\s+of)?|several|many"
 )

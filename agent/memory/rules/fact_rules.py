@@ -19,6 +19,7 @@ from agent.memory.rules.fact_patterns import (
     BIG,
     DAYS,
     DISLIKE,
+    DURATION_COUNT,
     ENDED,
     GONE_FROM,
     LATELY,
@@ -94,7 +95,7 @@ FACT_RULES: tuple[FactRule, ...] = (
           "place", cue=ENDED),
     # "I used to live in Rome", "I used to work at Google": what held, not what holds.
     _rule("ex_location", r"\b(?:i|we)\s+used\s+to\s+live\s+in\s+(?P<v>.+)", "place", cue=ENDED),
-    _rule("ex_workplace", rf"\bi\s+used\s+to\s+{WORK}\s+(?:at|for)\s+(?P<v>.+)", "place",
+    _rule("ex_workplace", rf"\bi\s+used\s+to{WORK}\s+(?:at|for)\s+(?P<v>.+)", "place",
           cue=ENDED),
     _rule("ex_location", r"\b(?:i|we)(?:'ve|\s+have)?(?:\s+just)?\s+moved\s+(?:away\s+from"
           r"|out\s+of)\s+(?P<v>.+)", "place", cue=ENDED),
@@ -175,6 +176,9 @@ FACT_RULES: tuple[FactRule, ...] = (
         "phrase",
         said="{item} is due {when}",
     ),
+    # "the report is due on Friday", "my essay is due tomorrow at noon": a deadline.
+    _rule("event", r"^(?:my|our|the)\s+(?P<item>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:is|are)\s+due\s+"
+          rf"(?P<when>(?:{WHEN_OPENS}|by)\b.{{1,60}})$", "phrase", said="{item} is due {when}"),
     # "I'm getting married in June", "we're getting married on the 14th": the wedding.
     _rule(
         "event",
@@ -273,6 +277,13 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("workplace", r"\b(?:moved|relocated|moving|relocating|came)\b[\w' ]{0,40}?\s+for\s+a\s+"
           r"(?:new\s+)?(?:job|role|position)\s+(?:at|with)\s+(?P<v>(?-i:[A-Z]).+)", "place",
           alongside=True),
+    # "we've been together for 5 years", "I've lived here since 2019", "I've worked at the bank
+    # for 20 years": how long something has held, as said.
+    _rule("lasting", r"^(?:i|we)(?:'ve|\s+have)\s+(?:now\s+|already\s+|actually\s+)?(?P<v>(?:been"
+          r"|lived|worked|known|had|played|studied|taught|run|owned)\s+.{1,60}?\s+(?:for\s+"
+          r"(?:about\s+|almost\s+|nearly\s+|over\s+|more\s+than\s+|the\s+(?:last|past)\s+)?"
+          rf"(?:\d+|{DURATION_COUNT})\s+(?:years?|months?|weeks?|days?|decades?)"
+          r"|since\s+\S.{0,30}))[.!]*$", "raw", alongside=True),
     # "we live in a small cottage in Harrogate": the place the home is in.
     _rule("location", rf"\b(?:i|we){LIVE}\s+in\s+(?:an?|the|our|my)\s+(?:[\w-]+\s+){{0,3}}?"
           r"(?:house|home|flat|cottage|apartment|bungalow|village|town|city|suburb|place)"
@@ -304,7 +315,7 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("hometown", r"\bi(?:'m|\s+am)\s+coming\s+from\s+(?P<v>(?-i:[A-Z]).+)", "place"),
     _rule("plan", rf"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are)){ADV}\s+planning\s+(?P<v>.+)", "phrase"),
     _rule("plan", rf"\bi{ADV}\s+plan\s+(?P<v>to\s+.+)", "phrase"),
-    _rule("job", rf"\bi{ADV}\s+{WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for|in)\s+.+)?$", "short",
+    _rule("job", rf"\bi{ADV}{WORK}\s+as\s+(?P<v>.+?)(?:\s+(?:at|for|in)\s+.+)?$", "short",
           alongside=True),
     # When they work: "I work Monday to Friday, 9 to 5", "I work nights", "my hours are 8 to 4"
     # ("I work part-time at Tesco": the workplace too).
@@ -313,16 +324,16 @@ FACT_RULES: tuple[FactRule, ...] = (
           "short", alongside=True),
     _rule("hours", r"^my\s+(?:working\s+|work\s+)?(?:hours|shifts?)\s+(?:is|are)\s+"
           r"(?P<v>.+)", "short"),
-    _rule("workplace", rf"\bi{ADV}\s+{WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
+    _rule("workplace", rf"\bi{ADV}{WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     _rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
     # "I teach maths at a high school": a maths teacher, at a high school.
     _rule("job", rf"\bi{ADV}\s+teach\s+(?P<v>(?!{NOT_TAUGHT})[^\W\d_][\w-]*"
           rf"(?:\s+(?!{NOT_TAUGHT})[^\W\d_][\w-]*)?)", "teacher", alongside=True),
     _rule("workplace", rf"\bi{ADV}\s+teach\b(?:\s+[\w-]+){{0,2}}?\s+at\s+(?P<v>.+)", "place"),
     # "I work at Airbus as an engineer": the title said after the place.
-    _rule("job", rf"\bi{ADV}\s+{WORK}\s+(?:at|for)\s+.+?\s+as\s+(?P<v>an?\s+.+)", "short",
+    _rule("job", rf"\bi{ADV}{WORK}\s+(?:at|for)\s+.+?\s+as\s+(?P<v>an?\s+.+)", "short",
           alongside=True),
-    _rule("workplace", rf"\bi{ADV}\s+{WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
+    _rule("workplace", rf"\bi{ADV}{WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi(?:'m|\s+am){ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
     _rule("workplace", rf"\bi(?:'m|\s+am){ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",
           "place"),
@@ -334,9 +345,9 @@ FACT_RULES: tuple[FactRule, ...] = (
           r"\s+(?:at|in|with|for)\s+(?P<v>.+)", "place"),
     # Work said without a title: "I work in marketing" (a field, not "in London"), "I'm
     # retired", "I work from home".
-    _rule("job", rf"\bi{ADV}\s+{WORK}\s+(?P<v>in\s+(?-i:(?![A-Z][a-z]))(?!(?:the|a|an|my)\b)"
+    _rule("job", rf"\bi{ADV}{WORK}\s+(?P<v>in\s+(?-i:(?![A-Z][a-z]))(?!(?:the|a|an|my)\b)"
           r"[\w&/-]+(?:\s+[\w&/-]+)?)(?:\s+(?:at|for)\s+.+)?$", "short", alongside=True),
-    _rule("workplace", rf"\bi{ADV}\s+{WORK}\s+in\s+[\w&/ -]{{1,40}}?\s+(?:at|for)\s+(?P<v>.+)",
+    _rule("workplace", rf"\bi{ADV}{WORK}\s+in\s+[\w&/ -]{{1,40}}?\s+(?:at|for)\s+(?P<v>.+)",
           "place"),
     _rule("job", r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?(?P<v>self[- ]employed|retired"
           r"|unemployed|between jobs|out of work|a stay[- ]at[- ]home (?:mom|mum|dad|parent))\b",

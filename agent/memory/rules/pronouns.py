@@ -163,7 +163,7 @@ def resolve_pronoun(text: str, previous: Sequence[str], known: Sequence[Fact] = 
         return text
     # A question asks of someone by name ("what does Miso like?"), a statement says "my cat Miso".
     role, name = role_and_name(label)
-    who = name if name and opening is None else f"my {label}"
+    who = name if name and (opening is None or not role) else f"my {label}"
     if _RENAMES.match(text, match.end()):  # "sorry, her name is Anna": "my sister's name ..."
         who = f"my {role}"
     if pronoun in {"his", "her", "their"}:

@@ -18,6 +18,7 @@ from agent.memory.rules.extraction import (
     normalize_text,
     split_clauses,
 )
+from agent.memory.rules.fact_words import PEOPLE
 
 __all__ = ["extract_openers", "is_deed"]
 
@@ -60,6 +61,22 @@ _TODO_VERBS = frozenset(
     study clear empty hoover vacuum mow repair replace refill transfer apply register confirm
     arrange wrap grab iron change cut paint pickup shop""".split()
 )
+# "my boss wants me to send the slides", "Sara asked me to book the table": theirs to ask, the
+# user's to do.
+_ASKED_OF_ME = re.compile(
+    rf"^(?P<who>my\s+(?:{PEOPLE})|(?-i:[A-Z][a-z]+))\s+(?:wants|needs|asked|has\s+asked"
+    r"|is\s+asking|expects|told)\s+me\s+to\s+(?P<v>(?:" + "|".join(_TODO_VERBS) + r")\b.+)",
+    _F,
+)
+# Who asked, in what they asked: "call her", "send him the file".
+_ASKER = re.compile(r"\b(?:her|him|them)\b", _F)
+# "my boss wants the slides by Wednesday": a thing owed someone by when.
+_OWED = re.compile(
+    rf"^(?P<who>my\s+(?:{PEOPLE})|(?-i:[A-Z][a-z]+))\s+(?:wants|needs|is\s+expecting"
+    r"|expects|asked\s+for|has\s+asked\s+for)\s+"
+    r"(?P<thing>(?:the|my|a|an|our|some)\s+[\w' -]{1,40}?)\s+(?P<by>by\s+\S.{0,40})$",
+    _F,
+)
 # "and also book swimming lessons": one more to-do, said after one ("also call me Sam" is none).
 _ALSO = re.compile(r"^(?:(?:oh|and|plus)[\s,]+)*also\b", _F)
 # "I should pay the electricity bill by the 30th": a to-do when a to-do's verb follows ("I
@@ -98,7 +115,8 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
 
     Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X", "I
     should X" (X opening with a to-do's verb), "todo: X", "add X to my list" (asked or not),
-    "and also X" (X opening with a to-do's verb). A reminder with a time ("remind me in 10
+    "and also X" (X opening with a to-do's verb), "my boss wants me to X", "my boss wants X by
+    Friday". A reminder with a time ("remind me in 10
     minutes to X") opens no to-do: it becomes a job. "I need to X?" (a question) opens nothing;
     "can you remind me to X?" does. Nor does a guess ("must be nice"),
     a way of speaking ("I have to say") or a resolution ("I need to stay positive",
@@ -119,7 +137,12 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
             or _ADD_TO_LIST.match(clause.text)
         )
         if match is None and not clause.question:
-            match = next((m for p in (*_OPENERS, _SHOULD) if (m := p.match(clause.text))), None)
+            owed = _OWED.match(clause.text)
+            if owed is not None:  # "the slides for my boss by Wednesday"
+                found.append(f"{owed.group('thing')} for {owed.group('who')} {owed.group('by')}")
+                continue
+            openers = (*_OPENERS, _SHOULD, _ASKED_OF_ME)
+            match = next((m for p in openers if (m := p.match(clause.text))), None)
             if match is None and also and clause is clauses[0]:
                 match = _VERB_FIRST.match(clause.text)
             if match is None and and_more and clause is clauses[0]:
@@ -127,7 +150,10 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
         must = match is not None and bool(match.groupdict().get("must"))
         if match is None or not is_duty(match.group("v"), after_must=must):
             continue
-        for value in _several_todos(_TOO.sub("", clean_value(match.group("v")))):
+        said_to_do = clean_value(match.group("v"))
+        if match.re is _ASKED_OF_ME:  # "my mum wants me to call her": call my mum
+            said_to_do = _ASKER.sub(match.group("who"), said_to_do, count=1)
+        for value in _several_todos(_TOO.sub("", said_to_do)):
             if value.casefold() in _LEAVING:
                 continue  # "gotta go": a goodbye, not a to-do
             if value and value.casefold() not in {v.casefold() for v in found}:
