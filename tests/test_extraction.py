@@ -210,7 +210,7 @@ def test_no_fact_is_read_from_moods_questions_or_pronouns(text):
         ("my star sign's Leo", "detail:star sign", "Leo"),
         ("my email is ana.silva@example.com", "detail:email", "ana.silva@example.com"),
         ("my locker number is B12, second floor", "detail:locker number", "B12, second floor"),
-        ("my dentist is Dr Patel", "detail:dentist", "Dr Patel"),
+        ("my bank is Monzo", "detail:bank", "Monzo"),
         ("the new gym locker code is 5522", "detail:gym locker code", "5522"),
     ],
 )  # fmt: skip

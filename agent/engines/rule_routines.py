@@ -31,14 +31,16 @@ _ASK_ROUTINE = re.compile(
 
 # "when do I go swimming?", "how often do I play tennis?", "what days do I go to the gym?".
 _ASK_WHEN_ROUTINE = re.compile(
-    r"^(?:when|how often|on what days?|what days?|which days?) do i (?:usually |normally "
+    r"^(?:when|how often|on what days?|what days?|which days?|what time|at what time) do i"
+    r" (?:usually |normally "
     r"|typically |always )?(?P<what>[^\W\d_][\w' ]{0,60}?)\??$",
     _F,
 )
 # "when does Mira have swimming?", "how often does my son go to judo?".
 _ASK_THEIR_ROUTINE = re.compile(
-    r"^(?:when|how often|on what days?|what days?|which days?) does (?:my )?(?P<who>[\w' ]{1,30}?)"
-    r" (?P<what>(?:have|go|do|play|take|swim|train|attend|phone|call|ring|visit|come)\b"
+    r"^(?:when|how often|on what days?|what days?|which days?|what time|at what time) do(?:es)?"
+    r" (?:my )?(?P<who>[\w' ]{1,30}?)"
+    r" (?P<what>(?:have|go|do|play|take|swim|train|attend|phone|call|ring|visit|come|deliver)\b"
     r"[\w' ]{0,60}?)\??$",
     _F,
 )

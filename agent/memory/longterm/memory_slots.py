@@ -234,6 +234,8 @@ def whose(subject: str) -> str:
 _SOMEONES = re.compile(r"[A-Z][^\W\d_]+(?:'s|')\s")
 # A job or workplace said without a title or a place: "in marketing", "retired", "from home";
 # being a student.
+# Work said as a business one has: "run a small bakery", "own a cafe".
+_RUNS = re.compile(r"(?:run|own|co-own|manage)\s")
 _WORK_AS_SAID = re.compile(
     r"(?:in|from)\s|(?:self[- ]employed|retired|unemployed|between jobs|out of work|a stay)"
     r"|an?\s+(?:[\w-]+\s+){0,2}?student\b",  # "you're a law student", not "you work as"
@@ -252,6 +254,9 @@ def describe_fact(fact: Fact) -> str:
         return phrase if parts.subject == USER else f"{phrase} ({parts.subject})"
     item = parts.item if parts.name in _NAMED_BY_ITEM else ""
     value = in_second_person(fact.value)
+    if parts.name == "job" and _RUNS.match(value):  # "you run a small bakery in Bristol"
+        verb, rest = value.split(maxsplit=1)
+        return f"you {value}" if parts.subject == USER else f"{whose(parts.subject)} {verb}s {rest}"
     if parts.name in {"job", "workplace"} and _WORK_AS_SAID.match(value):
         # Work said without a title: "you work in marketing", "you're retired".
         working = value.startswith(("in ", "from "))

@@ -40,7 +40,7 @@ _PET = re.compile(rf"(?:{PETS})$", _F)
 # Someone's name after their role: capitalised words ("my sister Mia", "my friend Ann Lee").
 # "my best friend is Jake": a name that ends the clause after "is".
 _CALLED = (
-    r"(?:'s name is|s' name is| is called| is named| called| named"
+    r"(?:'s name is|s' name is| is called| is named|'s called|'s named| called| named"
     # "I have a cat, her name is Luna", "a son and his name is Leo"
     r"|,?\s+(?:and\s+)?(?:her|his|its|their)\s+name(?:'s|\s+is)"
     # "I have a cat, she's called Pixel", "a son and he is named Leo"
@@ -95,8 +95,8 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         (r"(?=(?:plays|is learning|learns|practises|practices)\s)", "does", "short"),
         # "Mira has swimming on Tuesdays at 5pm", "Leo goes to judo every Friday", "David phones
         # me every Sunday": a routine.
-        (r"(?=(?:has|goes|does|plays|takes|swims|trains|attends|phones|calls|rings|visits"
-         r"|comes)(?:\s+[\w' -]{2,40}?)?\s+(?:on\s+"
+        (r"(?=(?:has|have|goes|go|does|do|plays?|takes?|swims?|trains?|attends?|phones?|calls?"
+         r"|rings?|visits?|comes?|delivers?)(?:\s+[\w' -]{2,40}?)?\s+(?:on\s+"
          r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:s|\s+(?:mornings|afternoons|evenings"
          r"|nights))|weekends|weekdays)|every\s+[a-z]+"
          r"|(?:once|twice|\d\s+times)\s+a\s+week)\b)", "does", "short"),
@@ -105,7 +105,11 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
 # An age said before who they are: "my 3 year old daughter", "a 10-year-old dog", "my 7 yo son".
 _YEARS_OLD = r"(?:[\s-]*(?:years?|yrs?)[\s-]*old|\s*yo)"
 _AGED = rf"(?:(?P<aged>\d{{1,3}}){_YEARS_OLD}\s+)?"
-_ENTITY = re.compile(rf"\b(?:my|our) {_AGED}{_WHO}\b", _F)
+# "my kids have swimming on Saturdays": several at once, said of all of them.
+_ENTITY = re.compile(
+    rf"\b(?:my|our) {_AGED}(?P<rel>{PEOPLE}|{PETS}|kids|children|grand(?:kids|children|parents))\b",
+    _F,
+)
 # "I have a dog called Rex"; "(and) a golden retriever named Biscuit" said after it; "got a
 # cat called Pixel", "just adopted a rabbit named Clover" (the "I" left out).
 _HAVE_ENTITY = re.compile(
@@ -192,6 +196,10 @@ _ROLE_ALONE = re.compile(
     r"(?=(?:'s)?\s)",
     _F,
 )
+# A routine's verb said of several ("they deliver"), and how it is said of one.
+_PLAIN_VERB = re.compile(r"^(?:have|go|do|play|take|swim|train|attend|phone|call|ring|visit|come"
+                         r"|deliver)\b")
+_THIRD_PERSON = {"have": "has", "go": "goes", "do": "does"}
 # "Sara is my sister", "Rex's our dog": who someone named is to the user.
 _IS_MY = re.compile(
     rf"^(?P<name>[A-Z][^\W\d_]+)(?i:(?:'s|\s+is)\s+(?:my|our)\s+(?:little\s+|big\s+)?{_WHO})"
@@ -340,6 +348,8 @@ def _said_of(subject: str, rest: str) -> list[tuple[str, str]]:
             said_of = part[found.end() :]
             if attribute == "hours":  # "part-time at the library": when, then where
                 said_of = _HOURS_AT.split(said_of, maxsplit=1)[0]
+            if attribute == "does" and not subject.endswith("s"):  # "(they) deliver": "delivers"
+                said_of = _PLAIN_VERB.sub(lambda m: _THIRD_PERSON.get(m[0], f"{m[0]}s"), said_of)
             value = fact_value(kind, said_of)
             if value is not None and not PRONOUN_OBJECT.fullmatch(value):
                 facts.append((fact_key(subject, attribute, value), value))

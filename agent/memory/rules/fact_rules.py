@@ -38,7 +38,7 @@ from agent.memory.rules.fact_patterns import (
     WORK,
     WORK_WHEN,
 )
-from agent.memory.rules.fact_words import AWAY, COUNTED, DIETS, EVENTS, GOAL_VERBS, JOBS
+from agent.memory.rules.fact_words import AWAY, BUSINESSES, COUNTED, DIETS, EVENTS, GOAL_VERBS, JOBS
 
 __all__ = ["FACT_RULES", "USER_CUE", "FactRule"]
 
@@ -243,6 +243,9 @@ FACT_RULES: tuple[FactRule, ...] = (
           rf"(?P<v>{DIETS})\b(?:,?\s+(?:except(?:\s+for)?|apart\s+from|other\s+than|but\s+i\s+"
           r"(?:still\s+|do\s+|also\s+)?(?:eat|drink))\s+(?P<but>[^\W\d_][\w -]{0,40}?)"
           r"(?:\s+(?:sometimes|occasionally|now\s+and\s+then|too|as\s+well|though))?\s*$)?", "raw"),
+    # "I run a small bakery in Bristol", "I own a cafe": the business is the work.
+    _rule("job", r"^i(?:\s+(?:now|also|actually))?\s+(?P<v>(?:run|own|co-own|manage)\s+"
+          rf"(?:a|an|my\s+own|our|the|my)\s+(?:[\w'&-]+\s+){{0,3}}?(?:{BUSINESSES})\b.*)","phrase"),
     _rule("job", rf"^(?:i'm|i am|im)(?:\s+(?:now|currently|also))?\s+(?P<v>an?\s+(?:[\w-]+\s+)"
           rf"{{0,2}}?(?:{JOBS}))\b", "short",
           alongside=True),

@@ -62,8 +62,17 @@ PEOPLE = (
     "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
     "|grandma|granny|grandfather|grandpa|grandson|granddaughter|grandchild|grandkid|stepson|twin"
     "|stepdaughter|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"
-    "|manager|roommate|flatmate|neighbour|neighbor|teacher|doctor|therapist|little boy"
+    "|manager|roommate|flatmate|housemate|neighbour|neighbor|teacher|doctor|therapist|dentist"
+    "|accountant|lawyer|solicitor|landlord|landlady|cleaner|nanny|babysitter|childminder|tutor"
+    "|personal trainer|vet|mechanic|plumber|electrician|hairdresser|barber|supplier|client"
+    "|mentor|godmother|godfather|carer|physio|counsellor|counselor|little boy"
     "|little girl|boy|girl"
+)
+#: What one runs or owns as one's work ("I run a small bakery in Bristol").
+BUSINESSES = (
+    "bakery|shop|cafe|café|coffee shop|restaurant|business|company|salon|studio|store|bar|pub"
+    "|gym|clinic|practice|agency|firm|farm|garage|start-?up|hotel|b&b|bookshop|boutique"
+    "|consultancy|charity|nursery|food truck|stall|brewery|vineyard|kennels|florist"
 )
 #: A pet said by its breed ("a golden retriever named Biscuit"), and the animal it is.
 BREEDS = {
