@@ -48,6 +48,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\bwhat (?:[\w-]+ ){0,3}?(?:do i (?:dislike|hate|not like)|don't i like)\b", "dislikes:",
          "what you don't like"),
         (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
+        (r"^who do i live with\b|^do i live (?:alone|on my own|by myself|with)\b", "household",
+         "who you live with"),
         (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
          r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),
         (r"\bwhat pets? do (?:i|we) have\b|\bdo (?:i|we) have (?:any )?pets?\b"

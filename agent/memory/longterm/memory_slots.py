@@ -117,6 +117,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
         "constraint", True, 0.8, "you're allergic to {v}", "{s} is allergic to {v}"
     ),
     "avoid": SlotRule("constraint", True, 0.6, "you don't {v}", "{s} doesn't {v}"),
+    # Who the user lives with: "with two flatmates, Zoe and Sam", "alone".
+    "household": SlotRule("fact", False, 0.6, "you live {v}", "{s} lives {v}"),
     # How long something has held: "been together for 5 years", "lived here since 2019".
     "lasting": SlotRule("fact", True, 0.5, "you've {v}", "{s} has {v}"),
     "routine": SlotRule("procedure", True, 0.5, "your routine: {v}", "{s}'s routine: {v}"),

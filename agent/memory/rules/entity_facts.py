@@ -129,7 +129,8 @@ _ONE = (
 # "I have two cats, Tom and Jerry", "we've got 3 kids: Ana, Leo and Mia", "twin boys, Arjun
 # and Dev": several named at once.
 _HAVE_SEVERAL = re.compile(
-    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve)(?:\s+(?:\d|two|three|four|five|six))?"
+    rf"(?i:(?:\b(?:i|we)(?:\s+have|'ve got|\s+have got|'ve|\s+live\s+with)"
+    rf"(?:\s+(?:\d|two|three|four|five|six))?"
     rf"|\b(?:my|our)(?:\s+(?:two|three|four|\d))?)\s+(?:twin\s+(?=boys|girls|sons|daughters))?"
     rf"(?P<rel>grandchildren|children|twins|{PEOPLE}|{PETS})"
     r"(?:e?s)?\b(?:\s*[,:]|\s+(?:are\s+)?(?:called|named)|\s+are)?)\s+"

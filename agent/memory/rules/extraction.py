@@ -75,9 +75,9 @@ _AND_I = re.compile(
 # ... "and a granddaughter called Poppy": a second one named, after the first ("me and my
 # sister are ..." is one subject).
 _SUBCLAUSE = re.compile(
-    rf"(?<!\bme),?\s+(?:and|{_BUT}|also|plus)\s+(?=(?:i|i'm|i've|my|our|call me)\b)"
-    r"|,\s+(?=(?:i|i'm|i've|my)\b)"
-    r"|,?\s+and\s+(?=an?\s+[\w ]{1,30}?\s+(?:called|named)\s)",
+    rf"(?<!\bme),?\s+(?:and|{_BUT}|also|plus)\s+(?=(?:i|i'm|i've|my|our|call me"
+    r"|(?:everyone|everybody|people|most people|my friends|friends)\s+calls?\s+me)\b)"
+    r"|,\s+(?=(?:i|i'm|i've|my)\b)|,?\s+and\s+(?=an?\s+[\w ]{1,30}?\s+(?:called|named)\s)",
     _F,
 )
 
