@@ -1738,6 +1738,48 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "You live with your girlfriend Tom."),
         (["who do I live with?"], "You haven't told me who you live with yet."),
     ],
+    "one of a kind, unnamed, and a new puppy": [
+        (["I have a dog"], "Noted: you have a dog."),
+        (["I have a dog", "do I have any pets?"], "You have a dog."),
+        (["I have a dog", "how many dogs do I have?"], "You have a dog."),
+        (["I have a dog", "his name is Rex", "how many dogs do I have?"], "You have 1 dog: Rex."),
+        (["I have a younger sister", "do I have any siblings?"], "Yes: you have a sister."),
+        (["we've just adopted a kitten", "what pets do I have?"], "You have a kitten."),
+        (["I just got a puppy! she's a beagle called Daisy", "what's my puppy called?"],
+         "Your puppy is called Daisy."),
+        (["I just got a puppy! she's a beagle called Daisy", "what breed is Daisy?"],
+         "Your puppy Daisy is a beagle."),
+        (["I just got a puppy! she's a beagle called Daisy", "she's 10 weeks old",
+          "how old is Daisy?"], "10 weeks old"),
+        (["my baby is 6 months old", "how old is my baby?"], "Your baby is 6 months old."),
+        (["my son is 12. his name is Leo.", "what's my son's name?"], "Your son is called Leo."),
+        (["I have a cat called Miso", "Miso has her vaccinations on Thursday at 11",
+          "what's on Thursday?"], "Your cat Miso's vaccinations are on Thu 6 Mar at 11."),
+        (["my son's swimming lessons start on Monday", "when do my son's swimming lessons start?"],
+         "Your son's swimming lessons are on Mon 3 Mar."),
+        (["remind me to feed the dog every day at 7am and 6pm"],
+         "every day at 07:00 UTC to feed the dog"),
+        (["remind me to feed the dog every day at 7am and 6pm"],
+         "every day at 18:00 UTC to feed the dog"),
+    ],
+    "a partner's diet, said with the user's": [
+        (["my husband Dev and I are going to Lisbon next month", "Dev doesn't eat pork",
+          "what doesn't my husband eat?"], "Your husband Dev doesn't eat pork."),
+        (["Dev doesn't eat pork", "can Dev eat bacon?"], "Better not. Dev doesn't eat pork"),
+        (["my husband Dev and I are going to Lisbon next month",
+          "I'm allergic to shellfish and so is Dev", "is Dev allergic to anything?"],
+         "Dev is allergic to shellfish."),
+        (["I'm allergic to shellfish and so is Dev", "what am I allergic to?"],
+         "You're allergic to shellfish."),
+        (["I'm vegetarian and so is my sister", "is my sister vegetarian?"],
+         "Your sister is vegetarian."),
+        (["my sister is vegan", "what do you know about my sister?"], "Your sister is vegan."),
+        (["my sister is vegan", "can my sister eat cheese?"], "Better not."),
+        (["I'm vegetarian", "am I vegetarian?"], "You're vegetarian."),
+        (["my husband Dev and I are going to Lisbon next month",
+          "Dev goes to the gym every Monday", "when does my husband go to the gym?"],
+         "Your husband Dev goes to the gym every Monday."),
+    ],
     "what someone asks of the user, and what is due": [
         (["my boss wants the slides by Wednesday", "what do I need to do?"],
          "the slides for your boss by Wednesday"),
@@ -1762,6 +1804,20 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
 async def test_an_everyday_phrasing_is_understood(db, lines, expected):
     said = await conversation(Chat(db), lines)
     assert expected in said
+
+
+async def test_a_reminder_at_two_times_is_two_reminders(db):
+    """ "every day at 7am and 6pm" sets one repeating reminder at each time, both listed."""
+    chat = Chat(db)
+    reply = await chat.say("remind me to feed the dog every day at 7am and 6pm")
+    assert sorted((ref.due_at.hour, ref.label) for ref in reply.job_refs if ref.due_at) == [
+        (7, "feed the dog"),
+        (18, "feed the dog"),
+    ]
+    assert all(ref.repeat is not None for ref in reply.job_refs)
+    listed = (await chat.say("what reminders do I have?")).text or ""
+    assert "every day at 07:00" in listed
+    assert "every day at 18:00" in listed
 
 
 async def test_an_event_moved_to_another_time_is_one_event_at_the_new_time(db):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from agent.memory.rules.fact_words import DIETS
+
 __all__ = ["FACT_QUESTIONS"]
 
 _F = re.IGNORECASE
@@ -45,6 +47,7 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
          r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
          "about your diet"),
+        (rf"^am i (?:still\s+)?(?:an?\s+)?(?:{DIETS})\b", "diet ex_diet", "about your diet"),
         (r"\bwhat (?:[\w-]+ ){0,3}?(?:do i (?:dislike|hate|not like)|don't i like)\b", "dislikes:",
          "what you don't like"),
         (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
@@ -53,7 +56,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
          r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),
         (r"\bwhat pets? do (?:i|we) have\b|\bdo (?:i|we) have (?:any )?pets?\b"
-         r"|\b(?:my|our) pets\b", "pet:", "about any pets"),
+         r"|\b(?:my|our) pets\b",
+         "pet: count:dogs count:cats count:pets count:puppies count:kittens", "about any pets"),
         (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
          "about your family and friends"),
         (r"\bwhere do i (?:work|teach)\b|\bwhat(?:'s| is) my (?:job|work|profession)\b"

@@ -114,7 +114,7 @@ from agent.memory.rules.recurrence import say_repeat
 from agent.memory.rules.reminder_requests import (
     ReminderRequest,
     is_reminder_request,
-    parse_reminder,
+    parse_reminders,
 )
 from agent.memory.rules.session_rules import (
     GROUP_CHAT_TYPES,
@@ -263,7 +263,8 @@ class RuleBasedConcierge:
         facts = merge_facts(known, new_facts)
         zone = zone_in(facts)
         # "remind me a day before Sara's birthday": a reminder by a day the facts know.
-        reminder = parse_reminder(text, now, zone)
+        requested = parse_reminders(text, now, zone)  # "at 7am and 6pm": two
+        reminder = requested[0] if requested else None
         ahead = reminder_before(text, facts, now, zone) if reminder is None else None
         if isinstance(ahead, ReminderRequest):
             reminder, ahead = ahead, None
@@ -293,6 +294,10 @@ class RuleBasedConcierge:
             request = reading.reminder
             jobs = (self._reminder(request.label, request.due_at, request.repeat),)
             parts.append(reminder_set(reading.reminder, now, zone))
+            for also in requested[1:]:  # the same reminder at its second time
+                also = replace(also, label=request.label, link=request.link)
+                jobs += (self._reminder(also.label, also.due_at, also.repeat),)
+                parts.append(reminder_set(also, now, zone))
             intents.append("set_reminder")
         elif change is not None:
             jobs = tuple(r.model_copy(update={"status": "cancelled"}) for r in change.cancelled)

@@ -24,7 +24,7 @@ from agent.memory.longterm.memory_slots import (
     slot_of,
 )
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
-from agent.memory.rules.fact_words import ALIASES
+from agent.memory.rules.fact_words import ALIASES, DIETS
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = [
@@ -97,7 +97,9 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          "birthday"),
         (rf"\bwhen was (?:my )?{_WHO} born\b", "born"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        (rf"\bwhat (?:is|are) (?:my )?{_WHO} allergic to\b", "allergy"),
+        (rf"\b(?:what\s+)?(?:is|are) (?:my )?{_WHO} allergic\b", "allergy"),
+        (rf"\b(?:is|are) (?:my )?{_WHO} (?:an?\s+)?(?:{DIETS})\b", "diet"),
+        (rf"\bwhat (?:doesn't|does not|can't|cannot) (?:my )?{_WHO} (?:eat|drink)\b", "avoid"),
         (rf"\bwhat does (?:my )?{_WHO} (?:play|learn|practi[cs]e)\b", "does"),
         (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"
          r" (?:names?|called)\b", "name"),

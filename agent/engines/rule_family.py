@@ -16,7 +16,13 @@ from collections.abc import Sequence
 
 from agent.engines.rule_facts import none_said
 from agent.engines.rule_reading import Reading, sentence
-from agent.memory.longterm.memory_slots import USER, describe_fact, parse_key, role_and_name
+from agent.memory.longterm.memory_slots import (
+    USER,
+    describe_fact,
+    parse_key,
+    plural_of,
+    role_and_name,
+)
 from agent.memory.rules.fact_words import COUNTED
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
@@ -41,7 +47,6 @@ _ASK_FAMILY = re.compile(
     rf"(?P<kind>{'|'.join(_KINDS)})(?:'?\s+names?|\s+called)?\s*\??$",
     re.IGNORECASE,
 )
-_PLURALS = {"child": "children"}
 # The words of one kind, as a count or its question may say it ("I don't have any kids": no
 # children either; "how many children does Emma have?" of "she has two kids").
 _SAME = {
@@ -67,6 +72,15 @@ def answer_family(
         if key.subject == USER and key.name == "relative" and role in roles and name:
             named.setdefault(role, []).append(name)
     if not named:
+        counted = [  # "I have a younger sister": one, unnamed
+            f
+            for f in reading.facts
+            if parse_key(f.key).subject == USER and parse_key(f.key).name == "count"
+            and parse_key(f.key).item in {plural_of(role) for role in roles} and f.value != "no"
+        ]
+        if counted:
+            said = " ".join(sentence(describe_fact(f)) for f in counted)
+            return f"Yes: {said[0].lower()}{said[1:]}" if asked.group("do") else said
         none = none_said(reading, _SAME.get(kind, (kind,)))
         if none is not None:  # "I don't have any kids"
             return (
@@ -85,7 +99,7 @@ def answer_family(
 def _called(role: str, names: list[str]) -> str:
     if len(names) == 1:
         return f"Your {role} is called {names[0]}"
-    plural = _PLURALS.get(role, f"{role}s")
+    plural = plural_of(role)
     return f"Your {plural} are called {', '.join(names[:-1])} and {names[-1]}"
 
 

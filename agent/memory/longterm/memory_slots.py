@@ -40,6 +40,7 @@ __all__ = [
     "in_second_person",
     "memory_facts",
     "parse_key",
+    "plural_of",
     "render_memory",
     "role_and_name",
     "slot_of",
@@ -226,6 +227,15 @@ def role_and_name(label: str) -> tuple[str, str]:
     return label, ""
 
 
+# Kinds counted whose plural is not the word and "s".
+_PLURALS = {"child": "children", "grandchild": "grandchildren", "puppy": "puppies"}
+
+
+def plural_of(kind: str) -> str:
+    """The plural a count is kept under: "dog" -> "dogs", "child" -> "children"."""
+    return _PLURALS.get(kind, f"{kind}s")
+
+
 def whose(subject: str) -> str:
     """How the bot names someone of the user's: "your sister Mia", "your dog"; someone told
     of by their name alone is that name ("Sara")."""
@@ -255,6 +265,11 @@ def describe_fact(fact: Fact) -> str:
         phrase = f"your {role} is called {name}" if name else f"you have a {role}"
         return phrase if parts.subject == USER else f"{phrase} ({parts.subject})"
     item = parts.item if parts.name in _NAMED_BY_ITEM else ""
+    if parts.name == "count" and fact.value == "one":  # "you have a dog"
+        item = next((one for one, many in _PLURALS.items() if many == item), item.removesuffix("s"))
+        if parts.subject == USER:
+            return attribute.you.format(v="an" if item[:1] in "aeiou" else "a", item=item)
+        return attribute.other.format(s=whose(parts.subject), v="one", item=item)
     value = in_second_person(fact.value)
     if parts.name == "job" and _RUNS.match(value):  # "you run a small bakery in Bristol"
         verb, rest = value.split(maxsplit=1)

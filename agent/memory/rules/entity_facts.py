@@ -22,6 +22,7 @@ from agent.memory.rules.fact_words import (
     AWAY,
     BREEDS,
     COUNTED,
+    DIETS,
     EVENTS,
     JOBS,
     NAME_STOP,
@@ -45,19 +46,21 @@ _CALLED = (
     r"|,?\s+(?:and\s+)?(?:her|his|its|their)\s+name(?:'s|\s+is)"
     # "I have a cat, she's called Pixel", "a son and he is named Leo"
     r"|,?\s+(?:and\s+)?(?:she|he|it)(?:'s|\s+is)\s+(?:called|named)|,"
-    r"| is(?=\s+[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?(?:\s*[.!]*$|,|\s+and\s)))?"
+    r"| is(?=\s+(?-i:[A-Z])[^\W\d_]+(?:\s+(?-i:[A-Z])[^\W\d_]+)?(?:\s*[.!]*$|,|\s+and\s)))?"
 )
 # "a dog too", "a cat as well": said after who they are, before their name.
 _TOO = re.compile(r"^\s+(?:too|as\s+well|also)\b", _F)
+# "my puppy is a beagle called Daisy": the breed said before the name.
+_BREED_CALLED = re.compile(rf"\s+is\s+an?\s+(?P<breed>{_BREED})(?=\s+(?:called|named)\s)", _F)
 # "O'Brien" and "Mary-Jane" are names; the "'s" of "Ava's birthday" is not part of one.
 _ENTITY_NAME = re.compile(
     r"\s*([A-Z][^\W\d_]+(?:(?:'(?!s\b)|-)[^\W\d_]+)*)(?:\s+([A-Z][^\W\d_]+))?"
 )
 # What is said of someone: (predicate, attribute, how the value is read).
-# An age said of someone: "5", "5 years old", "5 now".
+# An age said of someone: "5", "5 years old", "5 now", "10 weeks old".
 _AGE = (
-    r"\d{1,3}(?:\s*(?:years?\s+old|yo))?(?:\s+(?:now|already|today|this year"
-    r"|last (?:week|month|year)|recently|yesterday|actually))?"
+    r"\d{1,3}(?:\s*(?:years?\s+old|yo|(?:weeks?|months?)(?:\s+old)?))?"
+    r"(?:\s+(?:now|already|today|this year|last (?:week|month|year)|recently|yesterday|actually))?"
 )
 # When a birthday comes that an age is turned on: "tomorrow", "next month", "on Friday".
 _SOON = (
@@ -88,9 +91,12 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         # "Biscuit is a labrador": a pet's breed.
         (rf"is (?=an?\s+(?:{_BREED})\b)", "breed", "short"),
         (r"is allergic to\s+", "allergy", "short"),
+        (rf"is (?:a\s+|an\s+)?(?=(?:{DIETS})\b)", "diet", "short"),  # "my sister is vegan"
         # "Priya is on holiday until Monday", "my boss is off sick this week": away a while.
         (rf"is (?=(?:{AWAY})\b)", "away", "short"),
         (r"(?:doesn't|does not) like\s+|hates\s+|dislikes\s+", "dislikes", "short"),
+        # "Dev doesn't eat pork", "my mum can't drink milk": what they keep away from.
+        (r"(?:doesn't|does not|can't|cannot|won't|never)\s+(?=(?:eat|drink)\s)", "avoid", "short"),
         (r"(?:really\s+)?(?:likes|loves|enjoys|adores)\s+", "likes", "short"),
         (r"(?=(?:plays|is learning|learns|practises|practices)\s)", "does", "short"),
         # "Mira has swimming on Tuesdays at 5pm", "Leo goes to judo every Friday", "David phones
@@ -164,14 +170,14 @@ _AGED_AS = re.compile(rf"is an?\s+(?P<n>\d{{1,3}}){_YEARS_OLD}\b", _F)
 _PRONOUN_IS = re.compile(r"^(?:and\s+)?(?:she|he|it|they|who|which)(?:'s|\s+is|\s+are)\s+", _F)
 # "Ava's school play is on Thursday at 6pm": an event of theirs on the user's calendar.
 _THEIR_EVENT = re.compile(
-    rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+"
-    r"(?:is|are|starts|begins|lands|arrives|leaves|departs|takes\s+off|gets\s+in)\s+"
+    rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})(?P<many>s)?)\s+"
+    r"(?:is|are|starts?|begins?|lands|arrives|leaves|departs|takes\s+off|gets\s+in)\s+"
     r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
     _F,
 )
 # "Mia has a piano recital on Saturday at 3pm": their event, said with its time.
 _HAS_EVENT = re.compile(
-    rf"^has\s+(?:a|an|her|his|their|got\s+an?)\s+(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+"
+    rf"^has\s+(?:a|an|her|his|their|got\s+an?)\s+(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})(?P<many>s)?)\s+"
     r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
     _F,
 )
@@ -261,6 +267,9 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
     role = " ".join(match.group("rel").casefold().split())
     role = ALIASES.get(role, role)  # "my golden retriever Biscuit": a dog; "my boy": a son
     rest = _TOO.sub("", text[match.end() :])  # "we have a dog too, Rex"
+    breed = _BREED_CALLED.match(rest)
+    if breed is not None:  # "my puppy is a beagle called Daisy": a beagle, and her name
+        rest = rest[breed.end("breed") :]
     called = re.match(_CALLED, rest, _F)
     after = rest[called.end() :] if called else rest
     name_match = _ENTITY_NAME.match(after)
@@ -284,6 +293,9 @@ def read_entity_facts(text: str) -> list[tuple[str, str]]:
         facts.append((fact_key(USER, attribute, subject), subject))
     if match.group("aged"):  # "my 3 year old daughter Zoe"
         facts.append((fact_key(subject, "age", match.group("aged")), match.group("aged")))
+    if breed is not None:
+        value = f"a {breed.group('breed').casefold()}"
+        facts.append((fact_key(subject, "breed", value), value))
     return [*facts, *_said_of(subject, after.lstrip(" ,"))]
 
 
@@ -320,7 +332,8 @@ def _said_of(subject: str, rest: str) -> list[tuple[str, str]]:
     event = _THEIR_EVENT.match(said) if rest.startswith("'s ") else _HAS_EVENT.match(said)
     if event is not None:  # "my daughter Ava's school play is on Thursday"
         item = f"{subject}'s {event.group('item')}"
-        facts.append((fact_key(USER, "event", item), f"{item} is {event.group('when')}"))
+        verb = "are" if event.group("many") else "is"  # "Daisy's vaccinations are on ..."
+        facts.append((fact_key(USER, "event", item), f"{item} {verb} {event.group('when')}"))
         return facts
     count = _HAS_COUNT.match(said)
     if count is not None:  # "my sister has two kids": how many, of a kind

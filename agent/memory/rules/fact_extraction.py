@@ -16,9 +16,10 @@ Tested by ``tests/test_extraction.py``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
-from agent.memory.longterm.memory_slots import USER, fact_key
+from agent.memory.longterm.memory_slots import USER, fact_key, plural_of
 from agent.memory.rules.entity_facts import read_entity_facts, read_several
 from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
 from agent.memory.rules.fact_rules import FACT_RULES, USER_CUE
@@ -48,6 +49,13 @@ _LISTED = re.compile(
     _F,
 )
 _LIST_PARTS = re.compile(r"\s*,\s*(?:and\s+)?|\s+and\s+|(?<!\bapart)\s+(?=from\s)", _F)
+# "I'm allergic to shellfish and so is Dev", "I have asthma, and so does my son": said of the
+# user, then of someone else too.
+_SO_IS = re.compile(
+    r"^(?P<head>i(?P<be>'m|\s+am|\s+have)\s+.+?)\s*,?\s+and\s+so\s+(?:is|does|has)\s+"
+    r"(?P<who>(?:my\s+)?[\w'-]+(?:\s+[\w'-]+)?)[.!]*$",
+    _F,
+)
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
     r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
@@ -102,7 +110,7 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     moved = _NEW_WORKPLACE.search(text)
     workplace = fact_value("place", moved.group("v")) if moved else None
     correcting = _CORRECTION.search(text) is not None
-    for clause in split_clauses(text, statements=True):
+    for clause in _said_of_both(split_clauses(text, statements=True)):
         if clause.question:
             facts = _read_user_fact(clause, questions_only=True)
         else:
@@ -162,7 +170,10 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
             continue
         if attribute in {"favourite", "count"}:  # "my favourite film", "3 kids"
             kind = match.group("k") or rule.item or ""  # "not allergic to anything": allergies
-            attribute = f"{attribute}:{' '.join(kind.casefold().split())}"
+            kind = " ".join(kind.casefold().split())
+            if attribute == "count" and value == "one":  # "I have a dog": one of the dogs
+                kind = plural_of(kind)
+            attribute = f"{attribute}:{kind}"
         elif attribute == "detail":
             thing = detail_name(match.group("k"), match.group("v"))
             if thing is None:
@@ -174,6 +185,22 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         if not rule.alongside:
             break
     return found
+
+
+def _said_of_both(clauses: Sequence[Clause]) -> list[Clause]:
+    """The clauses, "I'm allergic to shellfish and so is Dev" read as "I'm allergic to
+    shellfish" and "Dev is allergic to shellfish"."""
+    read: list[Clause] = []
+    for clause in clauses:
+        both = None if clause.question else _SO_IS.match(clause.text)
+        if both is None:
+            read.append(clause)
+            continue
+        verb = "has" if both.group("be").strip() == "have" else "is"
+        rest = both.group("head")[both.end("be") :]
+        read += [Clause(both.group("head"), question=False),
+                 Clause(f"{both.group('who')} {verb}{rest}", question=False)]  # fmt: skip
+    return read
 
 
 # A plan said in its -ing form, said with "to": "visiting my sister" is "to visit my sister",

@@ -39,7 +39,16 @@ from agent.memory.rules.fact_patterns import (
     WORK_WHEN,
 )
 from agent.memory.rules.fact_rule import FactRule, rule
-from agent.memory.rules.fact_words import AWAY, BUSINESSES, COUNTED, DIETS, EVENTS, GOAL_VERBS, JOBS
+from agent.memory.rules.fact_words import (
+    AWAY,
+    BUSINESSES,
+    COUNTED,
+    DIETS,
+    EVENTS,
+    GOAL_VERBS,
+    JOBS,
+    ONE_COUNTED,
+)
 
 __all__ = ["FACT_RULES", "USER_CUE"]
 
@@ -257,6 +266,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "I have 3 kids", "we've got two dogs": how many, before or without their names.
     rule("count", r"^(?:i|we)(?:\s+have|'ve)?(?:\s+got)?\s+(?P<v>\d{1,2}|two|three|four|five|six"
          rf"|seven|eight|nine|ten)\s+(?P<k>{COUNTED})\s*$", "raw"),
+    # "I have a dog", "we've just adopted a kitten", "I have a younger sister": one, unnamed.
+    rule("count", r"^(?:i|we)(?:\s+(?:also|now|still))?(?:\s+have|'ve|\s+have\s+got|'ve\s+got|"
+         r"(?:'ve|\s+have)?\s+(?:just\s+)?(?:got|adopted|rescued))\s+(?:a|an|one)\s+(?:new\s+"
+         rf"|little\s+|baby\s+|younger\s+|older\s+|big\s+)?(?P<k>{ONE_COUNTED})\s*[.!]*$", "raw",
+         said="one"),
     # "I don't have any kids", "we have no pets", "I'm not allergic to anything": none of a kind.
     rule("count", r"^(?:i|we)(?:\s+(?:don't|do not|dont)\s+have(?:\s+any)?|\s+have\s+no"
          rf"|'ve\s+got\s+no|\s+have\s+got\s+no)\s+(?P<k>{NONE_OF})\s*$", "raw", said="no"),

@@ -9,14 +9,28 @@ __all__ = [
     "ALIASES",
     "AWAY",
     "BREEDS",
+    "BUSINESSES",
     "COUNTED",
     "DETAIL_NOUNS",
     "DIETS",
-    "EVENTS", "GOAL_VERBS", "JOBS", "NAME_STOP", "NOT_DETAILS", "NOT_NAMES", "PEOPLE", "PETS"]
+    "EVENTS",
+    "GOAL_VERBS",
+    "JOBS",
+    "NAME_STOP",
+    "NOT_DETAILS",
+    "NOT_NAMES",
+    "ONE_COUNTED",
+    "PEOPLE",
+    "PETS",
+]
 
 #: The kinds one has a number of ("3 kids", "two dogs", "no pets"), as a count names them.
 COUNTED = (
     "kids|children|sons|daughters|grandchildren|grandkids|siblings|brothers|sisters|dogs|cats|pets"
+)
+#: One of them, as said: "I have a dog", "I have a younger sister".
+ONE_COUNTED = (
+    "kid|child|son|daughter|grandchild|grandkid|sibling|brother|sister|dog|cat|pet|puppy|kitten"
 )
 #: How one is away for a while: "on holiday until Monday", "off sick this week".
 AWAY = (

@@ -58,12 +58,16 @@ _ASKED = re.compile(r"^(?=.*\?\s*$).*?\b(?P<p>he|she|they|his|her|their)\b(?P<be
 _NAME_FIRST = re.compile(
     r"(?:^|(?<=, )|(?<=; )|(?<=\band )|(?<=\bbut )|(?<=^actually )|(?<=^oh )|(?<=^also ))"
     r"(?P<name>[A-Z][^\W\d_]+)(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
-    r"|turned|moved|got|plays|learns|is learning)\b))"
+    r"|turned|moved|got|plays|learns|is learning|doesn't|does|can't|never|goes|visits|phones"
+    r"|calls)\b))"
 )
 # Each one a message speaks of: "my sister ... and my brother ...": two, no telling who.
-_ROLE = re.compile(rf"\b(?:my|our|a|an)\s+(?P<role>{PEOPLE}|{PETS})\b", _F)
+# (Not what someone is: "she's a beagle".)
+_ROLE = re.compile(rf"\b(?:my|our|(?<!\bis )(?<!'s )(?:a|an))\s+(?P<role>{PEOPLE}|{PETS})\b", _F)
 # "her name is ...": of the one named before, a new name.
 _RENAMES = re.compile(r"\s+(?:real\s+|actual\s+)?name\b", _F)
+# Where one sentence of a message ends and the next begins (kept, to join them again).
+_SENTENCE = re.compile(r"(?<=[.!?])(\s+)(?=\S)")
 _OTHER_GENDER = {"he": _FEMALE, "his": _FEMALE, "she": _MALE, "her": _MALE}
 
 
@@ -144,7 +148,18 @@ def resolve_pronoun(text: str, previous: Sequence[str], known: Sequence[Fact] = 
     user's messages before it, newest first) that speaks of someone named (``"his name is
     Leo"`` after ``"my son is 12"``: ``"my son's name is Leo"``), or names one of ``known``
     (the facts told: "her birthday is ..." after "I need a present for Asha", Asha being a
-    daughter told of), or ``text`` as it is."""
+    daughter told of), or ``text`` as it is. A sentence of the message reads the ones before
+    it first ("I just got a puppy! she's a beagle called Daisy")."""
+    *sentences, last = _SENTENCE.split(text)
+    if not sentences:
+        return _resolved(text, previous, known)
+    done: list[str] = []
+    for sentence, gap in zip(sentences[::2], sentences[1::2], strict=True):
+        done += [_resolved(sentence, [*reversed(done[::2]), *previous], known), gap]
+    return "".join([*done, _resolved(last, [*reversed(done[::2]), *previous], known)])
+
+
+def _resolved(text: str, previous: Sequence[str], known: Sequence[Fact]) -> str:
     opening = _OPENING.match(text)
     match = opening or _ASKED.match(text)
     if match is None:
