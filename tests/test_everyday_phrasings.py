@@ -1780,6 +1780,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "Dev goes to the gym every Monday", "when does my husband go to the gym?"],
          "Your husband Dev goes to the gym every Monday."),
     ],
+    "a runner's week": [
+        (["my physio appointment is tomorrow at 4", "what time is physio?"],
+         "Your physio appointment is tomorrow, Sun 2 Mar at 4."),
+        (["my physio appointment is tomorrow at 4", "when is it?"], "Sorry, I didn't understand"),
+        (["I need to run a 5k", "I ran a 5k"], "Great, I've ticked off: run a 5k."),
+    ],
     "what someone asks of the user, and what is due": [
         (["my boss wants the slides by Wednesday", "what do I need to do?"],
          "the slides for your boss by Wednesday"),
@@ -2040,6 +2046,14 @@ async def test_look_alikes_state_no_fact(db, text):
         ("my back is killing me", "Sorry to hear that"),
         ("today was awful", "Sorry to hear that"),
         ("I'm feeling a bit down", "Sorry to hear that"),
+        ("I hurt my knee last week", "Sorry to hear that"),
+        ("I've got a cold", "Sorry to hear that"),
+        ("I sprained my ankle playing football", "Sorry to hear that"),
+        ("I ran 18k today", "Nice work!"),
+        ("just swam 2km", "Nice work!"),
+        ("I did a 5k this morning", "Nice work!"),
+        ("I finished my first marathon!", "Congratulations!"),
+        ("I got a new PB", "Congratulations!"),
     ],
 )
 async def test_greetings_thanks_and_nods_get_a_short_reply(db, text, start):

@@ -90,6 +90,7 @@ from agent.engines.rule_talk import (
     answer_help,
     answer_last_time,
     answer_recap,
+    celebrated,
     smalltalk,
 )
 from agent.engines.rule_todos import (
@@ -318,6 +319,8 @@ class RuleBasedConcierge:
         # "I finished marking the tests", on no list: its reminder's deed, not a missing to-do.
         loops = reading.loops
         deeds = [t for t in loops.unmatched if not any(said_done(ref, [t]) for ref in done)]
+        if celebrated(text):  # "I finished my first marathon": news, on no list
+            deeds = []
         parts.extend(todo_acks(replace(loops, unmatched=tuple(deeds)), intents))
         if loops.opened and _ASKS_REMINDER.match(text):  # "remind me to call the bank": when?
             parts.append(_SAY_WHEN)

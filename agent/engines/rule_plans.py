@@ -48,7 +48,8 @@ _JOURNEY = re.compile(
 # "when is my flight?", "when's my dentist appointment?"
 _ASK_WHEN = re.compile(
     r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
-    r"\s+(?:(?:my|the|our)\s+|(?=[^\W\d_]+'s\s))(?P<thing>[^\W\d_][\w' -]{0,60}?)"
+    r"\s+(?:(?:my|the|our)\s+|(?=[^\W\d_]+'s\s)|(?!(?:it|that|this|they|we|i|you)\b))"
+    r"(?P<thing>[^\W\d_][\w' -]{0,60}?)"
     r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
     _F,
 )
@@ -135,6 +136,8 @@ def answer_event(
         return None
     thing = match.group("thing")
     wanted = content_stems(thing)
+    if not wanted:
+        return None
     found = [f for f in own_facts(reading, "event", "plan") if wanted <= content_stems(f.value)]
     if not found and _JOURNEY.fullmatch(thing.strip()):
         found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word

@@ -24,6 +24,7 @@ __all__ = [
     "answer_help",
     "answer_last_time",
     "answer_recap",
+    "celebrated",
     "smalltalk",
 ]
 
@@ -189,7 +190,17 @@ _BAD_MOOD = re.compile(
     r"(?:job|wallet|phone|keys|grandma|grandmother|grandpa|grandfather|dog|cat|mum|mom|dad)\b"
     r"|didn't\s+get\s+(?:the|that)\s+(?:job|place|flat|house)\b)"
     # a loss: "my cat died last week", "our grandad passed away"
-    r"|^(?:my|our)\s+(?:[\w'-]+\s+){0,3}?(?:died|passed\s+away|passed\s+on|is\s+gone)\b",
+    r"|^(?:my|our)\s+(?:[\w'-]+\s+){0,3}?(?:died|passed\s+away|passed\s+on|is\s+gone)\b"
+    # hurt or ill: "I hurt my knee last week", "I've got a cold", "I have the flu"
+    r"|^i(?:'ve|\s+have)?\s+(?:just\s+)?(?:hurt|injured|sprained|twisted|broke|broken|pulled"
+    r"|strained|bruised)\s+my\b|^i(?:'ve|\s+have)?\s+(?:got\s+|caught\s+)?(?:a\s+(?:cold|fever"
+    r"|migraine|bad\s+back|sore\s+throat|chest\s+infection)|the\s+flu|flu|covid)\b",
+    _F,
+)
+# A workout done: "I ran 18k today", "just swam 2km", "I did a 5k this morning".
+_WORKOUT = re.compile(
+    r"^(?:i\s+)?(?:just\s+)?(?:ran|swam|cycled|rode|walked|hiked|rowed|did)\s+(?:an?\s+)?\d+"
+    r"(?:[.,]\d+)?\s*(?:k|km|kms|miles?|m|laps?)\b",
     _F,
 )
 # Good news of one's life: "I got promoted!", "we just got engaged", "I passed my driving test".
@@ -197,7 +208,10 @@ _GOOD_NEWS = re.compile(
     r"^(?:i'm|i\s+am|we're|we\s+are)\s+(?:finally\s+)?(?:pregnant|expecting|engaged)[\s.!🎉🥳]*$"
     r"|^(?:i|we)\s+(?:(?:just|finally|actually)\s+)?(?:got\s+(?:promoted|engaged|married|a\s+raise"
     r"|the\s+job|accepted|in\b)|passed\s+(?:my|the|our)\b|graduated\b|won\b|had\s+(?:a|the)\s+baby"
-    r"|bought\s+(?:a|our|my)\s+(?:first\s+)?(?:house|home|flat))",
+    r"|bought\s+(?:a|our|my)\s+(?:first\s+)?(?:house|home|flat)"
+    # "I finished my first marathon", "I got a new PB"
+    r"|(?:ran|finished|completed)\s+(?:my|a|the)\s+(?:first\s+)?(?:marathon|half\s+marathon"
+    r"|half|race|triathlon|ultra)\b|(?:got|hit|set)\s+a\s+(?:new\s+)?(?:pb|pr|personal\s+best))",
     _F,
 )
 _BIRTHDAY_TODAY = re.compile(
@@ -228,6 +242,12 @@ _SUMMARY_LINE = re.compile(
 )
 
 _RECAP_VERBS = {"decision": " decided", "fact": " told me", "open question": " asked"}
+
+
+def celebrated(text: str) -> bool:
+    """Whether ``text`` tells of something done to be glad of ("I finished my first marathon",
+    "I did a 5k this morning"): news, not a to-do ticked off."""
+    return bool(_GOOD_NEWS.match(text) or _WORKOUT.match(text))
 
 
 def answer_decisions(
@@ -372,6 +392,8 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", f"Congratulations{name.replace(' ', ', ', 1)}! 🎉"
     if _GOOD_MOOD.search(text):
         return "smalltalk", "Glad to hear it! 😊"
+    if _WORKOUT.match(text):
+        return "smalltalk", "Nice work! 💪"
     if _BAD_MOOD.search(text):
         return "smalltalk", "Sorry to hear that. I'm here if you need anything."
     if is_dismissal(text):  # nothing of theirs left to drop (else dialogue_acks said so)
