@@ -1780,6 +1780,18 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "Dev goes to the gym every Monday", "when does my husband go to the gym?"],
          "Your husband Dev goes to the gym every Monday."),
     ],
+    "health conditions": [
+        (["I have asthma", "do I have any health conditions?"], "You have asthma."),
+        (["I'm diabetic", "what conditions do I have?"], "You have diabetes."),
+        (["I've got type 1 diabetes", "do I have any medical conditions?"],
+         "You have type 1 diabetes."),
+        (["I have asthma and so does my son", "what do you know about my son?"],
+         "Your son has asthma."),
+        (["my mum has high blood pressure", "does my mum have any health conditions?"],
+         "Your mum has high blood pressure."),
+        (["my mum has high blood pressure", "do I have any health conditions?"],
+         "You haven't told me about any health conditions yet."),
+    ],
     "a runner's week": [
         (["my physio appointment is tomorrow at 4", "what time is physio?"],
          "Your physio appointment is tomorrow, Sun 2 Mar at 4."),

@@ -48,6 +48,10 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
          "about your diet"),
         (rf"^am i (?:still\s+)?(?:an?\s+)?(?:{DIETS})\b", "diet ex_diet", "about your diet"),
+        (r"^(?:do i have|have i got) (?:any\s+)?(?:health\s+|medical\s+)?(?:conditions?|problems?)"
+         r"|\bwhat (?:health\s+|medical\s+)?conditions? do i have\b"
+         r"|\bmy (?:health|medical) (?:conditions?|problems?|issues?)\b",
+         "condition:", "about any health conditions"),
         (r"\bwhat (?:[\w-]+ ){0,3}?(?:do i (?:dislike|hate|not like)|don't i like)\b", "dislikes:",
          "what you don't like"),
         (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),

@@ -92,9 +92,9 @@ _ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
         (rf"\bhow old (?:is|are) (?:my )?{_WHO}\b", "age"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
-        (rf"\bwhen(?:'s| is) (?:my )?{_WHO}'s (?:birthday|bday)\b", "birthday"),
-        (rf"\bwhat(?:'s| is| date is)(?: the date of)? (?:my )?{_WHO}'s (?:birthday|bday)\b",
-         "birthday"),
+        (rf"\b(?:when(?:'s| is)|what(?:'s| is| date is)(?: the date of)?) (?:my )?{_WHO}'s"
+         r" (?:birthday|bday)\b", "birthday"),
+        (rf"\bdoes (?:my )?{_WHO} have (?:any )?(?:health |medical )?conditions?\b", "condition"),
         (rf"\bwhen was (?:my )?{_WHO} born\b", "born"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
         (rf"\b(?:what\s+)?(?:is|are) (?:my )?{_WHO} allergic\b", "allergy"),

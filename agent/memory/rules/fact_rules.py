@@ -42,6 +42,7 @@ from agent.memory.rules.fact_rule import FactRule, rule
 from agent.memory.rules.fact_words import (
     AWAY,
     BUSINESSES,
+    CONDITIONS,
     COUNTED,
     DIETS,
     EVENTS,
@@ -266,6 +267,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "I have 3 kids", "we've got two dogs": how many, before or without their names.
     rule("count", r"^(?:i|we)(?:\s+have|'ve)?(?:\s+got)?\s+(?P<v>\d{1,2}|two|three|four|five|six"
          rf"|seven|eight|nine|ten)\s+(?P<k>{COUNTED})\s*$", "raw"),
+    # "I have asthma", "I've got type 1 diabetes", "I'm diabetic": a condition lived with.
+    rule("condition", rf"^i(?:'ve|\s+have)?(?:\s+got)?\s+(?P<v>{CONDITIONS})\b", "short"),
+    *(rule("condition", rf"^i(?:'m|\s+am)\s+{said}\b", "short", said=condition)
+      for said, condition in (("diabetic", "diabetes"), ("asthmatic", "asthma"),
+                              ("epileptic", "epilepsy"))),
     # "I have a dog", "we've just adopted a kitten", "I have a younger sister": one, unnamed.
     rule("count", r"^(?:i|we)(?:\s+(?:also|now|still))?(?:\s+have|'ve|\s+have\s+got|'ve\s+got|"
          r"(?:'ve|\s+have)?\s+(?:just\s+)?(?:got|adopted|rescued))\s+(?:a|an|one)\s+(?:new\s+"

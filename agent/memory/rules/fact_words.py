@@ -10,6 +10,7 @@ __all__ = [
     "AWAY",
     "BREEDS",
     "BUSINESSES",
+    "CONDITIONS",
     "COUNTED",
     "DETAIL_NOUNS",
     "DIETS",
@@ -31,6 +32,13 @@ COUNTED = (
 #: One of them, as said: "I have a dog", "I have a younger sister".
 ONE_COUNTED = (
     "kid|child|son|daughter|grandchild|grandkid|sibling|brother|sister|dog|cat|pet|puppy|kitten"
+)
+#: Health conditions one lives with ("I have asthma", "my son has type 1 diabetes").
+CONDITIONS = (
+    r"(?:type\s+[12]\s+)?diabetes|asthma|arthritis|epilepsy|(?:high|low)\s+blood\s+pressure"
+    r"|adhd|autism|migraines|eczema|psoriasis|ibs|crohn'?s(?:\s+disease)?|a\s+heart\s+condition"
+    r"|sleep\s+apno?ea|an?\s+(?:underactive|overactive)\s+thyroid|long\s+covid|tinnitus|lupus"
+    r"|multiple\s+sclerosis|copd|gout|osteoporosis|a\s+pacemaker|hay\s?fever"
 )
 #: How one is away for a while: "on holiday until Monday", "off sick this week".
 AWAY = (
