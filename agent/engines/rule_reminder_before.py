@@ -13,6 +13,7 @@ how to set the reminder by its time instead. Tested by ``tests/test_rule_reminde
 from __future__ import annotations
 
 import re
+from calendar import monthrange
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -35,7 +36,7 @@ _COUNTS = {
 _BEFORE = re.compile(
     r"^(?:please\s+|(?:can|could) you\s+)?remind me\s+"
     r"(?:(?P<n>an?|one|two|three|four|five|six|seven|ten|a couple of|a few|\d{1,3})\s+"
-    r"(?P<unit>minutes?|mins?|hours?|hrs?|days?|weeks?)\s+before"
+    r"(?P<unit>minutes?|mins?|hours?|hrs?|days?|weeks?|months?)\s+before"
     r"|the\s+(?P<the>day|night|evening|week)\s+before"
     r"|(?:on\s+)?the\s+(?P<of>morning)\s+of)"
     r"(?:\s+(?P<rest>[^\W\d_].{0,200}?))?[\s.!?]*$",
@@ -117,7 +118,12 @@ def _due_before(
     unit = (match.group("unit") or "").casefold()
     count = match.group("n")
     amount = (int(count) if count.isdigit() else _COUNTS[count.casefold()]) if count else 1
-    if unit.startswith(("h", "m")):  # hours and minutes before the time kept with it
+    if unit.startswith("mo"):  # "a month before my passport expires": that day, months back
+        months = day.year * 12 + day.month - 1 - amount
+        year, month = divmod(months, 12)
+        back = date(year, month + 1, min(day.day, monthrange(year, month + 1)[1]))
+        local = datetime.combine(back, _MORNING)
+    elif unit.startswith(("h", "m")):  # hours and minutes before the time kept with it
         if clock is None:
             return f"I don't know what time that is: {said}. Say when to remind you instead."
         hours, minutes = map(int, clock.split(":"))
@@ -131,11 +137,23 @@ def _due_before(
     due = local.replace(tzinfo=zone).astimezone(UTC)
     if due <= now:
         return f"That would be due already: {said}. Say when to remind you instead."
+    ends = _HAPPENS.search(thing)  # "my passport expires": that it does; "renew it": the passport
     if label is None:
-        return ReminderRequest(label=thing, due_at=due, link="about")
+        return ReminderRequest(label=thing, due_at=due, link="that" if ends else "about")
+    if ends is not None:
+        label = _IT.sub(thing[: ends.start()], label, count=1)
     if link == "about" and is_deed(label):
         link = "to"
     return ReminderRequest(label=label, due_at=due, link=link)
+
+
+# A thing said with what it does ("my passport expires", "the lease runs out"), and "it".
+_HAPPENS = re.compile(
+    r"\s+(?:expires|runs\s+out|is\s+due|starts|begins|lands|leaves|arrives|ends)$", re.IGNORECASE
+)
+_IT = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
+# What a trip told of may be asked by: "remind me a day before the flight".
+_JOURNEY = content_stems("flight trip journey holiday vacation")
 
 
 def dated_fact(thing: str, facts: Sequence[Fact]) -> Fact | None:
@@ -151,6 +169,9 @@ def dated_fact(thing: str, facts: Sequence[Fact]) -> Fact | None:
         words = content_stems(f"{parts.subject} {parts.attribute} {describe_fact(fact)}")
         if wanted <= words:
             return fact
+    if wanted <= _JOURNEY:  # "the flight" of "we're flying to Tokyo on the 14th": the trip
+        trips = (f for f in reversed(facts) if parse_key(f.key).name == "plan")
+        return next((f for f in trips if "trip" in content_stems(f.value)), None)
     return None
 
 

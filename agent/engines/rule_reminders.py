@@ -134,7 +134,9 @@ _ASK_REMINDER: tuple[re.Pattern[str], ...] = tuple(
 
 _ASK_TIME = re.compile(
     r"\bwhat(?:'s|\s+is)?\s+the\s+time\b|\bwhat\s+time\s+(?:is\s+it|it\s+is)\b"
-    r"|\b(?:tell me|do you know)\s+the\s+time\b|\b(?:the\s+)?(?:current|local)\s+time\b"
+    r"|\b(?:tell me|do you know)\s+the\s+time\b"
+    # "local time?", not "we land at 3pm local time"
+    r"|^(?!(?:i|we|my|our|they|he|she|it)\b).*?\b(?:the\s+)?(?:current|local)\s+time\b"
     r"|\bwhat(?:'s|\s+is)\s+(?:the\s+|today's\s+)?date\b|\bwhat\s+day\s+is\s+(?:it|today)\b",
     _F,
 )
