@@ -28,7 +28,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
          "where you're from"),
         (r"\bwhere (?:am i|will i be) (?:this|next|on|at the)\b|\bwhen (?:am i|will i be) back\b"
-         r"|\bwhen do i (?:get|come|fly|go) (?:back|home)\b|\bam i away\b", "away",
+         r"|\bwhen do i (?:get|come|fly|go) (?:back|home)\b|\bam i away\b"
+         r"|^am i (?:working|at work|off|in the office)\b", "away",
          "about being away"),
         (r"\bwhat am i planning\b|\bwhat(?:'s| is| are) my plans?\b|\bwhat (?:do|did) i plan\b"
          r"|^(?:what(?:'s| is| have i got| do i have)|(?:is there |have i got )?anything)"

@@ -49,7 +49,7 @@ _JOURNEY = re.compile(
 _ASK_WHEN = re.compile(
     r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
     r"\s+(?:(?:my|the|our)\s+|(?=[^\W\d_]+'s\s)|(?!(?:it|that|this|they|we|i|you)\b))"
-    r"(?P<thing>[^\W\d_][\w' -]{0,60}?)"
+    r"(?P<thing>[^\W_][\w':' -]{0,60}?)"
     r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
     _F,
 )
@@ -138,7 +138,9 @@ def answer_event(
     wanted = content_stems(thing)
     if not wanted:
         return None
-    found = [f for f in own_facts(reading, "event", "plan") if wanted <= content_stems(f.value)]
+    # "when is my 1:1?": a dated thing, or one that repeats ("my 1:1 is every Monday at 10")
+    told = own_facts(reading, "event", "plan", "routine")
+    found = [f for f in told if wanted <= content_stems(f.value)]
     if not found and _JOURNEY.fullmatch(thing.strip()):
         found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word
     return " ".join(answer_line(f) for f in found) if found else None

@@ -44,6 +44,12 @@ _ASK_THEIR_ROUTINE = re.compile(
     r"[\w' ]{0,60}?)\??$",
     _F,
 )
+# "do I work from home on Friday?", "do I have swimming on Tuesdays?": yes, by a routine.
+_ASK_DO_I = re.compile(
+    r"^do i (?:usually |normally |always )?(?P<what>[^\W\d_][\w' ]{0,40}?)\s+(?:on|every)\s+"
+    r"(?P<day>(?:mon|tues|wednes|thurs|fri|satur|sun)day)s?\??$",
+    _F,
+)
 # "how long have we been together?", "how long have I lived in Leeds?", "how long have my wife
 # and I been married?"
 _ASK_HOW_LONG = re.compile(
@@ -64,13 +70,25 @@ def answer_routine(
     """Answer "what do I do on Sundays?" with the routines said then (or that none were)."""
     match = _ASK_ROUTINE.match(reading.text)
     if match is None:
-        return _routine_of(reading)
+        return _routine_that_day(reading) or _routine_of(reading)
     when = match.group("when")
     wanted = content_stems(when) - content_stems("on every at the")
     found = [f for f in own_facts(reading, "routine") if wanted <= content_stems(f.value)]
     if not found:
         return f"{NOT_TOLD} what you do {when} yet."
     return " ".join(answer_line(f) for f in found)
+
+
+def _routine_that_day(reading: Reading) -> str | None:
+    """Answer "do I work from home on Friday?" yes by the routines said of that day that do it
+    ("I work from home on Fridays"); ``None`` when none does (nothing is known to say no)."""
+    match = _ASK_DO_I.match(reading.text)
+    if match is None:
+        return None
+    wanted = content_stems(f"{match.group('what')} {match.group('day')}")
+    found = [f for f in own_facts(reading, "routine") if wanted <= content_stems(f.value)]
+    said = " ".join(answer_line(f) for f in found)
+    return f"Yes: {said[0].lower()}{said[1:]}" if found else None
 
 
 def _routine_of(reading: Reading) -> str | None:

@@ -332,11 +332,15 @@ FACT_RULES: tuple[FactRule, ...] = (
          r"|\s+were))(?:\s+(?:really|seriously|also|still))?\s+(?:thinking\s+(?:of|about)"
          r"|considering)\s+(?P<v>[^\W\d_]{2,}ing\b.*)", "phrase", said="{v}"),
     rule("routine", rf"^(?P<v>(?:every\s+{DAYS}|on\s+{DAYS}s)\b.{{0,30}}?\bi\s+.+)", "phrase"),
+    # "my 1:1 with Rachel is every Monday at 10", "our team call is on Tuesdays": one that repeats.
+    rule("routine", rf"^(?P<v>(?:my|our)\s+[\w:'&-]+(?:\s+[\w:'&-]+){{0,4}}?\s+(?:is|are)\s+"
+         rf"(?:every\s+(?:other\s+)?{DAYS}|on\s+{DAYS}s)\b.*)", "phrase"),
     rule("routine", r"^(?P<v>i\s+(?:usually|always|normally|regularly|typically)\s+"
          r"(?!(?:like|love|enjoy|hate|forget|wanted)\b).+)", "phrase"),
-    # "I go to the gym on Mondays and Wednesdays", "I swim twice a week", "I run every other day".
-    rule("routine", rf"^(?P<v>i\s+(?:go|play|do|have|take|walk|visit|call|see|meet|train|swim|run"
-         r"|cycle|jog|work out|practi[sc]e|volunteer|study|cook|teach)\b.*"
+    # "I go to the gym on Mondays and Wednesdays", "I swim twice a week", "I run every other day",
+    # "I work from home on Fridays".
+    rule("routine", rf"^(?P<v>(?:i'm\s+working|i\s+(?:go|play|do|have|take|walk|visit|call|see"
+         r"|meet|train|swim|run|cycle|jog|work|practi[sc]e|volunteer|study|cook|teach))\b.*"
          rf"\b(?:(?:every|each)\s+(?:other\s+)?{DAYS}|on\s+(?:{DAYS}s|weekdays)"
          r"|(?:once|twice|three times|four times|\d\s+times)\s+a\s+(?:day|week|month))\b.*)",
          "phrase"),
