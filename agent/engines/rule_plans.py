@@ -139,8 +139,8 @@ def answer_event(
     if not wanted:
         return None
     # "when is my 1:1?": a dated thing, or one that repeats ("my 1:1 is every Monday at 10")
-    told = own_facts(reading, "event", "plan", "routine")
-    found = [f for f in told if wanted <= content_stems(f.value)]
+    kept = own_facts(reading, "event", "plan", "routine")
+    found = [f for f in kept if wanted <= content_stems(f.value)]
     if not found and _JOURNEY.fullmatch(thing.strip()):
         found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word
     return " ".join(answer_line(f) for f in found) if found else None
