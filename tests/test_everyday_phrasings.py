@@ -1808,6 +1808,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "someone of theirs": [
+        (["my daughter Mia has ballet on Wednesdays at 4:30", "Mia's teacher is Mrs Brown"],
+         "Noted: your daughter Mia's teacher is called Mrs Brown."),
+        (["my daughter Mia has ballet on Wednesdays at 4:30", "Mia's teacher is Mrs Brown",
+          "who is Mia's teacher?"], "Your daughter Mia's teacher is called Mrs Brown."),
+        (["my son's best friend is called Jake", "who is my son's best friend?"],
+         "Your son's best friend is called Jake."),
+    ],
     "an office week": [
         (["I'm working from home on Fridays", "do I work from home on Friday?"],
          "Yes: your routine: you're working from home on Fridays."),

@@ -264,8 +264,10 @@ def describe_fact(fact: Fact) -> str:
     attribute = attribute_of(parts.attribute)
     if parts.name in {"relative", "pet"}:
         role, name = role_and_name(fact.value)
-        phrase = f"your {role} is called {name}" if name else f"you have a {role}"
-        return phrase if parts.subject == USER else f"{phrase} ({parts.subject})"
+        if parts.subject != USER:  # "your daughter Mia's teacher is called Mrs Brown"
+            who = whose(parts.subject)
+            return f"{who}'s {role} is called {name}" if name else f"{who} has a {role}"
+        return f"your {role} is called {name}" if name else f"you have a {role}"
     item = parts.item if parts.name in _NAMED_BY_ITEM else ""
     if parts.name == "count" and fact.value == "one":  # "you have a dog"
         item = next((one for one, many in _PLURALS.items() if many == item), item.removesuffix("s"))

@@ -205,6 +205,13 @@ _ROLE_ALONE = re.compile(
     r"(?=(?:'s)?\s)",
     _F,
 )
+# "Mia's teacher is Mrs Brown", "my son's best friend is called Jake": someone of theirs.
+_THEIR_ONE = re.compile(
+    rf"^'s\s+(?P<rel>{PEOPLE}|{PETS})\s+(?:is|'s)\s+(?:called\s+|named\s+)?"
+    r"(?P<name>(?-i:(?:(?:Mrs|Mr|Ms|Miss|Mx|Dr|Prof)\s+)?[A-Z][^\W\d_]+(?:\s+[A-Z][^\W\d_]+)?))"
+    r"[.!]*$",
+    _F,
+)
 # A routine's verb said of several ("they deliver"), and how it is said of one.
 _PLAIN_VERB = re.compile(r"^(?:have|go|do|play|take|swim|train|attend|phone|call|ring|visit|come"
                          r"|deliver)\b")
@@ -326,6 +333,11 @@ def _said_of(subject: str, rest: str) -> list[tuple[str, str]]:
     ...", "lives in Porto and works as an architect", "has two kids", "is getting married in
     June"."""
     facts: list[tuple[str, str]] = []
+    theirs = _THEIR_ONE.match(rest)
+    if theirs is not None:  # "Mia's teacher is Mrs Brown": someone of theirs, by name
+        role = ALIASES.get(theirs.group("rel").casefold(), theirs.group("rel").casefold())
+        label = f"{role} {theirs.group('name')}"
+        return [(fact_key(subject, "pet" if _PET.match(role) else "relative", label), label)]
     # "my mom's birthday is ...": what follows the possessive is said of them.
     if rest.startswith("'s ") and _predicate_at(f"is {rest[3:]}"):  # "Mia's allergic": Mia is
         rest = f"is {rest[3:]}"
