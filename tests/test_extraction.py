@@ -190,6 +190,17 @@ def test_a_fact_is_read_however_its_speaker_is_written(text, key, value):
         "I love you",
         "I'd like a coffee",
         "the weather is nice",
+        # Said in passing (sentences of long real chats), naming nothing of the speaker's.
+        "I'm always here for you, Mel!",
+        "I'm never here on Sundays",
+        "Yeah, I love to. It's peaceful.",
+        "I'm feeling inspired by autumn so I'm planning a few.",
+        "Being my own boss and doing something I love is awesome",
+        "I'm really grateful to have a job I enjoy every day.",
+        "For example, reading makes writing even more fun",
+        "I'm reading this book and I'm totally hooked!",
+        "Networking plays a big role in getting endorsements",
+        "Everyone loves it",
     ],
 )
 def test_no_fact_is_read_from_moods_questions_or_pronouns(text):

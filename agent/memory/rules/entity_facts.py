@@ -325,7 +325,11 @@ def _named_alone(text: str) -> list[tuple[str, str]]:
 
 
 def _not_someone(name: str) -> bool:
-    return name.casefold() in NOT_NAMES or name.casefold() in NAME_STOP or name in _NOT_SOMEONE
+    """Whether ``name`` opens a sentence without naming anyone: "This", "Everyone", "Networking"
+    (a doing, not a name)."""
+    folded = name.casefold()
+    told = folded in NOT_NAMES or folded in NAME_STOP or name in _NOT_SOMEONE
+    return told or folded.endswith("ing")
 
 
 def _said_of(subject: str, rest: str) -> list[tuple[str, str]]:

@@ -56,6 +56,18 @@ _SO_IS = re.compile(
     r"(?P<who>(?:my\s+)?[\w'-]+(?:\s+[\w'-]+)?)[.!]*$",
     _F,
 )
+# What a like, a plan or a goal is, and what names none: a word left hanging ("I love to."),
+# an amount ("I'm planning a few"), or a verb, when "I love" was said of something else
+# ("doing something I love is awesome").
+_SAID_AS_A_THING = frozenset(
+    {"likes", "dislikes", "plan", "goal", "considering", "does", "learning", "decision"}
+)
+_NO_THING = re.compile(
+    r"(?:to|too|a\s+few|a\s+couple|a\s+lot|some|several|one|lots|many|more|it\s+all|every\s+day"
+    r"|always)[.!?]*$|(?:is|was|are|were|has|had|will|would|can|could|makes|gets|keeps|helps"
+    r"|brings|gives|means)\b",
+    _F,
+)
 # How a fact was said: hedged ("I think I like jazz"), or correcting what was said before.
 _HEDGE = re.compile(
     r"\b(?:i think|i guess|i suppose|i believe|i'm not sure|not sure|maybe|perhaps|probably"
@@ -162,6 +174,8 @@ def _read_user_fact(clause: Clause, *, questions_only: bool = False) -> list[tup
         liked = match.groupdict().get("item") or match.groupdict().get("v") or ""
         if attribute in {"likes", "dislikes"} and PRONOUN_OBJECT.match(liked):
             continue
+        if attribute in _SAID_AS_A_THING and _NO_THING.match(liked.strip()):
+            continue  # "I love to.", "I'm planning a few", "something I love is awesome"
         said = _said(match, rule.said, rule.item)
         if said is None:
             continue

@@ -138,7 +138,7 @@ FACT_RULES: tuple[FactRule, ...] = (
     rule("school", r"^(?:i'm|i am|im)\s+(?:now\s+|currently\s+)?an?\s+(?:[\w-]+\s+){0,2}?"
          r"student\s+(?:at|in)\s+(?P<v>.+)", "place"),
     rule("study", r"^i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:study|studying|majoring\s+in"
-         r"|major\s+in|reading)\s+(?!(?:for|hard|a\s+lot|at|with|abroad|online|tonight|today)\b)"
+         r"|major\s+in|reading(?!\s+(?:a|an|the|this|that|my|some)\s))\s+(?!(?:for|hard|a\s+lot|at|with|abroad|online|tonight|today)\b)"
          r"(?P<v>[^\W\d_][\w -]{0,40}?)(?:\s+(?:at|in)\s+.+)?$", "short", alongside=True),
     rule("school", r"^i(?:'m|\s+am)?\s+(?:now\s+|currently\s+)?(?:study|studying)\s+.+?\s+at\s+"
          r"(?P<v>.+)", "place"),

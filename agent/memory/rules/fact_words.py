@@ -56,7 +56,8 @@ NOT_NAMES = frozenset(
     sleepy cold hot free interested curious confused worried scared angry stressed exhausted
     right wrong bad better worse alright awake asleep away around into over under working
     trying looking thinking planning hoping moving leaving coming staying living crazy anything
-    whatever something sometimes back monday tuesday wednesday thursday friday saturday sunday
+    whatever something sometimes always never usually often ever only almost already nearly
+    finally literally totally back monday tuesday wednesday thursday friday saturday sunday
     january february march april june july august september october november december""".split()
 ) | frozenset(  # "my dad is Irish", "my parents are French and Italian": no names
     """english french irish scottish welsh british american canadian mexican brazilian german
