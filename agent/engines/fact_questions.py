@@ -1,19 +1,23 @@
-"""The questions about the user's own facts the rule-based concierge answers, as data.
+"""The questions about facts the rule-based concierge answers, as data: the user's own
+(:data:`FACT_QUESTIONS`) and those of the people and pets in their life
+(:data:`SOMEONE_QUESTIONS`).
 
-Each entry is a pattern of the question, the fact keys it asks for and how the answer says
-that none is known ("You haven't told me where you live yet."): "where do I live?" asks for
-``location`` (and ``ex_location``: "you no longer live in Berlin"), "what are my plans?" for
-every ``plan:`` and ``event:``. Read by :func:`agent.engines.rule_facts.answer_fact`; tested by
-the families of ``tests/test_everyday_phrasings.py``.
+Each entry of :data:`FACT_QUESTIONS` is a pattern of the question, the fact keys it asks for and
+how the answer says that none is known ("You haven't told me where you live yet."): "where do I
+live?" asks for ``location`` (and ``ex_location``: "you no longer live in Berlin"), "what are my
+plans?" for every ``plan:`` and ``event:``. Each of :data:`SOMEONE_QUESTIONS`, a pattern whose
+``who`` group names them and the attribute asked for. Read by
+:mod:`agent.engines.rule_facts` (``answer_fact``, ``answer_someone``); tested by the families of
+``tests/test_everyday_phrasings.py``.
 """
 
 from __future__ import annotations
 
 import re
 
-from agent.memory.rules.fact_words import DIETS
+from agent.memory.rules.fact_words import DIETS, PEOPLE, PETS
 
-__all__ = ["FACT_QUESTIONS"]
+__all__ = ["FACT_QUESTIONS", "PLURAL", "PLURAL_OF", "SINGULAR", "SOMEONE_QUESTIONS"]
 
 _F = re.IGNORECASE
 
@@ -49,6 +53,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
          "about your diet"),
         (rf"^am i (?:still\s+)?(?:an?\s+)?(?:{DIETS})\b", "diet ex_diet", "about your diet"),
+        (r"\b(?:what|which|how many) languages? (?:do|can) i speak\b|^(?:do|can) i speak\b",
+         "speaks:", "which languages you speak"),
         (r"^(?:do i have|have i got) (?:any\s+)?(?:health\s+|medical\s+)?(?:conditions?|problems?)"
          r"|\bwhat (?:health\s+|medical\s+)?conditions? do i have\b"
          r"|\bmy (?:health|medical) (?:conditions?|problems?|issues?)\b",
@@ -95,5 +101,56 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          "which team you support"),
         (r"\b(?:what|who)(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
          "favourite:", "your favourites"),
+    )
+)  # fmt: skip
+
+#: Who several are, asked at once ("what are my cats called?"), and who each one of them is.
+SINGULAR = {
+    "children": "child", "kids": "kid", "puppies": "puppy", "bunnies": "bunny", "ponies": "pony",
+    "babies": "baby", "mice": "mouse", "guinea pigs": "guinea pig", "goldfish": "goldfish",
+    "grandchildren": "grandchild", "grandkids": "grandkid", "pets": "pet",
+}  # fmt: skip
+PLURAL_OF = {one: many for many, one in SINGULAR.items() if one != many}
+PLURAL = rf"(?:{'|'.join(SINGULAR)}|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
+
+_WHO = rf"(?P<who>(?:{PLURAL}|{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
+
+#: (question about someone in the user's life, the attribute asked for; "" for who they are):
+#: "where does my sister live?" asks for ``location``.
+SOMEONE_QUESTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, _F), attribute)
+    for pattern, attribute in (
+        (rf"\bwhere (?:does|did) (?:my )?{_WHO} (?:live|stay|move)\b", "location"),
+        (rf"\bwhere(?:'s| is) (?:my )?{_WHO} (?:living|based)\b", "location"),
+        (rf"\bwhere(?:'s| is| does) (?:my )?{_WHO} (?:from|come from)\b", "hometown"),
+        (rf"\bwhere does (?:my )?{_WHO} work\b", "workplace"),
+        (rf"\b(?:when|what hours|what days) does (?:my )?{_WHO} work\b", "hours"),
+        (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
+        (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
+        (rf"\bhow old (?:is|are) (?:my )?{_WHO}\b", "age"),
+        (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
+        (rf"\b(?:when(?:'s| is)|what(?:'s| is| date is)(?: the date of)?) (?:my )?{_WHO}'s"
+         r" (?:birthday|bday)\b", "birthday"),
+        (rf"\bdoes (?:my )?{_WHO} have (?:any )?(?:health |medical )?conditions?\b", "condition"),
+        (rf"\bwhen was (?:my )?{_WHO} born\b", "born"),
+        (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
+        (rf"\b(?:what\s+)?(?:is|are) (?:my )?{_WHO} allergic\b", "allergy"),
+        (rf"\b(?:is|are) (?:my )?{_WHO} (?:an?\s+)?(?:{DIETS})\b", "diet"),
+        (rf"\bwhat (?:doesn't|does not|can't|cannot) (?:my )?{_WHO} (?:eat|drink)\b", "avoid"),
+        (rf"\bwhat does (?:my )?{_WHO} (?:play|learn|practi[cs]e)\b", "does"),
+        (rf"\b(?:what|which) languages? (?:does|can) (?:my )?{_WHO} speak\b", "speaks"),
+        (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"
+         r" (?:names?|called)\b", "name"),
+        (rf"\bwhat(?:'s| is| are) (?:my|our|the) {_WHO} called\b", "name"),
+        (rf"\bwhat(?:'s| is| are) the names? of (?:my|our) {_WHO}\??$", "name"),
+        (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
+        (rf"\bwhat (?:breed|kind of (?:dog|cat)|type of (?:dog|cat)) (?:is|are) (?:my )?{_WHO}\b",
+         "breed"),
+        # "when is Priya back?", "is my boss still off?": away, and until when.
+        (rf"\b(?:when(?:'s| is| will)|is) (?:my )?{_WHO} (?:be )?(?:back|returning|still (?:away"
+         r"|off|on holiday|on leave|out))\b", "away"),
+        (rf"\bwhen does (?:my )?{_WHO} (?:get|come) back\b", "away"),
+        (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
+        (rf"\b(?:tell me|what (?:do|did) you (?:know|remember)) about (?:my )?{_WHO}\b", ""),
     )
 )  # fmt: skip

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from agent.engines.rule_facts import NOT_TOLD, answer_line
 from agent.engines.rule_reading import Reading
 from agent.memory.longterm.memory_slots import USER, in_second_person, parse_key
+from agent.memory.rules.extraction import content_stems
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_detail"]
@@ -27,7 +28,7 @@ _THING = r"(?P<thing>[^\W\d_][\w-]*(?:\s+[^\W\d_][\w-]*){0,4})"
 # "what car do I drive?", "which team do we support?"
 _ASK_DETAIL = re.compile(
     rf"\b(?:what|which)\s+{_THING}\s+(?:do|did)\s+(?:i|we)\s+(?:drive|have|own|use|ride"
-    r"|support|follow|have got)\b",
+    r"|support|follow|have got|wear|take|drink|order)\b",
     _F,
 )
 # "where did I park?", "where's my car parked?": the parking spot told.
@@ -43,7 +44,7 @@ _PARKED = "detail:parking spot"
 # Words of a question that name no part of the thing asked about.
 _NOT_THING = frozenset({"the", "my", "our", "new", "current", "latest", "at", "of", "for", "in"})
 # Words a question may add to what a detail was called: "email address" for "email".
-_GENERIC = frozenset({"address", "number", "name"})
+_GENERIC = content_stems("address number name")
 
 
 def answer_detail(
@@ -69,7 +70,8 @@ def answer_detail(
 
 
 def _words(thing: str) -> frozenset[str]:
-    return frozenset(w for w in thing.casefold().split() if w not in _NOT_THING)
+    """The stems of ``thing``'s words that name it ("size shoes": size, shoe)."""
+    return content_stems(" ".join(w for w in thing.casefold().split() if w not in _NOT_THING))
 
 
 def _names(fact: Fact, asked: frozenset[str]) -> bool:
@@ -79,5 +81,5 @@ def _names(fact: Fact, asked: frozenset[str]) -> bool:
     parts = parse_key(fact.key)
     if parts.subject != USER or parts.name != "detail" or not asked:
         return False
-    head = re.split(r"\s+(?:at|of|for|in|on)\s+", parts.item)[0].split()[-1]
-    return head in asked and asked - _GENERIC <= _words(parts.item)
+    head = _words(re.split(r"\s+(?:at|of|for|in|on)\s+", parts.item)[0].split()[-1])
+    return head <= asked and asked - _GENERIC <= _words(parts.item)

@@ -12,7 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from agent.engines.fact_questions import FACT_QUESTIONS
+from agent.engines.fact_questions import (
+    FACT_QUESTIONS,
+    PLURAL,
+    PLURAL_OF,
+    SINGULAR,
+    SOMEONE_QUESTIONS,
+)
 from agent.engines.rule_reading import Reading, joined_of, sentence
 from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import (
@@ -24,7 +30,7 @@ from agent.memory.longterm.memory_slots import (
     slot_of,
 )
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
-from agent.memory.rules.fact_words import ALIASES, DIETS
+from agent.memory.rules.fact_words import ALIASES
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = [
@@ -68,54 +74,6 @@ _SAME_THING = {
     for word in group
 }  # fmt: skip
 
-# Who several are, asked at once ("what are my cats called?"), and who each one of them is.
-_SINGULAR = {
-    "children": "child", "kids": "kid", "puppies": "puppy", "bunnies": "bunny", "ponies": "pony",
-    "babies": "baby", "mice": "mouse", "guinea pigs": "guinea pig", "goldfish": "goldfish",
-    "grandchildren": "grandchild", "grandkids": "grandkid", "pets": "pet",
-}  # fmt: skip
-_PLURAL_OF = {one: many for many, one in _SINGULAR.items() if one != many}
-_PLURAL = rf"(?:{'|'.join(_SINGULAR)}|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
-
-_WHO = rf"(?P<who>(?:{_PLURAL}|{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
-
-# (question about someone, the attribute asked for; "" for who they are)
-_ASK_OTHER: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, _F), attribute)
-    for pattern, attribute in (
-        (rf"\bwhere (?:does|did) (?:my )?{_WHO} (?:live|stay|move)\b", "location"),
-        (rf"\bwhere(?:'s| is) (?:my )?{_WHO} (?:living|based)\b", "location"),
-        (rf"\bwhere(?:'s| is| does) (?:my )?{_WHO} (?:from|come from)\b", "hometown"),
-        (rf"\bwhere does (?:my )?{_WHO} work\b", "workplace"),
-        (rf"\b(?:when|what hours|what days) does (?:my )?{_WHO} work\b", "hours"),
-        (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
-        (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
-        (rf"\bhow old (?:is|are) (?:my )?{_WHO}\b", "age"),
-        (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),
-        (rf"\b(?:when(?:'s| is)|what(?:'s| is| date is)(?: the date of)?) (?:my )?{_WHO}'s"
-         r" (?:birthday|bday)\b", "birthday"),
-        (rf"\bdoes (?:my )?{_WHO} have (?:any )?(?:health |medical )?conditions?\b", "condition"),
-        (rf"\bwhen was (?:my )?{_WHO} born\b", "born"),
-        (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        (rf"\b(?:what\s+)?(?:is|are) (?:my )?{_WHO} allergic\b", "allergy"),
-        (rf"\b(?:is|are) (?:my )?{_WHO} (?:an?\s+)?(?:{DIETS})\b", "diet"),
-        (rf"\bwhat (?:doesn't|does not|can't|cannot) (?:my )?{_WHO} (?:eat|drink)\b", "avoid"),
-        (rf"\bwhat does (?:my )?{_WHO} (?:play|learn|practi[cs]e)\b", "does"),
-        (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"
-         r" (?:names?|called)\b", "name"),
-        (rf"\bwhat(?:'s| is| are) (?:my|our|the) {_WHO} called\b", "name"),
-        (rf"\bwhat(?:'s| is| are) the names? of (?:my|our) {_WHO}\??$", "name"),
-        (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
-        (rf"\bwhat (?:breed|kind of (?:dog|cat)|type of (?:dog|cat)) (?:is|are) (?:my )?{_WHO}\b",
-         "breed"),
-        # "when is Priya back?", "is my boss still off?": away, and until when.
-        (rf"\b(?:when(?:'s| is| will)|is) (?:my )?{_WHO} (?:be )?(?:back|returning|still (?:away"
-         r"|off|on holiday|on leave|out))\b", "away"),
-        (rf"\bwhen does (?:my )?{_WHO} (?:get|come) back\b", "away"),
-        (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
-        (rf"\b(?:tell me|what (?:do|did) you (?:know|remember)) about (?:my )?{_WHO}\b", ""),
-    )
-)  # fmt: skip
 
 # A wife or a husband asked about, told of as a spouse ("I'm married to Siobhan").
 _SPOUSE = {"wife": "spouse", "husband": "spouse"}
@@ -151,7 +109,7 @@ def answer_someone(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
     """Answer what is known of someone in the user's life ("where does my sister live?")."""
-    for pattern, attribute in _ASK_OTHER:
+    for pattern, attribute in SOMEONE_QUESTIONS:
         match = pattern.search(reading.text)
         if match is not None:
             about = _about_other(reading, match.group("who"), attribute)
@@ -298,7 +256,7 @@ def _named_together(new: Sequence[Fact]) -> dict[str, str]:
     for role, named in roles.items():
         if len(named) > 1 and all(role_and_name(f.value)[1] for f in named):
             names = [role_and_name(f.value)[1] for f in named]
-            many = _PLURAL_OF.get(role, role + "s")
+            many = PLURAL_OF.get(role, role + "s")
             phrases.update((f.key, "") for f in named)
             phrases[named[0].key] = (
                 f"your {many} are called {', '.join(names[:-1])} and {names[-1]}"
@@ -335,7 +293,7 @@ def _counted(reading: Reading, who: str) -> Fact | None:
         parts = parse_key(fact.key)
         if parts.subject != USER or parts.name != "count":
             continue
-        one = _SINGULAR.get(parts.item) or parts.item.removesuffix("s")
+        one = SINGULAR.get(parts.item) or parts.item.removesuffix("s")
         if _SAME_KIND.get(one, one) == kind:
             return fact
     return None
@@ -366,7 +324,7 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
     said_as = who
     who = " ".join(who.casefold().split())
-    who = _SINGULAR.get(who) or (who[:-1] if re.fullmatch(_PLURAL, who, _F) else who)
+    who = SINGULAR.get(who) or (who[:-1] if re.fullmatch(PLURAL, who, _F) else who)
     who = ALIASES.get(who, who)  # "my boys": the sons told of
     also = _SPOUSE.get(who, who)  # "my wife": the spouse told of, if that is who was
 
@@ -375,7 +333,7 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
 
     named = [f for f in reading.facts if parse_key(f.key).name in _NAMING and of_them(f.value)]
     if attribute == "count":  # "how many kids do I have?": the ones told of, by name
-        many = _PLURAL_OF.get(who, who + "s")
+        many = PLURAL_OF.get(who, who + "s")
         counted = _counted(reading, who)
         if named and counted is not None and counted.value == "no":  # one named since
             counted = None

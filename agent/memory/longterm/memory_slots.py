@@ -117,6 +117,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "allergy": SlotRule(
         "constraint", True, 0.8, "you're allergic to {v}", "{s} is allergic to {v}"
     ),
+    # The languages one speaks: "French and Spanish", "a little Japanese".
+    "speaks": SlotRule("fact", True, 0.5, "you speak {v}", "{s} speaks {v}"),
     # A health condition: "asthma", "type 1 diabetes", "diabetic" (said as the user said it).
     "condition": SlotRule("constraint", True, 0.8, "you have {v}", "{s} has {v}"),
     "avoid": SlotRule("constraint", True, 0.6, "you don't {v}", "{s} doesn't {v}"),

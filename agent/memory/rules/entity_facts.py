@@ -92,6 +92,7 @@ _OTHER_PREDICATES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
         # "Biscuit is a labrador": a pet's breed.
         (rf"is (?=an?\s+(?:{_BREED})\b)", "breed", "short"),
         (r"is allergic to\s+", "allergy", "short"),
+        (r"(?:also\s+)?speaks\s+(?=(?-i:[A-Z]))", "speaks", "short"),  # "speaks Portuguese"
         (rf"(?:has|has\s+got)\s+(?=(?:{CONDITIONS})\b)", "condition", "short"),  # "has asthma"
         (rf"is (?:a\s+|an\s+)?(?=(?:{DIETS})\b)", "diet", "short"),  # "my sister is vegan"
         # "Priya is on holiday until Monday", "my boss is off sick this week": away a while.

@@ -267,6 +267,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "I have 3 kids", "we've got two dogs": how many, before or without their names.
     rule("count", r"^(?:i|we)(?:\s+have|'ve)?(?:\s+got)?\s+(?P<v>\d{1,2}|two|three|four|five|six"
          rf"|seven|eight|nine|ten)\s+(?P<k>{COUNTED})\s*$", "raw"),
+    # "I speak French and Spanish", "I'm fluent in German", "I can speak a little Japanese".
+    rule("speaks", r"^i\s+(?:also\s+|can\s+(?:also\s+)?)?speak\s+(?P<v>(?:(?:a\s+little|some"
+         r"|fluent|basic)\s+)?(?-i:[A-Z]).+)", "short"),
+    rule("speaks", r"^i(?:'m|\s+am)\s+(?:also\s+)?fluent\s+in\s+(?P<v>(?-i:[A-Z]).+)", "short"),
     # "I have asthma", "I've got type 1 diabetes", "I'm diabetic": a condition lived with.
     rule("condition", rf"^i(?:'ve|\s+have)?(?:\s+got)?\s+(?P<v>{CONDITIONS})\b", "short"),
     *(rule("condition", rf"^i(?:'m|\s+am)\s+{said}\b", "short", said=condition)
