@@ -1808,6 +1808,18 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "a visit over days, and a thing ahead": [  # said on Sat 1 Mar 2025
+        (["my mum's coming to stay from Friday to Monday", "when is my mum visiting?"],
+         "Your mum's visit is from Fri 7 Mar to Mon 10 Mar."),
+        (["I'm on holiday from Wednesday to Tuesday"],
+         "Noted: your holiday is from Wed 5 Mar to Tue 11 Mar."),
+        (["we're getting a dog next month", "what are my plans?"],
+         "You're planning to get a dog in April."),
+        (["I'm buying a new car in the spring", "what are my plans?"],
+         "You're planning to buy a new car in the spring."),
+        (["I'm getting a haircut tomorrow at 3pm", "remind me an hour before my haircut"],
+         "I'll remind you tomorrow at 14:00 UTC about your haircut."),
+    ],
     "languages, and details asked by what they are for": [
         (["I speak French and Spanish", "what languages do I speak?"],
          "You speak French and Spanish."),

@@ -165,8 +165,15 @@ def _delay(phrase: str, said_at: datetime, zone: ZoneInfo) -> str | None:
 
 
 def _date_of(
-    match: re.Match[str], said_at: datetime, zone: ZoneInfo, *, calendar: bool
+    match: re.Match[str],
+    said_at: datetime,
+    zone: ZoneInfo,
+    *,
+    calendar: bool,
+    after: datetime | None = None,
 ) -> str | None:
+    """The date ``match`` names, said from ``said_at``; a day of the week ``after`` a moment
+    when one is given (the end of "from Friday to Monday")."""
     said = said_at.astimezone(zone).date()
     if match.group("delay"):
         return _delay(match.group("delay"), said_at, zone)
@@ -175,11 +182,11 @@ def _date_of(
     if match.group("cal"):
         return _calendar_day(match, said_at, zone) if calendar else None
     phrase = _ON.sub("", match.group("day"))
-    moment = local_moment(phrase, said_at, zone)
+    moment = local_moment(phrase, after or said_at, zone)
     hour = ""
     if moment is None:  # "on Tuesday at 6": the day, and the hour as said
         hour = " ".join(m.group().strip(" ,") for m in _AT_HOUR.finditer(phrase))
-        moment = local_moment(_AT_HOUR.sub("", phrase), said_at, zone) if hour else None
+        moment = local_moment(_AT_HOUR.sub("", phrase), after or said_at, zone) if hour else None
         if moment is None:
             return None
         return f"on {day_said(moment.date(), said)} {hour}"
@@ -228,12 +235,18 @@ def absolute_dates(
         e.g. ``test is on Fri 27 Nov``; ``text`` itself when it says no relative time.
     """
     said_at = said_at.replace(tzinfo=UTC) if said_at.tzinfo is None else said_at
+    last_day: list[re.Match[str]] = []  # the day of the week named last, if any
 
     def replace(match: re.Match[str]) -> str:
         before = match.string[: match.start()]
         if match.group("cal") and _RANGE_START.search(before):
             return match.group()  # "from 3 to 7 September": a range, kept as said
-        dated = _date_of(match, said_at, zone, calendar=calendar)
+        after = None
+        if last_day and _RANGE_END.search(before):  # "from Friday to Monday": the Monday after
+            after = local_moment(_ON.sub("", last_day[-1].group("day")), said_at, zone)
+        if match.group("day"):
+            last_day[:] = [match]
+        dated = _date_of(match, said_at, zone, calendar=calendar, after=after)
         if dated is None:
             return match.group()
         # "from the 4th": "from Tue 4 Mar", not "from on Tue 4 Mar"
@@ -246,6 +259,8 @@ def absolute_dates(
 _PREPOSITION_BEFORE = re.compile(
     r"\b(?:from|until|till|til|by|to|before|after|since|through|between)\s+$", _F
 )
+# The last day of a range, after its first: "from Friday to Monday".
+_RANGE_END = re.compile(r"(?:\bto|\buntil|\btill|\bthrough|-|\u2013)\s*$", _F)
 # The first day of a range, said as a bare number before its second: "from 3 to 7 September".
 _RANGE_START = re.compile(r"\b\d{1,2}\s*(?:-|\u2013|to|until|till|and)\s*$", _F)
 

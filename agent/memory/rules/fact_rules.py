@@ -35,6 +35,7 @@ from agent.memory.rules.fact_patterns import (
     THING,
     TO_SEE,
     TRAVEL,
+    WHEN_OPENS,
     WORK,
     WORK_WHEN,
 )
@@ -107,6 +108,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     *EVENT_RULES,
     rule("plan", rf"^(?:{LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
          rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
+         "phrase"),
+    # "we're getting a dog next month", "I'm buying a new car in the spring": a thing ahead.
+    rule("plan", rf"^(?:{LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+(?P<v>(?:getting|buying)"
+         rf"\s+(?:a|an|our|my|some)\s+[\w' -]{{1,40}}?\s+(?:{WHEN_OPENS}|soon)\b.{{0,40}})$",
          "phrase"),
     # "I'm going to visit my parents at Christmas", "we're seeing Tom on Friday": a plan to see
     # someone, said with its time (without one, "I'm going to see what happens" is no plan).
