@@ -1808,6 +1808,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "the same questions in other words": [
+        (["I live in Porto", "which city do I live in?"], "You live in Porto."),
+        (["I live in Porto", "what country am I living in?"], "You live in Porto."),
+        (["I'm a vet", "what's my occupation?"], "You work as a vet."),
+        (["I'm a vet", "what's my line of work?"], "You work as a vet."),
+    ],
     "a visit over days, and a thing ahead": [  # said on Sat 1 Mar 2025
         (["my mum's coming to stay from Friday to Monday", "when is my mum visiting?"],
          "Your mum's visit is from Fri 7 Mar to Mon 10 Mar."),

@@ -27,6 +27,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
     (re.compile(pattern, _F), tuple(keys.split()), missing)
     for pattern, keys, missing in (
         (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b"
+         r"|\b(?:which|what) (?:city|town|country|village|area|neighbou?rhood|part of [\w ]+?)"
+         r" (?:do i live|am i living|am i based) in\b"
          r"|\bwhat(?:'s| is) my (?:home |current |new )?address\b",
          "location ex_location", "where you live"),
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
@@ -71,7 +73,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          "pet: count:dogs count:cats count:pets count:puppies count:kittens", "about any pets"),
         (r"\bwho (?:is|are) (?:in )?my family\b|\bmy (?:family|relatives)\b", "relative:",
          "about your family and friends"),
-        (r"\bwhere do i (?:work|teach)\b|\bwhat(?:'s| is) my (?:job|work|profession)\b"
+        (r"\bwhere do i (?:work|teach)\b"
+         r"|\bwhat(?:'s| is) my (?:job|work|profession|occupation|line of work)\b"
          r"|\bwho do i work for\b|\bwho(?:'s| is) my employer\b", "job workplace ex_workplace",
          "about your work"),
         (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i (?:do|teach)\??$", "job",
