@@ -1808,6 +1808,13 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "a list cleared at once": [
+        (["I need to call the dentist", "I need to pay the gas bill", "clear my list"],
+         "Removed from your list: call the dentist; pay the gas bill."),
+        (["I need to buy milk", "delete everything on my to-do list", "what's on my list?"],
+         "Nothing is open"),
+        (["I need to buy milk", "empty my shopping list"], "Removed from your list: buy milk."),
+    ],
     "the same questions in other words": [
         (["I live in Porto", "which city do I live in?"], "You live in Porto."),
         (["I live in Porto", "what country am I living in?"], "You live in Porto."),

@@ -14,16 +14,7 @@ import pytest
 
 from agent.memory import ConversationTurn, OpenLoop, SessionState
 from agent.memory.conversation_state_manager import ConversationStateManager
-from agent.memory.rules.extraction import (
-    Closer,
-    clean_value,
-    content_stems,
-    extract_closers,
-    list_left,
-    match_loop,
-    normalize_text,
-    split_clauses,
-)
+from agent.memory.rules.extraction import clean_value, content_stems, normalize_text, split_clauses
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
 from agent.memory.rules.session_rules import (
@@ -32,6 +23,7 @@ from agent.memory.rules.session_rules import (
     merge_facts,
     update_open_loops,
 )
+from agent.memory.rules.todo_closers import Closer, extract_closers, list_left, match_loop
 from agent.memory.rules.todo_openers import extract_openers
 from agent.memory.schemas import Fact
 

@@ -30,9 +30,10 @@ from agent.memory.longterm.memory_slots import (
     role_and_name,
     slot_of,
 )
-from agent.memory.rules.extraction import content_stems, match_loop
+from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.session_rules import PERSONAL_CHAT_TYPES
+from agent.memory.rules.todo_closers import match_loop
 from agent.memory.schemas import ConversationContextPacket, InboundMessage, Reply
 
 __all__ = ["forget_reply"]

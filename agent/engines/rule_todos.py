@@ -18,15 +18,11 @@ from zoneinfo import ZoneInfo
 from agent.engines.rule_reading import Reading, due_order, say_when, utc
 from agent.memory.longterm.memory_slots import in_second_person, parse_key
 from agent.memory.rules.dialogue_acts import read_acts
-from agent.memory.rules.extraction import (
-    Clause,
-    content_stems,
-    match_loop,
-    names_its_thing,
-)
+from agent.memory.rules.extraction import Clause, content_stems
 from agent.memory.rules.recurrence import say_repeat
 from agent.memory.rules.reminder_requests import ReminderRequest
 from agent.memory.rules.session_rules import LoopUpdate, loop_owner, update_dialogue_loops
+from agent.memory.rules.todo_closers import match_loop, names_its_thing
 from agent.memory.schemas import (
     ConversationContextPacket,
     ConversationTurn,

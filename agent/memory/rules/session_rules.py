@@ -33,15 +33,8 @@ from agent.memory.rules.dialogue_acts import (
     question_stems,
     read_acts,
 )
-from agent.memory.rules.extraction import (
-    EVERYTHING,
-    Clause,
-    content_stems,
-    extract_closers,
-    list_left,
-    match_loop,
-    normalize_text,
-)
+from agent.memory.rules.extraction import Clause, content_stems, normalize_text
+from agent.memory.rules.todo_closers import EVERYTHING, extract_closers, list_left, match_loop
 from agent.memory.rules.todo_openers import extract_openers
 from agent.memory.schemas import (
     ChatType,
