@@ -130,6 +130,9 @@ def test_a_passed_ambiguous_or_too_far_time_is_refused(phrase):
         ("remind me at a quarter past 9am to stretch", "stretch", at(2026, 11, 26, 9, 15)),
         ("remind me at 7 o'clock pm to cook", "cook", at(2026, 11, 26, 19, 0)),
         ("remind me at half past seven tonight to call mum", "call mum", at(2026, 11, 26, 19, 30)),
+        ("remind me at half 7 tonight to call mum", "call mum", at(2026, 11, 26, 19, 30)),
+        ("remind me at half 6 in the evening to start dinner", "start dinner",
+         at(2026, 11, 26, 18, 30)),
         ("remind me in a fortnight to check the tyres", "check the tyres",
          at(2026, 12, 9, 23, 0)),
         ("remind me in the morning to take out the bins", "take out the bins",
@@ -159,7 +162,12 @@ def test_no_time_phrase_no_reminder(text):
 
 
 @pytest.mark.parametrize(
-    "text", ["remind me at half past five to call dad", "remind me at quarter to 6 to go"]
+    "text",
+    [
+        "remind me at half past five to call dad",
+        "remind me at quarter to 6 to go",
+        "remind me at half 6 to start dinner",
+    ],
 )
 def test_a_spoken_hour_nothing_disambiguates_is_a_reminder_refused(text):
     """ "half past five" is morning or evening: a reminder request (the bot asks for 5:30am or

@@ -254,8 +254,10 @@ def local_moment(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
 _HOURS = "one two three four five six seven eight nine ten eleven twelve".split()
 _HOUR = rf"\d{{1,2}}|{'|'.join(_HOURS)}"
 # "half past five pm", "a quarter to 8 in the morning", "7 o'clock tonight".
+# "at half 6": half past, as said in Britain.
 _SPOKEN = re.compile(
-    rf"\b(?:at\s+)?(?:(?:a\s+)?(?P<q>quarter|half)\s+(?P<dir>past|after|to)\s+(?P<h>{_HOUR})"
+    rf"\b(?:at\s+)?(?:(?:(?:a\s+)?(?P<q>quarter|half)\s+(?P<dir>past|after|to)\s+|(?<=at\s)"
+    rf"(?P<uk>half)\s+)(?P<h>{_HOUR})"
     rf"|(?P<oc>{_HOUR})\s*o'?clock)(?:(?<=\d)(?!\d)|\b)(?P<m>\s*(?:{_MERIDIEM})(?!\w)|\s+in\s+the\s+(?:{_PART})"
     r"|\s+tonight)?",
     _F,
@@ -265,7 +267,8 @@ _SPOKEN = re.compile(
 def _in_figures(match: re.Match[str]) -> str:
     said = (match.group("h") or match.group("oc")).casefold()
     hour = int(said) if said.isdigit() else _HOURS.index(said) + 1
-    minute = {"half": 30, "quarter": 15}.get((match.group("q") or "").casefold(), 0)
+    said_part = (match.group("q") or match.group("uk") or "").casefold()
+    minute = {"half": 30, "quarter": 15}.get(said_part, 0)
     if (match.group("dir") or "").casefold() == "to":
         hour, minute = (hour - 2) % 12 + 1, 60 - minute
     part = (match.group("m") or "").strip().casefold()
