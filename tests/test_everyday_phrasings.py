@@ -1808,6 +1808,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "a present for someone": [
+        (["my boyfriend is called Marco", "he loves cooking and Italian food",
+          "what should I get Marco for his birthday?"],
+         "Your boyfriend Marco likes cooking and Italian food."),
+        (["my boyfriend is called Marco", "he loves cooking", "what can I buy my boyfriend?"],
+         "Your boyfriend Marco likes cooking."),
+        (["what should I get my mum?"], "You haven't told me about your mum yet."),
+    ],
     "a list cleared at once": [
         (["I need to call the dentist", "I need to pay the gas bill", "clear my list"],
          "Removed from your list: call the dentist; pay the gas bill."),
