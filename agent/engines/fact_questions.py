@@ -137,9 +137,9 @@ SOMEONE_QUESTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bdoes (?:my )?{_WHO} have (?:any )?(?:health |medical )?conditions?\b", "condition"),
         (rf"\bwhen was (?:my )?{_WHO} born\b", "born"),
         (rf"\bwhat does (?:my )?{_WHO} (?:like|love|enjoy)\b", "likes"),
-        # "what should I get Marco for his birthday?": what they like
+        # "what should I get Marco for his birthday?": what they like, if told
         (rf"\bwhat (?:should|could|can|shall) i (?:get|buy|give|make|cook) (?:for )?"
-         rf"(?:my )?{_WHO}\b", "likes"),
+         rf"(?:my )?{_WHO}\b", "gift"),
         (rf"\b(?:what\s+)?(?:is|are) (?:my )?{_WHO} allergic\b", "allergy"),
         (rf"\b(?:is|are) (?:my )?{_WHO} (?:an?\s+)?(?:{DIETS})\b", "diet"),
         (rf"\bwhat (?:doesn't|does not|can't|cannot) (?:my )?{_WHO} (?:eat|drink)\b", "avoid"),

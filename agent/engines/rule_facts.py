@@ -82,7 +82,7 @@ _NAMING = frozenset({"relative", "pet"})
 _ANIMAL = re.compile(PETS, _F)
 
 # What else answers a question about someone: "how old is my son?" by the year he was born.
-_ASKED_AS = {"age": ("age", "born"), "born": ("born", "birthday")}
+_ASKED_AS = {"age": ("age", "born"), "born": ("born", "birthday"), "gift": ("likes",)}
 
 # (question about an earlier value, the attributes asked for)
 _ASK_PAST: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
@@ -113,8 +113,8 @@ def answer_someone(
         match = pattern.search(reading.text)
         if match is not None:
             about = _about_other(reading, match.group("who"), attribute)
-            if about is not None:
-                return about
+            if about is not None and not (attribute == "gift" and about.startswith(NOT_TOLD)):
+                return about  # a present with no likes known: a question kept open
     return None
 
 
