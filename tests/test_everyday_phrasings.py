@@ -1808,6 +1808,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "family by marriage": [
+        (["my daughter-in-law is called Kate", "who is Kate?"],
+         "Your daughter-in-law is called Kate."),
+        (["my son-in-law Tom is a builder", "what does my son-in-law do?"],
+         "Your son-in-law Tom works as a builder."),
+        (["my stepdad lives in Cork", "where does my stepdad live?"],
+         "Your stepdad lives in Cork."),
+        (["my sister-in-law is called Ana", "she's a nurse", "what does Ana do?"],
+         "Your sister-in-law Ana works as a nurse."),
+    ],
     "a present for someone": [
         (["my boyfriend is called Marco", "he loves cooking and Italian food",
           "what should I get Marco for his birthday?"],

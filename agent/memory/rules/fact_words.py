@@ -81,7 +81,8 @@ GOAL_VERBS = (
 PEOPLE = (
     "best friend|best mate|bestie|friend|mate|pal|buddy|girlfriend|boyfriend|partner|spouse|wife"
     "|husband|fiancee|fiancée|fiance|fiancé"
-    "|mother-in-law|father-in-law|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother"
+    "|mother-in-law|father-in-law|daughter-in-law|son-in-law|sister-in-law|brother-in-law"
+    "|mother|father|mom|mum|mommy|dad|daddy|parents|stepmother|stepmum|stepmom|stepdad"
     "|stepfather|stepsister|stepbrother|sister|brother|son|daughter|kid|child|baby|grandmother"
     "|grandma|granny|grandfather|grandpa|grandson|granddaughter|grandchild|grandkid|stepson|twin"
     "|stepdaughter|aunt|uncle|cousin|niece|nephew|colleague|coworker|boss"

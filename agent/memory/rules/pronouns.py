@@ -37,11 +37,12 @@ _F = re.IGNORECASE
 _LOOK_BACK = 3
 _FEMALE = frozenset(
     """wife girlfriend fiancee fiancée mother mom mum mommy stepmother stepsister sister daughter
-    grandmother grandma granny aunt niece mother-in-law""".split()
+    grandmother grandma granny aunt niece mother-in-law daughter-in-law sister-in-law stepmum
+    stepmom""".split()
 )
 _MALE = frozenset(
     """husband boyfriend fiance fiancé father dad daddy stepfather stepbrother brother son
-    grandfather grandpa uncle nephew father-in-law""".split()
+    grandfather grandpa uncle nephew father-in-law son-in-law brother-in-law stepdad""".split()
 )
 # The pronoun that opens a message, and what it becomes: "he's" -> "<who> is", "his" -> "<who>'s".
 _OPENING = re.compile(
