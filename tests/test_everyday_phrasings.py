@@ -1808,6 +1808,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "forgetting everything about someone": [
+        (["Sara's birthday is on the 12th of May", "Sara loves sunflowers",
+          "forget everything about Sara"],
+         "I also found 2 messages about Sara"),
+        (["my sister Mia lives in Porto", "delete all you know about my sister"],
+         "I also found 1 message about your sister"),
+        (["my sister Mia lives in Porto", "forget everything about me"], "send /forget"),
+    ],
     "family by marriage": [
         (["my daughter-in-law is called Kate", "who is Kate?"],
          "Your daughter-in-law is called Kate."),

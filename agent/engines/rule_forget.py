@@ -44,7 +44,10 @@ _FORGET = re.compile(
     r"^(?:@\w+[,:]?\s+)?(?:please\s+|(?:can|could|would) you(?: please)?\s+)?"
     r"(?:forget|erase|delete|remove|wipe|don'?t remember|do not remember|stop remembering)\s+"
     r"(?:(?:the fact )?that\s+|about\s+|(?:what|everything|all|anything)\s+i(?:'ve)?\s+"
-    r"(?:said|told you|wrote|mentioned|shared|sent you)\s+(?:about|on|regarding)\s+)?"
+    r"(?:said|told you|wrote|mentioned|shared|sent you)\s+(?:about|on|regarding)\s+"
+    # "forget everything about Sara", "delete all you know about my sister"
+    r"|(?:everything|all|anything)\s+(?:(?:you\s+know|you\s+remember|you\s+have)\s+)?about\s+"
+    r"(?!me\b))?"
     r"(?P<what>.+?)(?:\s+(?:that\s+|which\s+)?i(?:'ve)?\s+(?:gave|given|told|sent|said|"
     r"mentioned|shared|wrote|typed)(?:\s+(?:to\s+)?you)?(?:\s+(?:earlier|before|once|"
     r"yesterday|today))?)?[\s.!?]*$",
