@@ -1808,6 +1808,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "a day of the month put right": [
+        (["Sara's birthday is on the 12th of May", "sorry, it's the 14th",
+          "when is Sara's birthday?"], "Sara's birthday is the 14th of May."),
+        (["my birthday is March 3rd", "oops, the 5th", "when's my birthday?"],
+         "Your birthday is the 5th of March."),
+        (["my flight is on the 3rd of June", "no, it's on the 4th", "when is my flight?"],
+         "Your flight is on Wed 4 Jun."),
+    ],
     "forgetting everything about someone": [
         (["Sara's birthday is on the 12th of May", "Sara loves sunflowers",
           "forget everything about Sara"],

@@ -109,6 +109,9 @@ _AT_TIME = re.compile(r"\s+at\s+\d{1,2}(?:[:.]\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)?
 # A name's spelling said after it ("John with an h", "Ann, spelt with no e").
 _SPELLING = re.compile(r",?\s+(?:with|spelt|spelled)\b.*$", _F)
 _ENTITIES = frozenset({"relative", "pet"})
+# A day of the month said alone ("the 14th"), and the month of a date said before.
+_DAY_OF_MONTH = re.compile(r"(?:on\s+)?(?:the\s+)?\d{1,2}(?:st|nd|rd|th)", _F)
+_MONTH = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", _F)
 # "it's actually at 4", "it's at 4 actually", "it's spelled Sarah", "it's John with an h": a
 # correction that says so after its "it's" (read as "actually it's at 4").
 _AS_OPENED = re.compile(
@@ -230,7 +233,7 @@ def _correct_last(
     if len(stated) != 1 or _CLAUSE.search(new) or len(new.split()) > _MOST_WORDS:
         return (), {}
     fact = stated[0]
-    value = _PLACE_WORD.sub("", new)
+    value = _in_its_month(_PLACE_WORD.sub("", new), fact.value)
     if fact.key == "timezone":  # "sorry, I meant London": its zone
         zone = find_zone(value)
         if zone is None:
@@ -238,11 +241,18 @@ def _correct_last(
         value = zone.key
     verb = re.search(r"\s(?:is|are|leaves)\s", fact.value)
     if parse_key(fact.key).name == "event" and verb:  # "dentist appointment is on Tuesday"
-        value = fact.value[: verb.end()] + new
+        value = fact.value[: verb.end()] + _in_its_month(new, fact.value)
         kept_time = _AT_TIME.search(fact.value[verb.end() :])
         if kept_time is not None and _AT_TIME.search(new) is None:
             value += kept_time.group()  # "on Tuesday at 3pm", then "no, on Wednesday"
     return (Fact(key=fact.key, value=value, turn=turn, mode="corrected"),), {}
+
+
+def _in_its_month(day: str, was: str) -> str:
+    """A day of the month put right in the month said before: "the 14th" of "the 12th of May"
+    is "the 14th of May"."""
+    months = _MONTH.findall(was) if _DAY_OF_MONTH.fullmatch(day) else []
+    return f"{day} of {months[-1]}" if months else day
 
 
 def _renamed(fact: Fact, name: str, turn: int) -> Fact:
