@@ -1808,6 +1808,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "habits given up": [
+        (["I quit smoking last year", "do I smoke?"], "You don't smoke."),
+        (["I've given up drinking", "can I have a glass of wine?"],
+         "Better not. You don't drink alcohol"),
+        (["I stopped vaping"], "Noted: you don't vape."),
+    ],
     "a day of the month put right": [
         (["Sara's birthday is on the 12th of May", "sorry, it's the 14th",
           "when is Sara's birthday?"], "Sara's birthday is the 14th of May."),

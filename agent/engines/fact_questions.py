@@ -52,7 +52,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          r"|\b(?:what|which) (?:are )?(?:my )?allergies\b|\bmy allergies\b.*\?$", "allergy:",
          "about allergies"),
         (r"\bwhat (?:can't|cannot|can i not|don't|shouldn't) i (?:eat|drink)\b"
-         r"|\bwhat(?:'s| is) my diet\b|\bdietary\b", "allergy: avoid: diet",
+         r"|\bwhat(?:'s| is) my diet\b|\bdietary\b|^do i (?:still\s+)?(?:smoke|drink|vape)\b",
+         "allergy: avoid: diet",
          "about your diet"),
         (rf"^am i (?:still\s+)?(?:an?\s+)?(?:{DIETS})\b", "diet ex_diet", "about your diet"),
         (r"\b(?:what|which|how many) languages? (?:do|can) i speak\b|^(?:do|can) i speak\b",

@@ -322,6 +322,11 @@ FACT_RULES: tuple[FactRule, ...] = (
         r"\s*.+)",
         "short",
     ),
+    # "I quit smoking last year", "I've given up drinking": what the user no longer does.
+    *(rule("avoid", rf"^i(?:'ve|\s+have)?(?:\s+just)?\s+(?:quit|stopped|given\s+up|gave\s+up)\s+"
+           rf"{habit}\b", "short", said=said) for habit, said in (("smoking", "smoke"),
+                                                                ("drinking", "drink alcohol"),
+                                                                ("vaping", "vape"))),
     rule(
         "decision", rf"\bi(?:'ve|\s+have)?{ADV}\s+decided\s+(?P<v>(?:to|that|on)\s+.+)", "phrase"
     ),
