@@ -50,9 +50,19 @@ EVENT_RULES: tuple[FactRule, ...] = (
         "event",
         rf"^the (?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})"
         r"(?:\s+(?:in|at|with|for)\s+[\w'-]+){0,2})\s+(?:is|are|starts|begins)\s+"
-        rf"(?P<when>{WHEN_OPENS}\b.{{1,60}})$",
+        r"(?:(?:booked|scheduled|planned|set|arranged)\s+for\s+)?"  # "the boiler service is
+        rf"(?P<when>{WHEN_OPENS}\b.{{1,60}})$",  # booked for next Wednesday at 9"
         "phrase",
     ),
+    # "my car is due for its MOT on the 15th", "the dog's due a check-up next week".
+    rule("event", r"^(?:my|our|the)\s+[\w'-]+(?:'s|\s+is|\s+are)\s+due\s+(?:for\s+)?(?:its|an?|the"
+         rf"|her|his|their)\s+(?P<item>(?:[\w'-]+\s+){{0,1}}?(?:{EVENTS}))\s+"
+         rf"(?P<when>{WHEN_OPENS}\b.{{1,60}})$", "phrase"),
+    # "the plumber is coming tomorrow between 8 and 12": someone who works on the home, their visit.
+    rule("event", r"^the\s+(?P<item>plumber|electrician|cleaner|builders?|engineer|gas\s+engineer"
+         r"|courier|delivery(?:\s+driver)?|gardener|decorator|handyman|painter|technician"
+         r"|landlord|locksmith|window\s+cleaner)\s+(?:is|are)\s+(?:coming|due)(?:\s+(?:round|over))?"
+         rf"\s+(?P<when>{WHEN_OPENS}\b.{{1,60}})$", "phrase", said="{item}'s visit is {when}"),
     # "parents evening is on Thursday at 6pm": without "the", when its time names a day or an hour
     # (not "lunch is on me").
     rule("event", rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|starts|begins)\s+"

@@ -346,6 +346,10 @@ FACT_RULES: tuple[FactRule, ...] = (
          r"|\s+were))(?:\s+(?:really|seriously|also|still))?\s+(?:thinking\s+(?:of|about)"
          r"|considering)\s+(?P<v>[^\W\d_]{2,}ing\b.*)", "phrase", said="{v}"),
     rule("routine", rf"^(?P<v>(?:every\s+{DAYS}|on\s+{DAYS}s)\b.{{0,30}}?\bi\s+.+)", "phrase"),
+    # "bin day is Thursday", "recycling day is every other Monday": a day of the week's chore.
+    rule("routine", rf"^(?P<v>(?:bin|bins|rubbish|recycling|garbage|trash|collection|cleaning"
+         rf"|laundry|market|shopping)\s+day\s+is\s+(?:on\s+)?(?:every\s+(?:other\s+)?)?{DAYS}s?\b.*)",
+         "phrase"),
     # "my 1:1 with Rachel is every Monday at 10", "our team call is on Tuesdays": one that repeats.
     rule("routine", rf"^(?P<v>(?:my|our)\s+[\w:'&-]+(?:\s+[\w:'&-]+){{0,4}}?\s+(?:is|are)\s+"
          rf"(?:every\s+(?:other\s+)?{DAYS}|on\s+{DAYS}s)\b.*)", "phrase"),
@@ -409,7 +413,7 @@ FACT_RULES: tuple[FactRule, ...] = (
 # none of them.
 USER_CUE = re.compile(
     rf"\b(?:i|im|my|me|name|we|our)\b|^the\s|{BARE_TRAVEL}"
-    rf"|^(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\s+(?:is|starts|begins)\s"
+    rf"|^(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})\s+(?:is|starts|begins)\s|^[\w'-]+\s+day\s+is\s"
     r"|^(?:it's|it is|this is)\s.*\s(?:here|speaking)\b",
     _F,
 )
