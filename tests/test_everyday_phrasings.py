@@ -1808,6 +1808,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "a birthday said with the age turned": [  # said on Sat 1 Mar 2025
+        (["my niece Lily turns 7 on Saturday"],
+         "Noted: your niece Lily's birthday is on Sat 8 Mar and your niece Lily is 7."),
+        (["my niece Lily turns 7 on Saturday", "what's on Saturday?"],
+         "Your niece Lily's birthday is on Sat 8 Mar."),
+        (["my son is turning 5 tomorrow", "what's on tomorrow?"],
+         "Your son's birthday is tomorrow, Sun 2 Mar."),
+        (["my son is turning 5 tomorrow", "how old is my son?"], "Your son is 5."),
+    ],
     "the house's calendar": [  # said on Sat 1 Mar 2025
         (["my car is due for its MOT on the 15th", "when is my MOT?"],
          "Your MOT is on Sat 15 Mar."),

@@ -208,11 +208,14 @@ def joined_of(said: Sequence[tuple[str, str]]) -> str:
     ("sister Lena", "your sister Lena lives in Vienna") and ("sister Lena", "your sister Lena
     works as an architect"), "your sister Lena lives in Vienna and works as an architect"."""
     phrases: list[str] = []
+    # The subject the phrase before opened with: none for "your niece Lily's birthday is ...",
+    # after which "and is 7" would be said of the birthday.
     last = None
     for subject, phrase in said:
         named = f"{whose(subject)} "
-        if subject == last and phrase.startswith(named):
+        opens = phrase.startswith(named)
+        if subject == last and opens:
             phrase = phrase.removeprefix(named)
         phrases.append(phrase)
-        last = subject
+        last = subject if opens else None
     return " and ".join(phrases)

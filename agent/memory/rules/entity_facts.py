@@ -51,6 +51,13 @@ _CALLED = (
 )
 # "a dog too", "a cat as well": said after who they are, before their name.
 _TOO = re.compile(r"^\s+(?:too|as\s+well|also)\b", _F)
+# "turns 7 on Saturday", "is turning 40 next Friday": the day of their birthday.
+_TURNS_ON = re.compile(
+    r"^(?:turns|is\s+turning|will\s+turn|will\s+be)\s+\d{1,3}\s+(?:on\s+)?(?P<day>(?:next\s+)?"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|today|the\s+\d{1,2}(?:st|nd|rd|th)"
+    r"(?:\s+of\s+[a-z]+)?)$",
+    _F,
+)
 # "my puppy is a beagle called Daisy": the breed said before the name.
 _BREED_CALLED = re.compile(rf"\s+is\s+an?\s+(?P<breed>{_BREED})(?=\s+(?:called|named)\s)", _F)
 # "O'Brien" and "Mary-Jane" are names; the "'s" of "Ava's birthday" is not part of one.
@@ -374,6 +381,10 @@ def _said_of(subject: str, rest: str) -> list[tuple[str, str]]:
         aged = _AGED_AS.match(part)
         if aged is not None:  # "is a 12 year old tabby", and whatever else it is
             facts.append((fact_key(subject, "age", aged.group("n")), aged.group("n")))
+        turning = _TURNS_ON.match(part)
+        if turning is not None:  # "turns 7 on Saturday": that is their birthday too
+            day = turning.group("day")
+            facts.append((fact_key(subject, "birthday", day), day))
         for predicate, attribute, kind in _OTHER_PREDICATES:
             found = predicate.match(part)
             if found is None:
