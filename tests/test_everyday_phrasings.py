@@ -1808,6 +1808,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "a day asked about has its weekly things": [  # said on Sat 1 Mar 2025
+        (["my daughter Ava has swimming on Wednesdays at 5", "what's on Wednesday?"],
+         "Your daughter Ava has swimming on Wednesdays at 5."),
+        (["I go to the gym every Monday", "what am I doing on Monday?"],
+         "Your routine: you go to the gym every Monday."),
+        (["I work from home on weekdays", "what's on Monday?"], "you work from home on weekdays"),
+        (["I work from home on weekdays", "what am I doing tomorrow?"], "haven't told me"),
+        (["bin day is Thursday", "what's on Thursday?"], "bin day is Thursday"),
+    ],
     "a birthday said with the age turned": [  # said on Sat 1 Mar 2025
         (["my niece Lily turns 7 on Saturday"],
          "Noted: your niece Lily's birthday is on Sat 8 Mar and your niece Lily is 7."),

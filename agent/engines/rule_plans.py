@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime, time
+from datetime import datetime, time, timedelta
 
 from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
@@ -101,6 +101,11 @@ _ASK_UPCOMING = re.compile(
     r"\s+(?:any\s+)?plans|what\s+plans\s+do\s+i\s+have|what(?:'s|\s+is)\s+planned)"
     r"(?:\s+coming\s+up|\s+(?:at\s+the\s+moment|right\s+now|so\s+far))?\s*\??$",
     _F,
+)
+# The days of the week a routine is said on: "on Wednesdays", "every Monday", "on weekdays".
+_DAY_NAMES = ["mon", "tues", "wednes", "thurs", "fri", "satur", "sun"]
+_WEEKDAYS = re.compile(
+    rf"\b(?:(?P<day>{'|'.join(_DAY_NAMES)})days?|weekdays|(?:at\s+)?weekends|every\s+day)\b", _F
 )
 # Words of a time asked about that every plan shares or none says ("on", "for").
 _TIME_WORDS = content_stems("on for in at the this")
@@ -194,6 +199,9 @@ def answer_plans_when(
     birthdays = [f for f in reading.facts if parse_key(f.key).name == "birthday"]
     kept = [*own_facts(reading, "plan", "event", "away"), *birthdays]
     found = [f for f in kept if _said_for(when, f, reading)]
+    # What happens every week on a day asked about: "Ava has swimming on Wednesdays".
+    weekly = [f for f in reading.facts if parse_key(f.key).name in {"routine", "does"}]
+    found += [f for f in weekly if _weekly_then(when, f, reading)]
     due = [  # the reminders set for that time too ("what do I have on Tuesday?")
         ref
         for ref in scheduled_jobs(packet, jobs)
@@ -218,6 +226,29 @@ def _said_for(when: str, fact: Fact, reading: Reading) -> bool:
     if same is not None:
         return same
     return content_stems(when) - _TIME_WORDS <= content_stems(fact.value)
+
+
+def _weekly_then(when: str, fact: Fact, reading: Reading) -> bool:
+    """Whether ``fact``, a routine said by its days of the week ("on Wednesdays", "every
+    Monday", "at weekends"), happens on a day the time asked about names (within two weeks)."""
+    days: set[int] = set()
+    for said in _WEEKDAYS.finditer(fact.value):
+        name = said.group().casefold()
+        if said.group("day"):
+            days.add(_DAY_NAMES.index(said.group("day").casefold()))
+        elif "weekday" in name:
+            days.update(range(5))
+        else:  # at weekends, every day
+            days.update(range(5, 7) if "weekend" in name else range(7))
+    today = reading.now.astimezone(reading.zone).date()
+    noons = [
+        datetime.combine(today + timedelta(days=n), time(12), tzinfo=reading.zone)
+        for n in range(14)
+    ]
+    return any(
+        noon.weekday() in days and falls_in(when, noon, reading.now, reading.zone)
+        for noon in noons
+    )
 
 
 def _trips(reading: Reading) -> list[Fact]:
