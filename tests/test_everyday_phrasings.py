@@ -1808,6 +1808,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "going out": [  # said on Sat 1 Mar 2025
+        (["I'm meeting Jess for lunch on Friday at 1", "who am I meeting on Friday?"],
+         "Your lunch with Jess is on Fri 7 Mar at 1."),
+        (["Tom and I are going to the cinema tomorrow night", "what's on tomorrow?"],
+         "You're planning to go to the cinema tomorrow, Sun 2 Mar at night."),
+        (["we're going to the pub on Friday", "what are my plans?"],
+         "You're planning to go to the pub on Fri 7 Mar."),
+    ],
     "a day asked about has its weekly things": [  # said on Sat 1 Mar 2025
         (["my daughter Ava has swimming on Wednesdays at 5", "what's on Wednesday?"],
          "Your daughter Ava has swimming on Wednesdays at 5."),

@@ -87,7 +87,8 @@ _ASK_PLANS_WHEN = re.compile(
     rf"\s+(?P<d>{_TIME})"
     rf"|what\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?:planned\s+)?(?P<e>{_TIME})"
     rf"|(?:is\s+there\s+|have\s+i\s+got\s+)?anything\s+(?:planned\s+|happening\s+)?(?P<f>{_TIME})"
-    rf"|what\s+plans\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?P<g>{_TIME}))"
+    rf"|what\s+plans\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?P<g>{_TIME})"
+    rf"|who\s+am\s+i\s+(?:meeting|seeing)\s+(?P<h>{_TIME}))"
     r"\s*\??$",
     _F,
 )

@@ -219,9 +219,9 @@ def _said_of_both(clauses: Sequence[Clause]) -> list[Clause]:
 
 # A plan said in its -ing form, said with "to": "visiting my sister" is "to visit my sister",
 # "moving to Bristol" is "to move to Bristol".
-_ING = re.compile(r"^(visit|see|stay|mov|gett|buy)ing\b", _F)
+_ING = re.compile(r"^(visit|see|stay|mov|gett|buy|go)ing\b", _F)
 _TO_DO = {"visit": "to visit", "see": "to see", "stay": "to stay", "mov": "to move",
-          "gett": "to get", "buy": "to buy"}  # fmt: skip
+          "gett": "to get", "buy": "to buy", "go": "to go"}  # fmt: skip
 
 
 def _said(match: re.Match[str], form: str | None = None, item: str | None = None) -> str | None:

@@ -109,6 +109,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     rule("plan", rf"^(?:{LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
          rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
          "phrase"),
+    # "we're going to the cinema tomorrow night", "I'm going out for dinner on Friday".
+    rule("plan", rf"^(?:{LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+(?P<v>going\s+(?:to\s+"
+         r"(?:the\s+)?(?:cinema|theatre|theater|movies|pictures|pub|gym|park|beach|zoo|museum|gallery"
+         r"|match|game|concert|gig|party|restaurant|shops|races|football|opera|ballet|panto)|out)"
+         rf"\b.{{0,40}}?\s+(?:{WHEN_OPENS})\b.{{0,40}})$", "phrase"),
     # "we're getting a dog next month", "I'm buying a new car in the spring": a thing ahead.
     rule("plan", rf"^(?:{LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+(?P<v>(?:getting|buying)"
          rf"\s+(?:a|an|our|my|some)\s+[\w' -]{{1,40}}?\s+(?:{WHEN_OPENS}|soon)\b.{{0,40}})$",
