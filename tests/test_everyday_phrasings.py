@@ -1808,6 +1808,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
           "remind me 2 months before my passport expires to renew it"],
          "I'll remind you on 20 April at 09:00 UTC to renew your passport."),
     ],
+    "tomorrow's date": [  # said on Sat 1 Mar 2025
+        (["what day is it tomorrow?"], "Tomorrow is Sunday 2 March 2025."),
+        (["what's the date tomorrow?"], "Tomorrow is Sunday 2 March 2025."),
+        (["what day is it?"], "on Saturday 1 March 2025"),
+    ],
     "going out": [  # said on Sat 1 Mar 2025
         (["I'm meeting Jess for lunch on Friday at 1", "who am I meeting on Friday?"],
          "Your lunch with Jess is on Fri 7 Mar at 1."),

@@ -140,6 +140,7 @@ _ASK_TIME = re.compile(
     r"|\bwhat(?:'s|\s+is)\s+(?:the\s+|today's\s+)?date\b|\bwhat\s+day\s+is\s+(?:it|today)\b",
     _F,
 )
+_TOMORROW = re.compile(r"\b(?:day|date)\b.*\btomorrow\b", _F)
 # "what time is it in Tokyo?": the place asked about (not "in my time zone").
 _IN_PLACE = re.compile(
     r"\bin\s+(?!my\b|your\b|here\b|the\s+morning\b)(?P<place>[^\W\d_][\w .'/-]{0,40}?)"
@@ -309,6 +310,10 @@ def answer_time(
                 "near it, or a zone such as Asia/Kolkata."
             )
         return f"It's {_clock(reading.now, there)} in {place.group('place')} ({there.key})."
+    if _TOMORROW.search(reading.text):  # "what day is it tomorrow?", "what's the date tomorrow?"
+        day = reading.now.astimezone(zone) + timedelta(days=1)
+        said = f"{_WEEKDAYS[day.weekday()]} {day.day} {_MONTHS[day.month - 1]} {day.year}"
+        return f"Tomorrow is {said}."
     return f"It's {_clock(reading.now, zone)} ({label}).{unset}"
 
 
