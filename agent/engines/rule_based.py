@@ -295,10 +295,10 @@ class RuleBasedConcierge:
             request = reading.reminder
             jobs = (self._reminder(request.label, request.due_at, request.repeat),)
             parts.append(reminder_set(reading.reminder, now, zone))
-            for also in requested[1:]:  # the same reminder at its second time
-                also = replace(also, label=request.label, link=request.link)
-                jobs += (self._reminder(also.label, also.due_at, also.repeat),)
-                parts.append(reminder_set(also, now, zone))
+            for second in requested[1:]:  # the same reminder at its second time
+                again = replace(second, label=request.label, link=request.link)
+                jobs += (self._reminder(again.label, again.due_at, again.repeat),)
+                parts.append(reminder_set(again, now, zone))
             intents.append("set_reminder")
         elif change is not None:
             jobs = tuple(r.model_copy(update={"status": "cancelled"}) for r in change.cancelled)

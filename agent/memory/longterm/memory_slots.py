@@ -248,10 +248,10 @@ def whose(subject: str) -> str:
 
 # Someone's, by their name alone: "Ben's wedding", "James' party".
 _SOMEONES = re.compile(r"[A-Z][^\W\d_]+(?:'s|')\s")
-# A job or workplace said without a title or a place: "in marketing", "retired", "from home";
-# being a student.
 # Work said as a business one has: "run a small bakery", "own a cafe".
 _RUNS = re.compile(r"(?:run|own|co-own|manage)\s")
+# A job or workplace said without a title or a place: "in marketing", "retired", "from home";
+# being a student.
 _WORK_AS_SAID = re.compile(
     r"(?:in|from)\s|(?:self[- ]employed|retired|unemployed|between jobs|out of work|a stay)"
     r"|an?\s+(?:[\w-]+\s+){0,2}?student\b",  # "you're a law student", not "you work as"

@@ -4,7 +4,10 @@ Porto", "my cat's name is Miso", "I have a dog called Rex", "I have two cats, To
 retriever named Biscuit": a dog).
 
 The facts that name someone are ``relative`` or ``pet`` facts (``relative:sister mia``); what is
-said of them is keyed by who they are (``sister Mia/location``). Pure functions of the text,
+said of them is keyed by who they are (``sister Mia/location``). Someone named without who they
+are to the user ("Sara's birthday is on the 12th of May", "Oliver has football on Tuesdays") is
+keyed by the name alone (``Sara/birthday``) until the user says ("Sara is my sister"); someone
+of theirs ("Mia's teacher is Mrs Brown") is a relative of theirs. Pure functions of the text,
 called by :func:`agent.memory.rules.fact_extraction.extract_facts`.
 
 Tested by ``tests/test_extraction.py`` and the "pets and relatives" family of
