@@ -156,8 +156,8 @@ def resolve_pronoun(text: str, previous: Sequence[str], known: Sequence[Fact] = 
         return _resolved(text, previous, known)
     done: list[str] = []
     for sentence, gap in zip(sentences[::2], sentences[1::2], strict=True):
-        done += [_resolved(sentence, [*reversed(done[::2]), *previous], known), gap]
-    return "".join([*done, _resolved(last, [*reversed(done[::2]), *previous], known)])
+        done += [_resolved(sentence, [*done[-2::-2][:_LOOK_BACK], *previous], known), gap]
+    return "".join([*done, _resolved(last, [*done[-2::-2][:_LOOK_BACK], *previous], known)])
 
 
 def _resolved(text: str, previous: Sequence[str], known: Sequence[Fact]) -> str:
