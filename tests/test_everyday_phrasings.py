@@ -1960,6 +1960,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
     "what someone asks of the user, and what is due": [
         (["my boss wants the slides by Wednesday", "what do I need to do?"],
          "the slides for your boss by Wednesday"),
+        (["My boss wants the slides by Wednesday!!"],
+         "Added to your list: the slides for your boss by Wednesday."),
         (["my mum wants me to call her tonight", "what's on my list?"], "call your mum tonight"),
         (["my boss asked me to send him the report", "what's on my list?"],
          "send your boss the report"),

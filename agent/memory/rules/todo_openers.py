@@ -139,7 +139,10 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
         if match is None and not clause.question:
             owed = _OWED.match(clause.text)
             if owed is not None:  # "the slides for my boss by Wednesday"
-                found.append(f"{owed.group('thing')} for {owed.group('who')} {owed.group('by')}")
+                who = re.sub(r"^my\b", "my", owed.group("who"), flags=_F)  # "My boss": my boss
+                value = clean_value(f"{owed.group('thing')} for {who} {owed.group('by')}")
+                if value.casefold() not in {v.casefold() for v in found}:
+                    found.append(value)
                 continue
             openers = (*_OPENERS, _SHOULD, _ASKED_OF_ME)
             match = next((m for p in openers if (m := p.match(clause.text))), None)
