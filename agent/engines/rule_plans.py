@@ -49,7 +49,7 @@ _JOURNEY = re.compile(
 _ASK_WHEN = re.compile(
     r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
     r"\s+(?:(?:my|the|our)\s+|(?=[^\W\d_]+'s\s)|(?!(?:it|that|this|they|we|i|you)\b))"
-    r"(?P<thing>[^\W_][\w':' -]{0,60}?)"
+    r"(?P<thing>[^\W_][\w': -]{0,60}?)"
     r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
     _F,
 )
