@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 
+from agent.memory.longterm.memory_slots import PLURALS
 from agent.memory.rules.fact_words import DIETS, PEOPLE, PETS
 
-__all__ = ["FACT_QUESTIONS", "PLURAL", "PLURAL_OF", "SINGULAR", "SOMEONE_QUESTIONS"]
+__all__ = ["FACT_QUESTIONS", "PLURAL", "SOMEONE_QUESTIONS"]
 
 _F = re.IGNORECASE
 
@@ -108,14 +109,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
     )
 )  # fmt: skip
 
-#: Who several are, asked at once ("what are my cats called?"), and who each one of them is.
-SINGULAR = {
-    "children": "child", "kids": "kid", "puppies": "puppy", "bunnies": "bunny", "ponies": "pony",
-    "babies": "baby", "mice": "mouse", "guinea pigs": "guinea pig", "goldfish": "goldfish",
-    "grandchildren": "grandchild", "grandkids": "grandkid", "pets": "pet",
-}  # fmt: skip
-PLURAL_OF = {one: many for many, one in SINGULAR.items() if one != many}
-PLURAL = rf"(?:{'|'.join(SINGULAR)}|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
+#: Several asked about at once ("what are my cats called?", "how old are my children?").
+PLURAL = rf"(?:{'|'.join(PLURALS.values())}|pets|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
 
 _WHO = rf"(?P<who>(?:{PLURAL}|{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
 

@@ -12,13 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from agent.engines.fact_questions import (
-    FACT_QUESTIONS,
-    PLURAL,
-    PLURAL_OF,
-    SINGULAR,
-    SOMEONE_QUESTIONS,
-)
+from agent.engines.fact_questions import FACT_QUESTIONS, PLURAL, SOMEONE_QUESTIONS
 from agent.engines.rule_reading import Reading, joined_of, sentence
 from agent.memory.longterm.memory_schemas import Memory
 from agent.memory.longterm.memory_slots import (
@@ -26,7 +20,9 @@ from agent.memory.longterm.memory_slots import (
     describe_fact,
     fact_key,
     parse_key,
+    plural_of,
     role_and_name,
+    singular_of,
     slot_of,
 )
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
@@ -256,7 +252,7 @@ def _named_together(new: Sequence[Fact]) -> dict[str, str]:
     for role, named in roles.items():
         if len(named) > 1 and all(role_and_name(f.value)[1] for f in named):
             names = [role_and_name(f.value)[1] for f in named]
-            many = PLURAL_OF.get(role, role + "s")
+            many = plural_of(role)
             phrases.update((f.key, "") for f in named)
             phrases[named[0].key] = (
                 f"your {many} are called {', '.join(names[:-1])} and {names[-1]}"
@@ -293,7 +289,7 @@ def _counted(reading: Reading, who: str) -> Fact | None:
         parts = parse_key(fact.key)
         if parts.subject != USER or parts.name != "count":
             continue
-        one = SINGULAR.get(parts.item) or parts.item.removesuffix("s")
+        one = singular_of(parts.item)
         if _SAME_KIND.get(one, one) == kind:
             return fact
     return None
@@ -324,7 +320,7 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
     """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
     said_as = who
     who = " ".join(who.casefold().split())
-    who = SINGULAR.get(who) or (who[:-1] if re.fullmatch(PLURAL, who, _F) else who)
+    who = singular_of(who) if re.fullmatch(PLURAL, who, _F) else who
     who = ALIASES.get(who, who)  # "my boys": the sons told of
     also = _SPOUSE.get(who, who)  # "my wife": the spouse told of, if that is who was
 
@@ -333,7 +329,7 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
 
     named = [f for f in reading.facts if parse_key(f.key).name in _NAMING and of_them(f.value)]
     if attribute == "count":  # "how many kids do I have?": the ones told of, by name
-        many = PLURAL_OF.get(who, who + "s")
+        many = plural_of(who)
         counted = _counted(reading, who)
         if named and counted is not None and counted.value == "no":  # one named since
             counted = None

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 
 from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
 from agent.engines.rule_todos import job_line, scheduled_jobs
 from agent.memory.longterm.memory_slots import parse_key
 from agent.memory.rules.extraction import content_stems
-from agent.memory.rules.fact_dates import falls_in, kept_when, same_time
+from agent.memory.rules.fact_dates import days_asked, falls_in, kept_when, same_time
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_event", "answer_plans_when", "answer_trip", "answer_upcoming"]
@@ -201,8 +201,9 @@ def answer_plans_when(
     kept = [*own_facts(reading, "plan", "event", "away"), *birthdays]
     found = [f for f in kept if _said_for(when, f, reading)]
     # What happens every week on a day asked about: "Ava has swimming on Wednesdays".
+    asked = days_asked(when, reading.now, reading.zone)
     weekly = [f for f in reading.facts if parse_key(f.key).name in {"routine", "does"}]
-    found += [f for f in weekly if _weekly_then(when, f, reading)]
+    found += [f for f in weekly if _weekly_then(asked, f)]
     due = [  # the reminders set for that time too ("what do I have on Tuesday?")
         ref
         for ref in scheduled_jobs(packet, jobs)
@@ -229,9 +230,9 @@ def _said_for(when: str, fact: Fact, reading: Reading) -> bool:
     return content_stems(when) - _TIME_WORDS <= content_stems(fact.value)
 
 
-def _weekly_then(when: str, fact: Fact, reading: Reading) -> bool:
+def _weekly_then(asked: Sequence[tuple[date, date]], fact: Fact) -> bool:
     """Whether ``fact``, a routine said by its days of the week ("on Wednesdays", "every
-    Monday", "at weekends"), happens on a day the time asked about names (within two weeks)."""
+    Monday", "at weekends"), happens on one of the days ``asked`` (spans of days)."""
     days: set[int] = set()
     for said in _WEEKDAYS.finditer(fact.value):
         name = said.group().casefold()
@@ -241,14 +242,10 @@ def _weekly_then(when: str, fact: Fact, reading: Reading) -> bool:
             days.update(range(5))
         else:  # at weekends, every day
             days.update(range(5, 7) if "weekend" in name else range(7))
-    today = reading.now.astimezone(reading.zone).date()
-    noons = [
-        datetime.combine(today + timedelta(days=n), time(12), tzinfo=reading.zone)
-        for n in range(14)
-    ]
     return any(
-        noon.weekday() in days and falls_in(when, noon, reading.now, reading.zone)
-        for noon in noons
+        (first + timedelta(days=n)).weekday() in days
+        for first, last in asked
+        for n in range(min((last - first).days + 1, 7))  # a week holds every day of the week
     )
 
 

@@ -311,9 +311,7 @@ def answer_time(
             )
         return f"It's {_clock(reading.now, there)} in {place.group('place')} ({there.key})."
     if _TOMORROW.search(reading.text):  # "what day is it tomorrow?", "what's the date tomorrow?"
-        day = reading.now.astimezone(zone) + timedelta(days=1)
-        said = f"{_WEEKDAYS[day.weekday()]} {day.day} {_MONTHS[day.month - 1]} {day.year}"
-        return f"Tomorrow is {said}."
+        return f"Tomorrow is {_day(reading.now.astimezone(zone) + timedelta(days=1))}."
     return f"It's {_clock(reading.now, zone)} ({label}).{unset}"
 
 
@@ -330,8 +328,12 @@ def _set_zone_hint(reading: Reading) -> str:
 def _clock(now: datetime, zone: ZoneInfo) -> str:
     """"08:00 on Thursday 26 November 2026": ``now`` on the clock of ``zone``."""
     local = now.astimezone(zone)
-    day = f"{_WEEKDAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]} {local.year}"
-    return f"{local:%H:%M} on {day}"
+    return f"{local:%H:%M} on {_day(local)}"
+
+
+def _day(local: datetime) -> str:
+    """"Thursday 26 November 2026": the day of ``local``."""
+    return f"{_WEEKDAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]} {local.year}"
 
 
 def _reminders(packet: ConversationContextPacket) -> list[JobRef]:

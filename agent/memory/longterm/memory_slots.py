@@ -30,6 +30,7 @@ from agent.memory.longterm.memory_schemas import Memory, MemoryKind
 from agent.memory.schemas import Fact
 
 __all__ = [
+    "PLURALS",
     "USER",
     "KeyParts",
     "SlotRule",
@@ -43,6 +44,7 @@ __all__ = [
     "plural_of",
     "render_memory",
     "role_and_name",
+    "singular_of",
     "slot_of",
     "whose",
 ]
@@ -231,13 +233,23 @@ def role_and_name(label: str) -> tuple[str, str]:
     return label, ""
 
 
-# Kinds counted whose plural is not the word and "s".
-_PLURALS = {"child": "children", "grandchild": "grandchildren", "puppy": "puppies"}
+#: The people and pets whose plural is not the word and "s" ("child": "children").
+PLURALS = {
+    "child": "children", "grandchild": "grandchildren", "puppy": "puppies", "bunny": "bunnies",
+    "pony": "ponies", "baby": "babies", "mouse": "mice", "goldfish": "goldfish",
+}  # fmt: skip
+_SINGULARS = {many: one for one, many in PLURALS.items()}
 
 
 def plural_of(kind: str) -> str:
-    """The plural a count is kept under: "dog" -> "dogs", "child" -> "children"."""
-    return _PLURALS.get(kind, f"{kind}s")
+    """The plural a count is kept under and several are named by: "dog" -> "dogs", "child" ->
+    "children"."""
+    return PLURALS.get(kind, f"{kind}s")
+
+
+def singular_of(kinds: str) -> str:
+    """One of ``kinds``: "dogs" -> "dog", "children" -> "child", "goldfish" -> "goldfish"."""
+    return _SINGULARS.get(kinds) or kinds.removesuffix("s")
 
 
 def whose(subject: str) -> str:
@@ -272,7 +284,7 @@ def describe_fact(fact: Fact) -> str:
         return f"your {role} is called {name}" if name else f"you have a {role}"
     item = parts.item if parts.name in _NAMED_BY_ITEM else ""
     if parts.name == "count" and fact.value == "one":  # "you have a dog"
-        item = next((one for one, many in _PLURALS.items() if many == item), item.removesuffix("s"))
+        item = singular_of(item)
         if parts.subject == USER:
             return attribute.you.format(v="an" if item[:1] in "aeiou" else "a", item=item)
         return attribute.other.format(s=whose(parts.subject), v="one", item=item)

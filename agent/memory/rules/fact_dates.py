@@ -56,6 +56,7 @@ __all__ = [
     "absolute_dates",
     "dated_facts",
     "day_said",
+    "days_asked",
     "falls_in",
     "kept_day",
     "kept_when",
@@ -333,8 +334,9 @@ def _spans(text: str, today: date) -> list[tuple[date, date]]:
     return found
 
 
-def _days_asked(asked: str, now: datetime, zone: ZoneInfo) -> list[tuple[date, date]]:
-    # The days a time asked about names ("next week": Monday to Sunday), from ``now`` (aware).
+def days_asked(asked: str, now: datetime, zone: ZoneInfo) -> list[tuple[date, date]]:
+    """The days a time asked about names ("next week": Monday to Sunday, "on Friday": that
+    Friday), from ``now`` (aware), as (first, last) spans; none when it names no day."""
     return _spans(absolute_dates(asked, now, zone), now.astimezone(zone).date())
 
 
@@ -350,7 +352,7 @@ def same_time(asked: str, value: str, now: datetime, zone: ZoneInfo) -> bool | N
         zone: the user's time zone.
     """
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
-    wanted = _days_asked(asked, now, zone)
+    wanted = days_asked(asked, now, zone)
     if not wanted:
         return None
     kept = _spans(value, now.astimezone(zone).date())
@@ -361,7 +363,7 @@ def falls_in(asked: str, moment: datetime, now: datetime, zone: ZoneInfo) -> boo
     """Whether ``moment`` (a reminder's due time) falls in the days the time ``asked`` says
     relatively ("on Tuesday", "this week"); ``None`` when ``asked`` names no day relatively."""
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
-    wanted = _days_asked(asked, now, zone)
+    wanted = days_asked(asked, now, zone)
     if not wanted:
         return None
     day = (moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment).astimezone(zone)

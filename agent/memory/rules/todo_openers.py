@@ -140,9 +140,7 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
             owed = _OWED.match(clause.text)
             if owed is not None:  # "the slides for my boss by Wednesday"
                 who = re.sub(r"^my\b", "my", owed.group("who"), flags=_F)  # "My boss": my boss
-                value = clean_value(f"{owed.group('thing')} for {who} {owed.group('by')}")
-                if value.casefold() not in {v.casefold() for v in found}:
-                    found.append(value)
+                _add(found, clean_value(f"{owed.group('thing')} for {who} {owed.group('by')}"))
                 continue
             openers = (*_OPENERS, _SHOULD, _ASKED_OF_ME)
             match = next((m for p in openers if (m := p.match(clause.text))), None)
@@ -157,11 +155,15 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
         if match.re is _ASKED_OF_ME:  # "my mum wants me to call her": call my mum
             said_to_do = _ASKER.sub(match.group("who"), said_to_do, count=1)
         for value in _several_todos(_TOO.sub("", said_to_do)):
-            if value.casefold() in _LEAVING:
-                continue  # "gotta go": a goodbye, not a to-do
-            if value and value.casefold() not in {v.casefold() for v in found}:
-                found.append(value)
+            _add(found, value)
     return tuple(found)
+
+
+def _add(found: list[str], value: str) -> None:
+    """Add ``value`` to the to-dos ``found``, once; "gotta go" is a goodbye, not a to-do."""
+    said = value.casefold()
+    if value and said not in _LEAVING and said not in {v.casefold() for v in found}:
+        found.append(value)
 
 
 def _no_forget(text: str, to_others: bool) -> re.Match[str] | None:
