@@ -1829,6 +1829,8 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I work from home on weekdays", "what's on Monday?"], "you work from home on weekdays"),
         (["I work from home on weekdays", "what am I doing tomorrow?"], "haven't told me"),
         (["bin day is Thursday", "what's on Thursday?"], "bin day is Thursday"),
+        (["bin day is Thursday", "anything on next week?"], "bin day is Thursday"),
+        (["bin day is Thursday", "what's on Friday?"], "haven't told me"),
     ],
     "a birthday said with the age turned": [  # said on Sat 1 Mar 2025
         (["my niece Lily turns 7 on Saturday"],
