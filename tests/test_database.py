@@ -438,8 +438,8 @@ def _searcher_threads() -> int:
 
 
 async def test_the_searcher_connects_at_the_first_read_only(db_path):
-    """A database that never reads a snapshot (a CLI command, a start) opens two connections,
-    not three (issue 20); the first :meth:`Database.read` connects the searcher, the close
+    """A database that never reads a snapshot (a CLI command, a start) does not connect the
+    searcher (issue 20); the first :meth:`Database.read` connects the searcher, the close
     ends its thread."""
     before = _searcher_threads()
     db = await Database(db_path).open()
@@ -454,3 +454,50 @@ async def test_the_searcher_connects_at_the_first_read_only(db_path):
     finally:
         await db.close()
     assert _searcher_threads() == before
+
+
+def _connection_threads() -> int:
+    return sum(t.name.endswith("(_connection_worker_thread)") for t in threading.enumerate())
+
+
+async def test_the_writer_connects_at_the_first_write_only(db_path):
+    """A database whose schema is current opens one connection, the reader: a CLI command or
+    a start that only reads never connects the writer (issue 20, bar 5). The first write
+    connects it; the close ends both threads. A new file (its schema behind) connects the
+    writer at the open, to migrate it."""
+    before = _connection_threads()
+    async with Database(db_path) as new:
+        assert _connection_threads() == before + 2  # migrated at the open
+        await _create_items(new)
+    assert _connection_threads() == before
+    db = await Database(db_path).open()
+    try:
+        assert _connection_threads() == before + 1
+        assert await db.fetchall("SELECT name FROM items") == []
+        assert _connection_threads() == before + 1
+        assert await db.write(_insert("a")) == 1
+        assert _connection_threads() == before + 2
+        assert _names_on_disk(db_path) == {"a"}
+    finally:
+        await db.close()
+    assert _connection_threads() == before
+
+
+async def test_a_writer_that_cannot_connect_fails_the_write_with_the_file_named(db_path):
+    """The writer connects at the first write: a file that is no longer a database by then
+    fails that write with a StorageError naming the file and the cause, writes nothing, and
+    the next write connects again once the file is whole."""
+    async with Database(db_path) as db:
+        await _create_items(db)
+    whole = db_path.read_bytes()
+    db = await Database(db_path).open()
+    try:
+        db_path.write_bytes(b"not a database " * 100)
+        with pytest.raises(StorageError, match=f"cannot open database {db_path} for writing: "
+                           "file is not a database"):
+            await db.write(_insert("a"))
+        db_path.write_bytes(whole)
+        await db.write(_insert("b"))
+    finally:
+        await db.close()
+    assert _names_on_disk(db_path) == {"b"}

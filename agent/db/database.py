@@ -2,7 +2,8 @@
 
 A :class:`Database` holds three connections to one file in WAL mode:
 
-* the **writer**, used only by a single writer task. Callers hand it work with
+* the **writer**, used only by a single writer task, connected by the first write (or at the
+  open, to migrate a schema that is behind). Callers hand it work with
   :meth:`Database.write`; the task runs every piece of work that is waiting in *one*
   ``BEGIN IMMEDIATE`` ... ``COMMIT`` and resolves the callers after the commit. Many chats'
   turns therefore share one fsync (group commit): durability does not cap throughput
@@ -39,9 +40,9 @@ from typing import Any, Literal, Self, TypeVar
 import aiosqlite
 
 from agent.db.migrations import Migration, migrate, schema_is_current
-from agent.db.sqlite_erasure import SECURE_DELETE, vacuum
+from agent.db.sqlite_erasure import vacuum
 from agent.db.sqlite_faults import is_busy, read_only_hint, storage_error, translate_write_error
-from agent.db.sqlite_files import file_sizes, make_private, switch_to_wal, use_small_pages
+from agent.db.sqlite_files import configure, file_sizes, make_private
 from agent.db.transaction import Row, Snapshot, SqliteSnapshot, SqliteTransaction, Transaction
 from agent.db.write_queue import Pending, settle
 from agent.errors import DatabaseLocked, DatabaseUnwritable, StorageError
@@ -60,8 +61,6 @@ Work = Callable[[Transaction], Awaitable[T]]
 Read = Callable[[Snapshot], T]
 
 _SYNCHRONOUS: dict[str, str] = {"full": "FULL", "process": "NORMAL"}
-# Temporary b-trees (sorts, FTS5 merges) in memory: in files they were most of a turn's writes.
-_TEMP_STORE = "PRAGMA temp_store = MEMORY;"
 
 
 class Database:
@@ -155,28 +154,30 @@ class Database:
         return self
 
     async def _connect_all(self) -> aiosqlite.Connection:
-        """Connect the writer (migrated if behind) and the reader at once, each in its thread;
-        return the reader. What connected is kept for :meth:`close` if one fails."""
+        """Connect the reader, and the writer only if the schema is behind (it migrates);
+        return the reader. Otherwise the first write connects the writer
+        (:meth:`_writer_connection`): a start or a command that only reads connects one
+        (issue 20: a connection is most of an open, its schema parsed; two connecting at once
+        took longer than one after the other, contending for the file's locks)."""
         self._search_thread = ThreadPoolExecutor(1, thread_name_prefix="agent-db-searcher")
         self._searched = False
-        writer, reader = await asyncio.gather(
-            self._connect(query_only=False),
-            self._connect(query_only=True),
-            return_exceptions=True,
-        )
-        self._writer = writer if isinstance(writer, aiosqlite.Connection) else None
-        self._reader = reader if isinstance(reader, aiosqlite.Connection) else None
-        if self._writer is None or self._reader is None:
-            raise next(o for o in (writer, reader) if isinstance(o, BaseException))
+        self._reader = await self._connect(query_only=True, version=True)
         if not schema_is_current(self._version_at_open, self._migrations):
-            await migrate(self._writer, self._migrations)
+            await migrate(await self._writer_connection(), self._migrations)
         return self._reader
 
-    async def _connect(self, *, query_only: bool) -> aiosqlite.Connection:
-        # One hop to the connection's new thread: connect, switch to WAL, set the PRAGMAs. A
-        # failure is raised once the thread has stopped (it must not outlive the loop).
+    async def _writer_connection(self) -> aiosqlite.Connection:
+        # Only the open (before the writer task starts) and the writer task call this.
+        if self._writer is None:
+            self._writer = await self._connect(query_only=False)
+        return self._writer
+
+    async def _connect(self, *, query_only: bool, version: bool = False) -> aiosqlite.Connection:
+        # One hop to the connection's new thread: connect, switch to WAL, set the PRAGMAs (and
+        # read the schema's version). A failure is raised once the thread has stopped (it must
+        # not outlive the loop).
         failed: list[Exception] = []
-        connector = functools.partial(self._open_connection, query_only, failed)
+        connector = functools.partial(self._open_connection, query_only, failed, version)
         conn = await aiosqlite.Connection(connector, iter_chunk_size=64)
         if failed:
             await conn.close()
@@ -184,27 +185,19 @@ class Database:
         return conn
 
     def _open_connection(
-        self, query_only: bool, failed: list[Exception] | None = None
+        self, query_only: bool, failed: list[Exception] | None = None, version: bool = False
     ) -> sqlite3.Connection:
-        # Runs in the thread of the connection. Every connection asks for WAL (the writer and
-        # the reader connect at once: on a new file, either may be first).
+        # Runs in the thread of the connection.
         conn = sqlite3.connect(self.path, isolation_level=None)
         try:
-            conn.row_factory = sqlite3.Row
-            use_small_pages(conn)  # before WAL: a new file takes them
-            switch_to_wal(conn, self._lock_timeout)
-            # One call for every PRAGMA. Erasure (/forget) must leave no text in the file:
-            # deleted content is zeroed in the pages a write touches, and purge_erased rebuilds
-            # the file (agent.db.sqlite_erasure).
-            conn.executescript(
-                f"PRAGMA busy_timeout = {int(self._busy_timeout_ms):d};"
-                f" {_TEMP_STORE}"
-                " PRAGMA foreign_keys = ON;"
-                f" PRAGMA synchronous = {_SYNCHRONOUS[self.durability]};"
-                f" {SECURE_DELETE}"
-                + (" PRAGMA query_only = ON;" if query_only else "")
+            configure(
+                conn,
+                query_only=query_only,
+                synchronous=_SYNCHRONOUS[self.durability],
+                busy_timeout_ms=int(self._busy_timeout_ms),
+                lock_timeout=self._lock_timeout,
             )
-            if not query_only:
+            if version:
                 self._version_at_open = conn.execute("PRAGMA user_version").fetchone()[0]
         except Exception as exc:  # a file that is no database fails here
             if failed is None:
@@ -295,7 +288,7 @@ class Database:
             raise StorageError(f"read failed: {exc}") from exc
 
     def _search(self, work: Read[T]) -> T:
-        # In the searcher's thread. A start that reads no snapshot connects two, not three.
+        # In the searcher's thread. A start that reads no snapshot never connects it.
         if self._searcher is None:
             self._searcher = self._open_connection(True)
         self._searcher.execute("BEGIN")
@@ -387,9 +380,13 @@ class Database:
                 return
 
     async def _commit_batch(self, batch: list[Pending]) -> None:
-        conn = self._writer
-        if conn is None:
-            raise RuntimeError("the writer connection is closed")
+        try:
+            conn = await self._writer_connection()
+        except sqlite3.Error as exc:
+            hint = read_only_hint(self.path)
+            message = f"cannot open database {self.path} for writing{hint}"
+            self._refuse(batch, storage_error(message, exc))
+            return
         # Nothing that must survive a power loss: no fsync at this commit (SQLite takes the
         # setting outside a transaction only).
         if self.durability == "process" or any(pending.durable for pending in batch):
@@ -405,9 +402,7 @@ class Database:
         try:
             await self._begin(conn)
         except StorageError as exc:
-            self._note_refusal(exc)
-            for pending in batch:
-                settle(pending.future, exc=exc)
+            self._refuse(batch, exc)
             return
         done: list[tuple[Pending, Any]] = []
         tx = SqliteTransaction(conn)
@@ -443,6 +438,12 @@ class Database:
             self._refusal = None
         for pending, result in done:
             settle(pending.future, result=result)
+
+    def _refuse(self, batch: list[Pending], error: StorageError) -> None:
+        """Fail every work of ``batch`` with ``error``, none of it begun."""
+        self._note_refusal(error)
+        for pending in batch:
+            settle(pending.future, exc=error)
 
     def _note_refusal(self, error: BaseException) -> bool:
         """Log the first of a run of refused writes; return whether ``error`` is one."""

@@ -1,5 +1,6 @@
 """The files of a SQLite database: the main file, its write-ahead log and its shared-memory
-index, kept private, in WAL mode, in small pages and measured. Used by
+index, kept private, in WAL mode, in small pages and measured, and a connection to them with
+the project's PRAGMAs (:func:`configure`). Used by
 :class:`agent.db.Database`; tested in ``tests/test_database.py`` (permissions, WAL on every
 connection, the page size of a new file and an old one; two opening one new file in
 ``tests/test_migrations.py``) and ``tests/test_cli.py`` (``stats``).
@@ -14,9 +15,10 @@ import sqlite3
 import time
 from pathlib import Path
 
+from agent.db.sqlite_erasure import SECURE_DELETE
 from agent.db.sqlite_faults import is_busy
 
-__all__ = ["file_sizes", "make_private", "switch_to_wal", "use_small_pages"]
+__all__ = ["configure", "file_sizes", "make_private", "switch_to_wal", "use_small_pages"]
 
 logger = logging.getLogger("agent.db.database")
 
@@ -29,6 +31,43 @@ _PAGE_SIZE = 1024
 # The log is copied back into the file once it holds this much (SQLite's default, 1,000 pages,
 # of its default 4 KiB pages), whatever the page size.
 _WAL_BYTES = 4_000 * 1024
+
+
+# Temporary b-trees (sorts, FTS5 merges) in memory: in files they were most of a turn's writes.
+_TEMP_STORE = "PRAGMA temp_store = MEMORY;"
+
+
+def configure(
+    conn: sqlite3.Connection,
+    *,
+    query_only: bool,
+    synchronous: str,
+    busy_timeout_ms: int,
+    lock_timeout: float,
+) -> None:
+    """Put a new connection's database in WAL mode and give the connection the project's
+    PRAGMAs (rows as :class:`sqlite3.Row`).
+
+    Call it in the thread that will use the connection: it may sleep (:func:`switch_to_wal`).
+    Every connection asks for WAL: on a new file, whichever connects first switches it.
+
+    Raises:
+        sqlite3.Error: the file is no database, or cannot be read (the caller closes ``conn``).
+    """
+    conn.row_factory = sqlite3.Row
+    use_small_pages(conn)  # before WAL: a new file takes them
+    switch_to_wal(conn, lock_timeout)
+    # One call for every PRAGMA. Erasure (/forget) must leave no text in the file: deleted
+    # content is zeroed in the pages a write touches, and purge_erased rebuilds the file
+    # (agent.db.sqlite_erasure).
+    conn.executescript(
+        f"PRAGMA busy_timeout = {busy_timeout_ms:d};"
+        f" {_TEMP_STORE}"
+        " PRAGMA foreign_keys = ON;"
+        f" PRAGMA synchronous = {synchronous};"
+        f" {SECURE_DELETE}"
+        + (" PRAGMA query_only = ON;" if query_only else "")
+    )
 
 
 def _side_files(path: Path) -> tuple[Path, Path]:
