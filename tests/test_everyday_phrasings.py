@@ -53,7 +53,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["im jake btw", "what's my name?"], "Your name is Jake."),
         (["hey im stuck", "what's my name?"], "I don't know your name yet."),
         (["my name is Dana", "I'm going to Rome in August with my sister",
-          "who am I going to Rome with?"], "my sister"),
+          "who am I going to Rome with?"], "With your sister."),
         (["my name is Dana", "hey, who am I?"], "Your name is Dana."),
         (["I prefer to be called Sam", "what's my name?"], "Your name is Sam."),
         (["I'd rather be called Jo", "what's my name?"], "Your name is Jo."),
@@ -1558,7 +1558,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["my wife and I are expecting a baby in April", "when is the baby due?"],
          "Your baby is due in April."),
         (["me and my sister are going to Rome in May", "where am I going in May?"],
-         "You're planning a trip to Rome in May."),
+         "You're planning a trip to Rome with your sister in May."),
         (["I'm training for a marathon in May", "when is my marathon?"],
          "Your marathon is in May."),
         (["I'm studying for my driving test on Friday", "when is my driving test?"],
@@ -1762,6 +1762,42 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["remind me to feed the dog every day at 7am and 6pm"],
          "every day at 18:00 UTC to feed the dog"),
     ],
+    "a trip with someone, said as 'X and I'": [
+        (["Tom and I are going to Paris on Friday"], "a trip to Paris with Tom on Fri 7 Mar."),
+        (["Tom and I are going to Paris on Friday", "who am I going to Paris with?"],
+         "With Tom."),
+        (["me and my sister are flying to Rome next month, can't wait",
+          "who am I travelling with?"], "With your sister."),
+        (["me and my sister are flying to Rome next month, can't wait"],
+         "a trip to Rome with your sister in April."),
+        (["my wife and I are heading to Lisbon in June", "where am I going in June?"],
+         "a trip to Lisbon with your wife in June."),
+        (["Priya and I are off to Berlin on the 14th. so excited!",
+          "when am I going to Berlin?"], "a trip to Berlin with Priya on Fri 14 Mar."),
+        (["Tom and I are going to Paris on Friday", "who am I going to Rome with?"],
+         "You haven't told me about a trip to Rome yet."),
+        (["we're going to Japan in May, so excited"], "a trip to Japan in May."),
+        (["Alex and I are moving to Leeds"], "you're planning to move to Leeds"),
+        (["Tom and I are going to the cinema tomorrow night", "what's on tomorrow?"],
+         "to go to the cinema with Tom tomorrow, Sun 2 Mar at night."),
+        (["my wife and I are going on holiday to Crete in June", "who am I going to Crete with?"],
+         "With your wife. You're planning a trip to Crete with your wife in June."),
+        (["I'm going to Paris with Tom and Ana on Friday", "who am I going to Paris with?"],
+         "With Tom and Ana."),
+        (["I'm going to Paris with Tom on Friday", "who's going to Paris with me?"], "With Tom."),
+        (["I'm going to Paris with Tom on Friday", "who is going to the party?"],
+         "I can't answer that offline"),
+    ],
+    "a trip said as a holiday or going away": [
+        (["I'm going on holiday to Crete in June", "where am I going in June?"],
+         "a trip to Crete in June."),
+        (["we're going away to Cornwall next weekend", "where am I going next weekend?"],
+         "a trip to Cornwall the weekend of Sat 8 Mar."),
+        (["we're going on our honeymoon to Bali on the 20th", "when am I going to Bali?"],
+         "a trip to Bali on Thu 20 Mar."),
+        (["I'm flying on a road trip to Utah in July"], "a trip to Utah in July."),
+        (["I'm going on a date tomorrow"], "Sorry, I didn't understand"),
+    ],
     "a partner's diet, said with the user's": [
         (["my husband Dev and I are going to Lisbon next month", "Dev doesn't eat pork",
           "what doesn't my husband eat?"], "Your husband Dev doesn't eat pork."),
@@ -1817,7 +1853,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm meeting Jess for lunch on Friday at 1", "who am I meeting on Friday?"],
          "Your lunch with Jess is on Fri 7 Mar at 1."),
         (["Tom and I are going to the cinema tomorrow night", "what's on tomorrow?"],
-         "You're planning to go to the cinema tomorrow, Sun 2 Mar at night."),
+         "You're planning to go to the cinema with Tom tomorrow, Sun 2 Mar at night."),
         (["we're going to the pub on Friday", "what are my plans?"],
          "You're planning to go to the pub on Fri 7 Mar."),
     ],
@@ -1999,6 +2035,29 @@ async def test_a_reminder_at_two_times_is_two_reminders(db):
     listed = (await chat.say("what reminders do I have?")).text or ""
     assert "every day at 07:00" in listed
     assert "every day at 18:00" in listed
+
+
+@pytest.mark.parametrize(
+    ("said", "hours"),
+    [
+        ("remind me to feed the cat at 8 and 20:00", [(8, 0), (20, 0)]),
+        ("remind me to water the plants every day at 7 and 19:30", [(7, 0), (19, 30)]),
+        ("remind me at 21.15 and 9 to take my pills", [(9, 0), (21, 15)]),
+        ("remind me to call Mum at 6pm and at 8pm", [(18, 0), (20, 0)]),
+    ],
+)
+async def test_a_reminder_at_two_times_of_one_clock_is_two_reminders_and_no_to_do(
+    db, said, hours
+):
+    """A bare hour beside a time of the 24-hour clock is of that clock ("at 8 and 20:00" is
+    08:00 and 20:00), and a reminder said with two times sets both and adds nothing to the
+    list (it once set 20:00 alone, and listed "feed the cat at 8 and 20:00" as a to-do)."""
+    chat = Chat(db)
+    reply = await chat.say(said)
+    due = sorted((ref.due_at.hour, ref.due_at.minute) for ref in reply.job_refs if ref.due_at)
+    assert due == hours
+    assert "list" not in (reply.text or "")
+    assert "Your list is empty." in ((await chat.say("what's on my list?")).text or "")
 
 
 async def test_an_event_moved_to_another_time_is_one_event_at_the_new_time(db):

@@ -29,7 +29,12 @@ from agent.memory.rules.informal_words import respell, without_emoji
         ("what's ur name", "what's your name?"),
         ("im gonna visit paris", "I'm going to visit paris"),
         ("my wife and I are expecting a baby in April", "we are expecting a baby in April"),
-        ("me and my sister are going to Rome", "we are going to Rome"),
+        ("me and my sister are going to Rome", "I'm going to Rome with my sister"),
+        ("Tom and I are flying to Paris on Friday", "I'm flying to Paris with Tom on Friday"),
+        ("our kids and I are off to the beach tomorrow morning, yay",
+         "I'm off to the beach with our kids tomorrow morning, yay"),
+        ("Alex and I are moving to Leeds", "we are moving to Leeds"),
+        ("Tom and I are going to try sushi", "we are going to try sushi"),
     ],
 )
 def test_an_informal_spelling_is_read_as_the_standard_one(typed, read):

@@ -22,7 +22,7 @@ from datetime import date, datetime, time, timedelta
 from agent.engines.rule_facts import NOT_TOLD, answer_line, own_facts
 from agent.engines.rule_reading import Reading
 from agent.engines.rule_todos import job_line, scheduled_jobs
-from agent.memory.longterm.memory_slots import parse_key
+from agent.memory.longterm.memory_slots import in_second_person, parse_key
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_dates import days_asked, falls_in, kept_when, same_time
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
@@ -72,6 +72,18 @@ _ASK_WHEN_GO = re.compile(
     r" (?P<thing>[^\W\d_][\w' -]{0,60}?)\??$",
     _F,
 )
+# "who am I going to Paris with?", "who are we flying with?": the trip told with whom.
+_ASK_WHO_WITH = re.compile(
+    r"^(?:who|which (?:friends?|people))(?:'s| am i| are we| will i be| will we be| is| are)"
+    r" (?:going|flying"
+    r"|travel(?:l)?ing|heading|off|driving|coming)"
+    r"(?: (?:to|for) (?P<thing>[^\W\d_][\w' -]{0,60}?))? with(?: me| us)?\??$",
+    _F,
+)
+_WITH = re.compile(
+    r"\bwith\s+(?P<who>.+?)(?=\s+(?:on|in|at|by|from|this|next|tomorrow|tonight|today|until|over"
+    r"|during|for|the\s+weekend)\b|[,.;]|$)"
+)
 # "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?",
 # "what's on Tuesday?", "what's happening on the 14th?",
 # "what do I have on Tuesday?", "anything on this week?"
@@ -117,6 +129,9 @@ def answer_event(
 ) -> str | None:
     """Answer "when is my flight?" from the dated things the user told of; ``None`` when none
     matches (another rule, or a line said in passing, may answer)."""
+    who_with = _ASK_WHO_WITH.match(reading.text)
+    if who_with is not None:  # "who am I going to Paris with?": whom the trip was told with
+        return _companions(reading, who_with.group("thing"))
     going = _ASK_WHEN_GO.match(reading.text)
     if going is not None:  # "when am I flying to Lisbon?": the trips there, or not told
         wanted = content_stems(going.group("thing"))
@@ -247,6 +262,19 @@ def _weekly_then(asked: Sequence[tuple[date, date]], fact: Fact) -> bool:
         for first, last in asked
         for n in range(min((last - first).days + 1, 7))  # a week holds every day of the week
     )
+
+
+def _companions(reading: Reading, place: str | None) -> str | None:
+    """Whom the trips (to ``place``, if said) go with, as told; ``None`` when no trip was told
+    (another rule, or a line said in passing, may answer)."""
+    wanted = content_stems(place or "")
+    trips = [f for f in _trips(reading) if wanted <= content_stems(f.value)]
+    if not trips:
+        return f"{NOT_TOLD} about a trip to {place} yet." if place else None
+    told = [(f, m.group("who")) for f in trips if (m := _WITH.search(f.value))]
+    if not told:
+        return f"{NOT_TOLD} who's going with you. " + " ".join(answer_line(f) for f in trips)
+    return " ".join(f"With {in_second_person(who)}. {answer_line(f)}" for f, who in told)
 
 
 def _trips(reading: Reading) -> list[Fact]:

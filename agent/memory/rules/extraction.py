@@ -32,6 +32,7 @@ __all__ = [
     "Clause",
     "clean_value",
     "content_stems",
+    "each_time",
     "match_reminder",
     "normalize_text",
     "split_clauses",
@@ -244,9 +245,33 @@ _REMINDER_FORMS = (
 _TIMER_FOR = re.compile(r"\btimer\s+for\s+(?=(?:\d|an?\s|half\s))", _F)
 
 
+# "every day at 7am and 6pm", "at 8 and at 20:00": two clock times for one reminder.
+_CLOCK = r"\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm)?"
+_TWO_TIMES = re.compile(
+    rf"\bat\s+(?P<a>{_CLOCK})\s+and\s+(?:at\s+)?(?P<b>{_CLOCK})(?![\w:.])", re.IGNORECASE
+)
+_BARE = re.compile(r"\d{1,2}")
+_DAY_CLOCK = re.compile(r"(?P<h>\d{1,2})(?:[:.]\d\d)?")  # no am or pm
+
+
+def each_time(text: str) -> tuple[str, ...]:
+    """Return ``text`` once for each clock time of a reminder said with two ("remind me at 7am
+    and 6pm to ...": "... at 7am ...", "... at 6pm ..."), or alone as it is. A bare hour beside
+    a time of the 24-hour clock is of that clock ("at 8 and 20:00": at 08:00, at 20:00)."""
+    two = _TWO_TIMES.search(text)
+    if two is None:
+        return (text,)
+    times = [two.group("a").strip(), two.group("b").strip()]
+    clocks = [_DAY_CLOCK.fullmatch(time) for time in times]
+    if any(clock and int(clock.group("h")) >= 13 for clock in clocks):
+        times = [f"{int(time):02d}:00" if _BARE.fullmatch(time) else time for time in times]
+    return tuple(f"{text[: two.start()]}at {time}{text[two.end() :]}" for time in times)
+
+
 def match_reminder(clause: str) -> re.Match[str] | None:
-    """The match of a reminder request in ``clause``: its ``when``, ``link`` and ``label``."""
-    clause = named_days(spoken_clock(clean_value(clause, len(clause) + 1)))
+    """The match of a reminder request in ``clause``: its ``when``, ``link`` and ``label`` (of
+    its last time, when it says two: :func:`each_time`)."""
+    clause = named_days(spoken_clock(each_time(clean_value(clause, len(clause) + 1))[-1]))
     clause = _TIMER_FOR.sub("timer in ", clause)
     for pattern in _REMINDER_FORMS:
         match = pattern.search(clause)

@@ -158,8 +158,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "I'm a software developer from Gdansk": where they are from, after the job.
     rule("hometown", rf"^(?:i'm|i am|im)\s+an?\s+(?:[\w-]+\s+){{0,2}}?(?:{JOBS})\s+from\s+"
          r"(?P<v>.+)", "place"),
+    # "we're going on holiday to Crete in June", "I'm going away to Cornwall": a trip too.
     rule("plan", rf"{TRAVEL}(?:go(?:ing)?|fly(?:ing)?|travel(?:l)?(?:ing)?|head(?:ing)?"
-         r"|driv(?:e|ing)|off|sail(?:ing)?)\s+to\s+(?P<v>.+)", "trip"),
+         r"|driv(?:e|ing)|off|sail(?:ing)?)(?:\s+away|\s+on\s+(?:a\s+|our\s+|my\s+)?(?:holiday"
+         r"|vacation|honeymoon|getaway|break|road\s+trip))?\s+to\s+(?P<v>.+)", "trip"),
     rule("plan", rf"{TRAVEL}(?:a\s+|our\s+|my\s+)?trip\s+to\s+(?P<v>.+)", "trip"),
     rule("plan", r"\b(?:i|we)(?:'ll|\s+will)\s+be\s+in\s+(?P<v>.+)", "trip"),
     rule("name", r"^(?:i'm|i am|im)\s+(?P<v>.+)", "strict_name"),

@@ -61,10 +61,12 @@ _AGE_TAIL = re.compile(
 )
 
 # Where a value ends and a comment on it begins: "aerial yoga, it's a great way to...",
-# "shellfish - it's pretty bad" (a list goes on: "reading, watching movies").
+# "shellfish - it's pretty bad", "Rome next month, can't wait" (a list goes on: "reading,
+# watching movies").
 _COMMENT = re.compile(
     r"\s+[-\u2013\u2014]\s+|,\s+(?:the|it|it's|its|they|they're|that|that's|which|so|but|as|'cause"
-    r"|cause|because|since|i|i'm|i've|we|we're|he|she|there|this|these|those|plus)\b",
+    r"|cause|because|since|i|i'm|i've|we|we're|he|she|there|this|these|those|plus|can't|cannot"
+    r"|yay|finally|lol|haha|omg|hopefully|fingers crossed)\b",
     _F,
 )
 # "cockroaches as well", "hiking so much": what is said, without how much.

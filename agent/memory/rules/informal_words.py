@@ -135,8 +135,22 @@ _PHRASES = (
         re.compile(r"^i(?:'m|\s+am)\s+engaged\s+to\s+(?=(?-i:[A-Z]))", re.IGNORECASE),
         "my fiancé is ",
     ),
-    # "my wife and I are expecting a baby", "me and my sister are going to Rome", "Alex and I
-    # are moving": we (not when the other is named by role and name: "my husband Tom and I").
+    # "Tom and I are going to Paris on Friday", "me and my sister are flying to Rome": the
+    # user's trip, with whom (to the sentence's end, or a comma before another clause).
+    (
+        " and ",
+        re.compile(
+            r"^(?:(?P<who>(?:my|our)\s+[\w-]+|(?-i:[A-Z])[\w-]+)\s+and\s+i|me\s+and\s+"
+            r"(?P<other>my\s+[\w-]+|(?-i:[A-Z])[\w-]+))\s+are\s+(?P<trip>(?:going|flying|travell?ing"
+            r"|heading|driving|off)\s+(?:to\s+(?=(?-i:[A-Z])|(?:the|a|an|my|our|his|her|their|lunch|dinner"
+            r"|brunch|school|work|uni|college|church|town|bed)\b)|for\s|on\s)"
+            r"(?:[^.!?\n;,]|,(?!\s+(?-i:[a-z])))*)",
+            re.IGNORECASE,
+        ),
+        lambda m: _with(m["trip"].rstrip(), m["who"] or m["other"]),
+    ),
+    # "my wife and I are expecting a baby", "Alex and I are moving": we (not when the other is
+    # named by role and name: "my husband Tom and I").
     (
         " and ",
         re.compile(
@@ -147,6 +161,22 @@ _PHRASES = (
         "we ",
     ),
 )
+# Where a trip's place ends and its time begins: "to Paris| on Friday", "the cinema| tomorrow".
+_TRIP_TIME = re.compile(
+    r"\s+(?:on|in|at|by|from|this|next|tomorrow|tonight|today|until|till|over|during|later"
+    r"|for\s+(?:a|an|the|\d+|one|two|three|a\s+few)\s)\b",
+    re.IGNORECASE,
+)
+
+
+def _with(trip: str, who: str) -> str:
+    """ "going to Paris on Friday" with Tom: "I'm going to Paris with Tom on Friday"."""
+    verb, _, rest = trip.partition(" ")
+    when = _TRIP_TIME.search(rest, pos=rest.find(" ") + 1)
+    cut = len(rest) if when is None else when.start()
+    return f"I'm {verb} {rest[:cut]} with {who}{rest[cut:]}"
+
+
 # "i" alone is "I" ("i have a dog", "i'm"), not the "i" of "i.e." or "Wi-Fi".
 _I = re.compile(r"(?<![\w.'-])i(?=[\s']|$)")
 # A possessive without its apostrophe, before what a person has: "my sisters name",

@@ -12,12 +12,16 @@ Tested by ``tests/test_reminder_time.py`` and ``tests/test_extraction.py``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from agent.memory.rules.extraction import clean_value, match_reminder, split_clauses
+from agent.memory.rules.extraction import (
+    clean_value,
+    each_time,
+    match_reminder,
+    split_clauses,
+)
 from agent.memory.rules.recurrence import next_occurrence, repeat_said
 from agent.memory.rules.reminder_time import due_time
 from agent.memory.rules.todo_openers import is_deed
@@ -44,24 +48,13 @@ class ReminderRequest:
     repeat: Repeat | None = None
 
 
-# "every day at 7am and 6pm", "at 8 and at 20:00": two clock times for one reminder.
-_CLOCK = r"\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm)?"
-_TWO_TIMES = re.compile(
-    rf"\bat\s+(?P<a>{_CLOCK})\s+and\s+(?:at\s+)?(?P<b>{_CLOCK})(?![\w:.])", re.IGNORECASE
-)
-
-
 def parse_reminders(
     text: str, now: datetime, zone: ZoneInfo = DEFAULT_ZONE
 ) -> tuple[ReminderRequest, ...]:
     """Return the timed reminders ``text`` asks for (:func:`parse_reminder`): one, or one for
     each clock time of "remind me every day at 7am and 6pm to feed the dog"."""
-    two = _TWO_TIMES.search(text)
-    said = [text]
-    if two is not None:
-        said = [f"{text[: two.start()]}at {two.group(t)}{text[two.end() :]}" for t in "ab"]
-    # "at 8 and 20:00": the time read (the reply says which); "at 8" asks am or pm alone.
-    return tuple(request for one in said if (request := parse_reminder(one, now, zone)))
+    # "at 8 and 6pm": the time read (the reply says which); "at 8" asks am or pm alone.
+    return tuple(r for one in each_time(text) if (r := parse_reminder(one, now, zone)))
 
 
 def is_reminder_request(text: str) -> bool:
