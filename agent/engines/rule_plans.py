@@ -120,6 +120,10 @@ _DAY_NAMES = ["mon", "tues", "wednes", "thurs", "fri", "satur", "sun"]
 _WEEKDAYS = re.compile(
     rf"\b(?:(?P<day>{'|'.join(_DAY_NAMES)})days?|weekdays|(?:at\s+)?weekends|every\s+day)\b", _F
 )
+# A time asked about that says its own preposition ("for Friday", "this week", "tomorrow").
+_SAID_WITH_WORD = re.compile(
+    r"^(?:on|for|in|at|by|this|next|last|tomorrow|today|tonight|the\s+weekend)\b", _F
+)
 # Words of a time asked about that every plan shares or none says ("on", "for").
 _TIME_WORDS = content_stems("on for in at the this")
 
@@ -225,7 +229,8 @@ def answer_plans_when(
         if ref.due_at is not None and falls_in(when, ref.due_at, reading.now, reading.zone)
     ]
     if not found and not due:
-        return f"{NOT_TOLD} about plans {when} yet."
+        said = when if _SAID_WITH_WORD.match(when) else f"on {when}"  # "plans on Monday"
+        return f"{NOT_TOLD} about plans {said} yet."
     told = " ".join(answer_line(f) for f in found)
     reminders = "\n".join(job_line(ref, reading) for ref in due)
     return "\n\n".join(part for part in (told, reminders and f"Reminders:\n{reminders}") if part)

@@ -17,6 +17,7 @@ from agent.db import Transaction
 from agent.memory.conversation_store import ConversationStore, EncodedState
 from agent.memory.longterm.memory_slots import attribute_of, memory_facts, parse_key
 from agent.memory.longterm.memory_store import MemoryStore
+from agent.memory.rules.event_moves import moves_routine
 from agent.memory.rules.extraction import normalize_text
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.plan_endings import ends_plan
@@ -106,6 +107,7 @@ def memory_candidates(
         or names_values(text)
         or puts_right(text)
         or ends_plan(text)
+        or moves_routine(text)
         or any(_read_against_memories(fact) for fact in extract_facts(text, turn=turn.seq))
     )
     known = memory_facts(memories) if wanted else ()

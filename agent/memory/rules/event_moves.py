@@ -10,6 +10,9 @@
   8:30", "pushed back to half past four"): "on Sat 28 Nov at 16:00". An hour said without
   morning or evening is the one nearer the time it had ("4" of 15:00 is 16:00), or stays as
   said when it had none.
+- A routine moved to another weekday ("ballet moved to Thursdays", "yoga is on Wednesdays now"
+  of "I go to yoga on Mondays at 7") is that routine on the new day, in its place: the one
+  known routine that names the thing and a weekday (two that could be are left as they are).
 
 Pure functions of the fact and the facts known before it. Tested by ``tests/test_event_moves.py``
 and the "an event moved" families of ``tests/test_everyday_phrasings.py``.
@@ -20,11 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agent.memory.longterm.memory_slots import USER, parse_key
+from agent.memory.longterm.memory_slots import USER, fact_key, parse_key
+from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.reminder_time import spoken_clock
 from agent.memory.schemas import Fact
 
-__all__ = ["moved_event", "of_known_event"]
+__all__ = ["moved_event", "moved_routine", "moves_routine", "of_known_event"]
 
 _F = re.IGNORECASE
 # A kept day's time ("on Fri 4 Dec at 18:00"), and a day said without one ("on Sat 5 Dec").
@@ -100,3 +104,61 @@ def moved_event(fact: Fact, known: Sequence[Fact]) -> Fact:
             hour = min((hour % 12, hour % 12 + 12), key=lambda h: abs(h * 60 + minute - was))
             at = f"{hour:02d}:{minute:02d}"
     return fact.model_copy(update={"value": f"{said['name']} is {kept['day']} at {at}"})
+
+
+_WEEKDAY = r"(?P<d>mon|tues|wednes|thurs|fri|satur|sun)day(?P<s>s)?"
+# "her ballet moved to Thursdays", "my yoga class has been moved to Wednesday", "football is
+# on Saturdays now", "swimming is now on Fridays".
+_ROUTINE_MOVED = re.compile(
+    r"^(?:(?:actually|oh|so|ok|okay|and|fyi|btw)[\s,]+)*(?:(?:my|our)\s+[\w-]+'s\s+"
+    r"|(?:my|our|his|her|their|the)\s+|(?-i:[A-Z])[\w-]*'s\s+)?(?P<thing>[\w' -]{2,40}?)"
+    r"(?:\s+(?:has|have|'s|is|are|got|was|were))?(?:\s+been)?\s+(?:(?:moved|changed|switched"
+    r"|shifted)\s+to|(?:now\s+)?on)\s+(?:to\s+)?"
+    + _WEEKDAY
+    + r"(?:\s+now|\s+from\s+now\s+on)?[.!]*$",
+    _F,
+)
+_SAID_WEEKDAY = re.compile(rf"\b{_WEEKDAY}\b", _F)
+# What a routine's thing may be said with ("ballet class", "swimming lessons").
+_ROUTINE_WORDS = content_stems("class classes lesson lessons session sessions practice club")
+
+
+def moves_routine(text: str) -> bool:
+    """Whether ``text`` says a routine moved to another weekday ("ballet moved to Thursdays"):
+    read against the routines known (:func:`moved_routine`)."""
+    return _ROUTINE_MOVED.match(text.strip()) is not None
+
+
+def moved_routine(
+    text: str, known: Sequence[Fact], *, turn: int
+) -> tuple[tuple[Fact, ...], dict[str, Fact]] | None:
+    """ "ballet moved to Thursdays": the one known routine of ballet, on Thursdays, and the key
+    it replaces (see the module); ``None`` when the text moves no known routine."""
+    said = _ROUTINE_MOVED.match(text.strip())
+    if said is None:
+        return None
+    wanted = content_stems(said["thing"]) - _ROUTINE_WORDS
+    found = [
+        f
+        for f in known
+        if parse_key(f.key).attribute in {"routine", "does"}
+        and wanted
+        and wanted <= content_stems(f.value)
+        and _SAID_WEEKDAY.search(f.value)
+    ]
+    if len(found) != 1:
+        return None
+    (old,) = found
+    was = _SAID_WEEKDAY.search(old.value)
+    assert was is not None  # noqa: S101 - found above
+    day = said["d"].capitalize() + "day" + ("s" if was["s"] else "")
+    value = old.value[: was.start()] + day + old.value[was.end() :]
+    parts = parse_key(old.key)
+    moved = Fact(
+        key=fact_key(parts.subject, parts.attribute, value),
+        value=value,
+        turn=turn,
+        mode="corrected",
+        speaker=old.speaker,
+    )
+    return (moved,), {moved.key: old}

@@ -36,7 +36,7 @@ from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from agent.memory.longterm.memory_slots import fact_key, parse_key, role_and_name, slot_of
-from agent.memory.rules.event_moves import moved_event, of_known_event
+from agent.memory.rules.event_moves import moved_event, moved_routine, of_known_event
 from agent.memory.rules.fact_dates import dated_facts, kept_day
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.rules.plan_endings import ended_plans
@@ -401,6 +401,28 @@ def ends_another(fact: Fact, known: Sequence[Fact]) -> bool:
     )
 
 
+def _stated(
+    text: str, known: Sequence[Fact], previous: str | None, *, turn: int
+) -> tuple[tuple[Fact, ...], dict[str, Fact]]:
+    """The facts ``text`` states, or else those it puts right, and the keys they replace."""
+    fixed = _fixed_within(text, turn=turn)
+    stated = extract_facts(text, turn=turn) if fixed is None else fixed
+    stated = tuple(fact for fact in stated if not ends_another(fact, known))
+    replaced: dict[str, Fact] = {}
+    if stated:
+        replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
+        replaced |= _said_again_of_renamed(stated, replaced, known)
+    elif ended := ended_plans(text, known, turn=turn):
+        stated = ended
+    elif by_value := correct_by_value(text, known, turn=turn):
+        stated = by_value
+    elif (renamed := _rename_by_value(text, known, turn=turn)) is not None:
+        stated, replaced = renamed
+    else:
+        stated, replaced = _correct_last(text, previous, turn=turn)
+    return stated, replaced
+
+
 def read_said(
     text: str,
     known: Sequence[Fact],
@@ -421,21 +443,10 @@ def read_said(
         said_at: when it was said (a relative date is read at it).
         zone: the user's time zone.
     """
-    fixed = _fixed_within(text, turn=turn)
-    stated = extract_facts(text, turn=turn) if fixed is None else fixed
-    stated = tuple(fact for fact in stated if not ends_another(fact, known))
-    replaced: dict[str, Fact] = {}
-    if stated:
-        replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
-        replaced |= _said_again_of_renamed(stated, replaced, known)
-    elif ended := ended_plans(text, known, turn=turn):
-        stated = ended
-    elif by_value := correct_by_value(text, known, turn=turn):
-        stated = by_value
-    elif (renamed := _rename_by_value(text, known, turn=turn)) is not None:
-        stated, replaced = renamed
-    else:
-        stated, replaced = _correct_last(text, previous, turn=turn)
+    # "ballet moved to Thursdays" of a routine known: that routine (also what other rules
+    # would read as a new event or routine: "my yoga class has been moved to Wednesday").
+    moved = moved_routine(text, known, turn=turn)
+    stated, replaced = moved or _stated(text, known, previous, turn=turn)
     events = tuple(of_known_event(f, known) for f in stated)
     dated = tuple(moved_event(f, known) for f in dated_facts(events, said_at, zone))
     new_keys = {f.key: d.key for f, d in zip(stated, dated, strict=True)}
