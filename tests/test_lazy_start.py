@@ -147,6 +147,29 @@ async def test_a_turn_leaves_its_record_unknown_until_its_file_is_recorded(
     assert await unknown_records(db_path) == []
 
 
+async def test_a_start_records_the_files_it_found_good_that_were_not_recorded(
+    db_path: Path, checkpoint_dir: Path, engine
+):
+    """A foreground start after a crash (a turn's file written, its record not) checks that
+    file, finds it good and records it, so that the next start need not check it; the files
+    whose record was at their turn already stay recorded."""
+    await fill(db_path, checkpoint_dir, engine, 3)
+    running = await start(db_path, checkpoint_dir)
+    await running.hydrate()
+    turn = (await running.on_turn(InboundMessage(chat_id=1, text="and one more"), engine)).turn
+    assert await unknown_records(db_path) == [turn.session_id]
+    # Another start while it runs, as after its crash (it never stops, nor records).
+    restarted = await start(db_path, checkpoint_dir)
+    report = await restarted.hydrate()
+    try:
+        assert report.sessions == 3
+        assert report.rebuilt == {}
+        assert await unknown_records(db_path) == []
+    finally:
+        await restarted.shutdown()
+        await running.shutdown()
+
+
 async def test_the_background_sweep_does_not_reorder_turns(
     db_path: Path, checkpoint_dir: Path, engine
 ):

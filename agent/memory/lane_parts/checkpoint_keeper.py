@@ -59,6 +59,11 @@ class CheckpointKeeper:
         self._failure: str | None = None
         # Files written since the last :meth:`record`: session id -> (its chat, the file's seq).
         self._written: dict[str, tuple[int, int]] = {}
+        #: Set by a start that read them all: the sessions whose record was not at their
+        #: last turn then. A file found matching a session not among them is recorded already
+        #: (its row changed since would have cleared the record and written the file anew);
+        #: ``None``: any may not be.
+        self.unrecorded: set[str] | None = None
         #: Set by a background start (its time): a session last changed before it is
         #: ``resuming`` once hydrated, as the start marks every session in the foreground.
         self.resumed_at: datetime | None = None
@@ -299,7 +304,9 @@ class CheckpointKeeper:
         if check.verdict != "matches" or check.snapshot is None:
             return check.detail
         live.checkpoint_status = check.snapshot.state.status
-        self._written[live.session.session_id] = (live.session.chat_id, live.session.last_seq)
+        sid = live.session.session_id
+        if self.unrecorded is None or sid in self.unrecorded:
+            self._written[sid] = (live.session.chat_id, live.session.last_seq)
         return None
 
     async def remove_orphans(self) -> list[str]:

@@ -143,6 +143,9 @@ class Hydration:
         )
         for sid in unknown:  # the files the record does not vouch for (else the sweep's)
             await self._hold_session(sid)
+        # Read whole, the list says which sessions the sweep finds recorded already: their
+        # files, found good, need no record (nor the read that would find it written).
+        keeper.unrecorded = None if background else set(unknown)
         for session in with_jobs:
             await self._hold(session.chat_id, session)
         await keeper.record()
@@ -156,6 +159,7 @@ class Hydration:
             self._sweep = asyncio.create_task(self._run_sweep(hold_all=False))
         else:
             await self._run_sweep(hold_all=True)
+            keeper.unrecorded = None
         self._starting = False
         return report
 
