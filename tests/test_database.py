@@ -456,8 +456,14 @@ async def test_the_searcher_connects_at_the_first_read_only(db_path):
     assert _searcher_threads() == before
 
 
-def _connection_threads() -> int:
-    return sum(t.name.endswith("(_connection_worker_thread)") for t in threading.enumerate())
+def _connection_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.endswith("(_connection_worker_thread)")}
+
+
+def _ended(threads: set[threading.Thread]) -> bool:
+    for thread in threads:  # aiosqlite's thread ends just after its close returns
+        thread.join(timeout=10)
+    return not any(thread.is_alive() for thread in threads)
 
 
 async def test_the_writer_connects_at_the_first_write_only(db_path):
@@ -465,22 +471,26 @@ async def test_the_writer_connects_at_the_first_write_only(db_path):
     a start that only reads never connects the writer (issue 20, bar 5). The first write
     connects it; the close ends both threads. A new file (its schema behind) connects the
     writer at the open, to migrate it."""
-    before = _connection_threads()
+    before = _connection_threads()  # other tests' threads may still be ending: not counted
     async with Database(db_path) as new:
-        assert _connection_threads() == before + 2  # migrated at the open
+        migrating = _connection_threads() - before
+        assert len(migrating) == 2  # migrated at the open
         await _create_items(new)
-    assert _connection_threads() == before
+    assert _ended(migrating)
     db = await Database(db_path).open()
     try:
-        assert _connection_threads() == before + 1
+        opened = _connection_threads() - before
+        assert len(opened) == 1
         assert await db.fetchall("SELECT name FROM items") == []
-        assert _connection_threads() == before + 1
+        assert _connection_threads() - before == opened
         assert await db.write(_insert("a")) == 1
-        assert _connection_threads() == before + 2
+        written = _connection_threads() - before
+        assert len(written) == 2
+        assert opened < written
         assert _names_on_disk(db_path) == {"a"}
     finally:
         await db.close()
-    assert _connection_threads() == before
+    assert _ended(written)
 
 
 async def test_a_writer_that_cannot_connect_fails_the_write_with_the_file_named(db_path):

@@ -50,7 +50,8 @@ _ASK_WHEN = re.compile(
     r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
     r"\s+(?:(?:my|the|our)\s+|(?=[^\W\d_]+'s\s)|(?!(?:it|that|this|they|we|i|you)\b))"
     r"(?P<thing>[^\W_][\w': -]{0,60}?)"
-    r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?\??$",
+    r"(?:\s+(?:leave|depart|start|begin|take off|happen|coming|visiting|arriving|due))?"
+    r"(?:\s+(?:today|tonight|tomorrow|(?:on|this|next)\s+[a-z]+))?\??$",
     _F,
 )
 # "when do we fly out?", "when am I flying home?": the flight told.

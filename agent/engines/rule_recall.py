@@ -24,7 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time
 from functools import lru_cache
 
 from agent.engines.rule_reading import ATTRIBUTE_STEMS, Reading, is_about_user
@@ -39,9 +39,11 @@ from agent.memory.longterm.memory_slots import (
 )
 from agent.memory.rules.dialogue_acts import MEMORY_ERASURE_INTENTS
 from agent.memory.rules.extraction import content_stems, normalize_text
+from agent.memory.rules.fact_dates import dated_facts
 from agent.memory.rules.fact_extraction import extract_facts
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 from agent.utils.text import QUESTION_WORDS, SEARCH_STOP_WORDS
+from agent.utils.time_zones import DEFAULT_ZONE
 
 __all__ = [
     "RECALL_THRESHOLD",
@@ -137,11 +139,12 @@ def _asked(question: str) -> frozenset[str]:
 
 def _still_true(
     packet: ConversationContextPacket, *, personal: bool
-) -> Callable[[str, str | None], bool]:
-    """Whether a line (its words and speaker) states only facts still kept: one that stated a
-    fact no longer kept must not bring it back. In a personal chat every fact lives in long-term
-    memory (forgotten with "forget that ...", or replaced); in a group, a fact of the line's
-    speaker whose slot now holds another value."""
+) -> Callable[[str, str | None, date | None], bool]:
+    """Whether a line (its words, speaker and day) states only facts still kept: one that
+    stated a fact no longer kept must not bring it back. In a personal chat every fact lives in
+    long-term memory (forgotten with "forget that ...", or replaced); in a group, a fact of the
+    line's speaker whose slot now holds another value. A fact is read as it was kept: its
+    relative dates ("on Saturday") as of the day the line was said."""
     kept = {fact_key(m.subject, m.attribute, m.text): m.text.casefold()
             for m in packet.memories if m.valid_until is None}  # fmt: skip
     kept.update((f.key, f.value.casefold()) for f in packet.facts)
@@ -153,7 +156,13 @@ def _still_true(
             return kept.get(fact.key) == value
         return slots.get((speaker, slot_of(fact.key)), value) == value
 
-    return lambda said, speaker: all(fact_kept(f, speaker) for f in extract_facts(said, turn=0))
+    def still_true(said: str, speaker: str | None, when: date | None) -> bool:
+        facts = extract_facts(said, turn=0)
+        if facts and when is not None:
+            facts = dated_facts(facts, datetime.combine(when, time(12), UTC), DEFAULT_ZONE)
+        return all(fact_kept(f, speaker) for f in facts)
+
+    return still_true
 
 
 @lru_cache(maxsize=1024)  # a packet's retrieved turns come back in the next packets
@@ -251,7 +260,7 @@ def recollect(
     # Best first; the facts a line states are read only for the lines in the running.
     still_true = _still_true(packet, personal=personal)
     for score, _, best in sorted(scored, key=lambda entry: entry[:2], reverse=True):
-        if best.seq is None or still_true(best.said, best.speaker):
+        if best.seq is None or still_true(best.said, best.speaker, best.when):
             return Recollection(best.said, best.speaker, best.when, score, best.seq)
     return None
 
@@ -391,7 +400,7 @@ def _said_of_named(
     for line in _candidates(packet):
         if line.seq is None or not stems <= content_stems(line.said):
             continue
-        if not still_true(line.said, line.speaker):
+        if not still_true(line.said, line.speaker, line.when):
             continue
         when = _day(line.when, now) if line.when else "Earlier"
         when = when[0].lower() + when[1:]

@@ -208,7 +208,8 @@ _WORKOUT = re.compile(
 )
 # Good news of one's life: "I got promoted!", "we just got engaged", "I passed my driving test".
 _GOOD_NEWS = re.compile(
-    r"^(?:i'm|i\s+am|we're|we\s+are)\s+(?:finally\s+)?(?:pregnant|expecting|engaged)[\s.!🎉🥳]*$"
+    r"^(?:i'm|i\s+am|we're|we\s+are)\s+(?:finally\s+)?(?:pregnant|expecting(?:\s+(?:a|our|my"
+    r"|her)\s+(?:first\s+|second\s+|third\s+)?(?:baby|child))?|engaged)[\s.!🎉🥳]*$"
     r"|^(?:i|we)\s+(?:(?:just|finally|actually)\s+)?(?:got\s+(?:promoted|engaged|married|a\s+raise"
     r"|the\s+job|accepted|in\b)|passed\s+(?:my|the|our)\b|graduated\b|won\b|had\s+(?:a|the)\s+baby"
     r"|bought\s+(?:a|our|my)\s+(?:first\s+)?(?:house|home|flat)"

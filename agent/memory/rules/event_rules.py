@@ -54,6 +54,17 @@ EVENT_RULES: tuple[FactRule, ...] = (
         rf"(?P<when>{WHEN_OPENS}\b.{{1,60}})$",  # booked for next Wednesday at 9"
         "phrase",
     ),
+    # "I've booked the haircut for Saturday at 10", "we've booked a table at Nando's for 8pm
+    # tomorrow": what was booked, and when (a to-do of booking it is closed by the same words).
+    rule(
+        "event",
+        r"^(?:i(?:'ve|\s+have)?|we(?:'ve|\s+have)?)\s+(?:just\s+|finally\s+|now\s+)?(?:booked"
+        r"|scheduled|arranged)\s+(?:a|an|the|my|our)\s+(?P<item>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+"
+        r"(?:for|on)\s+(?P<when>(?:(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|tonight"
+        r"|today|next|this)\b|the\s+\d|\d).{0,60})$",
+        "phrase",
+        said="{item} is {when}",
+    ),
     # "my car is due for its MOT on the 15th", "the dog's due a check-up next week".
     rule("event", r"^(?:my|our|the)\s+[\w'-]+(?:'s|\s+is|\s+are)\s+due\s+(?:for\s+)?(?:its|an?|the"
          rf"|her|his|their)\s+(?P<item>(?:[\w'-]+\s+){{0,1}}?(?:{EVENTS}))\s+"
@@ -68,14 +79,15 @@ EVENT_RULES: tuple[FactRule, ...] = (
     rule("event", rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS}))\s+(?:is|starts|begins)\s+"
          r"(?P<when>(?:on|at|next|this|tomorrow|tonight|today)\b(?=.*(?:\d|(?:mon|tues|wednes"
          r"|thurs|fri|satur|sun)day|tomorrow|tonight|today|week)).{1,60})$", "phrase"),
-    # "we're expecting a baby in March", "my wife is expecting our first baby in May".
+    # "we're expecting a baby in March", "my wife is expecting our first child in May".
     rule(
         "event",
         r"^(?:i(?:'m|\s+am)|we(?:'re|\s+are)|my\s+(?:wife|partner|girlfriend)(?:'s|\s+is))\s+"
-        r"expecting\s+(?:a|our|my|her)\s+(?:first\s+|second\s+|third\s+)?(?P<item>baby)"
+        r"expecting\s+(?:a|our|my|her)\s+(?:first\s+|second\s+|third\s+)?(?:baby|child)"
         rf"\s+(?P<when>{WHEN_OPENS}\b.{{1,60}}|(?:around|at the (?:start|end) of)\s.{{1,40}})$",
         "phrase",
         said="{item} is due {when}",
+        item="baby",
     ),
     # "the report is due on Friday", "my essay is due tomorrow at noon": a deadline.
     rule("event", r"^(?:my|our|the)\s+(?P<item>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:is|are)\s+due\s+"
