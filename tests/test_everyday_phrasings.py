@@ -1789,6 +1789,7 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm going to Paris with Tom and Ana on Friday", "who am I going to Paris with?"],
          "With Tom and Ana."),
         (["I'm going to Paris with Tom on Friday", "who's going to Paris with me?"], "With Tom."),
+        (["Tom and I are going to bed"], "Good night! Sleep well."),
         (["I'm going to Paris with Tom on Friday", "who is going to the party?"],
          "I can't answer that offline"),
     ],

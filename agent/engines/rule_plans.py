@@ -76,8 +76,7 @@ _ASK_WHEN_GO = re.compile(
 # "who am I going to Paris with?", "who are we flying with?": the trip told with whom.
 _ASK_WHO_WITH = re.compile(
     r"^(?:who|which (?:friends?|people))(?:'s| am i| are we| will i be| will we be| is| are)"
-    r" (?:going|flying"
-    r"|travel(?:l)?ing|heading|off|driving|coming)"
+    r" (?:going|flying|travel(?:l)?ing|heading|off|driving|coming)"
     r"(?: (?:to|for) (?P<thing>[^\W\d_][\w' -]{0,60}?))? with(?: me| us)?\??$",
     _F,
 )

@@ -223,7 +223,9 @@ _BIRTHDAY_TODAY = re.compile(
 )
 # Going to sleep: a good night.
 _TO_BED = re.compile(
-    r"^(?:i'm\s+|im\s+)?(?:going|off|heading)\s+to\s+(?:bed|sleep)\b[\w ,.!]{0,20}$", _F
+    r"^(?:i'm\s+|im\s+|we're\s+|we\s+are\s+)?(?:going|off|heading)\s+to\s+(?:bed|sleep)\b"
+    r"[\w ,.!]{0,20}$",
+    _F,
 )
 # Praise of the bot, an apology, a pause: each gets a word back.
 _OTHER_TALK = tuple(

@@ -143,7 +143,7 @@ _PHRASES = (
             r"^(?:(?P<who>(?:my|our)\s+[\w-]+|(?-i:[A-Z])[\w-]+)\s+and\s+i|me\s+and\s+"
             r"(?P<other>my\s+[\w-]+|(?-i:[A-Z])[\w-]+))\s+are\s+(?P<trip>(?:going|flying|travell?ing"
             r"|heading|driving|off)\s+(?:to\s+(?=(?-i:[A-Z])|(?:the|a|an|my|our|his|her|their|lunch|dinner"
-            r"|brunch|school|work|uni|college|church|town|bed)\b)|for\s|on\s)"
+            r"|brunch|school|work|uni|college|church|town)\b)|for\s|on\s)"
             r"(?:[^.!?\n;,]|,(?!\s+(?-i:[a-z])))*)",
             re.IGNORECASE,
         ),
