@@ -2092,6 +2092,19 @@ async def test_a_reminder_at_two_times_of_one_clock_is_two_reminders_and_no_to_d
     assert "Your list is empty." in ((await chat.say("what's on my list?")).text or "")
 
 
+async def test_a_reminder_at_a_bare_hour_and_another_sets_the_one_read_and_asks_of_the_other(
+    db,
+):
+    """ "at 8 and 6pm": 18:00 is set and said; the 8 (morning or evening?) is not guessed, and
+    the reply says to say it again with am or pm (it once passed over it in silence)."""
+    chat = Chat(db)
+    reply = await chat.say("remind me at 8 and 6pm to stretch")
+    assert [ref.due_at.hour for ref in reply.job_refs if ref.due_at] == [18]
+    assert "say it again with am or pm" in (reply.text or "")
+    both = await chat.say("remind me at 8am and 6pm to drink water")
+    assert "am or pm" not in (both.text or "")
+
+
 async def test_an_event_moved_to_another_time_is_one_event_at_the_new_time(db):
     """"my meeting with Sarah moved to 4" of "a meeting with Sarah at 3pm tomorrow" is that
     meeting at 16:00: not a second meeting, and not at 15:00 any more."""

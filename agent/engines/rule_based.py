@@ -108,7 +108,7 @@ from agent.engines.rule_todos import (
 from agent.memory.longterm.memory_slots import in_second_person, memory_facts
 from agent.memory.rules.deliberation import is_deliberation_move
 from agent.memory.rules.dialogue_acts import HELP_OR_ERROR_INTENTS
-from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
+from agent.memory.rules.extraction import Clause, each_time, normalize_text, split_clauses
 from agent.memory.rules.fact_dates import said_from_now, zone_in
 from agent.memory.rules.pronouns import resolve_name, resolve_pronoun, said_before
 from agent.memory.rules.recurrence import say_repeat
@@ -146,6 +146,11 @@ _NO_TEXT = "I can only read text for now. Try “my name is Ada”, or send /hel
 # "remind me to call the bank", said without a time: a to-do, and how to have a reminder too.
 _ASKS_REMINDER = re.compile(r"^(?:please\s+)?(?:remind|ping) me\b", re.IGNORECASE)
 _SAY_WHEN = "Say when if you want a reminder too, e.g. “remind me tomorrow at 9am to …”."
+# "remind me at 8 and 6pm": the 8 is morning or evening, and said only once.
+_OTHER_HOUR = (
+    "I couldn't tell whether the other time is morning or evening: say it again with am or pm"
+    " and I'll set that one too."
+)
 
 # Reply intents that change the state, first: the reply is named after its side effect.
 _SIDE_EFFECTS = (
@@ -299,6 +304,8 @@ class RuleBasedConcierge:
                 again = replace(second, label=request.label, link=request.link)
                 jobs += (self._reminder(again.label, again.due_at, again.repeat),)
                 parts.append(reminder_set(again, now, zone))
+            if len(requested) < len(each_time(text)):  # "at 8 and 6pm": the 8 asks which
+                parts.append(_OTHER_HOUR)
             intents.append("set_reminder")
         elif change is not None:
             jobs = tuple(r.model_copy(update={"status": "cancelled"}) for r in change.cancelled)
