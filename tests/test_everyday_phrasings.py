@@ -1793,6 +1793,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm going to Paris with Tom on Friday", "who is going to the party?"],
          "I can't answer that offline"),
     ],
+    "what one is like": [
+        (["I'm a night owl", "what am I like?"], "You're a night owl."),
+        (["I'm a night owl", "I'm more of a morning person", "am I a night owl?"],
+         "You're a morning person."),
+        (["I'm left-handed", "I'm an introvert", "what do you know about me?"],
+         "• You're an introvert."),
+        (["I'm such an introvert", "what do you know about me?"], "You're an introvert."),
+        (["I'm a dog person", "what am I like?"], "You're a dog person."),
+    ],
     "a booking told, with its time": [
         (["remind me to book a haircut", "I've booked the haircut for Saturday at 10"],
          "Great, I've ticked off: book a haircut."),

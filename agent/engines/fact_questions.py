@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from agent.memory.longterm.memory_slots import PLURALS
-from agent.memory.rules.fact_words import DIETS, PEOPLE, PETS
+from agent.memory.rules.fact_words import DIETS, PEOPLE, PETS, TRAITS
 
 __all__ = ["FACT_QUESTIONS", "PLURAL", "SOMEONE_QUESTIONS"]
 
@@ -57,6 +57,9 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          "allergy: avoid: diet",
          "about your diet"),
         (rf"^am i (?:still\s+)?(?:an?\s+)?(?:{DIETS})\b", "diet ex_diet", "about your diet"),
+        (rf"^am i (?:more\s+)?(?:an?\s+)?(?:{'|'.join(TRAITS.values())})\b"
+         r"|\bwhat (?:am i|kind of person am i) like\b",
+         "trait:", "what you're like"),
         (r"\b(?:what|which|how many) languages? (?:do|can) i speak\b|^(?:do|can) i speak\b",
          "speaks:", "which languages you speak"),
         (r"^(?:do i have|have i got) (?:any\s+)?(?:health\s+|medical\s+)?(?:conditions?|problems?)"

@@ -119,6 +119,8 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "allergy": SlotRule(
         "constraint", True, 0.8, "you're allergic to {v}", "{s} is allergic to {v}"
     ),
+    # What one is like, one of each kind ("trait:chronotype"): "a night owl", "left-handed".
+    "trait": SlotRule("fact", False, 0.4, "you're {v}", "{s} is {v}"),
     # The languages one speaks: "French and Spanish", "a little Japanese".
     "speaks": SlotRule("fact", True, 0.5, "you speak {v}", "{s} speaks {v}"),
     # A health condition: "asthma", "type 1 diabetes", "diabetic" (said as the user said it).
@@ -143,7 +145,7 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "timezone": SlotRule("fact", False, 1.0, "your time zone is {v}", "{s}'s time zone is {v}"),
 }
 # Attributes whose item names what they hold: "favourite:food", "detail:blood type".
-_NAMED_BY_ITEM = frozenset({"favourite", "detail", "count"})
+_NAMED_BY_ITEM = frozenset({"favourite", "detail", "count", "trait"})
 # One slot for the two sides of one thing: the later one supersedes (contradicts) the other.
 _SHARED_SLOT = {
     "dislikes": "likes",

@@ -50,6 +50,7 @@ from agent.memory.rules.fact_words import (
     GOAL_VERBS,
     JOBS,
     ONE_COUNTED,
+    TRAITS,
 )
 
 __all__ = ["FACT_RULES", "USER_CUE"]
@@ -283,6 +284,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     rule("speaks", r"^i\s+(?:also\s+|can\s+(?:also\s+)?)?speak\s+(?P<v>(?:(?:a\s+little|some"
          r"|fluent|basic)\s+)?(?-i:[A-Z]).+)", "short"),
     rule("speaks", r"^i(?:'m|\s+am)\s+(?:also\s+)?fluent\s+in\s+(?P<v>(?-i:[A-Z]).+)", "short"),
+    # "I'm a night owl", "I'm more of a morning person", "I'm left-handed": what one is like,
+    # one value of each kind ("I'm a morning person" after "a night owl" says it anew).
+    *(rule(f"trait:{kind}", r"^i(?:'m|\s+am)\s+(?:(?:quite|very|such|totally|definitely|really"
+           rf"|always\s+been|more\s+of|a\s+bit\s+of)\s+)*(?P<v>(?:an?\s+)?(?:{said}))[.!]*$", "raw")
+      for kind, said in TRAITS.items()),
     # "I have asthma", "I've got type 1 diabetes", "I'm diabetic": a condition lived with.
     rule("condition", rf"^i(?:'ve|\s+have)?(?:\s+got)?\s+(?P<v>{CONDITIONS})\b", "short"),
     *(rule("condition", rf"^i(?:'m|\s+am)\s+{said}\b", "short", said=condition)

@@ -23,6 +23,7 @@ __all__ = [
     "ONE_COUNTED",
     "PEOPLE",
     "PETS",
+    "TRAITS",
 ]
 
 #: The kinds one has a number of ("3 kids", "two dogs", "no pets"), as a count names them.
@@ -40,6 +41,15 @@ CONDITIONS = (
     r"|sleep\s+apno?ea|an?\s+(?:underactive|overactive)\s+thyroid|long\s+covid|tinnitus|lupus"
     r"|multiple\s+sclerosis|copd|gout|osteoporosis|a\s+pacemaker|hay\s?fever"
 )
+#: What one is like, by kind: one of each is true at a time ("a night owl" or "a morning
+#: person"), so the kind keys the fact.
+TRAITS = {
+    "chronotype": r"night\s+owl|morning\s+person|early\s+(?:bird|riser)|late\s+riser",
+    "temperament": r"introvert|extrovert|ambivert|people\s+person|homebody",
+    "handedness": r"left-handed|right-handed|ambidextrous",
+    "sleep": r"light\s+sleeper|heavy\s+sleeper",
+    "pet person": r"cat\s+person|dog\s+person",
+}
 #: How one is away for a while: "on holiday until Monday", "off sick this week".
 AWAY = (
     r"away|abroad|on\s+(?:holiday|holidays|vacation|leave|annual\s+leave|maternity\s+leave"
