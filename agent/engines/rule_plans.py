@@ -25,6 +25,7 @@ from agent.engines.rule_todos import job_line, scheduled_jobs
 from agent.memory.longterm.memory_slots import in_second_person, parse_key
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_dates import days_asked, falls_in, kept_when, same_time
+from agent.memory.rules.fact_patterns import TIME_BEGINS, WEEKDAY_STEMS
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = ["answer_event", "answer_plans_when", "answer_trip", "answer_upcoming"]
@@ -80,10 +81,7 @@ _ASK_WHO_WITH = re.compile(
     r"(?: (?:to|for) (?P<thing>[^\W\d_][\w' -]{0,60}?))? with(?: me| us)?\??$",
     _F,
 )
-_WITH = re.compile(
-    r"\bwith\s+(?P<who>.+?)(?=\s+(?:on|in|at|by|from|this|next|tomorrow|tonight|today|until|over"
-    r"|during|for|the\s+weekend)\b|[,.;]|$)"
-)
+_WITH = re.compile(rf"\bwith\s+(?P<who>.+?)(?={TIME_BEGINS}|[,.;]|$)")
 # "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?",
 # "what's on Tuesday?", "what's happening on the 14th?",
 # "what do I have on Tuesday?", "anything on this week?"
@@ -116,7 +114,7 @@ _ASK_UPCOMING = re.compile(
     _F,
 )
 # The days of the week a routine is said on: "on Wednesdays", "every Monday", "on weekdays".
-_DAY_NAMES = ["mon", "tues", "wednes", "thurs", "fri", "satur", "sun"]
+_DAY_NAMES = WEEKDAY_STEMS.split("|")
 _WEEKDAYS = re.compile(
     rf"\b(?:(?P<day>{'|'.join(_DAY_NAMES)})days?|weekdays|(?:at\s+)?weekends|every\s+day)\b", _F
 )

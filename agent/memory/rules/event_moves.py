@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from agent.memory.longterm.memory_slots import USER, fact_key, parse_key
 from agent.memory.rules.extraction import content_stems
+from agent.memory.rules.fact_patterns import WEEKDAY_STEMS
 from agent.memory.rules.reminder_time import spoken_clock
 from agent.memory.schemas import Fact
 
@@ -106,7 +107,7 @@ def moved_event(fact: Fact, known: Sequence[Fact]) -> Fact:
     return fact.model_copy(update={"value": f"{said['name']} is {kept['day']} at {at}"})
 
 
-_WEEKDAY = r"(?P<d>mon|tues|wednes|thurs|fri|satur|sun)day(?P<s>s)?"
+_WEEKDAY = rf"(?P<d>{WEEKDAY_STEMS})day(?P<s>s)?"
 # "her ballet moved to Thursdays", "my yoga class has been moved to Wednesday", "football is
 # on Saturdays now", "swimming is now on Fridays".
 _ROUTINE_MOVED = re.compile(

@@ -10,7 +10,7 @@ Tested by ``tests/test_extraction.py`` and the "plans and events" families of
 
 from __future__ import annotations
 
-from agent.memory.rules.fact_patterns import ADV, LEAD_TIME, WHEN_OPENS
+from agent.memory.rules.fact_patterns import ADV, LEAD_TIME, WEEKDAY_STEMS, WHEN_OPENS
 from agent.memory.rules.fact_rule import FactRule, rule
 from agent.memory.rules.fact_words import EVENTS
 
@@ -60,8 +60,8 @@ EVENT_RULES: tuple[FactRule, ...] = (
         "event",
         r"^(?:i(?:'ve|\s+have)?|we(?:'ve|\s+have)?)\s+(?:just\s+|finally\s+|now\s+)?(?:booked"
         r"|scheduled|arranged)\s+(?:a|an|the|my|our)\s+(?P<item>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+"
-        r"(?:for|on)\s+(?P<when>(?:(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|tonight"
-        r"|today|next|this)\b|the\s+\d|\d).{0,60})$",
+        rf"(?:for|on)\s+(?P<when>(?:(?:(?:{WEEKDAY_STEMS})day|tomorrow|tonight|today|next|this)\b"
+        r"|the\s+\d|\d).{0,60})$",
         "phrase",
         said="{item} is {when}",
     ),

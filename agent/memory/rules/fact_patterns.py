@@ -32,8 +32,10 @@ __all__ = [
     "NOT_TAUGHT",
     "NO_TEAM",
     "THING",
+    "TIME_BEGINS",
     "TO_SEE",
     "TRAVEL",
+    "WEEKDAY_STEMS",
     "WHEN_OPENS",
     "WORK",
     "WORK_WHEN",
@@ -50,8 +52,16 @@ LEAD_TIME = (
     r"(?P<lead>(?:this|next|on|tomorrow|tonight|today|at the weekend|over the weekend)\b"
     r"[\w' ]{0,20}?),?\s+"
 )
+#: The days of the week, without their "day" ("mon", "wednes"), Monday first.
+WEEKDAY_STEMS = "mon|tues|wednes|thurs|fri|satur|sun"
 # What opens the time an event is said with: "on Friday", "tomorrow", "next week".
 WHEN_OPENS = r"(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)"
+# Where what is said ends and its time begins, after a blank: "to Paris| on Friday", "the
+# cinema| tomorrow night", "with Tom| the weekend of Sat 8 Mar", "the hotel| for two nights".
+TIME_BEGINS = (
+    rf"\s+(?:{WHEN_OPENS}|by|from|until|till|over|during|later|the\s+weekend"
+    r"|for\s+(?:a|an|the|\d+|one|two|three|a\s+few)\s)\b"
+)
 
 # Seeing someone, opening a plan's value ("going to visit", "seeing"): not "going to see what".
 TO_SEE = (

@@ -20,6 +20,8 @@ import re
 
 import emoji
 
+from agent.memory.rules.fact_patterns import TIME_BEGINS
+
 __all__ = ["respell", "without_emoji"]
 
 #: Whole words (any case) and the standard spelling the rules read.
@@ -161,12 +163,7 @@ _PHRASES = (
         "we ",
     ),
 )
-# Where a trip's place ends and its time begins: "to Paris| on Friday", "the cinema| tomorrow".
-_TRIP_TIME = re.compile(
-    r"\s+(?:on|in|at|by|from|this|next|tomorrow|tonight|today|until|till|over|during|later"
-    r"|for\s+(?:a|an|the|\d+|one|two|three|a\s+few)\s)\b",
-    re.IGNORECASE,
-)
+_TRIP_TIME = re.compile(TIME_BEGINS, re.IGNORECASE)
 
 
 def _with(trip: str, who: str) -> str:
