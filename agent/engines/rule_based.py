@@ -69,7 +69,13 @@ from agent.engines.rule_family import answer_family, answer_their_count
 from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import answer_own_words, answer_proposer, answer_undecided
 from agent.engines.rule_likes import answer_like, answer_like_kind
-from agent.engines.rule_plans import answer_event, answer_plans_when, answer_trip, answer_upcoming
+from agent.engines.rule_plans import (
+    answer_event,
+    answer_plans_when,
+    answer_stay,
+    answer_trip,
+    answer_upcoming,
+)
 from agent.engines.rule_reading import (
     Answer,
     Reading,
@@ -188,6 +194,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_like_kind),
     ("ask_fact", answer_routine),  # "when do I go to the gym?" before a trip's question
     ("ask_fact", answer_how_long),
+    ("ask_fact", answer_stay),  # "where am I staying in York?" before where one lives
     ("ask_fact", answer_event),
     ("ask_fact", answer_trip),
     ("ask_fact", answer_plans_when),

@@ -28,7 +28,7 @@ from agent.memory.rules.fact_dates import days_asked, falls_in, kept_when, same_
 from agent.memory.rules.fact_patterns import TIME_BEGINS, WEEKDAY_STEMS
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
-__all__ = ["answer_event", "answer_plans_when", "answer_trip", "answer_upcoming"]
+__all__ = ["answer_event", "answer_plans_when", "answer_stay", "answer_trip", "answer_upcoming"]
 
 _F = re.IGNORECASE
 # "where am I going in August?", "where am I flying to?", with the time asked about.
@@ -82,6 +82,13 @@ _ASK_WHO_WITH = re.compile(
     _F,
 )
 _WITH = re.compile(rf"\bwith\s+(?P<who>.+?)(?={TIME_BEGINS}|[,.;]|$)")
+# "where am I staying in York?", "which hotel are we staying at?", "what hotel did I book?"
+_ASK_STAY = re.compile(
+    r"^(?:where|(?:which|what)\s+(?:hotel|place|airbnb|cottage))\s+(?:(?:am\s+i|are\s+we|will\s+i"
+    r"\s+be|will\s+we\s+be)\s+staying|did\s+(?:i|we)\s+book(?:\s+to\s+stay)?)(?:\s+at)?"
+    r"(?P<when>\s+(?:in|on|at|this|next|for|during|tonight|tomorrow)\b[\w' -]{0,40}?)?\??$",
+    _F,
+)
 # "what are my plans for Friday?", "what am I doing this weekend?", "what's on next week?",
 # "what's on Tuesday?", "what's happening on the 14th?",
 # "what do I have on Tuesday?", "anything on this week?"
@@ -124,6 +131,8 @@ _SAID_WITH_WORD = re.compile(
 )
 # Words of a time asked about that every plan shares or none says ("on", "for").
 _TIME_WORDS = content_stems("on for in at the this")
+# How a stay is kept (``agent.memory.rules.fact_rules``: "a stay at the hotel in York").
+_STAY = ("a stay at ", "a stay in ")
 
 
 def answer_event(
@@ -167,6 +176,24 @@ def answer_event(
     if not found and _JOURNEY.fullmatch(thing.strip()):
         found = _trips(reading)  # "I'm flying to Rome in May": a trip, whatever its word
     return " ".join(answer_line(f) for f in found) if found else None
+
+
+def answer_stay(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "where am I staying (in York)?" from the stays told of ("I've booked the hotel
+    for two nights in York"): those said with the place or time asked about; ``None`` when
+    none was told and none is asked about ("where am I staying?" may ask where one lives)."""
+    match = _ASK_STAY.match(reading.text)
+    if match is None:
+        return None
+    stays = [f for f in own_facts(reading, "plan") if f.value.startswith(_STAY)]
+    when = (match.group("when") or "").strip()
+    if when:
+        stays = [f for f in stays if _said_for(when, f, reading)]
+    if stays:
+        return " ".join(answer_line(f) for f in stays)
+    return f"{NOT_TOLD} about a stay {when} yet." if when else None
 
 
 def answer_upcoming(

@@ -182,6 +182,10 @@ _BAD_MOOD = re.compile(
     r"|^my (?:allergies|hay ?fever|asthma|migraines?) (?:is|are) (?:(?:really|so|very) )?(?:bad"
     r"|awful|terrible|acting up|killing me|playing up)\b[\w ]{0,20}[\s.!]*$"
     r"|^(?:my\s+)?[\w' -]{1,30}?\s+(?:is|are)\s+driving\s+me\s+(?:crazy|mad|nuts|insane)\b"
+    # "I need a break", "we badly need a holiday": worn out, not an errand.
+    r"|^(?:i|we)\s+(?:really\s+|so\s+|badly\s+|just\s+)?need\s+(?:a\s+|some\s+|more\s+)?"
+    r"(?:break|rest|holiday|vacation|hug|nap|day\s+off|sleep|time\s+off|drink|time)\b"
+    r"[\w' ]{0,30}[\s.!]*$"
     # "I miss my family", "I miss home": missing someone far away.
     r"|^i\s+(?:really\s+|so\s+)?miss\s+(?:my|our|home\b)[\w' ]{0,40}[\s.!]*$"
     # Bad news of one's life: "I failed my exam", "I broke up with my boyfriend".

@@ -31,6 +31,7 @@ __all__ = [
     "NOT_NOW",
     "NOT_TAUGHT",
     "NO_TEAM",
+    "SHIFTS",
     "THING",
     "TIME_BEGINS",
     "TO_SEE",
@@ -106,6 +107,12 @@ WORK_WHEN = (
     r"|nights\b|(?:night|day|early|late|evening|morning)\s+shifts?\b|shifts\b|days\b"
     r"|part[- ]time\b|full[- ]time\b|(?:from\s+)?\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm)?\s*"
     r"(?:to|till|until|-|\u2013)\s*\d"
+)
+# Shifts one works, as said after "I'm on" or "moved to": "nights", "the early shift",
+# "day shifts this month", "part-time" (not "days off").
+SHIFTS = (
+    r"(?:the\s+)?(?:nights|days(?!\s+off)|weekends|weekdays|(?:night|day|early|late|evening"
+    r"|morning|weekend|afternoon|graveyard)\s+shifts?|part[- ]time|full[- ]time)\b.*?"
 )
 # Working, with the space after "I": "I work", "I'm working", "I've been working".
 WORK = (

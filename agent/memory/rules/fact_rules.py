@@ -32,6 +32,7 @@ from agent.memory.rules.fact_patterns import (
     NONE_OF,
     NOT_NOW,
     NOT_TAUGHT,
+    SHIFTS,
     THING,
     TO_SEE,
     TRAVEL,
@@ -49,6 +50,7 @@ from agent.memory.rules.fact_words import (
     EVENTS,
     GOAL_VERBS,
     JOBS,
+    LODGING,
     ONE_COUNTED,
     TRAITS,
 )
@@ -106,6 +108,17 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "it's Sam here", "this is Priya speaking": a name, said as on the phone.
     rule("name", r"^(?:it's|it is|this is)\s+(?P<v>\S+\s+(?:here|speaking))[\s.!]*$",
          "strict_name"),
+    # "I've booked the hotel for two nights in York", "we're staying at the Hilton in York next
+    # weekend", "I'm staying in a cottage in Cornwall": a stay, where or when said (not "I
+    # booked the hotel", nor "staying in tonight").
+    rule("plan", r"^(?:i|we)(?:'ve|\s+have)?\s+(?:just\s+|finally\s+|already\s+|also\s+)?"
+         r"(?:booked|reserved)\s+(?P<v>(?:a|an|the|our|my)\s+(?:[\w'&-]+\s+){0,2}?"
+         rf"(?:{LODGING})\s+(?:in|at|for|on|near|from|this|next|tomorrow)\b.{{1,80}})$", "phrase",
+         said="a stay at {v}"),
+    rule("plan", r"^(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+(?:going\s+to\s+be\s+|also\s+|still"
+         r"\s+)?staying\s+(?P<p>at|in)\s+(?P<v>(?:(?:a|an|the|our|my)\s+(?:[\w'&-]+\s+){0,2}?"
+         rf"(?:{LODGING})|(?:the\s+)?(?-i:[A-Z])[\w'&-]*)\b.{{0,80}})$", "phrase",
+         said="a stay {p} {v}"),
     *EVENT_RULES,
     rule("plan", rf"^(?:{LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+"
          rf"(?P<v>going\s+[^\W\d_]+ing\b.{{0,60}})$",
@@ -227,6 +240,13 @@ FACT_RULES: tuple[FactRule, ...] = (
          "short", alongside=True),
     rule("hours", r"^my\s+(?:working\s+|work\s+)?(?:hours|shifts?)\s+(?:is|are)\s+"
          r"(?P<v>.+)", "short"),
+    # "I got moved to day shifts", "I've switched to part-time", "I'm on nights now", "I'm
+    # working days now": when they work from now on (it replaces what was said before).
+    rule("hours", r"^i(?:'ve|\s+have|'m|\s+am|\s+was)?(?:\s+(?:just|now|finally|recently))?"
+         r"(?:\s+(?:got|been|gotten))?\s+(?:moved|switched|changed|transferred|put|swapped|went"
+         rf"|gone)\s+(?:back\s+)?(?:on(?:\s*to)?|to)\s+(?P<v>{SHIFTS})(?:\s+now)?$", "short"),
+    rule("hours", r"^i(?:'m|\s+am)\s+(?:now\s+|back\s+|still\s+)?(?:on|working)\s+"
+         rf"(?P<v>{SHIFTS})(?:\s+now)?$", "short"),
     rule("workplace", rf"\bi{ADV}{WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
     # "I teach maths at a high school": a maths teacher, at a high school.
@@ -287,7 +307,8 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "I'm a night owl", "I'm more of a morning person", "I'm left-handed": what one is like,
     # one value of each kind ("I'm a morning person" after "a night owl" says it anew).
     *(rule(f"trait:{kind}", r"^i(?:'m|\s+am)\s+(?:(?:quite|very|such|totally|definitely|really"
-           rf"|always\s+been|more\s+of|a\s+bit\s+of)\s+)*(?P<v>(?:an?\s+)?(?:{said}))[.!]*$", "raw")
+           rf"|always\s+been|more\s+of|a\s+bit\s+of)\s+)*(?P<v>(?:an?\s+)?(?:{said}))"
+           r"(?:\s+(?:these\s+days|nowadays|now|really))?[.!]*$", "raw")
       for kind, said in TRAITS.items()),
     # "I have asthma", "I've got type 1 diabetes", "I'm diabetic": a condition lived with.
     rule("condition", rf"^i(?:'ve|\s+have)?(?:\s+got)?\s+(?P<v>{CONDITIONS})\b", "short"),

@@ -17,6 +17,7 @@ __all__ = [
     "EVENTS",
     "GOAL_VERBS",
     "JOBS",
+    "LODGING",
     "NAME_STOP",
     "NOT_DETAILS",
     "NOT_NAMES",
@@ -50,6 +51,11 @@ TRAITS = {
     "sleep": r"light\s+sleeper|heavy\s+sleeper",
     "pet person": r"cat\s+person|dog\s+person",
 }
+#: Where one stays away from home: "the hotel", "an Airbnb", "a cottage".
+LODGING = (
+    r"hotel(?:\s+room)?|motel|room|airbnb|air\s?bnb|b&b|bnb|bed\s+and\s+breakfast|guest\s?house"
+    r"|cottage|cabin|villa|apartment|hostel|campsite|lodge|chalet|caravan|inn|resort"
+)
 #: How one is away for a while: "on holiday until Monday", "off sick this week".
 AWAY = (
     r"away|abroad|on\s+(?:holiday|holidays|vacation|leave|annual\s+leave|maternity\s+leave"

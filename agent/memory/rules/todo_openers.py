@@ -40,6 +40,21 @@ _OPENERS = (
     ),
     re.compile(r"^(?:todo|to-do|to do)\s*[:-]\s*(?P<v>.+)", _F),
 )
+# "I need new running shoes", "we need a new kettle", "I need a haircut": a thing to get,
+# new or from an errand ("I need a break", "I need a new start" are none).
+_NEED_THING = re.compile(
+    r"^(?:i|we)(?:\s+(?:really|still|also|just|definitely|badly|desperately|urgently))?\s+need"
+    r"\s+(?P<v>(?:(?:a|an|some)\s+)?(?:new|more|spare|fresh)\s+(?!(?:start|beginning|challenge"
+    r"|perspective|direction|chapter|life|outlook|approach|ideas?|friends?|hobby|adventure"
+    r"|experiences?|routine|energy|motivation|inspiration|time|sleep|rest|space|patience|practice"
+    r"|exercise|support|help|fun|balance|focus|confidence|air|money|hours|me\s+time)\b)"
+    r"[^\W\d_][\w' -]{0,50}"
+    r"|(?:a|an)\s+(?:(?:dentist|doctor|doctor's|dentist's|gp|vet|eye|hair)\s+)?(?:haircut|trim"
+    r"|appointment|check-?up|eye\s+test|mot|passport|visa|babysitter|plumber|electrician"
+    r"|mechanic|present|gift|birthday\s+card|card|ticket|prescription|refill|charger"
+    r"|battery|lawyer|accountant|dentist|tutor|cleaner)\b[\w' -]{0,40})[.!]*$",
+    _F,
+)
 # "add coffee to the list", "can you put bin bags on our shopping list?" (asked, or not).
 _ADD_TO_LIST = re.compile(
     r"^(?:please\s+|(?:can|could) you\s+)?(?:add|put)\s+(?P<v>(?!(?:it|that|this|them)\s).+?)"
@@ -142,7 +157,7 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
                 who = re.sub(r"^my\b", "my", owed.group("who"), flags=_F)  # "My boss": my boss
                 _add(found, clean_value(f"{owed.group('thing')} for {who} {owed.group('by')}"))
                 continue
-            openers = (*_OPENERS, _SHOULD, _ASKED_OF_ME)
+            openers = (*_OPENERS, _SHOULD, _ASKED_OF_ME, _NEED_THING)
             match = next((m for p in openers if (m := p.match(clause.text))), None)
             if match is None and also and clause is clauses[0]:
                 match = _VERB_FIRST.match(clause.text)
@@ -152,6 +167,8 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
         if match is None or not is_duty(match.group("v"), after_must=must):
             continue
         said_to_do = clean_value(match.group("v"))
+        if match.re is _NEED_THING:  # "I need new shoes": get new shoes
+            said_to_do = f"get {said_to_do}"
         if match.re is _ASKED_OF_ME:  # "my mum wants me to call her": call my mum
             said_to_do = _ASKER.sub(match.group("who"), said_to_do, count=1)
         for value in _several_todos(_TOO.sub("", said_to_do)):
