@@ -809,6 +809,12 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Leo goes to judo every Friday."),
         (["my son Leo goes to judo every Friday", "when does Leo have swimming?"],
          "haven't told me"),
+        (["my daughter Ellie has swimming every Thursday at 5", "what day is Ellie's swimming?"],
+         "Your daughter Ellie has swimming every Thursday at 5."),
+        (["my son Leo goes to judo every Friday", "what time is my son's judo?"],
+         "Leo goes to judo every Friday."),
+        (["my daughter Ellie has swimming every Thursday at 5", "my sister's birthday is 3 May",
+          "when is my sister's birthday?"], "Your sister's birthday is 3 May."),
     ],
     "a pronoun after a name said in passing": [
         (["I've got two daughters, Asha and Mira", "I need to buy a birthday present for Asha",
@@ -1803,6 +1809,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm a dog person", "what am I like?"], "You're a dog person."),
         (["I'm a night owl", "I'm more of a morning person these days", "what am I like?"],
          "You're a morning person."),
+    ],
+    "when one sees someone": [
+        (["I'm going to Vienna to see my grandma on the 20th", "when am I seeing grandma?"],
+         "You're planning a trip to Vienna to see your grandma on Thu 20 Mar."),
+        (["I'm meeting Tom for coffee tomorrow", "when am I meeting Tom?"],
+         "Your coffee with Tom is tomorrow, Sun 2 Mar."),
+        (["we're visiting my parents in Leeds next weekend", "when are we visiting my parents?"],
+         "the weekend of Sat 8 Mar"),
+        (["I'm meeting Tom for coffee tomorrow", "when am I seeing Ana?"], "haven't told me"),
     ],
     "a stay booked or told": [
         (["I've booked the hotel for two nights in York", "where am I staying in York?"],

@@ -70,6 +70,40 @@ def test_a_phrase_is_due_when_a_person_means(phrase, due):
 @pytest.mark.parametrize(
     ("phrase", "due"),
     [
+        # Months: the first of the month named, or the same day and time months on (the last
+        # day of a shorter month).
+        ("next month", at(2026, 12, 1, 9, 0)),
+        ("in March", at(2027, 3, 1, 9, 0)),
+        ("in a month", at(2026, 12, 25, 23, 0)),
+        ("in 3 months", at(2027, 2, 25, 23, 0)),
+        ("in six months", at(2027, 5, 25, 23, 0)),
+        # The weekend after the coming one (Wednesday 25: this weekend is the 28th).
+        ("next weekend", at(2026, 12, 5, 9, 0)),
+        ("next week", at(2026, 12, 2, 9, 0)),
+    ],
+)
+def test_months_and_the_next_weekend_are_due_when_a_person_means(phrase, due):
+    assert re.fullmatch(WHEN, phrase, re.IGNORECASE)
+    assert due_time(phrase, NOW, UTC_ZONE) == due
+
+
+def test_a_month_later_of_the_31st_is_the_last_day_of_a_shorter_month():
+    january_31 = datetime(2027, 1, 31, 10, 0, tzinfo=UTC)
+    assert due_time("in a month", january_31, UTC_ZONE) == datetime(2027, 2, 28, 10, 0, tzinfo=UTC)
+    assert due_time("in 13 months", january_31, UTC_ZONE) is None  # past a year
+
+
+def test_the_day_of_the_month_said_on_that_day_after_its_hour_is_next_months():
+    """ "on the 25th" at 23:00 on the 25th: the 25th of December, not refused as passed."""
+    assert due_time("on the 25th", NOW, UTC_ZONE) == datetime(2026, 12, 25, 9, 0, tzinfo=UTC)
+    assert due_time("on the 25th at 11:30pm", NOW, UTC_ZONE) == datetime(
+        2026, 11, 25, 23, 30, tzinfo=UTC
+    )
+
+
+@pytest.mark.parametrize(
+    ("phrase", "due"),
+    [
         # Lisbon keeps UTC in winter and UTC+1 in summer: the offset of the day found.
         ("tomorrow at 8am", at(2026, 11, 26, 8, 0, zone=LISBON)),
         ("on 3 May at 10:00", at(2027, 5, 3, 10, 0, zone=LISBON)),
@@ -138,6 +172,12 @@ def test_a_passed_ambiguous_or_too_far_time_is_refused(phrase):
         ("remind me in the morning to take out the bins", "take out the bins",
          at(2026, 11, 26, 9, 0)),
         ("remind me in the evening to call Jo", "call Jo", at(2026, 11, 26, 19, 0)),
+        ("remind me next weekend to wash the car", "wash the car", at(2026, 12, 5, 9, 0)),
+        ("remind me next month to renew my gym membership", "renew my gym membership",
+         at(2026, 12, 1, 9, 0)),
+        ("remind me in 3 months to check the boiler", "check the boiler",
+         at(2027, 2, 25, 23, 0)),
+        ("remind me in April to book the MOT", "book the MOT", at(2027, 4, 1, 9, 0)),
     ],
 )  # fmt: skip
 def test_a_reminder_request_in_natural_time(text, label, due):

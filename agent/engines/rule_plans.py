@@ -71,7 +71,10 @@ _JOURNEY_STEMS = content_stems("flight train bus ferry coach")
 _ASK_WHEN_GO = re.compile(
     r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?(?:fly(?:ing)?|go(?:ing)?"
     r"|travel(?:l)?(?:ing)?|head(?:ing)?|leav(?:e|ing)|off|driv(?:e|ing))(?: off)? (?:to|for)"
-    r" (?P<thing>[^\W\d_][\w' -]{0,60}?)\??$",
+    r" (?P<thing>[^\W\d_][\w' -]{0,60}?)\??$"
+    # "when am I seeing grandma?", "when are we meeting Tom?": the plan or event with them.
+    r"|^when (?:am i|are we|will i|will we|do i|do we) (?:be )?(?:see(?:ing)?|visit(?:ing)?"
+    r"|meet(?:ing)?) (?:up with )?(?P<whom>[^\W\d_][\w' -]{0,60}?)(?: next| again)?\??$",
     _F,
 )
 # "who am I going to Paris with?", "who are we flying with?": the trip told with whom.
@@ -144,6 +147,10 @@ def answer_event(
     if who_with is not None:  # "who am I going to Paris with?": whom the trip was told with
         return _companions(reading, who_with.group("thing"))
     going = _ASK_WHEN_GO.match(reading.text)
+    if going is not None and going.group("whom"):  # "when am I seeing grandma?"
+        wanted = content_stems(going.group("whom"))
+        seen = [f for f in own_facts(reading, "plan", "event") if wanted <= content_stems(f.value)]
+        return " ".join(answer_line(f) for f in seen) or None
     if going is not None:  # "when am I flying to Lisbon?": the trips there, or not told
         wanted = content_stems(going.group("thing"))
         trips = [f for f in _trips(reading) if wanted <= content_stems(f.value)]

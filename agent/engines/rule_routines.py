@@ -44,6 +44,12 @@ _ASK_THEIR_ROUTINE = re.compile(
     r"[\w' ]{0,60}?)\??$",
     _F,
 )
+# "what day is Ellie's swimming?", "when's my son's football?": the same, said of the thing.
+_ASK_THEIR_THING = re.compile(
+    r"^(?:when|what\s+time|what\s+days?|which\s+days?)(?:'s|\s+is|\s+are)\s+(?:my\s+)?"
+    r"(?P<who>[\w' ]{1,30}?)'s?\s+(?P<what>[^\W\d_][\w' ]{0,40}?)\??$",
+    _F,
+)
 # "do I work from home on Friday?", "do I have swimming on Tuesdays?": yes, by a routine.
 _ASK_DO_I = re.compile(
     r"^do i (?:usually |normally |always )?(?P<what>[^\W\d_][\w' ]{0,40}?)\s+(?:on|every)\s+"
@@ -103,9 +109,9 @@ def _routine_of(reading: Reading) -> str | None:
 
 
 def _their_routine(reading: Reading) -> str | None:
-    """Answer "when does Mira have swimming?" with what the user said Mira does then;
-    ``None`` when nothing said of Mira does it."""
-    match = _ASK_THEIR_ROUTINE.match(reading.text)
+    """Answer "when does Mira have swimming?" (or "what day is Mira's swimming?") with what
+    the user said Mira does then; ``None`` when nothing said of Mira does it."""
+    match = _ASK_THEIR_ROUTINE.match(reading.text) or _ASK_THEIR_THING.match(reading.text)
     if match is None:
         return None
     who = match.group("who").casefold()

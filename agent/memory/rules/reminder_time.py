@@ -2,8 +2,10 @@
 
 :data:`WHEN` is the grammar of the phrases a reminder may carry (bounded, so a hostile message is
 read quickly): a delay ("in 10 minutes", "in a fortnight", "in 1.5 hours"; "in an hour and a
-half" and "in 10" once :func:`spoken_clock` has put them in full), a day ("tomorrow", "on
-Friday", "next Monday", "on 3 May", "the 12th of December", "on the 3rd": the next 3rd,
+half" and "in 10" once :func:`spoken_clock` has put them in full; "in 3 months": the same day
+and time, or a shorter month's last day), a day ("tomorrow", "on Friday", "next Monday", "on 3
+May", "the 12th of December", "on the 3rd": the next 3rd, next month's once today's has passed,
+"next weekend": the Saturday after the coming one, "next month" or "in April": its first day,
 "tonight", "in the morning": this morning if still ahead, else tomorrow's), a clock time ("at
 18:30", "at 8am", "at noon"), or a day with a clock time ("tomorrow at 8am", "next Monday at
 9:15", "Friday evening"). :func:`due_time` turns the phrase into a moment:
@@ -91,7 +93,8 @@ _DATE = (
     rf"|the\s+{_ORDINAL}|\d{{1,2}}(?:st|nd|rd|th)"
 )
 _DAY = (
-    rf"today|tonight|tomorrow(?:\s+(?:{_PART}))?|the day after tomorrow|next week"
+    rf"today|tonight|tomorrow(?:\s+(?:{_PART}))?|the day after tomorrow|next weekend|next week"
+    rf"|next month|in\s+{MONTH}\b"
     rf"|in\s+the\s+(?:{_PART})"
     rf"|this\s+(?:{_PART})|(?:(?:on|next|this|coming)\s+)?{_WEEKDAY}(?:\s+(?:{_PART}))?"
     rf"|(?:on\s+)?(?:{_DATE})"
@@ -101,7 +104,7 @@ _CLOCK = (
     rf"|at\s+\d{{1,2}}(?:[:.h+]\d{{2}})?(?:\s+in\s+the\s+(?:{_PART}))?"
     r"|(?:at\s+)?(?:noon|midday|midnight)"
 )
-_DELAY_PHRASE = rf"in\s+(?:{_NUM})(?:{_UNIT})\b"
+_DELAY_PHRASE = rf"in\s+(?:{_NUM})(?:{_UNIT}|months?)\b"
 #: A time phrase of a reminder (a regular-expression source, no groups of its own).
 WHEN = (
     rf"(?:{_DELAY_PHRASE}"
@@ -110,6 +113,12 @@ WHEN = (
 )
 
 _DELAY = re.compile(rf"in\s+(?P<n>{_NUM})(?P<u>{_UNIT})", _F)
+# "in a month", "in 3 months": the same day and time that many months on.
+_MONTHS_LATER = re.compile(rf"in\s+(?P<n>{_NUM})months?\b", _F)
+# "next weekend": the Saturday of the weekend after the coming one (as kept facts say it).
+_NEXT_WEEKEND = re.compile(r"\bnext\s+weekend\b", _F)
+# "in April": its first day.
+_IN_MONTH = re.compile(rf"\bin\s+(?P<m>{MONTH})\b", _F)
 # A bare hour: "at 6", or "at 6+30" (spoken_clock's "half past six", minutes kept, morning or
 # evening still to say).
 _BARE_HOUR = re.compile(r"\bat\s+(?P<h>\d{1,2})(?:\+(?P<min>\d{2}))?\b(?![:.h]?\d|\s*[ap]\.?m)", _F)
@@ -136,17 +145,23 @@ _SETTINGS: dict[str, Any] = {
 }
 
 
+def _amount(said: str) -> float | None:
+    """The number a delay says ("10", "1.5", "a couple of"), or ``None``."""
+    raw = " ".join(said.lower().replace(",", ".").split())
+    amount = _NUMBER_WORDS.get(raw)
+    if amount is None and raw[:1].isdigit():
+        amount = float(raw)
+    return amount
+
+
 def read_delay(when: str) -> timedelta | None:
     """Return the delay an "in 10 minutes" phrase says, or ``None`` (none, or out of range)."""
     match = _DELAY.match(when)
     if match is None:
         return None
-    raw = " ".join(match.group("n").lower().replace(",", ".").split())
-    amount = _NUMBER_WORDS.get(raw)
+    amount = _amount(match.group("n"))
     if amount is None:
-        if not raw[0].isdigit():
-            return None
-        amount = float(raw)
+        return None
     unit = match.group("u").lower()
     seconds = amount * _UNIT_SECONDS["m" if unit.startswith("mi") else unit[0]]
     if not 0 < seconds <= MAX_REMINDER_DELAY.total_seconds():
@@ -243,8 +258,12 @@ def local_moment(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
 
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now
     base = now.astimezone(zone).replace(tzinfo=None)
+    today = base.date()
+    coming = today + timedelta(days=(5 - today.weekday()) % 7 if today.weekday() != 6 else -1)
+    phrase = _NEXT_WEEKEND.sub(f"{coming + timedelta(weeks=1):%d %B %Y}", phrase)
+    phrase = _IN_MONTH.sub(lambda m: f"1 {m['m']}", phrase)
     local: datetime | None = dateparser.parse(
-        _days_of_month_named(phrase, base.date()),
+        _days_of_month_named(phrase, today),
         languages=["en"],
         settings={**_SETTINGS, "RELATIVE_BASE": base},
     )
@@ -371,6 +390,9 @@ def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     if part is not None:  # "in the morning": this one if still ahead, else tomorrow's
         said = part.group("part")
         return due_time(f"this {said}", now, zone) or due_time(f"tomorrow {said}", now, zone)
+    months = _MONTHS_LATER.match(when)
+    if months is not None:
+        return _months_later(months.group("n"), now, zone)
     if _DELAY.match(when):
         delay = read_delay(when)
         return None if delay is None else now + delay
@@ -383,9 +405,34 @@ def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     if due <= now and _NAMES_DAY.search(when) is None:
         # "at 10:32" said at 10:32: the next occurrence, tomorrow.
         due = (local + timedelta(days=1)).replace(tzinfo=zone).astimezone(UTC)
+    day_of_month = _DAY_OF_MONTH.search(when)
+    if due <= now and day_of_month is not None and day_of_month["m"] is None:
+        # "on the 1st" said on the 1st after its hour: next month's.
+        later = local_moment(when, now + timedelta(days=1), zone)
+        due = due if later is None else later.replace(tzinfo=zone).astimezone(UTC)
     if not now < due <= now + MAX_REMINDER_DELAY:
         return None
     return due
+
+
+def _months_later(said: str, now: datetime, zone: ZoneInfo) -> datetime | None:
+    """``now`` that many months on ("in a month", "in 3 months"): the same time of day, on the
+    same day of the month or the month's last; ``None`` past :data:`MAX_REMINDER_DELAY`."""
+    amount = _amount(said)
+    if amount is None or amount != int(amount) or not 0 < amount <= 12:
+        return None
+    local = now.astimezone(zone)
+    index = local.year * 12 + local.month - 1 + int(amount)
+    year, month = divmod(index, 12)
+    day = local.day
+    while True:
+        try:
+            moment = local.replace(year=year, month=month + 1, day=day)
+            break
+        except ValueError:  # the 31st of a shorter month: its last day
+            day -= 1
+    due = moment.replace(tzinfo=None).replace(tzinfo=zone).astimezone(UTC)
+    return due if now < due <= now + MAX_REMINDER_DELAY else None
 
 
 # "the evening", "this morning": a part of the day, not a day.
