@@ -311,7 +311,7 @@ class RuleBasedConcierge:
                 again = replace(second, label=request.label, link=request.link)
                 jobs += (self._reminder(again.label, again.due_at, again.repeat),)
                 parts.append(reminder_set(again, now, zone))
-            if len(requested) < len(each_time(text)):  # "at 8 and 6pm": the 8 asks which
+            if 1 < len(each_time(text)) > len(requested):  # "at 8 and 6pm": the 8 asks which
                 parts.append(_OTHER_HOUR)
             intents.append("set_reminder")
         elif change is not None:
