@@ -1747,6 +1747,9 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I live with my girlfriend Tom", "who do I live with?"],
          "You live with your girlfriend Tom."),
         (["who do I live with?"], "You haven't told me who you live with yet."),
+        (["my flatmate is called Jess", "who do I live with?"], "Your flatmate is called Jess."),
+        (["my roommate Alex is from Chile", "my sister is called Mia", "who do I live with?"],
+         "Your roommate is called Alex."),
     ],
     "one of a kind, unnamed, and a new puppy": [
         (["I have a dog"], "Noted: you have a dog."),

@@ -22,7 +22,8 @@ __all__ = ["FACT_QUESTIONS", "PLURAL", "SOMEONE_QUESTIONS"]
 
 _F = re.IGNORECASE
 
-#: (question, fact keys asked for (a trailing ":" is a prefix), what is missing if unknown);
+#: (question, fact keys asked for (a trailing ":" or "*" is a prefix: "relative:flatmate*" is
+#: any flatmate), what is missing if unknown);
 #: a ``thing`` group names a favourite's thing ("what's my favourite film?").
 FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple(
     (re.compile(pattern, _F), tuple(keys.split()), missing)
@@ -69,7 +70,9 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\bwhat (?:[\w-]+ ){0,3}?(?:do i (?:dislike|hate|not like)|don't i like)\b", "dislikes:",
          "what you don't like"),
         (r"\bwhat(?:'s| is| are) my (?:routines?|habits?)\b", "routine:", "about your routines"),
-        (r"^who do i live with\b|^do i live (?:alone|on my own|by myself|with)\b", "household",
+        # Flatmates live with the user by what they are ("my flatmate is called Jess").
+        (r"^who do i live with\b|^do i live (?:alone|on my own|by myself|with)\b",
+         "household relative:flatmate* relative:roommate* relative:housemate* relative:lodger*",
          "who you live with"),
         (r"\bwhat (?:did i ask you to|have i asked you to|should you) remember\b"
          r"|\bmy notes\b", "note:", "anything to remember (say /remember …)"),

@@ -425,7 +425,9 @@ def _spellings(thing: str) -> set[str]:
 
 
 def _key_matches(key: str, wanted: Sequence[str]) -> bool:
-    return any(key.startswith(w) if w.endswith(":") else key == w for w in wanted)
+    return any(
+        key.startswith(w.rstrip("*")) if w.endswith((":", "*")) else key == w for w in wanted
+    )
 
 
 def _about_you(facts: Sequence[Fact]) -> str:
