@@ -93,6 +93,12 @@ _ASK_PAST: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     )
 )  # fmt: skip
 
+# What tells of a place or a work before, by what it was of: an end ("I no longer live in
+# Rome": ex_location), kept as the history it tells when another place is known ("lived").
+_HISTORY = {
+    "location": {"ex_location": "lived"},
+    "workplace": {"ex_workplace": "worked"},
+}
 # Words for an attribute in a question about its history.
 _ATTRIBUTE_WORDS = {
     "home": "location", "address": "location", "city": "location", "place": "location",
@@ -383,25 +389,34 @@ def _earlier(
     if not wanted:
         word = (match.group("attr") or match.group("attr2") or "").casefold()
         wanted = (_ATTRIBUTE_WORDS.get(word, word),)
-    past = [m for m in _past(packet) if m.subject == USER and m.attribute in wanted]
+    history = {said: kept for name in wanted for said, kept in _HISTORY.get(name, {}).items()}
+    past = [
+        m for m in _past(packet) if m.subject == USER and m.attribute in {*wanted, *history}
+    ]
     now = [
         f
         for f in reading.facts
         if parse_key(f.key).subject == USER and parse_key(f.key).name in wanted
     ]
-    if not past:
+    # "I used to live in Rome", "I no longer work at Google": told as history, kept as said.
+    told = own_facts(reading, *history, *history.values())
+    if not past and not told:
         if now:
             current = " ".join(sentence(describe_fact(f)) for f in now)
             return f"I don't know of an earlier one: {current}"
         return f"{NOT_TOLD} about that yet."
     lines = []
     for memory in past:
-        fact = Fact(key=fact_key(USER, memory.attribute, memory.text), value=memory.text, turn=0)
+        attribute = history.get(memory.attribute, memory.attribute)
+        fact = Fact(key=fact_key(USER, attribute, memory.text), value=memory.text, turn=0)
         until = memory.valid_until or memory.valid_from
-        if until <= memory.valid_from:  # corrected: it was never true
+        if attribute != memory.attribute:  # "I used to work at Google", since replaced
+            lines.append(sentence(describe_fact(fact)))
+        elif until <= memory.valid_from:  # corrected: it was never true
             lines.append(f"You once told me {describe_fact(fact)}, then corrected it.")
         else:
             lines.append(f"Earlier you told me {describe_fact(fact)} (until {until:%d %B %Y}).")
+    lines += [sentence(describe_fact(f)) for f in told]
     if now:
         lines.append("Now " + "; ".join(describe_fact(f) for f in now) + ".")
     return " ".join(lines)

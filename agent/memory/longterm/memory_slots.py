@@ -91,6 +91,10 @@ _ATTRIBUTES: dict[str, SlotRule] = {
     "ex_location": SlotRule(
         "fact", False, 0.6, "you no longer live in {v}", "{s} no longer lives in {v}"
     ),
+    # Where one lived or worked before, said while another place is the one known: history,
+    # beside it ("I used to live in Bristol" of someone who lives in Bath).
+    "lived": SlotRule("fact", True, 0.4, "you used to live in {v}", "{s} used to live in {v}"),
+    "worked": SlotRule("fact", True, 0.4, "you used to work at {v}", "{s} used to work at {v}"),
     "birthday": SlotRule("fact", False, 0.6, "your birthday is {v}", "{s}'s birthday is {v}"),
     "born": SlotRule("fact", False, 0.5, "you were born in {v}", "{s} was born in {v}"),
     # A pet's breed: "a labrador".

@@ -45,9 +45,9 @@ from agent.utils.time_zones import find_zone
 
 __all__ = [
     "Said",
+    "as_history",
     "correct_by_value",
     "correct_last",
-    "ends_another",
     "names_values",
     "puts_right",
     "read_said",
@@ -385,10 +385,28 @@ def _said_again_of_renamed(
     return again
 
 
-def ends_another(fact: Fact, known: Sequence[Fact]) -> bool:
+# What an end said of a place or a work that is not the one known is kept as: history.
+_HISTORY = {"ex_location": "lived", "ex_workplace": "worked"}
+
+
+def as_history(fact: Fact, known: Sequence[Fact]) -> Fact | None:
+    """``fact``, or, when it :func:`_ends_another`, the history it tells ("I used to live in
+    Rome" of someone known to live in Madrid: they lived in Rome), or ``None`` (nothing to
+    keep: "I'm no longer vegan" of a vegetarian)."""
+    if not _ends_another(fact, known):
+        return fact
+    parts = parse_key(fact.key)
+    history = _HISTORY.get(parts.attribute)
+    if history is None:
+        return None
+    return Fact(key=fact_key(parts.subject, history, fact.value), value=fact.value, turn=fact.turn)
+
+
+def _ends_another(fact: Fact, known: Sequence[Fact]) -> bool:
     """Whether ``fact`` says that a value no longer holds ("I don't live in Berlin anymore",
     "I used to live in Rome") while another value of its slot is the one known (Madrid): it
-    ends nothing then, and is not kept (it would put the end of Berlin in Madrid's place)."""
+    ends nothing then, and is not kept as an end (it would put the end of Berlin in Madrid's
+    place; :func:`as_history` keeps what it tells)."""
     parts = parse_key(fact.key)
     if not parts.attribute.startswith("ex_") or parts.attribute in {"ex_plan", "ex_event"}:
         return False
@@ -407,7 +425,7 @@ def _stated(
     """The facts ``text`` states, or else those it puts right, and the keys they replace."""
     fixed = _fixed_within(text, turn=turn)
     stated = extract_facts(text, turn=turn) if fixed is None else fixed
-    stated = tuple(fact for fact in stated if not ends_another(fact, known))
+    stated = tuple(kept for fact in stated if (kept := as_history(fact, known)) is not None)
     replaced: dict[str, Fact] = {}
     if stated:
         replaced = _put_right(stated, text, previous) or _renamed_later(stated, text, known)
