@@ -1822,6 +1822,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "the weekend of Sat 8 Mar"),
         (["I'm meeting Tom for coffee tomorrow", "when am I seeing Ana?"], "haven't told me"),
     ],
+    "typed fast, with shortenings": [
+        (["my gf's name is becky", "whats my gfs name"], "Your girlfriend is called Becky."),
+        (["my bf is called tom", "what's my boyfriend's name?"], "Tom"),
+        (["ive got footy every tuesday night", "whens footy"],
+         "Your routine: you've got football every tuesday night."),
+        (["I've got a meeting every Monday at 10", "what do I do on Mondays?"],
+         "you've got a meeting every Monday at 10."),
+    ],
     "where one lived and worked before": [
         (["I live in Bath", "I used to live in Bristol", "where do I live?"], "You live in Bath."),
         (["I live in Bath", "I used to live in Bristol", "where did I use to live?"],

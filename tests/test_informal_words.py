@@ -35,6 +35,10 @@ from agent.memory.rules.informal_words import respell, without_emoji
          "I'm off to the beach with our kids tomorrow morning, yay"),
         ("Alex and I are moving to Leeds", "we are moving to Leeds"),
         ("Tom and I are going to try sushi", "we are going to try sushi"),
+        ("my gf's name is becky", "my girlfriend's name is becky"),
+        ("whats my bfs job", "what's my boyfriend's job?"),
+        ("my hubby and my bff", "my husband and my best friend"),
+        ("ive got footy every tuesday", "I've got football every tuesday"),
     ],
 )
 def test_an_informal_spelling_is_read_as_the_standard_one(typed, read):
