@@ -72,6 +72,10 @@ _KNOWN = (
         ("Tom is 30", "Tom is 30"),  # no one known is
         ("Rex", "Rex"),
         ("London is lovely", "London is lovely"),
+        # Typed in lower case: the name known, as it was told.
+        ("clara's birthday is on 3 May", "my wife Clara's birthday is on 3 May"),
+        ("rex is 5 now", "my dog Rex is 5 now"),
+        ("it is raining", "it is raining"),
     ],
 )
 def test_a_name_that_opens_a_message_is_the_one_known_by_it(text, resolved):

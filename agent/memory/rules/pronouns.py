@@ -7,8 +7,8 @@ place of the pronoun that opens the message ("my son's name is Leo"), so that th
 and the questions read it as if it had been said in one go. A pronoun whose gender the role
 contradicts ("my daughter is 7", then "his name is ...") names no one, nor does a message
 before that named nobody or several people. :func:`resolve_name` does the same for a name
-that opens a message or a clause ("Rex is 5 now": "my dog Rex is 5 now") from the facts
-known. Pure functions of their arguments.
+that opens a message or a clause ("Rex is 5 now", or typed "rex is 5 now": "my dog Rex is 5
+now") from the facts known. Pure functions of their arguments.
 
 Tested by ``tests/test_pronouns.py`` and the "pets and relatives" family of
 ``tests/test_everyday_phrasings.py``.
@@ -55,10 +55,10 @@ _OPENING = re.compile(
 # A question's pronoun, wherever it is: "how old is she?", "what's his name?".
 _ASKED = re.compile(r"^(?=.*\?\s*$).*?\b(?P<p>he|she|they|his|her|their)\b(?P<be>)", _F)
 # A name that opens a statement about its bearer: "Rex is 5", "Clara's birthday is ...", or
-# a clause of one: "Miso is 3 and Tofu is 5".
+# a clause of one: "Miso is 3 and Tofu is 5"; in any case (only a name known is resolved).
 _NAME_FIRST = re.compile(
     r"(?:^|(?<=, )|(?<=; )|(?<=\band )|(?<=\bbut )|(?<=^actually )|(?<=^oh )|(?<=^also ))"
-    r"(?P<name>[A-Z][^\W\d_]+)(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
+    r"(?P<name>[^\W\d_]{2,})(?=(?:'s\s|\s+(?:is|was|has|just|lives|works|loves|likes|hates"
     r"|turned|moved|got|plays|learns|is learning|doesn't|does|can't|never|goes|visits|phones"
     r"|calls)\b))"
 )
