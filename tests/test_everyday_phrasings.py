@@ -1822,6 +1822,18 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "the weekend of Sat 8 Mar"),
         (["I'm meeting Tom for coffee tomorrow", "when am I seeing Ana?"], "haven't told me"),
     ],
+    "likes said strongly, and a taste lost": [
+        (["I'm obsessed with Korean dramas", "what kind of TV do I like?"],
+         "You like Korean dramas."),
+        (["I'm hooked on Wordle", "do I like Wordle?"], "Yes, you like Wordle."),
+        (["I'm crazy about salsa dancing", "what do I like?"], "You like salsa dancing."),
+        (["I love coffee", "I've gone off coffee", "do I like coffee?"],
+         "No, you don't like coffee."),
+        (["I'm addicted to my phone"], "Sorry, I didn't understand"),
+        (["my go-to drink is a flat white", "what's my usual drink?"],
+         "Your favourite drink is a flat white."),
+        (["my usual order is a flat white", "what's my usual order?"], "a flat white"),
+    ],
     "typed fast, with shortenings": [
         (["my gf's name is becky", "whats my gfs name"], "Your girlfriend is called Becky."),
         (["my bf is called tom", "what's my boyfriend's name?"], "Tom"),

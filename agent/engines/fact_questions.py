@@ -110,7 +110,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\b(?:which|what) (?:[\w-]+ )?team do i (?:support|follow|root for|cheer for|like)\b"
          r"|^who do i (?:support|root for|cheer for)\b", "favourite:team",
          "which team you support"),
-        (r"\b(?:what|who)(?:'s| is) my (?:favou?rite|fave?) (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
+        (r"\b(?:what|who)(?:'s| is) my (?:favou?rite|fave?|go-to|usual)"
+         r" (?P<thing>[^\W\d_]+(?: [^\W\d_]+)?)",
          "favourite:", "your favourites"),
     )
 )  # fmt: skip

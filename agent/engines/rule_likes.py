@@ -47,7 +47,8 @@ _KINDS = {
         ("book", "book books novel novels reading poetry fiction crime thriller fantasy"),
         ("sport", "sport sports football soccer tennis basketball rugby cricket golf running "
          "swimming cycling hiking skiing climbing yoga boxing surfing"),
-        ("show", "show shows series tv television sitcom podcast"),
+        ("show", "show shows series tv television sitcom podcast drama dramas k-drama kdrama "
+         "reality soap soaps netflix anime cartoons"),
         ("game", "game games gaming chess board puzzle video"),
     )
 }  # fmt: skip

@@ -124,6 +124,7 @@ DISLIKE = (
     r"(?:(?:don't|do not|dont|no longer|don't really)\s+(?:like|love|enjoy)|hate|dislike"
     r"|(?:am|'m) not (?:liking|loving|enjoying)"
     r"|can't stand|cannot stand|can't bear|cannot bear|loathe|detest"
+    r"|(?:'ve|\s+have)?\s*(?:gone|went)\s+off"
     r"|(?:am|'m) (?:no longer|not) (?:really |very |too |that |a big |terribly |particularly "
     r"|overly |all that |especially )?(?:a fan of|into|keen on"
     r"|fond of|big on|fan of))"

@@ -292,8 +292,8 @@ FACT_RULES: tuple[FactRule, ...] = (
     # its capital (not "I started at 9").
     rule("workplace", rf"{NEWS}(?:started|began)\s+(?:working\s+|work\s+)?(?:at|for)\s+"
          r"(?P<v>(?-i:[A-Z]).+)", "org"),
-    rule("favourite", r"\bmy (?:favou?rite|fave?)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+(?:is|are)"
-         r"\s+(?P<v>.+)", "short"),
+    rule("favourite", r"\bmy (?:favou?rite|fave?|go-to)\s+(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+"
+         r"(?:is|are)\s+(?P<v>.+)", "short"),
     rule("favourite", r"^(?!(?:that|this|it|these|those|which)\b)(?P<v>[^\W\d_][\w' -]{0,40}?)"
          r"\s+(?:is|are)\s+(?:definitely\s+)?my\s+(?:all-time\s+)?(?:favou?rite|fave?)\s+"
          r"(?P<k>[^\W\d_]+(?:\s[^\W\d_]+)?)$", "short"),
@@ -420,6 +420,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     rule("likes", r"\bi(?:'m|\s+am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+(?P<v>.+)",
          "liked"),
     rule("likes", r"\bi(?:'m|\s+am)\s+(?:really\s+|very\s+|so\s+)?into\s+(?P<v>.+)", "liked"),
+    # "I'm obsessed with Korean dramas", "I'm hooked on Wordle", "I'm crazy about salsa".
+    rule("likes", r"\bi(?:'m|\s+am)\s+(?:(?:a\s+bit|kind\s+of|totally|completely|so|really)\s+)?"
+         r"(?:obsessed\s+with|hooked\s+on|crazy\s+about|mad\s+about|nuts\s+about"
+         r"|passionate\s+about)\s+(?P<v>.+)", "liked"),
     rule("likes", rf"\bi{ADV}\s+(?:much\s+)?prefer\s+(?P<v>(?:to|going)\s.+|.+?)"
          r"(?:\s+(?:over|to|rather than|than|instead of)\s+.+)?$", "liked"),
     # A detail of the user's world no rule above reads: "my blood type is O negative", "the
