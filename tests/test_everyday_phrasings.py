@@ -1822,6 +1822,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "the weekend of Sat 8 Mar"),
         (["I'm meeting Tom for coffee tomorrow", "when am I seeing Ana?"], "haven't told me"),
     ],
+    "a diet kept for a while": [
+        (["I've been sober for 2 years", "can I have a beer?"],
+         "Better not. You're sober (a beer usually has alcohol)."),
+        (["I've been sober for 2 years", "how long have I been sober?"],
+         "You've been sober for 2 years."),
+        (["we've been vegan since 2019", "can I eat cheese?"], "Better not. You're vegan"),
+        (["I've been busy for weeks", "can I eat cheese?"], "haven't told me"),
+    ],
     "likes said strongly, and a taste lost": [
         (["I'm obsessed with Korean dramas", "what kind of TV do I like?"],
          "You like Korean dramas."),

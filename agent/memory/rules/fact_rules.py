@@ -151,6 +151,9 @@ FACT_RULES: tuple[FactRule, ...] = (
          rf"(?P<v>{DIETS})\b(?:,?\s+(?:except(?:\s+for)?|apart\s+from|other\s+than|but\s+i\s+"
          r"(?:still\s+|do\s+|also\s+)?(?:eat|drink))\s+(?P<but>[^\W\d_][\w -]{0,40}?)"
          r"(?:\s+(?:sometimes|occasionally|now\s+and\s+then|too|as\s+well|though))?\s*$)?", "raw"),
+    # "I've been sober for 2 years", "we've been vegan since 2019": the diet, and how long.
+    rule("diet", rf"^(?:i|we)(?:'ve|\s+have)\s+been\s+(?P<v>{DIETS})\s+(?:for|since)\b", "raw",
+         alongside=True),
     # "I run a small bakery in Bristol", "I own a cafe": the business is the work.
     rule("job", r"^i(?:\s+(?:now|also|actually))?\s+(?P<v>(?:run|own|co-own|manage)\s+"
          rf"(?:a|an|my\s+own|our|the|my)\s+(?:[\w'&-]+\s+){{0,3}}?(?:{BUSINESSES})\b.*)","phrase"),
