@@ -199,10 +199,11 @@ def extract_closers(text: str) -> tuple[Closer, ...]:
 
 # -- which to-do a closer names ------------------------------------------------------------
 
-# One deed said in other words ("spoke to the plumber" calls them, "got Tom's present" buys it);
+# One deed said in other words ("spoke to the plumber" calls them, "got Tom's present" buys it,
+# "dry cleaning collected" picks it up);
 # what a closer names with a pronoun ("watered them") names no thing.
 _SAME_DEED = {"speak": "call", "talk": "call", "phon": "call", "ring": "call", "got": "buy",
-              "get": "buy", "purchas": "buy"}  # fmt: skip
+              "get": "buy", "purchas": "buy", "collect": "pick", "fetch": "pick"}  # fmt: skip
 _NOT_THINGS = frozenset({"them", "it", "her", "him", "that", "this", "those", "these"})
 
 
