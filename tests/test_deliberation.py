@@ -224,6 +224,26 @@ def test_reactions_name_the_proposal_they_share_words_with():
     assert boat.reactions == (Reaction(participant="Carol", stance="support", turn=4),)
 
 
+def test_a_reaction_naming_a_thing_no_proposal_is_about_backs_none():
+    """ "Italian works for me" backs no Thai place (it names another option); "the Thai place
+    sounds good" and "tbh that works for me" (naming nothing but a filler) back it."""
+    state = group(
+        [
+            ("Bob", "how about the Thai place on Main St"),
+            ("Carol", "I'd prefer Italian tbh"),
+            ("Alice", "Italian works for me"),
+            ("Dave", "the Thai place sounds good"),
+            ("Erin", "tbh that works for me"),
+        ]
+    )
+
+    (thai,) = state.proposals
+    assert thai.reactions == (
+        Reaction(participant="Dave", stance="support", turn=4),
+        Reaction(participant="Erin", stance="support", turn=5),
+    )
+
+
 def test_a_reaction_long_after_any_proposal_is_no_reaction():
     """A "+1" that names nothing refers only to a proposal of the last REACTION_WINDOW turns."""
     lines = [("Alice", "I propose a picnic in the park")]

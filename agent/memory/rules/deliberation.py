@@ -11,7 +11,8 @@ In a group chat every message moves the deliberation by rules, never by a model:
 - a **reaction** ("+1", "agree", "sounds good"; "I disagree", "no way", "-1"; "not sure")
   from someone other than the proposer records their stance on the active proposal it names
   (the one sharing most words with it) or, naming none, on the latest one of the last
-  :data:`REACTION_WINDOW` turns; one stance per participant, the latest wins. A proposal
+  :data:`REACTION_WINDOW` turns (one said after a thing no active proposal is about, "Italian
+  works for me", records none); one stance per participant, the latest wins. A proposal
   opposed by at least two and by a strict majority of the other participants is ``rejected``;
 - a **decision** ("we agreed on ...", "let's go with ...", "we decided ...", "final decision:
   ...", ``[DECISION]``) records a :class:`Decision`; the active proposal it settles becomes
@@ -226,6 +227,17 @@ def _read_reaction(text: str, clauses: Sequence[Clause]) -> Stance | None:
     return None
 
 
+def _names_another(text: str, proposals: Sequence[Proposal]) -> bool:
+    """Whether a reaction said after what it reacts to ("Italian works for me") names a thing
+    no active proposal is about: it is no stance on the latest one then (the Thai place)."""
+    said = _NAMED_SUPPORT.search(text) or _NAMED_OPPOSE.search(text)
+    if said is None:
+        return False
+    named = _stems(re.sub(rf"^{_FILLERS}", "", text[: said.start()], flags=_F))
+    active = [_stems(p.text) for p in proposals if p.status == "active"]
+    return bool(named) and not any(named & wanted for wanted in active)
+
+
 def _first(patterns: Sequence[re.Pattern[str]], clause: Clause) -> str | None:
     for pattern in patterns:
         match = pattern.search(clause.text)
@@ -348,7 +360,7 @@ class DeliberationTracker:
         position: str | None = None
         contribution: str | None = None
 
-        if move.reaction is not None:
+        if move.reaction is not None and not _names_another(text, props):
             index = self._reaction_target(props, name, _stems(text), seq)
             if index is not None:
                 props[index] = self._react(props[index], name, move.reaction, seq, people)
