@@ -149,6 +149,19 @@ def test_items_are_decisions_facts_open_questions_and_key_sentences():
     assert {(i.seq, i.who) for i in items} == {(4, "Ada")}
 
 
+def test_a_fact_whose_key_holds_its_value_says_the_value_once():
+    """ "allergy: shellfish", not "allergy shellfish: shellfish"; a favourite keeps its thing
+    ("favourite colour: blue")."""
+    summarizer = ExtractiveSummarizer()
+    facts = [
+        i.text
+        for said in ("I'm allergic to shellfish", "my favourite colour is blue")
+        for i in summarizer.items(turn(2, said, speaker="Dev"))
+        if i.kind == "fact"
+    ]
+    assert facts == ["allergy: shellfish", "favourite colour: blue"]
+
+
 def test_an_answered_question_is_no_open_question():
     """A question is open by the state's rules: no reply, a reply that kept it open, or one
     that asks back. An answer is an answer even with a "?" or "don't know" in it; a turn

@@ -122,6 +122,37 @@ async def test_what_did_i_say_without_a_topic(group, question):
     assert "rooftop" not in said
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what did Bob say about the budget?",
+        "@bot what has Bob said about budgets?",
+        "what's Bob's view on the budget?",
+    ],
+)
+async def test_what_another_member_said_about_a_topic(group, question):
+    """Asked by name by another member: Bob's words on the topic, said of Bob ("Bob said"),
+    not the asker's, not Bob's words on other topics."""
+    intent, said = await group.ask("Dave", question)
+
+    assert intent == "own_words"
+    topic = "budgets" if "budgets" in question else "the budget"  # as the question says it
+    assert said == f"About {topic}, Bob said:\n• I think the launch budget needs another review"
+
+
+async def test_another_members_position_without_a_topic_and_a_stranger(group):
+    """ "where does Carol stand?": her position and her words, named; a name no member has is
+    not answered from anyone's words."""
+    intent, said = await group.ask("Alice", "where does Carol stand?")
+    assert intent == "own_words"
+    assert said.startswith("Carol's previous position: proposes: we cut the catering.")
+    assert "What Carol said last:" in said
+    assert "I disagree, Friday evening is bad for me" in said
+
+    intent, said = await group.ask("Alice", "what did Zed say?")
+    assert intent != "own_words"
+
+
 async def test_words_said_long_ago_are_found(group):
     """A member's words from before forty turns of others' chatter (in no verbatim turn of the
     packet any more) are still found, with the day they were said."""

@@ -48,6 +48,16 @@ _ASK_OWN = re.compile(
     r"|where\s+(?:do|did)\s+i\s+stand|my\s+(?:previous|last)\s+position)\b",
     _F,
 )
+# The same of another member, by name: "what did Carol say?", "what's Bob's position?",
+# "where does Erin stand?".
+_ASK_THEIRS = re.compile(
+    r"\b(?:what\s+(?:did|has|had)\s+(?P<a>[A-Z][\w'-]+)\s+(?:just\s+|already\s+)?(?:say|said"
+    r"|suggest|suggested|propose|proposed|think|thought|argue|argued|mention|mentioned|want"
+    r"|wanted|write|wrote|written)"
+    r"|what(?:'s|\s+is|\s+was|\s+were)\s+(?P<b>[A-Z][\w'-]+)'s\s+(?:previous\s+|last\s+|current\s+)?"
+    r"(?:position|stance|view|opinion|take|point|suggestion|proposal|objection|vote)s?"
+    r"|where\s+(?:does|did)\s+(?P<c>[A-Z][\w'-]+)\s+stand)\b"
+)
 # The topic named after the question: "... about the budget", "... on Friday's venue".
 _TOPIC = re.compile(
     r"^\s*(?:so\s+far\s+|earlier\s+|before\s+)?(?:about|on|regarding|concerning|re|for"
@@ -81,6 +91,8 @@ _ASK_PROPOSER = re.compile(
 
 # A line of the packet naming its speaker: a retrieved turn "#12 Ada (8 May 2023): ...", a
 # compressed or summary line "#12 Ada: ..." or "#12 Ada [decision]: ...".
+# A fact as a summary notes it ("allergy: shellfish", "favourite colour: blue"): not words.
+_FACT_ITEM = re.compile(r"^[a-z][a-z ]{0,30}: ")
 _LINE = re.compile(
     r"^#(?P<seq>\d+) (?P<who>[^:\n\[(]{1,80}?)(?: \((?P<date>[^)]{1,20})\))?"
     r"(?: \[[a-z ]{1,20}\])?: (?P<said>.+)$"
@@ -94,6 +106,7 @@ class _Said:
     seq: int
     text: str
     date: str = ""
+    quoted: bool = True  # their words, not a summary's note of a fact ("allergy: shellfish")
 
 
 def _is_group(packet: ConversationContextPacket) -> bool:
@@ -103,16 +116,48 @@ def _is_group(packet: ConversationContextPacket) -> bool:
 def answer_own_words(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
-    """Answer "what did I say about X?" in a group."""
+    """Answer "what did I say about X?" in a group, or "what did Carol say about X?" of another
+    member."""
+    if not _is_group(packet):
+        return None
     match = _ASK_OWN.search(reading.text)
-    if match is None or not _is_group(packet):
+    theirs = None if match is not None else _ASK_THEIRS.search(reading.text)
+    if theirs is not None:
+        name = next(g for g in theirs.groups() if g)
+        named = [p for p in packet.participants if p.name.casefold() == name.casefold()]
+        member = named[0] if named else None
+        if member is None:
+            return None  # no member of that name: another rule, or the quote, may answer
+        match, voice = theirs, _Voice(member.name, f"{member.name}'s", f"{member.name} said")
+    elif match is not None:
+        member, voice = packet.member, _YOU
+    else:
         return None
     about = _TOPIC.match(reading.text[match.end() :])
     topic = " ".join(about.group("topic").split()) if about else ""
-    wanted = content_stems(topic) - _TOPIC_NOISE
-    member = packet.member
     if member is None:
         return "I have nothing from you in this group yet: no position, no proposal."
+    return _words_of(packet, member, topic, voice)
+
+
+@dataclass(frozen=True, slots=True)
+class _Voice:
+    """How an answer names the member it is about: "you" to them, their name to others."""
+
+    who: str  # "you", "Carol"
+    whose: str  # "your", "Carol's"
+    said: str  # "you said", "Carol said"
+
+
+_YOU = _Voice("you", "your", "you said")
+
+
+def _words_of(
+    packet: ConversationContextPacket, member: Participant, topic: str, voice: _Voice
+) -> str:
+    """The member's previous position, key contributions and what they said that the packet
+    carries, about ``topic`` when one is named."""
+    wanted = content_stems(topic) - _TOPIC_NOISE
     points = [
         p
         for p in (member.last_position, *member.key_contributions)
@@ -126,21 +171,24 @@ def answer_own_words(
     position = member.last_position if member.last_position in points else ""
     extra = [p for p in dict.fromkeys(points) if p != member.last_position]
     lines = [f"• {p}" for p in extra] + [_said_line(s) for s in said[-_MOST_SAID:]]
+    whose = voice.whose[:1].upper() + voice.whose[1:]
     if wanted and not (position or lines):
-        told = f"I have nothing from you about {topic}."
+        told = f"I have nothing from {voice.who} about {topic}."
         if member.last_position:
-            told += f" Your previous position: {member.last_position}."
+            told += f" {whose} previous position: {member.last_position}."
         return told
-    sections = [f"Your previous position: {position}."] if position else []
+    sections = [f"{whose} previous position: {position}."] if position else []
     if wanted and lines:
-        sections.append(f"About {topic}, you said:\n" + "\n".join(lines))
+        sections.append(f"About {topic}, {voice.said}:\n" + "\n".join(lines))
     elif lines:
         if extra:
-            sections.append("Your key contributions:\n" + "\n".join(lines[: len(extra)]))
+            sections.append(f"{whose} key contributions:\n" + "\n".join(lines[: len(extra)]))
         if said:
-            sections.append("What you said last:\n" + "\n".join(lines[len(extra) :]))
+            sections.append(f"What {voice.said} last:\n" + "\n".join(lines[len(extra) :]))
     if not sections:
-        return "You haven't taken a position here yet, and I keep nothing else you said."
+        if voice is _YOU:
+            return "You haven't taken a position here yet, and I keep nothing else you said."
+        return f"{voice.who} hasn't taken a position here yet, and I keep nothing else they said."
     return "\n\n".join(sections)
 
 
@@ -200,7 +248,8 @@ def _statement(text: str) -> bool:
 
 def _said_line(said: _Said) -> str:
     when = f" ({said.date})" if said.date else ""
-    return f"• “{without_mention(said.text)}”{when}"
+    text = without_mention(said.text)
+    return f"• “{text}”{when}" if said.quoted else f"• {text}{when}"
 
 
 def _said_by(packet: ConversationContextPacket, member: Participant) -> list[_Said]:
@@ -218,14 +267,15 @@ def _said_by(packet: ConversationContextPacket, member: Participant) -> list[_Sa
 def _lines_of(packet: ConversationContextPacket, name: str) -> Iterator[_Said]:
     """The lines of the packet's retrieved turns, compressed turns and summary by ``name``;
     retrieved ones (with their date) first."""
-    texts = [item.text for item in packet.retrieved if item.kind != "memory"]
-    texts += packet.recent_turn_summaries
-    texts.append(packet.rolling_session_summary)
-    for text in texts:
+    texts = [(item.text, False) for item in packet.retrieved if item.kind != "memory"]
+    texts += [(line, False) for line in packet.recent_turn_summaries]
+    texts.append((packet.rolling_session_summary, True))
+    for text, summary in texts:
         for line in text.splitlines():
             match = _LINE.match(line.strip())
             if match is None or match.group("who") != name:
                 continue
             said = match.group("said").split(" -> ", 1)[0]  # the bot's answer is not theirs
+            noted = summary and _FACT_ITEM.match(said) is not None
             yield _Said(int(match.group("seq")), first_sentence(said, _SAID_CHARS),
-                        match.group("date") or "")  # fmt: skip
+                        match.group("date") or "", quoted=not noted)  # fmt: skip

@@ -263,7 +263,8 @@ class ExtractiveSummarizer:
         for fact in dated_facts(facts, turn.created_at, DEFAULT_ZONE):
             # "name: Ada", "likes: jazz", "favourite colour: blue"
             label, _, detail = fact.key.partition(":")
-            if detail and label not in {"likes", "dislikes"}:
+            # "allergy: shellfish", not "allergy shellfish: shellfish" (a key holding its value)
+            if detail and label not in {"likes", "dislikes"} and detail != fact.value.casefold():
                 label = f"{label} {detail}"
             add("fact", f"{label}: {fact.value}")
         # The state's rules, not words of the reply: an answer that happens to contain "?"

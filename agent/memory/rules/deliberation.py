@@ -163,7 +163,7 @@ _NAMED_SUPPORT = re.compile(
 _NAMED_WORDS = 10
 _OPINION = re.compile(
     r"^(?:i\s+(?:think|believe|feel|guess|reckon|prefer)|in\s+my\s+(?:opinion|view)|imo\b"
-    r"|i'?d\s+rather|we\s+(?:should|shouldn'?t|need\s+to|must|could))\b",
+    r"|i'?d\s+(?:rather|prefer)|we\s+(?:should|shouldn'?t|need\s+to|must|could))\b",
     _F,
 )
 _TRAILING = re.compile(r"\s+(?:instead|then|maybe|perhaps)$", _F)
