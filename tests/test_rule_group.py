@@ -153,6 +153,33 @@ async def test_another_members_position_without_a_topic_and_a_stranger(group):
     assert intent != "own_words"
 
 
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("@bot is anyone allergic to anything?", "Dave is allergic to shellfish."),
+        ("who's allergic to shellfish?", "Dave is allergic to shellfish."),
+        ("who is allergic to nuts?", "No one here has told me of an allergy to nuts."),
+        ("any dietary requirements?",
+         "Dave is allergic to shellfish. Erin is vegetarian. Bob is lactose intolerant."),
+        ("does anyone have allergies?",
+         "Dave is allergic to shellfish. Erin is vegetarian. Bob is lactose intolerant."),
+        ("is anyone vegetarian?", "Erin is vegetarian."),
+        ("is anyone vegan?", "No one here has told me they're vegan."),
+    ],
+)  # fmt: skip
+async def test_what_the_members_need_of_food_is_answered_by_name(lane, question, answer):
+    """Planning a dinner: the allergies and diets each member told of themselves, named (the
+    asker's own facts are not all the group's)."""
+    chat = Group(lane)
+    await chat.say("Dave", "I'm allergic to shellfish btw")
+    await chat.say("Erin", "I'm vegetarian")
+    await chat.say("Bob", "I'm lactose intolerant")
+
+    intent, said = await chat.ask("Carol", question)
+
+    assert (intent, said) == ("ask_fact", answer)
+
+
 async def test_words_said_long_ago_are_found(group):
     """A member's words from before forty turns of others' chatter (in no verbatim turn of the
     packet any more) are still found, with the day they were said."""

@@ -67,7 +67,12 @@ from agent.engines.rule_facts import (
 )
 from agent.engines.rule_family import answer_family, answer_their_count
 from agent.engines.rule_forget import forget_reply
-from agent.engines.rule_group import answer_own_words, answer_proposer, answer_undecided
+from agent.engines.rule_group import (
+    answer_needs,
+    answer_own_words,
+    answer_proposer,
+    answer_undecided,
+)
 from agent.engines.rule_likes import answer_like, answer_like_kind
 from agent.engines.rule_plans import (
     answer_event,
@@ -176,6 +181,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("own_words", answer_own_words),
     ("list_undecided", answer_undecided),
     ("list_undecided", answer_proposer),
+    ("ask_fact", answer_needs),  # "is anyone allergic to anything?", of a group's members
     ("ask_fact", answer_told),
     ("ask_fact", answer_their_count),
     ("ask_fact", answer_someone),

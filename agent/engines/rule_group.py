@@ -1,10 +1,11 @@
 """What the rule-based concierge answers a group member about the group's deliberation.
 
-Three questions, asked in a group (a packet with participants or a member writing; elsewhere
-these rules stay silent and leave the message to the others):
+Four kinds of question, asked in a group (a packet with participants or a member writing;
+elsewhere these rules stay silent and leave the message to the others):
 
 - "what did I say about the budget?", "what was my position on the venue?", "where do I
-  stand?", "did I say anything about catering?": ``own_words``. The member's previous position
+  stand?", "did I say anything about catering?": ``own_words``; of another member by name,
+  "what did Carol say about the venue?", "where does Carol stand?". The member's previous position
   and key contributions (the packet's :attr:`~agent.memory.schemas.ConversationContextPacket.
   member`), and what they said that the packet carries (the last turns, the retrieved turns,
   the compressed and summarised lines bearing their name), about the topic when one is named;
@@ -14,6 +15,8 @@ these rules stay silent and leave the message to the others):
   ``list_undecided``. The proposals still under discussion, who made them and who is for and
   against, or that nothing waits for a decision.
 - "who proposed the rooftop?": the proposal named, who made it and where it stands.
+- "is anyone allergic to anything?", "any dietary requirements?", "is anyone vegetarian?":
+  ``ask_fact``. The allergies and diets each member told of themselves, named.
 
 Covered by ``tests/test_rule_group.py``.
 """
@@ -24,14 +27,15 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from agent.engines.rule_reading import Reading, first_sentence
+from agent.engines.rule_reading import Reading, first_sentence, sentence
 from agent.memory.group_brief import stances, undecided
 from agent.memory.group_schemas import Participant
+from agent.memory.longterm.memory_slots import describe_fact, fact_key, parse_key
 from agent.memory.rules.deliberation import is_deliberation_move, participant_key
 from agent.memory.rules.extraction import content_stems, split_clauses, without_mention
-from agent.memory.schemas import ConversationContextPacket, JobRef
+from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
-__all__ = ["answer_own_words", "answer_proposer", "answer_undecided"]
+__all__ = ["answer_needs", "answer_own_words", "answer_proposer", "answer_undecided"]
 
 _F = re.IGNORECASE
 _MOST_SAID = 5
@@ -57,6 +61,17 @@ _ASK_THEIRS = re.compile(
     r"|what(?:'s|\s+is|\s+was|\s+were)\s+(?P<b>[A-Z][\w'-]+)'s\s+(?:previous\s+|last\s+|current\s+)?"
     r"(?:position|stance|view|opinion|take|point|suggestion|proposal|objection|vote)s?"
     r"|where\s+(?:does|did)\s+(?P<c>[A-Z][\w'-]+)\s+stand)\b"
+)
+# What the members need of food: "is anyone allergic to anything?", "does anyone have
+# allergies?", "any dietary requirements?", "is anyone vegetarian?", "who's vegan?".
+_ASK_NEEDS = re.compile(
+    r"^(?:(?:(?:is|are)\s+(?:any\s?one|anybody|any\s+of\s+(?:us|you|them))|who(?:'s|\s+is|\s+are))"
+    r"\s+(?:(?P<allergic>allergic)(?:\s+to\s+(?P<thing>.{1,60}?))?|(?P<diet>vegan|vegetarian|veggie"
+    r"|pescatarian|gluten[- ]free|lactose[- ]intolerant|coeliac|celiac|halal|kosher|teetotal))"
+    r"|(?:do(?:es)?\s+(?:any\s?one|anybody|any\s+of\s+(?:us|you))\s+have\s+(?:any\s+)?"
+    r"|(?:are\s+there\s+)?any\s+|what(?:'s|\s+are)\s+(?:the\s+|our\s+|everyone's\s+)?)"
+    r"(?:food\s+)?(?:allergies|dietary\s+(?:requirements|needs|restrictions)))(?:\s+here)?\??$",
+    _F,
 )
 # The topic named after the question: "... about the budget", "... on Friday's venue".
 _TOPIC = re.compile(
@@ -227,6 +242,40 @@ def answer_proposer(
         f"{p.proposer} proposed {p.text} ({p.status if p.status != 'active' else stances(p)})."
         for p in named
     )
+
+
+def answer_needs(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "is anyone allergic to anything?", "any dietary requirements?", "who's
+    vegetarian?" in a group with what each member told of themselves (their allergies and
+    diets, named), or say that no one told of any."""
+    asked = _ASK_NEEDS.match(reading.text)
+    if asked is None or not _is_group(packet):
+        return None
+    thing = asked.group("thing") or ""
+    wanted = content_stems(thing) - content_stems("anything something food what")
+    diets = asked.group("diet") or ""
+    found = []
+    for fact in packet.facts:
+        name = parse_key(fact.key).name
+        if fact.speaker is None or name not in {"allergy", "diet"}:
+            continue
+        if asked.group("allergic") and name != "allergy":  # "is anyone allergic?": allergies
+            continue
+        if diets and not (name == "diet" and content_stems(diets) & content_stems(fact.value)):
+            continue
+        if wanted and not (name == "allergy" and wanted & content_stems(fact.value)):
+            continue
+        said = Fact(key=fact_key(fact.speaker, name, fact.value), value=fact.value, turn=fact.turn)
+        found.append(sentence(describe_fact(said)))
+    if found:
+        return " ".join(found)
+    if diets:
+        return f"No one here has told me they're {diets}."
+    if asked.group("allergic"):
+        return f"No one here has told me of an allergy{' to ' + thing if wanted else ''}."
+    return "No one here has told me of an allergy or a diet."
 
 
 def _restates(text: str, points: Sequence[str]) -> bool:
