@@ -285,6 +285,34 @@ async def test_a_repeating_reminder_fires_and_its_next_one_is_set_and_kept_acros
     await again.shutdown()
 
 
+async def test_a_monthly_reminder_fires_and_its_next_one_is_next_months_and_kept(
+    chat, tmp_path
+):
+    """ "on the 1st of every month": it fires, and the turn that fires it sets next month's
+    1st at the same time, kept for a lane opened again on the same files."""
+    await chat.service.on_message(said("remind me on the 1st of every month at 9am to pay rent"))
+    assert "every month on the 1st at 09:00 UTC to pay rent" in chat.outbox.texts()[-1]
+    [first] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
+    assert first.repeat is not None
+    assert first.due_at is not None
+    await chat.service.job_due(CHAT, first)
+    await chat.service.join()
+    assert chat.outbox.texts()[-1] == "⏰ Reminder: pay rent"
+    [second] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
+    assert second.repeat == first.repeat
+    assert second.due_at is not None
+    assert (second.due_at.day, f"{second.due_at:%H:%M}") == (1, "09:00")
+    after = max(first.due_at, datetime.now(UTC))
+    assert after < second.due_at <= after + timedelta(days=31)
+    await chat.service.shutdown()
+    await chat.lane.shutdown()
+    settings = settings_for(tmp_path)
+    again = build_lane(settings, await open_database(settings))
+    await again.hydrate()
+    assert [job for chat_id, job in again.active_jobs() if chat_id == CHAT] == [second]
+    await again.shutdown()
+
+
 async def test_a_repeating_reminder_cancelled_sets_no_next_one(chat):
     await chat.service.on_message(said("remind me every Monday at 9am to put the bins out"))
     [job] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]

@@ -56,6 +56,16 @@ NEW_YORK = ZoneInfo("America/New_York")
          "every weekday at 17:00", "2026-11-27 17:00"),
         ("remind me every week to call grandma", "call grandma", "every Friday at 09:00",
          "2026-11-27 09:00"),
+        ("remind me on the 1st of every month to pay rent", "pay rent",
+         "every month on the 1st at 09:00", "2026-12-01 09:00"),
+        ("remind me every month on the 15th to pay the credit card", "pay the credit card",
+         "every month on the 15th at 09:00", "2026-12-15 09:00"),
+        ("remind me on the 27th of each month at 6pm to send the invoice", "send the invoice",
+         "every month on the 27th at 18:00", "2026-11-27 18:00"),
+        ("remind me monthly to check the meter", "check the meter",
+         "every month on the 27th at 09:00", "2026-11-27 09:00"),
+        ("remind me every month to pay the rent", "pay the rent",
+         "every month on the 27th at 09:00", "2026-11-27 09:00"),
     ],
 )  # fmt: skip
 def test_a_repeating_reminder_is_read_with_its_rule_and_first_time(text, label, said, first):
@@ -70,7 +80,6 @@ def test_a_repeating_reminder_is_read_with_its_rule_and_first_time(text, label, 
 @pytest.mark.parametrize(
     "text",
     [
-        "remind me every month to pay the rent",
         "remind me every hour to drink water",
         "remind me every other day to water the plants",
         "remind me every 3 days to change the filter",
@@ -138,6 +147,23 @@ def test_weekdays_skip_the_weekend_and_weeks_keep_their_day():
     assert f"{next_occurrence(weekdays, friday):%a %d %H:%M}" == "Mon 30 07:30"
     weekly = Repeat(every="week", at="18:00", weekday=3)
     assert f"{next_occurrence(weekly, friday):%a %d %H:%M}" == "Thu 03 18:00"
+
+
+def test_a_monthly_reminder_keeps_its_day_and_a_shorter_month_has_its_last():
+    """The 31st: 31 December, 31 January, 28 February, 31 March; the 15th of a late firing
+    skips the months it missed; moved to the 3rd, it is every month on the 3rd."""
+    rule = Repeat(every="month", at="09:00", day=31)
+    moment, days = NOW, []
+    for _ in range(4):
+        moment = next_occurrence(rule, moment)
+        days.append(f"{moment:%d %b}")
+    assert days == ["30 Nov", "31 Dec", "31 Jan", "28 Feb"]
+    rent = JobRef(job_id="r1", kind="reminder", label="rent", due_at=NOW,
+                  repeat=Repeat(every="month", at="09:00", day=15))  # fmt: skip
+    _, following = fired(rent, NOW + timedelta(days=70), lambda: "r2")
+    assert f"{following.due_at:%Y-%m-%d %H:%M}" == "2027-02-15 09:00"
+    third = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
+    assert say_repeat(moved_to(rule, third)) == "every month on the 3rd at 09:00"
 
 
 def test_firing_a_repeating_reminder_sets_the_next_one_and_a_late_one_skips_what_it_missed():

@@ -98,8 +98,8 @@ _REPEATING = re.compile(
     _F,
 )
 _ONE_TIME = (
-    "I can repeat a reminder every day, every weekday or every week, e.g. “remind me every "
-    "Monday at 9am to put the bins out”; not every month, year or hour yet."
+    "I can repeat a reminder every day, weekday, week or month, e.g. “remind me every Monday "
+    "at 9am to put the bins out” or “on the 1st of every month”; not every year or hour yet."
 )
 _AMOUNT = re.compile(
     r"(?:in|for|by|another)?\s*(?P<n>\d{1,4}(?:[.,]\d{1,2})?\s*|half an?\s+|an?\s+|[a-z]+\s+)"

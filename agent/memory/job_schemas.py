@@ -17,17 +17,19 @@ from agent.memory.schema_base import Value
 __all__ = ["JobRef", "JobStatus", "Repeat", "RepeatEvery"]
 
 JobStatus = Literal["scheduled", "done", "cancelled"]
-RepeatEvery = Literal["day", "weekday", "week"]
+RepeatEvery = Literal["day", "weekday", "week", "month"]
 
 
 class Repeat(Value):
     """How a repeating reminder repeats (:mod:`agent.memory.rules.recurrence`): every day,
-    every weekday (Monday to Friday) or every week on ``weekday`` (0 is Monday), at ``at``
-    (``HH:MM``) on the wall clock of ``zone`` (an IANA name)."""
+    every weekday (Monday to Friday), every week on ``weekday`` (0 is Monday) or every month on
+    ``day`` (a shorter month's last day when it has none), at ``at`` (``HH:MM``) on the wall
+    clock of ``zone`` (an IANA name)."""
 
     every: RepeatEvery
     at: str = Field(pattern=r"^(?:[01]\d|2[0-3]):[0-5]\d$")
     weekday: int | None = Field(default=None, ge=0, le=6)
+    day: int | None = Field(default=None, ge=1, le=31)
     zone: str = "UTC"
 
 

@@ -16,18 +16,21 @@ Read (:func:`repeat_said`):
   "every evening" (19:00), "every night" (21:00);
 - Monday to Friday: "every weekday", "on weekdays", "every workday", "every working day";
 - every week: "every Monday", "on Mondays", "each Monday", "every Sunday evening" (19:00);
-  "every week" (on the day it is first due), "a weekly reminder".
+  "every week" (on the day it is first due), "a weekly reminder";
+- every month: "on the 1st of every month", "every month on the 15th", "monthly" (on the day
+  it is first due); the 31st is a shorter month's last day.
 
-Not read: every month, year or hour, "every other day", "every 3 days", weekends; the concierge
-says which it can do. Pure functions of their arguments. Tested by ``tests/test_recurrence.py``.
+Not read: every year or hour, "every other day", "every 3 days", weekends; the concierge says
+which it can do. Pure functions of their arguments. Tested by ``tests/test_recurrence.py``.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from agent.memory.rules.reminder_time import says_clock, spoken_clock, with_meridiem
@@ -59,6 +62,16 @@ _DAY_STEP = timedelta(days=1)
 _CLOCK_OF_PART = re.compile(r"\bat\s+(?P<h>\d{1,2})[:.](?P<m>\d{2})\b(?!\s*[ap]\.?m)", _F)
 
 
+# "of every month", "each month", "monthly" (of the reminder: "my monthly report" is a thing).
+_MONTHLY = re.compile(
+    r"\s*\b(?:(?:of\s+)?(?:every|each)\s+(?:single\s+)?month|monthly(?=\s+(?:at|to|about|on|in)\b"
+    r"|\s*[,.!?]*$))\b",
+    _F,
+)
+# The day of the month a monthly reminder is said on: "on the 1st", "the 15th".
+_DAY_OF_MONTH = re.compile(r"\b(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\b", _F)
+
+
 @dataclass(frozen=True, slots=True)
 class RepeatSaid:
     """A request for a repeating reminder, read: ``text`` is the request as a one-time one
@@ -74,11 +87,26 @@ class RepeatSaid:
         weekday = self.weekday
         if self.every == "week" and weekday is None:  # "every week": the day it first falls on
             weekday = local.weekday()
-        return Repeat(every=self.every, at=f"{local:%H:%M}", weekday=weekday, zone=zone.key)
+        day = None
+        if self.every == "month":  # the day said ("the 31st"), as its first time falls on
+            said = _DAY_OF_MONTH.search(self.text)
+            day = int(said["d"]) if said and 1 <= int(said["d"]) <= 31 else local.day
+        return Repeat(
+            every=self.every, at=f"{local:%H:%M}", weekday=weekday, day=day, zone=zone.key
+        )
 
 
 def repeat_said(text: str) -> RepeatSaid | None:
     """Read a request for a repeating reminder (see the module), or ``None``."""
+    monthly = _MONTHLY.search(text)
+    if monthly is not None:  # "on the 1st of every month": "on the 1st", every month
+        said = f"{text[: monthly.start()]} {text[monthly.end() :]}".strip()
+        said = " ".join(spoken_clock(said).split())
+        if not says_clock(said) and _DAY_OF_MONTH.search(said) is None:
+            said = re.sub(r"^(.*?\bremind\s+me)\b", r"\1 at 9am", said, count=1, flags=_F)
+        elif not says_clock(said):
+            said = _DAY_OF_MONTH.sub(lambda m: f"{m.group()} at 9am", said, count=1)
+        return RepeatSaid(text=said, every="month", weekday=None)
     match = _EVERY.search(text)
     if match is None:
         return None
@@ -127,6 +155,8 @@ def next_occurrence(repeat: Repeat, after: datetime) -> datetime:
     after = after.replace(tzinfo=UTC) if after.tzinfo is None else after  # naive: UTC
     local = after.astimezone(zone)
     day = local.date()
+    if repeat.every == "month":
+        return _next_in_a_month(repeat, day, time(hour, minute), zone, after)
     while True:
         moment = datetime.combine(day, time(hour, minute), tzinfo=zone).astimezone(UTC)
         weekday = day.weekday()
@@ -139,11 +169,37 @@ def next_occurrence(repeat: Repeat, after: datetime) -> datetime:
         day += _DAY_STEP
 
 
+def _next_in_a_month(
+    repeat: Repeat, start: date, at: time, zone: ZoneInfo, after: datetime
+) -> datetime:
+    """The first monthly occurrence after ``after``: ``repeat.day`` of ``start``'s month or a
+    later one (a month without that day: its last), at ``at`` in ``zone``."""
+    wanted = repeat.day or start.day
+    index = start.year * 12 + start.month - 1
+    while True:
+        year, month = divmod(index, 12)
+        last = calendar.monthrange(year, month + 1)[1]
+        day = date(year, month + 1, min(wanted, last))
+        moment = datetime.combine(day, at, tzinfo=zone).astimezone(UTC)
+        if moment > after:
+            return moment
+        index += 1
+
+
 def say_repeat(repeat: Repeat) -> str:
-    """Say the rule: "every day at 08:00", "every weekday at 07:30", "every Monday at 09:00"."""
+    """Say the rule: "every day at 08:00", "every weekday at 07:30", "every Monday at 09:00",
+    "every month on the 1st at 09:00"."""
     if repeat.every == "week" and repeat.weekday is not None:
         return f"every {_WEEKDAYS[repeat.weekday].capitalize()} at {repeat.at}"
+    if repeat.every == "month" and repeat.day is not None:
+        return f"every month on the {_ordinal(repeat.day)} at {repeat.at}"
     return f"every {repeat.every} at {repeat.at}"
+
+
+def _ordinal(n: int) -> str:
+    """ "1st", "2nd", "3rd", "11th", "22nd"."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def fired(
@@ -162,7 +218,9 @@ def fired(
 
 def moved_to(repeat: Repeat, due: datetime) -> Repeat:
     """The rule of a series moved so that its next occurrence is ``due`` ("move the stretch
-    reminder to 7pm": every day at 19:00; of a weekly one, to Tuesday: every Tuesday)."""
+    reminder to 7pm": every day at 19:00; of a weekly one, to Tuesday: every Tuesday; of a
+    monthly one, to the 3rd: every month on the 3rd)."""
     local = due.astimezone(ZoneInfo(repeat.zone))
     weekday = local.weekday() if repeat.every == "week" else repeat.weekday
-    return repeat.model_copy(update={"at": f"{local:%H:%M}", "weekday": weekday})
+    day = local.day if repeat.every == "month" else repeat.day
+    return repeat.model_copy(update={"at": f"{local:%H:%M}", "weekday": weekday, "day": day})
