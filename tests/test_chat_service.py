@@ -252,58 +252,43 @@ async def test_a_due_reminder_records_its_turn_and_sends_the_reminder_text(chat)
     assert await statuses(chat.db) == [("delivered", 1001), ("delivered", 1002)]
 
 
+@pytest.mark.parametrize(
+    ("asked", "set_as", "fired", "listed", "day", "at", "within"),
+    [
+        ("remind me every day at 8am to take my vitamins",
+         "every day at 08:00 UTC to take your vitamins", "⏰ Reminder: take my vitamins",
+         "take your vitamins, every day at 08:00 (next: ", None, "08:00", timedelta(days=1)),
+        ("remind me on the 1st of every month at 9am to pay rent",
+         "every month on the 1st at 09:00 UTC to pay rent", "⏰ Reminder: pay rent",
+         "pay rent, every month on the 1st at 09:00 (next: ", 1, "09:00", timedelta(days=31)),
+    ],
+)  # fmt: skip
 async def test_a_repeating_reminder_fires_and_its_next_one_is_set_and_kept_across_a_restart(
-    chat, tmp_path
+    chat, tmp_path, asked, set_as, fired, listed, day, at, within
 ):
-    """A reminder set "every day" fires like any other; the turn that fires it sets the next
-    one, a day later on the clock it was set on, which is scheduled at once and is still
-    active for a lane opened again on the same files (a crash between the two loses none)."""
-    await chat.service.on_message(said("remind me every day at 8am to take my vitamins"))
-    assert "every day at 08:00 UTC to take your vitamins" in chat.outbox.texts()[-1]
+    """A reminder set "every day" (or "on the 1st of every month") fires like any other; the
+    turn that fires it sets the next one, a day (a month) later on the clock it was set on,
+    which is scheduled at once and is still active for a lane opened again on the same files
+    (a crash between the two loses none)."""
+    await chat.service.on_message(said(asked))
+    assert set_as in chat.outbox.texts()[-1]
     [first] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
     assert first.repeat is not None
     assert first.due_at is not None
     await chat.service.job_due(CHAT, first)
     await chat.service.join()
-    assert chat.outbox.texts()[-1] == "⏰ Reminder: take my vitamins"
+    assert chat.outbox.texts()[-1] == fired
     [second] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
     assert second.job_id != first.job_id
     assert second.label == first.label
     assert second.repeat == first.repeat
     assert second.due_at is not None
-    assert second.due_at.strftime("%H:%M") == "08:00"
+    assert second.due_at.strftime("%H:%M") == at
+    assert day is None or second.due_at.day == day
     assert second.due_at > max(first.due_at, datetime.now(UTC))
-    assert second.due_at - max(first.due_at, datetime.now(UTC)) <= timedelta(days=1)
+    assert second.due_at - max(first.due_at, datetime.now(UTC)) <= within
     await chat.service.on_message(said("what reminders do I have?"))
-    assert "take your vitamins, every day at 08:00 (next: " in chat.outbox.texts()[-1]
-    await chat.service.shutdown()
-    await chat.lane.shutdown()
-    settings = settings_for(tmp_path)
-    again = build_lane(settings, await open_database(settings))
-    await again.hydrate()
-    assert [job for chat_id, job in again.active_jobs() if chat_id == CHAT] == [second]
-    await again.shutdown()
-
-
-async def test_a_monthly_reminder_fires_and_its_next_one_is_next_months_and_kept(
-    chat, tmp_path
-):
-    """ "on the 1st of every month": it fires, and the turn that fires it sets next month's
-    1st at the same time, kept for a lane opened again on the same files."""
-    await chat.service.on_message(said("remind me on the 1st of every month at 9am to pay rent"))
-    assert "every month on the 1st at 09:00 UTC to pay rent" in chat.outbox.texts()[-1]
-    [first] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
-    assert first.repeat is not None
-    assert first.due_at is not None
-    await chat.service.job_due(CHAT, first)
-    await chat.service.join()
-    assert chat.outbox.texts()[-1] == "⏰ Reminder: pay rent"
-    [second] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
-    assert second.repeat == first.repeat
-    assert second.due_at is not None
-    assert (second.due_at.day, f"{second.due_at:%H:%M}") == (1, "09:00")
-    after = max(first.due_at, datetime.now(UTC))
-    assert after < second.due_at <= after + timedelta(days=31)
+    assert listed in chat.outbox.texts()[-1]
     await chat.service.shutdown()
     await chat.lane.shutdown()
     settings = settings_for(tmp_path)
