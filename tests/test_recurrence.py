@@ -3,7 +3,7 @@ user's wall clock."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -66,6 +66,18 @@ NEW_YORK = ZoneInfo("America/New_York")
          "every month on the 27th at 09:00", "2026-11-27 09:00"),
         ("remind me every month to pay the rent", "pay the rent",
          "every month on the 27th at 09:00", "2026-11-27 09:00"),
+        ("remind me every other day to water the plants", "water the plants",
+         "every other day at 09:00", "2026-11-27 09:00"),
+        ("remind me every 3 days at 8pm to change the filter", "change the filter",
+         "every 3 days at 20:00", "2026-11-27 20:00"),
+        ("remind me every other Monday to put the recycling out", "put the recycling out",
+         "every other Monday at 09:00", "2026-11-30 09:00"),
+        ("remind me every two weeks to clean the fridge", "clean the fridge",
+         "every other Friday at 09:00", "2026-11-27 09:00"),
+        ("fortnightly remind me to pay the cleaner", "pay the cleaner",
+         "every other Friday at 09:00", "2026-11-27 09:00"),
+        ("remind me every 3 weeks on Monday to water the cactus", "water the cactus",
+         "every 3 weeks on Monday at 09:00", "2026-11-30 09:00"),
     ],
 )  # fmt: skip
 def test_a_repeating_reminder_is_read_with_its_rule_and_first_time(text, label, said, first):
@@ -81,8 +93,7 @@ def test_a_repeating_reminder_is_read_with_its_rule_and_first_time(text, label, 
     "text",
     [
         "remind me every hour to drink water",
-        "remind me every other day to water the plants",
-        "remind me every 3 days to change the filter",
+        "remind me every year on my birthday",
         "I go swimming every Monday",
         "every day is a gift",
     ],
@@ -164,6 +175,23 @@ def test_a_monthly_reminder_keeps_its_day_and_a_shorter_month_has_its_last():
     assert f"{following.due_at:%Y-%m-%d %H:%M}" == "2027-02-15 09:00"
     third = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
     assert say_repeat(moved_to(rule, third)) == "every month on the 3rd at 09:00"
+
+
+def test_a_skipping_series_keeps_its_beat_when_fired_late_or_moved():
+    """Every other Monday from 30 Nov: 14 Dec, 28 Dec; fired a week late (on 21 Dec) it is the
+    28th, not the 21st; moved to a Tuesday, every other Tuesday from that one."""
+    rule = Repeat(every="week", at="09:00", weekday=0, interval=2, since=date(2026, 11, 30))
+    first = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    assert f"{next_occurrence(rule, first):%d %b}" == "14 Dec"
+    job = JobRef(job_id="b1", kind="reminder", label="bins", due_at=datetime(2026, 12, 14, 9,
+                 tzinfo=UTC), repeat=rule)  # fmt: skip
+    _, following = fired(job, datetime(2026, 12, 21, 10, 0, tzinfo=UTC), lambda: "b2")
+    assert f"{following.due_at:%d %b}" == "28 Dec"
+    moved = moved_to(rule, datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
+    assert say_repeat(moved) == "every other Tuesday at 09:00"
+    assert f"{next_occurrence(moved, datetime(2026, 12, 1, 10, tzinfo=UTC)):%d %b}" == "15 Dec"
+    every_third_day = Repeat(every="day", at="20:00", interval=3, since=date(2026, 11, 27))
+    assert f"{next_occurrence(every_third_day, first):%d %b}" == "30 Nov"  # 27 + 3
 
 
 def test_firing_a_repeating_reminder_sets_the_next_one_and_a_late_one_skips_what_it_missed():

@@ -334,7 +334,7 @@ async def test_a_repeating_reminder_is_set_as_its_next_occurrence_with_its_rule(
     [
         "remind me every year on my birthday",
         "remind me every hour to drink water",
-        "remind me every other day to water the plants",
+        "set an hourly reminder to stretch",
     ],
 )
 async def test_a_repeat_no_rule_reads_is_refused_with_what_works(lane, repeating):

@@ -7,7 +7,7 @@ Covered by ``tests/test_recurrence.py`` and ``tests/test_conversation_state_mana
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import Field
@@ -24,13 +24,17 @@ class Repeat(Value):
     """How a repeating reminder repeats (:mod:`agent.memory.rules.recurrence`): every day,
     every weekday (Monday to Friday), every week on ``weekday`` (0 is Monday) or every month on
     ``day`` (a shorter month's last day when it has none), at ``at`` (``HH:MM``) on the wall
-    clock of ``zone`` (an IANA name)."""
+    clock of ``zone`` (an IANA name); days and weeks may skip (``interval``)."""
 
     every: RepeatEvery
     at: str = Field(pattern=r"^(?:[01]\d|2[0-3]):[0-5]\d$")
     weekday: int | None = Field(default=None, ge=0, le=6)
     day: int | None = Field(default=None, ge=1, le=31)
     zone: str = "UTC"
+    # Every ``interval`` days or weeks, counted from ``since`` (the local date of one
+    # occurrence): "every other Monday" is 2 from the first Monday it fell on.
+    interval: int = Field(default=1, ge=1, le=12)
+    since: date | None = None
 
 
 class JobRef(Value):

@@ -18,10 +18,12 @@ Read (:func:`repeat_said`):
 - every week: "every Monday", "on Mondays", "each Monday", "every Sunday evening" (19:00);
   "every week" (on the day it is first due), "a weekly reminder";
 - every month: "on the 1st of every month", "every month on the 15th", "monthly" (on the day
-  it is first due); the 31st is a shorter month's last day.
+  it is first due); the 31st is a shorter month's last day;
+- skipping: "every other day", "every 3 days", "every other Monday", "every two weeks",
+  "fortnightly" (counted from the first occurrence).
 
-Not read: every year or hour, "every other day", "every 3 days", weekends; the concierge says
-which it can do. Pure functions of their arguments. Tested by ``tests/test_recurrence.py``.
+Not read: every year or hour, weekends; the concierge says which it can do. Pure functions of
+their arguments. Tested by ``tests/test_recurrence.py``.
 """
 
 from __future__ import annotations
@@ -43,8 +45,12 @@ _F = re.IGNORECASE
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 _DAY_NAME = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _EVERY = re.compile(
-    r"\b(?:(?:every|each)\s+(?:single\s+)?(?P<unit>day|morning|afternoon|evening|night|weekday"
+    r"\b(?:(?:every|each)\s+(?:single\s+)?(?:(?P<other>other|second|alternate)\s+)?(?P<unit>day"
+    r"|morning|afternoon|evening|night|weekday"
     rf"|work(?:ing)?\s?day|week|(?P<day>{_DAY_NAME}))"
+    # "every 3 days", "every two weeks", "fortnightly", "every fortnight".
+    r"|(?:every|each)\s+(?P<n>[2-9]|two|three|four|five|six)\s+(?P<units>days|weeks)"
+    r"|(?P<fortnight>fortnightly|every\s+fortnight)"
     # "daily" of the reminder ("remind me daily at 9", "a daily reminder"), not of a thing
     # ("to write my daily report")
     r"|(?P<daily>daily|weekly)(?:(?P<noun>\s+(?:reminders?|alarms?))"
@@ -54,6 +60,9 @@ _EVERY = re.compile(
     r"|night)\b)?",
     _F,
 )
+# "every three weeks": how many.
+_COUNTS = {"2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9, "two": 2, "three": 3,
+           "four": 4, "five": 5, "six": 6}  # fmt: skip
 # The time of day a part of the day is, when no time is said.
 _PART_CLOCK = {"morning": "at 9am", "afternoon": "at 3pm", "evening": "at 7pm", "night": "at 9pm"}
 _WORKDAYS = frozenset({"weekday", "workday", "work day", "workingday", "working day"})
@@ -80,6 +89,7 @@ class RepeatSaid:
     text: str
     every: RepeatEvery
     weekday: int | None
+    interval: int = 1
 
     def rule(self, first: datetime, zone: ZoneInfo) -> Repeat:
         """The rule of a series whose one-time reading falls at ``first`` (UTC), in ``zone``."""
@@ -91,9 +101,11 @@ class RepeatSaid:
         if self.every == "month":  # the day said ("the 31st"), as its first time falls on
             said = _DAY_OF_MONTH.search(self.text)
             day = int(said["d"]) if said and 1 <= int(said["d"]) <= 31 else local.day
+        since = local.date() if self.interval > 1 else None  # counted from the first
         return Repeat(
-            every=self.every, at=f"{local:%H:%M}", weekday=weekday, day=day, zone=zone.key
-        )
+            every=self.every, at=f"{local:%H:%M}", weekday=weekday, day=day, zone=zone.key,
+            interval=self.interval, since=since,
+        )  # fmt: skip
 
 
 def repeat_said(text: str) -> RepeatSaid | None:
@@ -111,7 +123,11 @@ def repeat_said(text: str) -> RepeatSaid | None:
     if match is None:
         return None
     daily = {"daily": "day", "weekly": "week"}.get((match["daily"] or "").casefold(), "day")
-    said = " ".join((match["day"] or match["days"] or match["unit"] or daily).casefold().split())
+    interval = 2 if match["other"] or match["fortnight"] else _COUNTS.get(match["n"] or "", 1)
+    if match["fortnight"]:
+        daily = "week"
+    unit = match["unit"] or (match["units"] or "").removesuffix("s")
+    said = " ".join((match["day"] or match["days"] or unit or daily).casefold().split())
     said = said.removesuffix("s") if match["days"] else said
     before, after = text[: match.start()].strip(), text[match.end() :].strip()
     if match["noun"]:  # "set a daily reminder to stretch": a reminder, at its time
@@ -129,9 +145,9 @@ def repeat_said(text: str) -> RepeatSaid | None:
         when = f"{when} at 9am".strip()
     every: RepeatEvery = "week" if weekday is not None or said == "week" else "day"
     if said in _WORKDAYS:
-        every = "weekday"
+        every, interval = "weekday", 1  # "every other weekday": not read as one
     words = " ".join(part for part in (before, when, after) if part)
-    return RepeatSaid(text=words, every=every, weekday=weekday)
+    return RepeatSaid(text=words, every=every, weekday=weekday, interval=interval)
 
 
 def _of_part(text: str, part: str) -> str:
@@ -160,13 +176,22 @@ def next_occurrence(repeat: Repeat, after: datetime) -> datetime:
     while True:
         moment = datetime.combine(day, time(hour, minute), tzinfo=zone).astimezone(UTC)
         weekday = day.weekday()
-        if moment > after and (
+        if moment > after and _on_beat(repeat, day) and (
             repeat.every == "day"
             or (repeat.every == "weekday" and weekday < 5)
             or (repeat.every == "week" and weekday == repeat.weekday)
         ):
             return moment
         day += _DAY_STEP
+
+
+def _on_beat(repeat: Repeat, day: date) -> bool:
+    """Whether ``day`` is one of a skipping series' ("every other day": every 2nd from
+    ``since``; "every other Monday": every 2nd week)."""
+    if repeat.interval == 1 or repeat.since is None:
+        return True
+    step = (day - repeat.since).days
+    return (step // 7 if repeat.every == "week" else step) % repeat.interval == 0
 
 
 def _next_in_a_month(
@@ -189,8 +214,16 @@ def _next_in_a_month(
 def say_repeat(repeat: Repeat) -> str:
     """Say the rule: "every day at 08:00", "every weekday at 07:30", "every Monday at 09:00",
     "every month on the 1st at 09:00"."""
+    every = {1: "every", 2: "every other"}.get(repeat.interval, "every")
     if repeat.every == "week" and repeat.weekday is not None:
-        return f"every {_WEEKDAYS[repeat.weekday].capitalize()} at {repeat.at}"
+        day = _WEEKDAYS[repeat.weekday].capitalize()
+        if repeat.interval > 2:
+            return f"every {repeat.interval} weeks on {day} at {repeat.at}"
+        return f"{every} {day} at {repeat.at}"
+    if repeat.every == "day" and repeat.interval > 2:
+        return f"every {repeat.interval} days at {repeat.at}"
+    if repeat.every == "day":
+        return f"{every} day at {repeat.at}"
     if repeat.every == "month" and repeat.day is not None:
         return f"every month on the {_ordinal(repeat.day)} at {repeat.at}"
     return f"every {repeat.every} at {repeat.at}"
@@ -223,4 +256,6 @@ def moved_to(repeat: Repeat, due: datetime) -> Repeat:
     local = due.astimezone(ZoneInfo(repeat.zone))
     weekday = local.weekday() if repeat.every == "week" else repeat.weekday
     day = local.day if repeat.every == "month" else repeat.day
-    return repeat.model_copy(update={"at": f"{local:%H:%M}", "weekday": weekday, "day": day})
+    since = local.date() if repeat.since is not None else None  # the beat counts from it
+    update = {"at": f"{local:%H:%M}", "weekday": weekday, "day": day, "since": since}
+    return repeat.model_copy(update=update)
