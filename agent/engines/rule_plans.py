@@ -108,8 +108,16 @@ _ASK_PLANS_WHEN = re.compile(
     rf"|what\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?:planned\s+)?(?P<e>{_TIME})"
     rf"|(?:is\s+there\s+|have\s+i\s+got\s+)?anything\s+(?:planned\s+|happening\s+)?(?P<f>{_TIME})"
     rf"|what\s+plans\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?P<g>{_TIME})"
-    rf"|who\s+am\s+i\s+(?:meeting|seeing)\s+(?P<h>{_TIME}))"
+    rf"|who\s+am\s+i\s+(?:meeting|seeing)\s+(?P<h>{_TIME})"
+    # "am I free on Tuesday?", "are we busy this weekend?": what is planned then, or nothing.
+    rf"|(?:am|are)\s+(?:i|we)\s+(?:free|busy|available|doing\s+anything)\s+(?P<i>{_TIME}))"
     r"\s*\??$",
+    _F,
+)
+# "is my dentist appointment on Tuesday?", "is the party this Saturday?": yes or no, by the
+# event or plan told.
+_ASK_IS_ON = re.compile(
+    rf"^(?:is|are)\s+(?:my|the|our)\s+(?P<thing>[^\W\d_][\w' -]{{0,60}}?)\s+(?P<when>{_TIME})\??$",
     _F,
 )
 # "what's coming up?", "anything coming up?", "what's on my calendar?", "what are my plans?"
@@ -170,6 +178,17 @@ def answer_event(
             and (wanted <= content_stems(f.value) if who else "'s " not in f.value.split(" is ")[0])
         ]
         return " ".join(answer_line(f) for f in journeys) or None
+    asked = _ASK_IS_ON.match(reading.text)
+    if asked is not None:  # "is my dentist appointment on Tuesday?": yes or no, and when
+        wanted = content_stems(asked.group("thing"))
+        kept = own_facts(reading, "event", "plan")
+        named = [f for f in kept if wanted <= content_stems(f.value)]
+        if not named:  # "is my ... ?" of nothing told: not told; "is the match ...?": the world
+            mine = re.match(r"(?:is|are)\s+(?:my|our)\b", reading.text, _F) is not None
+            return f"{NOT_TOLD} about your {asked.group('thing')} yet." if mine else None
+        said = " ".join(answer_line(f) for f in named)
+        then = any(_said_for(asked.group("when").strip(), f, reading) for f in named)
+        return f"{'Yes' if then else 'No'}: {said[:1].lower()}{said[1:]}"
     match = _ASK_WHEN.match(reading.text)
     if match is None:
         return None
