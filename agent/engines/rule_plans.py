@@ -67,6 +67,8 @@ _ASK_ARRIVE = re.compile(
     _F,
 )
 _JOURNEY_STEMS = content_stems("flight train bus ferry coach")
+# The words a trip is asked about by, whatever it was told as ("a stay at a cottage in Wales").
+_TRIP_STEMS = content_stems("trip trips travel journey holiday holidays vacation getaway break")
 # "when am I flying to Lisbon?", "when are we going to Rome?": a trip, by where it goes.
 _ASK_WHEN_GO = re.compile(
     r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?(?:fly(?:ing)?|go(?:ing)?"
@@ -183,6 +185,10 @@ def answer_event(
         wanted = content_stems(asked.group("thing"))
         kept = own_facts(reading, "event", "plan")
         named = [f for f in kept if wanted <= content_stems(f.value)]
+        place = wanted - _TRIP_STEMS  # "my trip to Wales": a stay or a journey there
+        if not named and place != wanted:  # "my holiday": any trip or stay
+            trips = [*_trips(reading), *(f for f in kept if f.value.startswith(_STAY))]
+            named = [f for f in dict.fromkeys(trips) if place <= content_stems(f.value)]
         if not named:  # "is my ... ?" of nothing told: not told; "is the match ...?": the world
             mine = re.match(r"(?:is|are)\s+(?:my|our)\b", reading.text, _F) is not None
             return f"{NOT_TOLD} about your {asked.group('thing')} yet." if mine else None

@@ -32,6 +32,7 @@ __all__ = [
     "NOT_TAUGHT",
     "NO_TEAM",
     "SHIFTS",
+    "SINCE",
     "THING",
     "TIME_BEGINS",
     "TO_SEE",
@@ -113,6 +114,11 @@ WORK_WHEN = (
 SHIFTS = (
     r"(?:the\s+)?(?:nights|days(?!\s+off)|weekends|weekdays|(?:night|day|early|late|evening"
     r"|morning|weekend|afternoon|graveyard)\s+shifts?|part[- ]time|full[- ]time)\b.*?"
+)
+# When a change was made, said after it ("moved to days last week"): not part of the value.
+SINCE = (
+    r"\s+(?:last\s+(?:week|month|year)|yesterday|recently|the\s+other\s+day|(?:a|one|two|three"
+    r"|a\s+few|\d+)\s+(?:days?|weeks?|months?)\s+ago|since\s+\S.{0,30}|from\s+now\s+on)"
 )
 # Working, with the space after "I": "I work", "I'm working", "I've been working".
 WORK = (

@@ -33,6 +33,7 @@ from agent.memory.rules.fact_patterns import (
     NOT_NOW,
     NOT_TAUGHT,
     SHIFTS,
+    SINCE,
     THING,
     TO_SEE,
     TRAVEL,
@@ -247,9 +248,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     # working days now": when they work from now on (it replaces what was said before).
     rule("hours", r"^i(?:'ve|\s+have|'m|\s+am|\s+was)?(?:\s+(?:just|now|finally|recently))?"
          r"(?:\s+(?:got|been|gotten))?\s+(?:moved|switched|changed|transferred|put|swapped|went"
-         rf"|gone)\s+(?:back\s+)?(?:on(?:\s*to)?|to)\s+(?P<v>{SHIFTS})(?:\s+now)?$", "short"),
+         rf"|gone)\s+(?:back\s+)?(?:on(?:\s*to)?|to)\s+(?P<v>{SHIFTS})(?:\s+now|{SINCE})?$",
+         "short"),
     rule("hours", r"^i(?:'m|\s+am)\s+(?:now\s+|back\s+|still\s+)?(?:on|working)\s+"
-         rf"(?P<v>{SHIFTS})(?:\s+now)?$", "short"),
+         rf"(?P<v>{SHIFTS})(?:\s+now|{SINCE})?$", "short"),
     rule("workplace", rf"\bi{ADV}{WORK}\s+as\s+.+?\s+(?:at|for)\s+(?P<v>.+)", "place"),
     rule("job", r"\bmy (?:job|profession|occupation) is\s+(?P<v>.+)", "short"),
     # "I teach maths at a high school": a maths teacher, at a high school.
