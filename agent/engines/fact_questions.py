@@ -120,6 +120,7 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
 PLURAL = rf"(?:{'|'.join(PLURALS.values())}|pets|(?:{PEOPLE}|{PETS})(?<!s)s)(?!\w)"
 
 _WHO = rf"(?P<who>(?:{PLURAL}|{PEOPLE}|{PETS}|[A-Z][^\W\d_]+))"
+_WHO_AGAIN = _WHO.replace("(?P<who>", "(?P<who2>", 1)  # the same, in another alternative
 
 #: (question about someone in the user's life, the attribute asked for; "" for who they are):
 #: "where does my sister live?" asks for ``location``.
@@ -159,6 +160,10 @@ SOMEONE_QUESTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\b(?:when(?:'s| is| will)|is) (?:my )?{_WHO} (?:be )?(?:back|returning|still (?:away"
          r"|off|on holiday|on leave|out))\b", "away"),
         (rf"\bwhen does (?:my )?{_WHO} (?:get|come) back\b", "away"),
+        # "who is Leo's teacher?", "what's Leo's best friend called?": one of theirs, by role.
+        (rf"\bwho(?:'s| is| are) (?:my )?{_WHO}'s (?P<role>{PEOPLE})\b"
+         rf"|\bwhat(?:'s| is) (?:my )?{_WHO_AGAIN}'s (?P<role2>{PEOPLE})(?:'s name| called)\b",
+         "relative"),
         (rf"\bwho(?:'s| is) (?:my )?{_WHO}\b", ""),
         (rf"\b(?:tell me|what (?:do|did) you (?:know|remember)) about (?:my )?{_WHO}\b", ""),
     )

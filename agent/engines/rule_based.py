@@ -94,7 +94,7 @@ from agent.engines.rule_reminder_before import moved_with, reminder_before
 from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
 from agent.engines.rule_reminder_referent import spoken_of
 from agent.engines.rule_reminders import answer_reminder, answer_time, change_reminders
-from agent.engines.rule_routines import answer_how_long, answer_routine
+from agent.engines.rule_routines import answer_how_long, answer_medication, answer_routine
 from agent.engines.rule_talk import (
     UNKNOWN,
     answer_decisions,
@@ -199,6 +199,7 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("ask_fact", answer_like),
     ("ask_fact", answer_like_kind),
     ("ask_fact", answer_routine),  # "when do I go to the gym?" before a trip's question
+    ("ask_fact", answer_medication),
     ("ask_fact", answer_how_long),
     ("ask_fact", answer_stay),  # "where am I staying in York?" before where one lives
     ("ask_fact", answer_event),

@@ -114,7 +114,10 @@ def answer_someone(
     for pattern, attribute in SOMEONE_QUESTIONS:
         match = pattern.search(reading.text)
         if match is not None:
-            about = _about_other(reading, match.group("who"), attribute)
+            found = match.groupdict()
+            who = found.get("who") or found.get("who2") or ""
+            role = found.get("role") or found.get("role2")  # "Leo's teacher": one of Leo's
+            about = _about_other(reading, who, attribute, role)
             if about is not None and not (attribute == "gift" and about.startswith(NOT_TOLD)):
                 return about  # a present with no likes known: a question kept open
     return None
@@ -322,8 +325,11 @@ def _unnamed_roles(reading: Reading, named: Sequence[Fact]) -> set[str]:
     return names | {role for f in named if roles.count(role := role_and_name(f.value)[0]) == 1}
 
 
-def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
-    """Answer what is known of someone in the user's life (``attribute``; "" for all)."""
+def _about_other(
+    reading: Reading, who: str, attribute: str, role: str | None = None
+) -> str | None:
+    """Answer what is known of someone in the user's life (``attribute``; "" for all; of
+    their relatives, the one of ``role`` when given: "Leo's teacher")."""
     said_as = who
     who = " ".join(who.casefold().split())
     who = singular_of(who) if re.fullmatch(PLURAL, who, _F) else who
@@ -364,6 +370,7 @@ def _about_other(reading: Reading, who: str, attribute: str) -> str | None:
         if parse_key(f.key).subject != USER
         and (of_them(parse_key(f.key).subject) or parse_key(f.key).subject in unnamed)
         and (not attribute or parse_key(f.key).name in _ASKED_AS.get(attribute, (attribute,)))
+        and (role is None or role_and_name(f.value)[0].casefold() == role.casefold())
     ]
     found = (named if not attribute else []) + said
     if found:

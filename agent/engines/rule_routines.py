@@ -18,7 +18,7 @@ from agent.memory.longterm.memory_slots import USER, in_second_person, parse_key
 from agent.memory.rules.extraction import content_stems
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
-__all__ = ["answer_how_long", "answer_routine"]
+__all__ = ["answer_how_long", "answer_medication", "answer_routine"]
 
 _F = re.IGNORECASE
 
@@ -61,6 +61,18 @@ _ASK_DO_I = re.compile(
 _ASK_HOW_LONG = re.compile(
     r"^how long (?:have|has) (?:i|we|(?:my )?[\w ]{2,30}? and i)\s+(?P<what>(?:been|lived|worked"
     r"|known|had|played|studied|taught|run|owned)\b[\w' ]{0,60}?)\??$",
+    _F,
+)
+# "what medication do I take?", "what meds am I on?", "which pills do I take?"
+_ASK_MEDICATION = re.compile(
+    r"^(?:what|which)\s+(?:medications?|medicines?|meds|pills|tablets|drugs|prescriptions?)\s+"
+    r"(?:do\s+i\s+(?:take|have|use)|am\s+i\s+(?:on|taking))\b|^what\s+am\s+i\s+taking\b",
+    _F,
+)
+# What a thing taken is, by its words: "50mg of sertraline", "my inhaler", "blood pressure pills".
+_MEDICINE = re.compile(
+    r"\d\s*(?:mg|mcg|ml)\b|\b(?:medications?|medicines?|meds|pills?|tablets?|capsules?|inhalers?"
+    r"|insulin|doses?|prescriptions?|drops|antibiotics|antidepressants?|vitamins?|supplements?)\b",
     _F,
 )
 # The verbs a routine is said with, which a question says in another form ("have", "has").
@@ -132,6 +144,18 @@ def _their_routine(reading: Reading) -> str | None:
         and does_it(fact)
     ]
     return " ".join(answer_line(f) for f in found) if found else None
+
+
+def answer_medication(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what medication do I take?" with what the user told they take (a routine, a
+    habit, a detail: "I take 50mg of sertraline every morning"), or say none was told."""
+    if _ASK_MEDICATION.search(reading.text) is None:
+        return None
+    kept = own_facts(reading, "routine", "does", "detail", "note", "condition")
+    taken = [f for f in kept if _MEDICINE.search(f"{parse_key(f.key).item} {f.value}")]
+    return " ".join(answer_line(f) for f in taken) or f"{NOT_TOLD} of any medication yet."
 
 
 def answer_how_long(
