@@ -1829,6 +1829,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm a night owl", "I'm more of a morning person these days", "what am I like?"],
          "You're a morning person."),
     ],
+    "what renews or ends": [
+        (["my car insurance renews on the 3rd of June", "when does my car insurance renew?"],
+         "Your car insurance renews on Tue 3 Jun."),
+        (["my phone contract ends in August", "when does my phone contract end?"],
+         "Your phone contract ends in August."),
+        (["my shift ends at 6pm tomorrow", "what time does my shift end tomorrow?"],
+         "Your shift ends tomorrow, Sun 2 Mar at 18:00."),
+        (["the film ends at 10"], "Sorry, I didn't understand"),
+    ],
     "medication taken, and someone's people by role": [
         (["I take 50mg of sertraline every morning", "what medication do I take?"],
          "Your routine: you take 50mg of sertraline every morning."),

@@ -92,10 +92,13 @@ EVENT_RULES: tuple[FactRule, ...] = (
     # "the report is due on Friday", "my essay is due tomorrow at noon": a deadline.
     rule("event", r"^(?:my|our|the)\s+(?P<item>(?:[\w'-]+\s+){0,3}?[\w'-]+)\s+(?:is|are)\s+due\s+"
          rf"(?P<when>(?:{WHEN_OPENS}|by)\b.{{1,60}})$", "phrase", said="{item} is due {when}"),
-    # "my passport expires in June", "our lease runs out on the 30th": when something runs out.
+    # "my passport expires in June", "our lease runs out on the 30th", "my car insurance renews
+    # on the 3rd of June", "my phone contract ends in August": when something runs out.
     rule("event", r"^(?:my|our|the)\s+(?P<v>(?P<item>(?:[\w'-]+\s+){0,2}?[\w'-]+)\s+(?:expires"
-         rf"|runs\s+out|is\s+up\s+for\s+renewal)\s+(?:{WHEN_OPENS}|by|before)\b.{{1,60}})$",
-         "phrase"),
+         r"|runs\s+out|is\s+up\s+for\s+renewal|renews|comes\s+up\s+for\s+renewal)"
+         rf"\s+(?:{WHEN_OPENS}|by|before)\b.{{1,60}})$", "phrase"),
+    rule("event", r"^(?:my|our)\s+(?P<v>(?P<item>(?:[\w'-]+\s+){0,2}?[\w'-]+)\s+(?:ends|finishes)"
+         rf"\s+(?:{WHEN_OPENS}|by|before)\b.{{1,60}})$", "phrase"),
     # "I'm getting married in June", "we're getting married on the 14th": the wedding.
     rule(
         "event",
