@@ -1829,6 +1829,16 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I'm a night owl", "I'm more of a morning person these days", "what am I like?"],
          "You're a morning person."),
     ],
+    "a detail changed in so many words": [
+        (["my locker number is 42", "change my locker number to 17"],
+         "Noted: your locker number is 17 (updated)."),
+        (["my locker number is 42", "change my locker number to 17", "what's my locker number?"],
+         "17"),
+        (["update our door code to 4471"], "Noted: your door code is 4471."),
+        (["remind me at 5pm to call mum", "change my reminder to 6pm"],
+         "Moved: I'll remind you at 18:00 UTC to call mum."),
+        (["change my mind about the trip"], "Sorry, I didn't understand"),
+    ],
     "what renews or ends": [
         (["my car insurance renews on the 3rd of June", "when does my car insurance renew?"],
          "Your car insurance renews on Tue 3 Jun."),
@@ -2670,6 +2680,13 @@ async def test_a_plan_called_off_is_the_one_named_and_kept_as_history(db, called
     # Kept as history: the plan's memory ended, not erased.
     rome = [m for m in chat.memories if m.attribute == "plan" and "Rome" in m.text]
     assert [m.valid_until is not None for m in rome] == [True]
+
+
+async def test_a_reminder_changed_in_so_many_words_is_moved_and_noted_as_nothing_else(db):
+    """ "change my reminder to 6pm" moves it; it is no detail ("your reminder is 6pm")."""
+    chat = Chat(db)
+    said = await conversation(chat, ["remind me at 5pm to call mum", "change my reminder to 6pm"])
+    assert said == "Moved: I'll remind you at 18:00 UTC to call mum."
 
 
 async def test_a_to_do_closed_by_a_pronoun_is_the_only_one_it_can_be(db):

@@ -435,6 +435,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     # wifi password at the cabin is pinecone42" (what it is called is its slot: detail_name).
     rule("detail", rf"^(?P<k>(?:my|our)\s+{THING})(?:\s+is|'s)\s+(?P<v>.+)$", "short"),
     rule("detail", rf"^(?P<k>the\s+{THING})\s+is\s+(?P<v>.+)$", "short"),
+    # "change my locker number to 17", "update our door code to 4471": the detail, anew.
+    rule("detail", r"^(?:please\s+)?(?:change|update|set)\s+(?P<k>(?:my|our)\s+(?!(?:[\w-]+\s+)?"
+         rf"(?:reminders?|alarms?|timers?|name|time\s?zone)\b){THING})\s+to\s+"
+         r"(?P<v>[^\s]*\d[^\s]*|[^\s]*@[^\s]*|[^\W\d_][\w-]*)$", "short"),
     # "I weigh 72kg", "I'm 180cm tall": the body's measures.
     rule("detail:weight", r"^i\s+(?:now\s+)?weigh\s+(?:about\s+|around\s+)?(?P<v>\d.{0,20})$",
          "short"),
