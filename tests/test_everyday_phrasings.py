@@ -1880,6 +1880,10 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Your dentist appointment is on Tue 4 Mar at 15:00."),
         (["my dentist appointment is on Tuesday at 3pm", "am I free on Wednesday?"],
          "You haven't told me about plans on Wednesday yet."),
+        (["I have a deadline on Friday for the Q3 report", "what's due next week?"],
+         "Your deadline is on Fri 7 Mar for the Q3 report."),
+        (["I have a deadline on Friday for the Q3 report", "what's coming up next week?"],
+         "Your deadline is on Fri 7 Mar for the Q3 report."),
     ],
     "when one sees someone": [
         (["I'm going to Vienna to see my grandma on the 20th", "when am I seeing grandma?"],

@@ -104,7 +104,7 @@ _TIME = (
 _ASK_PLANS_WHEN = re.compile(
     rf"^(?:what(?:'s|\s+is|\s+are)\s+my\s+plans?\s+(?P<a>{_TIME})"
     rf"|what\s+am\s+i\s+(?:doing|up\s+to)\s+(?P<b>{_TIME})"
-    rf"|what(?:'s|\s+is)\s+(?:on|happening|planned)\s+(?P<c>{_TIME})"
+    rf"|what(?:'s|\s+is|\s+are)\s+(?:on|happening|planned|due|coming\s+up)\s+(?P<c>{_TIME})"
     rf"|(?:do\s+i\s+have|have\s+i\s+got|is\s+there)\s+(?:any\s+)?(?:plans|anything(?:\s+planned)?)"
     rf"\s+(?P<d>{_TIME})"
     rf"|what\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?:planned\s+)?(?P<e>{_TIME})"
