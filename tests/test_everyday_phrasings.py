@@ -1968,6 +1968,14 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I work full-time", "I switched to part-time a few months ago", "when do I work?"],
          "You work part-time."),
     ],
+    "what has run out": [
+        (["we're out of coffee", "what's on my list?"], "1. buy coffee"),
+        (["I've run out of shampoo", "we're running low on milk", "what do I need to buy?"],
+         "1. buy shampoo\n2. buy milk"),
+        (["we're out of coffee", "bought the coffee"], "I've ticked off: buy coffee."),
+        (["I'm out of ideas"], "Sorry, I didn't understand"),
+        (["we're out of time", "what's on my list?"], "Nothing is open"),
+    ],
     "a thing one needs to get": [
         (["I need new running shoes", "what's on my list?"], "1. get new running shoes"),
         (["I need a haircut", "got the haircut"], "ticked off: get a haircut"),

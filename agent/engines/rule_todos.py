@@ -60,6 +60,7 @@ _ASK_OPEN = re.compile(
     r"|\bon (?:my|our|the) (?:to-?do |shopping )?list\b"
     r"|\b(?:my|our|the) (?:to-?do|task) list\b|\bshow (?:me |us )?(?:my|our|the) "
     r"(?:list|to-?dos?|tasks|reminders)\b|\bwhat do (?:i|we) (?:still )?(?:need|have) to do\b"
+    r"|\bwhat (?:do|should) (?:i|we) (?:still )?(?:need to |have to )?(?:buy|get|pick up)\??$"
     r"|\b(?:my|our|any|what) reminders\b"
     r"|\bopen loops\b|^(?:(?:my|our|the)\s+)?(?:(?:to-?do |shopping )?list|to-?dos?|tasks"
     r"|reminders)\s*[?!.]*$"

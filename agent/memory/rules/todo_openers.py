@@ -55,6 +55,16 @@ _NEED_THING = re.compile(
     r"|battery|lawyer|accountant|dentist|tutor|cleaner)\b[\w' -]{0,40})[.!]*$",
     _F,
 )
+# "we're out of coffee", "I've run out of shampoo", "we're low on milk": a thing to buy
+# (not "I'm out of ideas", "we're out of time").
+_RUN_OUT = re.compile(
+    r"^(?:i|we)(?:'re|'m|\s+are|\s+am|'ve|\s+have)?(?:\s+(?:just|nearly|almost|completely|totally))?"
+    r"\s+(?:(?:run|ran|running)\s+out\s+of|out\s+of|(?:running\s+)?low\s+on)\s+"
+    r"(?P<v>(?!(?:ideas|time|breath|patience|luck|shape|work|the\s+office|town|options|money"
+    r"|energy|steam|touch|practice|control|order|sorts|my\s+depth|my\s+mind|here|there|sync"
+    r"|space|battery|data)\b)[^\W\d_][\w' -]{0,40}?)[.!]*$",
+    _F,
+)
 # "add coffee to the list", "can you put bin bags on our shopping list?" (asked, or not).
 _ADD_TO_LIST = re.compile(
     r"^(?:please\s+|(?:can|could) you\s+)?(?:add|put)\s+(?P<v>(?!(?:it|that|this|them)\s).+?)"
@@ -129,7 +139,8 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
     """Return the to-dos ``text`` opens, e.g. ``book the hotel`` for "remind me to book the hotel".
 
     Openers: "remind me to X", "don't let me forget to X", "I need to X", "I have to X", "I
-    should X" (X opening with a to-do's verb), "todo: X", "add X to my list" (asked or not),
+    should X" (X opening with a to-do's verb), "I need new X" (get new X), "we're out of X"
+    (buy X), "todo: X", "add X to my list" (asked or not),
     "and also X" (X opening with a to-do's verb), "my boss wants me to X", "my boss wants X by
     Friday". A reminder with a time ("remind me in 10
     minutes to X") opens no to-do: it becomes a job. "I need to X?" (a question) opens nothing;
@@ -157,7 +168,7 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
                 who = re.sub(r"^my\b", "my", owed.group("who"), flags=_F)  # "My boss": my boss
                 _add(found, clean_value(f"{owed.group('thing')} for {who} {owed.group('by')}"))
                 continue
-            openers = (*_OPENERS, _SHOULD, _ASKED_OF_ME, _NEED_THING)
+            openers = (*_OPENERS, _SHOULD, _ASKED_OF_ME, _NEED_THING, _RUN_OUT)
             match = next((m for p in openers if (m := p.match(clause.text))), None)
             if match is None and also and clause is clauses[0]:
                 match = _VERB_FIRST.match(clause.text)
@@ -169,6 +180,8 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
         said_to_do = clean_value(match.group("v"))
         if match.re is _NEED_THING:  # "I need new shoes": get new shoes
             said_to_do = f"get {said_to_do}"
+        elif match.re is _RUN_OUT:  # "we're out of coffee": buy coffee
+            said_to_do = f"buy {said_to_do}"
         if match.re is _ASKED_OF_ME:  # "my mum wants me to call her": call my mum
             said_to_do = _ASKER.sub(match.group("who"), said_to_do, count=1)
         for value in _several_todos(_TOO.sub("", said_to_do)):
