@@ -1968,6 +1968,15 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
         (["I work full-time", "I switched to part-time a few months ago", "when do I work?"],
          "You work part-time."),
     ],
+    "good news with what it tells": [
+        (["it's my birthday today!"], "Happy birthday! 🎂\n\nNoted: your birthday is today"),
+        (["it's my birthday today!", "when is my birthday?"], "Your birthday is today"),
+        (["today's my birthday 🎂"], "Happy birthday! 🎂\n\nNoted: your birthday is today"),
+        (["I just got a job at Google!"], "Congratulations! 🎉\n\nNoted: you work at Google."),
+        (["I got a new job"], "Congratulations! 🎉"),
+        (["we're moving house on Saturday", "when are we moving?"],
+         "You're planning to move house on Sat 8 Mar."),
+    ],
     "what has run out": [
         (["we're out of coffee", "what's on my list?"], "1. buy coffee"),
         (["I've run out of shampoo", "we're running low on milk", "what do I need to buy?"],
@@ -2497,7 +2506,6 @@ async def test_look_alikes_state_no_fact(db, text):
         ("I got promoted!", "Congratulations!"),
         ("we just got engaged", "Congratulations!"),
         ("I passed my driving test", "Congratulations!"),
-        ("it's my birthday today!", "Happy birthday!"),
         ("I had a great day at work today", "Glad to hear it!"),
         ("I'm so excited for the weekend", "Glad to hear it!"),
         ("my boss is driving me crazy", "Sorry to hear that."),

@@ -102,6 +102,7 @@ from agent.engines.rule_talk import (
     answer_last_time,
     answer_recap,
     celebrated,
+    cheer,
     smalltalk,
 )
 from agent.engines.rule_todos import (
@@ -346,11 +347,11 @@ class RuleBasedConcierge:
         if loops.opened and _ASKS_REMINDER.match(text):  # "remind me to call the bank": when?
             parts.append(_SAY_WHEN)
         personal = message.chat_type in PERSONAL_CHAT_TYPES
-        parts.extend(
-            fact_acks(
-                known, reading.new_facts, intents, kept=self._promotion.keeps, personal=personal
-            )
+        noted = fact_acks(
+            known, reading.new_facts, intents, kept=self._promotion.keeps, personal=personal
         )
+        cheered = cheer(reading) if noted else None  # "I got a job at Google!": news, noted
+        parts.extend([cheered, *noted] if cheered else noted)
         if done:  # "I called the plumber", "cancel my flight": its reminder is not needed
             jobs += tuple(done)
             labels = "; ".join(in_second_person(ref.label) for ref in done)

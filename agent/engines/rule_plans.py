@@ -79,6 +79,13 @@ _ASK_WHEN_GO = re.compile(
     r"|meet(?:ing)?) (?:up with )?(?P<whom>[^\W\d_][\w' -]{0,60}?)(?: next| again)?\??$",
     _F,
 )
+# "when are we moving?", "when am I moving out?": the move told.
+_ASK_MOVE = re.compile(
+    r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?mov(?:e|ing)"
+    r"(?: (?:house|home|flat|out|in(?: together)?))?\??$",
+    _F,
+)
+_MOVE_STEMS = content_stems("move")
 # "who am I going to Paris with?", "who are we flying with?": the trip told with whom.
 _ASK_WHO_WITH = re.compile(
     r"^(?:who|which (?:friends?|people))(?:'s| am i| are we| will i be| will we be| is| are)"
@@ -166,6 +173,9 @@ def answer_event(
         trips = [f for f in _trips(reading) if wanted <= content_stems(f.value)]
         told = " ".join(answer_line(f) for f in trips)
         return told or f"{NOT_TOLD} about a trip to {going.group('thing')} yet."
+    if _ASK_MOVE.match(reading.text):  # "when are we moving?": the move told
+        moves = [f for f in own_facts(reading, "plan") if _MOVE_STEMS & content_stems(f.value)]
+        return " ".join(answer_line(f) for f in moves) or f"{NOT_TOLD} about a move yet."
     if _ASK_FLY_OUT.match(reading.text):  # "when do we fly out?": the flight
         flights = [f for f in own_facts(reading, "event") if "flight" in content_stems(f.value)]
         return " ".join(answer_line(f) for f in flights) or None

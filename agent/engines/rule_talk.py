@@ -215,7 +215,7 @@ _GOOD_NEWS = re.compile(
     r"^(?:i'm|i\s+am|we're|we\s+are)\s+(?:finally\s+)?(?:pregnant|expecting(?:\s+(?:a|our|my"
     r"|her)\s+(?:first\s+|second\s+|third\s+)?(?:baby|child))?|engaged)[\s.!🎉🥳]*$"
     r"|^(?:i|we)\s+(?:(?:just|finally|actually)\s+)?(?:got\s+(?:promoted|engaged|married|a\s+raise"
-    r"|the\s+job|accepted|in\b)|passed\s+(?:my|the|our)\b|graduated\b|won\b|had\s+(?:a|the)\s+baby"
+    r"|the\s+job|(?:a|my)\s+(?:new\s+|dream\s+|first\s+)?job\b|accepted|in\b)|passed\s+(?:my|the|our)\b|graduated\b|won\b|had\s+(?:a|the)\s+baby"
     r"|bought\s+(?:a|our|my)\s+(?:first\s+)?(?:house|home|flat)"
     # "I finished my first marathon", "I got a new PB"
     r"|(?:ran|finished|completed)\s+(?:my|a|the)\s+(?:first\s+)?(?:marathon|half\s+marathon"
@@ -369,6 +369,17 @@ def _name(reading: Reading) -> str:
     return f" {name}" if rest and first.rstrip(".").casefold() in _TITLES else f" {first}"
 
 
+def cheer(reading: Reading) -> str | None:
+    """ "Happy birthday!" or "Congratulations!" to good news ("it's my birthday today", "I got
+    the job!"), said before what was noted of it too; ``None`` for other news."""
+    name = _name(reading).replace(" ", ", ", 1)
+    if _BIRTHDAY_TODAY.match(reading.text):
+        return f"Happy birthday{name}! 🎂"
+    if _GOOD_NEWS.match(reading.text):
+        return f"Congratulations{name}! 🎉"
+    return None
+
+
 def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str, str] | None:
     """Return the intent and answer of an unknown command or small talk, else ``None``."""
     text, name = reading.text, _name(reading)
@@ -396,10 +407,9 @@ def smalltalk(packet: ConversationContextPacket, reading: Reading) -> tuple[str,
         return "smalltalk", f"Good night{name.replace(' ', ', ', 1)}! Sleep well."
     if _BYE.search(text):
         return "smalltalk", f"Bye{name.replace(' ', ', ', 1)}! I'll remember all this next time."
-    if _BIRTHDAY_TODAY.match(text):
-        return "smalltalk", f"Happy birthday{name.replace(' ', ', ', 1)}! 🎂"
-    if _GOOD_NEWS.match(text):
-        return "smalltalk", f"Congratulations{name.replace(' ', ', ', 1)}! 🎉"
+    cheered = cheer(reading)
+    if cheered is not None:
+        return "smalltalk", cheered
     if _GOOD_MOOD.search(text):
         return "smalltalk", "Glad to hear it! 😊"
     if _WORKOUT.match(text):

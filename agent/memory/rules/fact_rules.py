@@ -141,6 +141,10 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "we're moving to Bristol in March": a move ahead (not "I moved to ...": where one lives).
     rule("plan", rf"^(?:{LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){ADV}\s+(?P<v>moving\s+"
          r"(?:house\s+|back\s+)?to\s+\w.{0,60})$", "phrase"),
+    # "we're moving house on Saturday", "I'm moving out next month": the move, when said.
+    rule("plan", rf"^(?:{LEAD_TIME})?(?:i(?:'m|\s+am)|we(?:'re|\s+are)){ADV}\s+(?P<v>moving\s+"
+         rf"(?:house|home|flat|out|in\s+together|in\s+with\s+[\w' ]{{1,30}}?)\s+{WHEN_OPENS}\b"
+         r".{1,60})$", "phrase"),
     rule("plan", rf"^{LEAD_TIME}(?:i(?:'m|\s+am)|we(?:'re|\s+are)){ADV}\s+{TO_SEE}"
          r"[\w'-]+(?:\s+[\w'-]+){0,4})$", "phrase"),
     rule("age", r"^(?:i'm|i am|im)\s+(?P<v>\d{1,3})(?:\s*(?:years?\s+old|yo|y/o))?$", "raw"),
@@ -346,6 +350,9 @@ FACT_RULES: tuple[FactRule, ...] = (
         "short",
     ),
     rule("birthday", r"\bi was born on\s+(?P<v>.+)", "short"),
+    # "it's my birthday today!": today's day of the year (fact_dates).
+    rule("birthday", r"^(?:it'?s|today\s+is|today'?s)\s+my\s+birthday(?:\s+today)?[\s!.,]*$",
+         "raw", said="today"),
     # "I was born in 1990", "I was born in Leeds in 1962": the year, and where.
     rule("born", r"\bi was born in\s+(?:[^\W\d][\w ]{0,40}?\s+in\s+)?(?P<v>(?:1[89]|20)\d\d)\b",
          "raw", alongside=True),
