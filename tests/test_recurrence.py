@@ -64,6 +64,8 @@ NEW_YORK = ZoneInfo("America/New_York")
          "every month on the 27th at 18:00", "2026-11-27 18:00"),
         ("remind me monthly to check the meter", "check the meter",
          "every month on the 27th at 09:00", "2026-11-27 09:00"),
+        ("set a monthly reminder on the 1st to pay rent", "pay rent",
+         "every month on the 1st at 09:00", "2026-12-01 09:00"),
         ("remind me every month to pay the rent", "pay the rent",
          "every month on the 27th at 09:00", "2026-11-27 09:00"),
         ("remind me every other day to water the plants", "water the plants",

@@ -77,6 +77,8 @@ _MONTHLY = re.compile(
     r"|\s*[,.!?]*$))\b",
     _F,
 )
+# "a monthly reminder": a reminder, every month.
+_MONTHLY_NOUN = re.compile(r"\bmonthly\s+(?P<noun>reminders?|alarms?)\b", _F)
 # The day of the month a monthly reminder is said on: "on the 1st", "the 15th".
 _DAY_OF_MONTH = re.compile(r"\b(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\b", _F)
 
@@ -110,12 +112,14 @@ class RepeatSaid:
 
 def repeat_said(text: str) -> RepeatSaid | None:
     """Read a request for a repeating reminder (see the module), or ``None``."""
+    text = _MONTHLY_NOUN.sub(r"\g<noun> every month", text)  # "a monthly reminder to ..."
     monthly = _MONTHLY.search(text)
     if monthly is not None:  # "on the 1st of every month": "on the 1st", every month
         said = f"{text[: monthly.start()]} {text[monthly.end() :]}".strip()
         said = " ".join(spoken_clock(said).split())
         if not says_clock(said) and _DAY_OF_MONTH.search(said) is None:
-            said = re.sub(r"^(.*?\bremind\s+me)\b", r"\1 at 9am", said, count=1, flags=_F)
+            said = re.sub(r"^(.*?\b(?:remind\s+me|reminders?|alarms?))\b", r"\1 at 9am", said,
+                          count=1, flags=_F)  # fmt: skip
         elif not says_clock(said):
             said = _DAY_OF_MONTH.sub(lambda m: f"{m.group()} at 9am", said, count=1)
         return RepeatSaid(text=said, every="month", weekday=None)
