@@ -128,6 +128,7 @@ async def test_what_did_i_say_without_a_topic(group, question):
         "what did Bob say about the budget?",
         "@bot what has Bob said about budgets?",
         "what's Bob's view on the budget?",
+        "What did bob say about the budget?",
     ],
 )
 async def test_what_another_member_said_about_a_topic(group, question):

@@ -54,13 +54,15 @@ _ASK_OWN = re.compile(
 )
 # The same of another member, by name: "what did Carol say?", "what's Bob's position?",
 # "where does Erin stand?".
+# The name is any word here: only a member's name is answered ("what did you say?" is not).
 _ASK_THEIRS = re.compile(
-    r"\b(?:what\s+(?:did|has|had)\s+(?P<a>[A-Z][\w'-]+)\s+(?:just\s+|already\s+)?(?:say|said"
-    r"|suggest|suggested|propose|proposed|think|thought|argue|argued|mention|mentioned|want"
+    r"\b(?:what\s+(?:did|has|had)\s+(?P<a>[^\W\d_][\w'-]*)\s+(?:just\s+|already\s+)?(?:say"
+    r"|said|suggest|suggested|propose|proposed|think|thought|argue|argued|mention|mentioned|want"
     r"|wanted|write|wrote|written)"
-    r"|what(?:'s|\s+is|\s+was|\s+were)\s+(?P<b>[A-Z][\w'-]+)'s\s+(?:previous\s+|last\s+|current\s+)?"
-    r"(?:position|stance|view|opinion|take|point|suggestion|proposal|objection|vote)s?"
-    r"|where\s+(?:does|did)\s+(?P<c>[A-Z][\w'-]+)\s+stand)\b"
+    r"|what(?:'s|\s+is|\s+was|\s+were)\s+(?P<b>[^\W\d_][\w'-]*)'s\s+(?:previous\s+|last\s+"
+    r"|current\s+)?(?:position|stance|view|opinion|take|point|suggestion|proposal|objection|vote)s?"
+    r"|where\s+(?:does|did)\s+(?P<c>[^\W\d_][\w'-]*)\s+stand)\b",
+    _F,
 )
 # What the members need of food: "is anyone allergic to anything?", "does anyone have
 # allergies?", "any dietary requirements?", "is anyone vegetarian?", "who's vegan?".
