@@ -37,6 +37,7 @@ from functools import lru_cache
 
 from agent.memory.group_schemas import Decision, Participant, Proposal, Reaction, Stance
 from agent.memory.rules.extraction import Clause, clean_value, content_stems, normalize_text
+from agent.memory.rules.reactions import FILLERS, read_reaction, said_after
 from agent.memory.rules.topic_tracker import key_phrases
 from agent.memory.schemas import ConversationTurn
 from agent.utils.text import TOPIC_STOP_WORDS
@@ -67,15 +68,11 @@ _MAX_REACTIONS = MAX_PARTICIPANTS
 _TEXT_CHARS = 160
 _F = re.IGNORECASE
 
-_FILLERS = (
-    r"(?:(?:ok(?:ay)?|well|so|hmm+|honestly|tbh|yeah|yes|yep|great|cool|good|alright|right"
-    r"|fine|perfect|sure)[,!.\s]+)*"
-)
 _REJECTIONS = tuple(
     re.compile(pattern, _F)
     for pattern in (
         r"\bwe(?:'ve|\s+have)?\s+(?:all\s+)?(?:agreed|decided)\s+(?:against|not\s+to)\s+(?P<v>.*)",
-        rf"^{_FILLERS}let'?s\s+(?:not|drop|scrap|skip|forget(?:\s+about)?)\s+(?P<v>.*)",
+        rf"^{FILLERS}let'?s\s+(?:not|drop|scrap|skip|forget(?:\s+about)?)\s+(?P<v>.*)",
         r"\[rejected\]\s*[:-]?\s*(?P<v>.*)",
     )
 )
@@ -91,8 +88,8 @@ _DECISIONS = tuple(
         r"\[(?:decision|consensus)\]\s*[:-]?\s*(?P<v>.*)",
         r"\b(?:it'?s|it\s+is|that'?s)\s+(?:decided|settled)\s*[:,-]?\s*(?P<v>.*)",
         r"^decided\s*[:-]\s*(?P<v>.*)",
-        rf"^{_FILLERS}(?:(?:settled|deal|agreed)\s*[:-]|settled\s*,)\s*(?P<v>.+)",  # "deal: X"
-        rf"^{_FILLERS}(?P<v>(?!(?:that|this|it|what|how|which|who|there|here)\b)[^,.!?]{{1,40}}?)"
+        rf"^{FILLERS}(?:(?:settled|deal|agreed)\s*[:-]|settled\s*,)\s*(?P<v>.+)",  # "deal: X"
+        rf"^{FILLERS}(?P<v>(?!(?:that|this|it|what|how|which|who|there|here)\b)[^,.!?]{{1,40}}?)"
         r"\s+it\s+is(?:\s+then)?\s*[.!]*$",  # "Sunday it is"
     )
 )
@@ -121,46 +118,6 @@ _CUES = re.compile(
     r"|how\s+about|don'?t\s+we|consider|shall\s+we|let'?s|deal|it\s+is",
     _F,
 )
-_OPPOSE = re.compile(
-    rf"^{_FILLERS}(?:-1(?!\d)|\U0001f44e|i\s+(?:disagree|object|don'?t\s+agree|do\s+not\s+agree"
-    r"|(?:am|'m)\s+against|don'?t\s+like\s+(?:it|that|this|the\s+idea)|(?:am|'m)\s+not\s+"
-    r"(?:convinced|a\s+fan|sure\s+about\s+(?:it|that|this)))|disagree\b|no\s+way\b|nope\b"
-    r"|(?:that|this|it)\s+won'?t\s+work|won'?t\s+work|bad\s+idea|not\s+a\s+good\s+idea"
-    r"|against\b|veto\b)",
-    _F,
-)
-_SUPPORT = re.compile(
-    rf"^{_FILLERS}(?:\+1(?!\d)|\U0001f44d|i\s+(?:agree|support|second|like\s+(?:it|that|this"
-    r"|the\s+idea)|(?:am|'m)\s+in\b)|agreed?\b|seconded\b|sounds\s+(?:good|great|fine|perfect"
-    r"|like\s+a\s+plan)|(?:great|good|nice)\s+idea|let'?s\s+do\s+(?:it|that|this)\b"
-    r"|(?:that\s+|it\s+)?works\s+for\s+me|count\s+me\s+in|love\s+(?:it|that)|same\s+here"
-    r"|makes\s+sense|fine\s+by\s+me|deal\b)",
-    _F,
-)
-_NEUTRAL = re.compile(
-    rf"^{_FILLERS}(?:not\s+sure\b|no\s+opinion|i\s+don'?t\s+mind|either\s+way|on\s+the\s+fence"
-    r"|no\s+strong\s+(?:opinion|feelings))",
-    _F,
-)
-# One-word answers count as reactions only in a short message ("yes!", not "yes, but ...").
-_SHORT_SUPPORT = re.compile(r"^(?:yes|yep|yeah|yup|sure|absolutely|definitely|exactly)\b", _F)
-_SHORT_OPPOSE = re.compile(r"^(?:no|nah)\b", _F)
-_SHORT_WORDS = 5
-# A reaction after what it reacts to, in a short message ("the picnic sounds good to me").
-_NAMED_OPPOSE = re.compile(
-    r"\b(?:doesn'?t|does\s+not|don'?t|do\s+not)\s+(?:really\s+)?(?:sound|look|work)\b"
-    r"|\bi(?:'m|\s+am)\s+(?:not\s+for|against)\b"
-    r"|\bi\s+vote\s+against\b",
-    _F,
-)
-_NAMED_SUPPORT = re.compile(
-    r"\b(?:sounds?|looks?)\s+(?:good|great|fine|perfect|right)\b|\bworks?\s+for\s+me\b"
-    r"|\bfine\s+by\s+me\b|\bi(?:'m|\s+am)\s+(?:all\s+)?for\b|\bi\s+vote\s+for\b"
-    r"|\bi(?:'m|\s+am)\s+in\s+favou?r\s+of\b|\bgets?\s+my\s+vote\b"
-    r"|\bmy\s+vote\s+(?:goes\s+to|is\s+for)\b",
-    _F,
-)
-_NAMED_WORDS = 10
 _OPINION = re.compile(
     r"^(?:i\s+(?:think|believe|feel|guess|reckon|prefer)|in\s+my\s+(?:opinion|view)|imo\b"
     r"|i'?d\s+(?:rather|prefer)|we\s+(?:should|shouldn'?t|need\s+to|must|could))\b",
@@ -205,35 +162,13 @@ class _Move:
     opinion: str | None = None
 
 
-def _read_reaction(text: str, clauses: Sequence[Clause]) -> Stance | None:
-    first = clauses[0].text if clauses else ""
-    for candidate in (text, first):
-        if _OPPOSE.match(candidate):
-            return "oppose"
-        if _SUPPORT.match(candidate):
-            return "support"
-        if _NEUTRAL.match(candidate):
-            return "neutral"
-    if len(text.split()) <= _SHORT_WORDS:
-        if _SHORT_SUPPORT.match(text):
-            return "support"
-        if _SHORT_OPPOSE.match(text):
-            return "oppose"
-    if len(text.split()) <= _NAMED_WORDS and not text.rstrip().endswith("?"):
-        if _NAMED_OPPOSE.search(text):
-            return "oppose"
-        if _NAMED_SUPPORT.search(text):
-            return "support"
-    return None
-
-
 def _names_another(text: str, proposals: Sequence[Proposal]) -> bool:
     """Whether a reaction said after what it reacts to ("Italian works for me") names a thing
     no active proposal is about: it is no stance on the latest one then (the Thai place)."""
-    said = _NAMED_SUPPORT.search(text) or _NAMED_OPPOSE.search(text)
-    if said is None:
+    said = said_after(text)
+    if not said:
         return False
-    named = _stems(re.sub(rf"^{_FILLERS}", "", text[: said.start()], flags=_F))
+    named = _stems(said)
     active = [_stems(p.text) for p in proposals if p.status == "active"]
     return bool(named) and not any(named & wanted for wanted in active)
 
@@ -266,7 +201,7 @@ def _read_move(text: str, clauses: Sequence[Clause]) -> _Move:
                 continue
         if opinion is None and not clause.question and _OPINION.match(clause.text):
             opinion = clean_value(clause.text, _TEXT_CHARS)
-    return _Move(_read_reaction(text, clauses), decision, rejection, proposal, opinion)
+    return _Move(read_reaction(text, clauses), decision, rejection, proposal, opinion)
 
 
 def is_deliberation_move(text: str, clauses: Sequence[Clause]) -> bool:
