@@ -27,6 +27,7 @@ from agent.memory.longterm.memory_slots import (
 )
 from agent.memory.rules.fact_extraction import PEOPLE, PETS
 from agent.memory.rules.fact_words import ALIASES
+from agent.memory.rules.value_corrections import HISTORY
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
 __all__ = [
@@ -93,12 +94,6 @@ _ASK_PAST: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     )
 )  # fmt: skip
 
-# What tells of a place or a work before, by what it was of: an end ("I no longer live in
-# Rome": ex_location), kept as the history it tells when another place is known ("lived").
-_HISTORY = {
-    "location": {"ex_location": "lived"},
-    "workplace": {"ex_workplace": "worked"},
-}
 # Words for an attribute in a question about its history.
 _ATTRIBUTE_WORDS = {
     "home": "location", "address": "location", "city": "location", "place": "location",
@@ -396,7 +391,10 @@ def _earlier(
     if not wanted:
         word = (match.group("attr") or match.group("attr2") or "").casefold()
         wanted = (_ATTRIBUTE_WORDS.get(word, word),)
-    history = {said: kept for name in wanted for said, kept in _HISTORY.get(name, {}).items()}
+    # What tells of a place or a work before: an end ("I no longer live in Rome": ex_location),
+    # kept as the history it tells when another place is known ("lived").
+    history = {ended: kept for ended, kept in HISTORY.items()
+               if ended.removeprefix("ex_") in wanted}  # fmt: skip
     past = [
         m for m in _past(packet) if m.subject == USER and m.attribute in {*wanted, *history}
     ]

@@ -28,14 +28,13 @@ their arguments. Tested by ``tests/test_recurrence.py``.
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from agent.memory.rules.reminder_time import says_clock, spoken_clock, with_meridiem
+from agent.memory.rules.reminder_time import day_in_month, says_clock, spoken_clock, with_meridiem
 from agent.memory.schemas import JobRef, Repeat, RepeatEvery
 from agent.utils import ids
 
@@ -206,9 +205,7 @@ def _next_in_a_month(
     wanted = repeat.day or start.day
     index = start.year * 12 + start.month - 1
     while True:
-        year, month = divmod(index, 12)
-        last = calendar.monthrange(year, month + 1)[1]
-        day = date(year, month + 1, min(wanted, last))
+        day = day_in_month(index, wanted)
         moment = datetime.combine(day, at, tzinfo=zone).astimezone(UTC)
         if moment > after:
             return moment

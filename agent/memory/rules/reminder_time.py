@@ -31,6 +31,7 @@ and, as part of a reminder request, ``tests/test_extraction.py``.
 
 from __future__ import annotations
 
+import calendar
 import re
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
@@ -42,6 +43,7 @@ __all__ = [
     "MAX_REMINDER_DELAY",
     "MONTH",
     "WHEN",
+    "day_in_month",
     "due_instead",
     "due_time",
     "local_moment",
@@ -415,6 +417,13 @@ def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     return due
 
 
+def day_in_month(index: int, day: int) -> date:
+    """Day ``day`` of the month ``index`` (``year * 12 + month - 1``), or its last day when it
+    has no such day (the 31st of April is the 30th)."""
+    year, month = divmod(index, 12)
+    return date(year, month + 1, min(day, calendar.monthrange(year, month + 1)[1]))
+
+
 def _months_later(said: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     """``now`` that many months on ("in a month", "in 3 months"): the same time of day, on the
     same day of the month or the month's last; ``None`` past :data:`MAX_REMINDER_DELAY`."""
@@ -422,16 +431,8 @@ def _months_later(said: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     if amount is None or amount != int(amount) or not 0 < amount <= 12:
         return None
     local = now.astimezone(zone)
-    index = local.year * 12 + local.month - 1 + int(amount)
-    year, month = divmod(index, 12)
-    day = local.day
-    while True:
-        try:
-            moment = local.replace(year=year, month=month + 1, day=day)
-            break
-        except ValueError:  # the 31st of a shorter month: its last day
-            day -= 1
-    due = moment.replace(tzinfo=None).replace(tzinfo=zone).astimezone(UTC)
+    day = day_in_month(local.year * 12 + local.month - 1 + int(amount), local.day)
+    due = datetime.combine(day, local.time().replace(tzinfo=None), tzinfo=zone).astimezone(UTC)
     return due if now < due <= now + MAX_REMINDER_DELAY else None
 
 

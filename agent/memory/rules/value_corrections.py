@@ -44,6 +44,7 @@ from agent.memory.schemas import Fact
 from agent.utils.time_zones import find_zone
 
 __all__ = [
+    "HISTORY",
     "Said",
     "as_history",
     "correct_by_value",
@@ -385,8 +386,9 @@ def _said_again_of_renamed(
     return again
 
 
-# What an end said of a place or a work that is not the one known is kept as: history.
-_HISTORY = {"ex_location": "lived", "ex_workplace": "worked"}
+#: What an end said of a place or a work that is not the one known is kept as: history
+#: ("I used to live in Rome" of someone in Madrid: ``lived``).
+HISTORY = {"ex_location": "lived", "ex_workplace": "worked"}
 
 
 def as_history(fact: Fact, known: Sequence[Fact]) -> Fact | None:
@@ -396,7 +398,7 @@ def as_history(fact: Fact, known: Sequence[Fact]) -> Fact | None:
     if not _ends_another(fact, known):
         return fact
     parts = parse_key(fact.key)
-    history = _HISTORY.get(parts.attribute)
+    history = HISTORY.get(parts.attribute)
     if history is None:
         return None
     return Fact(key=fact_key(parts.subject, history, fact.value), value=fact.value, turn=fact.turn)
