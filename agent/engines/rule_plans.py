@@ -4,9 +4,12 @@
   (a flight asked about is also a trip told in other words: "I'm flying to Rome in May");
 - "where am I going (in August)?", "where am I flying to?": the trips and journeys told of,
   those said with the time asked about;
-- "what are my plans for Friday?", "what am I doing this weekend?": the plans and events said
-  with that time (a day said relatively is the date it names, as plans are kept:
-  :mod:`agent.memory.rules.fact_dates`).
+- "what are my plans for Friday?", "what am I doing this weekend?", "am I free on Tuesday?",
+  "what's due next week?": the plans and events said with that time (a day said relatively is
+  the date it names, as plans are kept: :mod:`agent.memory.rules.fact_dates`);
+- "is my dentist appointment on Wednesday?": yes or no, with when it is; "when am I seeing
+  grandma?", "when are we moving?": the plan or event that names them;
+- "where am I staying in York?", "which hotel did I book?": the stays told of.
 
 Each ``answer_*`` function is an :data:`~agent.engines.rule_reading.Answer`; an honest "you
 haven't told me" when nothing was told for the time asked about. Covered by
@@ -158,8 +161,9 @@ _STAY = ("a stay at ", "a stay in ")
 def answer_event(
     packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
 ) -> str | None:
-    """Answer "when is my flight?" from the dated things the user told of; ``None`` when none
-    matches (another rule, or a line said in passing, may answer)."""
+    """Answer "when is my flight?" (or "when am I seeing grandma?", "is my trip to Wales next
+    month?") from the dated things the user told of; ``None`` when none matches (another rule,
+    or a line said in passing, may answer)."""
     who_with = _ASK_WHO_WITH.match(reading.text)
     if who_with is not None:  # "who am I going to Paris with?": whom the trip was told with
         return _companions(reading, who_with.group("thing"))

@@ -1,10 +1,12 @@
 """Routines: what the user does on a day, and when they do a thing ("I go swimming every
 Monday", then "what do I do on Mondays?" or "how often do I go swimming?"), and what someone
 in their life does when ("Mira has swimming on Tuesdays", then "when does Mira have swimming?"),
-and how long something has held ("we've been together for 5 years", then "how long have we
-been together?").
+how long something has held ("we've been together for 5 years", then "how long have we
+been together?"), and the medication taken ("I take 50mg of sertraline every morning", then
+"what medication do I take?").
 
-Covered by the "routines" family of ``tests/test_everyday_phrasings.py``.
+Covered by the "routines" and "medication taken" families of
+``tests/test_everyday_phrasings.py``.
 """
 
 from __future__ import annotations
