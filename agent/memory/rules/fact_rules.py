@@ -404,7 +404,8 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "I go to the gym on Mondays and Wednesdays", "I swim twice a week", "I run every other day",
     # "I work from home on Fridays", "I've got football every Tuesday night".
     rule("routine", rf"^(?P<v>(?:i'm\s+working|i(?:'ve|\s+have)\s+got|i\s+(?:go|play|do|have"
-         r"|take|use|walk|visit|call|see|meet|train|swim|run|cycle|jog|work|practi[sc]e|volunteer|study|cook|teach))\b.*"
+         r"|take|use|walk|visit|call|see|meet|train|swim|run|cycle|jog|work|practi[sc]e|volunteer"
+         r"|study|cook|teach))\b.*"
          rf"\b(?:(?:every|each)\s+(?:other\s+)?{DAYS}|on\s+(?:{DAYS}s|weekdays)"
          r"|(?:once|twice|three times|four times|\d\s+times)\s+a\s+(?:day|week|month))\b.*)",
          "phrase"),
