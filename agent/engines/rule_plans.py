@@ -44,11 +44,8 @@ _ASK_TRIP = re.compile(
 # A journey with a place it goes to ("flight to Tokyo is on 14 March").
 _DESTINATION = re.compile(r"\bto\s+[A-Z]")
 # What "when is my flight?" may ask of a trip told in other words ("I'm flying to Rome in May").
-_JOURNEY = re.compile(
-    r"(?:flights?|trips?|travels?|journeys?|holidays?|vacations?|trains?|drives?|voyages?"
-    r"|getaways?|break)",
-    _F,
-)
+_JOURNEY_WORDS = "flight trip travel journey holiday vacation train drive voyage getaway break"
+_JOURNEY = re.compile("(?:" + "|".join(f"{word}s?" for word in _JOURNEY_WORDS.split()) + ")", _F)
 # "when is my flight?", "when's my dentist appointment?"
 _ASK_WHEN = re.compile(
     r"^(?:when|what\s+time|what\s+day|what\s+date|which\s+day)(?:'s|\s+is|\s+are|\s+does|\s+do)"
@@ -71,7 +68,7 @@ _ASK_ARRIVE = re.compile(
 )
 _JOURNEY_STEMS = content_stems("flight train bus ferry coach")
 # The words a trip is asked about by, whatever it was told as ("a stay at a cottage in Wales").
-_TRIP_STEMS = content_stems("trip trips travel journey holiday holidays vacation getaway break")
+_TRIP_STEMS = content_stems(_JOURNEY_WORDS)
 # "when am I flying to Lisbon?", "when are we going to Rome?": a trip, by where it goes.
 _ASK_WHEN_GO = re.compile(
     r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?(?:fly(?:ing)?|go(?:ing)?"
@@ -200,9 +197,8 @@ def answer_event(
         kept = own_facts(reading, "event", "plan")
         named = [f for f in kept if wanted <= content_stems(f.value)]
         place = wanted - _TRIP_STEMS  # "my trip to Wales": a stay or a journey there
-        if not named and place != wanted:  # "my holiday": any trip or stay
-            trips = [*_trips(reading), *(f for f in kept if f.value.startswith(_STAY))]
-            named = [f for f in dict.fromkeys(trips) if place <= content_stems(f.value)]
+        if not named and place != wanted:  # "my holiday": any trip or stay (a plan)
+            named = [f for f in _trips(reading) if place <= content_stems(f.value)]
         if not named:  # "is my ... ?" of nothing told: not told; "is the match ...?": the world
             mine = re.match(r"(?:is|are)\s+(?:my|our)\b", reading.text, _F) is not None
             return f"{NOT_TOLD} about your {asked.group('thing')} yet." if mine else None

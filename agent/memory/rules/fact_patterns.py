@@ -102,18 +102,22 @@ NO_TEAM = (
     r"(?:the\s+(?:idea|plan|proposal|decision|government|party|cause|motion|campaign)|Brexit|Labour"
     r"|Tory|Tories|Conservatives?|Democrats?|Republicans?|Trump|Biden)\b"
 )
+# A kind of shift: "night shifts", "the early shift".
+_SHIFT_KIND = (
+    r"(?:night|day|early|late|evening|morning|weekend|afternoon|graveyard)\s+shifts?"
+)
 # When someone works, as said after "I work": days, hours, shifts, part-time.
 WORK_WHEN = (
     r"(?:from\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|(?:on\s+)?week(?:days|ends)\b"
-    r"|nights\b|(?:night|day|early|late|evening|morning)\s+shifts?\b|shifts\b|days\b"
+    rf"|nights\b|{_SHIFT_KIND}\b|shifts\b|days\b"
     r"|part[- ]time\b|full[- ]time\b|(?:from\s+)?\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm)?\s*"
     r"(?:to|till|until|-|\u2013)\s*\d"
 )
 # Shifts one works, as said after "I'm on" or "moved to": "nights", "the early shift",
 # "day shifts this month", "part-time" (not "days off").
 SHIFTS = (
-    r"(?:the\s+)?(?:nights|days(?!\s+off)|weekends|weekdays|(?:night|day|early|late|evening"
-    r"|morning|weekend|afternoon|graveyard)\s+shifts?|part[- ]time|full[- ]time)\b.*?"
+    r"(?:the\s+)?(?:nights|days(?!\s+off)|weekends|weekdays"
+    rf"|{_SHIFT_KIND}|part[- ]time|full[- ]time)\b.*?"
 )
 # When a change was made, said after it ("moved to days last week"): not part of the value.
 SINCE = (
