@@ -354,6 +354,43 @@ def test_learning_from_life_is_no_subject_learned(text):
     assert not any(k.startswith("learning") for k in facts_of(text))
 
 
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("I live in Leeds and work at the hospital",
+         {"location": "Leeds", "workplace": "the hospital"}),
+        ("I'm a teacher and live in Bath", {"job": "a teacher", "location": "Bath"}),
+        ("I'm 34 and work in marketing", {"age": "34", "job": "in marketing"}),
+        ("I grew up in Cork, and live in Dublin now", {"hometown": "Cork", "location": "Dublin"}),
+        ("i live in york and teach at a primary school",
+         {"location": "york", "workplace": "a primary school"}),
+        ("I love to cook and work out a lot",
+         {"likes:to cook and work out": "to cook and work out"}),
+        ("I live with my parents and work part-time", {"household": "with my parents",
+                                                       "hours": "part-time"}),
+    ],
+)
+def test_a_second_fact_said_without_its_i_is_still_the_users(text, facts):
+    """"I live in Leeds and work at the hospital": what follows "and" without a subject of its
+    own is read as said with "I" ("I work at the hospital"); "work out" is no work."""
+    assert facts_of(text) == facts
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("I work as a vet in Leeds", {"job": "a vet", "workplace": "in Leeds"}),
+        ("I work in Leeds as a nurse", {"job": "a nurse", "workplace": "in Leeds"}),
+        ("I work in London", {"workplace": "in London"}),
+        ("I work as a nurse in the NHS", {"job": "a nurse"}),
+    ],
+)
+def test_the_town_one_works_in_is_where_one_works(text, facts):
+    """"I work as a vet in Leeds": the town is the workplace, said "in Leeds" ("you work in
+    Leeds"), beside the job."""
+    assert facts_of(text) == facts
+
+
 def test_a_job_said_with_its_workplace_is_two_facts():
     """"I work as a nurse at St Mary's" is a job and a workplace, so that a new workplace
     replaces the place without leaving it inside the job."""

@@ -33,7 +33,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          r" (?:do i live|am i living|am i based) in\b"
          r"|\bwhat(?:'s| is) my (?:home |current |new )?address\b",
          "location ex_location", "where you live"),
-        (r"\bwhere (?:am i|do i come) from\b|\bwhere was i born\b|\bmy hometown\b", "hometown",
+        (r"\bwhere (?:am i|do i come) from\b|\bwhere was i (?:born|raised|brought up)\b"
+         r"|\bwhere did i grow up\b|\bmy hometown\b", "hometown",
          "where you're from"),
         (r"\bwhere (?:am i|will i be) (?:this|next|on|at the)\b|\bwhen (?:am i|will i be) back\b"
          r"|\bwhen do i (?:get|come|fly|go) (?:back|home)\b|\bam i away\b"
@@ -147,6 +148,11 @@ SOMEONE_QUESTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\b(?:what\s+)?(?:is|are) (?:my )?{_WHO} allergic\b", "allergy"),
         (rf"\b(?:is|are) (?:my )?{_WHO} (?:an?\s+)?(?:{DIETS})\b", "diet"),
         (rf"\bwhat (?:doesn't|does not|can't|cannot) (?:my )?{_WHO} (?:eat|drink)\b", "avoid"),
+        # "what does Jess eat?", "what's Jess's diet?", "does Tom have any dietary needs?"
+        (rf"\bwhat (?:does|can|will|do) (?:my )?{_WHO} (?:eat|drink)\b|\bwhat(?:'s| is)"
+         rf" (?:my )?{_WHO_AGAIN}(?:'s|s'|') diet\b", "food"),
+        (rf"\b(?:does|do) (?:my )?{_WHO} have (?:any )?(?:dietary|food) (?:needs|requirements"
+         r"|restrictions)\b", "food"),
         (rf"\bwhat does (?:my )?{_WHO} (?:play|learn|practi[cs]e)\b", "does"),
         (rf"\b(?:what|which) languages? (?:does|can) (?:my )?{_WHO} speak\b", "speaks"),
         (rf"\bwhat(?:'s| is| are) (?:the names? of )?(?:my|our|the) {_WHO}(?:'s|s'|')?"

@@ -79,7 +79,8 @@ _NAMING = frozenset({"relative", "pet"})
 _ANIMAL = re.compile(PETS, _F)
 
 # What else answers a question about someone: "how old is my son?" by the year he was born.
-_ASKED_AS = {"age": ("age", "born"), "born": ("born", "birthday"), "gift": ("likes",)}
+_ASKED_AS = {"age": ("age", "born"), "born": ("born", "birthday"), "gift": ("likes",),
+             "food": ("diet", "allergy", "avoid", "dislikes")}  # fmt: skip
 
 # (question about an earlier value, the attributes asked for)
 _ASK_PAST: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
@@ -168,8 +169,24 @@ def answer_fact(
         if not found:
             none = none_said(reading, *(_NONE_OF.get(key, ()) for key in wanted))
             return sentence(describe_fact(none)) if none else f"{NOT_TOLD} {missing} yet."
-        return " ".join(answer_line(f) for f in found)
+        return " ".join(answer_line(f) for f in _job_with_workplace(found))
     return None
+
+
+def _job_with_workplace(found: list[Fact]) -> list[Fact]:
+    """The facts, the user's job and workplace said as one ("you work as a nurse at the
+    hospital", "... in Leeds") when both are known and sure."""
+    job = next((f for f in found if f.key == "job" and f.mode != "hedged"), None)
+    place = next((f for f in found if f.key == "workplace" and f.mode != "hedged"), None)
+    if job is None or place is None or not _TITLE.match(job.value):
+        return found
+    where = place.value if place.value.startswith(("in ", "from ")) else f"at {place.value}"
+    both = job.model_copy(update={"value": f"{job.value} {where}"})
+    return [both if f is job else f for f in found if f is not place]
+
+
+# A job said by its title ("a nurse"), which a workplace can follow.
+_TITLE = re.compile(r"an?\s", re.IGNORECASE)
 
 
 def _past(packet: ConversationContextPacket) -> list[Memory]:

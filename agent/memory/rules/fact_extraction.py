@@ -56,6 +56,14 @@ _SO_IS = re.compile(
     r"(?P<who>(?:my\s+)?[\w'-]+(?:\s+[\w'-]+)?)[.!]*$",
     _F,
 )
+# "I live in Leeds and work at the hospital", "I'm a teacher and live in Bath": a second fact
+# of the user said without its "I" (not "work out", "have fun" and the like).
+_AND_VERB = re.compile(
+    r"^(?P<who>i|we)(?:'m|'re|\s+am|\s+are)?\s.+?(?P<cut>,?\s+and\s+)(?=(?:live|work(?!\s+(?:out"
+    r"|on|hard|late|overtime)\b)|teach|study|grew\s+up|come\s+from|own|run\s+(?:a|an|my|our)"
+    r"|have\s+(?:a|an|two|three|four|\d+)\s)\b)",
+    _F,
+)
 # What a like, a plan or a goal is, and what names none: a word left hanging ("I love to."),
 # an amount ("I'm planning a few"), or a verb, when "I love" was said of something else
 # ("doing something I love is awesome").
@@ -208,13 +216,24 @@ def _said_of_both(clauses: Sequence[Clause]) -> list[Clause]:
     for clause in clauses:
         both = None if clause.question else _SO_IS.match(clause.text)
         if both is None:
-            read.append(clause)
+            read += _said_with_one_subject(clause)
             continue
         verb = "has" if both.group("be").strip() == "have" else "is"
         rest = both.group("head")[both.end("be") :]
         read += [Clause(both.group("head"), question=False),
                  Clause(f"{both.group('who')} {verb}{rest}", question=False)]  # fmt: skip
     return read
+
+
+def _said_with_one_subject(clause: Clause) -> list[Clause]:
+    """The clause, "I live in Leeds and work at the hospital" read as "I live in Leeds" and "I
+    work at the hospital"."""
+    shared = None if clause.question else _AND_VERB.match(clause.text)
+    if shared is None:
+        return [clause]
+    rest = clause.text[shared.end("cut") :]
+    return [Clause(clause.text[: shared.start("cut")], question=False),
+            Clause(f"{shared.group('who')} {rest}", question=False)]  # fmt: skip
 
 
 # A plan said in its -ing form, said with "to": "visiting my sister" is "to visit my sister",

@@ -263,8 +263,11 @@ FACT_RULES: tuple[FactRule, ...] = (
          rf"(?:\s+(?!{NOT_TAUGHT})[^\W\d_][\w-]*)?)", "teacher", alongside=True),
     rule("workplace", rf"\bi{ADV}\s+teach\b(?:\s+[\w-]+){{0,2}}?\s+at\s+(?P<v>.+)", "place"),
     # "I work at Airbus as an engineer": the title said after the place.
-    rule("job", rf"\bi{ADV}{WORK}\s+(?:at|for)\s+.+?\s+as\s+(?P<v>an?\s+.+)", "short",
+    rule("job", rf"\bi{ADV}{WORK}\s+(?:at|for|in)\s+.+?\s+as\s+(?P<v>an?\s+.+)", "short",
          alongside=True),
+    # "I work as a vet in Leeds", "I work in London as a nurse": the town one works in.
+    rule("workplace", rf"\bi{ADV}{WORK}\s+(?:as\s+.+?\s+)?(?P<v>in\s+(?-i:[A-Z][a-z])[\w'-]*"
+         r"(?:\s+(?-i:[A-Z])[\w'-]*)*)(?:\s+as\s+.+)?$", "short"),
     rule("workplace", rf"\bi{ADV}{WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
     rule("workplace", rf"\bi(?:'m|\s+am){ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
     rule("workplace", rf"\bi(?:'m|\s+am){ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",
@@ -357,6 +360,9 @@ FACT_RULES: tuple[FactRule, ...] = (
     rule("born", r"\bi was born in\s+(?:[^\W\d][\w ]{0,40}?\s+in\s+)?(?P<v>(?:1[89]|20)\d\d)\b",
          "raw", alongside=True),
     rule("hometown", r"\bi was born in\s+(?!(?:1[89]|20)\d\d\b)(?P<v>.+)", "place"),
+    # "I grew up in Cork", "I was raised in Kerala": where they are from.
+    rule("hometown", r"\bi\s+(?:grew\s+up|was\s+(?:born\s+and\s+)?(?:raised|brought\s+up))\s+"
+         r"in\s+(?!(?:the|a)\s+(?:countryside|city|village|house|family)\b)(?P<v>.+)", "place"),
     rule("allergy", rf"\bi(?:'m|\s+am){ADV}\s+allergic\s+to\s+(?P<v>.+)", "short"),
     rule("allergy", r"\bi(?:'ve|\s+have)(?:\s+got)?\s+(?:an?\s+)?(?:severe\s+|bad\s+|mild\s+)?"
          r"(?P<v>[^\W\d_]+(?:\s[^\W\d_]+)?)\s+allergy\b", "short"),
