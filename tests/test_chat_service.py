@@ -309,6 +309,27 @@ async def test_a_repeating_reminder_cancelled_sets_no_next_one(chat):
     assert "⏰" not in chat.outbox.texts()[-1]
 
 
+async def test_an_occurrence_skipped_ahead_is_passed_over_when_the_series_fires(chat):
+    """ "skip the bins on <the Monday after next>": the next one fires as set, and the turn that
+    fires it sets the one after the skipped Monday, without the skip, which has passed."""
+    await chat.service.on_message(said("remind me every Monday at 9am to put the bins out"))
+    [first] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
+    assert first.due_at is not None
+    skipped = first.due_at + timedelta(days=7)
+    await chat.service.on_message(said(f"skip the bins on {skipped.day} {skipped:%B}"))
+    assert chat.outbox.texts()[-1].startswith(f"Skipped the one on Monday {skipped.day} ")
+    [kept] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
+    assert kept.due_at == first.due_at
+    assert kept.repeat is not None
+    assert kept.repeat.skips == (skipped.date(),)
+    await chat.service.job_due(CHAT, kept)
+    await chat.service.join()
+    assert chat.outbox.texts()[-1] == "⏰ Reminder: put the bins out"
+    [after] = [job for chat_id, job in chat.lane.active_jobs() if chat_id == CHAT]
+    assert after.due_at == first.due_at + timedelta(days=14)
+    assert after.repeat == first.repeat  # the skip, passed, is dropped
+
+
 async def test_journaled_updates_are_marked_by_what_their_handling_returned(chat):
     """Entries run in chat order through the transport's reader: handled, done; unreadable or
     failing, one failed attempt each (no shared sets: the reader raises)."""

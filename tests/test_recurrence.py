@@ -196,6 +196,25 @@ def test_a_skipping_series_keeps_its_beat_when_fired_late_or_moved():
     assert f"{next_occurrence(every_third_day, first):%d %b}" == "30 Nov"  # 27 + 3
 
 
+def test_an_occurrence_skipped_is_passed_over_once_and_then_forgotten():
+    """Every Monday at 08:00, 7 December skipped: fired on 30 November, the next is the 14th,
+    and the skip, passed, is no longer carried; a monthly series skips a month the same way; a
+    series moved to another day forgets the skips of the old one."""
+    weekly = Repeat(every="week", at="08:00", weekday=0, skips=(date(2026, 12, 7),))
+    job = JobRef(job_id="b1", kind="reminder", label="bins", repeat=weekly,
+                 due_at=datetime(2026, 11, 30, 8, 0, tzinfo=UTC))  # fmt: skip
+    _, following = fired(job, datetime(2026, 11, 30, 8, 0, 5, tzinfo=UTC), lambda: "b2")
+    assert following.due_at == datetime(2026, 12, 14, 8, 0, tzinfo=UTC)
+    assert following.repeat is not None
+    assert following.repeat.skips == ()
+    monthly = Repeat(every="month", at="09:00", day=1, skips=(date(2027, 1, 1),))
+    assert f"{next_occurrence(monthly, NOW):%d %b %Y}" == "01 Dec 2026"
+    assert f"{next_occurrence(monthly, datetime(2026, 12, 2, tzinfo=UTC)):%d %b %Y}" == (
+        "01 Feb 2027"
+    )
+    assert moved_to(weekly, datetime(2026, 12, 1, 8, 0, tzinfo=UTC)).skips == ()
+
+
 def test_firing_a_repeating_reminder_sets_the_next_one_and_a_late_one_skips_what_it_missed():
     rule = Repeat(every="day", at="08:00")
     job = JobRef(job_id="j1", kind="reminder", label="pills", due_at=NOW, repeat=rule)

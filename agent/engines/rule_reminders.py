@@ -9,7 +9,9 @@
   reminder by an hour": the reminder named, or the one that just fired, comes back after the
   delay (10 minutes if none is said); one not fired yet is moved by the delay;
 - "move the oven reminder to 7pm", "change it to tomorrow at 9": set at that time instead;
-- "remind me every morning ...": refused, saying what works (reminders fire once);
+- "skip the next bins reminder": one occurrence of a series passed over
+  (:mod:`agent.engines.rule_reminder_skip`);
+- "remind me every hour ...": refused, saying what repeats (every day, weekday, week, month);
 - "what time is it?", "what's the date?", "what's my time zone?": answered in the user's time
   zone (UTC until they set one with ``/timezone``); "what time is it in Tokyo?" in Tokyo's.
 
@@ -21,39 +23,43 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from agent.engines.rule_reading import Reading, say_when, utc
+from agent.engines.rule_reminder_choice import (
+    ALARM,
+    PLEASE,
+    ReminderChange,
+    active_reminders,
+    chosen_reminders,
+    last_set,
+    named_words,
+    to_label,
+    which_reminder,
+)
 from agent.engines.rule_reminder_hour import hour_asked
+from agent.engines.rule_reminder_skip import answer_next_reminder, skip_reminder
 from agent.memory.longterm.memory_slots import in_second_person
-from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.recurrence import moved_to, repeat_said, say_repeat
 from agent.memory.rules.reminder_time import due_instead, due_time, read_delay, with_meridiem
-from agent.memory.schemas import ConversationContextPacket, JobRef, Repeat
+from agent.memory.schemas import ConversationContextPacket, JobRef
 from agent.utils.time_zones import DEFAULT_ZONE, find_zone, zone_label
 
-__all__ = ["ReminderChange", "answer_time", "change_reminders"]
+__all__ = ["answer_reminder", "answer_time", "change_reminders"]
 
 _F = re.IGNORECASE
 _SNOOZE_DEFAULT = timedelta(minutes=10)
 
-# Words that may open a request before it: "actually cancel ...", "oh and ...", "ok, ...".
-_FILLER = r"(?:(?:actually|oh|ok|okay|also|and|so|hmm|right|no|wait|um|well|sorry)\b[\s,!.]*)*"
-_PLEASE = (
-    rf"^{_FILLER}(?:please\s+|(?:can|could|would) you\s+(?:please\s+)?"
-    r"|i\s+(?:want|need|would like|'d like)\s+(?:you\s+)?to\s+)?"
-)
 # What names a reminder in a request: "the oven reminder", "the alarm", "the oven one".
 _REMINDER = r"(?:\breminders?\b|\balarms?\b|\btimers?\b|\bthe\s+[\w' -]{1,60}?\s+one\b)"
 _CANCEL: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
-        rf"{_PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget(?: about)?|call off|turn off"
+        rf"{PLEASE}(?:cancel|delete|remove|drop|clear|scrap|forget(?: about)?|call off|turn off"
         rf"|stop|kill|undo|never ?mind|get rid of|ditch)\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
         r".{0,300}?)[\s.!?]*$",
-        rf"{_PLEASE}i\s+(?:don't|do not|no longer)\s+need\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
+        rf"{PLEASE}i\s+(?:don't|do not|no longer)\s+need\s+(?P<what>(?=.{{0,200}}?{_REMINDER})"
         r".{0,300}?)(?:\s+any\s?(?:more|longer))?[\s.!?]*$",
         r"^(?P<what>(?:the|my)\s+.{0,200}?\breminders?\b.{0,100}?)\s+(?:is|isn't|is not)\s+"
         r"(?:cancelled|canceled|off|needed|necessary|no longer needed)[\s.!?]*$",
@@ -61,7 +67,7 @@ _CANCEL: tuple[re.Pattern[str], ...] = tuple(
 )
 # "cancel that", "scrap it": the reminder the bot just set.
 _CANCEL_THAT = re.compile(
-    rf"{_PLEASE}(?:cancel|delete|remove|scrap|undo|drop|forget)\s+(?:that|it|this)(?:\s+one)?"
+    rf"{PLEASE}(?:cancel|delete|remove|scrap|undo|drop|forget)\s+(?:that|it|this)(?:\s+one)?"
     r"(?:\s+(?:please|again))?[\s.!?]*$",
     _F,
 )
@@ -70,22 +76,22 @@ _IT = re.compile(r"\s*(?:it|that|this)\b", _F)
 _SNOOZE: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, _F)
     for pattern in (
-        rf"{_PLEASE}(?:snooze|delay|postpone|push back|put off|defer)\b(?P<rest>.{{0,120}})$",
+        rf"{PLEASE}(?:snooze|delay|postpone|push back|put off|defer)\b(?P<rest>.{{0,120}})$",
         # "push the oven one back 15 minutes", "put it back an hour"
-        rf"{_PLEASE}(?:push|put|move|set)\s+(?P<rest>(?:it|that|this|(?=.{{0,120}}?{_REMINDER})"
+        rf"{PLEASE}(?:push|put|move|set)\s+(?P<rest>(?:it|that|this|(?=.{{0,120}}?{_REMINDER})"
         r".{1,120}?)\s+back\b.{0,60})$",
         r"^(?:please\s+)?remind me (?:again|later)\b(?!\s+(?:to|about|that)\b)(?P<rest>.{0,120})$",
     )
 )
 # "move the oven reminder to 7pm", "change it to tomorrow at 9".
 _MOVE = re.compile(
-    rf"{_PLEASE}(?:move|change|reschedule|shift|push|set)\s+(?P<what>it|that|(?=.{{0,120}}?"
+    rf"{PLEASE}(?:move|change|reschedule|shift|push|set)\s+(?P<what>it|that|(?=.{{0,120}}?"
     rf"{_REMINDER}).{{1,120}}?)\s+(?:to|for|till|until)\s+(?P<when>.{{1,80}}?)[\s.!?]*$",
     _F,
 )
 # "make it 10am", "actually make that Tuesday": the reminder just set, at another time.
 _MAKE_IT = re.compile(
-    rf"{_PLEASE}(?:make|have|put)\s+(?P<what>it|that)\s+(?:for\s+|at\s+|on\s+)?"
+    rf"{PLEASE}(?:make|have|put)\s+(?P<what>it|that)\s+(?:for\s+|at\s+|on\s+)?"
     r"(?P<when>.{1,80}?)[\s.!?]*$",
     _F,
 )
@@ -105,17 +111,6 @@ _AMOUNT = re.compile(
     r"(?:in|for|by|another)?\s*(?P<n>\d{1,4}(?:[.,]\d{1,2})?\s*|half an?\s+|an?\s+|[a-z]+\s+)"
     r"(?P<u>s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)\b",
     _F,
-)
-_ALARM = re.compile(r"\b(?:alarm|timer)\b", _F)
-_NUMBERED = re.compile(r"\breminders?\s*(?:#|no\.?|number)?\s*(?P<n>\d{1,3})\b", _F)
-_ALL = re.compile(r"\b(?:all|every|each)\b", _F)
-# Words of a cancel request that do not name a reminder.
-_CANCEL_WORDS = content_stems(
-    "cancel delete remove drop clear scrap forget call off turn stop kill undo the my a that "
-    "this reminder reminders about to for please you can could would no longer needed is one "
-    "alarm alarms timer timers it snooze delay postpone push back put defer move change "
-    "reschedule shift set by again later another half an second seconds minute minutes hour "
-    "hours day days min mins daily weekly repeating recurring"
 )
 
 # "when's the swimming reminder?", "what time is my reminder to call Ana?", "is the oven alarm
@@ -155,37 +150,19 @@ _MONTHS = (
 ).split()
 
 
-@dataclass(frozen=True, slots=True)
-class ReminderChange:
-    """What a cancel or snooze request does: the reply, and the reminders changed.
-
-    Attributes:
-        text: the reply.
-        intent: ``cancel_reminder`` or ``set_reminder`` (a snooze sets a reminder again).
-        cancelled: the active reminders to cancel (their refs, as they stand).
-        label: the snoozed reminder's label (with ``due_at``: the reminder to set).
-        due_at: when the snoozed reminder fires again; ``None`` sets none.
-        repeat: how the reminder set repeats: a series snoozed or moved goes on.
-    """
-
-    text: str
-    intent: str
-    cancelled: tuple[JobRef, ...] = ()
-    label: str = ""
-    due_at: datetime | None = None
-    repeat: Repeat | None = None
-
-
 def change_reminders(packet: ConversationContextPacket, reading: Reading) -> ReminderChange | None:
     """Cancel, snooze or move the reminders ``reading`` names (or refuse a repeating one), or
     return ``None`` if it asks none of these."""
     if _REPEATING.search(reading.text) and repeat_said(reading.text) is None:
         return ReminderChange(_ONE_TIME, "reminder_unreadable")
-    just_set = _just_set(packet)
+    just_set = last_set(packet)
     if just_set and _CANCEL_THAT.match(reading.text):  # "cancel that", of the one just set
         names = "; ".join(in_second_person(ref.label or "reminder") for ref in just_set)
         plural = "reminders" if len(just_set) > 1 else "reminder"
         return ReminderChange(f"Cancelled the {plural}: {names}.", "cancel_reminder", just_set)
+    skipped = skip_reminder(packet, reading)
+    if skipped is not None:
+        return skipped
     for pattern in _CANCEL:
         match = pattern.match(reading.text)
         if match is not None:
@@ -195,10 +172,10 @@ def change_reminders(packet: ConversationContextPacket, reading: Reading) -> Rem
         if match is not None:
             return _snooze(packet, reading, match.group("rest"))
     match = _MOVE.match(reading.text)
-    if match is not None and _reminders(packet):
+    if match is not None and active_reminders(packet):
         return _move(packet, reading, match.group("what"), match.group("when"))
     match = _MAKE_IT.match(reading.text)
-    if match is None or not _reminders(packet):
+    if match is None or not active_reminders(packet):
         return None
     what, when = match.group("what"), match.group("when")
     if _reads_as_time(when, reading, packet):
@@ -246,7 +223,7 @@ def _reads_as_time(when: str, reading: Reading, packet: ConversationContextPacke
     """Whether ``when`` says a time ("10am", "Friday"): "make it quick" moves nothing, nor does
     a number alone unless every reminder it may move is hours away."""
     if _BARE_NUMBER.fullmatch(when) is not None:
-        return all(_hours_away(ref.due_at, reading.now) for ref in _reminders(packet))
+        return all(_hours_away(ref.due_at, reading.now) for ref in active_reminders(packet))
     return any(
         due_time(said, reading.now, reading.zone) is not None for said in _time_phrases(when)
     )
@@ -257,18 +234,21 @@ def answer_reminder(
 ) -> str | None:
     """Answer "when's the swimming reminder?": when the reminder it names is due (or the only
     one, asked without words), or that no reminder is about that."""
-    if "remind" not in reading.text.casefold() and _ALARM.search(reading.text) is None:
+    if "remind" not in reading.text.casefold() and ALARM.search(reading.text) is None:
         return None  # most messages: no pattern to try
+    soonest = answer_next_reminder(packet, reading)
+    if soonest is not None:
+        return soonest
     match = next((m for p in _ASK_REMINDER if (m := p.search(reading.text)) is not None), None)
     if match is None:
         return None
-    active = _reminders(packet)
+    active = active_reminders(packet)
     what = f"{match.group('what')} {match.group('rest')}"
-    chosen = _chosen(active, what)
+    chosen = chosen_reminders(active, what)
     if chosen:
         ref = chosen[0]
         when = say_when(utc(ref.due_at or reading.now), reading.now, reading.zone)
-        label = f" to {in_second_person(ref.label)}" if ref.label not in {"", "reminder"} else ""
+        label = to_label(ref)
         return f"I'll remind you {when}{label}."
     if not active:
         waiting = hour_asked(packet)
@@ -282,7 +262,7 @@ def answer_reminder(
         f"{say_when(utc(ref.due_at or reading.now), reading.now, reading.zone)}"
         for ref in active
     )
-    lead = f"I have no reminder about “{said}”." if _named(what) else "Which one?"
+    lead = f"I have no reminder about “{said}”." if named_words(what) else "Which one?"
     return f"{lead} Your reminders:\n{listing}"
 
 
@@ -336,62 +316,14 @@ def _day(local: datetime) -> str:
     return f"{_WEEKDAYS[local.weekday()]} {local.day} {_MONTHS[local.month - 1]} {local.year}"
 
 
-def _reminders(packet: ConversationContextPacket) -> list[JobRef]:
-    return [ref for ref in packet.active_job_refs if ref.kind == "reminder"]
-
-
-def _just_set(packet: ConversationContextPacket) -> tuple[JobRef, ...]:
-    """The reminders the bot's last reply set, still to fire; or the only one there is, when
-    that reply listed them ("when will you remind me?", then "cancel that")."""
-    last = packet.recent_turns[-1] if packet.recent_turns else None
-    ids = {ref.job_id for ref in last.job_refs if ref.status == "scheduled"} if last else set()
-    active = _reminders(packet)
-    if last is not None and last.intent == "list_open" and len(active) == 1:
-        return tuple(active)
-    return tuple(ref for ref in active if ref.job_id in ids)
-
-
-def _named(what: str) -> frozenset[str]:
-    return frozenset(w for w in content_stems(what) - _CANCEL_WORDS if not w[:1].isdigit())
-
-
-def _chosen(active: list[JobRef], what: str) -> list[JobRef]:
-    """The active reminders ``what`` names: by number, all, by their words, or the only one."""
-    if not active:
-        return []
-    numbered = _NUMBERED.search(what)
-    words = _named(what)
-    if numbered is not None:
-        index = int(numbered.group("n")) - 1
-        chosen = [active[index]] if 0 <= index < len(active) else []
-    elif _ALL.search(what) is not None:
-        return active
-    elif words:
-        scored = [(len(words & content_stems(ref.label)), ref) for ref in active]
-        best = max(score for score, _ in scored)
-        chosen = [ref for score, ref in scored if score == best and score > 0]
-    elif _ALARM.search(what):  # "cancel the alarm": the one set without words
-        chosen = [ref for ref in active if ref.label in {"", "reminder"}]
-    else:
-        chosen = active if len(active) == 1 else []
-    return chosen if len(chosen) == 1 else []  # two match as well: ask which
-
-
-def _which(active: list[JobRef], example: str) -> str:
-    listing = "\n".join(
-        f"{n}. {in_second_person(ref.label or 'reminder')}" for n, ref in enumerate(active, 1)
-    )
-    return f"Which reminder? Say e.g. “{example}”:\n" + listing
-
-
 def _cancel(packet: ConversationContextPacket, what: str) -> ReminderChange:
-    active = _reminders(packet)
+    active = active_reminders(packet)
     if not active:
         return ReminderChange("You have no reminders set, so there is nothing to cancel.",
                               "cancel_reminder")  # fmt: skip
-    chosen = _chosen(active, what)
+    chosen = chosen_reminders(active, what)
     if not chosen:
-        return ReminderChange(_which(active, "cancel reminder 1"), "cancel_reminder")
+        return ReminderChange(which_reminder(active, "cancel reminder 1"), "cancel_reminder")
     names = "; ".join(in_second_person(ref.label or "reminder") for ref in chosen)
     plural = "reminders" if len(chosen) > 1 else "reminder"
     return ReminderChange(f"Cancelled the {plural}: {names}.", "cancel_reminder", tuple(chosen))
@@ -419,9 +351,9 @@ def _snooze(packet: ConversationContextPacket, reading: Reading, rest: str) -> R
             "I couldn't read how long to snooze. Try “snooze 10 minutes”.", "reminder_unreadable"
         )
     fired = _last_fired(packet)
-    active = sorted(_reminders(packet), key=lambda r: utc(r.due_at or reading.now))
-    named = _chosen(active, rest) if _named(rest) else []
-    just_set = _just_set(packet)
+    active = sorted(active_reminders(packet), key=lambda r: utc(r.due_at or reading.now))
+    named = chosen_reminders(active, rest) if named_words(rest) else []
+    just_set = last_set(packet)
     if not named and len(just_set) == 1 and _IT.match(rest):
         named = list(just_set)  # "snooze it 10 minutes" of the one just set or moved
     if named:  # "delay the oven reminder by an hour": that one, not the soonest
@@ -447,9 +379,9 @@ def _move(
 ) -> ReminderChange:
     """Set the reminder ``what`` names (or the only one, or the one that just fired, for "it")
     at the time ``when`` says instead."""
-    active = _reminders(packet)
+    active = active_reminders(packet)
     fired = _last_fired(packet)
-    just_set = _just_set(packet)
+    just_set = last_set(packet)
     if what.casefold() in {"it", "that"}:
         chosen = (
             list(just_set) if len(just_set) == 1
@@ -458,9 +390,9 @@ def _move(
             else []
         )  # fmt: skip
     else:
-        chosen = _chosen(active, what)
+        chosen = chosen_reminders(active, what)
     if not chosen:
-        return ReminderChange(_which(active, "move reminder 1 to 7pm"), "cancel_reminder")
+        return ReminderChange(which_reminder(active, "move reminder 1 to 7pm"), "cancel_reminder")
     ref = chosen[0]
     # A time alone keeps the reminder's day, a day alone its time ("change it to 11am").
     before = ref.due_at if ref.due_at is not None and ref.status == "scheduled" else None

@@ -14,17 +14,22 @@ from pydantic import Field
 
 from agent.memory.schema_base import Value
 
-__all__ = ["JobRef", "JobStatus", "Repeat", "RepeatEvery"]
+__all__ = ["MAX_SKIPS", "JobRef", "JobStatus", "Repeat", "RepeatEvery"]
 
 JobStatus = Literal["scheduled", "done", "cancelled"]
 RepeatEvery = Literal["day", "weekday", "week", "month"]
+
+
+#: How many single occurrences of a series may be skipped ahead at once.
+MAX_SKIPS = 31
 
 
 class Repeat(Value):
     """How a repeating reminder repeats (:mod:`agent.memory.rules.recurrence`): every day,
     every weekday (Monday to Friday), every week on ``weekday`` (0 is Monday) or every month on
     ``day`` (a shorter month's last day when it has none), at ``at`` (``HH:MM``) on the wall
-    clock of ``zone`` (an IANA name); days and weeks may skip (``interval``)."""
+    clock of ``zone`` (an IANA name); days and weeks may skip (``interval``), and single
+    occurrences be skipped (``skips``)."""
 
     every: RepeatEvery
     at: str = Field(pattern=r"^(?:[01]\d|2[0-3]):[0-5]\d$")
@@ -35,6 +40,8 @@ class Repeat(Value):
     # occurrence): "every other Monday" is 2 from the first Monday it fell on.
     interval: int = Field(default=1, ge=1, le=12)
     since: date | None = None
+    # Local dates of occurrences skipped ("skip the bins on the 14th"), dropped once passed.
+    skips: tuple[date, ...] = Field(default=(), max_length=MAX_SKIPS)
 
 
 class JobRef(Value):

@@ -29,6 +29,7 @@ from agent.utils.text import LOOP_STOP_WORDS, split_words
 __all__ = [
     "IRREGULAR_STEMS",
     "MAX_REMINDER_DELAY",
+    "NOT_REMIND",
     "Clause",
     "clean_value",
     "content_stems",
@@ -268,11 +269,21 @@ def each_time(text: str) -> tuple[str, ...]:
     return tuple(f"{text[: two.start()]}at {time}{text[two.end() :]}" for time in times)
 
 
+# A reminder asked not to be: "don't remind me ...", "no need to remind me ...".
+NOT_REMIND = re.compile(
+    r"\b(?:don't|dont|do\s+not|no\s+need\s+to|never|stop|needn't)\s+(?:remind(?:ing)?|nudg(?:e|ing)"
+    r"|ping(?:ing)?)\s+me\b",
+    _F,
+)
+
+
 def match_reminder(clause: str) -> re.Match[str] | None:
     """The match of a reminder request in ``clause``: its ``when``, ``link`` and ``label`` (of
     its last time, when it says two: :func:`each_time`)."""
     clause = named_days(spoken_clock(each_time(clean_value(clause, len(clause) + 1))[-1]))
     clause = _TIMER_FOR.sub("timer in ", clause)
+    if NOT_REMIND.search(clause):  # "don't remind me about the bins on Monday"
+        return None
     for pattern in _REMINDER_FORMS:
         match = pattern.search(clause)
         if match is not None:

@@ -179,7 +179,7 @@ def next_occurrence(repeat: Repeat, after: datetime) -> datetime:
     while True:
         moment = datetime.combine(day, time(hour, minute), tzinfo=zone).astimezone(UTC)
         weekday = day.weekday()
-        if moment > after and _on_beat(repeat, day) and (
+        if moment > after and _on_beat(repeat, day) and day not in repeat.skips and (
             repeat.every == "day"
             or (repeat.every == "weekday" and weekday < 5)
             or (repeat.every == "week" and weekday == repeat.weekday)
@@ -207,7 +207,7 @@ def _next_in_a_month(
     while True:
         day = day_in_month(index, wanted)
         moment = datetime.combine(day, at, tzinfo=zone).astimezone(UTC)
-        if moment > after:
+        if moment > after and day not in repeat.skips:
             return moment
         index += 1
 
@@ -247,7 +247,10 @@ def fired(
         return (done,)
     after = max(now, job.due_at or now)
     due = next_occurrence(job.repeat, after)
-    return done, job.model_copy(update={"job_id": new_id(), "due_at": due})
+    day = due.astimezone(ZoneInfo(job.repeat.zone)).date()
+    left = tuple(d for d in job.repeat.skips if d > day)  # the skips passed are dropped
+    repeat = job.repeat.model_copy(update={"skips": left})
+    return done, job.model_copy(update={"job_id": new_id(), "due_at": due, "repeat": repeat})
 
 
 def moved_to(repeat: Repeat, due: datetime) -> Repeat:
@@ -258,5 +261,5 @@ def moved_to(repeat: Repeat, due: datetime) -> Repeat:
     weekday = local.weekday() if repeat.every == "week" else repeat.weekday
     day = local.day if repeat.every == "month" else repeat.day
     since = local.date() if repeat.since is not None else None  # the beat counts from it
-    update = {"at": f"{local:%H:%M}", "weekday": weekday, "day": day, "since": since}
+    update = {"at": f"{local:%H:%M}", "weekday": weekday, "day": day, "since": since, "skips": ()}
     return repeat.model_copy(update=update)

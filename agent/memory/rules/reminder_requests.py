@@ -17,9 +17,11 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from agent.memory.rules.extraction import (
+    NOT_REMIND,
     clean_value,
     each_time,
     match_reminder,
+    normalize_text,
     split_clauses,
 )
 from agent.memory.rules.recurrence import next_occurrence, repeat_said
@@ -59,6 +61,8 @@ def parse_reminders(
 
 def is_reminder_request(text: str) -> bool:
     """Tell whether ``text`` asks for a reminder at a time, valid or not ("in 0 minutes")."""
+    if NOT_REMIND.search(normalize_text(text)):  # "no need to remind me ... on Monday"
+        return False
     return any(match_reminder(clause.text) for clause in split_clauses(text))
 
 
@@ -79,6 +83,8 @@ def parse_reminder(
         now: the time the message was received (a naive time is taken as UTC).
         zone: the user's time zone (UTC unless they set one).
     """
+    if NOT_REMIND.search(normalize_text(text)):  # "don't remind me about the bins on Monday"
+        return None
     repeating = repeat_said(text)
     if repeating is not None:  # read as the one-time request it starts as, then repeated
         first = parse_reminder(repeating.text, now, zone)

@@ -12,6 +12,7 @@ import re
 
 from agent.memory.rules.duties import is_duty
 from agent.memory.rules.extraction import (
+    NOT_REMIND,
     Clause,
     clean_value,
     match_reminder,
@@ -154,8 +155,9 @@ def extract_openers(text: str, *, to_others: bool = False) -> tuple[str, ...]:
     said = normalize_text(text)
     also = bool(clauses) and _ALSO.match(said) is not None
     and_more = bool(clauses) and not also and _AND_MORE.match(said) is not None
+    refused = NOT_REMIND.search(said) is not None  # "don't remind me about the bins today"
     for clause in clauses:
-        if _reminder_clause(clause):
+        if _reminder_clause(clause) or (refused and "remind" in clause.text.casefold()):
             continue
         match = (
             _REMIND_TODO.search(clause.text)
