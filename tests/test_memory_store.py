@@ -7,6 +7,8 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
+import pytest
+
 from agent.chat.commands import CommandCenter
 from agent.db import Database, load_schema_text, parse_migrations
 from agent.engines.rule_based import RuleBasedConcierge
@@ -286,6 +288,23 @@ async def test_forget_in_plain_words_erases_the_matching_memory_and_says_what(la
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
     assert "/forget" in await chat.say("forget everything")
     assert await chat.current() == {"relative:sister mia": "sister Mia"}
+
+
+@pytest.mark.parametrize(
+    "forget",
+    ["forget that Alfie is allergic to eggs", "forget that my son Alfie is allergic to eggs",
+     "please forget that my son is allergic to eggs"],
+)  # fmt: skip
+async def test_forget_a_fact_of_someone_by_name_or_role_erases_it_and_keeps_them(lane, db, forget):
+    """A fact of someone named, forgotten by their name, their role or both: that fact goes,
+    the person (and what else is known of them) stays."""
+    chat = Chat(lane, db)
+    await chat.say("I have a little boy called Alfie, he's 2")
+    await chat.say("he's allergic to eggs")
+    assert (await chat.say(forget)).startswith(
+        "Done, I've forgotten: your son Alfie is allergic to eggs."
+    )
+    assert await chat.current() == {"relative:son alfie": "son Alfie", "son Alfie/age": "2"}
 
 
 async def test_forget_of_something_said_in_passing_offers_to_erase_the_messages(lane, db):

@@ -279,6 +279,9 @@ def _erasure_answer(
 
 def _matching_memories(memories: Sequence[Memory], what: str) -> list[Memory]:
     stated = extract_facts(what, turn=0)
+    said_of = [f for f in stated if parse_key(f.key).attribute not in _NAMED]
+    if said_of:  # "forget that my son Alfie is allergic to eggs": not Alfie himself
+        stated = tuple(said_of)
     if stated:
         wanted = [parse_key(f.key) for f in stated]
         values = {f.value.casefold() for f in stated}
@@ -321,8 +324,8 @@ _NAMED = frozenset({"relative", "pet"})
 
 
 def _same_subject(said: str, kept: str) -> bool:
-    # "my sister" is "sister Mia" when that is who the memory is about.
+    # "my sister" or "Mia" is "sister Mia" when that is who the memory is about.
     if said.casefold() == kept.casefold():
         return True
-    role, _ = role_and_name(kept)
-    return said.casefold() == role.casefold()
+    role, name = role_and_name(kept)
+    return said.casefold() in {role.casefold(), name.casefold()}

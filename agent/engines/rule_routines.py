@@ -52,6 +52,13 @@ _ASK_THEIR_THING = re.compile(
     r"(?P<who>[\w' ]{1,30}?)'s?\s+(?P<what>[^\W\d_][\w' ]{0,40}?)\??$",
     _F,
 )
+# "what days is Alfie at nursery?", "when is my son in school?": where they are, when.
+_ASK_THEIR_PLACE = re.compile(
+    r"^(?:when|what\s+days?|which\s+days?|on\s+what\s+days?)(?:'s|\s+is|\s+are)\s+(?:my\s+)?"
+    r"(?P<who>[\w' ]{1,30}?)\s+(?:at|in)\s+(?:the\s+|his\s+|her\s+|their\s+)?"
+    r"(?P<what>[^\W\d_][\w' ]{0,40}?)\??$",
+    _F,
+)
 # "do I work from home on Friday?", "do I have swimming on Tuesdays?": yes, by a routine.
 _ASK_DO_I = re.compile(
     r"^do i (?:usually |normally |always )?(?P<what>[^\W\d_][\w' ]{0,40}?)\s+(?:on|every)\s+"
@@ -125,7 +132,11 @@ def _routine_of(reading: Reading) -> str | None:
 def _their_routine(reading: Reading) -> str | None:
     """Answer "when does Mira have swimming?" (or "what day is Mira's swimming?") with what
     the user said Mira does then; ``None`` when nothing said of Mira does it."""
-    match = _ASK_THEIR_ROUTINE.match(reading.text) or _ASK_THEIR_THING.match(reading.text)
+    match = (
+        _ASK_THEIR_ROUTINE.match(reading.text)
+        or _ASK_THEIR_THING.match(reading.text)
+        or _ASK_THEIR_PLACE.match(reading.text)
+    )
     if match is None:
         return None
     who = match.group("who").casefold()
