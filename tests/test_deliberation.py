@@ -148,6 +148,40 @@ def test_a_counter_proposal_modifies_the_earlier_one_and_is_the_one_decided():
     assert state.decisions[-1].supporters == ("Carol", "Bob", "Alice")
 
 
+@pytest.mark.parametrize(
+    ("said", "proposed"),
+    [
+        ("I vote Thai", "Thai"),
+        ("ok I vote for the Thai place", "the Thai place"),
+        ("let's do pizza then", "pizza"),
+        ("we could try the new ramen bar", "the new ramen bar"),
+        ("let's go to the Italian on Main St", "the Italian on Main St"),
+        ("why don't we get sushi", "get sushi"),
+    ],
+)
+def test_a_proposal_said_as_a_vote_or_a_lets_is_kept(said, proposed):
+    """ "I vote Thai", "let's do pizza then": an option put to the group, kept as a proposal."""
+    state = group([("Ana", "where should we go for the team dinner?"), ("Ben", said)])
+    (proposal,) = state.proposals
+    assert (proposal.proposer, proposal.text, proposal.status) == ("Ben", proposed, "active")
+
+
+@pytest.mark.parametrize(
+    "said", ["let's do it", "let's try that", "we could do something fun", "I vote yes"]
+)
+def test_a_lets_of_nothing_named_proposes_nothing(said):
+    assert group([("Ana", "dinner on Friday?"), ("Ben", said)]).proposals == ()
+
+
+@pytest.mark.parametrize("said", ["pizza it is", "agreed, pizza it is then", "deal! pizza it is"])
+def test_an_option_said_settled_is_decided(said):
+    state = group([("Ben", "let's do pizza"), ("Cy", "I vote for pizza"), ("Ana", said)])
+    (proposal,) = state.proposals
+    assert proposal.status == "accepted"
+    assert proposal.reactions[0] == Reaction(participant="Cy", stance="support", turn=2)
+    assert state.decisions[-1].supporters == ("Ben", "Cy", "Ana")
+
+
 def test_a_decision_on_a_variant_marks_the_proposal_modified():
     """A decision that shares the proposal's subject but not its terms settles it as
     ``modified``."""

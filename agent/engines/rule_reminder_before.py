@@ -152,6 +152,8 @@ _HAPPENS = re.compile(
     r"\s+(?:expires|runs\s+out|is\s+due|starts|begins|lands|leaves|arrives|ends)$", re.IGNORECASE
 )
 _IT = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
+# Whose a thing is, said by a pronoun: the most recent of it is meant.
+_WHOSE = frozenset({"her", "his", "their", "our"})
 # What a trip told of may be asked by: "remind me a day before the flight".
 _JOURNEY = content_stems("flight trip journey holiday vacation")
 
@@ -159,7 +161,7 @@ _JOURNEY = content_stems("flight trip journey holiday vacation")
 def dated_fact(thing: str, facts: Sequence[Fact]) -> Fact | None:
     """The dated fact ``thing`` names by its words ("Sara's birthday": the birthday of "wife
     Sara"; "my flight": "flight to Oslo is on ..."), the most recent first."""
-    wanted = content_stems(thing)
+    wanted = content_stems(thing) - _WHOSE  # "her birthday": the birthday said last
     if not wanted:
         return None
     for fact in reversed(facts):

@@ -89,8 +89,9 @@ _DECISIONS = tuple(
         r"\b(?:it'?s|it\s+is|that'?s)\s+(?:decided|settled)\s*[:,-]?\s*(?P<v>.*)",
         r"^decided\s*[:-]\s*(?P<v>.*)",
         rf"^{FILLERS}(?:(?:settled|deal|agreed)\s*[:-]|settled\s*,)\s*(?P<v>.+)",  # "deal: X"
-        rf"^{FILLERS}(?P<v>(?!(?:that|this|it|what|how|which|who|there|here)\b)[^,.!?]{{1,40}}?)"
-        r"\s+it\s+is(?:\s+then)?\s*[.!]*$",  # "Sunday it is"
+        # "Sunday it is", "agreed, pizza it is then"
+        rf"^{FILLERS}(?:(?:agreed|deal|done)[,!.\s]+)?(?P<v>(?!(?:that|this|it|what|how|which"
+        r"|who|there|here)\b)[^,.!?]{1,40}?)\s+it\s+is(?:\s+then)?\s*[.!]*$",
     )
 )
 _PROPOSALS = tuple(
@@ -107,6 +108,13 @@ _PROPOSALS = tuple(
         # "let's go with Lisbon then?": going with it, asked of the others.
         r"\b(?:let'?s|should\s+we|shall\s+we|we\s+could)\s+go\s+with\s+(?P<v>.+)",
         r"\bshall\s+we\s+(?P<v>.+)",
+        # "I vote Thai", "I vote for the pizza place" (not "I vote yes": a reaction).
+        rf"^{FILLERS}i\s+vote\s+(?:for\s+)?(?!(?:yes|no|against|it|that|this)\b)(?P<v>.+)",
+        # "let's do pizza then", "we could try the new Thai place", "let's go to Lisbon": an
+        # option named short, the clause's end (not "let's go to a class, it'll be fun!")
+        r"\b(?:let'?s|we\s+could)\s+(?:do|try|have|get|book|go\s+(?:to|for))\s+(?!(?:it|that"
+        r"|this|something|anything|some|more|what|whatever|lunch\s+sometime|to|together|started"
+        r"|going|back|ready|busy)\b)(?P<v>[^,;:!?]{1,40}?)\s*[.!?]*$",
         r"\[proposal\]\s*[:-]?\s*(?P<v>.+)",
     )
 )
@@ -115,7 +123,7 @@ _PROPOSALS = tuple(
 _CUES = re.compile(
     r"agreed|decided|conclu|settled|consensus|go\s+with|going\s+with|final|\[|propos|suggest"
     r"|what\s+if|what\s+about"
-    r"|how\s+about|don'?t\s+we|consider|shall\s+we|let'?s|deal|it\s+is",
+    r"|how\s+about|don'?t\s+we|consider|shall\s+we|let'?s|deal|it\s+is|vote|we\s+could",
     _F,
 )
 _OPINION = re.compile(
@@ -294,6 +302,7 @@ class DeliberationTracker:
         decision_id: str | None = None
         position: str | None = None
         contribution: str | None = None
+        proposed = move.proposal
 
         if move.reaction is not None and not _names_another(text, props):
             index = self._reaction_target(props, name, _stems(text), seq)
@@ -301,6 +310,9 @@ class DeliberationTracker:
                 props[index] = self._react(props[index], name, move.reaction, seq, people)
                 touched = props[index].proposal_id
                 position = f"{_STANCE_WORDS[move.reaction]}: {props[index].text}"
+                about = _stems(props[index].text)
+                if move.reaction == "support" and proposed and _matches(_stems(proposed), about):
+                    proposed = None  # "I vote for the picnic": a vote for it, not it again
         settled = move.decision if move.decision is not None else move.rejection
         if settled is not None:
             record = self._decide(props, name, settled, seq, rejected=move.rejection is not None)
@@ -310,9 +322,9 @@ class DeliberationTracker:
                 touched = record.proposal_id or touched
                 verb = "decided against" if move.rejection is not None else "decided"
                 position = contribution = f"{verb}: {record.outcome}"
-        if move.proposal is not None:
+        if proposed is not None:
             proposal = Proposal(
-                proposal_id=f"proposal-{seq}", proposer=name, text=move.proposal, proposed_turn=seq
+                proposal_id=f"proposal-{seq}", proposer=name, text=proposed, proposed_turn=seq
             )
             said = _stems(proposal.text)
             for i, other in enumerate(props):
