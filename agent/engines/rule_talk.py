@@ -15,6 +15,7 @@ import emoji
 from agent.engines.rule_facts import answer_line
 from agent.engines.rule_reading import Reading, first_sentence
 from agent.memory.longterm.memory_slots import memory_facts
+from agent.memory.packet_lines import line_seq
 from agent.memory.rules.dialogue_acts import is_dismissal
 from agent.memory.schemas import ConversationContextPacket, JobRef
 
@@ -251,6 +252,12 @@ _SUMMARY_LINE = re.compile(
     r"#\d+ (?P<who>[^:\n\[]{1,80}?)(?: \[(?P<tag>[a-z ]{1,20})\])?: (?P<said>.*)"
 )
 
+# A turn as the packet's retrieved part renders it: "#4 Ada (27 Nov 2026): ...\n  bot: ...".
+_RETRIEVED_TURN = re.compile(
+    r"#\d+ (?P<who>[^:\n(]{1,80}?) \([^)\n]{1,40}\): (?P<said>[^\n]*)(?:\n\s*bot: (?P<bot>.*))?",
+    re.DOTALL,
+)
+
 _RECAP_VERBS = {"decision": " decided", "fact": " told me", "open question": " asked"}
 
 
@@ -311,17 +318,30 @@ def _recap_line(line: str) -> str:
 
 
 def _recap(packet: ConversationContextPacket) -> str:
-    # Summary lines, not the headers of its parts ("[turns 8-17]").
+    # The conversation in order, each turn once, in whichever part of the packet carries it
+    # (a turn retrieved is not repeated among the compressed ones): summary lines (not the
+    # headers of its parts, "[turns 8-17]"), compressed lines, retrieved turns, the last turns.
     summary = packet.rolling_session_summary.splitlines()
-    lines = [_recap_line(x) for x in summary if x.strip() and not x.startswith("[")]
-    lines.extend(_recap_line(x) for x in packet.recent_turn_summaries)
+    kept = [x for x in (*summary, *packet.recent_turn_summaries) if x.strip()]
+    # A line without its turn's number keeps its place after the turn before it.
+    by_seq: dict[float, str] = {}
+    for x in kept:
+        if not x.startswith("["):
+            by_seq[line_seq(x) or max(by_seq, default=0) + 0.5] = _recap_line(x)
+    for item in packet.retrieved:
+        told = _RETRIEVED_TURN.match(item.text) if item.kind == "turn" else None
+        if told is not None and item.seq is not None and item.seq not in by_seq:
+            answer = f" -> {told.group('bot')}" if told.group("bot") else ""
+            said = f"#{item.seq} {told.group('who')}: {told.group('said')}{answer}"
+            by_seq[item.seq] = _recap_line(said)
     for turn in packet.recent_turns:
         answer = first_sentence(turn.assistant_text or "", 80)
         if not turn.user_text.strip():
-            lines.append(f"• me: {answer}")
+            by_seq[turn.seq] = f"• me: {answer}"
             continue
         line = f"• {turn.speaker or 'you'}: {first_sentence(turn.user_text, 160)}"
-        lines.append(line + (f" → {answer}" if answer else ""))
+        by_seq[turn.seq] = line + (f" → {answer}" if answer else "")
+    lines = [line for _, line in sorted(by_seq.items())]
     if not lines:
         return "This is the start of our conversation: nothing to recap yet."
     head = "Here's what we talked about"
