@@ -383,6 +383,9 @@ def test_a_second_fact_said_without_its_i_is_still_the_users(text, facts):
         ("I work in Leeds as a nurse", {"job": "a nurse", "workplace": "in Leeds"}),
         ("I work in London", {"workplace": "in London"}),
         ("I work as a nurse in the NHS", {"job": "a nurse"}),
+        ("I work remotely for a startup in London", {"workplace": "a startup in London"}),
+        ("I work for Google in Dublin, it's great", {"workplace": "Google in Dublin"}),
+        ("I work at a cafe in town", {"workplace": "a cafe"}),
     ],
 )
 def test_the_town_one_works_in_is_where_one_works(text, facts):

@@ -227,8 +227,10 @@ async def test_a_recap_tells_every_turn_once_in_order_wherever_the_packet_carrie
     """A turn the packet retrieves is not repeated among its compressed lines: the recap takes
     it from there, so no turn of the conversation is left out of it (round 13 found "I live in
     Hull" missing from the recap of a seven-message chat)."""
-    said = ["I'm Tess", "I live in Hull", "I love jazz", "I need to call the bank",
-            "my dog is called Pip", "I'm going to Rome in May", "what's the weather like?"]  # fmt: skip
+    said = [
+        "I'm Tess", "I live in Hull", "I love jazz", "I need to call the bank",
+        "my dog is called Pip", "I'm going to Rome in May", "what's the weather like?",
+    ]  # fmt: skip
     chat = await told(lane, clock, said)
     recap, _, _ = (await chat.reply(question, LATER)).partition("\n\nTopics: ")
     lines = recap.splitlines()

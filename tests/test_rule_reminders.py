@@ -310,6 +310,33 @@ async def test_make_it_with_no_time_moves_no_reminder(lane, chat_text):
     assert [j.job_id for j in lane.chat_jobs(CHAT)] == [job.job_id]
 
 
+async def test_a_zone_set_after_reminders_lists_them_on_the_new_clock_and_a_move_adopts_it(
+    lane, db
+):
+    """Reminders set before /timezone keep their moment: the answer lists them on the new
+    clock, the list names a series' own clock, and "move it to 6pm" sets it on the new one."""
+    chat = Conversation(lane)
+    await chat.say("remind me every Tuesday at 6pm to pack my German books", T0)
+    await chat.say("remind me tomorrow at 9am to call mum", later(1))
+    said = (await CommandCenter(lane, db).run(CHAT, "timezone", "Europe/Berlin")).text
+    assert said == (
+        "Your time zone is now Europe/Berlin: I'll read and say reminder times in it.\n"
+        "The reminders set before keep their moment, on your clock now:\n"
+        "• pack your German books, every Tuesday at 18:00 UTC: next on Tue 1 Dec at 19:00\n"
+        "• call mum next on Thu 26 Nov at 10:00\n"
+        "Say e.g. “move it to 6pm” of one to set it on your clock instead."
+    )
+    listed = await chat.reply("what reminders do I have?", later(2))
+    assert "every Tuesday at 18:00 UTC (next: on 1 December at 19:00 Europe/Berlin)" in listed
+    assert await chat.reply("move the German books reminder to 6pm", later(3)) == (
+        "Moved: I'll remind you every Tuesday at 18:00 Europe/Berlin to pack your German books."
+    )
+    series = next(j for j in lane.chat_jobs(CHAT) if j.repeat is not None)
+    assert series.due_at == datetime(2026, 12, 1, 17, 0, tzinfo=UTC)
+    assert series.repeat is not None
+    assert (series.repeat.zone, series.repeat.at) == ("Europe/Berlin", "18:00")
+
+
 @pytest.mark.parametrize(
     ("repeating", "said"),
     [

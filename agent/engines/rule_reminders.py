@@ -414,7 +414,8 @@ def _move(
         )
     when = say_when(due, reading.now, reading.zone)
     cancelled = (ref,) if ref.status == "scheduled" else ()
-    repeat = moved_to(ref.repeat, due) if cancelled and ref.repeat is not None else None
+    moved = cancelled and ref.repeat is not None
+    repeat = moved_to(ref.repeat, due, reading.zone.key) if moved and ref.repeat else None
     if repeat is not None:  # the series moves: "every day at 19:00 UTC ..., the next one ..."
         when = f"{say_repeat(repeat)} {zone_label(reading.zone)}"
     said = f"Moved: I'll remind you {when}" + (

@@ -294,7 +294,10 @@ def job_line(ref: JobRef, reading: Reading) -> str:
         return f"• {label}"
     when = say_when(ref.due_at, reading.now, reading.zone)
     if ref.repeat is not None:  # "• take your vitamins, every day at 08:00 (next: tomorrow ...)"
-        return f"• {label}, {say_repeat(ref.repeat)} (next: {_today(when)})"
+        rule = say_repeat(ref.repeat)
+        if ref.repeat.zone != reading.zone.key:  # set on another clock: say which
+            rule += f" {zone_label(ZoneInfo(ref.repeat.zone))}"
+        return f"• {label}, {rule} (next: {_today(when)})"
     return f"• {label} (was due {when})" if utc(ref.due_at) <= reading.now else f"• {label}, {when}"
 
 

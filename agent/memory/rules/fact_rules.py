@@ -268,6 +268,9 @@ FACT_RULES: tuple[FactRule, ...] = (
     # "I work as a vet in Leeds", "I work in London as a nurse": the town one works in.
     rule("workplace", rf"\bi{ADV}{WORK}\s+(?:as\s+.+?\s+)?(?P<v>in\s+(?-i:[A-Z][a-z])[\w'-]*"
          r"(?:\s+(?-i:[A-Z])[\w'-]*)*)(?:\s+as\s+.+)?$", "short"),
+    # "I work for a startup in London": the town kept with the place.
+    rule("workplace", rf"\bi{ADV}{WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>[^,;]{{1,60}}?\s+in\s+"
+         r"(?-i:[A-Z][a-z][\w'-]*(?:\s+[A-Z][\w'-]*)?))\b", "short"),
     rule("workplace", rf"\bi{ADV}{WORK}\s+(?:at|for)\s+(?!home\b)(?P<v>.+)", "place"),
     rule("workplace", rf"\bi(?:'m|\s+am){ADV}\s+employed\s+(?:at|by)\s+(?P<v>.+)", "place"),
     rule("workplace", rf"\bi(?:'m|\s+am){ADV}\s+working\s+(?:at|for)\s+(?!home\b)(?P<v>.+)",

@@ -253,13 +253,16 @@ def fired(
     return done, job.model_copy(update={"job_id": new_id(), "due_at": due, "repeat": repeat})
 
 
-def moved_to(repeat: Repeat, due: datetime) -> Repeat:
+def moved_to(repeat: Repeat, due: datetime, zone: str | None = None) -> Repeat:
     """The rule of a series moved so that its next occurrence is ``due`` ("move the stretch
     reminder to 7pm": every day at 19:00; of a weekly one, to Tuesday: every Tuesday; of a
-    monthly one, to the 3rd: every month on the 3rd)."""
-    local = due.astimezone(ZoneInfo(repeat.zone))
+    monthly one, to the 3rd: every month on the 3rd), on the clock of ``zone`` (the user's
+    now, when they set another since; the rule's own by default)."""
+    zone = zone or repeat.zone
+    local = due.astimezone(ZoneInfo(zone))
     weekday = local.weekday() if repeat.every == "week" else repeat.weekday
     day = local.day if repeat.every == "month" else repeat.day
     since = local.date() if repeat.since is not None else None  # the beat counts from it
-    update = {"at": f"{local:%H:%M}", "weekday": weekday, "day": day, "since": since, "skips": ()}
+    update = {"at": f"{local:%H:%M}", "weekday": weekday, "day": day, "since": since, "skips": (),
+              "zone": zone}  # fmt: skip
     return repeat.model_copy(update=update)
