@@ -188,6 +188,13 @@ _THEIR_EVENT = re.compile(
     r"(?P<when>(?:on|at|in|next|this|tomorrow|tonight|today|the day after tomorrow)\b.{1,60})$",
     _F,
 )
+# "Ava's school play got moved to Friday", "Ama's dentist was pushed back to 4pm": moved.
+_THEIR_EVENT_MOVED = re.compile(
+    rf"^(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})(?P<many>s)?)\s+(?:(?:got|was|has\s+been|is)"
+    r"\s+)?(?:moved|rescheduled|pushed(?:\s+back)?|postponed|changed|brought\s+forward)\s+"
+    r"(?:to|till|until|for)\s+(?P<when>.{1,60})$",
+    _F,
+)
 # "Mia has a piano recital on Saturday at 3pm": their event, said with its time.
 _HAS_EVENT = re.compile(
     rf"^has\s+(?:a|an|her|his|their|got\s+an?)\s+(?P<item>(?:[\w'-]+\s+){{0,2}}?(?:{EVENTS})(?P<many>s)?)\s+"
@@ -358,7 +365,11 @@ def _said_of(subject: str, rest: str) -> list[tuple[str, str]]:
         rest = f"is {rest[3:]}"
     said = _PRONOUN_DOES.sub("", _PRONOUN_IS.sub("is ", rest.removeprefix("'s ")))
     said = _NOT_OLD.sub("", said)
-    event = _THEIR_EVENT.match(said) if rest.startswith("'s ") else _HAS_EVENT.match(said)
+    event = (
+        _THEIR_EVENT.match(said) or _THEIR_EVENT_MOVED.match(said)
+        if rest.startswith("'s ")
+        else _HAS_EVENT.match(said)
+    )
     if event is not None:  # "my daughter Ava's school play is on Thursday"
         item = f"{subject}'s {event.group('item')}"
         verb = "are" if event.group("many") else "is"  # "Daisy's vaccinations are on ..."

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from agent.memory.longterm.memory_slots import USER, fact_key, parse_key
 from agent.memory.rules.extraction import content_stems
 from agent.memory.rules.fact_patterns import WEEKDAY_STEMS
+from agent.memory.rules.fact_words import PEOPLE
 from agent.memory.rules.reminder_time import spoken_clock
 from agent.memory.schemas import Fact
 
@@ -53,6 +54,13 @@ def _qualified(longer: str, name: str) -> bool:
     return rest.split(maxsplit=1)[0] in _QUALIFIERS if rest else False
 
 
+def _whose_role(longer: str, name: str) -> bool:
+    """Whether ``longer`` is ``name`` said with whose role it is: "daughter ama's recital" of
+    "ama's recital"."""
+    role = longer[: -len(name) - 1] if longer.endswith(" " + name) else ""
+    return re.fullmatch(PEOPLE, role, _F) is not None if "'s " in name else False
+
+
 def of_known_event(fact: Fact, known: Sequence[Fact]) -> Fact:
     """The fact, keyed and named as the one known event it is said of (see the module)."""
     parts = parse_key(fact.key)
@@ -62,7 +70,7 @@ def of_known_event(fact: Fact, known: Sequence[Fact]) -> Fact:
     events = [
         (f, k.item) for f in known if (k := parse_key(f.key)).name == "event" and k.subject == USER
     ]
-    longer = [f for f, item in events if _qualified(item, name)]
+    longer = [f for f, item in events if _qualified(item, name) or _whose_role(item, name)]
     shorter = [
         f for f, item in events if _qualified(name, item) and f.value.casefold().startswith(name)
     ]

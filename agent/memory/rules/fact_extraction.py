@@ -24,7 +24,7 @@ from agent.memory.rules.entity_facts import read_entity_facts, read_several
 from agent.memory.rules.extraction import Clause, normalize_text, split_clauses
 from agent.memory.rules.fact_rules import FACT_RULES, USER_CUE
 from agent.memory.rules.fact_values import PRONOUN_OBJECT, detail_name, fact_value
-from agent.memory.rules.fact_words import PEOPLE, PETS
+from agent.memory.rules.fact_words import EVENTS, PEOPLE, PETS
 from agent.memory.schemas import Fact, FactMode
 
 __all__ = ["PEOPLE", "PETS", "extract_facts"]
@@ -56,6 +56,15 @@ _SO_IS = re.compile(
     r"(?P<who>(?:my\s+)?[\w'-]+(?:\s+[\w'-]+)?)[.!]*$",
     _F,
 )
+# "move my dentist appointment to Friday at 3", "can you reschedule Ama's recital to the 9th":
+# an event moved, asked (a reminder moved is the reminder rules').
+_MOVE_IT = re.compile(
+    r"^(?:please\s+|(?:can|could|would)\s+you\s+(?:please\s+)?)?(?:move|reschedule|push(?:\s+back)?"
+    r"|postpone|shift|change)\s+(?P<what>(?:my|our|the|[A-Z][\w-]*'s?)\s+(?!.*\b(?:reminders?"
+    r"|alarms?|timers?)\b).{1,80}?)\s+(?:to|till|until)\s+(?P<when>.{1,60}?)[?.!]*$",
+    _F,
+)
+_EVENT_WORD = re.compile(rf"\b(?:{EVENTS})s?\b", _F)
 # "I live in Leeds and work at the hospital", "I'm a teacher and live in Bath": a second fact
 # of the user said without its "I" (not "work out", "have fun" and the like).
 _AND_VERB = re.compile(
@@ -123,6 +132,9 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
     Returns:
         The facts, at most one per key (the last stated wins).
     """
+    asked = _MOVE_IT.match(normalize_text(text))
+    if asked is not None and _EVENT_WORD.search(asked.group("what")):  # "move my flight to ..."
+        text = f"{asked.group('what')} got moved to {asked.group('when')}"
     normalized = normalize_text(text)
     found: dict[str, Fact] = {
         key: Fact(key=key, value=value, turn=turn) for key, value in read_several(normalized)
