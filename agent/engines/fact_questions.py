@@ -133,7 +133,7 @@ SOMEONE_QUESTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"\bwhere(?:'s| is| does) (?:my )?{_WHO} (?:from|come from)\b", "hometown"),
         (rf"\bwhere does (?:my )?{_WHO} work\b", "workplace"),
         (rf"\b(?:when|what hours|what days) does (?:my )?{_WHO} work\b", "hours"),
-        (rf"\bwhat does (?:my )?{_WHO} do\b", "job"),
+        (rf"\bwhat does (?:my )?{_WHO} do\b(?!\s+(?:on|every|at the|in the)\b)", "job"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}'s job\b", "job"),
         (rf"\bhow old (?:is|are) (?:my )?{_WHO}\b", "age"),
         (rf"\bwhat(?:'s| is) (?:my )?{_WHO}(?:'s|s') age\b", "age"),

@@ -31,6 +31,12 @@ _ASK_ROUTINE = re.compile(
     _F,
 )
 
+# "what does Kwame do on Saturdays?", "what has my son got on Tuesdays?"
+_ASK_THEIR_DAY = re.compile(
+    r"^what (?:does|has) (?:my )?(?P<who>[\w' ]{1,30}?) (?:usually |normally |got |have )?"
+    r"(?:do|have|got)?\s*(?P<when>(?:on|every) [^\W\d_][\w ]{0,30}?)\??$",
+    _F,
+)
 # "when do I go swimming?", "how often do I play tennis?", "what days do I go to the gym?".
 _ASK_WHEN_ROUTINE = re.compile(
     r"^(?:when|how often|on what days?|what days?|which days?|what time|at what time) do i"
@@ -97,12 +103,37 @@ def answer_routine(
     """Answer "what do I do on Sundays?" with the routines said then (or that none were)."""
     match = _ASK_ROUTINE.match(reading.text)
     if match is None:
-        return _routine_that_day(reading) or _routine_of(reading)
+        return _routine_that_day(reading) or _routine_of(reading) or _their_day(reading)
     when = match.group("when")
     wanted = content_stems(when) - content_stems("on every at the")
     found = [f for f in own_facts(reading, "routine") if wanted <= content_stems(f.value)]
     if not found:
         return f"{NOT_TOLD} what you do {when} yet."
+    return " ".join(answer_line(f) for f in found)
+
+
+def _their_day(reading: Reading) -> str | None:
+    """Answer "what does Kwame do on Saturdays?" with what the user said he does then, or
+    that nothing was (of someone the user told of)."""
+    match = _ASK_THEIR_DAY.match(reading.text)
+    if match is None:
+        return None
+    who, when = match.group("who").casefold(), match.group("when")
+    wanted = content_stems(when) - content_stems("on every")
+    theirs = [
+        fact
+        for fact in reading.facts
+        if (parts := parse_key(fact.key)).subject != USER
+        and who in {word.casefold() for word in role_and_name(parts.subject) if word}
+    ]
+    if not theirs:
+        return None
+    found = [
+        f for f in theirs
+        if parse_key(f.key).name in {"does", "routine"} and wanted <= content_stems(f.value)
+    ]  # fmt: skip
+    if not found:
+        return f"{NOT_TOLD} what {match.group('who')} does {when} yet."
     return " ".join(answer_line(f) for f in found)
 
 
