@@ -106,12 +106,13 @@ _ASK_STAY = re.compile(
 # "what do I have on Tuesday?", "anything on this week?"
 _TIME = (
     r"(?:(?:on|for|this|next|tomorrow|tonight|today|in|at)\b|(?:mon|tues|wednes|thurs|fri|satur"
-    r"|sun)day\b|the\s+\d{1,2}(?:st|nd|rd|th)\b)[\w' -]{0,40}?"
+    r"|sun)days?\b|the\s+\d{1,2}(?:st|nd|rd|th)\b)[\w' -]{0,40}?"
 )
 _ASK_PLANS_WHEN = re.compile(
     rf"^(?:what(?:'s|\s+is|\s+are)\s+my\s+plans?\s+(?P<a>{_TIME})"
     rf"|what\s+am\s+i\s+(?:doing|up\s+to)\s+(?P<b>{_TIME})"
     rf"|what(?:'s|\s+is|\s+are)\s+(?:on|happening|planned|due|coming\s+up)\s+(?P<c>{_TIME})"
+    rf"|what\s+(?:happens|goes\s+on)\s+(?P<j>{_TIME})"
     rf"|(?:do\s+i\s+have|have\s+i\s+got|is\s+there)\s+(?:any\s+)?(?:plans|anything(?:\s+planned)?)"
     rf"\s+(?P<d>{_TIME})"
     rf"|what\s+(?:do\s+i\s+have|have\s+i\s+got)\s+(?:planned\s+)?(?P<e>{_TIME})"
@@ -123,6 +124,7 @@ _ASK_PLANS_WHEN = re.compile(
     r"\s*\??$",
     _F,
 )
+_WEEKDAYS_SAID = re.compile(r"\b((?:mon|tues|wednes|thurs|fri|satur|sun)day)s\b", _F)
 # "is my dentist appointment on Tuesday?", "is the party this Saturday?": yes or no, by the
 # event or plan told.
 _ASK_IS_ON = re.compile(
@@ -281,6 +283,7 @@ def answer_plans_when(
         return None
     when = next(group for group in match.groups() if group is not None).strip()
     when = re.sub(r"^on\s+(?=this\b|next\b)", "", when, flags=_F)  # "anything on this week?"
+    when = _WEEKDAYS_SAID.sub(r"\1", when)  # "what happens on Fridays?": on a Friday
     # "I'm off on Friday", "I'm in Paris this week": where the user is then, with the plans;
     # and whose birthday it is ("my husband's birthday is on Saturday").
     birthdays = [f for f in reading.facts if parse_key(f.key).name == "birthday"]

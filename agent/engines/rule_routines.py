@@ -47,7 +47,7 @@ _ASK_WHEN_ROUTINE = re.compile(
 # "when does Mira have swimming?", "how often does my son go to judo?".
 _ASK_THEIR_ROUTINE = re.compile(
     r"^(?:when|how often|on what days?|what days?|which days?|what time|at what time) do(?:es)?"
-    r" (?:my )?(?P<who>[\w' ]{1,30}?)"
+    r" (?:my |the |our )?(?P<who>[\w' ]{1,30}?)"
     r" (?P<what>(?:have|go|do|play|take|swim|train|attend|phone|call|ring|visit|come|deliver)\b"
     r"[\w' ]{0,60}?)\??$",
     _F,

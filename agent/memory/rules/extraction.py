@@ -190,6 +190,9 @@ IRREGULAR_STEMS = {
     "brought": "bring", "spoke": "speak", "left": "leave", "fed": "feed", "hung": "hang",
     "won": "win", "rang": "ring", "drank": "drink", "drove": "drive", "ran": "run",
     "threw": "throw", "swept": "sweep", "mum": "mom", "mother": "mom",
+    # short forms: "car reg" is the car registration, "bday" the birthday
+    "reg": "registration", "rego": "registration", "bday": "birthday", "appt": "appointment",
+    "pw": "password", "pwd": "password", "num": "number", "addr": "address",
 }  # fmt: skip
 
 

@@ -405,6 +405,11 @@ FACT_RULES: tuple[FactRule, ...] = (
     rule("routine", rf"^(?P<v>(?:bin|bins|rubbish|recycling|garbage|trash|collection|cleaning"
          rf"|laundry|market|shopping)\s+day\s+is\s+(?:on\s+)?(?:every\s+(?:other\s+)?)?{DAYS}s?\b.*)",
          "phrase"),
+    # "the bins go out on Wednesday nights", "our cleaner comes every Friday", "the recycling
+    # is collected on Tuesdays": what happens at home on a day of the week.
+    rule("routine", r"^(?P<v>(?:the|our|my)\s+[\w'-]+(?:\s+[\w'-]+)?\s+(?:go(?:es)?\s+out|comes?"
+         r"|(?:is|are|gets?)\s+(?:collected|picked\s+up|delivered|emptied)|visits?|arrives?)\s+"
+         rf"(?:every\s+(?:other\s+)?{DAYS}|on\s+{DAYS}s?)\b.*)", "phrase"),
     # "my 1:1 with Rachel is every Monday at 10", "our team call is on Tuesdays": one that repeats.
     rule("routine", rf"^(?P<v>(?:my|our)\s+[\w:'&-]+(?:\s+[\w:'&-]+){{0,4}}?\s+(?:is|are)\s+"
          rf"(?:every\s+(?:other\s+)?{DAYS}|on\s+{DAYS}s)\b.*)", "phrase"),
