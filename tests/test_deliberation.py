@@ -560,6 +560,8 @@ def test_a_message_addressed_by_handle_moves_the_deliberation():
         ("I vote for the picnic", "support"),
         ("the park is fine by me", "support"),
         ("I'm not for the picnic", "oppose"),
+        ("the picnic is a bit too far for me", "oppose"),
+        ("a picnic sounds a bit too cold", "oppose"),
         ("the picnic doesn't sound good to me", "oppose"),
         ("a picnic in the park doesn't work for me", "oppose"),
     ],

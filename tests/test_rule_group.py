@@ -286,6 +286,48 @@ async def test_reactions_show_up_and_a_decision_closes_a_proposal(group):
     )
 
 
+OFFSITE = [
+    ("Alice", "for the offsite I suggest Porto"),
+    ("Bob", "Porto is too far for me, how about Bristol?"),
+    ("Carol", "I'd prefer somewhere by the sea"),
+    ("Alice", "Bristol works for me too"),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("who is against Porto?", "Bob is against Porto (proposed by Alice; against: Bob)."),
+        ("who opposed Porto?", "Bob is against Porto (proposed by Alice; against: Bob)."),
+        ("who supports Bristol?", "Bob and Alice are for Bristol (proposed by Bob; for: Alice)."),
+        ("who's in favour of Porto?", "Alice is for Porto (proposed by Alice; against: Bob)."),
+        ("who is against Bristol?", "Nobody is against Bristol (proposed by Bob; for: Alice)."),
+    ],
+)
+async def test_who_is_for_or_against_an_option(lane, question, answer):
+    """ "Porto is too far for me, how about Bristol?" is against Porto and proposes Bristol;
+    "who is against Porto?" names the members by their reactions (a proposer is for theirs)."""
+    chat = Group(lane)
+    for who, text in OFFSITE:
+        await chat.say(who, text)
+    assert await chat.ask("Carol", question) == ("list_undecided", answer)
+
+
+@pytest.mark.parametrize(
+    "question", ["what's everyone's position?", "where does everyone stand?",
+                 "what does everyone think?"],
+)  # fmt: skip
+async def test_everyones_position_is_each_members_latest_the_asker_too(lane, question):
+    chat = Group(lane)
+    for who, text in OFFSITE:
+        await chat.say(who, text)
+    assert await chat.ask("Bob", question) == (
+        "list_undecided",
+        "Where everyone stands (their latest position):\n• Bob: proposes: Bristol\n"
+        "• Carol: I'd prefer somewhere by the sea\n• Alice: supports: Bristol",
+    )
+
+
 async def test_other_group_questions_keep_their_answers(group):
     """ "What did we decide?", "what is still open?" and "what did we talk about?" keep
     their own answers in a group."""

@@ -70,7 +70,9 @@ from agent.engines.rule_forget import forget_reply
 from agent.engines.rule_group import (
     answer_needs,
     answer_own_words,
+    answer_positions,
     answer_proposer,
+    answer_stance,
     answer_undecided,
 )
 from agent.engines.rule_likes import answer_like, answer_like_kind
@@ -182,6 +184,8 @@ _QUESTIONS: tuple[tuple[str, Answer], ...] = (
     ("own_words", answer_own_words),
     ("list_undecided", answer_undecided),
     ("list_undecided", answer_proposer),
+    ("list_undecided", answer_stance),  # "who is against Porto?"
+    ("list_undecided", answer_positions),  # "what's everyone's position?"
     ("ask_fact", answer_needs),  # "is anyone allergic to anything?", of a group's members
     ("ask_fact", answer_told),
     ("ask_fact", answer_their_count),

@@ -35,7 +35,14 @@ from agent.memory.rules.deliberation import is_deliberation_move, participant_ke
 from agent.memory.rules.extraction import content_stems, split_clauses, without_mention
 from agent.memory.schemas import ConversationContextPacket, Fact, JobRef
 
-__all__ = ["answer_needs", "answer_own_words", "answer_proposer", "answer_undecided"]
+__all__ = [
+    "answer_needs",
+    "answer_own_words",
+    "answer_positions",
+    "answer_proposer",
+    "answer_stance",
+    "answer_undecided",
+]
 
 _F = re.IGNORECASE
 _MOST_SAID = 5
@@ -103,6 +110,24 @@ _ASK_UNDECIDED = re.compile(
 _ASK_PROPOSER = re.compile(
     r"^who\s+(?:proposed|suggested|came\s+up\s+with|wanted|brought\s+up)\s+(?P<what>.{1,80}?)"
     r"\s*\??$",
+    _F,
+)
+
+# "who is against Porto?", "who's in favour of the rooftop?", "who supports Lisbon?"
+_ASK_STANCE = re.compile(
+    r"^who(?:'s|\s+is|\s+are|\s+was|\s+were)?\s+(?:(?P<con>against|opposed\s+to|not\s+keen\s+on)"
+    r"|(?P<pro>for|in\s+favou?r\s+of|happy\s+with|ok(?:ay)?\s+with|keen\s+on))\s+"
+    r"(?P<what>.{1,80}?)\s*\??$"
+    r"|^who\s+(?:(?P<con2>opposes?|opposed|objected\s+to|disagreed\s+with|voted\s+against)"
+    r"|(?P<pro2>supports?|supported|agreed\s+(?:with|to)|voted\s+for|backed|likes?|liked))\s+"
+    r"(?P<what2>.{1,80}?)\s*\??$",
+    _F,
+)
+# "what's everyone's position?", "where does everyone stand?", "what does everyone think?"
+_ASK_POSITIONS = re.compile(
+    r"\bwhat(?:'s|\s+is|\s+are)\s+every(?:one|body)'?s?\s+(?:positions?|views?|opinions?|takes?"
+    r"|stances?)\b|\bwhere\s+does\s+every(?:one|body)\s+stand\b|\bwhat\s+does\s+every(?:one"
+    r"|body)\s+(?:think|want)\b|\bwho\s+(?:thinks|wants)\s+what\b",
     _F,
 )
 
@@ -244,6 +269,46 @@ def answer_proposer(
         f"{p.proposer} proposed {p.text} ({p.status if p.status != 'active' else stances(p)})."
         for p in named
     )
+
+
+def answer_stance(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "who is against Porto?" in a group: the members for or against the proposal it
+    names (its proposer is for it); ``None`` when it names none."""
+    asked = _ASK_STANCE.match(reading.text)
+    if asked is None or not _is_group(packet):
+        return None
+    wanted = content_stems(asked.group("what") or asked.group("what2"))
+    named = [p for p in packet.proposals if wanted and wanted <= content_stems(p.text)]
+    if not named:
+        return None
+    against = bool(asked.group("con") or asked.group("con2"))
+    stance = "oppose" if against else "support"
+    lines = []
+    for proposal in named:
+        who = [r.participant for r in proposal.reactions if r.stance == stance]
+        if not against:
+            who = [proposal.proposer, *(w for w in who if w != proposal.proposer)]
+        said = f"{' and '.join(who)} {'is' if len(who) == 1 else 'are'}" if who else "Nobody is"
+        where = f"proposed by {proposal.proposer}; {stances(proposal)}"
+        lines.append(f"{said} {'against' if against else 'for'} {proposal.text} ({where}).")
+    return " ".join(lines)
+
+
+def answer_positions(
+    packet: ConversationContextPacket, reading: Reading, jobs: Sequence[JobRef]
+) -> str | None:
+    """Answer "what's everyone's position?" in a group: each member's last position."""
+    if _ASK_POSITIONS.search(reading.text) is None or not _is_group(packet):
+        return None
+    everyone = [*packet.participants, *([packet.member] if packet.member else [])]
+    seen = {p.participant_id: p for p in everyone}  # the asker is the packet's member
+    placed = sorted((p for p in seen.values() if p.last_position), key=lambda p: p.last_turn)
+    if not placed:
+        return "Nobody has taken a position yet: no proposal, vote or opinion so far."
+    lines = "\n".join(f"• {p.name}: {p.last_position}" for p in placed)
+    return f"Where everyone stands (their latest position):\n{lines}"
 
 
 def answer_needs(

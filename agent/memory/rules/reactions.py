@@ -52,7 +52,11 @@ _SHORT_WORDS = 5
 _NAMED_OPPOSE = re.compile(
     r"\b(?:doesn'?t|does\s+not|don'?t|do\s+not)\s+(?:really\s+)?(?:sound|look|work)\b"
     r"|\bi(?:'m|\s+am)\s+(?:not\s+for|against)\b"
-    r"|\bi\s+vote\s+against\b",
+    r"|\bi\s+vote\s+against\b"
+    # "Porto is too far for me", "that's a bit too pricey": too much of something for them
+    r"|\b(?:is|'s|are|sounds?|seems?|looks?)\s+(?:a\s+bit\s+|way\s+|far\s+|much\s+|just\s+)?too"
+    r"\s+(?:far|expensive|pricey|late|early|long|much|small|big|busy|cold|hot|loud|fancy)\b"
+    r"|\bnot\s+for\s+me\b",
     _F,
 )
 _NAMED_SUPPORT = re.compile(
@@ -80,12 +84,18 @@ def read_reaction(text: str, clauses: Sequence[Clause]) -> Stance | None:
             return "support"
         if _SHORT_OPPOSE.match(text):
             return "oppose"
-    if len(text.split()) <= _NAMED_WORDS and not text.rstrip().endswith("?"):
-        if _NAMED_OPPOSE.search(text):
-            return "oppose"
-        if _NAMED_SUPPORT.search(text):
-            return "support"
+    # The message, or its part before a counter-proposal ("Porto is too far for me, how
+    # about Bristol?").
+    for said in dict.fromkeys((text, _FIRST_PART.split(text, maxsplit=1)[0])):
+        if len(said.split()) <= _NAMED_WORDS and not said.rstrip().endswith("?"):
+            if _NAMED_OPPOSE.search(said):
+                return "oppose"
+            if _NAMED_SUPPORT.search(said):
+                return "support"
     return None
+
+
+_FIRST_PART = re.compile(r"\s*[,;]\s*|\s+(?=(?:how|what)\s+about\b|but\b)", _F)
 
 
 def said_after(text: str) -> str:
