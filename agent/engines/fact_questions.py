@@ -36,6 +36,8 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i (?:born|raised|brought up)\b"
          r"|\bwhere did i grow up\b|\bmy hometown\b", "hometown",
          "where you're from"),
+        (r"\bwhen(?:'s|\s+is)\s+my\s+due\s+date\b|\bwhat(?:'s|\s+is)\s+my\s+due\s+date\b"
+         r"|\bwhen\s+am\s+i\s+due\b", "event:baby", "when your baby is due"),
         (r"\bwhere (?:am i|will i be) (?:this|next|on|at the)\b|\bwhen (?:am i|will i be) back\b"
          r"|\bwhen do i (?:get|come|fly|go) (?:back|home)\b|\bam i away\b"
          r"|^am i (?:working|at work|off|in the office)\b", "away",

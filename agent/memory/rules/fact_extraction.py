@@ -65,6 +65,13 @@ _MOVE_IT = re.compile(
     _F,
 )
 _EVENT_WORD = re.compile(rf"\b(?:{EVENTS})s?\b", _F)
+# "I'm pregnant! due in June", "I'm 20 weeks pregnant and the baby's due on 3 March".
+_PREGNANT_DUE = re.compile(
+    r"\b(?:i(?:'m|\s+am)|we(?:'re|\s+are))\s+(?:\d{1,2}\s+weeks\s+)?pregnant\b[\s,!.;-]*(?:and\s+)?"
+    r"(?:i'm\s+|i\s+am\s+|we're\s+|(?:the\s+)?baby(?:'s|\s+is)\s+|(?:it's|it\s+is)\s+)?due\s+"
+    r"(?P<when>(?:in|on|at|next|this|around|early|late|mid)\b[^.!?;]{1,40}?)[.!\s]*$",
+    _F,
+)
 # "I live in Leeds and work at the hospital", "I'm a teacher and live in Bath": a second fact
 # of the user said without its "I" (not "work out", "have fun" and the like).
 _AND_VERB = re.compile(
@@ -162,6 +169,9 @@ def extract_facts(text: str, *, turn: int) -> tuple[Fact, ...]:
         for key, value in facts:
             found.pop(key, None)
             found[key] = Fact(key=key, value=value, turn=turn, mode=mode)
+    due = _PREGNANT_DUE.search(normalized)
+    if due is not None and "event:baby" not in found:  # "I'm pregnant! due in June"
+        found["event:baby"] = Fact(key="event:baby", value=f"baby is due {due['when']}", turn=turn)
     if workplace is not None:  # the new workplace says the old one ended
         found.pop("ex_workplace", None)
         found["workplace"] = Fact(key="workplace", value=workplace, turn=turn)
