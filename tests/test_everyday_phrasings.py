@@ -232,6 +232,11 @@ CASES: dict[str, list[tuple[list[str], str]]] = {
          "Nothing you told me rules it out (you're allergic to shellfish; you're vegetarian)."),
     ],
     "what a diet or an allergy rules out": [
+        (["I can't eat soft cheese at the moment", "can I have brie?"],
+         "Better not. You don't eat soft cheese at the moment (brie is soft cheese)."),
+        (["I can't eat soft cheese at the moment", "is feta ok?"], "Better not."),
+        (["I can't eat soft cheese at the moment", "can I eat cheddar?"],
+         "Nothing you told me rules it out"),
         (["I'm vegetarian", "can I eat a burger?"], "Better not. You're vegetarian"),
         (["I'm vegetarian", "should I order the chicken wings?"], "Better not."),
         (["I'm vegetarian", "can I have a veggie burger?"], "Nothing you told me rules it out"),

@@ -56,6 +56,10 @@ _ALCOHOL = """alcohol beer wine vodka whisky whiskey gin rum tequila cider champ
     cocktail sake brandy liqueur margarita mojito lager ale spirits booze sangria"""
 _SESAME = "sesame tahini hummus houmous halva halwa"
 _PORK = "pork bacon ham salami pepperoni chorizo prosciutto pancetta lard carbonara"
+# Soft and blue cheeses (what a pregnancy or a doctor may rule out, not every cheese).
+_SOFT_CHEESE = """brie camembert feta ricotta mascarpone gorgonzola roquefort stilton chevre
+    burrata cream-cheese cottage-cheese goats-cheese goat's-cheese blue-cheese dolcelatte
+    taleggio"""
 
 #: Each group, and the words of the foods and drinks in it (each also read in the plural).
 GROUPS: Mapping[str, frozenset[str]] = {
@@ -72,6 +76,7 @@ GROUPS: Mapping[str, frozenset[str]] = {
         ("alcohol", _ALCOHOL),
         ("pork", _PORK),
         ("sesame", _SESAME),
+        ("soft-cheese", _SOFT_CHEESE),
     )
 }
 
@@ -124,7 +129,7 @@ _FREE_OF = {
 _FREE = {group: re.compile(rf"\b(?:{words})\b", _F) for group, words in _FREE_OF.items()}
 
 # A group whose food *is* of it ("a burger is meat"), not one a food has in it.
-_KINDS = frozenset({"meat", "fish", "shellfish", "pork"})
+_KINDS = frozenset({"meat", "fish", "shellfish", "pork", "soft-cheese"})
 
 
 def _words(text: str) -> set[str]:
@@ -185,6 +190,7 @@ def how_it_has(thing: str, group: str) -> str:
     head = re.split(r"\s+(?:with|and|in|on|from|of)\s+", thing.strip(), maxsplit=1)[0]
     # "the wings", not "the pad thai with nuts", "hummus" or "couscous"
     several = re.search(r"[^su]s$", head) is not None
+    said = group.replace("-", " ")  # "soft-cheese": soft cheese
     if group in _KINDS:
-        return f"{thing} {'are' if several else 'is'} {group}"
-    return f"{thing} usually {'have' if several else 'has'} {group}"
+        return f"{thing} {'are' if several else 'is'} {said}"
+    return f"{thing} usually {'have' if several else 'has'} {said}"
