@@ -30,7 +30,7 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
     for pattern, keys, missing in (
         (r"\bwhere do i (?:live|stay)\b|\bwhere am i (?:living|based|staying)\b"
          r"|\b(?:which|what) (?:city|town|country|village|area|neighbou?rhood|part of [\w ]+?)"
-         r" (?:do i live|am i living|am i based) in\b"
+         r" (?:do i live|am i living|am i based|do i call home) in\b"
          r"|\bwhat(?:'s| is) my (?:home |current |new )?address\b",
          "location ex_location", "where you live"),
         (r"\bwhere (?:am i|do i come) from\b|\bwhere was i (?:born|raised|brought up)\b"
@@ -86,7 +86,9 @@ FACT_QUESTIONS: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = tuple
          "about your family and friends"),
         (r"\bwhere do i (?:work|teach)\b"
          r"|\bwhat(?:'s| is) my (?:job|work|profession|occupation|line of work)\b"
-         r"|\bwho do i work for\b|\bwho(?:'s| is) my employer\b", "job workplace ex_workplace",
+         r"|\bwho do i work for\b|\bwho(?:'s| is) my employer\b|\bwhere(?:'s| is) my (?:workplace"
+         r"|office|work)\b|\b(?:what|which) (?:company|firm) do i work (?:for|at)\b",
+         "job workplace ex_workplace",
          "about your work"),
         (r"\bwhat do i do for (?:a )?(?:living|work)\b|^what do i (?:do|teach)\??$", "job",
          "your job"),
@@ -161,7 +163,7 @@ SOMEONE_QUESTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r" (?:names?|called)\b", "name"),
         (rf"\bwhat(?:'s| is| are) (?:my|our|the) {_WHO} called\b", "name"),
         (rf"\bwhat(?:'s| is| are) the names? of (?:my|our) {_WHO}\??$", "name"),
-        (rf"\bhow many {_WHO} do (?:i|we) have\b", "count"),
+        (rf"\bhow many {_WHO} (?:do (?:i|we) have|have (?:i|we) got|(?:i|we)'ve got)\b", "count"),
         (rf"\bwhat (?:breed|kind of (?:dog|cat)|type of (?:dog|cat)) (?:is|are) (?:my )?{_WHO}\b",
          "breed"),
         # "when is Priya back?", "is my boss still off?": away, and until when.

@@ -213,6 +213,8 @@ def fact_acks(
     intents.append("state_fact")
     said: list[str] = []
     before = {slot_of(f.key): f for f in known}
+    if "job" not in before and "workplace" not in before:  # "you work as a vet at the zoo"
+        new = _job_with_workplace(list(new))
     old_name = before["name"].value if "name" in before else None
     noted: list[tuple[str, str]] = []  # (subject, phrase)
     unsure: list[str] = []
@@ -483,7 +485,13 @@ def _about_you(facts: Sequence[Fact]) -> str:
         if not (parse_key(f.key).name in {"relative", "pet"} and f.value in spoken_of)
     ]
     ordered = sorted(kept, key=lambda f: (parse_key(f.key).subject != USER, f.key != "name"))
-    return "Here's what I know about you:\n" + "\n".join(f"• {answer_line(f)}" for f in ordered)
+    together = _named_together(ordered)  # "your cats are called Bella and Luna", once
+    lines = [
+        f"• {sentence(together[f.key]) if together.get(f.key) else answer_line(f)}"
+        for f in _job_with_workplace(ordered)
+        if together.get(f.key) != ""
+    ]
+    return "Here's what I know about you:\n" + "\n".join(lines)
 
 
 def answer_line(fact: Fact) -> str:
