@@ -967,6 +967,10 @@ def test_liking_and_disliking_the_same_thing_replace_each_other():
     assert [f.key for f in merge_facts(liked, extract_facts("I hate jazz", turn=2))] == [
         "dislikes:jazz"
     ]
+    # "actually", "anyway", "though": said around the value, not part of it
+    disliked = merge_facts((), extract_facts("I don't like coffee anymore", turn=3))
+    again = merge_facts(disliked, extract_facts("I love coffee actually", turn=4))
+    assert [(f.key, f.value) for f in again] == [("likes:coffee", "coffee")]
 
 
 def test_facts_are_bounded():

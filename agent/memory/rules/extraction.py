@@ -158,7 +158,7 @@ def _strip_filler(text: str) -> str:
 # No repeat before the word: "[\s,]+word$" was quadratic on a long run of commas.
 _TAIL = re.compile(
     r"(?<=[\s,])(?:please|pls|thanks|thank you|lol|lmao|rofl|ha(?:ha)+|he(?:he)+|tbh|imo"
-    r"|honestly|btw|xd)$",
+    r"|honestly|btw|xd|actually|though)$",
     _F,
 )
 
