@@ -69,12 +69,23 @@ def at(*parts: int, zone: ZoneInfo = UTC_ZONE) -> datetime:
         # The weekend after the coming one (Wednesday 25: this weekend is the 28th).
         ("next weekend", at(2026, 12, 5, 9, 0)),
         ("next week", at(2026, 12, 2, 9, 0)),
+        # The same moment a day or a week on.
+        ("this time tomorrow", NOW + timedelta(days=1)),
+        ("this time next week", NOW + timedelta(days=7)),
     ],
 )
 def test_a_phrase_is_due_when_a_person_means(phrase, due):
     """Weekdays, "next", dates, months, parts of the day and delays; a day alone is at 09:00."""
     assert re.fullmatch(WHEN, phrase, re.IGNORECASE)
     assert due_time(phrase, NOW, UTC_ZONE) == due
+
+
+@pytest.mark.parametrize("phrase", ["tonight", "this evening", "this afternoon"])
+def test_a_part_of_today_already_over_is_not_tomorrows(phrase):
+    """At 23:00 "this evening" is over: no time is guessed (the concierge asks for one), while
+    "in the evening" is tomorrow's."""
+    assert due_time(phrase, NOW, UTC_ZONE) is None
+    assert due_time("in the evening", NOW, UTC_ZONE) == at(2026, 11, 26, 19, 0)
 
 
 def test_a_month_later_of_the_31st_is_the_last_day_of_a_shorter_month():
@@ -124,6 +135,7 @@ def test_a_phrase_ending_in_utc_is_read_in_utc():
     "phrase",
     [
         "today at 8am",  # passed at noon: not moved to tomorrow
+        "this morning",  # over at noon: not tomorrow morning
         "at 6",  # morning or evening?
         "tomorrow at 9",
         "in 0 minutes",

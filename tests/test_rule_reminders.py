@@ -337,6 +337,20 @@ async def test_a_zone_set_after_reminders_lists_them_on_the_new_clock_and_a_move
     assert (series.repeat.zone, series.repeat.at) == ("Europe/Berlin", "18:00")
 
 
+@pytest.mark.parametrize("asked", ["remind me to take the bins out tonight",
+                                   "remind me this evening to call Jo"])  # fmt: skip
+async def test_a_reminder_for_a_part_of_today_already_over_asks_the_time(lane, asked):
+    """At 23:00 "tonight" has passed its usual hour (21:00): the reply says so and how to say
+    the time, and sets nothing (not tomorrow's, not a guess)."""
+    result = await Conversation(lane).say(asked, T0)
+    part = "tonight" if "tonight" in asked else "this evening"
+    assert result.turn.assistant_text == (
+        f"It's already 23:00 UTC, past {part}'s usual hour: say the time, e.g. “remind me at "
+        "12am to …”."
+    )
+    assert result.turn.job_refs == ()
+
+
 @pytest.mark.parametrize(
     ("repeating", "said"),
     [

@@ -93,7 +93,7 @@ from agent.engines.rule_reading import (
 )
 from agent.engines.rule_recall import answer_from_memory, answer_told, quote_memory
 from agent.engines.rule_reminder_before import moved_with, reminder_before
-from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour
+from agent.engines.rule_reminder_hour import ASK_HOUR, answered_request, ask_hour, part_gone
 from agent.engines.rule_reminder_referent import spoken_of
 from agent.engines.rule_reminders import answer_reminder, answer_time, change_reminders
 from agent.engines.rule_routines import answer_how_long, answer_medication, answer_routine
@@ -338,6 +338,9 @@ class RuleBasedConcierge:
         elif (asked := ask_hour(text, now, zone)) is not None:
             parts.append(asked)  # "at 10": morning or evening?
             intents.append(ASK_HOUR)
+        elif (gone := part_gone(text, now, zone)) is not None:
+            parts.append(gone)  # "tonight", said at 23:00: at what time?
+            intents.append("reminder_unreadable")
         elif is_reminder_request(text):
             parts.append(REMINDER_FORMS)
             intents.append("reminder_unreadable")

@@ -19,11 +19,12 @@ from zoneinfo import ZoneInfo
 
 from agent.engines.rule_reading import say_when
 from agent.memory.rules.extraction import normalize_text
-from agent.memory.rules.reminder_requests import parse_reminder
+from agent.memory.rules.reminder_requests import is_reminder_request, parse_reminder
 from agent.memory.rules.reminder_time import with_meridiem
 from agent.memory.schemas import ConversationContextPacket, ConversationTurn
+from agent.utils.time_zones import zone_label
 
-__all__ = ["ASK_HOUR", "answered_request", "ask_hour", "hour_asked"]
+__all__ = ["ASK_HOUR", "answered_request", "ask_hour", "hour_asked", "part_gone"]
 
 #: The intent of the question "morning or evening?".
 ASK_HOUR = "ask_reminder_time"
@@ -53,6 +54,25 @@ def ask_hour(text: str, now: datetime, zone: ZoneInfo) -> str | None:
     return (
         f"Is that {say_when(early.due_at, now, zone)} (morning) or "
         f"{say_when(late.due_at, now, zone)} (evening)?"
+    )
+
+
+# "tonight", "this evening": a part of today, which may be over when it is asked for.
+_TODAYS_PART = re.compile(r"\b(?P<part>tonight|this\s+(?:morning|afternoon|evening))\b", _F)
+
+
+def part_gone(text: str, now: datetime, zone: ZoneInfo) -> str | None:
+    """What to say when ``text`` asks for a reminder "tonight" (or "this evening") without a
+    time, and that part of the day's usual hour has passed: say the time, or ``None``."""
+    said = _TODAYS_PART.search(text)
+    if said is None or not is_reminder_request(text) or parse_reminder(text, now, zone):
+        return None
+    local = now.astimezone(zone)
+    part = " ".join(said.group("part").casefold().split())
+    return (
+        f"It's already {local:%H:%M} {zone_label(zone)}, past {part}'s usual hour: say the "
+        f"time, e.g. “remind me at {(local.hour + 1) % 12 or 12}"
+        f"{'pm' if 11 <= local.hour < 23 else 'am'} to …”."
     )
 
 

@@ -95,7 +95,8 @@ _DATE = (
     rf"|the\s+{_ORDINAL}|\d{{1,2}}(?:st|nd|rd|th)"
 )
 _DAY = (
-    rf"today|tonight|tomorrow(?:\s+(?:{_PART}))?|the day after tomorrow|next weekend|next week"
+    rf"this\s+time\s+(?:tomorrow|next\s+week)"
+    rf"|today|tonight|tomorrow(?:\s+(?:{_PART}))?|the day after tomorrow|next weekend|next week"
     rf"|next month|in\s+{MONTH}\b"
     rf"|in\s+the\s+(?:{_PART})"
     rf"|this\s+(?:{_PART})|(?:(?:on|next|this|coming)\s+)?{_WEEKDAY}(?:\s+(?:{_PART}))?"
@@ -132,7 +133,11 @@ _IN_THE_PART = re.compile(rf"\s*\bin\s+the\s+(?P<part>{_PART})\b", _F)
 _PART_HOURS = {"morning": "09:00", "afternoon": "15:00", "evening": "19:00", "night": "21:00"}
 _PART_WORD = re.compile(rf"\b(?:this\s+)?(?P<part>{_PART})\b", _F)
 _DOTTED = re.compile(r"(?P<h>\d{1,2})[.h](?P<m>\d{2})\b")
-_NAMES_DAY = re.compile(rf"\b(?:today|tonight|tomorrow|week|{_WEEKDAY}|{MONTH}|the)\b", _F)
+_NAMES_DAY = re.compile(
+    rf"\b(?:today|tonight|tomorrow|week|{_WEEKDAY}|{MONTH}|the|this\s+(?:{_PART}))\b", _F
+)
+# "this time tomorrow", "this time next week": the same moment a day or a week on.
+_THIS_TIME = re.compile(r"^this\s+time\s+(?P<next>tomorrow|next\s+week)$", _F)
 _UTC = re.compile(r"\s*\butc\b", _F)
 #: When a day is said without a clock time.
 _DEFAULT_CLOCK = "09:00"
@@ -395,6 +400,9 @@ def due_time(when: str, now: datetime, zone: ZoneInfo) -> datetime | None:
     months = _MONTHS_LATER.match(when)
     if months is not None:
         return _months_later(months.group("n"), now, zone)
+    same = _THIS_TIME.match(when.strip())
+    if same is not None:
+        return now + timedelta(days=1 if same["next"].casefold() == "tomorrow" else 7)
     if _DELAY.match(when):
         delay = read_delay(when)
         return None if delay is None else now + delay
