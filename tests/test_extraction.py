@@ -243,6 +243,7 @@ def test_a_detail_of_the_users_world_is_a_fact_of_its_own(text, key, value):
         "my ex is called Dan and he owes me money",
         "is my blood type O negative?",
         "what's my shoe size?",
+        "my name is <script>alert(1)</script>",  # no name, and no detail called "name"
     ],
 )
 def test_moods_states_and_questions_are_no_detail(text):

@@ -219,6 +219,8 @@ def detail_name(called: str, said: str) -> str | None:
     named = words[:ends]
     if not named or named[-1] in NOT_DETAILS or any(_SOMEONE.fullmatch(w) for w in named):
         return None
+    if named == ["name"]:  # "my name is ...": a name or none, never a detail called "name"
+        return None
     if _PASSING_VALUE.search(said):
         return None
     by_name = any(w in DETAIL_NOUNS for w in named)
