@@ -328,6 +328,27 @@ async def test_everyones_position_is_each_members_latest_the_asker_too(lane, que
     )
 
 
+@pytest.mark.parametrize(
+    ("asked", "label"),
+    [
+        ("remind us on Friday at 9am to book the venue", "book the venue"),
+        ("remind everyone tomorrow at 6pm to send the invites", "send the invites"),
+        ("set a reminder for us on Friday at noon to buy the cake", "buy the cake"),
+    ],
+)
+async def test_a_group_asks_for_a_reminder_for_all_of_them(lane, asked, label):
+    chat = Group(lane)
+    await chat.say("Alice", "we need to book the venue by Friday")
+    result = await chat.say("Bob", asked, ask=True)
+    assert (result.turn.assistant_text or "").startswith("I'll remind you ")
+    (job,) = result.turn.job_refs
+    assert (job.label, job.status) == (label, "scheduled")
+    intent, said = await chat.ask("Carol", "who's doing what?")
+    assert intent == "list_open"
+    assert "1. Alice: book the venue by Friday" in said
+    assert label in said.split("Reminders:")[1]
+
+
 async def test_other_group_questions_keep_their_answers(group):
     """ "What did we decide?", "what is still open?" and "what did we talk about?" keep
     their own answers in a group."""

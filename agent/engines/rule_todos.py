@@ -61,7 +61,7 @@ _ASK_OPEN = re.compile(
     r"|\b(?:my|our|the) (?:to-?do|task) list\b|\bshow (?:me |us )?(?:my|our|the) "
     r"(?:list|to-?dos?|tasks|reminders)\b|\bwhat do (?:i|we) (?:still )?(?:need|have) to do\b"
     r"|\bwhat (?:do|should) (?:i|we) (?:still )?(?:need to |have to )?(?:buy|get|pick up)\??$"
-    r"|\b(?:my|our|any|what) reminders\b"
+    r"|\b(?:my|our|any|what) reminders\b|\bwho(?:'s|\s+is)\s+doing\s+what\b"
     r"|\bopen loops\b|^(?:(?:my|our|the)\s+)?(?:(?:to-?do |shopping )?list|to-?dos?|tasks"
     r"|reminders)\s*[?!.]*$"
     r"|\b(?:when|what time) (?:will|are) you (?:going to )?remind(?:ing)? me\b"

@@ -223,8 +223,10 @@ def content_stems(text: str) -> frozenset[str]:
 # -- timed reminders (read by agent.memory.rules.reminder_requests) ---------------------------
 
 _REMIND = (
-    r"(?:please\s+)?(?:remind me|set (?:a |an |my )?(?:reminder|alarm|timer)(?: for me)?"
-    r"|wake me(?: up)?|ping me|nudge me|give me a (?:nudge|shout|heads[- ]up)"
+    r"(?:please\s+)?(?:remind (?:me|us|everyone|everybody|the group)|set (?:a |an |my |our )?"
+    r"(?:reminder|alarm|timer)(?: for (?:me|us))?"
+    r"|wake (?:me|us)(?: up)?|ping (?:me|us)|nudge (?:me|us)"
+    r"|give (?:me|us) a (?:nudge|shout|heads[- ]up)"
     r"|(?:don't|do not) let me forget|make sure i (?:remember|don't forget|do not forget))"
 )
 # "remind me of the dentist tomorrow": about it.
