@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
+from zoneinfo import ZoneInfo
 
 from agent.engines.rule_reading import Reading, say_when, utc
 from agent.engines.rule_reminder_choice import (
@@ -121,7 +122,8 @@ def _skip(ref: JobRef, day: date | None, reading: Reading) -> ReminderChange:
             )  # fmt: skip
         return ReminderChange(f"Cancelled the reminder: {label} (it was set only once).",
                               "cancel_reminder", (ref,))  # fmt: skip
-    rule = f"{say_repeat(ref.repeat)} {zone_label(reading.zone)}"
+    clock = ZoneInfo(ref.repeat.zone)  # the series' own clock (its skips are its days)
+    rule = f"{say_repeat(ref.repeat)} {zone_label(clock)}"
     occurrence = _occurrence_on(ref, due, day, reading)
     if occurrence is None:
         return ReminderChange(
@@ -133,7 +135,7 @@ def _skip(ref: JobRef, day: date | None, reading: Reading) -> ReminderChange:
         when, then = (_on_day(t, reading) for t in (due, after))
         said = f"Skipped the one {when}: I'll remind you next {then} to {label} ({rule})."
         return ReminderChange(said, "set_reminder", (ref,), ref.label, after, ref.repeat)
-    skipped = occurrence.astimezone(reading.zone).date()
+    skipped = occurrence.astimezone(clock).date()
     skips = tuple(sorted({*ref.repeat.skips, skipped}))
     if len(skips) > MAX_SKIPS:
         return ReminderChange(
