@@ -74,6 +74,9 @@ _ASK_WHEN_GO = re.compile(
     r"^when (?:am i|are we|do i|do we|will i|will we) (?:be )?(?:fly(?:ing)?|go(?:ing)?"
     r"|travel(?:l)?(?:ing)?|head(?:ing)?|leav(?:e|ing)|off|driv(?:e|ing))(?: off)? (?:to|for)"
     r" (?P<thing>[^\W\d_][\w' -]{0,60}?)\??$"
+    # "when are we going skiing?", "when do we go camping?": the plan to do it.
+    r"|^when (?:am i|are we|will i|will we|do i|do we) (?:be )?go(?:ing)? (?P<doing>[^\W\d_]{2,}"
+    r"ing(?: [\w' -]{0,40}?)?)(?: again)?\??$"
     # "when am I seeing grandma?", "when are we meeting Tom?": the plan or event with them.
     r"|^when (?:am i|are we|will i|will we|do i|do we) (?:be )?(?:see(?:ing)?|visit(?:ing)?"
     r"|meet(?:ing)?) (?:up with )?(?P<whom>[^\W\d_][\w' -]{0,60}?)(?: next| again)?\??$",
@@ -167,8 +170,9 @@ def answer_event(
     if who_with is not None:  # "who am I going to Paris with?": whom the trip was told with
         return _companions(reading, who_with.group("thing"))
     going = _ASK_WHEN_GO.match(reading.text)
-    if going is not None and going.group("whom"):  # "when am I seeing grandma?"
-        wanted = content_stems(going.group("whom"))
+    said = (going.group("whom") or going.group("doing")) if going is not None else None
+    if said:  # "when am I seeing grandma?", "when are we going skiing?"
+        wanted = content_stems(said)
         seen = [f for f in own_facts(reading, "plan", "event") if wanted <= content_stems(f.value)]
         return " ".join(answer_line(f) for f in seen) or None
     if going is not None:  # "when am I flying to Lisbon?": the trips there, or not told

@@ -218,4 +218,6 @@ def joined_of(said: Sequence[tuple[str, str]]) -> str:
             phrase = phrase.removeprefix(named)
         phrases.append(phrase)
         last = subject if opens else None
+    if len(phrases) > 2:  # "you work as a chef, your wife is called Giulia and you live in Turin"
+        return ", ".join(phrases[:-1]) + " and " + phrases[-1]
     return " and ".join(phrases)
